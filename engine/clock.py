@@ -1,0 +1,93 @@
+"""Engine time: the only source of "now" for the domain.
+
+Two kinds: a wall clock (the sandbox default) and a manual clock (tests, scenarios,
+backtests). Both are monotonic from the engine's point of view: time never goes
+backwards, so events are never reordered by a clock that jumps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time as _time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class Clock(Protocol):
+    mode: str
+
+    def now(self) -> datetime: ...
+
+    def observe(self, t: datetime) -> None:
+        """Never answer a time earlier than `t` again (events already recorded)."""
+
+
+class WallClock:
+    """Wall time with a floor: a wall clock stepping back answers the floor instead."""
+
+    mode = "wall"
+
+    def __init__(self) -> None:
+        self._floor = EPOCH
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        wall = EPOCH + timedelta(microseconds=_time.time_ns() // 1000)
+        with self._lock:
+            if wall > self._floor:
+                self._floor = wall
+            return self._floor
+
+    def observe(self, t: datetime) -> None:
+        with self._lock:
+            if t > self._floor:
+                self._floor = t
+
+
+class ManualClock:
+    """Time that moves only when told to; used for replay and backtests."""
+
+    mode = "manual"
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start if start is not None else datetime(2024, 1, 1, tzinfo=UTC)
+        if self._now.tzinfo is None:
+            raise ValueError("manual clock needs an aware datetime")
+
+    def now(self) -> datetime:
+        return self._now
+
+    def set(self, t: datetime) -> None:
+        if t < self._now:
+            raise ValueError("a manual clock never moves backwards")
+        self._now = t
+
+    def observe(self, t: datetime) -> None:
+        if t > self._now:
+            self._now = t
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 UTC with microseconds and `Z`, the wire format of every timestamp."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(s: str) -> datetime:
+    """Parse RFC 3339; a naive time is refused because it has no meaning here."""
+    text = s.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    t = datetime.fromisoformat(text)
+    if t.tzinfo is None:
+        raise ValueError(f"time {s!r} has no UTC offset")
+    return t.astimezone(UTC)
+
+
+def from_millis(ms: int) -> datetime:
+    return EPOCH + timedelta(milliseconds=ms)
+
+
+def to_millis(t: datetime) -> int:
+    return (t - EPOCH) // timedelta(milliseconds=1)

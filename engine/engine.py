@@ -1,0 +1,302 @@
+"""The engine: one writer thread that owns the state, with group commit.
+
+Every command, from HTTP or from a timer, goes through one queue into one thread. The
+thread drains what is queued, decides each command in order (applying its events to the
+in-memory state at once), appends all their events and the read-model rows they touched
+in ONE transaction, commits, and only then answers each waiting caller. A caller is
+never answered before its events are durable; if the commit fails, nobody in the batch
+is told "done" and the state is rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import queue
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from engine.clock import Clock, ManualClock, WallClock, format_time, parse_time
+from engine.commands import AdvanceClock, Command, Tick
+from engine.domain import APPLIERS, DECIDERS, TIMERS
+from engine.errors import Conflict, DomainError, Invalid, Unavailable
+from engine.events import Event
+from engine.ids import IdSource
+from engine.projections.readmodels import TABLES, all_rows, rows_for
+from engine.settings import Settings
+from engine.state import Ctx, State
+from engine.store import SqliteEventStore, StoreUnavailable
+
+log = structlog.get_logger("sandex.engine")
+
+_STOP = object()
+
+
+class EngineStopped(Unavailable):
+    pass
+
+
+class Engine:
+    def __init__(
+        self, db_path: str | Path, settings: Settings | None = None, clock: Clock | None = None
+    ):
+        self.settings = settings or Settings()
+        self.db_path = str(db_path)
+        self.store = SqliteEventStore(
+            self.db_path, durability=self.settings.durability, tables=TABLES
+        )
+        seed = self.store.get_meta("seed")
+        if seed is None:
+            seed = str(self.settings.seed)
+            self.store.set_meta("seed", seed)
+            self.store.set_meta("signing_secret", os.urandom(32).hex())
+            self.store.set_meta("created_with_clock", self.settings.clock)
+        self.seed = int(seed)
+        if clock is None:
+            clock = (
+                ManualClock(self.settings.clock_start)
+                if self.settings.clock == "manual"
+                else WallClock()
+            )
+        self.clock = clock
+        self.ids = IdSource(self.seed)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pending: list[Event] = []
+        self._load()
+
+    # -- start-up ---------------------------------------------------------------------
+
+    def _load(self) -> None:
+        """Rebuild the state from the log; bring read models up if they lag behind."""
+        state, versions = replay(self.store.read())
+        self.state = state
+        self._versions = versions
+        if state.last_time:
+            self.clock.observe(parse_time(state.last_time))
+        if state.ext.get("clock_to"):
+            self.clock.observe(parse_time(state.ext["clock_to"]))
+        if self.store.checkpoint() != state.position:
+            log.warning(
+                "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
+            )
+            self.store.drop_read_models(TABLES)
+            rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+            for table, row in all_rows(state):
+                rows.setdefault(table, ([], []))[0].append(row)
+            self.store.commit([], rows, state.position)
+        gc.collect()
+        gc.freeze()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> Engine:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._thread = None
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the writer's front door -------------------------------------------------------
+
+    def submit(self, command: Command) -> Future[Any]:
+        future: Future[Any] = Future()
+        if self._thread is None:
+            future.set_exception(EngineStopped("the engine is not running"))
+            return future
+        self._queue.put((future, command))
+        return future
+
+    def execute(self, command: Command, timeout: float | None = 30) -> Any:
+        return self.submit(command).result(timeout)
+
+    def next_deadline(self) -> datetime | None:
+        return self.state.timers.next_deadline()
+
+    # -- the writer thread ------------------------------------------------------------
+
+    def _run(self) -> None:
+        q = self._queue
+        limit = self.settings.group_commit_max
+        while True:
+            batch = [q.get()]
+            while len(batch) < limit:
+                try:
+                    batch.append(q.get_nowait())
+                except queue.Empty:
+                    break
+            stopping = any(item is _STOP for item in batch)
+            self._process([item for item in batch if item is not _STOP])
+            if stopping:
+                while True:  # refuse what arrived after the stop
+                    try:
+                        item = q.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not _STOP:
+                        item[0].set_exception(EngineStopped("the engine is stopping"))
+                return
+
+    def _process(self, batch: Iterable[tuple[Future[Any], Command]]) -> None:
+        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        self._pending = []
+        broken = False
+        for future, command in batch:
+            if not future.set_running_or_notify_cancel():
+                continue
+            if broken:
+                outcomes.append((future, None, Unavailable("the engine is recovering; retry")))
+                continue
+            try:
+                outcomes.append((future, self._handle(command), None))
+            except DomainError as exc:
+                outcomes.append((future, None, exc))
+            except _Broken as exc:
+                log.error("decision failed after emitting events", error=repr(exc.cause))
+                outcomes.append((future, None, exc.cause))
+                broken = True
+        if broken:
+            outcomes = [
+                (f, None, e if e else Unavailable("the engine is recovering; retry"))
+                for f, _, e in outcomes
+            ]
+            self._recover()
+        elif self._pending or self.state.dirty:
+            try:
+                self.store.commit(
+                    self._pending, rows_for(self.state, self.state.dirty), self.state.position
+                )
+                self.state.dirty.clear()
+            except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
+                log.error("commit failed", error=str(exc))
+                reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
+                outcomes = [
+                    (f, None, Unavailable(f"the event store is unavailable: {reason}"))
+                    for f, _, _ in outcomes
+                ]
+                self._recover()
+        self._pending = []
+        for future, value, error in outcomes:
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(error)
+
+    def _recover(self) -> None:
+        self.state.dirty.clear()
+        try:
+            self._load()
+        except Exception as exc:  # noqa: BLE001
+            log.error("recovery from the log failed", error=str(exc))
+
+    def _ctx(self, now: datetime, meta: dict[str, Any]) -> Ctx:
+        self.ids.start(self.state.position + 1)
+        return Ctx(self.state, now, self.ids, self.settings, APPLIERS, self._next_version, meta)
+
+    def _next_version(self, stream: str) -> int:
+        version = self._versions.get(stream, 0) + 1
+        self._versions[stream] = version
+        return version
+
+    def _now(self) -> datetime:
+        now = self.clock.now()
+        if self.state.last_time:
+            last = parse_time(self.state.last_time)
+            if last > now:
+                return last
+        return now
+
+    def _handle(self, command: Command) -> Any:
+        if isinstance(command, AdvanceClock):
+            return self._advance(command)
+        self._fire_due(self._now())
+        if isinstance(command, Tick):
+            return None
+        decider = DECIDERS.get(type(command))
+        if decider is None:
+            raise Invalid(f"unknown command {type(command).__name__}")
+        meta = {"command": type(command).__name__, "client_id": command.actor.client_id}
+        if command.actor.request_id:
+            meta["request_id"] = command.actor.request_id
+        return self._decide(decider, command, self._now(), meta)
+
+    def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
+        ctx = self._ctx(now, meta)
+        try:
+            return decider(ctx, arg)
+        except Exception as exc:
+            if ctx.emitted:
+                raise _Broken(exc) from exc
+            raise
+        finally:
+            self._pending.extend(ctx.emitted)
+
+    def _fire_due(self, until: datetime) -> None:
+        timers = self.state.timers
+        while (due := timers.pop_due(until)) is not None:
+            deadline, kind, key = due
+            if isinstance(self.clock, ManualClock) and deadline > self.clock.now():
+                self.clock.set(deadline)
+            at = max(deadline, self._now())
+            self._decide(TIMERS[kind], key, at, {"command": "Timer", "timer": kind})
+
+    def _advance(self, command: AdvanceClock) -> dict[str, str]:
+        clock = self.clock
+        if not isinstance(clock, ManualClock):
+            raise Conflict("the sandbox runs on a wall clock; only a manual clock can be moved")
+        target = command.to
+        assert target is not None
+        if target < clock.now():
+            raise Invalid(
+                f"set_to invalid: the clock never moves backwards (now {format_time(clock.now())})",
+                field="set_to",
+            )
+        self._fire_due(target)
+        clock.set(target)
+        self._decide(
+            lambda ctx, _: ctx.emit("ClockAdvanced", "clock", {"to": ctx.now_text}),
+            None,
+            target,
+            {"command": "AdvanceClock", "client_id": command.actor.client_id},
+        )
+        return {"now": format_time(target), "mode": "manual"}
+
+
+class _Broken(Exception):
+    """A decision raised after it emitted: the in-memory state is no longer trustworthy."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(repr(cause))
+        self.cause = cause
+
+
+def replay(events: Iterable[Event]) -> tuple[State, dict[str, int]]:
+    """Fold the log into a fresh state; the same code path as live application."""
+    state = State()
+    versions: dict[str, int] = {}
+    appliers = APPLIERS
+    for event in events:
+        appliers[event.type](state, event)
+        versions[event.stream] = event.version
+        state.position = event.position
+        state.last_time = event.occurred_at
+    state.dirty.clear()
+    return state, versions

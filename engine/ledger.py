@@ -1,0 +1,94 @@
+"""Double-entry ledger.
+
+Every movement of value is a posting `(from_account, to_account, asset, amount)`, so
+each posting sums to zero per asset by construction. Profile accounts are
+`<profile_id>:available`, `<profile_id>:trading` (held for open orders) and
+`<profile_id>:withdrawing` (held for pending withdrawals). External accounts have no
+colon: `world` (outside the platform), `fees` (platform fee income) and `house` (the
+simulated market's counterparty, which trades with the outside world and may go below
+zero as the world may). No profile account ever goes below zero.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from decimal import Decimal
+
+from engine.money import ZERO
+
+WORLD = "world"
+FEES = "fees"
+HOUSE = "house"
+
+Posting = tuple[str, str, str, Decimal]
+
+
+def available(profile_id: str) -> str:
+    return f"{profile_id}:available"
+
+
+def trading(profile_id: str) -> str:
+    return f"{profile_id}:trading"
+
+
+def withdrawing(profile_id: str) -> str:
+    return f"{profile_id}:withdrawing"
+
+
+def is_profile_account(account: str) -> bool:
+    return ":" in account
+
+
+class LedgerViolation(AssertionError):
+    """An invariant of the ledger broke: a bug, never a user error."""
+
+
+class Ledger:
+    __slots__ = ("balances", "_totals")
+
+    def __init__(self) -> None:
+        self.balances: dict[tuple[str, str], Decimal] = {}
+        self._totals: dict[str, Decimal] = defaultdict(Decimal)
+
+    def balance(self, account: str, asset: str) -> Decimal:
+        return self.balances.get((account, asset), ZERO)
+
+    def post(self, postings: Iterable[Posting]) -> set[tuple[str, str]]:
+        """Apply postings; answer the (account, asset) pairs that changed."""
+        touched: set[tuple[str, str]] = set()
+        balances = self.balances
+        for source, target, asset, amount in postings:
+            if amount <= ZERO:
+                raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
+            key_s = (source, asset)
+            key_t = (target, asset)
+            new_source = balances.get(key_s, ZERO) - amount
+            if new_source < ZERO and is_profile_account(source):
+                raise LedgerViolation(f"account {source} would go negative in {asset}")
+            balances[key_s] = new_source
+            balances[key_t] = balances.get(key_t, ZERO) + amount
+            touched.add(key_s)
+            touched.add(key_t)
+        return touched
+
+    def check(self) -> list[str]:
+        """Every broken invariant, as text; empty when the ledger is sound."""
+        problems: list[str] = []
+        sums: dict[str, Decimal] = defaultdict(Decimal)
+        for (account, asset), value in self.balances.items():
+            sums[asset] += value
+            if value < ZERO and is_profile_account(account):
+                problems.append(f"negative balance: {account} {asset} {value}")
+        for asset, total in sorted(sums.items()):
+            if total != ZERO:
+                problems.append(f"postings of {asset} sum to {total}, not zero")
+        return problems
+
+
+def encode_postings(postings: Iterable[Posting]) -> list[list[str]]:
+    return [[s, t, a, format(v, "f")] for s, t, a, v in postings]
+
+
+def decode_postings(raw: Iterable[list[str]]) -> list[Posting]:
+    return [(s, t, a, Decimal(v)) for s, t, a, v in raw]

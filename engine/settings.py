@@ -1,0 +1,54 @@
+"""Engine settings: how the sandbox behaves. Loadable from a YAML config file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+ALL_SCOPES: tuple[str, ...] = (
+    "funding:read_profile",
+    "funding:write_profile",
+    "exchange:read_order",
+    "exchange:write_order",
+    "exchange:self_match_prevention",
+    "fee:write_crypto_withdrawal_fee",
+    "transfer:read_transfer",
+    "transfer:write_crypto_withdrawal",
+    "transfer:write_internal_transfer",
+    "transfer:read_fiat_deposit_instructions",
+    "transfer:write_fiat_deposit_instructions",
+    "transfer:write_sandbox_fiat_deposit",
+    "events:read_event",
+    "sandbox:write_customer",
+)
+
+# Scopes a customer created through the sandbox endpoint receives: everything a user's
+# integration needs, but not the power to create further tenants.
+CUSTOMER_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != "sandbox:write_customer")
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    clock: Literal["wall", "manual"] = "wall"
+    clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
+    durability: Literal["FULL", "NORMAL"] = "FULL"
+    token_ttl_seconds: int = 3599
+    fiat_deposit_delay_seconds: Decimal = Decimal(2)
+    wire_fee: Decimal = Decimal(0)
+    group_commit_max: int = 512
+    tick_interval_seconds: float = 0.1
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: object) -> Settings:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: a config file is a mapping of settings")
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(raw)

@@ -1,0 +1,133 @@
+"""The writer's in-memory state, and the context a decision runs in.
+
+State is a projection of the log: appliers (one per event type, in the domain modules)
+are the only code that changes it, both live and when the log is replayed on start-up.
+Appliers also mark what they touched as dirty so that the writer upserts exactly those
+read-model rows in the same transaction as the events.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.clock import format_time
+from engine.events import Event
+from engine.ids import IdSource
+from engine.ledger import Ledger
+from engine.settings import Settings
+
+
+class Timers:
+    """Deadlines (GTT expiry, fee expiry, confirmations, delayed credits) in time order.
+
+    Entries are never removed when their subject closes; the handler of a fired entry
+    checks that it still applies (lazy deletion keeps appliers simple)."""
+
+    __slots__ = ("_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[datetime, int, str, str]] = []
+        self._seq = 0
+
+    def add(self, deadline: datetime, kind: str, key: str) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (deadline, self._seq, kind, key))
+
+    def next_deadline(self) -> datetime | None:
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, until: datetime) -> tuple[datetime, str, str] | None:
+        if self._heap and self._heap[0][0] <= until:
+            deadline, _, kind, key = heapq.heappop(self._heap)
+            return deadline, kind, key
+        return None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+@dataclass
+class State:
+    ledger: Ledger = field(default_factory=Ledger)
+    customers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    clients: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    transfers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (profile_id, ref_id) -> transfer id, for idempotence of transfers.
+    transfer_refs: dict[tuple[str, str], str] = field(default_factory=dict)
+    fiat_instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    memos: dict[str, str] = field(default_factory=dict)
+    pending_fiat: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timers: Timers = field(default_factory=Timers)
+    # Read-model rows to rewrite at the next commit: (kind, key).
+    dirty: set[tuple[str, Any]] = field(default_factory=set)
+    # Domain extensions keep their own state here, keyed by module name.
+    ext: dict[str, Any] = field(default_factory=dict)
+    last_time: str = ""
+    position: int = 0
+
+    def mark(self, kind: str, key: Any) -> None:
+        self.dirty.add((kind, key))
+
+
+Applier = Callable[[State, Event], None]
+
+
+class Ctx:
+    """What one decision sees: state, engine time, the seeded id source and settings.
+
+    `emit` applies the event to the state at once, so later steps of the same command
+    (a second fill, say) see the first; a decision validates before it emits."""
+
+    __slots__ = (
+        "state",
+        "now",
+        "now_text",
+        "ids",
+        "settings",
+        "meta",
+        "emitted",
+        "_appliers",
+        "_next_version",
+    )
+
+    def __init__(
+        self,
+        state: State,
+        now: datetime,
+        ids: IdSource,
+        settings: Settings,
+        appliers: dict[str, Applier],
+        next_version: Callable[[str], int],
+        meta: dict[str, Any],
+    ) -> None:
+        self.state = state
+        self.now = now
+        self.now_text = format_time(now)
+        self.ids = ids
+        self.settings = settings
+        self.meta = meta
+        self.emitted: list[Event] = []
+        self._appliers = appliers
+        self._next_version = next_version
+
+    def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
+        state = self.state
+        event = Event(
+            type,
+            stream,
+            data,
+            position=state.position + 1,
+            version=self._next_version(stream),
+            occurred_at=self.now_text,
+            meta=self.meta,
+        )
+        self._appliers[type](state, event)
+        state.position = event.position
+        state.last_time = event.occurred_at
+        self.emitted.append(event)
+        return event

@@ -1,0 +1,211 @@
+"""The embedded event store: SQLite in WAL mode, through sqlite-utils.
+
+sqlite-utils creates and migrates the schema; the hot append path uses the `sqlite3`
+connection it wraps, with `executemany`, inside one transaction per group commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import sqlite_utils
+
+from engine.events import Event, upcast
+from engine.store.base import Concurrency, StoreUnavailable, TableWrites
+
+_DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
+
+_EVENT_COLUMNS = {
+    "position": int,
+    "stream": str,
+    "version": int,
+    "type": str,
+    "schema": int,
+    "data": str,
+    "meta": str,
+    "occurred_at": str,
+}
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+class SqliteEventStore:
+    """One writer connection; readers open their own read-only connections."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: str = "FULL",
+        tables: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self.path = str(path)
+        if durability not in _DURABILITY:
+            raise ValueError(f"durability must be one of {sorted(_DURABILITY)}")
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={_DURABILITY[durability]}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            self.db = sqlite_utils.Database(conn)
+            self._create_schema(tables or {})
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
+        self.conn = conn
+        self._columns: dict[str, list[str]] = {
+            name: list(spec["columns"]) for name, spec in (tables or {}).items()
+        }
+        self._pks: dict[str, list[str]] = {
+            name: list(spec["pk"]) for name, spec in (tables or {}).items()
+        }
+
+    def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
+        db = self.db
+        if "events" not in db.table_names():
+            db["events"].create(_EVENT_COLUMNS, pk="position", not_null=set(_EVENT_COLUMNS))
+            db["events"].create_index(["stream", "version"], unique=True)
+        if "sandex_meta" not in db.table_names():
+            db["sandex_meta"].create({"key": str, "value": str}, pk="key")
+        if "checkpoint" not in db.table_names():
+            db["checkpoint"].create({"name": str, "position": int}, pk="name")
+            db["checkpoint"].insert({"name": "read_models", "position": 0})
+        self.create_read_models(tables)
+
+    def create_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
+        for name, spec in tables.items():
+            if name in self.db.table_names():
+                continue
+            self.db[name].create(spec["columns"], pk=tuple(spec["pk"]))
+            for index in spec.get("indexes", ()):
+                self.db[name].create_index(list(index))
+
+    def drop_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
+        for name in tables:
+            if name in self.db.table_names():
+                self.db[name].drop()
+        self.conn.execute("UPDATE checkpoint SET position = 0 WHERE name = 'read_models'")
+        self.create_read_models(tables)
+
+    # -- the port -------------------------------------------------------------------
+
+    def last_position(self) -> int:
+        row = self.conn.execute("SELECT max(position) FROM events").fetchone()
+        return int(row[0] or 0)
+
+    def stream_version(self, stream: str) -> int:
+        row = self.conn.execute(
+            "SELECT max(version) FROM events WHERE stream = ?", (stream,)
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def checkpoint(self) -> int:
+        row = self.conn.execute(
+            "SELECT position FROM checkpoint WHERE name = 'read_models'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if events:
+                    conn.executemany(
+                        "INSERT INTO events (position, stream, version, type, schema, data, meta,"
+                        " occurred_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (
+                                e.position,
+                                e.stream,
+                                e.version,
+                                e.type,
+                                e.schema,
+                                _dumps(e.data),
+                                _dumps(e.meta),
+                                e.occurred_at,
+                            )
+                            for e in events
+                        ],
+                    )
+                for table, (upserts, deletes) in writes.items():
+                    self._write_table(table, upserts, deletes)
+                conn.execute(
+                    "UPDATE checkpoint SET position = ? WHERE name = 'read_models'", (checkpoint,)
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.IntegrityError as exc:
+            raise Concurrency(str(exc)) from exc
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def _write_table(
+        self, table: str, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
+    ) -> None:
+        if deletes:
+            pk = self._pks[table]
+            where = " AND ".join(f"{c} = ?" for c in pk)
+            self.conn.executemany(
+                f"DELETE FROM {table} WHERE {where}", [tuple(d[c] for c in pk) for d in deletes]
+            )
+        if upserts:
+            cols = self._columns[table]
+            sql = (
+                f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) "
+                f"VALUES ({', '.join('?' for _ in cols)})"
+            )
+            self.conn.executemany(sql, [tuple(r.get(c) for c in cols) for r in upserts])
+
+    def read(
+        self,
+        after: int = 0,
+        stream: str | None = None,
+        limit: int | None = None,
+        until: int | None = None,
+    ) -> Iterator[Event]:
+        sql = "SELECT position, stream, version, type, schema, data, meta, occurred_at FROM events"
+        where = ["position > ?"]
+        params: list[Any] = [after]
+        if stream is not None:
+            where.append("stream = ?")
+            params.append(stream)
+        if until is not None:
+            where.append("position <= ?")
+            params.append(until)
+        sql += " WHERE " + " AND ".join(where) + " ORDER BY position"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        cursor = self.conn.cursor()
+        cursor.arraysize = 2000
+        cursor.execute(sql, params)
+        loads = orjson.loads
+        while True:
+            rows = cursor.fetchmany()
+            if not rows:
+                break
+            for pos, st, ver, typ, schema, data, meta, at in rows:
+                yield upcast(Event(typ, st, loads(data), pos, ver, at, loads(meta), schema))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM sandex_meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO sandex_meta (key, value) VALUES (?, ?)", (key, value)
+        )
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,93 @@
+"""Transfer records: every movement of funds in or out of a profile.
+
+Deposits, withdrawals and internal transfers all create a transfer through these
+events, so that the transfer list, the ledger and the event feed agree:
+`TransferCreated` (the whole record and its postings), then `TransferCompleted` or
+`TransferFailed` (changes and postings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.events import Event
+from engine.ledger import Posting, decode_postings, encode_postings, is_profile_account
+from engine.state import Ctx, State
+
+# Fields of a transfer record that are internal, not part of the public object.
+_INTERNAL = frozenset({"seq"})
+
+
+def transfer_view(transfer: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in transfer.items() if v is not None and k not in _INTERNAL}
+
+
+def create(ctx: Ctx, record: dict[str, Any], postings: list[Posting]) -> dict[str, Any]:
+    """Emit a new transfer; `record` holds its public fields but times and id."""
+    record = dict(record)
+    record.setdefault("id", ctx.ids.uuid())
+    record["created_at"] = ctx.now_text
+    record["updated_at"] = ctx.now_text
+    ctx.emit(
+        "TransferCreated",
+        f"transfer-{record['id']}",
+        {"transfer": record, "postings": encode_postings(postings)},
+    )
+    return ctx.state.transfers[record["id"]]
+
+
+def complete(ctx: Ctx, transfer_id: str, changes: dict[str, Any], postings: list[Posting]) -> None:
+    ctx.emit(
+        "TransferCompleted",
+        f"transfer-{transfer_id}",
+        {
+            "transfer_id": transfer_id,
+            "changes": {**changes, "status": "COMPLETED"},
+            "postings": encode_postings(postings),
+        },
+    )
+
+
+def fail(ctx: Ctx, transfer_id: str, changes: dict[str, Any], postings: list[Posting]) -> None:
+    ctx.emit(
+        "TransferFailed",
+        f"transfer-{transfer_id}",
+        {
+            "transfer_id": transfer_id,
+            "changes": {**changes, "status": "FAILED"},
+            "postings": encode_postings(postings),
+        },
+    )
+
+
+def post(state: State, raw_postings: list[list[str]]) -> None:
+    """Apply an event's postings to the ledger and mark the balances they touched."""
+    if not raw_postings:
+        return
+    for account, asset in state.ledger.post(decode_postings(raw_postings)):
+        if is_profile_account(account):
+            state.mark("balance", (account.split(":", 1)[0], asset))
+
+
+def _created(state: State, e: Event) -> None:
+    record = dict(e.data["transfer"])
+    record["seq"] = e.position
+    state.transfers[record["id"]] = record
+    if record.get("ref_id"):
+        state.transfer_refs[(record["profile_id"], record["ref_id"])] = record["id"]
+    post(state, e.data["postings"])
+    state.mark("transfer", record["id"])
+
+
+def _changed(state: State, e: Event) -> None:
+    record = state.transfers[e.data["transfer_id"]]
+    record.update(e.data["changes"])
+    record["updated_at"] = e.occurred_at
+    post(state, e.data["postings"])
+    state.mark("transfer", record["id"])
+
+
+APPLIERS = {
+    "TransferCreated": _created,
+    "TransferCompleted": _changed,
+    "TransferFailed": _changed,
+}
