@@ -86,11 +86,10 @@ class Engine:
             log.warning(
                 "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
             )
-            self.store.drop_read_models(TABLES)
             rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
             for table, row in all_rows(state):
                 rows.setdefault(table, ([], []))[0].append(row)
-            self.store.commit([], rows, state.position)
+            self.store.replace_read_models(rows, state.position)
         gc.collect()
         gc.freeze()
 

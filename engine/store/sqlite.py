@@ -85,12 +85,23 @@ class SqliteEventStore:
             for index in spec.get("indexes", ()):
                 self.db[name].create_index(list(index))
 
-    def drop_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
-        for name in tables:
-            if name in self.db.table_names():
-                self.db[name].drop()
-        self.conn.execute("UPDATE checkpoint SET position = 0 WHERE name = 'read_models'")
-        self.create_read_models(tables)
+    def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
+        """Empty every read-model table and fill it again, in one transaction."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in self._columns:
+                conn.execute(f"DELETE FROM {table}")
+            for table, (upserts, deletes) in writes.items():
+                self._write_table(table, upserts, deletes)
+            conn.execute(
+                "UPDATE checkpoint SET position = ? WHERE name = 'read_models'", (checkpoint,)
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     # -- the port -------------------------------------------------------------------
 

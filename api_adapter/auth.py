@@ -1,0 +1,172 @@
+"""OAuth2 client credentials: the token endpoint and the bearer check of every operation.
+
+Tokens are stateless and signed with a secret kept in the database, so they survive a
+restart and are worthless against another deployment. Token lifetime is wall time (an
+HTTP concern): a manual engine clock moved a day forward does not log clients out.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.openapi.models import OAuthFlowClientCredentials, OAuthFlows
+from fastapi.security import OAuth2, SecurityScopes
+
+from api_adapter.problems import AuthError
+from api_adapter.responses import JSONResponse
+from engine.customers import secret_matches
+from engine.settings import ALL_SCOPES
+
+_PREFIX = "sdx1"
+
+oauth2_scheme = OAuth2(
+    flows=OAuthFlows(
+        clientCredentials=OAuthFlowClientCredentials(
+            tokenUrl="/oauth2/token", scopes={s: s for s in ALL_SCOPES}
+        )
+    ),
+    auto_error=False,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    customer_id: str
+    client_id: str
+    scopes: frozenset[str]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Tokens:
+    def __init__(self, secret: str, ttl_seconds: int) -> None:
+        self._key = bytes.fromhex(secret)
+        self.ttl = ttl_seconds
+
+    def _sign(self, payload: str) -> str:
+        return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
+
+    def issue(self, client_id: str, scopes: list[str]) -> str:
+        now = int(time.time())
+        payload = _b64(orjson.dumps({"c": client_id, "s": scopes, "i": now, "e": now + self.ttl}))
+        return f"{_PREFIX}.{payload}.{self._sign(payload)}"
+
+    def verify(self, token: str) -> dict[str, Any]:
+        """The token's claims, or AuthError 401 when forged, malformed or expired."""
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != _PREFIX:
+            raise AuthError(401, "malformed access token")
+        if not hmac.compare_digest(self._sign(parts[1]), parts[2]):
+            raise AuthError(401, "invalid access token")
+        try:
+            claims = orjson.loads(_unb64(parts[1]))
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            raise AuthError(401, "malformed access token") from exc
+        if int(claims.get("e", 0)) <= time.time():
+            raise AuthError(401, "access token expired")
+        return claims  # type: ignore[no-any-return]
+
+
+def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": error, "error_description": description},
+        status_code=status,
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+router = APIRouter(tags=["OAuth2"])
+
+
+@router.post("/oauth2/token", summary="Issue an access token (client credentials)")
+async def issue_token(request: Request) -> JSONResponse:
+    try:
+        form = await request.form()
+    except Exception:  # noqa: BLE001 - any unreadable body is the client's fault
+        return _oauth_error(400, "invalid_request", "the body must be form-encoded")
+    grant_type = form.get("grant_type")
+    client_id = form.get("client_id")
+    client_secret = form.get("client_secret")
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("basic ") and client_id is None:
+        try:
+            client_id, _, client_secret = _unb64(header[6:].strip()).decode().partition(":")
+        except (ValueError, UnicodeError):
+            return _oauth_error(401, "invalid_client", "malformed basic credentials")
+    if grant_type != "client_credentials":
+        if not grant_type:
+            return _oauth_error(400, "invalid_request", "grant_type is required")
+        return _oauth_error(400, "unsupported_grant_type", "only client_credentials is supported")
+    if not isinstance(client_id, str) or not isinstance(client_secret, str):
+        return _oauth_error(401, "invalid_client", "client_id and client_secret are required")
+    client = request.app.state.queries.client(client_id)
+    if (
+        client is None
+        or client["revoked"]
+        or not secret_matches(client_secret, client["salt"], client["secret_hash"])
+    ):
+        return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
+    requested = form.get("scope")
+    if isinstance(requested, str) and requested.strip():
+        scopes = requested.split()
+        missing = [s for s in scopes if s not in client["scopes"]]
+        if missing:
+            return _oauth_error(400, "invalid_scope", f"scope not granted to client: {missing[0]}")
+    else:
+        scopes = list(client["scopes"])
+    tokens: Tokens = request.app.state.tokens
+    return JSONResponse(
+        {
+            "access_token": tokens.issue(client_id, scopes),
+            "expires_in": tokens.ttl,
+            "scope": " ".join(scopes),
+            "token_type": "bearer",
+        },
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+def authenticate(request: Request, authorization: str | None) -> Principal:
+    if not authorization:
+        raise AuthError(401, "missing bearer token")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthError(401, "malformed Authorization header: expected 'Bearer <token>'")
+    claims = request.app.state.tokens.verify(token.strip())
+    client = request.app.state.queries.client(claims.get("c", ""))
+    if client is None or client["revoked"]:
+        raise AuthError(401, "the client of this token is revoked or unknown")
+    granted = frozenset(s for s in claims.get("s", ()) if s in client["scopes"])
+    return Principal(client["customer_id"], client["client_id"], granted)
+
+
+def require(scope: str) -> Callable[..., Any]:
+    """A dependency that admits a bearer token holding `scope`."""
+
+    async def dependency(request: Request, security_scopes: SecurityScopes) -> Principal:
+        principal = authenticate(request, request.headers.get("authorization"))
+        if scope not in principal.scopes:
+            raise AuthError(
+                403,
+                f"insufficient scope: this operation requires {scope}",
+                meta={"required_scope": scope},
+            )
+        request.state.client_id = principal.client_id
+        return principal
+
+    dependency.__name__ = f"require_{scope.replace(':', '_')}"
+    return dependency

@@ -1,0 +1,177 @@
+"""The `sandex` command line: serve, rebuild, verify, events, clients."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+
+def _settings(args: argparse.Namespace) -> object:
+    from engine.settings import Settings
+
+    overrides = {"seed": args.seed, "clock": args.clock}
+    if args.durability:
+        overrides["durability"] = args.durability
+    if args.config:
+        return Settings.from_file(args.config, **overrides)
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api_adapter.app import create_app
+    from api_adapter.logging import configure
+    from engine import Engine
+    from engine.commands import CreateCustomer
+    from engine.scheduler import Scheduler
+    from engine.store import StoreUnavailable
+
+    json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
+    configure(json_lines=json_logs, level=args.log_level)
+    settings = _settings(args)
+    try:
+        engine = Engine(args.db, settings).start()  # type: ignore[arg-type]
+    except StoreUnavailable as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
+    client_id = os.environ.get("SANDEX_CLIENT_ID", "sandex")
+    client_secret = os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret")
+    if not engine.state.customers:
+        engine.execute(
+            CreateCustomer(client_id=client_id, client_secret=client_secret, bootstrap=True)
+        )
+    scheduler = (
+        Scheduler(engine, engine.settings.tick_interval_seconds)
+        if engine.clock.mode == "wall"
+        else None
+    )
+    app = create_app(engine, scheduler=scheduler)
+    base = f"http://{args.host}:{args.port}"
+    print(
+        f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
+        f"  token:       POST {base}/oauth2/token\n"
+        f"  client_id:     {client_id}\n"
+        f"  client_secret: {client_secret}\n"
+        f"  docs:        {base}/docs",
+        flush=True,
+    )
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    finally:
+        engine.stop()
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from engine.verify import rebuild
+
+    position = rebuild(args.db)
+    print(f"read models rebuilt from {position} events")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from engine.verify import verify
+
+    problems = verify(args.db)
+    if problems:
+        print(f"FAILED: {problems[0]}")
+        for extra in problems[1:]:
+            print(f"  also: {extra}")
+        return 1
+    print("OK: log gapless, ledger balanced, no negative balance, read models equal a rebuild")
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from engine.projections.readmodels import TABLES
+    from engine.store import SqliteEventStore
+
+    store = SqliteEventStore(args.db, tables=TABLES)
+    out = sys.stdout.buffer
+    try:
+        for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
+            out.write(orjson.dumps(event.as_json()) + b"\n")
+    except BrokenPipeError:
+        pass
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_clients_revoke(args: argparse.Namespace) -> int:
+    from engine import Engine
+    from engine.commands import RevokeClient
+    from engine.errors import DomainError
+
+    engine = Engine(args.db).start()
+    try:
+        engine.execute(RevokeClient(client_id=args.client_id))
+    except DomainError as exc:
+        print(f"sandex: {exc.detail}", file=sys.stderr)
+        return 1
+    finally:
+        engine.stop()
+    print(f"client {args.client_id} revoked")
+    return 0
+
+
+def _existing_db(path: str) -> str:
+    if not Path(path).exists():
+        raise argparse.ArgumentTypeError(f"no database at {path}")
+    return path
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sandex", description="an event-sourced exchange sandbox")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="start the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--db", default="sandex.db")
+    serve.add_argument("--clock", choices=["wall", "manual"], default=None)
+    serve.add_argument("--seed", type=int, default=None)
+    serve.add_argument("--config", default=None, help="YAML file of engine settings")
+    serve.add_argument("--durability", choices=["FULL", "NORMAL"], default=None)
+    serve.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
+    serve.add_argument("--log-level", default="INFO")
+    serve.set_defaults(func=cmd_serve)
+
+    rebuild = sub.add_parser("rebuild", help="drop the read models and replay the log")
+    rebuild.add_argument("--db", required=True, type=_existing_db)
+    rebuild.set_defaults(func=cmd_rebuild)
+
+    verify = sub.add_parser("verify", help="check every invariant of a database")
+    verify.add_argument("--db", required=True, type=_existing_db)
+    verify.set_defaults(func=cmd_verify)
+
+    events = sub.add_parser("events", help="print the event log as JSON lines")
+    events.add_argument("--db", required=True, type=_existing_db)
+    events.add_argument("--stream", default=None)
+    events.add_argument("--after", type=int, default=0)
+    events.add_argument("--limit", type=int, default=None)
+    events.set_defaults(func=cmd_events)
+
+    clients = sub.add_parser("clients", help="manage API clients")
+    clients_sub = clients.add_subparsers(dest="action", required=True)
+    revoke = clients_sub.add_parser("revoke", help="revoke a client: its tokens stop working")
+    revoke.add_argument("client_id")
+    revoke.add_argument("--db", required=True, type=_existing_db)
+    revoke.set_defaults(func=cmd_clients_revoke)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""structlog set-up: one JSON line per event in production, a readable console in development.
+
+Every request carries a request id (the client's `X-Request-ID` or a fresh one), bound
+to every log line written while it is served and echoed in the response."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import uuid
+from typing import Any
+
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+def configure(json_lines: bool, level: str = "INFO") -> None:
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    if json_lines:
+        processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    else:
+        processors += [structlog.dev.ConsoleRenderer()]
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+log = structlog.get_logger("sandex.http")
+
+_MAX_REQUEST_ID = 128
+
+
+class RequestLog:
+    """Pure ASGI middleware: request id in, one access line out, no body buffering."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = ""
+        for name, value in scope.get("headers", ()):
+            if name == b"x-request-id":
+                given = value.decode("latin-1")[:_MAX_REQUEST_ID]
+                break
+        request_id = given or uuid.uuid4().hex
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        state["client_request_id"] = given
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", ()))
+                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            log.info(
+                "request",
+                method=scope["method"],
+                path=scope["path"],
+                status=status,
+                ms=round((time.perf_counter() - started) * 1000, 2),
+                client_id=state.get("client_id"),
+            )
+            structlog.contextvars.unbind_contextvars("request_id")

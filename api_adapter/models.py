@@ -1,0 +1,120 @@
+"""Request bodies as the reference shapes them. Unknown fields are refused (a typo in a
+user's integration should fail here, not silently in production); amounts are strings
+and a JSON number is never coerced into one."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Amount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]+$", max_length=64)]
+FiatAmount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]{1,2}$", max_length=64)]
+AddressField = Annotated[
+    str, StringConstraints(pattern=r"^[0-9A-Za-z /?:().,&'+-]+$", max_length=35)
+]
+Text = Annotated[str, StringConstraints(max_length=1000)]
+ShortText = Annotated[str, StringConstraints(max_length=200)]
+
+CryptoNetwork = Literal[
+    "BITCOIN",
+    "ETHEREUM",
+    "BITCOIN_CASH",
+    "LITECOIN",
+    "SOLANA",
+    "POLYGON_POS",
+    "BASE",
+    "ARBITRUM_ONE",
+    "STELLAR",
+    "INK",
+    "XLAYER",
+]
+RoutingNumberType = Literal["ABA", "SWIFT"]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class CreateProfileRequest(Body):
+    nickname: ShortText
+    description: Text | None = None
+
+
+class SandboxDepositRequest(Body):
+    asset: ShortText
+    amount: Amount
+    crypto_network: CryptoNetwork | None = None
+    crypto_address: ShortText | None = None
+
+
+class CreateFiatDepositInstructionsRequest(Body):
+    profile_id: ShortText
+    fiat_network: Literal["WIRE", "DBS_ACT", "CUBIX", "SCB"]
+    ref_id: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    routing_number_type: RoutingNumberType | None = None
+    metadata: dict[str, str] | None = None
+
+
+class MailingAddress(Body):
+    country: AddressField
+    address1: AddressField | None = None
+    address2: AddressField | None = None
+    city: AddressField | None = None
+    province: AddressField | None = None
+    zip_code: AddressField | None = None
+
+
+class WireRoutingDetails(Body):
+    routing_number_type: RoutingNumberType
+    routing_number: ShortText
+    bank_name: ShortText
+    bank_address: MailingAddress
+
+
+class WireInstructions(Body):
+    account_number: ShortText
+    fiat_account_owner_address: MailingAddress
+    routing_details: WireRoutingDetails
+    intermediary_routing_details: WireRoutingDetails | None = None
+
+
+class FiatNetworkInstructions(Body):
+    wire: WireInstructions | None = None
+    cbit: dict[str, object] | None = None
+    dbs_act: dict[str, object] | None = None
+    cubix: dict[str, object] | None = None
+    scb: dict[str, object] | None = None
+
+
+class InstitutionDetails(Body):
+    name: ShortText
+
+
+class PersonDetails(Body):
+    first_name: ShortText
+    last_name: ShortText
+
+
+class FiatAccountOwner(Body):
+    person_details: PersonDetails | None = None
+    institution_details: InstitutionDetails | None = None
+
+
+class InitiateSandboxFiatDepositRequest(Body):
+    amount: FiatAmount
+    asset: ShortText
+    memo_id: ShortText
+    fiat_network_instructions: FiatNetworkInstructions
+    fiat_account_owner: FiatAccountOwner | None = None
+
+
+class ClockMoveRequest(Body):
+    advance_seconds: Annotated[int, Field(ge=0, le=10 * 365 * 24 * 3600)] | None = None
+    set_to: ShortText | None = None
+
+
+class CreateCustomerRequest(Body):
+    scopes: list[ShortText] | None = None

@@ -1,0 +1,62 @@
+"""Query parameters shared by list operations: cursor paging and time ranges."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Query
+
+from engine.queries import Page
+
+Limit = Annotated[int | None, Query(ge=1, le=1000, description="page size, at most 1000")]
+Order = Annotated[Literal["ASC", "DESC"] | None, Query()]
+
+
+def _times(column: str, values: dict[str, str | None]) -> dict[tuple[str, str], str]:
+    return {(column, op): v for op, v in values.items() if v is not None}
+
+
+def created_page(
+    limit: Limit = None,
+    page_cursor: str | None = None,
+    order: Order = None,
+    created_at_lt: Annotated[str | None, Query(alias="created_at.lt")] = None,
+    created_at_lte: Annotated[str | None, Query(alias="created_at.lte")] = None,
+    created_at_eq: Annotated[str | None, Query(alias="created_at.eq")] = None,
+    created_at_gte: Annotated[str | None, Query(alias="created_at.gte")] = None,
+    created_at_gt: Annotated[str | None, Query(alias="created_at.gt")] = None,
+) -> Page:
+    return Page(
+        limit=limit,
+        page_cursor=page_cursor,
+        order=order,
+        times=_times(
+            "created_at",
+            {
+                "lt": created_at_lt,
+                "lte": created_at_lte,
+                "eq": created_at_eq,
+                "gte": created_at_gte,
+                "gt": created_at_gt,
+            },
+        ),
+    )
+
+
+def updated_times(
+    updated_at_lt: Annotated[str | None, Query(alias="updated_at.lt")] = None,
+    updated_at_lte: Annotated[str | None, Query(alias="updated_at.lte")] = None,
+    updated_at_eq: Annotated[str | None, Query(alias="updated_at.eq")] = None,
+    updated_at_gte: Annotated[str | None, Query(alias="updated_at.gte")] = None,
+    updated_at_gt: Annotated[str | None, Query(alias="updated_at.gt")] = None,
+) -> dict[tuple[str, str], str]:
+    return _times(
+        "updated_at",
+        {
+            "lt": updated_at_lt,
+            "lte": updated_at_lte,
+            "eq": updated_at_eq,
+            "gte": updated_at_gte,
+            "gt": updated_at_gt,
+        },
+    )

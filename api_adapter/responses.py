@@ -1,0 +1,44 @@
+"""Responses encoded with orjson; problem details with their own media type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from engine.errors import title_for
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+class ProblemResponse(Response):
+    media_type = "application/problem+json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def problem(
+    status: int,
+    detail: str,
+    *,
+    type_uri: str = "about:blank",
+    title: str | None = None,
+    meta: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> ProblemResponse:
+    body: dict[str, Any] = {
+        "type": type_uri,
+        "title": title or title_for(status),
+        "status": status,
+        "detail": detail,
+    }
+    if meta is not None:
+        body["meta"] = meta
+    return ProblemResponse(body, status_code=status, headers=headers)

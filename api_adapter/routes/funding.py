@@ -1,0 +1,100 @@
+"""Funding: sandbox deposits, fiat deposit instructions and sandbox wires."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import (
+    CreateFiatDepositInstructionsRequest,
+    InitiateSandboxFiatDepositRequest,
+    SandboxDepositRequest,
+)
+from api_adapter.paging import created_page
+from api_adapter.responses import JSONResponse
+from engine.commands import CreateFiatDepositInstructions, InitiateFiatDeposit, SandboxDeposit
+from engine.queries import Page
+
+router = APIRouter(prefix="/v2", tags=["Funding"])
+
+
+@router.post("/sandbox/profiles/{profile_id}/deposit", operation_id="CreateSandboxDeposit")
+async def sandbox_deposit(
+    request: Request,
+    who: Annotated[Principal, Depends(require("funding:read_profile"))],
+    profile_id: str,
+    body: SandboxDepositRequest,
+) -> JSONResponse:
+    command = SandboxDeposit(
+        actor=actor(request, who),
+        profile_id=profile_id,
+        asset=body.asset,
+        amount=body.amount,
+        crypto_network=body.crypto_network,
+        crypto_address=body.crypto_address,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.post("/transfer/fiat-deposit-instructions", operation_id="CreateFiatDepositInstructions")
+async def create_instructions(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:write_fiat_deposit_instructions"))],
+    body: CreateFiatDepositInstructionsRequest,
+) -> JSONResponse:
+    command = CreateFiatDepositInstructions(
+        actor=actor(request, who),
+        profile_id=body.profile_id,
+        fiat_network=body.fiat_network,
+        routing_number_type=body.routing_number_type,
+        ref_id=body.ref_id,
+        identity_id=body.identity_id,
+        account_id=body.account_id,
+        metadata=body.metadata,
+    )
+    return JSONResponse(await run(request, command))
+
+
+ReadInstructions = Annotated[Principal, Depends(require("transfer:read_fiat_deposit_instructions"))]
+
+
+@router.get("/transfer/fiat-deposit-instructions", operation_id="ListFiatDepositInstructions")
+async def list_instructions(
+    request: Request,
+    who: ReadInstructions,
+    page: Annotated[Page, Depends(created_page)],
+    ids: Annotated[list[str] | None, Query()] = None,
+    ref_ids: Annotated[list[str] | None, Query()] = None,
+) -> JSONResponse:
+    return JSONResponse(
+        request.app.state.queries.list_fiat_instructions(who.customer_id, page, ids, ref_ids)
+    )
+
+
+@router.get("/transfer/fiat-deposit-instructions/{id}", operation_id="GetFiatDepositInstructions")
+async def get_instructions(request: Request, who: ReadInstructions, id: str) -> JSONResponse:
+    return JSONResponse(request.app.state.queries.fiat_instructions(who.customer_id, id))
+
+
+@router.post("/sandbox/fiat-deposits", operation_id="InitiateSandboxFiatDeposit")
+async def initiate_fiat_deposit(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:write_sandbox_fiat_deposit"))],
+    body: InitiateSandboxFiatDepositRequest,
+) -> JSONResponse:
+    command = InitiateFiatDeposit(
+        actor=actor(request, who),
+        amount=body.amount,
+        asset=body.asset,
+        memo_id=body.memo_id,
+        fiat_network_instructions=body.fiat_network_instructions.model_dump(exclude_none=True),
+        fiat_account_owner=(
+            body.fiat_account_owner.model_dump(exclude_none=True)
+            if body.fiat_account_owner
+            else None
+        ),
+    )
+    return JSONResponse(await run(request, command))

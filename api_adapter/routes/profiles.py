@@ -1,0 +1,65 @@
+"""Profiles and their balances."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import CreateProfileRequest
+from api_adapter.paging import created_page
+from api_adapter.responses import JSONResponse
+from engine.commands import CreateProfile
+from engine.queries import Page
+
+router = APIRouter(prefix="/v2", tags=["Profiles"])
+
+Read = Annotated[Principal, Depends(require("funding:read_profile"))]
+Write = Annotated[Principal, Depends(require("funding:write_profile"))]
+
+
+@router.get("/profiles", operation_id="ListProfiles")
+async def list_profiles(
+    request: Request,
+    who: Read,
+    page: Annotated[Page, Depends(created_page)],
+    nickname: str | None = None,
+    ids: Annotated[list[str] | None, Query()] = None,
+) -> JSONResponse:
+    return JSONResponse(
+        request.app.state.queries.list_profiles(who.customer_id, page, nickname, ids)
+    )
+
+
+@router.post("/profiles", operation_id="CreateProfile")
+async def create_profile(request: Request, who: Write, body: CreateProfileRequest) -> JSONResponse:
+    command = CreateProfile(
+        actor=actor(request, who), nickname=body.nickname, description=body.description
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.get("/profiles/{profile_id}", operation_id="GetProfile")
+async def get_profile(request: Request, who: Read, profile_id: str) -> JSONResponse:
+    return JSONResponse(request.app.state.queries.profile(who.customer_id, profile_id))
+
+
+@router.get("/profiles/{profile_id}/balances", operation_id="ListProfileBalances")
+async def list_balances(
+    request: Request,
+    who: Read,
+    profile_id: str,
+    assets: Annotated[list[str] | None, Query()] = None,
+) -> JSONResponse:
+    result = request.app.state.queries.balances(who.customer_id, profile_id)
+    if assets:
+        wanted = set(assets)
+        result["items"] = [b for b in result["items"] if b["asset"] in wanted]
+    return JSONResponse(result)
+
+
+@router.get("/profiles/{profile_id}/balances/{asset}", operation_id="GetProfileBalance")
+async def get_balance(request: Request, who: Read, profile_id: str, asset: str) -> JSONResponse:
+    return JSONResponse(request.app.state.queries.balance(who.customer_id, profile_id, asset))

@@ -1,0 +1,60 @@
+"""sandex's own sandbox operations (not in the reference): clock and tenants."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import ClockMoveRequest, CreateCustomerRequest
+from api_adapter.responses import JSONResponse
+from engine.clock import format_time, parse_time
+from engine.commands import AdvanceClock, CreateCustomer
+from engine.errors import Invalid
+
+router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
+
+
+@router.get("/clock", operation_id="GetSandboxClock")
+async def get_clock(request: Request) -> JSONResponse:
+    engine = request.app.state.engine
+    return JSONResponse({"now": format_time(engine.clock.now()), "mode": engine.clock.mode})
+
+
+@router.post("/clock", operation_id="MoveSandboxClock")
+async def move_clock(
+    request: Request,
+    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    body: ClockMoveRequest,
+) -> JSONResponse:
+    engine = request.app.state.engine
+    if (body.advance_seconds is None) == (body.set_to is None):
+        raise Invalid(
+            "exactly one of advance_seconds and set_to is required", field="advance_seconds"
+        )
+    if body.set_to is not None:
+        try:
+            target = parse_time(body.set_to)
+        except ValueError as exc:
+            raise Invalid(
+                "set_to invalid: not an RFC 3339 time with offset", field="set_to"
+            ) from exc
+    else:
+        assert body.advance_seconds is not None
+        target = engine.clock.now() + timedelta(seconds=body.advance_seconds)
+    return JSONResponse(await run(request, AdvanceClock(actor=actor(request, who), to=target)))
+
+
+@router.post("/customers", operation_id="CreateSandboxCustomer")
+async def create_customer(
+    request: Request,
+    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    body: CreateCustomerRequest | None = None,
+) -> JSONResponse:
+    scopes = tuple(body.scopes) if body and body.scopes else ()
+    return JSONResponse(
+        await run(request, CreateCustomer(actor=actor(request, who), scopes=scopes))
+    )

@@ -1,0 +1,250 @@
+"""The read side: queries over the committed read-model tables, on read-only connections.
+
+A caller only ever sees its own customer's rows: every query takes the customer id and
+a row of another customer is answered as absent."""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from engine.clock import format_time, parse_time
+from engine.errors import Invalid, NotFound
+from engine.money import ASSETS
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+_TIME_OPS = {"lt": "<", "lte": "<=", "eq": "=", "gte": ">=", "gt": ">"}
+
+
+@dataclass
+class Page:
+    """Paging and filtering as the API takes them: cursor, limit, order, time ranges."""
+
+    limit: int | None = None
+    page_cursor: str | None = None
+    order: str | None = None
+    # ("created_at", "gte") -> RFC 3339 text
+    times: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        text = base64.urlsafe_b64decode(padded.encode()).decode()
+        kind, _, value = text.partition(":")
+        if kind != "seq":
+            raise ValueError(kind)
+        return int(value)
+    except (ValueError, UnicodeError) as exc:
+        raise Invalid(
+            "page_cursor invalid: not a cursor this server issued", field="page_cursor"
+        ) from exc
+
+
+class Queries:
+    def __init__(self, db_path: str) -> None:
+        self.db_path = db_path
+        self._local = threading.local()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False
+            )
+            conn.execute("PRAGMA busy_timeout=5000")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
+        return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
+
+    # -- paging ---------------------------------------------------------------------
+
+    def page(
+        self,
+        table: str,
+        where: list[str],
+        params: list[Any],
+        page: Page,
+    ) -> dict[str, Any]:
+        limit = DEFAULT_LIMIT if page.limit is None else page.limit
+        if limit < 1 or limit > MAX_LIMIT:
+            raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
+        order = (page.order or "DESC").upper()
+        if order not in ("ASC", "DESC"):
+            raise Invalid("order invalid: must be ASC or DESC", field="order")
+        where = list(where)
+        params = list(params)
+        for (column, op), text in page.times.items():
+            try:
+                value = format_time(parse_time(text))
+            except ValueError as exc:
+                raise Invalid(
+                    f"{column}.{op} invalid: not an RFC 3339 time", field=f"{column}.{op}"
+                ) from exc
+            where.append(f"{column} {_TIME_OPS[op]} ?")
+            params.append(value)
+        if page.page_cursor:
+            seq = decode_cursor(page.page_cursor)
+            where.append("seq > ?" if order == "ASC" else "seq < ?")
+            params.append(seq)
+        sql = f"SELECT seq, body FROM {table}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY seq {order} LIMIT ?"
+        rows = self.conn.execute(sql, [*params, limit + 1]).fetchall()
+        items = [orjson.loads(body) for _, body in rows[:limit]]
+        result: dict[str, Any] = {"items": items}
+        if len(rows) > limit:
+            result["next_page_cursor"] = encode_cursor(rows[limit - 1][0])
+        return result
+
+    # -- clients and profiles -------------------------------------------------------
+
+    def client(self, client_id: str) -> dict[str, Any] | None:
+        row = self._one(
+            "SELECT client_id, customer_id, salt, secret_hash, scopes, revoked FROM clients"
+            " WHERE client_id = ?",
+            (client_id,),
+        )
+        if row is None:
+            return None
+        return {
+            "client_id": row[0],
+            "customer_id": row[1],
+            "salt": row[2],
+            "secret_hash": row[3],
+            "scopes": tuple(row[4].split()),
+            "revoked": bool(row[5]),
+        }
+
+    def profile_row(self, customer_id: str, profile_id: str) -> tuple[str, dict[str, Any]]:
+        if profile_id == "default":
+            row = self._one(
+                "SELECT id, body FROM profiles WHERE customer_id = ? AND type = 'DEFAULT'",
+                (customer_id,),
+            )
+        else:
+            row = self._one(
+                "SELECT id, body FROM profiles WHERE customer_id = ? AND id = ?",
+                (customer_id, profile_id),
+            )
+        if row is None:
+            raise NotFound(f"profile not found with id {profile_id}")
+        return row[0], orjson.loads(row[1])
+
+    def profile(self, customer_id: str, profile_id: str) -> dict[str, Any]:
+        return self.profile_row(customer_id, profile_id)[1]
+
+    def list_profiles(
+        self,
+        customer_id: str,
+        page: Page,
+        nickname: str | None = None,
+        ids: list[str] | None = None,
+    ) -> dict[str, Any]:
+        where = ["customer_id = ?"]
+        params: list[Any] = [customer_id]
+        if nickname is not None:
+            where.append("nickname = ?")
+            params.append(nickname)
+        if ids:
+            where.append(f"id IN ({', '.join('?' for _ in ids)})")
+            params.extend(ids)
+        return self.page("profiles", where, params, page)
+
+    def balances(self, customer_id: str, profile_id: str) -> dict[str, Any]:
+        pid, _ = self.profile_row(customer_id, profile_id)
+        rows = {
+            r[0]: (r[1], r[2])
+            for r in self.conn.execute(
+                "SELECT asset, available, trading FROM balances WHERE profile_id = ?", (pid,)
+            )
+        }
+        items = []
+        for asset in ASSETS:
+            avail, trade = rows.get(asset, ("0", "0"))
+            items.append({"asset": asset, "available": avail, "trading": trade})
+        return {"items": items}
+
+    def balance(self, customer_id: str, profile_id: str, asset: str) -> dict[str, Any]:
+        pid, _ = self.profile_row(customer_id, profile_id)
+        if asset not in ASSETS:
+            raise NotFound(f"asset not found: {asset}")
+        row = self._one(
+            "SELECT available, trading FROM balances WHERE profile_id = ? AND asset = ?",
+            (pid, asset),
+        )
+        avail, trade = row if row else ("0", "0")
+        return {"asset": asset, "available": avail, "trading": trade}
+
+    # -- transfers and fiat instructions ---------------------------------------------
+
+    def transfer(self, customer_id: str, transfer_id: str) -> dict[str, Any]:
+        row = self._one(
+            "SELECT body FROM transfers WHERE id = ? AND customer_id = ?",
+            (transfer_id, customer_id),
+        )
+        if row is None:
+            raise NotFound(f"transfer not found with id {transfer_id}")
+        return orjson.loads(row[0])  # type: ignore[no-any-return]
+
+    def list_transfers(
+        self, customer_id: str, page: Page, filters: dict[str, list[str]]
+    ) -> dict[str, Any]:
+        where = ["customer_id = ?"]
+        params: list[Any] = [customer_id]
+        columns = {
+            "profile_ids": "profile_id",
+            "ref_ids": "ref_id",
+            "ids": "id",
+            "type": "type",
+            "statuses": "status",
+            "group_ids": "group_id",
+            "crypto_tx_hashes": "crypto_tx_hash",
+        }
+        for name, values in filters.items():
+            if values:
+                column = columns[name]
+                where.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                params.extend(values)
+        return self.page("transfers", where, params, page)
+
+    def fiat_instructions(self, customer_id: str, instructions_id: str) -> dict[str, Any]:
+        row = self._one(
+            "SELECT body FROM fiat_instructions WHERE id = ? AND customer_id = ?",
+            (instructions_id, customer_id),
+        )
+        if row is None:
+            raise NotFound(f"fiat deposit instructions not found with id {instructions_id}")
+        return orjson.loads(row[0])  # type: ignore[no-any-return]
+
+    def list_fiat_instructions(
+        self, customer_id: str, page: Page, ids: list[str] | None, ref_ids: list[str] | None
+    ) -> dict[str, Any]:
+        where = ["customer_id = ?"]
+        params: list[Any] = [customer_id]
+        for column, values in (("id", ids), ("ref_id", ref_ids)):
+            if values:
+                where.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                params.extend(values)
+        return self.page("fiat_instructions", where, params, page)
