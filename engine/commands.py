@@ -75,6 +75,50 @@ class InitiateFiatDeposit(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class CreateWithdrawalFee(Command):
+    """Quote a guaranteed crypto withdrawal fee; exactly one of amount and total."""
+
+    asset: str = ""
+    destination_address: str = ""
+    crypto_network: str = ""
+    amount: str | None = None
+    total: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateCryptoWithdrawal(Command):
+    profile_id: str = ""
+    asset: str = ""
+    destination_address: str = ""
+    crypto_network: str = ""
+    amount: str | None = None
+    total: str | None = None
+    fee_id: str | None = None
+    ref_id: str | None = None
+    balance_asset: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    memo: str | None = None
+    metadata: dict[str, str] | None = None
+    beneficiary: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateInternalTransfer(Command):
+    from_profile_id: str = ""
+    to_profile_id: str = ""
+    asset: str = ""
+    amount: str = ""
+    ref_id: str | None = None
+    metadata: dict[str, str] | None = None
+    recipient_metadata: dict[str, str] | None = None
+    from_identity_id: str | None = None
+    from_account_id: str | None = None
+    to_identity_id: str | None = None
+    to_account_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AdvanceClock(Command):
     """Move a manual clock forward to `to`, firing every deadline on the way."""
 

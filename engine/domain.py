@@ -3,7 +3,7 @@ event, which handles each kind of deadline. Each domain module contributes its o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine import customers, funding, transfers
@@ -22,17 +22,23 @@ def _clock_advanced(state: Any, event: Any) -> None:
 
 
 def register(
-    deciders: dict[type, Decider] | None = None,
-    appliers: dict[str, Applier] | None = None,
-    timers: dict[str, TimerHandler] | None = None,
+    deciders: Mapping[type, Any] | None = None,
+    appliers: Mapping[str, Any] | None = None,
+    timers: Mapping[str, Any] | None = None,
 ) -> None:
-    for registry, extra in ((DECIDERS, deciders), (APPLIERS, appliers), (TIMERS, timers)):
-        if not extra:
-            continue
-        clash = set(registry) & set(extra)  # type: ignore[arg-type]
-        if clash:
-            raise ValueError(f"registered twice: {sorted(map(str, clash))}")
-        registry.update(extra)  # type: ignore[attr-defined]
+    """Add a domain module's functions; a name registered twice is a programming error."""
+    _merge(DECIDERS, deciders)
+    _merge(APPLIERS, appliers)
+    _merge(TIMERS, timers)
+
+
+def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any] | None) -> None:
+    if not extra:
+        return
+    clash = set(registry) & set(extra)
+    if clash:
+        raise ValueError(f"registered twice: {sorted(map(str, clash))}")
+    registry.update(extra)
 
 
 register(customers.DECIDERS, customers.APPLIERS)

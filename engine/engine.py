@@ -28,6 +28,7 @@ from engine.domain import APPLIERS, DECIDERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import Event
 from engine.ids import IdSource
+from engine.invariants import check_state
 from engine.projections.readmodels import TABLES, all_rows, rows_for
 from engine.settings import Settings
 from engine.state import Ctx, State
@@ -240,7 +241,12 @@ class Engine:
     def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
         ctx = self._ctx(now, meta)
         try:
-            return decider(ctx, arg)
+            reply = decider(ctx, arg)
+            if self.settings.assert_invariants and ctx.emitted:
+                broken = check_state(self.state)
+                if broken:
+                    raise AssertionError(f"invariant broken: {broken[0]}")
+            return reply
         except Exception as exc:
             if ctx.emitted:
                 raise _Broken(exc) from exc

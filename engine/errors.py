@@ -50,6 +50,8 @@ class DomainError(Exception):
         }
         if self.meta is not None:
             body["meta"] = self.meta
+        elif self.field is not None:
+            body["meta"] = {"field": self.field}
         return body
 
 
@@ -116,7 +118,7 @@ class ExceedPrecision(DomainError):
     def __init__(self, asset: str, places: int, field: str | None = None):
         super().__init__(
             f"max precision allowed for asset {asset} is {places}",
-            meta={"asset": asset, "max_precision": places},
+            meta={"asset": asset, "max_precision": places, "field": field},
             field=field,
         )
 

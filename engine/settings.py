@@ -42,8 +42,17 @@ class Settings(BaseModel):
     token_ttl_seconds: int = 3599
     fiat_deposit_delay_seconds: Decimal = Decimal(2)
     wire_fee: Decimal = Decimal(0)
+    # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these
+    # override them entry by entry): asset -> network -> flat fee, network -> seconds
+    # from request to COMPLETED, asset -> largest amount of one withdrawal.
+    withdrawal_fee_ttl_seconds: Decimal = Decimal(60)
+    withdrawal_fees: dict[str, dict[str, Decimal]] = Field(default_factory=dict)
+    withdrawal_confirmation_seconds: dict[str, Decimal] = Field(default_factory=dict)
+    withdrawal_caps: dict[str, Decimal] = Field(default_factory=dict)
     group_commit_max: int = 512
     tick_interval_seconds: float = 0.1
+    # Check every invariant after every command (the test suite turns this on).
+    assert_invariants: bool = False
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: object) -> Settings:

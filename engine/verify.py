@@ -6,19 +6,18 @@ zero, or a read-model table that differs from a rebuild."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from engine.domain import APPLIERS
 from engine.engine import replay
 from engine.events import Event
+from engine.invariants import CHECKS, check_state
 from engine.ledger import LedgerViolation
 from engine.projections.readmodels import TABLES, all_rows
 from engine.state import State
 from engine.store import SqliteEventStore
 
-# Extra invariants over a replayed state, contributed by domain modules.
-CHECKS: list[Callable[[State], list[str]]] = []
+__all__ = ["CHECKS", "rebuild", "verify"]
 
 
 def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
@@ -68,9 +67,7 @@ def verify(db_path: str) -> list[str]:
             return [*problems, f"ledger invariant broken at position {at}: {exc}"]
         if problems:
             return problems
-        problems.extend(state.ledger.check())
-        for check in CHECKS:
-            problems.extend(check(state))
+        problems.extend(check_state(state))
         if store.checkpoint() != state.position:
             problems.append(
                 f"read-model checkpoint {store.checkpoint()} differs from the log's last position {state.position}"

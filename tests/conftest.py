@@ -15,13 +15,19 @@ from fastapi.testclient import TestClient
 from api_adapter import create_app
 from engine import Engine, Settings
 from engine.commands import CreateCustomer
+from engine.verify import verify
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def make_settings(**overrides: Any) -> Settings:
-    base: dict[str, Any] = {"clock": "manual", "clock_start": START, "seed": 7}
+    base: dict[str, Any] = {
+        "clock": "manual",
+        "clock_start": START,
+        "seed": 7,
+        "assert_invariants": True,
+    }
     base.update(overrides)
     return Settings(**base)
 
@@ -89,6 +95,9 @@ class Sandbox:
         self.app.state.queries.close()
         self.engine.stop()
 
+    def verify(self) -> list[str]:
+        return verify(str(self.db))
+
 
 @pytest.fixture
 def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
@@ -103,6 +112,9 @@ def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
     for sb in opened:
         with contextlib.suppress(Exception):  # a test may have closed it already
             sb.close()
+    # Every test that drove a sandbox ends with the whole database verified.
+    for sb in opened:
+        assert sb.verify() == [], f"sandex verify failed on {sb.db}"
 
 
 @pytest.fixture

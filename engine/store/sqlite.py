@@ -68,22 +68,22 @@ class SqliteEventStore:
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
         db = self.db
         if "events" not in db.table_names():
-            db["events"].create(_EVENT_COLUMNS, pk="position", not_null=set(_EVENT_COLUMNS))
-            db["events"].create_index(["stream", "version"], unique=True)
+            db.table("events").create(_EVENT_COLUMNS, pk="position", not_null=set(_EVENT_COLUMNS))
+            db.table("events").create_index(["stream", "version"], unique=True)
         if "sandex_meta" not in db.table_names():
-            db["sandex_meta"].create({"key": str, "value": str}, pk="key")
+            db.table("sandex_meta").create({"key": str, "value": str}, pk="key")
         if "checkpoint" not in db.table_names():
-            db["checkpoint"].create({"name": str, "position": int}, pk="name")
-            db["checkpoint"].insert({"name": "read_models", "position": 0})
+            db.table("checkpoint").create({"name": str, "position": int}, pk="name")
+            db.table("checkpoint").insert({"name": "read_models", "position": 0})
         self.create_read_models(tables)
 
     def create_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
         for name, spec in tables.items():
             if name in self.db.table_names():
                 continue
-            self.db[name].create(spec["columns"], pk=tuple(spec["pk"]))
+            self.db.table(name).create(spec["columns"], pk=tuple(spec["pk"]))
             for index in spec.get("indexes", ()):
-                self.db[name].create_index(list(index))
+                self.db.table(name).create_index(list(index))
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
         """Empty every read-model table and fill it again, in one transaction."""

@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh machine: `make serve` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: serve test lint typecheck unit bench lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/sandex serve --db sandex.db
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy engine
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m "not slow"
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+lock: $(STAMP)
+	$(BIN)/pip-compile --quiet --extra dev --strip-extras --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
+
+clean:
+	rm -rf $(VENV) sandex.db sandex.db-wal sandex.db-shm

@@ -1,0 +1,124 @@
+"""OAuth2 client credentials and the bearer check of every operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+
+from engine.settings import ALL_SCOPES
+
+FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
+
+
+def test_a_token_grants_every_scope_of_the_client_when_none_is_asked(sandbox: Any) -> None:
+    r = sandbox.http.post("/oauth2/token", data=FORM)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["token_type"] == "bearer"
+    assert body["expires_in"] == 3599
+    assert set(body["scope"].split()) == set(ALL_SCOPES)
+    assert r.headers["cache-control"] == "no-store"
+
+
+def test_a_token_grants_the_requested_subset_only(sandbox: Any) -> None:
+    r = sandbox.http.post("/oauth2/token", data={**FORM, "scope": "funding:read_profile"})
+    assert r.json()["scope"] == "funding:read_profile"
+    headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
+    assert sandbox.http.get("/v2/profiles", headers=headers).status_code == 200
+    refused = sandbox.http.post("/v2/profiles", json={"nickname": "x"}, headers=headers)
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "funding:write_profile" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("form", "status", "error"),
+    [
+        ({**FORM, "client_secret": "wrong"}, 401, "invalid_client"),
+        ({**FORM, "client_id": "nobody"}, 401, "invalid_client"),
+        ({"grant_type": "client_credentials"}, 401, "invalid_client"),
+        ({**FORM, "grant_type": "password"}, 400, "unsupported_grant_type"),
+        ({**FORM, "grant_type": ""}, 400, "invalid_request"),
+    ],
+)
+def test_bad_token_requests_get_oauth_errors(
+    sandbox: Any, form: dict[str, str], status: int, error: str
+) -> None:
+    r = sandbox.http.post("/oauth2/token", data=form)
+    assert r.status_code == status
+    assert r.json()["error"] == error
+
+
+def test_a_scope_the_client_lacks_is_invalid_scope(sandbox: Any) -> None:
+    headers, creds = sandbox.tenant()
+    r = sandbox.http.post(
+        "/oauth2/token",
+        data={
+            "grant_type": "client_credentials",
+            "client_id": creds["client_id"],
+            "client_secret": creds["client_secret"],
+            "scope": "sandbox:write_customer",
+        },
+    )
+    assert r.status_code == 400
+    assert r.json()["error"] == "invalid_scope"
+
+
+def test_basic_auth_credentials_are_accepted(sandbox: Any) -> None:
+    r = sandbox.http.post(
+        "/oauth2/token", data={"grant_type": "client_credentials"}, auth=("sandex", "sandex-secret")
+    )
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer", "Basic abc", "Bearer not-a-token", "Bearer sdx1.e30.AAAA", "Bearer a.b.c.d"],
+)
+def test_missing_malformed_or_forged_tokens_are_401_problems(
+    sandbox: Any, authorization: str | None
+) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    r = sandbox.http.get("/v2/profiles", headers=headers)
+    assert r.status_code == 401
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["type"] == "about:blank"
+    assert r.headers["www-authenticate"] == "Bearer"
+
+
+def test_a_token_expires_after_its_lifetime(sandbox: Any) -> None:
+    with freeze_time("2030-01-01 00:00:00"):
+        r = sandbox.http.post("/oauth2/token", data=FORM)
+        headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
+        assert sandbox.http.get("/v2/profiles", headers=headers).status_code == 200
+    with freeze_time("2030-01-01 00:59:58"):
+        assert sandbox.http.get("/v2/profiles", headers=headers).status_code == 200
+    with freeze_time("2030-01-01 01:00:00"):
+        r = sandbox.http.get("/v2/profiles", headers=headers)
+        assert r.status_code == 401
+        assert "expired" in r.json()["detail"]
+
+
+def test_tokens_survive_a_restart_but_not_another_deployment(sandbox_factory: Any) -> None:
+    first = sandbox_factory("one.db")
+    headers = first.headers
+    first.close()
+    again = sandbox_factory("one.db")
+    assert again.get("/v2/profiles", headers=headers).status_code == 200
+    other = sandbox_factory("two.db")
+    assert other.get("/v2/profiles", headers=headers).status_code == 401
+
+
+def test_a_client_of_another_customer_cannot_see_or_use_foreign_profiles(sandbox: Any) -> None:
+    headers, creds = sandbox.tenant()
+    mine = sandbox.get("/v2/profiles/default").json()["id"]
+    assert sandbox.get(f"/v2/profiles/{mine}", headers=headers).status_code == 404
+    assert sandbox.get(f"/v2/profiles/{mine}/balances", headers=headers).status_code == 404
+    r = sandbox.post(
+        f"/v2/sandbox/profiles/{mine}/deposit", {"asset": "BTC", "amount": "1"}, headers=headers
+    )
+    assert r.status_code == 404
+    assert sandbox.get(f"/v2/profiles/{creds['profile_id']}", headers=headers).status_code == 200
+    assert sandbox.get(f"/v2/profiles/{creds['profile_id']}").status_code == 404

@@ -1,0 +1,87 @@
+"""Profiles and balances through the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.money import ASSETS
+
+
+def test_the_bootstrap_customer_has_a_default_profile_reachable_by_alias(sandbox: Any) -> None:
+    items = sandbox.get("/v2/profiles").json()["items"]
+    assert [p["type"] for p in items] == ["DEFAULT"]
+    by_alias = sandbox.get("/v2/profiles/default").json()
+    assert by_alias == items[0]
+    assert sandbox.get(f"/v2/profiles/{by_alias['id']}").json() == by_alias
+
+
+def test_create_profile_answers_the_profile_and_lists_it(sandbox: Any) -> None:
+    r = sandbox.post("/v2/profiles", {"nickname": "desk", "description": "prop desk"})
+    assert r.status_code == 200
+    created = r.json()
+    assert created["nickname"] == "desk"
+    assert created["type"] == "NORMAL"
+    assert created["description"] == "prop desk"
+    listed = sandbox.get("/v2/profiles", params={"nickname": "desk"}).json()["items"]
+    assert listed == [created]
+
+
+def test_a_duplicate_nickname_is_409_already_exists_with_the_existing_profile(sandbox: Any) -> None:
+    first = sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
+    r = sandbox.post("/v2/profiles", {"nickname": "desk"})
+    assert r.status_code == 409
+    body = r.json()
+    assert body["type"] == "https://developer.paxos.com/docs/v2/problems/already-exists"
+    assert body["title"] == "Already Exists"
+    assert body["meta"]["existing"] == first
+
+
+def test_the_same_nickname_is_fine_for_another_customer(sandbox: Any) -> None:
+    headers, _ = sandbox.tenant()
+    assert sandbox.post("/v2/profiles", {"nickname": "desk"}).status_code == 200
+    assert sandbox.post("/v2/profiles", {"nickname": "desk"}, headers=headers).status_code == 200
+
+
+def test_profile_nickname_is_required_and_not_blank(sandbox: Any) -> None:
+    r = sandbox.post("/v2/profiles", {})
+    assert r.status_code == 400
+    assert r.json()["meta"]["field"] == "nickname"
+    assert sandbox.post("/v2/profiles", {"nickname": "  "}).status_code == 400
+
+
+def test_balances_list_every_asset_with_zeros(sandbox: Any) -> None:
+    sandbox.deposit("BTC", "0.5")
+    items = sandbox.get("/v2/profiles/default/balances").json()["items"]
+    assert [b["asset"] for b in items] == list(ASSETS)
+    by_asset = {b["asset"]: b for b in items}
+    assert by_asset["BTC"] == {"asset": "BTC", "available": "0.5", "trading": "0"}
+    assert by_asset["USD"] == {"asset": "USD", "available": "0", "trading": "0"}
+
+
+def test_a_single_balance_and_an_unknown_asset(sandbox: Any) -> None:
+    sandbox.deposit("ETH", "1.000000000000000001")
+    assert sandbox.balance("ETH")["available"] == "1.000000000000000001"
+    assert sandbox.get("/v2/profiles/default/balances/DOGE").status_code == 404
+
+
+def test_profiles_page_with_a_cursor(sandbox: Any) -> None:
+    for i in range(5):
+        sandbox.post("/v2/profiles", {"nickname": f"p{i}"})
+    first = sandbox.get("/v2/profiles", params={"limit": 4, "order": "ASC"}).json()
+    assert len(first["items"]) == 4
+    rest = sandbox.get(
+        "/v2/profiles",
+        params={"limit": 4, "order": "ASC", "page_cursor": first["next_page_cursor"]},
+    ).json()
+    assert "next_page_cursor" not in rest
+    names = [p["nickname"] for p in first["items"] + rest["items"]]
+    assert names == ["default", "p0", "p1", "p2", "p3", "p4"]
+
+
+def test_a_bad_limit_or_cursor_is_a_400_naming_the_field(sandbox: Any) -> None:
+    r = sandbox.get("/v2/profiles", params={"limit": 0})
+    assert r.status_code == 400 and r.json()["meta"]["field"] == "limit"
+    r = sandbox.get("/v2/profiles", params={"limit": 1001})
+    assert r.status_code == 400
+    r = sandbox.get("/v2/profiles", params={"page_cursor": "garbage!"})
+    assert r.status_code == 400 and "page_cursor" in r.json()["detail"]
