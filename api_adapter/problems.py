@@ -80,4 +80,8 @@ def install(app: FastAPI) -> None:
     async def _bug(request: Request, exc: Exception) -> ProblemResponse:
         request_id = getattr(request.state, "request_id", "")
         log.exception("unhandled error", path=request.url.path)
-        return problem(500, f"internal error; quote request id {request_id} when reporting it")
+        return problem(
+            500,
+            f"internal error; quote request id {request_id} when reporting it",
+            headers={"X-Request-ID": request_id} if request_id else None,
+        )

@@ -55,22 +55,21 @@ class Ledger:
         return self.balances.get((account, asset), ZERO)
 
     def post(self, postings: Iterable[Posting]) -> set[tuple[str, str]]:
-        """Apply postings; answer the (account, asset) pairs that changed."""
-        touched: set[tuple[str, str]] = set()
+        """Apply postings all or nothing; answer the (account, asset) pairs that changed."""
         balances = self.balances
+        changed: dict[tuple[str, str], Decimal] = {}
         for source, target, asset, amount in postings:
             if amount <= ZERO:
                 raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
             key_s = (source, asset)
             key_t = (target, asset)
-            new_source = balances.get(key_s, ZERO) - amount
+            new_source = changed.get(key_s, balances.get(key_s, ZERO)) - amount
             if new_source < ZERO and is_profile_account(source):
                 raise LedgerViolation(f"account {source} would go negative in {asset}")
-            balances[key_s] = new_source
-            balances[key_t] = balances.get(key_t, ZERO) + amount
-            touched.add(key_s)
-            touched.add(key_t)
-        return touched
+            changed[key_s] = new_source
+            changed[key_t] = changed.get(key_t, balances.get(key_t, ZERO)) + amount
+        balances.update(changed)
+        return set(changed)
 
     def check(self) -> list[str]:
         """Every broken invariant, as text; empty when the ledger is sound."""

@@ -56,6 +56,8 @@ class Queries:
     def __init__(self, db_path: str) -> None:
         self.db_path = db_path
         self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -66,13 +68,17 @@ class Queries:
             )
             conn.execute("PRAGMA busy_timeout=5000")
             self._local.conn = conn
+            with self._lock:
+                self._opened.append(conn)
         return conn
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close the connections of every thread, so the writer can checkpoint the WAL."""
+        with self._lock:
+            for conn in self._opened:
+                conn.close()
+            self._opened.clear()
+        self._local = threading.local()
 
     def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]

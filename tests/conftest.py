@@ -4,12 +4,16 @@ ASGI app in-process."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Starlette's test client warns about its httpx dependency on import; it is not ours to fix.
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app

@@ -1,0 +1,108 @@
+"""Bad input of every kind is a clear problem+json 4xx; nothing is a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi import APIRouter
+
+PROBLEM = "application/problem+json"
+
+
+def _is_problem(r: Any, status: int) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == PROBLEM
+    body = r.json()
+    assert set(body) >= {"type", "title", "status", "detail"}
+    assert body["status"] == status
+    return body  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "body"),
+        (b"[]", "body"),
+        (b'"a string"', "body"),
+        (b'{"nickname": 5}', "nickname"),
+        (b'{"nickname": null}', "nickname"),
+        (b'{"nickname": "x", "surprise": 1}', "surprise"),
+        (b'{"nickname": "' + b"x" * 300 + b'"}', "nickname"),
+    ],
+)
+def test_malformed_bodies_are_400_problems_naming_the_field(
+    sandbox: Any, content: bytes, needle: str
+) -> None:
+    r = sandbox.post(
+        "/v2/profiles",
+        content=content,
+        headers={**sandbox.headers, "Content-Type": "application/json"},
+    )
+    body = _is_problem(r, 400)
+    assert body["type"] == "about:blank"
+    assert needle in body["detail"]
+
+
+def test_an_unknown_enum_value_is_a_400_listing_the_allowed_ones(sandbox: Any) -> None:
+    r = sandbox.post(
+        "/v2/transfer/fiat-deposit-instructions", {"profile_id": "default", "fiat_network": "ACH"}
+    )
+    body = _is_problem(r, 400)
+    assert "fiat_network" in body["detail"]
+    assert "WIRE" in body["detail"]
+
+
+def test_unknown_paths_and_methods_are_problems(sandbox: Any) -> None:
+    assert _is_problem(sandbox.get("/v2/nothing-here"), 404)["type"] == "about:blank"
+    _is_problem(sandbox.http.put("/v2/profiles", headers=sandbox.headers), 405)
+
+
+def test_an_unknown_id_is_a_404_problem(sandbox: Any) -> None:
+    assert (
+        "transfer not found"
+        in _is_problem(sandbox.get("/v2/transfer/transfers/nope"), 404)["detail"]
+    )
+    _is_problem(sandbox.get("/v2/profiles/nope"), 404)
+    _is_problem(sandbox.get("/v2/transfer/fiat-deposit-instructions/nope"), 404)
+
+
+def test_a_bad_time_filter_is_a_400_naming_it(sandbox: Any) -> None:
+    r = sandbox.get("/v2/transfer/transfers", params={"created_at.gte": "yesterday"})
+    assert "created_at.gte" in _is_problem(r, 400)["detail"]
+
+
+def test_clock_moves_need_exactly_one_of_advance_and_set_to(sandbox: Any) -> None:
+    _is_problem(sandbox.post("/v2/sandbox/clock", {}), 400)
+    _is_problem(
+        sandbox.post("/v2/sandbox/clock", {"advance_seconds": 1, "set_to": "2024-01-02T00:00:00Z"}),
+        400,
+    )
+    _is_problem(sandbox.post("/v2/sandbox/clock", {"set_to": "not a time"}), 400)
+    r = sandbox.post("/v2/sandbox/clock", {"set_to": "2023-01-01T00:00:00Z"})
+    assert "backwards" in _is_problem(r, 400)["detail"]
+    moved = sandbox.post("/v2/sandbox/clock", {"set_to": "2024-03-01T12:00:00Z"}).json()
+    assert moved == {"now": "2024-03-01T12:00:00.000000Z", "mode": "manual"}
+    assert sandbox.get("/v2/sandbox/clock").json() == moved
+
+
+def test_a_wall_clock_cannot_be_moved(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(clock="wall")
+    assert sandbox.get("/v2/sandbox/clock").json()["mode"] == "wall"
+    _is_problem(sandbox.post("/v2/sandbox/clock", {"advance_seconds": 5}), 409)
+
+
+def test_a_bug_is_a_500_problem_that_leaks_nothing(sandbox: Any) -> None:
+    router = APIRouter()
+
+    @router.get("/v2/explode")
+    async def explode() -> None:
+        raise RuntimeError("secret internals /etc/passwd")
+
+    sandbox.app.include_router(router)
+    r = sandbox.get("/v2/explode", headers={"X-Request-ID": "req-123"})
+    body = _is_problem(r, 500)
+    assert "secret" not in r.text and "Traceback" not in r.text
+    assert "req-123" in body["detail"]
+    assert r.headers["x-request-id"] == "req-123"
