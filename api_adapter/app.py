@@ -12,11 +12,19 @@ from fastapi import FastAPI
 from api_adapter import auth, problems
 from api_adapter.logging import RequestLog
 from api_adapter.responses import JSONResponse
-from api_adapter.routes import funding, profiles, sandbox, transfers
+from api_adapter.routes import (
+    funding,
+    internal_transfers,
+    profiles,
+    sandbox,
+    transfers,
+    withdrawals,
+)
 from engine import Engine
 from engine.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
+ROUTERS += [withdrawals.router, internal_transfers.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:

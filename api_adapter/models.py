@@ -118,3 +118,42 @@ class ClockMoveRequest(Body):
 
 class CreateCustomerRequest(Body):
     scopes: list[ShortText] | None = None
+
+
+class CreateCryptoWithdrawalFeeRequest(Body):
+    asset: ShortText
+    destination_address: ShortText
+    crypto_network: CryptoNetwork
+    amount: Amount | None = None
+    total: Amount | None = None
+
+
+class CreateCryptoWithdrawalRequest(Body):
+    profile_id: ShortText
+    asset: ShortText
+    destination_address: ShortText
+    crypto_network: CryptoNetwork
+    amount: Amount | None = None
+    total: Amount | None = None
+    fee_id: ShortText | None = None
+    ref_id: ShortText | None = None
+    balance_asset: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    memo: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    beneficiary: dict[str, object] | None = None
+
+
+class CreateInternalTransferRequest(Body):
+    from_profile_id: ShortText
+    to_profile_id: ShortText
+    asset: ShortText
+    amount: Amount
+    ref_id: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    recipient_metadata: dict[str, str] | None = None
+    from_identity_id: ShortText | None = None
+    from_account_id: ShortText | None = None
+    to_identity_id: ShortText | None = None
+    to_account_id: ShortText | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine import customers, funding, transfers
+from engine import customers, fees, funding, internal_transfers, transfers, withdrawals
 from engine.state import Applier, Ctx
 
 Decider = Callable[[Ctx, Any], Any]
@@ -44,4 +44,7 @@ def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any] | None) -> None:
 register(customers.DECIDERS, customers.APPLIERS)
 register(appliers=transfers.APPLIERS)
 register(funding.DECIDERS, funding.APPLIERS, funding.TIMERS)
+register(fees.DECIDERS, fees.APPLIERS, fees.TIMERS)
+register(withdrawals.DECIDERS, withdrawals.APPLIERS, withdrawals.TIMERS)
+register(internal_transfers.DECIDERS)
 register(appliers={"ClockAdvanced": _clock_advanced})

@@ -1,0 +1,38 @@
+"""Internal transfers between two profiles of the caller's customer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import CreateInternalTransferRequest
+from api_adapter.responses import JSONResponse
+from engine.commands import CreateInternalTransfer
+
+router = APIRouter(prefix="/v2/transfer", tags=["Internal Transfers"])
+
+
+@router.post("/internal", operation_id="CreateInternalTransfer")
+async def create_internal_transfer(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:write_internal_transfer"))],
+    body: CreateInternalTransferRequest,
+) -> JSONResponse:
+    command = CreateInternalTransfer(
+        actor=actor(request, who),
+        from_profile_id=body.from_profile_id,
+        to_profile_id=body.to_profile_id,
+        asset=body.asset,
+        amount=body.amount,
+        ref_id=body.ref_id,
+        metadata=body.metadata,
+        recipient_metadata=body.recipient_metadata,
+        from_identity_id=body.from_identity_id,
+        from_account_id=body.from_account_id,
+        to_identity_id=body.to_identity_id,
+        to_account_id=body.to_account_id,
+    )
+    return JSONResponse(await run(request, command))

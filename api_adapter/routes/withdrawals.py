@@ -1,0 +1,58 @@
+"""Crypto withdrawals and their guaranteed fees."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import CreateCryptoWithdrawalFeeRequest, CreateCryptoWithdrawalRequest
+from api_adapter.responses import JSONResponse
+from engine.commands import CreateCryptoWithdrawal, CreateWithdrawalFee
+
+router = APIRouter(prefix="/v2/transfer", tags=["Crypto Withdrawals"])
+
+
+@router.post("/fees/crypto-withdrawal", operation_id="CreateCryptoWithdrawalFee", tags=["Fees"])
+async def create_fee(
+    request: Request,
+    who: Annotated[Principal, Depends(require("fee:write_crypto_withdrawal_fee"))],
+    body: CreateCryptoWithdrawalFeeRequest,
+) -> JSONResponse:
+    command = CreateWithdrawalFee(
+        actor=actor(request, who),
+        asset=body.asset,
+        destination_address=body.destination_address,
+        crypto_network=body.crypto_network,
+        amount=body.amount,
+        total=body.total,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.post("/crypto-withdrawals", operation_id="CreateCryptoWithdrawal")
+async def create_withdrawal(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:write_crypto_withdrawal"))],
+    body: CreateCryptoWithdrawalRequest,
+) -> JSONResponse:
+    command = CreateCryptoWithdrawal(
+        actor=actor(request, who),
+        profile_id=body.profile_id,
+        asset=body.asset,
+        destination_address=body.destination_address,
+        crypto_network=body.crypto_network,
+        amount=body.amount,
+        total=body.total,
+        fee_id=body.fee_id,
+        ref_id=body.ref_id,
+        balance_asset=body.balance_asset,
+        identity_id=body.identity_id,
+        account_id=body.account_id,
+        memo=body.memo,
+        metadata=body.metadata,
+        beneficiary=body.beneficiary,
+    )
+    return JSONResponse(await run(request, command))
