@@ -71,7 +71,12 @@ class ManualClock:
 
 def format_time(t: datetime) -> str:
     """RFC 3339 UTC with microseconds and `Z`, the wire format of every timestamp."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if t.utcoffset():
+        t = t.astimezone(UTC)
+    return (
+        f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+        f".{t.microsecond:06d}Z"
+    )
 
 
 def parse_time(s: str) -> datetime:

@@ -76,7 +76,7 @@ class Engine:
 
     def _load(self) -> None:
         """Rebuild the state from the log; bring read models up if they lag behind."""
-        state, versions = replay(self.store.read())
+        state, versions = replay(self.store.read(with_meta=False))
         self.state = state
         self._versions = versions
         if state.last_time:
@@ -217,12 +217,8 @@ class Engine:
         return version
 
     def _now(self) -> datetime:
-        now = self.clock.now()
-        if self.state.last_time:
-            last = parse_time(self.state.last_time)
-            if last > now:
-                return last
-        return now
+        """Engine time; never before the last event (clocks are floored on load)."""
+        return self.clock.now()
 
     def _handle(self, command: Command) -> Any:
         if isinstance(command, AdvanceClock):
@@ -298,9 +294,19 @@ def replay(events: Iterable[Event]) -> tuple[State, dict[str, int]]:
     state = State()
     versions: dict[str, int] = {}
     appliers = APPLIERS
-    for event in events:
-        appliers[event.type](state, event)
-        versions[event.stream] = event.version
+    event = None
+    collecting = gc.isenabled()
+    gc.disable()  # a replay allocates millions of long-lived objects: no cyclic garbage
+    state.live = False
+    try:
+        for event in events:
+            appliers[event.type](state, event)
+            versions[event.stream] = event.version
+    finally:
+        state.live = True
+        if collecting:
+            gc.enable()
+    if event is not None:
         state.position = event.position
         state.last_time = event.occurred_at
     state.dirty.clear()

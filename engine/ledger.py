@@ -12,7 +12,7 @@ zero as the world may). No profile account ever goes below zero.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 from engine.money import ZERO
@@ -54,9 +54,21 @@ class Ledger:
     def balance(self, account: str, asset: str) -> Decimal:
         return self.balances.get((account, asset), ZERO)
 
-    def post(self, postings: Iterable[Posting]) -> set[tuple[str, str]]:
+    def post(self, postings: Sequence[Posting]) -> set[tuple[str, str]]:
         """Apply postings all or nothing; answer the (account, asset) pairs that changed."""
         balances = self.balances
+        if len(postings) == 1:  # the common case needs no overlay to be all-or-nothing
+            ((source, target, asset, amount),) = postings
+            if amount <= ZERO:
+                raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
+            key_s = (source, asset)
+            key_t = (target, asset)
+            new_source = balances.get(key_s, ZERO) - amount
+            if new_source < ZERO and ":" in source:
+                raise LedgerViolation(f"account {source} would go negative in {asset}")
+            balances[key_s] = new_source
+            balances[key_t] = balances.get(key_t, ZERO) + amount
+            return {key_s, key_t}
         changed: dict[tuple[str, str], Decimal] = {}
         for source, target, asset, amount in postings:
             if amount <= ZERO:

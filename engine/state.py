@@ -69,9 +69,14 @@ class State:
     ext: dict[str, Any] = field(default_factory=dict)
     last_time: str = ""
     position: int = 0
+    # False while the log is replayed: nothing is marked dirty (read models are already
+    # written), and appliers may keep the event's data as their own, since a replayed
+    # event is never encoded again; live, the data is encoded after it is applied.
+    live: bool = True
 
     def mark(self, kind: str, key: Any) -> None:
-        self.dirty.add((kind, key))
+        if self.live:
+            self.dirty.add((kind, key))
 
 
 Applier = Callable[[State, Event], None]

@@ -63,13 +63,15 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
     """Apply an event's postings to the ledger and mark the balances they touched."""
     if not raw_postings:
         return
-    for account, asset in state.ledger.post(decode_postings(raw_postings)):
-        if is_profile_account(account):
-            state.mark("balance", (account.split(":", 1)[0], asset))
+    touched = state.ledger.post(decode_postings(raw_postings))
+    if state.live:
+        for account, asset in touched:
+            if is_profile_account(account):
+                state.mark("balance", (account.split(":", 1)[0], asset))
 
 
 def _created(state: State, e: Event) -> None:
-    record = dict(e.data["transfer"])
+    record = dict(e.data["transfer"]) if state.live else e.data["transfer"]
     record["seq"] = e.position
     state.transfers[record["id"]] = record
     if record.get("ref_id"):

@@ -1,0 +1,226 @@
+"""Event-store figures: appends through the writer (group commit) against raw
+`executemany` into the same table, and replay speed at start-up.
+
+    python bench/bench_store.py [--events 200000] [--replay-events 1000000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
+from engine import Engine, Settings  # noqa: E402
+from engine.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
+from engine.domain import register  # noqa: E402
+from engine.events import Event  # noqa: E402
+from engine.projections.readmodels import TABLES  # noqa: E402
+from engine.store import SqliteEventStore  # noqa: E402
+from engine.verify import rebuild  # noqa: E402
+
+
+@dataclass(frozen=True, slots=True)
+class _Note(Command):
+    """A command that appends one small event: isolates the writer pipeline's cost."""
+
+    n: int = 0
+
+
+def _noted(state: Any, event: Event) -> None:
+    state.ext["notes"] = event.data["n"]
+
+
+register(
+    {_Note: lambda ctx, cmd: ctx.emit("BenchNoted", "bench", {"n": cmd.n})}, {"BenchNoted": _noted}
+)
+
+
+def raw_executemany(path: Path, n: int, batch: int = 500) -> float:
+    """The baseline: pre-encoded rows, executemany, one transaction per `batch`."""
+    store = SqliteEventStore(path, durability="FULL")
+    store.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous=FULL")
+    data = orjson.dumps({"n": 0}).decode()
+    meta = orjson.dumps({"command": "Bench", "client_id": "bench"}).decode()
+    rows = [
+        (i, "bench", i, "BenchNoted", 1, data, meta, "2024-01-01T00:00:00.000000Z")
+        for i in range(1, n + 1)
+    ]
+    with Timer() as t:
+        for start in range(0, n, batch):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT INTO events (position, stream, version, type, schema, data, meta, occurred_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows[start : start + batch],
+            )
+            conn.execute("COMMIT")
+    conn.close()
+    return n / t.seconds
+
+
+def through_writer(path: Path, commands: list[Command], senders: int = 8) -> float:
+    """Events per second through submit → decide → group commit → answer."""
+    engine = Engine(path, Settings(clock="manual", durability="FULL")).start()
+    boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
+    actor = Actor(boot["customer_id"], "b")
+    commands = [
+        c
+        if not isinstance(c, SandboxDeposit)
+        else SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="0.001")
+        for c in commands
+    ]
+    before = engine.state.position
+    chunks = [commands[i::senders] for i in range(senders)]
+
+    def send(chunk: list[Command]) -> None:
+        futures = [engine.submit(c) for c in chunk]
+        for f in futures:
+            f.result(60)
+
+    threads = [threading.Thread(target=send, args=(c,)) for c in chunks]
+    with Timer() as t:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    events = engine.state.position - before
+    engine.stop()
+    return events / t.seconds
+
+
+def build_log(path: Path, n: int) -> None:
+    """A log of `n` realistic events (deposits across 1,000 profiles), written in bulk."""
+    engine = Engine(path, Settings(clock="manual"))
+    engine.start()
+    boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
+    engine.stop()
+    store = SqliteEventStore(path, durability="NORMAL", tables=TABLES)
+    pos = store.last_position()
+    profile = boot["profile_id"]
+    batch: list[Event] = []
+    for _ in range(n - pos):
+        pos += 1
+        tid = f"00000000-0000-4000-8000-{pos:012d}"
+        record = {
+            "customer_id": boot["customer_id"],
+            "profile_id": profile,
+            "amount": "0.001",
+            "total": "0.001",
+            "fee": "0",
+            "asset": "BTC",
+            "balance_asset": "BTC",
+            "direction": "CREDIT",
+            "type": "WIRE_DEPOSIT",
+            "status": "COMPLETED",
+            "id": tid,
+            "created_at": "2024-01-01T00:00:00.000000Z",
+            "updated_at": "2024-01-01T00:00:00.000000Z",
+        }
+        batch.append(
+            Event(
+                "TransferCreated",
+                f"transfer-{tid}",
+                {
+                    "transfer": record,
+                    "postings": [["world", f"{profile}:available", "BTC", "0.001"]],
+                },
+                position=pos,
+                version=1,
+                occurred_at="2024-01-01T00:00:00.000000Z",
+                meta={"command": "SandboxDeposit", "client_id": "b"},
+            )
+        )
+        if len(batch) == 10_000:
+            store.commit(batch, {}, 0)
+            batch = []
+    store.commit(batch, {}, pos)
+    store.close()
+    rebuild(str(path))
+
+
+def bare_scan(path: Path) -> float:
+    conn = sqlite3.connect(path)
+    with Timer() as t:
+        count = 0
+        for data, meta in conn.execute("SELECT data, meta FROM events ORDER BY position"):
+            orjson.loads(data)
+            orjson.loads(meta)
+            count += 1
+    conn.close()
+    return count / t.seconds
+
+
+def startup(path: Path) -> tuple[float, float]:
+    """Seconds to open an engine on the log (replay included), and events/s replayed."""
+    with Timer() as t:
+        engine = Engine(path, Settings(clock="manual"))
+    events = engine.state.position
+    engine.store.close()
+    return t.seconds, events / t.seconds
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--events", type=int, default=100_000)
+    p.add_argument("--replay-events", type=int, default=1_000_000)
+    p.add_argument("--runs", type=int, default=5)
+    args = p.parse_args()
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        counter = iter(range(10**9))
+
+        def raw() -> float:
+            return raw_executemany(d / f"raw{next(counter)}.db", args.events)
+
+        def writer_noop() -> float:
+            return through_writer(
+                d / f"w{next(counter)}.db", [_Note(n=i) for i in range(args.events)]
+            )
+
+        def writer_deposit() -> float:
+            return through_writer(
+                d / f"d{next(counter)}.db", [SandboxDeposit()] * (args.events // 4)
+            )
+
+        base = repeat(raw, args.runs)
+        noop = repeat(writer_noop, args.runs)
+        dep = repeat(writer_deposit, args.runs)
+        print(
+            f"raw executemany (FULL, 500/tx)          {fmt_rate(base['median'])} (min {fmt_rate(base['min'])}, max {fmt_rate(base['max'])})"
+        )
+        print(
+            f"writer, one-event commands (FULL)       {fmt_rate(noop['median'])} (min {fmt_rate(noop['min'])}, max {fmt_rate(noop['max'])})  ratio {noop['median'] / base['median']:.2f}"
+        )
+        print(
+            f"writer, sandbox deposits (FULL)         {fmt_rate(dep['median'])} (min {fmt_rate(dep['min'])}, max {fmt_rate(dep['max'])})  ratio {dep['median'] / base['median']:.2f}"
+        )
+
+        log = d / "replay.db"
+        with Timer() as t:
+            build_log(log, args.replay_events)
+        print(f"built a log of {args.replay_events:,} events in {t.seconds:.1f} s")
+        scan = repeat(lambda: bare_scan(log), max(1, args.runs // 2))
+        rates = [startup(log) for _ in range(max(1, args.runs // 2))]
+        rates.sort(key=lambda r: r[1])
+        mid = rates[len(rates) // 2]
+        print(f"bare scan + orjson decode               {fmt_rate(scan['median'])}")
+        print(
+            f"start-up replay                         {fmt_rate(mid[1])} ({mid[0]:.2f} s)  ratio {mid[1] / scan['median']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
