@@ -8,6 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from engine.money import MARKETS
+from engine.networks import CRYPTO_NETWORKS
+
 Amount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]+$", max_length=64)]
 FiatAmount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]{1,2}$", max_length=64)]
 AddressField = Annotated[
@@ -16,19 +19,7 @@ AddressField = Annotated[
 Text = Annotated[str, StringConstraints(max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 
-CryptoNetwork = Literal[
-    "BITCOIN",
-    "ETHEREUM",
-    "BITCOIN_CASH",
-    "LITECOIN",
-    "SOLANA",
-    "POLYGON_POS",
-    "BASE",
-    "ARBITRUM_ONE",
-    "STELLAR",
-    "INK",
-    "XLAYER",
-]
+CryptoNetwork = Literal[CRYPTO_NETWORKS]  # type: ignore[valid-type]
 RoutingNumberType = Literal["ABA", "SWIFT"]
 
 
@@ -157,3 +148,33 @@ class CreateInternalTransferRequest(Body):
     from_account_id: ShortText | None = None
     to_identity_id: ShortText | None = None
     to_account_id: ShortText | None = None
+
+
+Side = Literal["BUY", "SELL"]
+MarketName = Literal[tuple(MARKETS)]  # type: ignore[valid-type]
+OrderType = Literal["LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT"]
+TimeInForce = Literal["GTC", "FOK", "IOC", "GTT"]
+
+
+class CreateOrderRequest(Body):
+    side: Side
+    market: MarketName
+    type: OrderType
+    ref_id: ShortText | None = None
+    base_amount: Amount | None = None
+    price: Amount | None = None
+    quote_amount: Amount | None = None
+    metadata: dict[str, str] | None = None
+    await_fill_millis: int | None = None
+    time_in_force: TimeInForce | None = None
+    # unix milliseconds: the reference types it as a string; a JSON integer is taken too
+    expiration_date: ShortText | int | None = None
+    identity_id: ShortText | None = None
+    identity_account_id: ShortText | None = None
+    stop_price: Amount | None = None
+    recipient_profile_id: ShortText | None = None
+    self_match_prevention_id: ShortText | None = None
+
+
+class MarketPriceRequest(Body):
+    price: Amount

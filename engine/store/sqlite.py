@@ -87,21 +87,7 @@ class SqliteEventStore:
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
         """Empty every read-model table and fill it again, in one transaction."""
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for table in self._columns:
-                conn.execute(f"DELETE FROM {table}")
-            for table, (upserts, deletes) in writes.items():
-                self._write_table(table, upserts, deletes)
-            conn.execute(
-                "UPDATE checkpoint SET position = ? WHERE name = 'read_models'", (checkpoint,)
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        self._transaction([], writes, checkpoint, clear=True)
 
     # -- the port -------------------------------------------------------------------
 
@@ -122,10 +108,18 @@ class SqliteEventStore:
         return int(row[0]) if row else 0
 
     def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
+        self._transaction(events, writes, checkpoint, clear=False)
+
+    def _transaction(
+        self, events: Sequence[Event], writes: TableWrites, checkpoint: int, *, clear: bool
+    ) -> None:
         conn = self.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if clear:
+                    for table in self._columns:
+                        conn.execute(f"DELETE FROM {table}")
                 if events:
                     conn.executemany(
                         "INSERT INTO events (position, stream, version, type, schema, data, meta,"
