@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine import customers, fees, funding, internal_transfers, transfers, withdrawals
+from engine import customers, fees, funding, internal_transfers, orders, transfers, withdrawals
 from engine.state import Applier, Ctx
 
 Decider = Callable[[Ctx, Any], Any]
@@ -22,7 +22,7 @@ def _clock_advanced(state: Any, event: Any) -> None:
 
 
 def register(
-    deciders: Mapping[type, Any] | None = None,
+    deciders: Mapping[Any, Any] | None = None,
     appliers: Mapping[str, Any] | None = None,
     timers: Mapping[str, Any] | None = None,
 ) -> None:
@@ -47,4 +47,5 @@ register(funding.DECIDERS, funding.APPLIERS, funding.TIMERS)
 register(fees.DECIDERS, fees.APPLIERS, fees.TIMERS)
 register(withdrawals.DECIDERS, withdrawals.APPLIERS, withdrawals.TIMERS)
 register(internal_transfers.DECIDERS)
+register(orders.DECIDERS, orders.APPLIERS, orders.TIMERS)
 register(appliers={"ClockAdvanced": _clock_advanced})
