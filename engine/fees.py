@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -75,6 +76,10 @@ def scheduled_fee(settings: Settings, asset: str, network: str) -> Decimal:
 
 # -- validation shared with withdrawals -----------------------------------------------
 
+# Integrations send to the same few addresses again and again; a checksum check is a
+# pure function of its input, so its answer is kept.
+_address_problem = lru_cache(maxsize=4096)(check_address)
+
 
 def check_destination(asset: str, network: str, address: str) -> None:
     """400 unless `asset` is a crypto asset that travels on `network` to `address`."""
@@ -87,7 +92,7 @@ def check_destination(asset: str, network: str, address: str) -> None:
     problem = check_asset_network(asset, network)
     if problem:
         raise Invalid(f"crypto_network invalid: {problem}", field="crypto_network")
-    problem = check_address(network, address)
+    problem = _address_problem(network, address)
     if problem:
         raise Invalid(f"destination_address invalid: {problem}", field="destination_address")
 

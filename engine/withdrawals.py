@@ -13,8 +13,6 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-import base58
-
 from engine import fees, transfers
 from engine.clock import format_time, parse_time
 from engine.commands import CreateCryptoWithdrawal
@@ -206,12 +204,29 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
     return transfers.transfer_view(state.transfers[transfer["id"]])
 
 
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+_BASE58_PAIRS = [a + b for a in _BASE58 for b in _BASE58]
+
+
+def _base58(data: bytes) -> str:
+    """Bitcoin-alphabet base58, two digits per division: a tx hash on every confirmation."""
+    n = int.from_bytes(data, "big")
+    pairs = []
+    while n:
+        n, r = divmod(n, 3364)
+        pairs.append(_BASE58_PAIRS[r])
+    zeros = len(data) - len(data.lstrip(b"\0"))
+    return "1" * zeros + "".join(reversed(pairs)).lstrip("1")
+
+
 def _tx_hash(ctx: Ctx, network: str) -> str:
-    """A transaction id shaped as the network writes them."""
+    """A transaction id shaped as the network writes them (a Solana signature: 64 bytes)."""
     if network in _EVM:
         return "0x" + ctx.ids.hex()
     if network == "SOLANA":
-        return base58.b58encode(bytes.fromhex(ctx.ids.hex() + ctx.ids.hex())).decode()
+        return _base58(bytes.fromhex(ctx.ids.hex() + ctx.ids.hex()))
     return ctx.ids.hex()
 
 

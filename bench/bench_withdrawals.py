@@ -1,0 +1,284 @@
+"""Crypto withdrawals created per second through HTTP, against a trivial FastAPI endpoint
+measured in the same run, on loopback.
+
+Both servers run as separate processes (uvicorn, one worker); the load generator is wrk
+when it is installed, else a small asyncio keep-alive client in this file. Each
+withdrawal is a real one: USDC on SOLANA from a funded profile, held at once and
+confirmed one second later by the scheduler, so the writer also confirms the earlier
+withdrawals while it takes new ones.
+
+    python bench/bench_withdrawals.py [--seconds 10] [--connections 32] [--durability FULL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._common import machine, percentiles  # noqa: E402
+
+WITHDRAWAL = {
+    "profile_id": "default",
+    "asset": "USDC",
+    "crypto_network": "SOLANA",
+    "destination_address": "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+    "amount": "1",
+}
+TRIVIAL = {"asset": "USDC", "amount": "1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _request(url: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> Any:
+    req = urllib.request.Request(url, data=data, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def _start(cmd: list[str], ready_url: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[0]} exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        try:
+            _request(ready_url)
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    _stop(proc)
+    raise RuntimeError(f"server did not come up: {' '.join(cmd)}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- load generators ------------------------------------------------------------------------
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _wrk(
+    url: str, body: dict[str, Any], headers: dict[str, str], seconds: int, conns: int
+) -> dict[str, float]:
+    lua = ["wrk.method = 'POST'", f"wrk.body = [[{json.dumps(body)}]]"]
+    lua += [
+        f"wrk.headers['{k}'] = '{v}'"
+        for k, v in {"Content-Type": "application/json", **headers}.items()
+    ]
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write("\n".join(lua) + "\n")
+        script = f.name
+    try:
+        out = subprocess.run(
+            ["wrk", "-t2", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", script, url],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=seconds + 60,
+        ).stdout
+    finally:
+        os.unlink(script)
+
+    def latency(q: str) -> float:
+        m = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        assert m, out
+        return float(m.group(1)) * _UNITS[m.group(2)]
+
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errors = re.search(r"Socket errors: (.*)", out)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "requests": float(re.search(r"(\d+) requests in", out).group(1)),  # type: ignore[union-attr]
+        "p50": latency("50"),
+        "p99": latency("99"),
+        "non_2xx": float(errors.group(1)) if errors else 0.0,
+        "socket_errors": socket_errors.group(1) if socket_errors else "",  # type: ignore[dict-item]
+    }
+
+
+async def _client(
+    host: str, port: int, raw: bytes, until: float, lat: list[float], bad: list[int]
+) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        while time.perf_counter() < until:
+            start = time.perf_counter()
+            writer.write(raw)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+            await reader.readexactly(length)
+            lat.append((time.perf_counter() - start) * 1000)
+            if not head.startswith(b"HTTP/1.1 2"):
+                bad.append(1)
+    finally:
+        writer.close()
+
+
+def _python_load(
+    url: str, body: dict[str, Any], headers: dict[str, str], seconds: int, conns: int
+) -> dict[str, float]:
+    """Fallback when wrk is missing: keep-alive HTTP/1.1 clients on one event loop."""
+    m = re.match(r"http://([^:/]+):(\d+)(/.*)", url)
+    assert m
+    host, port, path = m.group(1), int(m.group(2)), m.group(3)
+    payload = json.dumps(body).encode()
+    lines = [f"POST {path} HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json"]
+    lines += [f"{k}: {v}" for k, v in headers.items()] + [f"Content-Length: {len(payload)}"]
+    raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+    lat: list[float] = []
+    bad: list[int] = []
+
+    async def main() -> float:
+        start = time.perf_counter()
+        until = start + seconds
+        await asyncio.gather(*(_client(host, port, raw, until, lat, bad) for _ in range(conns)))
+        return time.perf_counter() - start
+
+    elapsed = asyncio.run(main())
+    p = percentiles(lat)
+    return {
+        "rps": len(lat) / elapsed,
+        "requests": float(len(lat)),
+        "p50": p["p50"],
+        "p99": p["p99"],
+        "non_2xx": float(len(bad)),
+        "socket_errors": "",
+    }  # type: ignore[dict-item]
+
+
+# -- the two runs ----------------------------------------------------------------------------
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--seconds", type=int, default=10, help="measured seconds per server")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--connections", type=int, default=32)
+    p.add_argument("--durability", choices=["FULL", "NORMAL"], default="FULL")
+    p.add_argument("--load", choices=["auto", "wrk", "python"], default="auto")
+    p.add_argument("--no-verify", action="store_true", help="skip `sandex verify` of the database")
+    args = p.parse_args()
+    use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
+    load = _wrk if use_wrk else _python_load
+    py = sys.executable
+    print(f"machine: {machine()}")
+    print(
+        f"load: {'wrk -t2' if use_wrk else 'python asyncio'} -c{args.connections}, "
+        f"{args.seconds} s measured after {args.warmup} s warm-up, loopback, one uvicorn worker each"
+    )
+
+    def baseline() -> dict[str, float]:
+        port = _free_port()
+        cmd = [py, "-m", "uvicorn", "bench._baseline:app", "--port", str(port)]
+        base = _start(
+            [*cmd, "--log-level", "warning", "--no-access-log"],
+            f"http://127.0.0.1:{port}/openapi.json",
+        )
+        try:
+            url = f"http://127.0.0.1:{port}/v2/trivial"
+            load(url, TRIVIAL, {}, args.warmup, args.connections)
+            return load(url, TRIVIAL, {}, args.seconds, args.connections)
+        finally:
+            _stop(base)
+
+    # The baseline runs before and after, so that a machine busy with something else
+    # during one of them shows as a gap between the two instead of a silently wrong ratio.
+    trivial_before = baseline()
+
+    tmp = Path(tempfile.mkdtemp(prefix="sandex-bench-"))
+    db = tmp / "bench.db"
+    port = _free_port()
+    serve = [
+        py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
+        "--clock", "wall", "--durability", args.durability, "--log-level", "WARNING", "--log-format", "json",
+    ]  # fmt: skip
+    server = _start(serve, f"http://127.0.0.1:{port}/v2/sandbox/clock")
+    root = f"http://127.0.0.1:{port}"
+    try:
+        form = b"grant_type=client_credentials&client_id=sandex&client_secret=sandex-secret"
+        token = _request(
+            f"{root}/oauth2/token", form, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        auth = {"Authorization": f"Bearer {token['access_token']}"}
+        _request(
+            f"{root}/v2/sandbox/profiles/default/deposit",
+            json.dumps({"asset": "USDC", "amount": "1000000000"}).encode(),
+            {"Content-Type": "application/json", **auth},
+        )
+        url = f"{root}/v2/transfer/crypto-withdrawals"
+        load(url, WITHDRAWAL, auth, args.warmup, args.connections)
+        sandex = load(url, WITHDRAWAL, auth, args.seconds, args.connections)
+        time.sleep(1.5)  # let the last withdrawals confirm
+    finally:
+        _stop(server)
+
+    trivial_after = baseline()
+    trivial_rps = (trivial_before["rps"] + trivial_after["rps"]) / 2
+
+    conn = sqlite3.connect(db)
+    statuses = dict(
+        conn.execute(
+            "SELECT status, count(*) FROM transfers WHERE type = 'CRYPTO_WITHDRAWAL' GROUP BY status"
+        ).fetchall()
+    )
+    events = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    conn.close()
+
+    def line(name: str, r: dict[str, float]) -> str:
+        extra = f", {r['non_2xx']:.0f} non-2xx" if r["non_2xx"] else ""
+        extra += f", socket errors: {r['socket_errors']}" if r["socket_errors"] else ""
+        return f"{name:<34} {r['rps']:>9,.0f} req/s   p50 {r['p50']:6.2f} ms   p99 {r['p99']:6.2f} ms{extra}"
+
+    print(line("trivial FastAPI endpoint, before", trivial_before))
+    print(line("trivial FastAPI endpoint, after", trivial_after))
+    print(line(f"POST crypto-withdrawals ({args.durability})", sandex))
+    print(
+        f"ratio withdrawals / trivial (mean of before and after): {sandex['rps'] / trivial_rps:.2f}"
+    )
+    print(f"withdrawals in the log by status: {statuses}; {events:,} events")
+    if not args.no_verify:
+        from engine.verify import verify
+
+        started = time.perf_counter()
+        problems = verify(str(db))
+        took = time.perf_counter() - started
+        print(f"sandex verify: {'OK' if not problems else problems[0]} ({took:.1f} s)")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
