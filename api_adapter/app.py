@@ -13,8 +13,11 @@ from api_adapter import auth, problems
 from api_adapter.logging import RequestLog
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
+    executions,
     funding,
     internal_transfers,
+    markets,
+    orders,
     profiles,
     sandbox,
     transfers,
@@ -25,6 +28,7 @@ from engine.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
+ROUTERS += [orders.router, executions.router, markets.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:

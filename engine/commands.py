@@ -119,6 +119,53 @@ class CreateInternalTransfer(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class CreateOrder(Command):
+    """An order as the client sent it: raw strings, checked by engine.orders."""
+
+    profile_id: str = ""
+    side: str = ""
+    market: str = ""
+    type: str = ""
+    ref_id: str | None = None
+    base_amount: str | None = None
+    price: str | None = None
+    quote_amount: str | None = None
+    metadata: dict[str, str] | None = None
+    await_fill_millis: int | None = None
+    time_in_force: str | None = None
+    expiration_date: str | None = None
+    identity_id: str | None = None
+    identity_account_id: str | None = None
+    stop_price: str | None = None
+    recipient_profile_id: str | None = None
+    self_match_prevention_id: str | None = None
+    # Whether the client holds the permission that self_match_prevention_id needs.
+    may_prevent_self_match: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CancelOrder(Command):
+    profile_id: str = ""
+    order_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SetMarketPrice(Command):
+    """Move a market's reference price now (sandbox only)."""
+
+    market: str = ""
+    price: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMarket(Command):
+    """Market data at engine time "now", answered by the writer from its state."""
+
+    view: str = ""  # book | ticker | tickers | recent | price
+    market: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class AdvanceClock(Command):
     """Move a manual clock forward to `to`, firing every deadline on the way."""
 

@@ -254,3 +254,85 @@ class Queries:
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
         return self.page("fiat_instructions", where, params, page)
+
+    # -- orders and executions (tables written by engine/orders.py) -------------------
+
+    def order(self, customer_id: str, profile_id: str, order_id: str) -> dict[str, Any]:
+        pid, _ = self.profile_row(customer_id, profile_id)
+        row = self._one("SELECT body FROM orders WHERE id = ? AND profile_id = ?", (order_id, pid))
+        if row is None:
+            raise NotFound(f"order not found with id {order_id}")
+        return orjson.loads(row[0])  # type: ignore[no-any-return]
+
+    def _filtered(
+        self,
+        table: str,
+        customer_id: str,
+        page: Page,
+        equal: dict[str, str | None],
+        within: dict[str, list[str] | None],
+        after: tuple[str, int] | None = None,
+    ) -> dict[str, Any]:
+        where = ["customer_id = ?"]
+        params: list[Any] = [customer_id]
+        for column, value in equal.items():
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        for column, values in within.items():
+            if values:
+                where.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                params.extend(values)
+        if after is not None:
+            where.append(f"{after[0]} > ?")
+            params.append(after[1])
+        return self.page(table, where, params, page)
+
+    def list_orders(
+        self,
+        customer_id: str,
+        page: Page,
+        profile_id: str | None = None,
+        account_id: str | None = None,
+        market: str | None = None,
+        status: str | None = None,
+        ref_ids: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Orders of the customer, newest first; a profile of another customer is 404."""
+        pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
+        return self._filtered(
+            "orders",
+            customer_id,
+            page,
+            {"profile_id": pid, "account_id": account_id, "market": market, "status": status},
+            {"ref_id": ref_ids},
+        )
+
+    def list_executions(
+        self,
+        customer_id: str,
+        page: Page,
+        profile_id: str | None = None,
+        account_id: str | None = None,
+        order_id: str | None = None,
+        since_execution_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Executions of the customer, newest first; `since_execution_id` keeps the ones
+        after that id."""
+        pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
+        after = None
+        if since_execution_id is not None:
+            if not since_execution_id.isdigit():
+                raise Invalid(
+                    "since_execution_id invalid: an execution id is a number",
+                    field="since_execution_id",
+                )
+            after = ("seq", int(since_execution_id))
+        return self._filtered(
+            "executions",
+            customer_id,
+            page,
+            {"profile_id": pid, "account_id": account_id, "order_id": order_id},
+            {},
+            after,
+        )

@@ -49,6 +49,24 @@ class Settings(BaseModel):
     withdrawal_fees: dict[str, dict[str, Decimal]] = Field(default_factory=dict)
     withdrawal_confirmation_seconds: dict[str, Decimal] = Field(default_factory=dict)
     withdrawal_caps: dict[str, Decimal] = Field(default_factory=dict)
+    # Trading (engine/market.py, engine/orders.py). Reference prices: starting prices
+    # per market (overrides of engine.market.START_PRICES), daily volatility of the seeded
+    # path (0 keeps prices still until set) and its step. Synthetic liquidity: the full
+    # spread, the number of levels per side, their spacing and the quote value of each.
+    market_prices: dict[str, Decimal] = Field(default_factory=dict)
+    market_volatility: Decimal = Decimal("0.03")
+    market_step_seconds: int = Field(default=1, ge=1)
+    market_spread_bps: Decimal = Decimal(10)
+    market_levels: int = Field(default=10, ge=1, le=100)
+    market_level_step_bps: Decimal = Decimal(5)
+    market_level_notional: Decimal = Decimal(50000)
+    # How many future steps one scan of the path looks at for resting orders to fill.
+    market_watch_steps: int = Field(default=900, ge=32)
+    # Trading fees as fractions of the notional (0.001 = 10 bps), in the quote asset.
+    maker_fee_rate: Decimal = Decimal(0)
+    taker_fee_rate: Decimal = Decimal(0)
+    # Delay between an order's creation (PENDING_SUBMISSION) and its submission.
+    order_submission_latency_ms: int = Field(default=0, ge=0)
     group_commit_max: int = 512
     tick_interval_seconds: float = 0.1
     # Check every invariant after every command (the test suite turns this on).

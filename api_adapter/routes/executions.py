@@ -1,0 +1,79 @@
+"""Executions: the fills of a customer's orders, all profiles or one."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.responses import JSONResponse
+from engine.errors import Invalid
+from engine.queries import Page
+
+router = APIRouter(prefix="/v2", tags=["Orders"])
+
+Read = Annotated[Principal, Depends(require("exchange:read_order"))]
+# The reference: at most 1000 per page across profiles; per profile 20 by default, 500 at most.
+PROFILE_DEFAULT_LIMIT = 20
+PROFILE_MAX_LIMIT = 500
+
+
+def execution_page(
+    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    page_cursor: str | None = None,
+    begin: Annotated[str | None, Query(alias="range.begin")] = None,
+    end: Annotated[str | None, Query(alias="range.end")] = None,
+) -> Page:
+    times = {}
+    if begin is not None:
+        times[("executed_at", "gte")] = begin
+    if end is not None:
+        times[("executed_at", "lte")] = end
+    return Page(limit=limit, page_cursor=page_cursor, times=times)
+
+
+@router.get("/executions", operation_id="ListExecutions")
+async def list_executions(
+    request: Request,
+    who: Read,
+    page: Annotated[Page, Depends(execution_page)],
+    profile_id: str | None = None,
+    account_id: str | None = None,
+    order_id: str | None = None,
+    since_execution_id: str | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        request.app.state.queries.list_executions(
+            who.customer_id,
+            page,
+            profile_id=profile_id,
+            account_id=account_id,
+            order_id=order_id,
+            since_execution_id=since_execution_id,
+        )
+    )
+
+
+@router.get("/profiles/{profile_id}/executions", operation_id="ListProfileExecutions")
+async def list_profile_executions(
+    request: Request,
+    who: Read,
+    profile_id: str,
+    page: Annotated[Page, Depends(execution_page)],
+    order_id: str | None = None,
+    since_execution_id: str | None = None,
+) -> JSONResponse:
+    if page.limit is None:
+        page.limit = PROFILE_DEFAULT_LIMIT
+    elif page.limit > PROFILE_MAX_LIMIT:
+        raise Invalid(f"limit invalid: must be between 1 and {PROFILE_MAX_LIMIT}", field="limit")
+    return JSONResponse(
+        request.app.state.queries.list_executions(
+            who.customer_id,
+            page,
+            profile_id=profile_id,
+            order_id=order_id,
+            since_execution_id=since_execution_id,
+        )
+    )

@@ -1,0 +1,146 @@
+"""Orders: create, get, list, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import CreateOrderRequest, MarketName
+from api_adapter.paging import Limit
+from api_adapter.responses import JSONResponse
+from engine.commands import CancelOrder, CreateOrder
+from engine.queries import Page
+
+router = APIRouter(prefix="/v2", tags=["Orders"])
+
+Read = Annotated[Principal, Depends(require("exchange:read_order"))]
+Write = Annotated[Principal, Depends(require("exchange:write_order"))]
+OrderStatus = Annotated[
+    str | None,
+    Query(pattern="^(PENDING_SUBMISSION|SUBMITTED|OPEN|FILLED|CANCELLED|REJECTED)$"),
+]
+CLOSED = frozenset({"FILLED", "CANCELLED", "REJECTED"})
+POLL_SECONDS = 0.005
+
+
+def order_page(
+    limit: Limit = None,
+    page_cursor: str | None = None,
+    begin: Annotated[str | None, Query(alias="order_time.begin")] = None,
+    end: Annotated[str | None, Query(alias="order_time.end")] = None,
+) -> Page:
+    times = {}
+    if begin is not None:
+        times[("created_at", "gte")] = begin
+    if end is not None:
+        times[("created_at", "lte")] = end
+    return Page(limit=limit, page_cursor=page_cursor, times=times)
+
+
+@router.post("/profiles/{profile_id}/orders", operation_id="CreateOrder")
+async def create_order(
+    request: Request, who: Write, profile_id: str, body: CreateOrderRequest
+) -> JSONResponse:
+    expiration = body.expiration_date
+    command = CreateOrder(
+        actor=actor(request, who),
+        profile_id=profile_id,
+        side=body.side,
+        market=body.market,
+        type=body.type,
+        ref_id=body.ref_id,
+        base_amount=body.base_amount,
+        price=body.price,
+        quote_amount=body.quote_amount,
+        metadata=body.metadata,
+        await_fill_millis=body.await_fill_millis,
+        time_in_force=body.time_in_force,
+        expiration_date=str(expiration) if expiration is not None else None,
+        identity_id=body.identity_id,
+        identity_account_id=body.identity_account_id,
+        stop_price=body.stop_price,
+        recipient_profile_id=body.recipient_profile_id,
+        self_match_prevention_id=body.self_match_prevention_id,
+        may_prevent_self_match="exchange:self_match_prevention" in who.scopes,
+    )
+    order = await run(request, command)
+    if body.await_fill_millis:
+        order = await _await_fill(request, who, order, body.await_fill_millis)
+    return JSONResponse(order)
+
+
+async def _await_fill(request: Request, who: Principal, order: dict, millis: int) -> dict:
+    """Hold the answer until the order is closed or `millis` of wall time pass. On a
+    manual clock no time passes between requests, so the answer is immediate."""
+    if request.app.state.engine.clock.mode != "wall" or order["status"] in CLOSED:
+        return order
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + millis / 1000
+    queries = request.app.state.queries
+    while (left := deadline - loop.time()) > 0:
+        await asyncio.sleep(min(POLL_SECONDS, left))
+        order = queries.order(who.customer_id, order["profile_id"], order["id"])
+        if order["status"] in CLOSED:
+            break
+    return order
+
+
+@router.get("/profiles/{profile_id}/orders/{id}", operation_id="GetOrder")
+async def get_order(request: Request, who: Read, profile_id: str, id: str) -> JSONResponse:
+    return JSONResponse(request.app.state.queries.order(who.customer_id, profile_id, id))
+
+
+@router.delete("/profiles/{profile_id}/orders/{id}", operation_id="CancelOrder")
+async def cancel_order(request: Request, who: Write, profile_id: str, id: str) -> JSONResponse:
+    command = CancelOrder(actor=actor(request, who), profile_id=profile_id, order_id=id)
+    return JSONResponse(await run(request, command))
+
+
+@router.get("/profiles/{profile_id}/orders", operation_id="ListProfileOrders")
+async def list_profile_orders(
+    request: Request,
+    who: Read,
+    profile_id: str,
+    page: Annotated[Page, Depends(order_page)],
+    market: MarketName | None = None,
+    status: OrderStatus = None,
+    ref_ids: Annotated[list[str] | None, Query()] = None,
+) -> JSONResponse:
+    return JSONResponse(
+        request.app.state.queries.list_orders(
+            who.customer_id,
+            page,
+            profile_id=profile_id,
+            market=market,
+            status=status,
+            ref_ids=ref_ids,
+        )
+    )
+
+
+@router.get("/orders", operation_id="ListOrders")
+async def list_orders(
+    request: Request,
+    who: Read,
+    page: Annotated[Page, Depends(order_page)],
+    profile_id: str | None = None,
+    account_id: str | None = None,
+    market: MarketName | None = None,
+    status: OrderStatus = None,
+    ref_ids: Annotated[list[str] | None, Query()] = None,
+) -> JSONResponse:
+    return JSONResponse(
+        request.app.state.queries.list_orders(
+            who.customer_id,
+            page,
+            profile_id=profile_id,
+            account_id=account_id,
+            market=market,
+            status=status,
+            ref_ids=ref_ids,
+        )
+    )

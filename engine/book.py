@@ -1,0 +1,117 @@
+"""One market's book of resting orders: price-time priority on integer ticks.
+
+Prices are integer ticks and quantities integer base units (1e-8), so the hot path
+never touches `Decimal`. Each side is a `SortedDict` of price levels; a level is a FIFO
+`deque` with lazy deletion: a cancel marks the order dead and fixes the level's totals
+in O(1), and dead entries are skipped (or compacted away) later. The book is a
+projection: only appliers change it, so a replayed log rebuilds it exactly.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Protocol
+
+from sortedcontainers import SortedDict
+
+BUY = 0
+SELL = 1
+
+
+class Resting(Protocol):
+    """What the book needs of an order (engine.orders.Order has these slots)."""
+
+    id: str
+    side: int
+    ticks: int
+    remaining: int
+    live: bool
+    customer_id: str
+    smp_id: str | None
+
+
+class Level:
+    __slots__ = ("ticks", "queue", "total", "count")
+
+    def __init__(self, ticks: int) -> None:
+        self.ticks = ticks
+        self.queue: deque[Resting] = deque()
+        self.total = 0  # live base units at this price
+        self.count = 0  # live orders at this price
+
+    def live(self) -> Iterator[Resting]:
+        for order in self.queue:
+            if order.live:
+                yield order
+
+
+class Book:
+    """Bids keyed by -ticks and asks by ticks, so the best level of each side is first."""
+
+    __slots__ = ("bids", "asks")
+
+    def __init__(self) -> None:
+        self.bids: SortedDict = SortedDict()
+        self.asks: SortedDict = SortedDict()
+
+    def side(self, side: int) -> SortedDict:
+        return self.bids if side == BUY else self.asks
+
+    def add(self, order: Resting) -> None:
+        levels = self.bids if order.side == BUY else self.asks
+        key = -order.ticks if order.side == BUY else order.ticks
+        level = levels.get(key)
+        if level is None:
+            level = levels[key] = Level(order.ticks)
+        level.queue.append(order)
+        level.total += order.remaining
+        level.count += 1
+        order.live = True
+
+    def remove(self, order: Resting) -> None:
+        """Take a live order out (cancel, expiry, self-match)."""
+        levels = self.bids if order.side == BUY else self.asks
+        key = -order.ticks if order.side == BUY else order.ticks
+        level = levels[key]
+        order.live = False
+        level.total -= order.remaining
+        level.count -= 1
+        if level.count == 0:
+            del levels[key]
+        elif len(level.queue) > 2 * level.count + 16:
+            level.queue = deque(o for o in level.queue if o.live)
+
+    def fill(self, order: Resting, qty: int) -> None:
+        """Reduce a live order by `qty` units; a filled order leaves the book."""
+        levels = self.bids if order.side == BUY else self.asks
+        key = -order.ticks if order.side == BUY else order.ticks
+        level = levels[key]
+        order.remaining -= qty
+        level.total -= qty
+        if order.remaining == 0:
+            order.live = False
+            level.count -= 1
+            if level.count == 0:
+                del levels[key]
+                return
+            queue = level.queue
+            while queue and not queue[0].live:
+                queue.popleft()
+
+    def best_bid(self) -> int | None:
+        bids = self.bids
+        return -bids.peekitem(0)[0] if bids else None
+
+    def best_ask(self) -> int | None:
+        asks = self.asks
+        return asks.peekitem(0)[0] if asks else None
+
+    def levels(self, side: int) -> Iterator[Level]:
+        """Levels of a side, best first."""
+        return iter((self.bids if side == BUY else self.asks).values())
+
+    def __len__(self) -> int:
+        return sum(level.count for level in self.bids.values()) + sum(
+            level.count for level in self.asks.values()
+        )
