@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,10 +45,14 @@ class Settings(BaseModel):
     # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these
     # override them entry by entry): asset -> network -> flat fee, network -> seconds
     # from request to COMPLETED, asset -> largest amount of one withdrawal.
-    withdrawal_fee_ttl_seconds: Decimal = Decimal(60)
-    withdrawal_fees: dict[str, dict[str, Decimal]] = Field(default_factory=dict)
-    withdrawal_confirmation_seconds: dict[str, Decimal] = Field(default_factory=dict)
-    withdrawal_caps: dict[str, Decimal] = Field(default_factory=dict)
+    withdrawal_fee_ttl_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    withdrawal_fees: dict[str, dict[str, Annotated[Decimal, Field(ge=0)]]] = Field(
+        default_factory=dict
+    )
+    withdrawal_confirmation_seconds: dict[str, Annotated[Decimal, Field(ge=0)]] = Field(
+        default_factory=dict
+    )
+    withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
     # Trading (engine/market.py, engine/orders.py). Reference prices: starting prices
     # per market (overrides of engine.market.START_PRICES), daily volatility of the seeded
     # path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

@@ -162,3 +162,21 @@ def test_the_scope_is_required(sandbox: Any) -> None:
 def test_unknown_fields_are_refused(sandbox: Any) -> None:
     r = sandbox.post(PATH, fee_body(profile_id="default"))
     assert "profile_id" in problem(r, 400)["detail"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"withdrawal_fees": {"BTC": {"BITCOIN": "-0.1"}}},
+        {"withdrawal_fee_ttl_seconds": "-1"},
+        {"withdrawal_confirmation_seconds": {"BITCOIN": "-1"}},
+        {"withdrawal_caps": {"BTC": "0"}},
+    ],
+)
+def test_settings_refuse_negative_fees_delays_and_caps(bad: dict[str, Any]) -> None:
+    from pydantic import ValidationError
+
+    from engine.settings import Settings
+
+    with pytest.raises(ValidationError):
+        Settings(**bad)

@@ -636,3 +636,11 @@ def test_an_evm_address_keeps_its_case(sandbox: Any) -> None:
     sandbox.deposit("ETH", "1")
     body = _ok(withdraw(sandbox, asset="ETH", network="ETHEREUM", amount="0.01"))
     assert body["destination_address"] == EVM_ADDRESS
+
+
+def test_a_zero_confirmation_delay_completes_in_the_same_request(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(withdrawal_confirmation_seconds={"BITCOIN": 0})
+    sb.deposit("BTC", "1")
+    body = _ok(withdraw(sb, amount="0.001"))
+    assert body["status"] == "COMPLETED"
+    assert body["crypto_tx_hash"]
