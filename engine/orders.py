@@ -86,6 +86,8 @@ QUOTE_PLACES = 2
 EIGHT = Decimal("0.00000001")
 CENT = Decimal("0.01")
 _MILLIS = re.compile(r"^[0-9]{13}$")
+# The markets the reference's pricing operations know (its PricePriceMarket enum).
+TICKER_MARKETS = tuple(m for m in MARKETS if m.endswith("USD"))
 
 
 class Order:
@@ -886,7 +888,7 @@ def read_market(ctx: Ctx, cmd: ReadMarket) -> dict[str, Any]:
     tr = _live(ctx)
     step = _cfg(tr).step_of(ctx.now)
     if cmd.view == "tickers":
-        return {"tickers": [_ticker(ctx, tr, mk, step) for mk in tr.markets.values()]}
+        return {"tickers": [_ticker(ctx, tr, tr.markets[name], step) for name in TICKER_MARKETS]}
     mk = tr.markets.get(cmd.market)
     if mk is None:
         raise NotFound(f"market not found: {cmd.market}")
