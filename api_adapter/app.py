@@ -11,7 +11,9 @@ from fastapi import FastAPI
 
 from api_adapter import auth, problems
 from api_adapter.logging import RequestLog
+from api_adapter.webhooks import Deliverer
 from api_adapter.responses import JSONResponse
+from api_adapter.routes import events, snapshots, webhooks
 from api_adapter.routes import (
     executions,
     funding,
@@ -29,6 +31,7 @@ from engine.queries import Queries
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
+ROUTERS += [events.router, snapshots.router, webhooks.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:
@@ -38,9 +41,11 @@ def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if scheduler is not None:
             scheduler.start()
+        app.state.webhooks.start()
         try:
             yield
         finally:
+            app.state.webhooks.stop()
             if scheduler is not None:
                 scheduler.stop()
 
@@ -56,6 +61,9 @@ def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:
     app.state.engine = engine
     app.state.queries = Queries(engine.db_path)
     app.state.tokens = auth.Tokens(secret, engine.settings.token_ttl_seconds)
+    # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
+    # context manager); a test may replace it with a faster-polling one before that.
+    app.state.webhooks = Deliverer(engine.db_path)
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)

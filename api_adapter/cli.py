@@ -105,6 +105,12 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from api_adapter.replay import command
+
+    return command(args)
+
+
 def cmd_clients_revoke(args: argparse.Namespace) -> int:
     from engine import Engine
     from engine.commands import RevokeClient
@@ -158,6 +164,25 @@ def parser() -> argparse.ArgumentParser:
     events.add_argument("--after", type=int, default=0)
     events.add_argument("--limit", type=int, default=None)
     events.set_defaults(func=cmd_events)
+
+    replay = sub.add_parser(
+        "replay",
+        help="run scenario files; or, with --db/--until/--out, rebuild a database as it was",
+    )
+    replay.add_argument("files", nargs="*", metavar="FILE", help="scenario YAML files")
+    replay.add_argument("--url", default=None, help="a running sandbox instead of in-process")
+    replay.add_argument("--client-id", default=os.environ.get("SANDEX_CLIENT_ID", "sandex"))
+    replay.add_argument(
+        "--client-secret", default=os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret")
+    )
+    replay.add_argument("--log-hash", action="store_true", help="print each run's log hash")
+    replay.add_argument("--no-progress", action="store_true", help="no progress bar")
+    replay.add_argument("--db", default=None, type=_existing_db, help="time travel: the source")
+    replay.add_argument("--until", default=None, help="time travel: a log position or a time")
+    replay.add_argument(
+        "--out", default=None, help="time travel: the new database (or keep a run's database)"
+    )
+    replay.set_defaults(func=cmd_replay)
 
     clients = sub.add_parser("clients", help="manage API clients")
     clients_sub = clients.add_subparsers(dest="action", required=True)

@@ -3,10 +3,21 @@ event, which handles each kind of deadline. Each domain module contributes its o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from engine import customers, fees, funding, internal_transfers, orders, transfers, withdrawals
+from engine import (
+    customers,
+    feed,
+    fees,
+    funding,
+    internal_transfers,
+    orders,
+    snapshots,
+    transfers,
+    webhooks,
+    withdrawals,
+)
 from engine.state import Applier, Ctx
 
 Decider = Callable[[Ctx, Any], Any]
@@ -32,6 +43,19 @@ def register(
     _merge(TIMERS, timers)
 
 
+def observe(types: Iterable[str], observer: Applier) -> None:
+    """Run `observer` after the applier of each of `types`: a projection that follows
+    other modules' events (the public event feed) without their knowing."""
+    for name in types:
+        inner = APPLIERS[name]
+
+        def chained(state: Any, event: Any, inner: Applier = inner) -> None:
+            inner(state, event)
+            observer(state, event)
+
+        APPLIERS[name] = chained
+
+
 def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any] | None) -> None:
     if not extra:
         return
@@ -49,3 +73,7 @@ register(withdrawals.DECIDERS, withdrawals.APPLIERS, withdrawals.TIMERS)
 register(internal_transfers.DECIDERS)
 register(orders.DECIDERS, orders.APPLIERS, orders.TIMERS)
 register(appliers={"ClockAdvanced": _clock_advanced})
+register(webhooks.DECIDERS, webhooks.APPLIERS)
+register(snapshots.DECIDERS, snapshots.APPLIERS)
+# Last: the feed follows events that every module above has registered.
+observe(feed.WATCHED, feed.observe)

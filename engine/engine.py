@@ -235,7 +235,9 @@ class Engine:
         return self._decide(decider, command, self._now(), meta)
 
     def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
-        ctx = self._ctx(now, meta)
+        # Every event of one decision names the position of its first: a decision is the
+        # unit the state is consistent after, so time travel cuts the log only there.
+        ctx = self._ctx(now, {**meta, "command_position": self.state.position + 1})
         try:
             reply = decider(ctx, arg)
             if self.settings.assert_invariants and ctx.emitted:

@@ -1,0 +1,61 @@
+"""The public event feed: a customer's order and transfer changes, oldest first.
+
+The body is the reference's `{events: [...]}`; a page that is not the last also carries
+an `X-Next-Page-Cursor` header (pass it back as `page_cursor`), because events of one
+decision share a `created_at` and a time filter alone could skip or repeat them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.responses import JSONResponse
+from engine import feed
+from engine.queries import decode_cursor, encode_cursor
+
+router = APIRouter(prefix="/v2", tags=["Events"])
+
+Read = Annotated[Principal, Depends(require("events:read_event"))]
+
+
+@router.get("/events", operation_id="ListEvents")
+async def list_events(
+    request: Request,
+    who: Read,
+    limit: int | None = None,
+    page_cursor: str | None = None,
+    type: str | None = None,
+    created_at_lt: Annotated[str | None, Query(alias="created_at.lt")] = None,
+    created_at_lte: Annotated[str | None, Query(alias="created_at.lte")] = None,
+    created_at_eq: Annotated[str | None, Query(alias="created_at.eq")] = None,
+    created_at_gte: Annotated[str | None, Query(alias="created_at.gte")] = None,
+    created_at_gt: Annotated[str | None, Query(alias="created_at.gt")] = None,
+) -> JSONResponse:
+    times = {
+        op: value
+        for op, value in (
+            ("lt", created_at_lt),
+            ("lte", created_at_lte),
+            ("eq", created_at_eq),
+            ("gte", created_at_gte),
+            ("gt", created_at_gt),
+        )
+        if value is not None
+    }
+    events, next_seq = feed.list_events(
+        request.app.state.queries.conn,
+        who.customer_id,
+        limit=limit,
+        after_seq=decode_cursor(page_cursor) if page_cursor else None,
+        type=type,
+        times=times,
+    )
+    headers = {"X-Next-Page-Cursor": encode_cursor(next_seq)} if next_seq is not None else None
+    return JSONResponse({"events": events}, headers=headers)
+
+
+@router.get("/events/{id}", operation_id="GetEvent")
+async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
+    return JSONResponse(feed.get_event(request.app.state.queries.conn, who.customer_id, id))

@@ -1,0 +1,47 @@
+"""sandex's own snapshot, restore and reset of the whole sandbox (bootstrap client only).
+
+They are commands like any other: they wait their turn in the writer's queue, so a
+request in flight is decided wholly before or wholly after them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import Body, ShortText
+from api_adapter.responses import JSONResponse
+from engine.snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
+
+router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
+
+Admin = Annotated[Principal, Depends(require("sandbox:write_customer"))]
+
+
+class SnapshotRequest(Body):
+    name: ShortText
+
+
+@router.post("/snapshots", operation_id="TakeSandboxSnapshot")
+async def take_snapshot(request: Request, who: Admin, body: SnapshotRequest) -> JSONResponse:
+    return JSONResponse(await run(request, TakeSnapshot(actor=actor(request, who), name=body.name)))
+
+
+@router.get("/snapshots", operation_id="ListSandboxSnapshots")
+async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
+    rows = request.app.state.queries.conn.execute(
+        "SELECT name, position, taken_at FROM snapshots ORDER BY position"
+    ).fetchall()
+    return JSONResponse({"items": [{"name": n, "position": p, "taken_at": t} for n, p, t in rows]})
+
+
+@router.post("/snapshots/{name}/restore", operation_id="RestoreSandboxSnapshot")
+async def restore_snapshot(request: Request, who: Admin, name: str) -> JSONResponse:
+    return JSONResponse(await run(request, RestoreSnapshot(actor=actor(request, who), name=name)))
+
+
+@router.post("/reset", operation_id="ResetSandbox")
+async def reset(request: Request, who: Admin) -> JSONResponse:
+    return JSONResponse(await run(request, ResetSandbox(actor=actor(request, who))))

@@ -1,0 +1,46 @@
+"""sandex's own webhook registration: one URL per customer receives its feed events.
+
+Registering and reading need the scope that reads the events themselves."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import StringConstraints
+
+from api_adapter import webhooks
+from api_adapter.auth import Principal, require
+from api_adapter.dispatch import actor, run
+from api_adapter.models import Body
+from api_adapter.responses import JSONResponse
+from engine.errors import NotFound
+from engine.webhooks import RegisterWebhook, RemoveWebhook
+
+router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
+
+Events = Annotated[Principal, Depends(require("events:read_event"))]
+
+
+class WebhookRequest(Body):
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+
+
+@router.post("/webhooks", operation_id="RegisterSandboxWebhook")
+async def register(request: Request, who: Events, body: WebhookRequest) -> JSONResponse:
+    return JSONResponse(
+        await run(request, RegisterWebhook(actor=actor(request, who), url=body.url))
+    )
+
+
+@router.get("/webhooks", operation_id="GetSandboxWebhook")
+async def get(request: Request, who: Events) -> JSONResponse:
+    view = webhooks.status(request.app.state.queries.conn, who.customer_id)
+    if view is None:
+        raise NotFound("no webhook is registered")
+    return JSONResponse(view)
+
+
+@router.delete("/webhooks", operation_id="RemoveSandboxWebhook")
+async def remove(request: Request, who: Events) -> JSONResponse:
+    return JSONResponse(await run(request, RemoveWebhook(actor=actor(request, who))))

@@ -1,0 +1,121 @@
+"""The log as history: its fingerprint, and the database as it was at a past point.
+
+`log_hash` is what "byte-identical" means for a replayed scenario: SHA-256 over every
+stored column of every event, in position order. `travel` writes a new database that
+holds the log up to a past position (or time) and read models rebuilt from it: the
+state as it was then, which `sandex verify` accepts like any other database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from engine.clock import format_time
+
+_COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
+
+
+def _read_only(path: str | Path) -> sqlite3.Connection:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no database at {path}")
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def log_hash(db_path: str | Path) -> str:
+    """`sha256:<hex>` of the whole event log, as stored."""
+    digest = hashlib.sha256()
+    conn = _read_only(db_path)
+    try:
+        cursor = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
+        while rows := cursor.fetchmany(5000):
+            for row in rows:
+                digest.update(orjson.dumps(row))
+                digest.update(b"\n")
+    finally:
+        conn.close()
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Travelled:
+    position: int  # the last event kept
+    asked: int  # the position asked for (or the last one at the time asked for)
+    occurred_at: str  # the time of the last event kept ("" for an empty log)
+    events: int
+
+
+def cut_position(
+    conn: sqlite3.Connection, *, position: int | None = None, until: datetime | None = None
+) -> tuple[int, int]:
+    """(position to keep up to, position asked for): the cut is moved back to the end of
+    the decision it falls in, since a state is consistent only between decisions."""
+    last = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    if (position is None) == (until is None):
+        raise ValueError("give exactly one of a position and a time")
+    if position is not None:
+        if position < 0:
+            raise ValueError("a position is 0 or more")
+        asked = min(position, last)
+    else:
+        assert until is not None
+        row = conn.execute(
+            "SELECT coalesce(max(position), 0) FROM events WHERE occurred_at <= ?",
+            (format_time(until),),
+        ).fetchone()
+        asked = row[0]
+    cut = asked
+    following = conn.execute("SELECT meta FROM events WHERE position = ?", (cut + 1,)).fetchone()
+    if following is not None:
+        first = orjson.loads(following[0]).get("command_position")
+        if isinstance(first, int) and first <= cut:
+            cut = first - 1
+    return cut, asked
+
+
+def travel(
+    source: str | Path,
+    out: str | Path,
+    *,
+    position: int | None = None,
+    until: datetime | None = None,
+) -> Travelled:
+    """Write `out`: the events of `source` up to the cut, its seed and signing secret, and
+    read models rebuilt from those events."""
+    from engine.projections.readmodels import TABLES
+    from engine.store import SqliteEventStore
+    from engine.verify import rebuild
+
+    out_path = Path(out)
+    if out_path.exists():
+        raise FileExistsError(f"{out} exists already; time travel writes a new database")
+    conn = _read_only(source)
+    try:
+        cut, asked = cut_position(conn, position=position, until=until)
+        meta = dict(conn.execute("SELECT key, value FROM sandex_meta").fetchall())
+    finally:
+        conn.close()
+    store = SqliteEventStore(out_path, durability="NORMAL", tables=TABLES)
+    try:
+        for key, value in meta.items():
+            store.set_meta(key, value)
+        db = store.conn
+        db.execute("ATTACH DATABASE ? AS src", (str(source),))
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            f"INSERT INTO main.events ({_COLUMNS}) SELECT {_COLUMNS} FROM src.events"
+            " WHERE position <= ? ORDER BY position",
+            (cut,),
+        )
+        db.execute("COMMIT")
+        db.execute("DETACH DATABASE src")
+        row = db.execute("SELECT count(*), coalesce(max(occurred_at), '') FROM events").fetchone()
+    finally:
+        store.close()
+    rebuild(str(out_path))
+    return Travelled(position=cut, asked=asked, occurred_at=row[1], events=row[0])

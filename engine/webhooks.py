@@ -1,0 +1,133 @@
+"""Webhook registrations: where a customer wants its feed events POSTed.
+
+A registration is an event (the log stays the truth about configuration too); delivery
+is not: whether a receiver answered is the outside world's business and varies from run
+to run, so the deliverer (`api_adapter.webhooks`) keeps its progress outside the log.
+Delivery starts with the first feed event after the registration (`since`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from engine.commands import Command
+from engine.errors import Invalid, NotFound
+from engine.events import Event
+from engine.projections import readmodels
+from engine.state import Ctx, State
+
+KEY = "webhooks"
+MAX_URL = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterWebhook(Command):
+    url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveWebhook(Command):
+    pass
+
+
+def registrations(state: State) -> dict[str, dict[str, Any]]:
+    return state.ext.setdefault(KEY, {})  # type: ignore[no-any-return]
+
+
+def webhook_view(record: dict[str, Any], with_secret: bool = False) -> dict[str, Any]:
+    view = {"id": record["id"], "url": record["url"], "created_at": record["created_at"]}
+    if with_secret:
+        view["secret"] = record["secret"]
+    return view
+
+
+def check_url(url: str) -> None:
+    if len(url) > MAX_URL:
+        raise Invalid(f"url invalid: at most {MAX_URL} characters", field="url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Invalid("url invalid: an absolute http or https URL", field="url")
+
+
+def register_webhook(ctx: Ctx, cmd: RegisterWebhook) -> dict[str, Any]:
+    check_url(cmd.url)
+    customer_id = cmd.actor.customer_id
+    ctx.emit(
+        "WebhookRegistered",
+        f"webhook-{customer_id}",
+        {
+            "customer_id": customer_id,
+            "webhook_id": ctx.ids.uuid(),
+            "url": cmd.url,
+            "secret": ctx.ids.token(32),
+        },
+    )
+    return webhook_view(registrations(ctx.state)[customer_id], with_secret=True)
+
+
+def remove_webhook(ctx: Ctx, cmd: RemoveWebhook) -> dict[str, Any]:
+    customer_id = cmd.actor.customer_id
+    record = registrations(ctx.state).get(customer_id)
+    if record is None:
+        raise NotFound("no webhook is registered")
+    ctx.emit("WebhookRemoved", f"webhook-{customer_id}", {"customer_id": customer_id})
+    return webhook_view(record)
+
+
+def _registered(state: State, e: Event) -> None:
+    d = e.data
+    registrations(state)[d["customer_id"]] = {
+        "id": d["webhook_id"],
+        "customer_id": d["customer_id"],
+        "url": d["url"],
+        "secret": d["secret"],
+        "created_at": e.occurred_at,
+        # feed items with a larger seq are delivered (see engine.feed for seq)
+        "since": e.position * 2,
+    }
+    state.mark("webhook", d["customer_id"])
+
+
+def _removed(state: State, e: Event) -> None:
+    registrations(state).pop(e.data["customer_id"], None)
+    state.mark("webhook", e.data["customer_id"])
+
+
+DECIDERS = {RegisterWebhook: register_webhook, RemoveWebhook: remove_webhook}
+APPLIERS = {"WebhookRegistered": _registered, "WebhookRemoved": _removed}
+
+
+def _row(state: State, key: str) -> dict[str, Any] | None:
+    r = registrations(state).get(key)
+    if r is None:
+        return None
+    return {
+        "customer_id": r["customer_id"],
+        "id": r["id"],
+        "url": r["url"],
+        "secret": r["secret"],
+        "since": r["since"],
+        "created_at": r["created_at"],
+    }
+
+
+readmodels.register(
+    "webhook",
+    "webhooks",
+    {
+        "columns": {
+            "customer_id": str,
+            "id": str,
+            "url": str,
+            "secret": str,
+            "since": int,
+            "created_at": str,
+        },
+        "pk": ["customer_id"],
+    },
+    _row,
+    ("customer_id",),
+    lambda s: registrations(s).keys(),
+)
