@@ -247,6 +247,8 @@ class Market:
         "anchor_pos",
         "cons_key",
         "consumed",
+        "cons_version",
+        "avail",
         "print_step",
         "print_ticks",
         "last_trade",
@@ -277,6 +279,9 @@ class Market:
         self.anchor_pos = 0
         self.cons_key: tuple[int, int] = (-1, -1)
         self.consumed: dict[tuple[int, int], int] = {}
+        self.cons_version = 0
+        # per side: ((anchor position, step, consumption version), levels) last answered
+        self.avail: list[Any] = [None, None]
         self.print_step = -1
         self.print_ticks = 0
         self.last_trade: tuple[int, int] | None = None  # (ticks, units)
@@ -361,16 +366,23 @@ class Market:
         return self.ladder
 
     def ladder_side(self, cfg: MarketConfig, seed: int, step: int, side: int) -> list[list[int]]:
-        """The house's levels on `side` at `step`, less what was taken this step."""
+        """The house's levels on `side` at `step`, less what was taken this step, best
+        first, as [ticks, units]. Shared until the next consumption: do not change it."""
+        key = (self.anchor_pos, step, self.cons_version)
+        cached = self.avail[side]
+        if cached is not None and cached[0] == key:
+            return cached[1]
         asks, bids = self.fresh_ladder(cfg, seed, step)
         levels = asks if side == SELL else bids
-        if self.cons_key != (self.anchor_pos, step) or not self.consumed:
-            return [[t, u] for t, u in levels]
-        consumed = self.consumed
-        out = []
-        for t, u in levels:
-            left = u - consumed.get((side, t), 0)
-            out.append([t, left if left > 0 else 0])
+        if self.cons_key != key[:2] or not self.consumed:
+            out = [[t, u] for t, u in levels]
+        else:
+            consumed = self.consumed
+            out = []
+            for t, u in levels:
+                left = u - consumed.get((side, t), 0)
+                out.append([t, left if left > 0 else 0])
+        self.avail[side] = (key, out)
         return out
 
     def consume(self, step: int, side: int, taken: list[list[int]]) -> None:
@@ -381,6 +393,7 @@ class Market:
         consumed = self.consumed
         for ticks, units in taken:
             consumed[(side, ticks)] = consumed.get((side, ticks), 0) + units
+        self.cons_version += 1
 
     # -- watching the path for crossings --------------------------------------------------
 

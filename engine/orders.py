@@ -636,6 +636,12 @@ def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
         else:
             ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
         return
+    if not acts_as_market and not crosses(mk.book, o.side, o.ticks, _best(None, ladder, opposite)):
+        if o.tif in ("IOC", "FOK"):
+            _close(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
+        else:
+            ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
+        return
     if o.quote is not None:
         p = plan(mk.book, o.side, None, None, o.budget - o.spent, ladder, o.customer_id, o.smp_id)
     else:

@@ -1,0 +1,195 @@
+"""Orders created per second through HTTP on loopback, against the trivial FastAPI
+endpoint of bench/_baseline.py measured in the same run (before and after).
+
+`sandex serve` runs on a wall clock with FULL durability; the load generator (wrk when
+installed, else the asyncio client of bench_withdrawals.py) cycles through ten order
+bodies: seven limit orders that rest, two small IOC limits that cross the house's ladder
+and trade, one small market buy.
+
+    python bench/bench_http_orders.py [--seconds 10] [--connections 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._common import machine  # noqa: E402
+from bench.bench_withdrawals import (  # noqa: E402
+    TRIVIAL,
+    _free_port,
+    _python_load,
+    _request,
+    _start,
+    _stop,
+)
+
+BODIES: list[dict[str, Any]] = [
+    {"side": "BUY", "market": "BTCUSD", "type": "LIMIT", "price": f"{30000 + i}", "base_amount": "0.0001"}
+    for i in range(4)
+] + [
+    {"side": "SELL", "market": "ETHUSD", "type": "LIMIT", "price": f"{3000 + i}", "base_amount": "0.001"}
+    for i in range(3)
+] + [
+    {"side": "BUY", "market": "BTCUSD", "type": "LIMIT", "price": "45000", "base_amount": "0.0001", "time_in_force": "IOC"},
+    {"side": "SELL", "market": "ETHUSD", "type": "LIMIT", "price": "2100", "base_amount": "0.001", "time_in_force": "IOC"},
+    {"side": "BUY", "market": "BTCUSD", "type": "MARKET", "quote_amount": "5.00"},
+]  # fmt: skip
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _wrk_cycle(
+    url: str, bodies: list[dict[str, Any]], headers: dict[str, str], seconds: int, conns: int
+) -> dict[str, Any]:
+    """wrk, each connection cycling through `bodies`."""
+    quoted = ",\n".join(f"[[{json.dumps(b)}]]" for b in bodies)
+    heads = ", ".join(
+        f'["{k}"] = "{v}"' for k, v in {"Content-Type": "application/json", **headers}.items()
+    )
+    lua = f"""
+local bodies = {{{quoted}}}
+local headers = {{{heads}}}
+local i = 0
+request = function()
+  i = i % #bodies + 1
+  return wrk.format("POST", nil, headers, bodies[i])
+end
+"""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(lua)
+        script = f.name
+    try:
+        out = subprocess.run(
+            ["wrk", "-t2", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", script, url],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=seconds + 60,
+        ).stdout
+    finally:
+        os.unlink(script)
+
+    def latency(q: str) -> float:
+        m = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        assert m, out
+        return float(m.group(1)) * _UNITS[m.group(2)]
+
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "p50": latency("50"),
+        "p99": latency("99"),
+        "non_2xx": float(errors.group(1)) if errors else 0.0,
+    }
+
+
+def _load(
+    url: str, bodies: list[dict[str, Any]], headers: dict[str, str], seconds: int, conns: int
+) -> dict[str, Any]:
+    if shutil.which("wrk"):
+        return _wrk_cycle(url, bodies, headers, seconds, conns)
+    return _python_load(url, bodies[0], headers, seconds, conns)  # type: ignore[return-value]
+
+
+def run_http(seconds: int, connections: int, warmup: int = 2) -> None:
+    py = sys.executable
+    tool = "wrk -t2" if shutil.which("wrk") else "python asyncio (first body only)"
+    print(f"\nHTTP on loopback: {tool} -c{connections}, {seconds} s after {warmup} s warm-up")
+
+    def baseline() -> dict[str, Any]:
+        port = _free_port()
+        base = _start(
+            [py, "-m", "uvicorn", "bench._baseline:app", "--port", str(port)]
+            + ["--log-level", "warning", "--no-access-log"],
+            f"http://127.0.0.1:{port}/openapi.json",
+        )
+        try:
+            url = f"http://127.0.0.1:{port}/v2/trivial"
+            _load(url, [TRIVIAL], {}, warmup, connections)
+            return _load(url, [TRIVIAL], {}, seconds, connections)
+        finally:
+            _stop(base)
+
+    before = baseline()
+    tmp = Path(tempfile.mkdtemp(prefix="sandex-bench-"))
+    db = tmp / "orders.db"
+    port = _free_port()
+    serve = [
+        py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
+        "--clock", "wall", "--durability", "FULL", "--log-level", "WARNING", "--log-format", "json",
+    ]  # fmt: skip
+    from engine.settings import Settings
+
+    if "rate_limits_enabled" in Settings.model_fields:
+        # the sandbox's per-client rate limits would answer most of the load with 429
+        config = tmp / "bench.yaml"
+        config.write_text("rate_limits_enabled: false\n")
+        serve += ["--config", str(config)]
+    server = _start(serve, f"http://127.0.0.1:{port}/v2/sandbox/clock")
+    root = f"http://127.0.0.1:{port}"
+    try:
+        form = b"grant_type=client_credentials&client_id=sandex&client_secret=sandex-secret"
+        token = _request(
+            f"{root}/oauth2/token", form, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        auth = {"Authorization": f"Bearer {token['access_token']}"}
+        for asset, amount in (("USD", "1000000000"), ("BTC", "100000"), ("ETH", "1000000")):
+            _request(
+                f"{root}/v2/sandbox/profiles/default/deposit",
+                json.dumps({"asset": asset, "amount": amount}).encode(),
+                {"Content-Type": "application/json", **auth},
+            )
+        url = f"{root}/v2/profiles/default/orders"
+        _load(url, BODIES, auth, warmup, connections)
+        orders = _load(url, BODIES, auth, seconds, connections)
+    finally:
+        _stop(server)
+    after = baseline()
+    trivial = (before["rps"] + after["rps"]) / 2
+
+    def line(name: str, r: dict[str, Any]) -> str:
+        bad = f", {r['non_2xx']:.0f} non-2xx" if r["non_2xx"] else ""
+        return f"  {name:<34} {r['rps']:>9,.0f} req/s   p50 {r['p50']:6.2f} ms   p99 {r['p99']:6.2f} ms{bad}"
+
+    print(line("trivial FastAPI endpoint, before", before))
+    print(line("trivial FastAPI endpoint, after", after))
+    print(line("POST orders (FULL)", orders))
+    print(f"  ratio orders / trivial (mean of before and after): {orders['rps'] / trivial:.2f}")
+    from engine.verify import verify
+
+    started = time.perf_counter()
+    problems = verify(str(db))
+    print(
+        f"  sandex verify: {'OK' if not problems else problems[0]}"
+        f" ({time.perf_counter() - started:.1f} s)"
+    )
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--connections", type=int, default=32)
+    args = p.parse_args()
+    print(f"machine: {machine()}")
+    run_http(args.seconds, args.connections)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
