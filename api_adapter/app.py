@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
-from api_adapter import auth, problems
+from api_adapter import auth, openapi, problems
+from api_adapter.guard import BodyGuard
 from api_adapter.logging import RequestLog
+from api_adapter.ratelimit import RateLimiter, rate_limit
 from api_adapter.webhooks import Deliverer
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import events, snapshots, webhooks
@@ -55,6 +57,7 @@ def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:
         summary="A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
         default_response_class=JSONResponse,
         lifespan=lifespan,
+        dependencies=[Depends(rate_limit)],
     )
     secret = engine.store.get_meta("signing_secret")
     assert secret is not None
@@ -64,8 +67,12 @@ def create_app(engine: Engine, *, scheduler: Any = None) -> FastAPI:
     # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
     # context manager); a test may replace it with a faster-polling one before that.
     app.state.webhooks = Deliverer(engine.db_path)
+    settings = engine.settings
+    app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)
+    openapi.install(app)
+    app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequestLog)
     return app

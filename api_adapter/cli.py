@@ -17,6 +17,8 @@ def _settings(args: argparse.Namespace) -> object:
     overrides = {"seed": args.seed, "clock": args.clock}
     if args.durability:
         overrides["durability"] = args.durability
+    if getattr(args, "no_rate_limits", False):
+        overrides["rate_limits_enabled"] = False
     if args.config:
         return Settings.from_file(args.config, **overrides)
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
@@ -146,6 +148,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--seed", type=int, default=None)
     serve.add_argument("--config", default=None, help="YAML file of engine settings")
     serve.add_argument("--durability", choices=["FULL", "NORMAL"], default=None)
+    serve.add_argument(
+        "--no-rate-limits",
+        action="store_true",
+        help="answer every request however fast it comes (load tests)",
+    )
     serve.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     serve.add_argument("--log-level", default="INFO")
     serve.set_defaults(func=cmd_serve)

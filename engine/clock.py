@@ -13,6 +13,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The latest time the engine accepts: far enough from datetime's end (year 9999) that
+# every deadline computed from it (expiries, confirmations, GTT) stays representable.
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 class Clock(Protocol):
@@ -87,7 +90,10 @@ def parse_time(s: str) -> datetime:
     t = datetime.fromisoformat(text)
     if t.tzinfo is None:
         raise ValueError(f"time {s!r} has no UTC offset")
-    return t.astimezone(UTC)
+    try:
+        return t.astimezone(UTC)
+    except OverflowError as exc:  # 0001-01-01T00:00:00+14:00 lies before year 1 in UTC
+        raise ValueError(f"time {s!r} is out of range") from exc
 
 
 def from_millis(ms: int) -> datetime:

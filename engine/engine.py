@@ -10,6 +10,7 @@ is told "done" and the state is rebuilt from the log.
 
 from __future__ import annotations
 
+import decimal
 import gc
 import os
 import queue
@@ -22,13 +23,14 @@ from typing import Any
 
 import structlog
 
-from engine.clock import Clock, ManualClock, WallClock, format_time, parse_time
+from engine.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.commands import AdvanceClock, Command, Tick
 from engine.domain import APPLIERS, DECIDERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import Event
 from engine.ids import IdSource
 from engine.invariants import check_state
+from engine.money import CONTEXT
 from engine.projections.readmodels import TABLES, all_rows, rows_for
 from engine.settings import Settings
 from engine.state import Ctx, State
@@ -134,6 +136,7 @@ class Engine:
     # -- the writer thread ------------------------------------------------------------
 
     def _run(self) -> None:
+        decimal.setcontext(CONTEXT.copy())
         q = self._queue
         limit = self.settings.group_commit_max
         while True:
@@ -159,6 +162,7 @@ class Engine:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         self._pending = []
         broken = False
+        suspect = False  # a decision raised unexpectedly: reload the state after the commit
         for future, command in batch:
             if not future.set_running_or_notify_cancel():
                 continue
@@ -173,6 +177,10 @@ class Engine:
                 log.error("decision failed after emitting events", error=repr(exc.cause))
                 outcomes.append((future, None, exc.cause))
                 broken = True
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer
+                log.error("decision failed", command=type(command).__name__, error=repr(exc))
+                outcomes.append((future, None, exc))
+                suspect = True
         if broken:
             outcomes = [
                 (f, None, e if e else Unavailable("the engine is recovering; retry"))
@@ -193,6 +201,9 @@ class Engine:
                     for f, _, _ in outcomes
                 ]
                 self._recover()
+                suspect = False
+        if suspect and not broken:
+            self._recover()
         self._pending = []
         for future, value, error in outcomes:
             if error is None:
@@ -272,6 +283,11 @@ class Engine:
                 f"set_to invalid: the clock never moves backwards (now {format_time(clock.now())})",
                 field="set_to",
             )
+        if target > LATEST:
+            raise Invalid(
+                f"set_to invalid: the clock cannot move past {format_time(LATEST)}",
+                field="set_to",
+            )
         self._fire_due(target)
         clock.set(target)
         self._decide(
@@ -301,9 +317,10 @@ def replay(events: Iterable[Event]) -> tuple[State, dict[str, int]]:
     gc.disable()  # a replay allocates millions of long-lived objects: no cyclic garbage
     state.live = False
     try:
-        for event in events:
-            appliers[event.type](state, event)
-            versions[event.stream] = event.version
+        with decimal.localcontext(CONTEXT):
+            for event in events:
+                appliers[event.type](state, event)
+                versions[event.stream] = event.version
     finally:
         state.live = True
         if collecting:

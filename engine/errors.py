@@ -14,6 +14,7 @@ _TITLES = {
     404: "Not Found",
     409: "Conflict",
     413: "Payload Too Large",
+    415: "Unsupported Media Type",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
-from engine.money import ZERO
+from engine.money import CONTEXT, ZERO
 
 WORLD = "world"
 FEES = "fees"
@@ -87,10 +87,11 @@ class Ledger:
         """Every broken invariant, as text; empty when the ledger is sound."""
         problems: list[str] = []
         sums: dict[str, Decimal] = defaultdict(Decimal)
-        for (account, asset), value in self.balances.items():
-            sums[asset] += value
-            if value < ZERO and is_profile_account(account):
-                problems.append(f"negative balance: {account} {asset} {value}")
+        with localcontext(CONTEXT):
+            for (account, asset), value in self.balances.items():
+                sums[asset] += value
+                if value < ZERO and is_profile_account(account):
+                    problems.append(f"negative balance: {account} {asset} {value}")
         for asset, total in sorted(sums.items()):
             if total != ZERO:
                 problems.append(f"postings of {asset} sum to {total}, not zero")

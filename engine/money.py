@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Context, Decimal, DivisionByZero, InvalidOperation, Overflow, localcontext
 
 from engine.errors import ExceedPrecision, Invalid
 
 AMOUNT_PATTERN = re.compile(r"^[0-9]*\.?[0-9]+$")
 ZERO = Decimal(0)
+# The engine's arithmetic (set on the writer thread and around every replay): exact for
+# any sum of amounts of at most 64 characters, where Python's default 28 significant
+# digits would round a large balance silently.
+CONTEXT = Context(prec=100, traps=[InvalidOperation, DivisionByZero, Overflow])
 
 # Transfer precision (decimal places) per asset.
 ASSET_PRECISION: dict[str, int] = {
@@ -127,6 +131,5 @@ def format_normal(value: Decimal) -> str:
     """Plain notation without trailing zeros, for balances (`0`, `1.5`)."""
     if value == ZERO:
         return "0"
-    with localcontext() as ctx:
-        ctx.prec = 60
+    with localcontext(CONTEXT):
         return format(value.normalize(), "f")

@@ -43,9 +43,10 @@ def decode_cursor(cursor: str) -> int:
         padded = cursor + "=" * (-len(cursor) % 4)
         text = base64.urlsafe_b64decode(padded.encode()).decode()
         kind, _, value = text.partition(":")
-        if kind != "seq":
+        seq = int(value)
+        if kind != "seq" or not 0 <= seq < 2**63:  # SQLite integers are 64-bit
             raise ValueError(kind)
-        return int(value)
+        return seq
     except (ValueError, UnicodeError) as exc:
         raise Invalid(
             "page_cursor invalid: not a cursor this server issued", field="page_cursor"

@@ -40,6 +40,11 @@ class Settings(BaseModel):
     clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
     durability: Literal["FULL", "NORMAL"] = "FULL"
     token_ttl_seconds: int = 3599
+    # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
+    # body, and requests per second per client and operation id ("default" for the rest).
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    rate_limits_enabled: bool = True
+    rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     fiat_deposit_delay_seconds: Decimal = Decimal(2)
     wire_fee: Decimal = Decimal(0)
     # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these

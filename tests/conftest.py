@@ -31,6 +31,9 @@ def make_settings(**overrides: Any) -> Settings:
         "clock_start": START,
         "seed": 7,
         "assert_invariants": True,
+        # Tests log in and call far faster than any rate limit; tests/test_rate_limits.py
+        # turns the limits on where they are the subject.
+        "rate_limits_enabled": False,
     }
     base.update(overrides)
     return Settings(**base)
