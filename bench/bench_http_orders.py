@@ -4,7 +4,9 @@ endpoint of bench/_baseline.py measured in the same run (before and after).
 `sandex serve` runs on a wall clock with FULL durability; the load generator (wrk when
 installed, else the asyncio client of bench_withdrawals.py) cycles through ten order
 bodies: seven limit orders that rest, two small IOC limits that cross the house's ladder
-and trade, one small market buy.
+and trade, one small market buy. A sandbox deposit (one event, the cheapest write through
+the same token check, writer and group commit) is measured too, to separate the cost of
+the shared request path from the cost of an order.
 
     python bench/bench_http_orders.py [--seconds 10] [--connections 32]
 """
@@ -155,6 +157,12 @@ def run_http(seconds: int, connections: int, warmup: int = 2) -> None:
         url = f"{root}/v2/profiles/default/orders"
         _load(url, BODIES, auth, warmup, connections)
         orders = _load(url, BODIES, auth, seconds, connections)
+        # The cheapest write through the same stack (token check, one command, one
+        # event, group commit): what the shared request path itself allows.
+        deposit = {"asset": "USD", "amount": "1"}
+        deposits = _load(
+            f"{root}/v2/sandbox/profiles/default/deposit", [deposit], auth, seconds, connections
+        )
     finally:
         _stop(server)
     after = baseline()
@@ -167,7 +175,9 @@ def run_http(seconds: int, connections: int, warmup: int = 2) -> None:
     print(line("trivial FastAPI endpoint, before", before))
     print(line("trivial FastAPI endpoint, after", after))
     print(line("POST orders (FULL)", orders))
+    print(line("POST sandbox deposit (FULL)", deposits))
     print(f"  ratio orders / trivial (mean of before and after): {orders['rps'] / trivial:.2f}")
+    print(f"  ratio orders / sandbox deposit: {orders['rps'] / deposits['rps']:.2f}")
     from engine.verify import verify
 
     started = time.perf_counter()
