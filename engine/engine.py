@@ -130,6 +130,17 @@ class Engine:
     def execute(self, command: Command, timeout: float | None = 30) -> Any:
         return self.submit(command).result(timeout)
 
+    def run_inline(self, command: Command) -> Any:
+        """Decide and commit `command` in the calling thread, with no writer thread: a
+        driver that owns the engine alone (a backtest) is then the one writer, and skips
+        a thread hop per command, which costs more than most decisions."""
+        if self._thread is not None:
+            raise RuntimeError("the writer thread is running: submit commands to it instead")
+        future: Future[Any] = Future()
+        with decimal.localcontext(CONTEXT):
+            self._process([(future, command)])
+        return future.result()
+
     def next_deadline(self) -> datetime | None:
         return self.state.timers.next_deadline()
 

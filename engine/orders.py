@@ -802,6 +802,11 @@ def _arm(ctx: Ctx, tr: Trading, mk: Market, step: int, force: bool = False) -> N
     window = mk.window_at(cfg, tr.seed, step)
     k = window.first_cross(step, *thresholds)
     if k is None:
+        if cfg.sigma_step == 0.0:
+            # A still path meets later only what it meets now; a price set moves it and
+            # crosses and re-arms itself, so a watch at the scan's end would fire for
+            # nothing (a backtest would advance its clock for each one).
+            return
         k = window.end
     mk.watched = thresholds
     if armed is not None and not force and armed <= k:

@@ -1,0 +1,323 @@
+"""Market data files for backtests: trades or ticks, or OHLCV bars, as reference paths.
+
+A file is CSV (always) or Parquet (when pyarrow is installed). Its header names the
+columns, in any order and case:
+
+- trades or ticks: `timestamp, price[, amount]`
+- bars: `timestamp, open, high, low, close[, volume]`
+- either may carry a `market` column; without one, the file is one market's.
+
+A timestamp is RFC 3339 with an offset (`2024-01-01T00:00:00Z`) or a unix time: a
+number below 100,000,000,000 is seconds, above it milliseconds (the two ranges meet
+in 1973 and in the year 5138). Prices are read straight into `Decimal`.
+
+A bar becomes four reference points a quarter of the bar apart: open, then the extreme
+the bar reached first, the other extreme, and the close. A bar that closes up (or flat)
+went open -> low -> high -> close; one that closes down went open -> high -> low -> close.
+The bar's length is the shortest gap between two bars of the file, or `bar_seconds`.
+
+Anything wrong in a file is a `MarketDataError` naming the file and the line (CSV) or
+row (Parquet).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from engine.clock import EPOCH
+
+_NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+MILLIS_FROM = 100_000_000_000
+_US = timedelta(microseconds=1)
+BAR_COLUMNS = ("open", "high", "low", "close")
+_ALIASES = {"time": "timestamp", "size": "amount", "qty": "amount", "symbol": "market"}
+
+
+class MarketDataError(ValueError):
+    """A data file that cannot be used: the message says where and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    time: datetime
+    open: Decimal
+    high: Decimal
+    low: Decimal
+    close: Decimal
+    volume: Decimal | None
+
+
+@dataclass
+class Series:
+    """One market's reference path: times in microseconds since the epoch, prices.
+
+    For bar data, `bars[k]` closes at point `closes[k]`."""
+
+    market: str
+    kind: str  # "trades" or "bars"
+    times: list[int] = field(default_factory=list)
+    prices: list[Decimal] = field(default_factory=list)
+    bars: list[Bar] = field(default_factory=list)
+    closes: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+def to_micros(t: datetime) -> int:
+    return (t - EPOCH) // _US
+
+
+def from_micros(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+def parse_timestamp(text: str) -> int:
+    """Microseconds since the epoch of an RFC 3339 time or a unix time in s or ms."""
+    value = text.strip()
+    if _NUMBER.match(value):
+        number = Decimal(value)
+        scale = 1000 if number >= MILLIS_FROM else 1_000_000
+        return int(number * scale)
+    if not value:
+        raise ValueError("empty timestamp")
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"timestamp {text!r} is neither RFC 3339 nor a unix time in seconds or ms"
+        ) from None
+    if t.tzinfo is None:
+        raise ValueError(f"timestamp {text!r} has no UTC offset (add Z for UTC)")
+    return to_micros(t.astimezone(UTC))
+
+
+def _price(text: Any, name: str) -> Decimal:
+    if isinstance(text, float):
+        text = repr(text)
+    try:
+        value = text if isinstance(text, Decimal) else Decimal(str(text).strip())
+    except InvalidOperation:
+        raise ValueError(f"{name} {text!r} is not a number") from None
+    if not value.is_finite() or value <= 0:
+        raise ValueError(f"{name} {text!r} must be a positive number")
+    return value
+
+
+def _columns(header: list[str], where: str) -> dict[str, int]:
+    names = [_ALIASES.get(h.strip().lower(), h.strip().lower()) for h in header]
+    found = {n: i for i, n in enumerate(names) if n}
+    if len(found) != len([n for n in names if n]):
+        raise MarketDataError(f"{where}: a column is named twice in the header")
+    if "timestamp" not in found:
+        raise MarketDataError(
+            f"{where}: the header has no timestamp column (found: {', '.join(names)})"
+        )
+    bars = [c for c in BAR_COLUMNS if c in found]
+    if bars and len(bars) != len(BAR_COLUMNS):
+        missing = ", ".join(c for c in BAR_COLUMNS if c not in found)
+        raise MarketDataError(f"{where}: bars need open, high, low and close; missing {missing}")
+    if not bars and "price" not in found:
+        raise MarketDataError(
+            f"{where}: the header needs price (trades) or open, high, low, close (bars)"
+        )
+    if bars and "price" in found:
+        raise MarketDataError(f"{where}: a file holds trades (price) or bars (open...), not both")
+    return found
+
+
+class _Builder:
+    """Rows into series, checking each as it comes."""
+
+    def __init__(self, source: str, market: str | None, bar_seconds: float | None) -> None:
+        self.source = source
+        self.market = market
+        self.bar_seconds = bar_seconds
+        self.rows: dict[str, list[tuple[int, Any]]] = {}
+        self.kind = ""
+
+    def add(self, where: str, cols: dict[str, int], row: list[Any]) -> None:
+        def cell(name: str) -> Any:
+            i = cols.get(name)
+            if i is None or i >= len(row):
+                return None
+            value = row[i]
+            return value.strip() if isinstance(value, str) else value
+
+        try:
+            market = cell("market")
+            if market in (None, ""):
+                if self.market is None:
+                    raise ValueError("no market column: name the market (--market)")
+                market = self.market
+            elif self.market is not None and market != self.market:
+                return
+            raw_time = cell("timestamp")
+            if raw_time in (None, ""):
+                raise ValueError("empty timestamp")
+            t = _timestamp(raw_time)
+            if "price" in cols:
+                self.kind = "trades"
+                value: Any = _price(cell("price"), "price")
+            else:
+                self.kind = "bars"
+                o, h, low, c = (_price(cell(n), n) for n in BAR_COLUMNS)
+                if not (low <= o <= h and low <= c <= h):
+                    raise ValueError(
+                        f"bar is inconsistent: low {low} <= open {o}, close {c} <= high {h}"
+                        " does not hold"
+                    )
+                volume = cell("volume")
+                value = (o, h, low, c, None if volume in (None, "") else _price(volume, "volume"))
+        except ValueError as exc:
+            raise MarketDataError(f"{where}: {exc}") from None
+        kept = self.rows.setdefault(str(market), [])
+        if kept:
+            last = kept[-1][0]
+            if t < last or (t == last and self.kind == "bars"):
+                raise MarketDataError(
+                    f"{where}: timestamp goes backwards for {market}"
+                    + (" (bars must be strictly increasing)" if t == last else "")
+                )
+        kept.append((t, value))
+
+    def series(self) -> dict[str, Series]:
+        if not self.rows:
+            wanted = f" for {self.market}" if self.market else ""
+            raise MarketDataError(f"{self.source}: no data rows{wanted}")
+        out = {}
+        for market, rows in self.rows.items():
+            s = Series(market, self.kind)
+            if self.kind == "trades":
+                s.times = [t for t, _ in rows]
+                s.prices = [p for _, p in rows]
+            else:
+                _bars_to_points(s, rows, self.bar_seconds, self.source)
+            out[market] = s
+        return out
+
+
+def _timestamp(raw: Any) -> int:
+    if isinstance(raw, datetime):
+        t = raw if raw.tzinfo is not None else raw.replace(tzinfo=UTC)
+        return to_micros(t.astimezone(UTC))
+    if isinstance(raw, int | float | Decimal) and not isinstance(raw, bool):
+        raw = format(Decimal(str(raw)), "f")
+    return parse_timestamp(str(raw))
+
+
+def _bars_to_points(
+    s: Series, rows: list[tuple[int, Any]], bar_seconds: float | None, source: str
+) -> None:
+    if bar_seconds is not None:
+        length = int(Decimal(str(bar_seconds)) * 1_000_000)
+    elif len(rows) > 1:
+        length = min(b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False))
+    else:
+        length = 60_000_000
+    if length < 4:
+        raise MarketDataError(f"{source}: a bar must last at least 4 microseconds")
+    quarter = length // 4
+    times, prices = s.times, s.prices
+    for t, (o, h, low, c, volume) in rows:
+        first, second = (low, h) if c >= o else (h, low)
+        for k, price in enumerate((o, first, second, c)):
+            times.append(t + k * quarter)
+            prices.append(price)
+        s.bars.append(Bar(from_micros(t), o, h, low, c, volume))
+        s.closes.append(len(times) - 1)
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[str, list[str]]]:
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        for row in reader:
+            yield f"{path}:{reader.line_num}", row
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, list[Any]]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds for a bad file
+        raise MarketDataError(f"{path}: not a readable Parquet file: {exc}") from None
+    names = table.column_names
+    yield f"{path}: header", list(names)
+    columns = [table.column(n).to_pylist() for n in names]
+    for i in range(table.num_rows):
+        yield f"{path}: row {i + 1}", [c[i] for c in columns]
+
+
+def parquet_available() -> bool:
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def load(
+    path: str | Path, market: str | None = None, bar_seconds: float | None = None
+) -> dict[str, Series]:
+    """Every market's series in a file (only `market`'s when the file has a market
+    column and one is named)."""
+    p = Path(path)
+    if not p.exists():
+        raise MarketDataError(f"{p}: no such file")
+    rows: Iterable[tuple[str, list[Any]]]
+    if p.suffix.lower() in (".parquet", ".pq"):
+        if not parquet_available():
+            raise MarketDataError(f"{p}: reading Parquet needs pyarrow (pip install pyarrow)")
+        rows = _parquet_rows(p)
+    else:
+        rows = _csv_rows(p)
+    builder = _Builder(str(p), market, bar_seconds)
+    cols: dict[str, int] | None = None
+    for where, row in rows:
+        if not row or all(isinstance(v, str) and not v.strip() for v in row):
+            continue
+        if cols is None:
+            if isinstance(row[0], str) and row[0].lstrip().startswith("#"):
+                continue
+            cols = _columns([str(v) for v in row], where)
+            continue
+        builder.add(where, cols, row)
+    if cols is None:
+        raise MarketDataError(f"{p}: empty file (a header line and data rows are needed)")
+    return builder.series()
+
+
+def load_many(
+    paths: Iterable[str | Path], market: str | None = None, bar_seconds: float | None = None
+) -> dict[str, Series]:
+    """Series from several files; a market may come from one file only."""
+    out: dict[str, Series] = {}
+    for path in paths:
+        for name, s in load(path, market, bar_seconds).items():
+            if name in out:
+                raise MarketDataError(f"{path}: market {name} is also in another file")
+            out[name] = s
+    return out
+
+
+__all__ = [
+    "Bar",
+    "MarketDataError",
+    "Series",
+    "from_micros",
+    "load",
+    "load_many",
+    "parquet_available",
+    "parse_timestamp",
+    "to_micros",
+]
