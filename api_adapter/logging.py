@@ -24,7 +24,10 @@ def configure(json_lines: bool, level: str = "INFO") -> None:
     if json_lines:
         processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
     else:
-        processors += [structlog.dev.ConsoleRenderer()]
+        # Tracebacks without local variables: they hold request headers, bearer tokens
+        # and client secrets, which must never reach a log.
+        formatter = structlog.dev.RichTracebackFormatter(show_locals=False)
+        processors += [structlog.dev.ConsoleRenderer(exception_formatter=formatter)]
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),

@@ -93,6 +93,7 @@ class Engine:
             for table, row in all_rows(state):
                 rows.setdefault(table, ([], []))[0].append(row)
             self.store.replace_read_models(rows, state.position)
+        self._data_version = self.store.data_version()
         gc.collect()
         gc.freeze()
 
@@ -171,6 +172,11 @@ class Engine:
 
     def _process(self, batch: Iterable[tuple[Future[Any], Command]]) -> None:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        if self.store.data_version() != self._data_version:
+            # Another process wrote the log (`sandex clients revoke` on a live database):
+            # decide on the state it left, or the commit would collide with its events.
+            log.warning("the log changed outside the writer; reloading it")
+            self._recover()
         self._pending = []
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit

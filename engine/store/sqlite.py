@@ -101,6 +101,10 @@ class SqliteEventStore:
         ).fetchone()
         return int(row[0] or 0)
 
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (a second process wrote the log)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
     def checkpoint(self) -> int:
         row = self.conn.execute(
             "SELECT position FROM checkpoint WHERE name = 'read_models'"
