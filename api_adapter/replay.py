@@ -195,6 +195,11 @@ class Runner:
             if scopes is not None:
                 form["scope"] = " ".join(scopes)
             r = self.http.post("/oauth2/token", data=form)
+            for _ in range(3):  # a served sandbox may limit logins per client
+                if r.status_code != 429:
+                    break
+                time.sleep(float(r.headers.get("Retry-After", "1")))
+                r = self.http.post("/oauth2/token", data=form)
             if r.status_code != 200:
                 raise StepFailed(f"login of {actor} refused: {r.status_code} {r.text[:200]}")
             self._tokens[key] = r.json()["access_token"]

@@ -269,8 +269,9 @@ class Scenario(_Model):
 
 
 def engine_settings(values: dict[str, Any]) -> Settings:
-    """The engine settings a scenario runs with: its own, on a manual clock."""
-    return Settings.model_validate({**values, "clock": "manual"})
+    """The engine settings a scenario runs with: its own, on a manual clock. Rate limits
+    count wall time, which a replay does not follow, so they are off unless asked for."""
+    return Settings.model_validate({"rate_limits_enabled": False, **values, "clock": "manual"})
 
 
 def _step(index: int, raw: Any) -> _Model:
