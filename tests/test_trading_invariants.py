@@ -207,8 +207,8 @@ def snapshot(state: Any) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=40, deadline=None, database=None, derandomize=True)
-@given(st.lists(OPS, min_size=10, max_size=40))
+@settings(max_examples=30, deadline=None, database=None, derandomize=True)
+@given(st.lists(OPS, min_size=10, max_size=35))
 def test_random_trading_keeps_every_invariant_and_replays_to_the_same_state(
     ops: list[tuple[Any, ...]],
 ) -> None:
