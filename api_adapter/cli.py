@@ -113,6 +113,59 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return command(args)
 
 
+def cmd_backtest(args: argparse.Namespace) -> int:
+    from engine.backtest import ApiError, BacktestError, run
+
+    deposits = {}
+    for item in args.deposit:
+        asset, sep, amount = item.partition("=")
+        if not sep or not asset or not amount:
+            print(f"sandex: --deposit {item!r}: write ASSET=AMOUNT", file=sys.stderr)
+            return 2
+        deposits[asset.upper()] = amount
+    settings = None
+    if args.config:
+        from engine.settings import Settings
+
+        settings = Settings.from_file(args.config)
+    try:
+        result = run(
+            args.data,
+            args.market,
+            strategy=args.strategy,
+            flow=args.flow,
+            deposits=deposits or None,
+            maker_fee=args.maker_fee,
+            taker_fee=args.taker_fee,
+            spread_bps=args.spread_bps,
+            levels=args.levels,
+            level_step_bps=args.level_step_bps,
+            level_notional=args.level_notional,
+            settings=settings,
+            seed=args.seed,
+            db=args.db,
+            out=args.out,
+            progress=False if args.no_progress else None,
+            bar_seconds=args.bar_seconds,
+        )
+    except (BacktestError, ApiError) as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
+    s = result.summary
+    print(
+        f"{' '.join(s['markets'])} {s['start']} .. {s['end']}: {s['points']} points,"
+        f" {s['orders']['total']} orders, {s['executions']} executions\n"
+        f"  pnl {s['pnl']} {s['currency']} (return {s['return']}),"
+        f" max drawdown {s['max_drawdown']}, fees {s['fees']}\n"
+        f"  log {s['log_hash']}"
+    )
+    if s["errors"]:
+        print(f"  {len(s['errors'])} flow steps were refused; see summary.json")
+    if args.out:
+        print(f"  report: {Path(args.out) / 'report.html'}")
+    return 0
+
+
 def cmd_clients_revoke(args: argparse.Namespace) -> int:
     from engine import Engine
     from engine.commands import RevokeClient
@@ -190,6 +243,31 @@ def parser() -> argparse.ArgumentParser:
         "--out", default=None, help="time travel: the new database (or keep a run's database)"
     )
     replay.set_defaults(func=cmd_replay)
+
+    backtest = sub.add_parser(
+        "backtest", help="run an order flow over historical prices and report on it"
+    )
+    backtest.add_argument("--data", action="append", default=None, help="CSV or Parquet prices")
+    backtest.add_argument("--market", default=None, help="the market traded, e.g. BTCUSD")
+    flow_or_strategy = backtest.add_mutually_exclusive_group(required=True)
+    flow_or_strategy.add_argument("--strategy", default=None, help="path.py:ClassName")
+    flow_or_strategy.add_argument("--flow", default=None, help="a YAML order-flow file")
+    backtest.add_argument(
+        "--deposit", action="append", default=[], metavar="ASSET=AMOUNT", help="starting balance"
+    )
+    backtest.add_argument("--out", default=None, help="folder for the report")
+    backtest.add_argument("--db", default=None, help="keep the event log in this new database")
+    backtest.add_argument("--seed", type=int, default=None)
+    backtest.add_argument("--config", default=None, help="YAML file of engine settings")
+    backtest.add_argument("--maker-fee", default=None, help="fraction of notional, e.g. 0.0005")
+    backtest.add_argument("--taker-fee", default=None, help="fraction of notional, e.g. 0.001")
+    backtest.add_argument("--spread-bps", default=None, help="synthetic spread; 0 allowed")
+    backtest.add_argument("--levels", type=int, default=None, help="synthetic levels per side")
+    backtest.add_argument("--level-step-bps", default=None)
+    backtest.add_argument("--level-notional", default=None, help="quote value of each level")
+    backtest.add_argument("--bar-seconds", type=float, default=None, help="length of a bar")
+    backtest.add_argument("--no-progress", action="store_true", help="no progress bar")
+    backtest.set_defaults(func=cmd_backtest)
 
     clients = sub.add_parser("clients", help="manage API clients")
     clients_sub = clients.add_subparsers(dest="action", required=True)

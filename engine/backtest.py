@@ -529,9 +529,10 @@ class _Runner:
                 SandboxDeposit(actor=self.actor, profile_id="default", asset=asset, amount=amount)
             )
         self.sync()
-        self._snapshot()
         self.notices.clear()
         self.flows.clear()
+        self.holdings.clear()
+        self._snapshot()
 
     def run(self) -> None:
         strategy = self.strategy
