@@ -72,6 +72,7 @@ class Engine:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pending: list[Event] = []
+        self._stale = False
         self._load()
 
     # -- start-up ---------------------------------------------------------------------
@@ -172,11 +173,13 @@ class Engine:
 
     def _process(self, batch: Iterable[tuple[Future[Any], Command]]) -> None:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
-        if self.store.data_version() != self._data_version:
-            # Another process wrote the log (`sandex clients revoke` on a live database):
-            # decide on the state it left, or the commit would collide with its events.
-            log.warning("the log changed outside the writer; reloading it")
+        if self._stale or self._changed_elsewhere():
             self._recover()
+        if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
+            for future, _ in batch:
+                if future.set_running_or_notify_cancel():
+                    future.set_exception(Unavailable("the event store cannot be read; retry"))
+            return
         self._pending = []
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit
@@ -228,12 +231,25 @@ class Engine:
             else:
                 future.set_exception(error)
 
+    def _changed_elsewhere(self) -> bool:
+        """Another process wrote the log (`sandex clients revoke` on a live database):
+        decide on the state it left, or the commit would collide with its events."""
+        try:
+            changed = self.store.data_version() != self._data_version
+        except Exception:  # noqa: BLE001 - a failing store shows itself at the commit
+            return False
+        if changed:
+            log.warning("the log changed outside the writer; reloading it")
+        return changed
+
     def _recover(self) -> None:
         self.state.dirty.clear()
         try:
             self._load()
+            self._stale = False
         except Exception as exc:  # noqa: BLE001
             log.error("recovery from the log failed", error=str(exc))
+            self._stale = True  # the state may hold what the log does not: use none of it
 
     def _ctx(self, now: datetime, meta: dict[str, Any]) -> Ctx:
         self.ids.start(self.state.position + 1)
