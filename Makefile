@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: serve test lint typecheck unit bench lock clean
+.PHONY: serve test lint typecheck unit browser bench lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy engine
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 -m "not slow"
+
+# The backtest report's test opens the page in headless Chromium; without one it skips.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the report's browser test will skip"
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -646,7 +646,7 @@ def _merge(
                     f"{s.market}: price {price} at point {k + 1} rounds to zero on the tick {tick}"
                 )
             in_ticks.append(int(units))
-            on_tick.append(units * tick)
+            on_tick.append(int(units) * tick)
         closing: dict[int, Any] = dict(zip(s.closes, s.bars, strict=True))
         per_market.append((s, on_tick, in_ticks, closing))
     if len(per_market) == 1:
