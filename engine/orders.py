@@ -189,8 +189,6 @@ class Trading:
     executions: dict[int, tuple[Order, str, int, int, Decimal, str]] = field(default_factory=dict)
     next_execution: int = 1
     next_trade: int = 1
-    # Set by the first decision after a start: appliers then leave watching to deciders.
-    live: bool = False
     cfg: MarketConfig | None = None
     settings: Settings | None = None
     seed: int = 0
@@ -205,11 +203,10 @@ def trading_state(state: State) -> Trading:
 
 def _live(ctx: Ctx) -> Trading:
     tr = trading_state(ctx.state)
-    if not tr.live or tr.settings is not ctx.settings:
+    if tr.settings is not ctx.settings:
         tr.cfg = MarketConfig.of(ctx.settings)
         tr.settings = ctx.settings
         tr.seed = ctx.ids.seed
-        tr.live = True
     return tr
 
 
@@ -1063,7 +1060,7 @@ def _opened(state: State, e: Event) -> None:
     else:
         o.remaining = o.qty - o.filled
         mk.book.add(o)
-    if not tr.live:
+    if not state.live:
         _arm_after_replay(state, mk, e.occurred_at)
 
 
@@ -1144,13 +1141,14 @@ def _price_set(state: State, e: Event) -> None:
     d = e.data
     mk = tr.markets[d["market"]]
     mk.set_anchor(Decimal(d["price"]), d["step"], e.position)
-    if not tr.live:
+    if not state.live:
         _arm_after_replay(state, mk, e.occurred_at)
 
 
 def _arm_after_replay(state: State, mk: Market, at: str) -> None:
-    """While the log is replayed nothing decides, so the watch is armed once per market
-    at its first resting interest; the first live firing then scans the path properly."""
+    """While the log is replayed nothing decides (live, the decision arms the watch), so
+    the watch is armed once per market at its first resting interest; its first firing
+    after the replay scans the path properly."""
     if mk.armed_step is None:
         mk.armed_step = -1
         state.timers.add(parse_time(at), "market_watch", f"{mk.name}@-1")
