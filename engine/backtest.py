@@ -1008,6 +1008,9 @@ def run(
             raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
     try:
         engine = Engine(db_path, engine_settings)
+        # A backtest is rerun from its inputs rather than recovered after a crash: its
+        # commits need no sync to disk (the file is complete once the engine stops).
+        engine.store.conn.execute("PRAGMA synchronous=OFF")
         runner = _Runner(
             engine, series, strategy, _progress_wanted(progress), _assets(names, chosen)
         )

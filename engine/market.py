@@ -405,15 +405,20 @@ class Market:
         tick = self.tick_f
         h = cfg.half_spread
         if cfg.sigma_step == 0.0:
-            refs = [float(self.base_price(cfg))] * n
+            # A still path shows one ladder at every step: compute it once, not n times
+            # (a backtest sets a price, and so rebuilds the window, at each crossing).
+            r = float(self.base_price(cfg))
+            ask = [math.ceil(r * (1.0 + h) / tick)] * n
+            bid = [math.floor(r * (1.0 - h) / tick)] * n
+            last = [max(1, round(r / tick))] * n
         else:
             noise = self._noise(cfg, seed)
             base = float(self.base_price(cfg))
             ax = self.anchor_x
             refs = [base * exp(x - ax) for x in noise.run(step, n)]
-        ask = [math.ceil(r * (1.0 + h) / tick) for r in refs]
-        bid = [math.floor(r * (1.0 - h) / tick) for r in refs]
-        last = [max(1, round(r / tick)) for r in refs]
+            ask = [math.ceil(r * (1.0 + h) / tick) for r in refs]
+            bid = [math.floor(r * (1.0 - h) / tick) for r in refs]
+            last = [max(1, round(r / tick)) for r in refs]
         self.window = Window(step, ask, bid, last)
         return self.window
 

@@ -81,6 +81,9 @@ def from_micros(us: int) -> datetime:
 
 def parse_timestamp(text: str) -> int:
     """Microseconds since the epoch of an RFC 3339 time or a unix time in s or ms."""
+    if text.isdigit():
+        whole = int(text)
+        return whole * 1000 if whole >= MILLIS_FROM else whole * 1_000_000
     value = text.strip()
     if _NUMBER.match(value):
         number = Decimal(value)
@@ -146,6 +149,18 @@ class _Builder:
         self.kind = ""
 
     def add(self, where: str, cols: dict[str, int], row: list[Any]) -> None:
+        if self.kind == "trades" and len(row) == len(cols) and "market" not in cols:
+            try:  # the common case, kept short: a trade of a one-market file
+                t = parse_timestamp(row[cols["timestamp"]])
+                price = Decimal(row[cols["price"]])
+            except (ValueError, InvalidOperation):
+                pass
+            else:
+                kept = self.rows[self.market or ""]
+                if price.is_finite() and price > 0 and t >= kept[-1][0]:
+                    kept.append((t, price))
+                    return
+
         def cell(name: str) -> Any:
             i = cols.get(name)
             if i is None or i >= len(row):

@@ -55,11 +55,35 @@ def _ratio(value: Decimal) -> str:
 class BacktestResult:
     summary: dict[str, Any]
     executions: list[dict[str, Any]]
-    equity: list[dict[str, Any]]
     log_hash: str
     db: str | None
     # Plotting data (floats are fine here: they are drawn, never reported).
     plot: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Equity rows as computed, made into text only when asked for (most runs never are).
+    raw_equity: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
+    equity_columns: tuple[list[str], list[tuple[int, str]], str] = ([], [], "")
+    _equity: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def equity(self) -> list[dict[str, Any]]:
+        """equity.csv's rows: time, price, market, equity, drawdown, positions, cash."""
+        if self._equity is None:
+            markets, positions, currency = self.equity_columns
+            rows = []
+            for t, price, m, value, drawdown, held, cash in self.raw_equity:
+                row = {
+                    "time": format_time(from_micros(t)),
+                    "price": format(price, "f"),
+                    "market": markets[m],
+                    "equity": _amount(value),
+                    "drawdown": _ratio(drawdown),
+                }
+                for a, asset in positions:
+                    row[f"position_{asset}"] = _amount(held[a])
+                row[f"cash_{currency}"] = _amount(cash)
+                rows.append(row)
+            self._equity = rows
+        return self._equity
 
     def write(self, out: str | Path) -> Path:
         """summary.json, executions.csv, equity.csv and report.html in `out`."""
@@ -134,7 +158,7 @@ def build_result(
     n = len(times)
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
-    equity_rows: list[dict[str, Any]] = []
+    equity_rows: list[tuple[Any, ...]] = []
     plot_equity: list[tuple[int, float]] = []
     plot_position: list[tuple[int, float]] = []
     peak = start_value
@@ -168,14 +192,7 @@ def build_result(
             if value > 0:
                 exposure_sum += (value - held[cash]) / value
         if i % stride == 0 or changed or i == n - 1:
-            row = {"time": format_time(from_micros(t)), "price": format(prices[i], "f")}
-            row["market"] = markets[mks[i]]
-            row["equity"] = _amount(value)
-            row["drawdown"] = _ratio(drawdown)
-            for a, asset in base_columns:
-                row[f"position_{asset}"] = _amount(held[a])
-            row[f"cash_{currency}"] = _amount(held[cash])
-            equity_rows.append(row)
+            equity_rows.append((t, prices[i], mks[i], value, drawdown, held, held[cash]))
             plot_equity.append((t, float(value)))
             if base_columns:
                 plot_position.append((t, float(held[base_columns[0][0]])))
@@ -263,7 +280,9 @@ def build_result(
         "position_asset": base_columns[0][1] if base_columns else "",
         "currency": currency,
     }
-    return BacktestResult(summary, executions, equity_rows, log_hash, db, plot)
+    result = BacktestResult(summary, executions, log_hash, db, plot, equity_rows)
+    result.equity_columns = (markets, base_columns, currency)
+    return result
 
 
 def _price_at(times: list[int], mks: list[int], prices: list[Decimal], m: int, at: int) -> Decimal:

@@ -1,0 +1,236 @@
+"""Backtest speed: idle reference points per second, orders per second during a run,
+and a moving-average cross on hourly bars against backtesting.py on the same data.
+
+    python bench/bench_backtest.py [--points 1000000] [--bars 5000] [--orders 3000] [--runs 3]
+
+- idle points: a trades file of `--points` prices, nothing resting and a strategy with
+  no callbacks: the runner's walk over the points (loading and rounding the file to the
+  tick are timed apart); then the same with an order resting far below the path, and
+  with an `on_price` callback that does nothing;
+- orders: a strategy placing a limit order at every point and cancelling the previous
+  one, with a market order every tenth point: orders (and all commands) per second of
+  the walk;
+- MA cross: `scenarios/backtests/ma_cross.py` (SMA 10/30 on closes, all in, all out,
+  0.1% taker fee) on `--bars` hourly bars, whole run from the CSV file to the summary,
+  against the same rule in backtesting.py (`pip install -e .[bench]`) from the same
+  CSV file to its stats, in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import machine  # noqa: E402
+from engine import Engine  # noqa: E402
+from engine.backtest import Api, Strategy, _engine_settings, _Runner, run  # noqa: E402
+from engine.marketdata import from_micros, load  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = 1_704_067_200
+
+
+def trades_file(folder: Path, n: int) -> Path:
+    rng = random.Random(5)
+    path = folder / f"trades_{n}.csv"
+    p = 42000.0
+    with path.open("w") as f:
+        f.write("timestamp,price\n")
+        for k in range(n):
+            p = min(max(p * math.exp(rng.gauss(0, 0.0004)), 38000.0), 46000.0)
+            f.write(f"{(T0 * 1000) + k * 250},{p:.2f}\n")
+    return path
+
+
+def bars_file(folder: Path, n: int) -> Path:
+    rng = random.Random(9)
+    path = folder / f"bars_{n}.csv"
+    p = 42000.0
+    with path.open("w") as f:
+        f.write("timestamp,open,high,low,close,volume\n")
+        for k in range(n):
+            o = p
+            pull = 0.02 * math.log(42000.0 / o)  # mean-reverting: order sizes stay in bounds
+            c = o * math.exp(pull + 0.002 * math.sin(k / 60.0) + rng.gauss(0, 0.006))
+            h = max(o, c) * (1 + abs(rng.gauss(0, 0.002)))
+            low = min(o, c) * (1 - abs(rng.gauss(0, 0.002)))
+            ts = datetime.fromtimestamp(T0 + 3600 * k).strftime("%Y-%m-%dT%H:%M:%SZ")
+            f.write(f"{ts},{o:.2f},{h:.2f},{low:.2f},{c:.2f},{rng.uniform(1, 50):.4f}\n")
+            p = c
+    return path
+
+
+class Idle(Strategy):
+    pass
+
+
+class Watching(Strategy):
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        pass
+
+
+class Resting(Strategy):
+    def on_start(self, api: Api) -> None:
+        api.create_order(
+            side="BUY", market="BTCUSD", type="LIMIT", price="20000", base_amount="0.1"
+        )
+
+
+class Churn(Strategy):
+    """A limit order at every point, the previous one cancelled, a market order every
+    tenth point."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.last: str | None = None
+        self.orders = 0
+        self.commands = 0
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        api = self.api
+        self.k += 1
+        bid = (price * Decimal("0.995")).quantize(Decimal("1"))
+        if self.last is not None:
+            api.cancel_order(self.last)
+            self.commands += 1
+        self.last = api.create_order(
+            side="BUY", market=market, type="LIMIT", price=bid, base_amount="0.001"
+        )["id"]
+        self.orders += 1
+        self.commands += 1
+        if self.k % 10 == 0:
+            api.create_order(side="BUY", market=market, type="MARKET", quote_amount="50")
+            self.orders += 1
+            self.commands += 1
+
+
+def walk(data: Path, strategy: Any, folder: Path) -> dict[str, float]:
+    """Time the phases of one run: load, prepare (rounding to the tick), set-up, walk."""
+    started = time.perf_counter()
+    series = load(data, "BTCUSD")
+    loaded = time.perf_counter()
+    db = Path(tempfile.mkdtemp(dir=folder)) / "bt.db"
+    first = series["BTCUSD"].times[0]
+    engine = Engine(db, _engine_settings(None, from_micros(first), 0, {}))
+    runner = _Runner(engine, series, strategy, False, ["USD", "BTC"])
+    prepared = time.perf_counter()
+    runner.setup({"USD": "10000000"})
+    set_up = time.perf_counter()
+    runner.run()
+    walked = time.perf_counter()
+    runner.close()
+    engine.stop()
+    return {
+        "load": loaded - started,
+        "prepare": prepared - loaded,
+        "setup": set_up - prepared,
+        "walk": walked - set_up,
+        "points": len(runner.times),
+        "commands": runner.commands,
+    }
+
+
+def median_of(runs: int, fn: Any) -> dict[str, float]:
+    results = [fn() for _ in range(runs)]
+    return {k: statistics.median(r[k] for r in results) for k in results[0]}
+
+
+def backtesting_py(data: Path) -> float:
+    import pandas as pd
+    from backtesting import Backtest
+    from backtesting import Strategy as BtStrategy
+    from backtesting.lib import crossover
+
+    def sma(values: Any, n: int) -> Any:
+        return pd.Series(values).rolling(n).mean()
+
+    class SmaCross(BtStrategy):
+        def init(self) -> None:
+            self.fast = self.I(sma, self.data.Close, 10)
+            self.slow = self.I(sma, self.data.Close, 30)
+
+        def next(self) -> None:
+            if crossover(self.fast, self.slow):
+                self.buy(size=0.99)
+            elif crossover(self.slow, self.fast):
+                self.position.close()
+
+    started = time.perf_counter()
+    frame = pd.read_csv(data, parse_dates=["timestamp"], index_col="timestamp")
+    frame.columns = [c.capitalize() for c in frame.columns]
+    bt = Backtest(frame, SmaCross, cash=10_000_000, commission=0.001)
+    bt.run()
+    return time.perf_counter() - started
+
+
+def sandex_ma(data: Path) -> float:
+    started = time.perf_counter()
+    run(
+        data,
+        "BTCUSD",
+        strategy=f"{ROOT / 'scenarios' / 'backtests' / 'ma_cross.py'}:MaCross",
+        taker_fee="0.001",
+        progress=False,
+    )
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--points", type=int, default=1_000_000)
+    ap.add_argument("--bars", type=int, default=5000)
+    ap.add_argument("--orders", type=int, default=3000)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    print(machine())
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        data = trades_file(folder, args.points)
+        for label, cls in (
+            ("idle, nothing resting, no callbacks", Idle),
+            ("idle, an order resting off the path", Resting),
+            ("idle, an on_price that does nothing", Watching),
+        ):
+            r = median_of(args.runs, lambda cls=cls: walk(data, cls(), folder))
+            n = r["points"]
+            print(
+                f"{label}: {n / r['walk']:,.0f} points/s in the walk"
+                f" ({r['walk']:.2f} s for {n:,.0f});"
+                f" loading {n / r['load']:,.0f}/s, rounding to the tick {n / r['prepare']:,.0f}/s,"
+                f" end to end {n / (r['load'] + r['prepare'] + r['walk']):,.0f}/s"
+            )
+        small = trades_file(folder, args.orders)
+        churns = []
+        for _ in range(args.runs):
+            churn = Churn()
+            r = walk(small, churn, folder)
+            churns.append((churn.orders / r["walk"], r["commands"] / r["walk"]))
+        print(
+            f"orders during a backtest: {statistics.median(c[0] for c in churns):,.0f} orders/s"
+            f" ({statistics.median(c[1] for c in churns):,.0f} engine commands/s, each"
+            " committed; cancels and clock moves included)"
+        )
+        bars = bars_file(folder, args.bars)
+        ours = statistics.median(sandex_ma(bars) for _ in range(args.runs))
+        print(f"MA cross 10/30 on {args.bars} hourly bars: sandex {ours:.3f} s", end="")
+        try:
+            theirs = statistics.median(backtesting_py(bars) for _ in range(args.runs))
+        except ImportError:
+            print("; backtesting.py is not installed (pip install -e .[bench]), no comparison")
+            return
+        print(f", backtesting.py {theirs:.3f} s: sandex/backtesting.py = {ours / theirs:.2f}")
+
+
+if __name__ == "__main__":
+    main()
