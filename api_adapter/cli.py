@@ -54,6 +54,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else None
     )
     app = create_app(engine, scheduler=scheduler)
+    if args.record:
+        from api_adapter.record import Recorder
+
+        app.add_middleware(Recorder, path=args.record, engine=engine)
     base = f"http://{args.host}:{args.port}"
     print(
         f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
@@ -205,6 +209,9 @@ def parser() -> argparse.ArgumentParser:
         "--no-rate-limits",
         action="store_true",
         help="answer every request however fast it comes (load tests)",
+    )
+    serve.add_argument(
+        "--record", default=None, metavar="FILE", help="write the session as a scenario to FILE"
     )
     serve.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     serve.add_argument("--log-level", default="INFO")

@@ -5,9 +5,11 @@ connections; it reads the committed `event_feed` and `webhooks` tables and never
 a command, so the writer never waits for a receiver. Per customer, one event is in
 flight at a time: the next is sent only once the previous was answered 2xx, and a
 failure is retried with exponential backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as
-long as it fails. Progress (the last delivered `seq`) is kept in the
-`webhook_deliveries` table, outside the log: a restart resumes where delivery stopped,
-and may send the event that was in flight again (at least once, never skipped).
+long as it fails. Progress (the last delivered `seq` per customer) is kept outside the
+log, in a small JSON file beside the database (`<db>.webhooks.json`, replaced
+atomically): a restart resumes where delivery stopped and may send the event that was
+in flight again (at least once, never skipped). Not in the database itself: a commit
+by any other connection makes the writer reload its state from the log.
 
 Each POST carries the event as its JSON body and these headers: `X-Sandex-Event-Id`,
 `X-Sandex-Event-Type`, `X-Sandex-Delivery-Attempt` and `X-Sandex-Signature:
@@ -20,23 +22,18 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import os
 import sqlite3
 import threading
-import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import structlog
 
-from engine.feed import DELIVERIES
-
 log = structlog.get_logger("sandex.webhooks")
-
-_SCHEMA = (
-    f"CREATE TABLE IF NOT EXISTS {DELIVERIES} (customer_id TEXT PRIMARY KEY, webhook_id TEXT,"
-    " delivered_seq INTEGER, attempts INTEGER, last_error TEXT, updated_at REAL)"
-)
 
 
 @dataclass
@@ -65,9 +62,28 @@ class Deliverer:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self._progress: dict[str, _Progress] = {}
-        self._dirty: set[str] = set()
+        self.progress_path = Path(f"{db_path}.webhooks.json")
+        self._progress: dict[str, _Progress] = self._load_progress()
+        self._dirty = False
         self._ready = threading.Event()
+
+    def _load_progress(self) -> dict[str, _Progress]:
+        try:
+            raw = orjson.loads(self.progress_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        return {customer: _Progress(**p) for customer, p in raw.items()}
+
+    def delivered_through(self, customer_id: str, webhook_id: str, since: int) -> int:
+        """The seq up to which a registration's events are delivered."""
+        p = self._progress.get(customer_id)
+        if p is None or p.webhook_id != webhook_id:
+            return since
+        return max(since, p.delivered_seq)
+
+    def failures(self, customer_id: str) -> tuple[int, str | None]:
+        p = self._progress.get(customer_id)
+        return (p.attempts, p.last_error) if p is not None else (0, None)
 
     # -- lifecycle --
 
@@ -98,13 +114,6 @@ class Deliverer:
         self._stopping = asyncio.Event()
         self.read = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
         self.read.execute("PRAGMA busy_timeout=5000")
-        self.write = sqlite3.connect(self.db_path, isolation_level=None)
-        self.write.execute("PRAGMA busy_timeout=5000")
-        self.write.execute(_SCHEMA)
-        for customer_id, webhook_id, seq, attempts, error in self.write.execute(
-            f"SELECT customer_id, webhook_id, delivered_seq, attempts, last_error FROM {DELIVERIES}"
-        ):
-            self._progress[customer_id] = _Progress(webhook_id, seq, attempts, error)
         self._ready.set()
         workers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         async with httpx.AsyncClient(timeout=self.timeout) as client:
@@ -134,7 +143,6 @@ class Deliverer:
                 await asyncio.gather(*(t for _, t in workers.values()), return_exceptions=True)
                 self._flush()
                 self.read.close()
-                self.write.close()
 
     async def _deliver(
         self,
@@ -149,7 +157,7 @@ class Deliverer:
         if progress is None or progress.webhook_id != webhook_id:
             progress = _Progress(webhook_id, since)
             self._progress[customer_id] = progress
-            self._dirty.add(customer_id)
+            self._dirty = True
         key = secret.encode()
         while True:
             rows = self.read.execute(
@@ -181,7 +189,7 @@ class Deliverer:
                     if error is None:
                         break
                     progress.attempts, progress.last_error = attempt, error
-                    self._dirty.add(customer_id)
+                    self._dirty = True
                     delay = min(self.backoff_max, self.backoff_first * 2 ** (attempt - 1))
                     log.info(
                         "webhook delivery failed",
@@ -192,7 +200,7 @@ class Deliverer:
                     )
                     await asyncio.sleep(delay)
                 progress.delivered_seq, progress.attempts, progress.last_error = seq, 0, None
-                self._dirty.add(customer_id)
+                self._dirty = True
 
     async def _post(
         self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
@@ -209,42 +217,39 @@ class Deliverer:
     def _flush(self) -> None:
         if not self._dirty:
             return
-        rows = [
-            (c, p.webhook_id, p.delivered_seq, p.attempts, p.last_error, time.time())
-            for c in self._dirty
-            if (p := self._progress.get(c)) is not None
-        ]
-        self._dirty.clear()
+        self._dirty = False
+        data = {c: asdict(p) for c, p in list(self._progress.items())}
+        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
         try:
-            self.write.executemany(
-                f"INSERT OR REPLACE INTO {DELIVERIES} (customer_id, webhook_id, delivered_seq,"
-                " attempts, last_error, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-        except sqlite3.Error as exc:  # kept in memory; written at the next flush
+            tmp.write_bytes(orjson.dumps(data))
+            os.replace(tmp, self.progress_path)
+        except OSError as exc:  # kept in memory; written at the next flush
             log.warning("webhook progress not saved", error=str(exc))
-            self._dirty.update(r[0] for r in rows)
+            self._dirty = True
 
 
-def status(conn: sqlite3.Connection, customer_id: str) -> dict[str, Any] | None:
+def delivered_through(app: Any, customer_id: str) -> int | None:
+    """With a webhook registered, the seq up to which its events were delivered."""
+    row = app.state.queries.conn.execute(
+        "SELECT id, since FROM webhooks WHERE customer_id = ?", (customer_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    return int(app.state.webhooks.delivered_through(customer_id, row[0], row[1]))
+
+
+def status(app: Any, customer_id: str) -> dict[str, Any] | None:
     """A customer's registration with its delivery backlog, for `GET /v2/sandbox/webhooks`."""
+    conn = app.state.queries.conn
     row = conn.execute(
         "SELECT id, url, since, created_at FROM webhooks WHERE customer_id = ?", (customer_id,)
     ).fetchone()
     if row is None:
         return None
     webhook_id, url, since, created_at = row
-    delivered, attempts, error = since, 0, None
-    if conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (DELIVERIES,)
-    ).fetchone():
-        progress = conn.execute(
-            f"SELECT delivered_seq, attempts, last_error FROM {DELIVERIES}"
-            " WHERE customer_id = ? AND webhook_id = ?",
-            (customer_id, webhook_id),
-        ).fetchone()
-        if progress is not None:
-            delivered, attempts, error = max(progress[0], since), progress[1], progress[2]
+    deliverer: Deliverer = app.state.webhooks
+    delivered = deliverer.delivered_through(customer_id, webhook_id, since)
+    attempts, error = deliverer.failures(customer_id)
     backlog = conn.execute(
         "SELECT count(*) FROM event_feed WHERE customer_id = ? AND seq > ?",
         (customer_id, delivered),

@@ -190,26 +190,6 @@ readmodels.register(
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 100
 _TIME_OPS = {"lt": "<", "lte": "<=", "eq": "=", "gte": ">=", "gt": ">"}
-DELIVERIES = "webhook_deliveries"
-
-
-def _undelivered_sql(conn: Any) -> str:
-    """SQL for one event's undelivered webhook count: 1 while a registered webhook has not
-    yet delivered it. Delivery progress is kept by the deliverer in its own table, which
-    exists once a deliverer has run."""
-    has_deliveries = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (DELIVERIES,)
-    ).fetchone()
-    delivered = (
-        f"coalesce((SELECT d.delivered_seq FROM {DELIVERIES} d"
-        " WHERE d.customer_id = w.customer_id AND d.webhook_id = w.id), 0)"
-        if has_deliveries
-        else "0"
-    )
-    return (
-        "coalesce((SELECT 1 FROM webhooks w WHERE w.customer_id = f.customer_id"
-        f" AND f.seq > w.since AND f.seq > {delivered}), 0)"
-    )
 
 
 def _public(body: str, undelivered: int) -> dict[str, Any]:
@@ -226,8 +206,12 @@ def list_events(
     after_seq: int | None = None,
     type: str | None = None,
     times: dict[str, str] | None = None,
+    delivered_through: int | None = None,
 ) -> tuple[list[dict[str, Any]], int | None]:
-    """A customer's events in ascending order, and the seq to continue after (or None)."""
+    """A customer's events in ascending order, and the seq to continue after (or None).
+
+    `delivered_through`: with a webhook registered, the seq up to which its events were
+    delivered; each later event counts one undelivered webhook."""
     limit = DEFAULT_LIMIT if limit is None else limit
     if not 1 <= limit <= MAX_LIMIT:
         raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
@@ -249,24 +233,28 @@ def list_events(
         where.append("f.seq > ?")
         params.append(after_seq)
     sql = (
-        f"SELECT f.seq, f.body, {_undelivered_sql(conn)} FROM event_feed f"
-        f" WHERE {' AND '.join(where)} ORDER BY f.seq LIMIT ?"
+        f"SELECT f.seq, f.body FROM event_feed f WHERE {' AND '.join(where)} ORDER BY f.seq LIMIT ?"
     )
     rows = conn.execute(sql, [*params, limit + 1]).fetchall()
-    events = [_public(body, undelivered) for _, body, undelivered in rows[:limit]]
+    events = [_public(body, _undelivered(seq, delivered_through)) for seq, body in rows[:limit]]
     return events, (rows[limit - 1][0] if len(rows) > limit else None)
 
 
-def get_event(conn: Any, customer_id: str, event_id: str) -> dict[str, Any]:
+def _undelivered(seq: int, delivered_through: int | None) -> int:
+    return 0 if delivered_through is None or seq <= delivered_through else 1
+
+
+def get_event(
+    conn: Any, customer_id: str, event_id: str, delivered_through: int | None = None
+) -> dict[str, Any]:
     try:
         uuid.UUID(event_id)
     except ValueError as exc:
         raise Invalid("id invalid: an event id is a UUID", field="id") from exc
     row = conn.execute(
-        f"SELECT f.body, {_undelivered_sql(conn)} FROM event_feed f"
-        " WHERE f.id = ? AND f.customer_id = ?",
+        "SELECT seq, body FROM event_feed WHERE id = ? AND customer_id = ?",
         (event_id, customer_id),
     ).fetchone()
     if row is None:
         raise NotFound(f"event not found with id {event_id}")
-    return _public(row[0], row[1])
+    return _public(row[1], _undelivered(row[0], delivered_through))

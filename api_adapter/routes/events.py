@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter.auth import Principal, require
 from api_adapter.responses import JSONResponse
+from api_adapter.webhooks import delivered_through
 from engine import feed
 from engine.queries import decode_cursor, encode_cursor
 
@@ -51,6 +52,7 @@ async def list_events(
         after_seq=decode_cursor(page_cursor) if page_cursor else None,
         type=type,
         times=times,
+        delivered_through=delivered_through(request.app, who.customer_id),
     )
     headers = {"X-Next-Page-Cursor": encode_cursor(next_seq)} if next_seq is not None else None
     return JSONResponse({"events": events}, headers=headers)
@@ -58,4 +60,6 @@ async def list_events(
 
 @router.get("/events/{id}", operation_id="GetEvent")
 async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
-    return JSONResponse(feed.get_event(request.app.state.queries.conn, who.customer_id, id))
+    conn = request.app.state.queries.conn
+    through = delivered_through(request.app, who.customer_id)
+    return JSONResponse(feed.get_event(conn, who.customer_id, id, through))

@@ -35,7 +35,7 @@ async def register(request: Request, who: Events, body: WebhookRequest) -> JSONR
 
 @router.get("/webhooks", operation_id="GetSandboxWebhook")
 async def get(request: Request, who: Events) -> JSONResponse:
-    view = webhooks.status(request.app.state.queries.conn, who.customer_id)
+    view = webhooks.status(request.app, who.customer_id)
     if view is None:
         raise NotFound("no webhook is registered")
     return JSONResponse(view)
