@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: serve test lint typecheck unit browser bench lock clean
+.PHONY: serve test lint typecheck unit browser bench fuzz soak lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,14 @@ browser:
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# Long property-based fuzzing of every operation (the suite runs a few examples each).
+fuzz: $(STAMP)
+	$(BIN)/python bench/fuzz.py --examples $(or $(EXAMPLES),200)
+
+# Mixed load on loopback for DURATION seconds: throughput, latency, memory, then verify.
+soak: $(STAMP)
+	$(BIN)/python bench/soak.py --seconds $(or $(DURATION),60)
 
 lock: $(STAMP)
 	$(BIN)/pip-compile --quiet --extra dev --strip-extras --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml

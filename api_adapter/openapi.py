@@ -69,6 +69,9 @@ def _fix(doc: dict[str, Any]) -> None:
         for method, op in operations.items():
             responses = op.setdefault("responses", {})
             responses.pop("422", None)
+            for media in responses.get("200", {}).get("content", {}).values():
+                if media.get("schema") == {"type": "string"}:  # FastAPI's guess for a Response
+                    media["schema"] = {"type": "object"}  # every sandex answer is an object
             if op.get("operationId") == "IssueToken":
                 op["requestBody"] = {
                     "required": True,

@@ -1,0 +1,104 @@
+"""Long schemathesis runs: `make fuzz` (or `python bench/fuzz.py --examples 500`).
+
+The suite runs the same fuzzing with a few examples per operation (tests/test_fuzz.py);
+this runs many more, against sandex's own /openapi.json in-process and against a running
+`sandex serve` with the reference's v2-subset.json, and prints each operation's count."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import schemathesis  # noqa: E402
+import structlog  # noqa: E402
+
+from tests.conftest import Sandbox, make_settings  # noqa: E402
+from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, fuzz  # noqa: E402
+from tests.reference import SUBSET, document  # noqa: E402
+from tests.test_crash import Process  # noqa: E402
+
+FIXED = {"profile_id": "default", "market": "BTCUSD"}
+
+
+def own(examples: int, tmp: Path) -> list[str]:
+    sb = Sandbox(tmp / "own.db", make_settings())
+    for asset, amount in (("BTC", "10"), ("ETH", "100"), ("USD", "1000000")):
+        sb.deposit(asset, amount)
+    schema = schemathesis.openapi.from_asgi("/openapi.json", sb.app)
+    failures, calls = fuzz(
+        schema,
+        headers=sb.headers,
+        max_examples=examples,
+        checks=OWN_CHECKS,
+        fixed_path=FIXED,
+        report=print,
+    )
+    sb.close()
+    problems = sb.verify()
+    print(f"own document: {calls} calls, {len(failures)} failures, verify: {problems or 'OK'}")
+    return failures + problems
+
+
+def reference(examples: int, tmp: Path) -> list[str]:
+    if not SUBSET.exists():
+        print(f"reference document absent ({SUBSET}): skipped")
+        return []
+    server = Process(tmp / "reference.db", tmp / "server.log")
+    try:
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": "sandex",
+            "client_secret": "sandex-secret",
+        }
+        token = httpx.post(f"{server.base}/oauth2/token", data=form).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        for asset, amount in (("BTC", "10"), ("USD", "1000000")):
+            httpx.post(
+                f"{server.base}/v2/sandbox/profiles/default/deposit",
+                json={"asset": asset, "amount": amount},
+                headers=headers,
+            )
+        failures, calls = fuzz(
+            schemathesis.openapi.from_dict(document()),
+            headers=headers,
+            max_examples=examples,
+            checks=REFERENCE_CHECKS,
+            base_url=f"{server.base}/v2",
+            fixed_path=FIXED,
+            report=print,
+        )
+    finally:
+        server.stop()
+    print(f"reference document: {calls} calls, {len(failures)} failures")
+    return failures
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--examples", type=int, default=200, help="examples per operation and mode")
+    p.add_argument("--only", choices=["own", "reference"], default=None)
+    args = p.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    started = time.monotonic()
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.only in (None, "own"):
+            failures += own(args.examples, Path(tmp))
+        if args.only in (None, "reference"):
+            failures += reference(args.examples, Path(tmp))
+    print(f"{time.monotonic() - started:.0f} s")
+    for failure in failures:
+        print("FAILED:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

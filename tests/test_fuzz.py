@@ -1,0 +1,70 @@
+"""Bounded schemathesis runs: every operation, positive and negative examples, from
+sandex's own /openapi.json in-process and from the reference document against a running
+sandbox. `make fuzz` runs the same for longer (bench/fuzz.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+
+from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, fuzz
+from tests.reference import SUBSET, document
+from tests.test_crash import Process
+
+EXAMPLES = 6
+
+
+def _funded(sb: Any) -> None:
+    for asset, amount in (("BTC", "10"), ("ETH", "100"), ("USD", "1000000")):
+        sb.deposit(asset, amount)
+
+
+def test_every_operation_of_sandexs_own_document(sandbox: Any) -> None:
+    _funded(sandbox)
+    schema = schemathesis.openapi.from_asgi("/openapi.json", sandbox.app)
+    failures, calls = fuzz(
+        schema,
+        headers=sandbox.headers,
+        max_examples=EXAMPLES,
+        checks=OWN_CHECKS,
+        fixed_path={"profile_id": "default", "market": "BTCUSD"},
+    )
+    assert calls > 200
+    assert not failures, "\n".join(failures)
+
+
+def test_every_operation_of_the_reference_against_a_running_sandbox(tmp_path: Path) -> None:
+    if not SUBSET.exists():
+        pytest.skip(f"the reference document is not here ({SUBSET})")
+    server = Process(tmp_path / "fuzz.db", tmp_path / "server.log")
+    try:
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": "sandex",
+            "client_secret": "sandex-secret",
+        }
+        token = httpx.post(f"{server.base}/oauth2/token", data=form).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        for asset, amount in (("BTC", "10"), ("USD", "1000000")):
+            httpx.post(
+                f"{server.base}/v2/sandbox/profiles/default/deposit",
+                json={"asset": asset, "amount": amount},
+                headers=headers,
+            )
+        schema = schemathesis.openapi.from_dict(document())
+        failures, calls = fuzz(
+            schema,
+            headers=headers,
+            max_examples=EXAMPLES,
+            checks=REFERENCE_CHECKS,
+            base_url=f"{server.base}/v2",
+            fixed_path={"profile_id": "default", "market": "BTCUSD"},
+        )
+    finally:
+        server.stop()
+    assert calls > 150
+    assert not failures, "\n".join(failures)
