@@ -1,5 +1,6 @@
 """Every code block in the docs runs: Python blocks are executed, YAML blocks must load
-as settings. (The README's shell blocks run against a live server in test_cli.py.)"""
+as settings, and every YAML block of docs/scenarios.md is a scenario that replays green.
+(The README's shell blocks run against a live server in test_cli.py.)"""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def test_yaml_setting_blocks_in_the_docs_are_valid_settings(
     data = yaml.safe_load(text)
     if doc == "configuration.md":
         Settings.model_validate(data)
+
+
+_SCENARIO_BLOCKS = [b for b in _blocks("yaml") if b[0] == "scenarios.md"]
+
+
+def test_the_scenario_format_page_shows_scenarios() -> None:
+    assert len(_SCENARIO_BLOCKS) >= 4
+
+
+@pytest.mark.parametrize(("doc", "index", "text"), _SCENARIO_BLOCKS, ids=lambda v: str(v)[:20])
+def test_scenario_blocks_in_the_docs_replay_green(doc: str, index: int, text: str) -> None:
+    from api_adapter.replay import run_in_process
+    from engine.scenario import load
+
+    result = run_in_process(load(text, f"{doc}[{index}]"), check_invariants=True)
+    assert result.ok, [(s.label, s.diffs) for s in result.failed]
