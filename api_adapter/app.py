@@ -13,10 +13,9 @@ from api_adapter import auth, openapi, problems
 from api_adapter.guard import BodyGuard
 from api_adapter.logging import RequestLog
 from api_adapter.ratelimit import RateLimiter, rate_limit
-from api_adapter.webhooks import Deliverer
 from api_adapter.responses import JSONResponse
-from api_adapter.routes import events, snapshots, webhooks
 from api_adapter.routes import (
+    events,
     executions,
     funding,
     internal_transfers,
@@ -24,9 +23,12 @@ from api_adapter.routes import (
     orders,
     profiles,
     sandbox,
+    snapshots,
     transfers,
+    webhooks,
     withdrawals,
 )
+from api_adapter.webhooks import Deliverer
 from engine import Engine
 from engine.queries import Queries
 

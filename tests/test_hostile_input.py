@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from decimal import Context, Decimal, localcontext
 from typing import Any
 
 import pytest
@@ -165,6 +166,18 @@ def test_a_huge_amount_is_kept_exactly_not_rounded(sandbox: Any) -> None:
     sandbox.deposit("BTC", huge)
     sandbox.deposit("BTC", "0.00000001")
     assert sandbox.balance("BTC")["available"] == huge + ".00000001"
+    withdrawal = {  # was a 500: the rounded balance broke the ledger's own check
+        "profile_id": "default",
+        "asset": "BTC",
+        "crypto_network": "BITCOIN",
+        "destination_address": "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+        "amount": "0.001",
+    }
+    r = sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal)
+    assert r.status_code == 200, r.text
+    left = sandbox.balance("BTC")["available"]
+    with localcontext(Context(prec=100)):
+        assert Decimal(left) + Decimal(r.json()["total"]) == Decimal(huge + ".00000001")
     too_long = "1" * 65
     assert_problem(sandbox.post(DEPOSIT, {"asset": "BTC", "amount": too_long}), 400, "amount")
 
@@ -274,7 +287,12 @@ def _bodies(memo: str) -> list[tuple[str, dict[str, Any]]]:
         ),
         (
             "/v2/transfer/fiat-deposit-instructions",
-            {"profile_id": "default", "fiat_network": "WIRE", "ref_id": "r", "metadata": {"k": "v"}},
+            {
+                "profile_id": "default",
+                "fiat_network": "WIRE",
+                "ref_id": "r",
+                "metadata": {"k": "v"},
+            },
         ),
         (
             "/v2/sandbox/fiat-deposits",
@@ -352,9 +370,13 @@ def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(sandb
                 elif r.status_code >= 400:
                     if r.headers["content-type"] != "application/problem+json":
                         failures.append(f"{where}: {r.status_code} not a problem")
-                elif len(field) == 1 and field[0] in r.json() and field[0] != "profile_id":
-                    if r.json()[field[0]] != sent[field[0]]:
-                        failures.append(f"{where}: echoed as {r.json()[field[0]]!r}")
+                elif (
+                    len(field) == 1
+                    and field[0] in r.json()
+                    and field[0] != "profile_id"
+                    and r.json()[field[0]] != sent[field[0]]
+                ):
+                    failures.append(f"{where}: echoed as {r.json()[field[0]]!r}")
             # A lone surrogate, written as JSON escapes, is refused in every field.
             escaped = json.dumps(_replaced(body, field, "@@")).replace("@@", "\\udc80")
             r = raw(sandbox, path, escaped)
