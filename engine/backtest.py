@@ -30,7 +30,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine.clock import format_time, parse_time
+from engine.clock import ManualClock, format_time, parse_time
 from engine.commands import (
     Actor,
     AdvanceClock,
@@ -478,8 +478,15 @@ class _Runner:
     def sync(self) -> None:
         """Bring the engine to `now_us` with every market at its latest point's price."""
         target = from_micros(self.now_us)
-        if self.engine.clock.now() < target:
-            self._run(AdvanceClock(to=target))
+        clock = self.engine.clock
+        assert isinstance(clock, ManualClock)
+        if clock.now() < target:
+            if self.wake <= self.now_us:
+                self._run(AdvanceClock(to=target))  # fires each deadline on the way at its time
+            else:
+                # Nothing falls due on the way, and the command that follows records the
+                # new time in its events: a ClockAdvanced event would add a commit, not a fact.
+                clock.set(target)
         for m, i in enumerate(self.seen):
             if self.set_at[m] != i:
                 self.set_at[m] = i
@@ -653,9 +660,7 @@ def _merge(
         s, on_tick, in_ticks, closing = per_market[0]
         bars = [closing.get(k) for k in range(len(s.times))] if closing else [None] * len(s.times)
         return list(s.times), [0] * len(s.times), on_tick, in_ticks, bars
-    keyed = heapq.merge(
-        *(((t, m, k) for k, t in enumerate(entry[0].times)) for m, entry in enumerate(per_market))
-    )
+    keyed = heapq.merge(*(_keyed(m, entry[0].times) for m, entry in enumerate(per_market)))
     times: list[int] = []
     mks: list[int] = []
     prices: list[Decimal] = []
@@ -669,6 +674,10 @@ def _merge(
         in_all.append(in_ticks[k])
         bars_all.append(closing.get(k))
     return times, mks, prices, in_all, bars_all
+
+
+def _keyed(m: int, times: list[int]) -> Iterator[tuple[int, int, int]]:
+    return ((t, m, k) for k, t in enumerate(times))
 
 
 # -- order-flow files ------------------------------------------------------------------------

@@ -314,3 +314,55 @@ def test_bad_inputs_are_refused_before_anything_runs(tmp_path: Path) -> None:
     (tmp_path / "exists.db").write_text("")
     with pytest.raises(BacktestError, match="exists already"):
         run(data, "BTCUSD", strategy=Script(), db=tmp_path / "exists.db")
+
+
+def test_withdrawals_leave_pnl_alone_and_complete_on_engine_time(tmp_path: Path) -> None:
+    class Withdraw(Strategy):
+        def on_start(self, api: Api) -> None:
+            self.transfer = api.create_crypto_withdrawal(
+                profile_id="default",
+                asset="BTC",
+                destination_address="bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+                crypto_network="BITCOIN",
+                amount="0.001",
+            )
+
+        def on_end(self, api: Api) -> None:
+            self.final = api.get_transfer(self.transfer["id"])
+
+    strategy = Withdraw()
+    prices = ["42000"] * 120  # two hours of minutes: the withdrawal confirms meanwhile
+    result = backtest(tmp_path, prices, strategy, deposits={"BTC": "1", "USD": "1000"})
+    assert strategy.transfer["status"] == "PENDING"
+    assert strategy.final["status"] == "COMPLETED"
+    s = result.summary
+    assert Decimal(s["final_balances"]["BTC"]["available"]) < Decimal("0.999")  # and its fee
+    assert Decimal(s["external_flows"]) < 0
+    assert s["pnl"] == "0"  # nothing traded, the price never moved
+
+
+def test_two_markets_from_one_file_trade_side_by_side(tmp_path: Path) -> None:
+    data = tmp_path / "two.csv"
+    rows = [f"BTCUSD,{T0 + 60 * k},{42000 - 100 * k}\n" for k in range(5)]
+    rows += [f"ETHUSD,{T0 + 60 * k + 30},{2300 - 10 * k}\n" for k in range(5)]
+    data.write_text("market,timestamp,price\n" + "".join(rows))
+
+    class Both(Strategy):
+        def on_start(self, api: Api) -> None:
+            self.seen: list[str] = []
+            api.create_order(
+                side="BUY", market="BTCUSD", type="LIMIT", price="41750", base_amount="0.1"
+            )
+            api.create_order(
+                side="BUY", market="ETHUSD", type="LIMIT", price="2275", base_amount="1"
+            )
+
+        def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+            self.seen.append(market)
+
+    strategy = Both()
+    result = run(data, ["BTCUSD", "ETHUSD"], strategy=strategy, settings=CHECKED, progress=True)
+    assert strategy.seen == ["BTCUSD", "ETHUSD"] * 5
+    fills = {(e["market"], e["price"]) for e in result.executions}
+    assert fills == {("BTCUSD", "41750.00"), ("ETHUSD", "2275.00")}
+    assert result.summary["markets"] == ["BTCUSD", "ETHUSD"]
