@@ -116,6 +116,17 @@ def _price(text: Any, name: str) -> Decimal:
     return value
 
 
+def _volume(text: Any) -> Decimal:
+    """A bar's volume: zero is a quiet bar, not a fault."""
+    try:
+        value = Decimal(repr(text) if isinstance(text, float) else str(text).strip())
+    except InvalidOperation:
+        raise ValueError(f"volume {text!r} is not a number") from None
+    if not value.is_finite() or value < 0:
+        raise ValueError(f"volume {text!r} must be zero or more")
+    return value
+
+
 def _columns(header: list[str], where: str) -> dict[str, int]:
     names = [_ALIASES.get(h.strip().lower(), h.strip().lower()) for h in header]
     found = {n: i for i, n in enumerate(names) if n}
@@ -161,6 +172,26 @@ class _Builder:
                     kept.append((t, price))
                     return
 
+        if self.kind == "bars" and "market" not in cols and len(row) >= 5:
+            try:  # likewise a bar of a one-market file
+                t = parse_timestamp(row[cols["timestamp"]])
+                o, h, low, c = (Decimal(row[cols[n]]) for n in BAR_COLUMNS)
+                volume = row[cols["volume"]] if "volume" in cols else ""
+                v = Decimal(volume) if volume else None
+            except (ValueError, InvalidOperation, IndexError):
+                pass
+            else:
+                kept = self.rows[self.market or ""]
+                if (
+                    0 < low <= o <= h
+                    and low <= c <= h
+                    and h.is_finite()
+                    and t > kept[-1][0]
+                    and (v is None or (v.is_finite() and v >= 0))
+                ):
+                    kept.append((t, (o, h, low, c, v)))
+                    return
+
         def cell(name: str) -> Any:
             i = cols.get(name)
             if i is None or i >= len(row):
@@ -192,7 +223,7 @@ class _Builder:
                         " does not hold"
                     )
                 volume = cell("volume")
-                value = (o, h, low, c, None if volume in (None, "") else _price(volume, "volume"))
+                value = (o, h, low, c, None if volume in (None, "") else _volume(volume))
         except ValueError as exc:
             raise MarketDataError(f"{where}: {exc}") from None
         kept = self.rows.setdefault(str(market), [])

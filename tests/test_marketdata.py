@@ -58,6 +58,16 @@ def test_a_bar_closing_up_goes_open_low_high_close_and_down_open_high_low_close(
     assert s.bars[1].close == Decimal(92) and s.bars[0].volume == Decimal(7)
 
 
+def test_a_quiet_bar_has_zero_volume(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, f"timestamp,open,high,low,close,volume\n{T0},1,1,1,1,0\n{T0 + 60},1,1,1,1,0.00\n"
+    )
+    assert [b.volume for b in load(path, "BTCUSD")["BTCUSD"].bars] == [0, 0]
+    bad = write(tmp_path, f"timestamp,open,high,low,close,volume\n{T0},1,1,1,1,-1\n", "bad.csv")
+    with pytest.raises(MarketDataError, match="bad.csv:2: volume '-1' must be zero or more"):
+        load(bad, "BTCUSD")
+
+
 def test_bar_length_can_be_given(tmp_path: Path) -> None:
     path = write(tmp_path, f"timestamp,open,high,low,close\n{T0},1,2,1,2\n")
     s = load(path, "BTCUSD", bar_seconds=60)["BTCUSD"]
