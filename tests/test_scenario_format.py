@@ -3,17 +3,16 @@ report and exit codes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from api_adapter.cli import main
 from api_adapter.replay import StepResult, _Printer, run_in_process
 from engine.scenario import ScenarioError, compare, load, parse_duration, substitute
-
-ROOT = Path(__file__).resolve().parents[1]
 
 MINIMAL = """
 version: 1
@@ -124,17 +123,30 @@ steps:
     assert result.steps[3].diffs == ["ETH.available: expected 1, got 0"]
 
 
-def _replay(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "api_adapter.cli", "replay", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_the_command_line_prints_lines_a_summary_and_exits_by_outcome(tmp_path: Path) -> None:
+@pytest.fixture
+def replay(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`sandex replay ...` in this process (a subprocess costs seconds of imports)."""
+    monkeypatch.setattr("api_adapter.logging.configure", lambda **_: None)
+
+    def run(*args: str) -> Ran:
+        code = main(["replay", *args])
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
+
+
+def test_the_command_line_prints_lines_a_summary_and_exits_by_outcome(
+    tmp_path: Path, replay: Any
+) -> None:
+    _replay = replay
     good = tmp_path / "good.yaml"
     good.write_text(MINIMAL)
     bad = tmp_path / "bad.yaml"

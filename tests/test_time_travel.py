@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from api_adapter.cli import main
 from engine.clock import parse_time
 from engine.history import log_hash, travel
 from engine.verify import verify
 from tests.conftest import START, Sandbox, make_settings
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _events(db: Path) -> list[tuple[Any, ...]]:
@@ -92,61 +89,23 @@ def test_a_cut_inside_a_decision_moves_back_to_its_start(sandbox: Any, tmp_path:
     assert verify(str(tmp_path / "cut.db")) == []
 
 
-def test_the_command_line_writes_a_database_that_verifies(sandbox: Any, tmp_path: Path) -> None:
+def test_the_command_line_writes_a_database_that_verifies(
+    sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     sandbox.deposit("BTC", "1")
     sandbox.advance(10)
     sandbox.deposit("BTC", "1")
     sandbox.close()
     out = tmp_path / "then.db"
     when = "2024-01-01T00:00:05Z"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "api_adapter.cli",
-            "replay",
-            "--db",
-            str(sandbox.db),
-            "--until",
-            when,
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 0, r.stderr
-    assert f"wrote {out}" in r.stdout
-    v = subprocess.run(
-        [sys.executable, "-m", "api_adapter.cli", "verify", "--db", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert v.returncode == 0 and v.stdout.startswith("OK"), v.stdout
+    assert main(["replay", "--db", str(sandbox.db), "--until", when, "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert main(["verify", "--db", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("OK")
     assert _balance(out, "BTC")["available"] == "1"
-    again = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "api_adapter.cli",
-            "replay",
-            "--db",
-            str(sandbox.db),
-            "--until",
-            "next tuesday",
-            "--out",
-            str(tmp_path / "x.db"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert again.returncode == 2 and "--until" in again.stderr
+    bad = ["replay", "--db", str(sandbox.db), "--until", "next tuesday", "--out", "x.db"]
+    assert main(bad) == 2
+    assert "--until" in capsys.readouterr().err
 
 
 def test_travel_across_a_restore_lands_before_or_after_it(sandbox: Any, tmp_path: Path) -> None:
