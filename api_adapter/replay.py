@@ -609,8 +609,6 @@ def command(args: Any) -> int:
     from api_adapter.logging import configure
     from engine.scenario import ScenarioError, load_file
 
-    configure(json_lines=False, level="WARNING")
-
     if args.db or args.until:
         if not (args.db and args.until and args.out) or args.files:
             print(
@@ -625,6 +623,7 @@ def command(args: Any) -> int:
     if args.out and (len(args.files) != 1 or args.url):
         print("sandex: --out keeps the database of one scenario run in-process", file=sys.stderr)
         return 2
+    configure(json_lines=False, level="WARNING")  # the access log would drown the report
     scenarios = []
     unreadable = 0
     for path in args.files:
