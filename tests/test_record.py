@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api_adapter.replay import run_in_process
 from engine.scenario import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,11 +163,9 @@ def test_a_recorded_session_replays_green_on_a_fresh_sandbox(
     text = recording.read_text()
     assert "create_actor: customer1" in text and "advance: 10s" in text
     assert "{{braces}} stay text" in text and "oauth2" not in text
-    inproc = subprocess.run(
-        [*SANDEX, "replay", str(recording)], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert inproc.returncode == 0, inproc.stdout + inproc.stderr
-    assert "0 failed" in inproc.stdout
+    result = run_in_process(scenario, check_invariants=True)
+    assert result.ok, [(s.label, s.diffs) for s in result.failed]
+    assert len(result.steps) == len(scenario.steps)
 
 
 @pytest.mark.slow
