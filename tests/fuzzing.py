@@ -79,6 +79,8 @@ def fuzz(
             continue
         wanted = {p: v for p, v in (fixed_path or {}).items() if "{" + p + "}" in operation.path}
         for mode in modes:
+            if mode is GenerationMode.NEGATIVE and not (len(operation.query) or operation.body):
+                continue  # only string path parameters: nothing can be made invalid
             strategy = operation.as_strategy(
                 generation_mode=mode,
                 path_parameters=wanted if mode is GenerationMode.POSITIVE and wanted else None,
