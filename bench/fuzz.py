@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,8 +78,16 @@ def reference(examples: int, tmp: Path) -> list[str]:
         )
     finally:
         server.stop()
-    print(f"reference document: {calls} calls, {len(failures)} failures")
-    return failures
+    done = subprocess.run(
+        [sys.executable, "-m", "api_adapter.cli", "verify", "--db", str(tmp / "reference.db")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    print(
+        f"reference document: {calls} calls, {len(failures)} failures, verify: {done.stdout.strip()}"
+    )
+    return failures + ([done.stdout.strip()] if done.returncode else [])
 
 
 def main() -> int:
