@@ -698,7 +698,9 @@ def _trade(
     execution = tr.next_execution
     fee_buy = fee_sell = ZERO
     if buy is not None:
-        fee_buy = notional * (cfg.taker_fee if aggressor == BUY else cfg.maker_fee)
+        # never more than the rate its hold covers (the schedule may change while it rests)
+        rate = cfg.taker_fee if aggressor == BUY else cfg.maker_fee
+        fee_buy = notional * min(rate, buy.hold_rate)
         if buy.quote is not None:
             held = notional + fee_buy
         else:

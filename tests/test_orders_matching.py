@@ -253,3 +253,17 @@ def test_executions_and_orders_have_the_reference_shapes(sb: Any) -> None:
         get_order(sb, order), response_schema("/profiles/{profile_id}/orders/{id}", "get")
     )
     assert_matches(sb.get("/v2/orders").json(), response_schema("/orders", "get"))
+
+
+def test_a_resting_buy_never_pays_more_fee_than_its_hold_covers(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory, "fees.db", maker_fee_rate="0.001", taker_fee_rate="0.001")
+    sb.deposit("USD", "42042")
+    order = placed(sb, **limit("BUY", "42000", "1"))
+    assert money(sb.balance("USD")) == (Decimal(0), Decimal(42042))
+    sb.close()
+    dearer = still(sandbox_factory, "fees.db", maker_fee_rate="0.01", taker_fee_rate="0.01")
+    r = dearer.post("/v2/sandbox/markets/BTCUSD/price", {"price": "41000"})
+    assert r.status_code == 200
+    (fill,) = executions(dearer, order_id=order["id"])
+    assert fill["commission"] == "42"  # 0.1%, as held, not the 1% of the new schedule
+    assert money(dearer.balance("USD")) == (Decimal(0), Decimal(0))

@@ -14,8 +14,8 @@ TERMINAL = ("FILLED", "CANCELLED", "REJECTED")
 STILL = {"market_volatility": "0"}
 
 
-def still(sandbox_factory: Any, **overrides: Any) -> Any:
-    return sandbox_factory(**{**STILL, **overrides})
+def still(sandbox_factory: Any, name: str = "sandex.db", **overrides: Any) -> Any:
+    return sandbox_factory(name, **{**STILL, **overrides})
 
 
 def place(sb: Any, profile: str = "default", headers: Any = None, **body: Any) -> Any:
