@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -86,10 +87,14 @@ def travel(
     until: datetime | None = None,
 ) -> Travelled:
     """Write `out`: the events of `source` up to the cut, its seed and signing secret, and
-    read models rebuilt from those events."""
-    from engine.projections.readmodels import TABLES
+    read models rebuilt from those events.
+
+    The file is built under another name without a journal (nothing in it is worth
+    protecting until it is complete) and renamed into place when done, so `out` either
+    does not exist or is a whole database."""
+    from engine.engine import replay
+    from engine.projections.readmodels import TABLES, all_rows
     from engine.store import SqliteEventStore
-    from engine.verify import rebuild
 
     out_path = Path(out)
     if out_path.exists():
@@ -100,11 +105,17 @@ def travel(
         meta = dict(conn.execute("SELECT key, value FROM sandex_meta").fetchall())
     finally:
         conn.close()
-    store = SqliteEventStore(out_path, durability="NORMAL", tables=TABLES)
+    partial = out_path.with_name(out_path.name + ".partial")
+    for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+        leftover.unlink(missing_ok=True)
+    store = SqliteEventStore(partial, durability="NORMAL", tables=TABLES)
     try:
+        db = store.conn
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("PRAGMA cache_size=-262144")
         for key, value in meta.items():
             store.set_meta(key, value)
-        db = store.conn
         db.execute("ATTACH DATABASE ? AS src", (str(source),))
         db.execute("BEGIN IMMEDIATE")
         db.execute(
@@ -114,8 +125,19 @@ def travel(
         )
         db.execute("COMMIT")
         db.execute("DETACH DATABASE src")
-        row = db.execute("SELECT count(*), coalesce(max(occurred_at), '') FROM events").fetchone()
-    finally:
+        state, _ = replay(store.read(with_meta=False))
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in all_rows(state):
+            rows.setdefault(table, ([], []))[0].append(row)
+        store.replace_read_models(rows, state.position)
+        db.execute("PRAGMA journal_mode=WAL")
+        events, last = db.execute(
+            "SELECT count(*), coalesce(max(occurred_at), '') FROM events"
+        ).fetchone()
+    except BaseException:
         store.close()
-    rebuild(str(out_path))
-    return Travelled(position=cut, asked=asked, occurred_at=row[1], events=row[0])
+        partial.unlink(missing_ok=True)
+        raise
+    store.close()
+    partial.rename(out_path)
+    return Travelled(position=cut, asked=asked, occurred_at=last, events=events)
