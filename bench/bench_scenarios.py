@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import tempfile
 import time
@@ -227,17 +228,12 @@ def main() -> None:
     print(f"long scenario: {n} steps in {t.seconds:.2f} s = {fmt_rate(n / t.seconds)}")
 
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "big.db"
-        rate = build_log(src, args.events)
+        src = Path(args.log) if args.log else Path(tmp) / "big.db"
+        rate = 0.0 if src.exists() else build_log(src, args.events)
         size = src.stat().st_size / 1e6
-        import sqlite3
-
-        from engine.history import log_hash  # noqa: F401 - the module is loaded once
-
         total = sqlite3.connect(src).execute("SELECT max(position) FROM events").fetchone()[0]
-        print(
-            f"log: {total:,} events written through the engine at {fmt_rate(rate)}, {size:.0f} MB"
-        )
+        written = f"written through the engine at {fmt_rate(rate)}" if rate else "reused"
+        print(f"log: {total:,} events {written}, {size:.0f} MB")
         for share in (0.9, 1.0):
             out = Path(tmp) / f"then-{share}.db"
             with Timer() as t:
