@@ -34,11 +34,25 @@ from engine.money import CONTEXT
 from engine.projections.readmodels import TABLES, all_rows, rows_for
 from engine.settings import Settings
 from engine.state import Ctx, State
+from engine.state_snapshots import FORMAT as SNAPSHOT_FORMAT
+from engine.state_snapshots import Snapshotter
+from engine.state_snapshots import load as load_state
 from engine.store import SqliteEventStore, StoreUnavailable
 
 log = structlog.get_logger("sandex.engine")
 
 _STOP = object()
+
+
+class _SnapshotBuilt:
+    """Queued by the snapshot thread: the writer stores it (it alone writes the file)."""
+
+    __slots__ = ("position", "check", "data")
+
+    def __init__(self, position: int, check: str, data: bytes) -> None:
+        self.position = position
+        self.check = check
+        self.data = data
 
 
 class EngineStopped(Unavailable):
@@ -73,15 +87,26 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._pending: list[Event] = []
         self._stale = False
+        # State snapshots (engine/state_snapshots.py): none for an in-memory database,
+        # which a second connection cannot see.
+        self._snapshot_every = self.settings.snapshot_every_events
+        if self.db_path == ":memory:" or self.db_path.startswith("file::memory:"):
+            self._snapshot_every = 0
+        self._snapshotter = Snapshotter(self.db_path, self._snapshot_built)
+        self.snapshot_base = 0  # position of the newest snapshot written or loaded
+        self.loaded_from = 0  # position of the snapshot the last load started from
         self._load()
 
     # -- start-up ---------------------------------------------------------------------
 
     def _load(self) -> None:
-        """Rebuild the state from the log; bring read models up if they lag behind."""
-        state, versions = replay(self.store.read(with_meta=False))
+        """Rebuild the state from the newest state snapshot and the log after it; bring
+        read models up if they lag behind."""
+        state, versions, base = load_state(self.store, use_snapshots=self._snapshot_every > 0)
         self.state = state
         self._versions = versions
+        self.loaded_from = base
+        self.snapshot_base = max(self.snapshot_base, base)
         if state.last_time:
             self.clock.observe(parse_time(state.last_time))
         if state.ext.get("clock_to"):
@@ -104,9 +129,11 @@ class Engine:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
             self._thread.start()
+            self._maybe_snapshot()
         return self
 
     def stop(self) -> None:
+        self._snapshotter.cancel()
         if self._thread is not None:
             self._queue.put(_STOP)
             self._thread.join()
@@ -160,14 +187,17 @@ class Engine:
                 except queue.Empty:
                     break
             stopping = any(item is _STOP for item in batch)
-            self._process([item for item in batch if item is not _STOP])
+            snapshots = [item for item in batch if isinstance(item, _SnapshotBuilt)]
+            self._process([item for item in batch if item is not _STOP and type(item) is tuple])
+            for built in snapshots:
+                self._store_snapshot(built)
             if stopping:
                 while True:  # refuse what arrived after the stop
                     try:
                         item = q.get_nowait()
                     except queue.Empty:
                         break
-                    if item is not _STOP:
+                    if type(item) is tuple:
                         item[0].set_exception(EngineStopped("the engine is stopping"))
                 return
 
@@ -213,6 +243,8 @@ class Engine:
                     self._pending, rows_for(self.state, self.state.dirty), self.state.position
                 )
                 self.state.dirty.clear()
+                if self._snapshot_every and self._thread is not None:
+                    self._maybe_snapshot()
             except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
                 log.error("commit failed", error=str(exc))
                 reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
@@ -230,6 +262,31 @@ class Engine:
                 future.set_result(value)
             else:
                 future.set_exception(error)
+
+    # -- state snapshots ----------------------------------------------------------------
+
+    def _maybe_snapshot(self) -> None:
+        """Every `snapshot_every_events`, have the snapshot thread build the state at the
+        committed position from the log (it never touches this state)."""
+        every = self._snapshot_every
+        position = self.state.position
+        due = every and position - self.snapshot_base >= every and not self._stale
+        if due and self._snapshotter.request(position):
+            self.snapshot_base = position
+
+    def _snapshot_built(self, position: int, check: str, data: bytes) -> None:
+        self._queue.put(_SnapshotBuilt(position, check, data))
+
+    def _store_snapshot(self, built: _SnapshotBuilt) -> None:
+        try:
+            self.store.save_state_snapshot(built.position, SNAPSHOT_FORMAT, built.check, built.data)
+            log.info("state snapshot written", position=built.position, bytes=len(built.data))
+        except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation only
+            log.warning("state snapshot not written", position=built.position, error=str(exc))
+
+    def wait_for_snapshot(self, timeout: float | None = None) -> None:
+        """Block until a snapshot being built has been handed to the writer (tests)."""
+        self._snapshotter.wait(timeout)
 
     def _changed_elsewhere(self) -> bool:
         """Another process wrote the log (`sandex clients revoke` on a live database):
@@ -340,10 +397,15 @@ class _Broken(Exception):
         self.cause = cause
 
 
-def replay(events: Iterable[Event]) -> tuple[State, dict[str, int]]:
-    """Fold the log into a fresh state; the same code path as live application."""
-    state = State()
-    versions: dict[str, int] = {}
+def replay(
+    events: Iterable[Event],
+    state: State | None = None,
+    versions: dict[str, int] | None = None,
+) -> tuple[State, dict[str, int]]:
+    """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
+    after it); the same code path as live application."""
+    state = State() if state is None else state
+    versions = {} if versions is None else versions
     appliers = APPLIERS
     event = None
     collecting = gc.isenabled()

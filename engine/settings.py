@@ -77,6 +77,9 @@ class Settings(BaseModel):
     # Delay between an order's creation (PENDING_SUBMISSION) and its submission.
     order_submission_latency_ms: int = Field(default=0, ge=0)
     group_commit_max: int = 512
+    # Start-up: the writer has a snapshot of the state built every this many events, and
+    # start-up replays only the log after the newest (engine/state_snapshots.py); 0: never.
+    snapshot_every_events: int = Field(default=100_000, ge=0)
     tick_interval_seconds: float = 0.1
     # Check every invariant after every command (the test suite turns this on).
     assert_invariants: bool = False

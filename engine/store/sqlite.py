@@ -6,6 +6,7 @@ connection it wraps, with `executemany`, inside one transaction per group commit
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -75,6 +76,14 @@ class SqliteEventStore:
         if "checkpoint" not in db.table_names():
             db.table("checkpoint").create({"name": str, "position": int}, pk="name")
             db.table("checkpoint").insert({"name": "read_models", "position": 0})
+        if "state_snapshots" not in db.table_names():
+            # The writer's state at a position, so that start-up replays only the tail
+            # (engine/state_snapshots.py); never a source of truth, always droppable.
+            db.table("state_snapshots").create(
+                {"position": int, "format": str, "event_check": str, "data": bytes},
+                pk="position",
+                not_null={"format", "event_check", "data"},
+            )
         self.create_read_models(tables)
 
     def create_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
@@ -212,6 +221,78 @@ class SqliteEventStore:
                     typ, st, loads(data), pos, ver, at, loads(meta) if with_meta else {}, schema
                 )
                 yield upcast(event) if schema != current.get(typ, 1) else event
+
+    # -- state snapshots (engine/state_snapshots.py) ---------------------------------
+
+    def event_check(self, position: int) -> str | None:
+        """A fingerprint of the event at `position`: a snapshot taken there applies only
+        to a log that still holds that very event."""
+        row = self.conn.execute(
+            "SELECT stream, version, type, schema, data, occurred_at FROM events"
+            " WHERE position = ?",
+            (position,),
+        ).fetchone()
+        if row is None:
+            return None
+        return hashlib.sha256(orjson.dumps(row)).hexdigest()
+
+    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
+        """(position, event check) of the snapshots written in format `fmt`, newest first."""
+        return [
+            (int(p), str(c))
+            for p, c in self.conn.execute(
+                "SELECT position, event_check FROM state_snapshots WHERE format = ?"
+                " ORDER BY position DESC",
+                (fmt,),
+            )
+        ]
+
+    def state_snapshot_data(self, position: int) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT data FROM state_snapshots WHERE position = ?", (position,)
+        ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def save_state_snapshot(
+        self, position: int, fmt: str, event_check: str, data: bytes, keep: int = 2
+    ) -> None:
+        """Write a snapshot and drop all but the newest `keep`, in one transaction."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "INSERT OR REPLACE INTO state_snapshots (position, format, event_check, data)"
+                    " VALUES (?, ?, ?, ?)",
+                    (position, fmt, event_check, data),
+                )
+                conn.execute(
+                    "DELETE FROM state_snapshots WHERE position NOT IN"
+                    " (SELECT position FROM state_snapshots ORDER BY position DESC LIMIT ?)",
+                    (keep,),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    @classmethod
+    def reader(cls, path: str | Path) -> SqliteEventStore:
+        """A read-only store on an existing database (no schema work), for a thread or a
+        process that only reads the log."""
+        store = cls.__new__(cls)
+        store.path = str(path)
+        store.conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
+        store.conn.execute("PRAGMA busy_timeout=5000")
+        store.db = sqlite_utils.Database(store.conn)
+        store._columns = {}
+        store._pks = {}
+        return store
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM sandex_meta WHERE key = ?", (key,)).fetchone()
