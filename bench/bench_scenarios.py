@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_scenarios.py                     # bounded: 200,000 events
     .venv/bin/python bench/bench_scenarios.py --events 1000000    # the 1M figure
+    .venv/bin/python bench/bench_scenarios.py --events 1000000 --log /tmp/1m.db   # keep it
 
 1. Steps per second of `sandex replay` in-process: every scenario of `scenarios/`
    (each on a fresh sandbox, start-up included), and one long generated scenario
@@ -211,6 +212,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--events", type=int, default=200_000, help="size of the time-travel log")
     p.add_argument("--rounds", type=int, default=300, help="rounds of the long scenario (5 steps)")
+    p.add_argument("--log", default=None, help="keep the large log here; reused when it exists")
     args = p.parse_args()
     configure(json_lines=False, level="WARNING")
     print(f"machine: {machine()}")
