@@ -1,13 +1,21 @@
 """Event-store figures: appends through the writer (group commit) against raw
-`executemany` into the same table, and replay speed at start-up.
+`executemany` into the same table, replay speed at start-up, and start-up time from a
+state snapshot.
 
     python bench/bench_store.py [--events 200000] [--replay-events 1000000] [--runs 5]
+                                [--tail 50000]
+
+Start-up is measured twice on the same log of `--replay-events` events: a full replay
+(snapshots off, events/s against a bare scan that decodes with orjson), and from the
+newest state snapshot, which the writer had built in the background `--tail` events
+before the end (the average tail with snapshots every 100,000 events is 50,000).
 """
 
 from __future__ import annotations
 
 import argparse
 import sqlite3
+import statistics
 import sys
 import tempfile
 import threading
@@ -25,8 +33,9 @@ from engine.commands import Actor, Command, CreateCustomer, SandboxDeposit  # no
 from engine.domain import register  # noqa: E402
 from engine.events import Event  # noqa: E402
 from engine.projections.readmodels import TABLES  # noqa: E402
+from engine.state_snapshots import FORMAT, Snapshotter  # noqa: E402
 from engine.store import SqliteEventStore  # noqa: E402
-from engine.verify import rebuild  # noqa: E402
+from engine.verify import rebuild, verify  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +110,21 @@ def through_writer(path: Path, commands: list[Command], senders: int = 8) -> flo
 
 
 def build_log(path: Path, n: int) -> None:
-    """A log of `n` realistic events (deposits across 1,000 profiles), written in bulk."""
-    engine = Engine(path, Settings(clock="manual"))
+    """A log of `n` realistic events (sandbox deposits), written in bulk."""
+    engine = Engine(path, Settings(clock="manual", snapshot_every_events=0))
     engine.start()
-    boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
+    engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     engine.stop()
+    extend_log(path, n)
+
+
+def extend_log(path: Path, n: int) -> None:
+    """Deposits appended in bulk until the log holds `n` events; read models rebuilt."""
     store = SqliteEventStore(path, durability="NORMAL", tables=TABLES)
+    customer, profile_id = store.conn.execute(
+        "SELECT customer_id, id FROM profiles ORDER BY seq LIMIT 1"
+    ).fetchone()
+    boot = {"customer_id": customer, "profile_id": profile_id}
     pos = store.last_position()
     profile = boot["profile_id"]
     batch: list[Event] = []
@@ -162,13 +180,32 @@ def bare_scan(path: Path) -> float:
     return count / t.seconds
 
 
-def startup(path: Path) -> tuple[float, float]:
-    """Seconds to open an engine on the log (replay included), and events/s replayed."""
+def startup(path: Path, snapshots: bool = False) -> tuple[float, float, int]:
+    """Seconds to open an engine on the log (replay included), events/s replayed, and
+    the position of the snapshot it started from (0: none)."""
+    every = 100_000 if snapshots else 0
     with Timer() as t:
-        engine = Engine(path, Settings(clock="manual"))
-    events = engine.state.position
+        engine = Engine(path, Settings(clock="manual", snapshot_every_events=every))
+    events = engine.state.position - engine.loaded_from
+    base = engine.loaded_from
     engine.store.close()
-    return t.seconds, events / t.seconds
+    return t.seconds, events / t.seconds, base
+
+
+def take_snapshot(path: Path, position: int) -> tuple[float, int]:
+    """Have the writer's snapshot thread build the state at `position` from the log (a
+    replay and a pickle, as it does every `snapshot_every_events`), and store it as the
+    writer does; seconds it took, bytes."""
+    store = SqliteEventStore(path, tables=TABLES)
+    built: list[tuple[int, str, bytes]] = []
+    snapshotter = Snapshotter(str(path), lambda p, c, d: built.append((p, c, d)))
+    with Timer() as t:
+        snapshotter.request(position)
+        snapshotter.wait()
+        at, check, data = built[0]
+        store.save_state_snapshot(at, FORMAT, check, data)
+    store.close()
+    return t.seconds, len(data)
 
 
 def main() -> None:
@@ -176,6 +213,8 @@ def main() -> None:
     p.add_argument("--events", type=int, default=100_000)
     p.add_argument("--replay-events", type=int, default=1_000_000)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--tail", type=int, default=50_000)
+    p.add_argument("--skip-writer", action="store_true", help="start-up figures only")
     args = p.parse_args()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,31 +234,50 @@ def main() -> None:
                 d / f"d{next(counter)}.db", [SandboxDeposit()] * (args.events // 4)
             )
 
-        base = repeat(raw, args.runs)
-        noop = repeat(writer_noop, args.runs)
-        dep = repeat(writer_deposit, args.runs)
-        print(
-            f"raw executemany (FULL, 500/tx)          {fmt_rate(base['median'])} (min {fmt_rate(base['min'])}, max {fmt_rate(base['max'])})"
-        )
-        print(
-            f"writer, one-event commands (FULL)       {fmt_rate(noop['median'])} (min {fmt_rate(noop['min'])}, max {fmt_rate(noop['max'])})  ratio {noop['median'] / base['median']:.2f}"
-        )
-        print(
-            f"writer, sandbox deposits (FULL)         {fmt_rate(dep['median'])} (min {fmt_rate(dep['min'])}, max {fmt_rate(dep['max'])})  ratio {dep['median'] / base['median']:.2f}"
-        )
+        if not args.skip_writer:
+            base = repeat(raw, args.runs)
+            noop = repeat(writer_noop, args.runs)
+            dep = repeat(writer_deposit, args.runs)
+            print(f"raw executemany (FULL, 500/tx)          {_spread(base)}")
+            print(
+                f"writer, one-event commands (FULL)       {_spread(noop)}"
+                f"  ratio {noop['median'] / base['median']:.2f}"
+            )
+            print(
+                f"writer, sandbox deposits (FULL)         {_spread(dep)}"
+                f"  ratio {dep['median'] / base['median']:.2f}"
+            )
 
         log = d / "replay.db"
         with Timer() as t:
             build_log(log, args.replay_events)
         print(f"built a log of {args.replay_events:,} events in {t.seconds:.1f} s")
-        scan = repeat(lambda: bare_scan(log), max(1, args.runs // 2))
-        rates = [startup(log) for _ in range(max(1, args.runs // 2))]
-        rates.sort(key=lambda r: r[1])
-        mid = rates[len(rates) // 2]
-        print(f"bare scan + orjson decode               {fmt_rate(scan['median'])}")
+        took, size = take_snapshot(log, args.replay_events - args.tail)
+        print(f"state snapshot built in the background in {took:.1f} s, {size / 1e6:.1f} MB")
+        slow_runs = max(1, args.runs // 2)
+        scan = repeat(lambda: bare_scan(log), slow_runs)
+        full = [startup(log) for _ in range(slow_runs)]
+        rates = {"median": statistics.median(r[1] for r in full)}
+        rates.update(min=min(r[1] for r in full), max=max(r[1] for r in full))
+        print(f"bare scan + orjson decode               {_spread(scan)}")
         print(
-            f"start-up replay                         {fmt_rate(mid[1])} ({mid[0]:.2f} s)  ratio {mid[1] / scan['median']:.2f}"
+            f"start-up replay, no snapshot            {_spread(rates)}"
+            f"  ratio {rates['median'] / scan['median']:.2f}"
+            f" ({statistics.median(r[0] for r in full):.2f} s, median of {slow_runs})"
         )
+        snap = [startup(log, snapshots=True) for _ in range(args.runs)]
+        secs = [r[0] for r in snap]
+        print(
+            f"start-up from a snapshot                {statistics.median(secs):.2f} s"
+            f" (min {min(secs):.2f}, max {max(secs):.2f}; snapshot at {snap[0][2]:,},"
+            f" {args.replay_events - snap[0][2]:,} events replayed)"
+        )
+        problems = verify(str(log))
+        print(f"sandex verify: {'OK' if not problems else problems[0]}")
+
+
+def _spread(r: dict[str, float]) -> str:
+    return f"{fmt_rate(r['median'])} (min {fmt_rate(r['min'])}, max {fmt_rate(r['max'])})"
 
 
 if __name__ == "__main__":

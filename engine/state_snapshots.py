@@ -66,7 +66,27 @@ FORMAT = _format()
 
 
 def encode(state: State, versions: dict[str, int]) -> bytes:
+    """The bytes of a snapshot. `state` must be the caller's own (the snapshot thread's
+    replay): its equal short strings are made one object first, which pickle then writes
+    once and start-up builds once (a third of the loading time of a log of deposits)."""
+    _share_strings(state)
     return zlib.compress(pickle.dumps((state, versions), protocol=5), 1)
+
+
+def _share_strings(state: State) -> None:
+    pool: dict[str, str] = {}
+    for record in state.transfers.values():
+        for key, value in record.items():
+            if type(value) is str and len(value) <= 40:
+                record[key] = pool.setdefault(value, value)
+    for part in state.ext.values():  # records kept by id (the feed's items, say)
+        if not isinstance(part, dict):
+            continue
+        for item in part.values():
+            for name in getattr(type(item), "__slots__", ()):
+                value = getattr(item, name, None)
+                if type(value) is str and len(value) <= 40:
+                    object.__setattr__(item, name, pool.setdefault(value, value))
 
 
 def decode(data: bytes) -> tuple[State, dict[str, int]]:

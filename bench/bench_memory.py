@@ -1,0 +1,81 @@
+"""Memory per resting order: the writer's state grown by N limit orders that rest.
+
+    python bench/bench_memory.py [--orders 200000]
+
+Orders are decided and applied as the writer does (engine._handle: the order, its book
+level, its public feed items, its stream version), without the store, on a still
+market; buys from 30,000 to 40,000 USD, far under the reference, so that all rest.
+The figure is the growth of the process's resident memory after a full collection,
+divided by the orders: what a million resting orders cost is that times a million.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import Timer, machine  # noqa: E402
+from engine import Engine, Settings  # noqa: E402
+from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--orders", type=int, default=200_000)
+    args = p.parse_args()
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(clock="manual", market_volatility=Decimal(0), snapshot_every_events=0)
+        engine = Engine(Path(tmp) / "memory.db", settings).start()
+        made = engine.execute(CreateCustomer(client_id="m", client_secret="m", bootstrap=True))
+        actor = Actor(customer_id=made["customer_id"], client_id="m")
+        engine.execute(
+            SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="1000000000")
+        )
+        engine.stop()
+        engine._thread = None
+        commands = [
+            CreateOrder(
+                actor=actor,
+                profile_id="default",
+                market="BTCUSD",
+                side="BUY",
+                type="LIMIT",
+                price=format(Decimal(30000) + Decimal(i % 40000) / 4, "f"),
+                base_amount="0.001",
+            )
+            for i in range(args.orders)
+        ]
+        gc.collect()
+        before = rss()
+        with Timer() as t:
+            for command in commands:
+                engine._handle(command)
+                engine._pending.clear()
+                engine.state.dirty.clear()
+        del commands
+        gc.collect()
+        grown = rss() - before
+        book = engine.state.ext["trading"].markets["BTCUSD"].book
+        resting = len(book)
+        assert resting == args.orders, f"{resting} of {args.orders} rest"
+        print(
+            f"resting orders: {resting:,} in {t.seconds:.1f} s;"
+            f" memory per resting order {grown / resting:,.0f} bytes"
+            f" ({grown / 2**20:,.0f} MiB in all)"
+        )
+
+
+if __name__ == "__main__":
+    main()
