@@ -9,8 +9,9 @@
    (steady state: deposits, fee quotes, withdrawals, orders, clock moves, reads).
 2. A log of N events written through the real engine (a mix of deposits, fee quotes,
    withdrawals that complete, market orders that trade, clock moves), then time
-   travel into a new database at 90% and at 100% of it: copy the prefix, replay it,
-   write the read models; and `sandex verify` on the result.
+   travel into a new database at 90% and at 100% of it: copy the prefix, the state at
+   the cut (the newest start-up state snapshot before it and the tail, or a full
+   replay), the read models; then `sandex verify` on the result (a full replay).
 """
 
 from __future__ import annotations
@@ -242,7 +243,8 @@ def main() -> None:
                 done = travel(src, out, position=int(total * share))
             print(
                 f"time travel to position {done.position:,} ({share:.0%}): {t.seconds:.2f} s"
-                f" = {fmt_rate(done.events / t.seconds)} (copy, replay, read models)"
+                f" = {fmt_rate(done.events / t.seconds)} (copy, state, read models;"
+                f" {f'from the state snapshot at {done.base:,}' if done.base else 'full replay'})"
             )
         started = time.perf_counter()
         problems = verify(str(out))

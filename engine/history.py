@@ -49,6 +49,7 @@ class Travelled:
     asked: int  # the position asked for (or the last one at the time asked for)
     occurred_at: str  # the time of the last event kept ("" for an empty log)
     events: int
+    base: int = 0  # the position of the state snapshot it started from (0: none)
 
 
 def cut_position(
@@ -89,11 +90,14 @@ def travel(
     """Write `out`: the events of `source` up to the cut, its seed and signing secret, and
     read models rebuilt from those events.
 
+    The state at the cut is the source's newest state snapshot at or before it (the
+    start-up cache of engine/state_snapshots.py, used only when it still matches the
+    log) and the events after it, or a replay of the whole prefix when there is none.
     The file is built under another name without a journal (nothing in it is worth
     protecting until it is complete) and renamed into place when done, so `out` either
     does not exist or is a whole database."""
-    from engine.engine import replay
     from engine.projections.readmodels import TABLES, all_rows
+    from engine.state_snapshots import load as load_state
     from engine.store import SqliteEventStore
 
     out_path = Path(out)
@@ -125,7 +129,11 @@ def travel(
         )
         db.execute("COMMIT")
         db.execute("DETACH DATABASE src")
-        state, _ = replay(store.read(with_meta=False))
+        reader = SqliteEventStore.reader(source)
+        try:
+            state, _, base = load_state(reader, upto=cut)
+        finally:
+            reader.close()
         rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
         for table, row in all_rows(state):
             rows.setdefault(table, ([], []))[0].append(row)
@@ -140,4 +148,4 @@ def travel(
         raise
     store.close()
     partial.rename(out_path)
-    return Travelled(position=cut, asked=asked, occurred_at=last, events=events)
+    return Travelled(position=cut, asked=asked, occurred_at=last, events=events, base=base)

@@ -12,8 +12,10 @@ import pytest
 from api_adapter.cli import main
 from engine.clock import parse_time
 from engine.history import log_hash, travel
+from engine.projections.readmodels import TABLES
 from engine.verify import verify
 from tests.conftest import START, Sandbox, make_settings
+from tests.transfer_helpers import withdraw
 
 
 def _events(db: Path) -> list[tuple[Any, ...]]:
@@ -120,3 +122,37 @@ def test_travel_across_a_restore_lands_before_or_after_it(sandbox: Any, tmp_path
     assert _balance(tmp_path / "before.db", "BTC")["available"] == "3"
     assert _balance(tmp_path / "after.db", "BTC")["available"] == "1"
     assert verify(str(tmp_path / "before.db")) == verify(str(tmp_path / "after.db")) == []
+
+
+def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES}
+    finally:
+        conn.close()
+
+
+def test_travel_starts_from_a_state_snapshot_and_lands_where_a_full_replay_does(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    sb = sandbox_factory("snapped.db", snapshot_every_events=10)
+    for _ in range(12):
+        sb.deposit("BTC", "1")
+        withdraw(sb, amount="0.001")
+    sb.engine.wait_for_snapshot(30)
+    sb.deposit("BTC", "1")  # the writer stores the snapshot handed to it
+    sb.engine.wait_for_snapshot(30)
+    sb.advance(30)
+    cut = sb.engine.state.position - 1
+    sb.close()
+    fast = travel(sb.db, tmp_path / "fast.db", position=cut)
+    assert 0 < fast.base <= cut
+    plain = tmp_path / "plain.db"
+    conn = sqlite3.connect(sb.db)
+    conn.execute("DELETE FROM state_snapshots")
+    conn.commit()
+    conn.close()
+    slow = travel(sb.db, plain, position=cut)
+    assert slow.base == 0 and slow.position == fast.position
+    assert _tables(tmp_path / "fast.db") == _tables(plain)
+    assert verify(str(tmp_path / "fast.db")) == []
