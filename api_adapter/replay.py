@@ -554,7 +554,8 @@ def time_travel(db: str, until: str, out: str) -> int:
         else ""
     )
     at = f", last event at {done.occurred_at}" if done.occurred_at else ""
-    print(f"wrote {out}: {done.events} events up to position {done.position}{moved}{at}")
+    base = f"; state from the snapshot at {done.base} and the tail" if done.base else ""
+    print(f"wrote {out}: {done.events} events up to position {done.position}{moved}{at}{base}")
     return 0
 
 
