@@ -22,11 +22,11 @@ from typing import Any
 
 import orjson
 
-from engine.clock import format_time, parse_time
 from engine.errors import Invalid, NotFound
 from engine.events import Event
 from engine.orders import order_view, trading_state
 from engine.projections import readmodels
+from engine.queries import time_conditions
 from engine.state import State
 from engine.transfers import transfer_view
 
@@ -196,7 +196,6 @@ readmodels.register(
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 100
-_TIME_OPS = {"lt": "<", "lte": "<=", "eq": "=", "gte": ">=", "gt": ">"}
 
 
 def _public(body: str, undelivered: int) -> dict[str, Any]:
@@ -227,15 +226,11 @@ def list_events(
     if type is not None:
         where.append("f.type = ?")
         params.append(type)
-    for op, text in (times or {}).items():
-        try:
-            value = format_time(parse_time(text))
-        except ValueError as exc:
-            raise Invalid(
-                f"created_at.{op} invalid: not an RFC 3339 time", field=f"created_at.{op}"
-            ) from exc
-        where.append(f"f.created_at {_TIME_OPS[op]} ?")
-        params.append(value)
+    time_where, time_params = time_conditions(
+        {("created_at", op): text for op, text in (times or {}).items()}, table="f."
+    )
+    where += time_where
+    params += time_params
     if after_seq is not None:
         where.append("f.seq > ?")
         params.append(after_seq)

@@ -34,6 +34,24 @@ class Page:
     times: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
+def time_conditions(
+    times: dict[tuple[str, str], str], table: str = ""
+) -> tuple[list[str], list[Any]]:
+    """SQL conditions for time filters such as `created_at.gte`; a bad time names its field."""
+    where: list[str] = []
+    params: list[Any] = []
+    for (column, op), text in times.items():
+        try:
+            value = format_time(parse_time(text))
+        except ValueError as exc:
+            raise Invalid(
+                f"{column}.{op} invalid: not an RFC 3339 time", field=f"{column}.{op}"
+            ) from exc
+        where.append(f"{table}{column} {_TIME_OPS[op]} ?")
+        params.append(value)
+    return where, params
+
+
 def encode_cursor(seq: int) -> str:
     return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
 
@@ -101,15 +119,9 @@ class Queries:
             raise Invalid("order invalid: must be ASC or DESC", field="order")
         where = list(where)
         params = list(params)
-        for (column, op), text in page.times.items():
-            try:
-                value = format_time(parse_time(text))
-            except ValueError as exc:
-                raise Invalid(
-                    f"{column}.{op} invalid: not an RFC 3339 time", field=f"{column}.{op}"
-                ) from exc
-            where.append(f"{column} {_TIME_OPS[op]} ?")
-            params.append(value)
+        time_where, time_params = time_conditions(page.times)
+        where += time_where
+        params += time_params
         if page.page_cursor:
             seq = decode_cursor(page.page_cursor)
             where.append("seq > ?" if order == "ASC" else "seq < ?")
