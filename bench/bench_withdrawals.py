@@ -224,6 +224,7 @@ def main() -> int:
     serve = [
         py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
         "--clock", "wall", "--durability", args.durability, "--log-level", "WARNING", "--log-format", "json",
+        "--no-rate-limits",
     ]  # fmt: skip
     server = _start(serve, f"http://127.0.0.1:{port}/v2/sandbox/clock")
     root = f"http://127.0.0.1:{port}"
@@ -265,8 +266,10 @@ def main() -> int:
     print(line("trivial FastAPI endpoint, before", trivial_before))
     print(line("trivial FastAPI endpoint, after", trivial_after))
     print(line(f"POST crypto-withdrawals ({args.durability})", sandex))
+    # Only answered withdrawals count: a refusal (429, 403) is cheaper than the work measured.
+    ok_rps = sandex["rps"] * (1 - sandex["non_2xx"] / max(sandex["requests"], 1))
     print(
-        f"ratio withdrawals / trivial (mean of before and after): {sandex['rps'] / trivial_rps:.2f}"
+        f"ratio withdrawals / trivial (mean of before and after), 2xx only: {ok_rps / trivial_rps:.2f}"
     )
     print(f"withdrawals in the log by status: {statuses}; {events:,} events")
     if not args.no_verify:
