@@ -401,15 +401,22 @@ def replay(
     events: Iterable[Event],
     state: State | None = None,
     versions: dict[str, int] | None = None,
+    *,
+    pause_gc: bool = True,
 ) -> tuple[State, dict[str, int]]:
     """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
-    after it); the same code path as live application."""
+    after it); the same code path as live application.
+
+    `pause_gc` turns the cyclic collector off meanwhile: a replay allocates millions of
+    long-lived objects and no cyclic garbage. The switch is process-wide, so a replay in
+    a background thread, beside a running writer, leaves it alone."""
     state = State() if state is None else state
     versions = {} if versions is None else versions
     appliers = APPLIERS
     event = None
-    collecting = gc.isenabled()
-    gc.disable()  # a replay allocates millions of long-lived objects: no cyclic garbage
+    collecting = pause_gc and gc.isenabled()
+    if collecting:
+        gc.disable()
     state.live = False
     try:
         with decimal.localcontext(CONTEXT):

@@ -40,13 +40,14 @@ import pickle
 import sys
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import sortedcontainers
 import structlog
 
+from engine.events import Event
 from engine.state import State
 from engine.store import SqliteEventStore
 
@@ -229,13 +230,15 @@ class Snapshotter:
             base = state.position if state is not None else 0
             cancel = self._cancel
 
-            def watched() -> object:
+            def watched() -> Iterator[Event]:
                 for n, event in enumerate(store.read(after=base, until=position, with_meta=False)):
                     if n % 4096 == 0 and cancel.is_set():
                         raise Cancelled
                     yield event
 
-            state, versions = engine_module.replay(watched(), state=state, versions=versions)  # type: ignore[arg-type]
+            state, versions = engine_module.replay(
+                watched(), state=state, versions=versions, pause_gc=False
+            )
             if state.position != position:
                 return  # the log does not reach it (rolled back): nothing to snapshot
             check = store.event_check(position)
