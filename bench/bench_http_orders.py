@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +33,7 @@ from bench.bench_withdrawals import (  # noqa: E402
     _request,
     _start,
     _stop,
+    run_wrk,
 )
 
 BODIES: list[dict[str, Any]] = [
@@ -49,8 +47,6 @@ BODIES: list[dict[str, Any]] = [
     {"side": "SELL", "market": "ETHUSD", "type": "LIMIT", "price": "2100", "base_amount": "0.001", "time_in_force": "IOC"},
     {"side": "BUY", "market": "BTCUSD", "type": "MARKET", "quote_amount": "5.00"},
 ]  # fmt: skip
-
-_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
 def _wrk_cycle(
@@ -70,32 +66,7 @@ request = function()
   return wrk.format("POST", nil, headers, bodies[i])
 end
 """
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(lua)
-        script = f.name
-    try:
-        out = subprocess.run(
-            ["wrk", "-t2", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", script, url],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=seconds + 60,
-        ).stdout
-    finally:
-        os.unlink(script)
-
-    def latency(q: str) -> float:
-        m = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
-        assert m, out
-        return float(m.group(1)) * _UNITS[m.group(2)]
-
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        "p50": latency("50"),
-        "p99": latency("99"),
-        "non_2xx": float(errors.group(1)) if errors else 0.0,
-    }
+    return run_wrk(url, lua, seconds, conns)
 
 
 def _load(

@@ -96,8 +96,13 @@ def _wrk(
         f"wrk.headers['{k}'] = '{v}'"
         for k, v in {"Content-Type": "application/json", **headers}.items()
     ]
+    return run_wrk(url, "\n".join(lua) + "\n", seconds, conns)
+
+
+def run_wrk(url: str, lua: str, seconds: int, conns: int) -> dict[str, float]:
+    """wrk with a Lua script on loopback: throughput, p50/p99 and the refusals counted."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write("\n".join(lua) + "\n")
+        f.write(lua)
         script = f.name
     try:
         out = subprocess.run(
