@@ -17,12 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
 import schemathesis  # noqa: E402
 import structlog  # noqa: E402
 
 from tests.conftest import Sandbox, make_settings  # noqa: E402
-from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, fuzz  # noqa: E402
+from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, funded_headers, fuzz  # noqa: E402
 from tests.reference import SUBSET, document  # noqa: E402
 from tests.test_crash import Process  # noqa: E402
 
@@ -54,19 +53,7 @@ def reference(examples: int, tmp: Path) -> list[str]:
         return []
     server = Process(tmp / "reference.db", tmp / "server.log")
     try:
-        form = {
-            "grant_type": "client_credentials",
-            "client_id": "sandex",
-            "client_secret": "sandex-secret",
-        }
-        token = httpx.post(f"{server.base}/oauth2/token", data=form).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
-        for asset, amount in (("BTC", "10"), ("USD", "1000000")):
-            httpx.post(
-                f"{server.base}/v2/sandbox/profiles/default/deposit",
-                json={"asset": asset, "amount": amount},
-                headers=headers,
-            )
+        headers = funded_headers(server.base)
         failures, calls = fuzz(
             schemathesis.openapi.from_dict(document()),
             headers=headers,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import httpx
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -129,3 +130,22 @@ def _runner(
         case.validate_response(response, checks=checks)
 
     return run  # type: ignore[no-any-return]
+
+
+def funded_headers(base: str) -> dict[str, str]:
+    """The bootstrap client's bearer header on a server at `base`, its profile funded so
+    that generated orders and withdrawals can get past the funds check."""
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": "sandex",
+        "client_secret": "sandex-secret",
+    }
+    token = httpx.post(f"{base}/oauth2/token", data=form).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    for asset, amount in (("BTC", "10"), ("USD", "1000000")):
+        httpx.post(
+            f"{base}/v2/sandbox/profiles/default/deposit",
+            json={"asset": asset, "amount": amount},
+            headers=headers,
+        )
+    return headers

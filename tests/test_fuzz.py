@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 
-from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, fuzz
+from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, funded_headers, fuzz
 from tests.reference import SUBSET, document
 from tests.test_crash import Process
 
@@ -42,19 +41,7 @@ def test_every_operation_of_the_reference_against_a_running_sandbox(tmp_path: Pa
         pytest.skip(f"the reference document is not here ({SUBSET})")
     server = Process(tmp_path / "fuzz.db", tmp_path / "server.log")
     try:
-        form = {
-            "grant_type": "client_credentials",
-            "client_id": "sandex",
-            "client_secret": "sandex-secret",
-        }
-        token = httpx.post(f"{server.base}/oauth2/token", data=form).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
-        for asset, amount in (("BTC", "10"), ("USD", "1000000")):
-            httpx.post(
-                f"{server.base}/v2/sandbox/profiles/default/deposit",
-                json={"asset": asset, "amount": amount},
-                headers=headers,
-            )
+        headers = funded_headers(server.base)
         schema = schemathesis.openapi.from_dict(document())
         failures, calls = fuzz(
             schema,
