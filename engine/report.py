@@ -24,6 +24,7 @@ from engine.orders import trading_state
 from engine.settings import Settings
 
 ZERO = Decimal(0)
+INF = 1 << 62
 RATIO = Decimal("0.000001")
 EQUITY_ROWS = 50_000
 PLOT_POINTS = 1200
@@ -57,12 +58,14 @@ class BacktestResult:
     executions: list[dict[str, Any]]
     log_hash: str
     db: str | None
-    # Plotting data (floats are fine here: they are drawn, never reported).
-    plot: dict[str, Any] = field(default_factory=dict, repr=False)
-    # Equity rows as computed, made into text only when asked for (most runs never are).
+    # Equity rows as computed (time, price, market, equity, peak, holdings, cash), made
+    # into text only when asked for (most runs never are).
     raw_equity: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
     equity_columns: tuple[list[str], list[tuple[int, str]], str] = ([], [], "")
+    # What the page's charts are drawn from, turned into floats only when it is drawn.
+    plot_source: dict[str, Any] = field(default_factory=dict, repr=False)
     _equity: list[dict[str, Any]] | None = field(default=None, repr=False)
+    _plot: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def equity(self) -> list[dict[str, Any]]:
@@ -70,13 +73,13 @@ class BacktestResult:
         if self._equity is None:
             markets, positions, currency = self.equity_columns
             rows = []
-            for t, price, m, value, drawdown, held, cash in self.raw_equity:
+            for t, price, m, value, peak, held, cash in self.raw_equity:
                 row = {
                     "time": format_time(from_micros(t)),
                     "price": format(price, "f"),
                     "market": markets[m],
                     "equity": _amount(value),
-                    "drawdown": _ratio(drawdown),
+                    "drawdown": _ratio((peak - value) / peak if peak > 0 else ZERO),
                 }
                 for a, asset in positions:
                     row[f"position_{asset}"] = _amount(held[a])
@@ -84,6 +87,13 @@ class BacktestResult:
                 rows.append(row)
             self._equity = rows
         return self._equity
+
+    @property
+    def plot(self) -> dict[str, Any]:
+        """The charts' data in floats (they are drawn, never reported)."""
+        if self._plot is None:
+            self._plot = _plot(self)
+        return self._plot
 
     def write(self, out: str | Path) -> Path:
         """summary.json, executions.csv, equity.csv and report.html in `out`."""
@@ -159,9 +169,11 @@ def build_result(
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
     equity_rows: list[tuple[Any, ...]] = []
-    plot_equity: list[tuple[int, float]] = []
-    plot_position: list[tuple[int, float]] = []
-    peak = start_value
+    append = equity_rows.append
+    # The deepest drawdown is found at the lowest value since the last peak: with the
+    # peak fixed, (peak - value) / peak only grows as the value falls, so the division
+    # is done for each new low, not for each point.
+    peak = trough = start_value
     max_dd = ZERO
     max_dd_amount = ZERO
     exposed_us = 0
@@ -169,33 +181,49 @@ def build_result(
     h = 0
     held = holdings[0][1]
     value = start_value
+    last = n - 1
+    changes = iter([*(c[0] for c in holdings[1:]), INF])
+    next_change = next(changes)
+
+    def holding(held: tuple[Decimal, ...]) -> tuple[bool, tuple[Decimal, int] | None]:
+        """Whether a priced asset is held, and (amount, market) when only one is: the
+        value is then the cash plus that amount at the market's price."""
+        valued = [(held[a], m) for a, m in valued_by.items() if held[a]]
+        return bool(valued), valued[0] if len(valued) == 1 else None
+
+    cash_held = held[cash]
+    position, only = holding(held)
     for i in range(n):
         t = times[i]
-        changed = False
-        while h + 1 < len(holdings) and holdings[h + 1][0] <= t:
-            h += 1
+        changed = t >= next_change
+        if changed:
+            while next_change <= t:
+                h += 1
+                next_change = next(changes)
             held = holdings[h][1]
-            changed = True
-        latest[mks[i]] = prices[i]
-        position = any(held[a] for a in valued_by)
-        if position or changed:
-            value = worth(held)
-        if value > peak:
-            peak = value
-        drawdown = (peak - value) / peak if peak > 0 else ZERO
-        if drawdown > max_dd:
-            max_dd = drawdown
-            max_dd_amount = peak - value
+            cash_held = held[cash]
+            position, only = holding(held)
+        m = mks[i]
+        latest[m] = prices[i]
         if position:
-            if i + 1 < n:
+            value = cash_held + only[0] * latest[only[1]] if only is not None else worth(held)
+        elif changed:
+            value = cash_held
+        if value > peak:
+            peak = trough = value
+        elif value < trough and peak > 0:
+            trough = value
+            drawdown = (peak - value) / peak
+            if drawdown > max_dd:
+                max_dd = drawdown
+                max_dd_amount = peak - value
+        if position:
+            if i < last:
                 exposed_us += times[i + 1] - t
             if value > 0:
-                exposure_sum += (value - held[cash]) / value
-        if i % stride == 0 or changed or i == n - 1:
-            equity_rows.append((t, prices[i], mks[i], value, drawdown, held, held[cash]))
-            plot_equity.append((t, float(value)))
-            if base_columns:
-                plot_position.append((t, float(held[base_columns[0][0]])))
+                exposure_sum += (value - cash_held) / value
+        if changed or i % stride == 0 or i == last:
+            append((t, prices[i], m, value, peak, held, cash_held))
     final_held = holdings[-1][1]
     final_value = worth(final_held)
     flows_value = ZERO
@@ -259,30 +287,42 @@ def build_result(
         "errors": errors,
         "log_hash": log_hash,
     }
-    plot = {
+    source = {
+        "markets": markets,
+        "times": times,
+        "mks": mks,
+        "prices": prices,
+        "executions": executions,
+        "position_asset": base_columns[0] if base_columns else None,
+        "currency": currency,
+    }
+    result = BacktestResult(summary, executions, log_hash, db, equity_rows)
+    result.plot_source = source
+    result.equity_columns = (markets, base_columns, currency)
+    return result
+
+
+def _plot(result: BacktestResult) -> dict[str, Any]:
+    source = result.plot_source
+    markets, times, mks, prices = (source[k] for k in ("markets", "times", "mks", "prices"))
+    held_asset = source["position_asset"]
+    rows = result.raw_equity
+    return {
         "markets": markets,
         "prices": [
-            [(times[i], float(prices[i])) for i in range(n) if mks[i] == m]
+            [(times[i], float(prices[i])) for i in range(len(times)) if mks[i] == m]
             for m in range(len(markets))
         ],
         "fills": [
-            (
-                markets.index(e["market"]),
-                e["executed_at"],
-                float(Decimal(e["price"])),
-                e["side"],
-            )
-            for e in executions
+            (markets.index(e["market"]), e["executed_at"], float(Decimal(e["price"])), e["side"])
+            for e in source["executions"]
             if e["market"] in markets
         ],
-        "equity": plot_equity,
-        "position": plot_position,
-        "position_asset": base_columns[0][1] if base_columns else "",
-        "currency": currency,
+        "equity": [(r[0], float(r[3])) for r in rows],
+        "position": [(r[0], float(r[5][held_asset[0]])) for r in rows] if held_asset else [],
+        "position_asset": held_asset[1] if held_asset else "",
+        "currency": source["currency"],
     }
-    result = BacktestResult(summary, executions, log_hash, db, plot, equity_rows)
-    result.equity_columns = (markets, base_columns, currency)
-    return result
 
 
 def _price_at(times: list[int], mks: list[int], prices: list[Decimal], m: int, at: int) -> Decimal:
