@@ -115,10 +115,8 @@ class Engine:
             log.warning(
                 "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
             )
-            rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-            for table, row in all_rows(state):
-                rows.setdefault(table, ([], []))[0].append(row)
-            self.store.replace_read_models(rows, state.position)
+            rebuild_read_models(self.store)
+        state.appended = []
         self._data_version = self.store.data_version()
         gc.collect()
         gc.freeze()
@@ -243,6 +241,7 @@ class Engine:
                     self._pending, rows_for(self.state, self.state.dirty), self.state.position
                 )
                 self.state.dirty.clear()
+                self.state.appended = []
                 if self._snapshot_every and self._thread is not None:
                     self._maybe_snapshot()
             except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
@@ -301,6 +300,7 @@ class Engine:
 
     def _recover(self) -> None:
         self.state.dirty.clear()
+        self.state.appended = []
         try:
             self._load()
             self._stale = False
@@ -432,3 +432,17 @@ def replay(
         state.last_time = event.occurred_at
     state.dirty.clear()
     return state, versions
+
+
+def rebuild_read_models(store: SqliteEventStore) -> State:
+    """Replay the whole log, collecting the append-only rows too, and rewrite every
+    read-model table from it in one transaction; the state replayed."""
+    state = State()
+    state.appended = []
+    replay(store.read(with_meta=False), state)
+    rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for table, row in all_rows(state):
+        rows.setdefault(table, ([], []))[0].append(row)
+    state.appended = None
+    store.replace_read_models(rows, state.position)
+    return state

@@ -8,16 +8,17 @@ into the service's Event shape: `type` (`transfer.crypto_withdrawal.completed`,
 stream and version, so a replay gives the same ids and nothing needs drawing.
 
 `seq` orders the feed: twice the log position, plus one for the second side of a trade.
-Items are kept in memory (their JSON already encoded) so that a rebuild writes exactly
-the rows the writer wrote; a restore of a snapshot keeps them, since what was announced
-stays announced.
+The feed is append-only: an item, once written, never changes, and a restore of a
+snapshot leaves it (what was announced stays announced). So the writer's state does
+not keep the items: each goes to the `event_feed` table in the commit of the event that
+produced it (`State.append`), a start-up replay skips them, and a rebuild collects them
+from the whole log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -45,21 +46,6 @@ WATCHED = TRANSFER_EVENTS + ORDER_EVENTS
 
 TRANSFER_OBJECT = "transfer_status_change"
 ORDER_OBJECT = "order"
-KEY = "feed"
-
-
-@dataclass(slots=True, frozen=True)
-class Item:
-    id: str
-    customer_id: str
-    type: str
-    created_at: str
-    seq: int
-    body: str  # the Event object as JSON, without `undelivered_webhooks`
-
-
-def items(state: State) -> dict[str, Item]:
-    return state.ext.setdefault(KEY, {})  # type: ignore[no-any-return]
 
 
 def event_id(e: Event, rank: int) -> str:
@@ -91,15 +77,17 @@ def _add(
         "object": obj,
         "created_at": e.occurred_at,
     }
-    items(state)[item_id] = Item(
-        item_id,
-        customer_id,
-        kind,
-        e.occurred_at,
-        e.position * 2 + rank,
-        orjson.dumps(body).decode(),
+    state.append(
+        "event_feed",
+        {
+            "id": item_id,
+            "customer_id": customer_id,
+            "type": kind,
+            "created_at": e.occurred_at,
+            "seq": e.position * 2 + rank,
+            "body": orjson.dumps(body).decode(),
+        },
     )
-    state.mark("feed", item_id)
 
 
 def _transfer(state: State, e: Event) -> None:
@@ -148,6 +136,8 @@ def _order(state: State, e: Event) -> None:
 
 def observe(state: State, e: Event) -> None:
     """Runs after the applier of every watched event type."""
+    if state.appended is None:
+        return
     if e.type in TRANSFER_EVENTS:
         _transfer(state, e)
     else:
@@ -157,22 +147,7 @@ def observe(state: State, e: Event) -> None:
 # -- read model -----------------------------------------------------------------------
 
 
-def _row(state: State, key: str) -> dict[str, Any] | None:
-    item = items(state).get(key)
-    if item is None:
-        return None
-    return {
-        "id": item.id,
-        "customer_id": item.customer_id,
-        "type": item.type,
-        "created_at": item.created_at,
-        "seq": item.seq,
-        "body": item.body,
-    }
-
-
-readmodels.register(
-    "feed",
+readmodels.register_append(
     "event_feed",
     {
         "columns": {
@@ -186,9 +161,7 @@ readmodels.register(
         "pk": ["id"],
         "indexes": [["customer_id", "seq"], ["customer_id", "type", "seq"]],
     },
-    _row,
-    ("id",),
-    lambda s: items(s).keys(),
+    "seq / 2",
 )
 
 

@@ -138,6 +138,7 @@ def travel(
         for table, row in all_rows(state):
             rows.setdefault(table, ([], []))[0].append(row)
         store.replace_read_models(rows, state.position)
+        _copy_appended(db, source, cut)
         db.execute("PRAGMA journal_mode=WAL")
         events, last = db.execute(
             "SELECT count(*), coalesce(max(occurred_at), '') FROM events"
@@ -149,3 +150,24 @@ def travel(
     store.close()
     partial.rename(out_path)
     return Travelled(position=cut, asked=asked, occurred_at=last, events=events, base=base)
+
+
+def _copy_appended(db: sqlite3.Connection, source: str | Path, cut: int) -> None:
+    """The append-only read models' rows produced by the events kept: the state does not
+    hold them (engine/feed.py), and rows never change once written, so the source's rows
+    up to the cut are exactly what a rebuild of the cut log writes."""
+    from engine.projections.readmodels import APPEND_ONLY, TABLES
+
+    db.execute("ATTACH DATABASE ? AS src", (str(source),))
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        for table, position in APPEND_ONLY.items():
+            columns = ", ".join(TABLES[table]["columns"])
+            db.execute(
+                f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM src.{table}"
+                f" WHERE {position} <= ?",
+                (cut,),
+            )
+        db.execute("COMMIT")
+    finally:
+        db.execute("DETACH DATABASE src")

@@ -9,8 +9,8 @@ state after it.
 What is restored is the world of money and trading: the ledger, transfers, orders and
 books, fee quotes, fiat instructions, pending timers. What is kept is who may call
 (customers, clients, profiles: tokens keep working), the clock (time never moves
-back), the public event feed (what was announced stays announced), webhook
-registrations and the snapshots themselves.
+back), webhook registrations and the snapshots themselves. The public event feed is not
+state at all (engine/feed.py): what was announced stays announced.
 
 Applying `SnapshotTaken` keeps a deep copy of the restorable parts, and applying a
 restore installs a fresh copy of it, so a snapshot can be restored any number of times;
@@ -47,9 +47,9 @@ RESTORED_FIELDS = (
     "timers",
 )
 # `State.ext` entries kept across a restore; every other entry is restored.
-KEPT_EXT = {"feed", "webhooks", KEY, "clock_to"}
+KEPT_EXT = {"webhooks", KEY, "clock_to"}
 # Read-model kinds a restore does not touch.
-KEPT_KINDS = {"customer", "client", "profile", "feed", "webhook", "snapshot"}
+KEPT_KINDS = {"customer", "client", "profile", "webhook", "snapshot"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,10 +73,18 @@ class State:
     # written), and appliers may keep the event's data as their own, since a replayed
     # event is never encoded again; live, the data is encoded after it is applied.
     live: bool = True
+    # Rows of append-only read models (the event feed) that applied events produced, for
+    # the next commit. None when nobody will write them: a start-up replay, whose tables
+    # already hold them, skips computing them at all (most of a replay's cost otherwise).
+    appended: list[tuple[str, dict[str, Any]]] | None = None
 
     def mark(self, kind: str, key: Any) -> None:
         if self.live:
             self.dirty.add((kind, key))
+
+    def append(self, table: str, row: dict[str, Any]) -> None:
+        if self.appended is not None:
+            self.appended.append((table, row))
 
 
 Applier = Callable[[State, Event], None]

@@ -80,9 +80,9 @@ def encode(state: State, versions: dict[str, int]) -> bytes:
 
 
 class _Pickler(pickle.Pickler):
-    """Frozen slotted dataclasses (the feed's items, a million in a large log) are
-    written as a call of their class with their fields: dataclasses' own `__setstate__`
-    looks their fields up again for every object, four times the cost at start-up."""
+    """Frozen slotted dataclasses (records a large log holds by the million) are written
+    as a call of their class with their fields: dataclasses' own `__setstate__` looks
+    their fields up again for every object, four times the cost at start-up."""
 
     def reducer_override(self, obj: object) -> Any:
         cls = type(obj)
@@ -117,7 +117,7 @@ def _share_strings(state: State) -> None:
         for key, value in record.items():
             if type(value) is str and len(value) <= 40:
                 record[key] = pool.setdefault(value, value)
-    for part in state.ext.values():  # records kept by id (the feed's items, say)
+    for part in state.ext.values():  # records kept by id in slotted objects
         if not isinstance(part, dict):
             continue
         for item in part.values():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.domain import APPLIERS
-from engine.engine import replay
+from engine.engine import rebuild_read_models, replay
 from engine.events import Event
 from engine.invariants import CHECKS, check_state
 from engine.ledger import LedgerViolation
@@ -60,8 +60,10 @@ def verify(db_path: str) -> list[str]:
                 last[:] = [e]
                 yield e
 
+        state = State()
+        state.appended = []
         try:
-            state, _ = replay(tracking(_checked_events(store, problems)))
+            replay(tracking(_checked_events(store, problems)), state)
         except LedgerViolation as exc:
             at = last[0].position if last else 0
             return [*problems, f"ledger invariant broken at position {at}: {exc}"]
@@ -93,11 +95,6 @@ def rebuild(db_path: str) -> int:
     """Drop the read models and write them again from the log; answer the position reached."""
     store = SqliteEventStore(db_path, tables=TABLES)
     try:
-        state, _ = replay(store.read())
-        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-        for table, row in all_rows(state):
-            rows.setdefault(table, ([], []))[0].append(row)
-        store.replace_read_models(rows, state.position)
-        return state.position
+        return rebuild_read_models(store).position
     finally:
         store.close()

@@ -217,11 +217,27 @@ def register(
     KEYS[kind] = keys
 
 
-def rows_for(
-    state: State, dirty: set[tuple[str, Any]]
-) -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
-    """The upserts and deletes that bring the tables in line with `dirty` entities."""
-    writes: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+# Append-only tables: rows that events produce once and nothing changes or deletes (the
+# event feed). The writer's state does not keep them; appliers hand them over through
+# `State.append`. table -> SQL expression of the log position that produced a row.
+APPEND_ONLY: dict[str, str] = {}
+
+
+def register_append(table: str, spec: dict[str, Any], position_sql: str) -> None:
+    """Let a domain module add an append-only read model (see APPEND_ONLY)."""
+    TABLES[table] = spec
+    APPEND_ONLY[table] = position_sql
+
+
+Writes = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+
+
+def rows_for(state: State, dirty: set[tuple[str, Any]]) -> Writes:
+    """The upserts and deletes that bring the tables in line with `dirty` entities and
+    the rows appended since the last commit."""
+    writes: Writes = {}
+    for table, row in state.appended or ():
+        writes.setdefault(table, ([], []))[0].append(row)
     for kind, key in dirty:
         table, row_fn, key_columns = ROWS[kind]
         upserts, deletes = writes.setdefault(table, ([], []))
@@ -235,6 +251,8 @@ def rows_for(
 
 
 def all_rows(state: State) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every row of every table; append-only rows only if `state` collected them."""
+    yield from state.appended or ()
     for kind, (table, row_fn, _) in ROWS.items():
         for key in KEYS[kind](state):
             row = row_fn(state, key)
