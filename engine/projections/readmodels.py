@@ -236,8 +236,8 @@ def rows_for(state: State, dirty: set[tuple[str, Any]]) -> Writes:
     """The upserts and deletes that bring the tables in line with `dirty` entities and
     the rows appended since the last commit."""
     writes: Writes = {}
-    for table, row in state.appended or ():
-        writes.setdefault(table, ([], []))[0].append(row)
+    for table, appended in state.appended or ():
+        writes.setdefault(table, ([], []))[0].append(appended)
     for kind, key in dirty:
         table, row_fn, key_columns = ROWS[kind]
         upserts, deletes = writes.setdefault(table, ([], []))
