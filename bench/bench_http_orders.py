@@ -8,7 +8,14 @@ and trade, one small market buy. A sandbox deposit (one event, the cheapest writ
 the same token check, writer and group commit) is measured too, to separate the cost of
 the shared request path from the cost of an order.
 
-    python bench/bench_http_orders.py [--seconds 10] [--connections 32]
+Throughput is the load generator's closed-loop maximum. Latencies come from an open-loop
+run (bench._common.open_loop: request i is due at start + i/rate and its latency counts
+from then, so a stall counts against every request behind it), offered a fixed fraction
+of the orders' closed-loop throughput measured just before, and the same rate to the
+trivial endpoint. `sandex verify` checks the database at the end.
+
+    python bench/bench_http_orders.py [--seconds 10] [--connections 32] [--warmup 2]
+        [--rate-fraction 0.5 | --rate 500] [--open-seconds S]
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import machine  # noqa: E402
+from bench._common import machine, open_loop, open_loop_line  # noqa: E402
 from bench.bench_withdrawals import (  # noqa: E402
     TRIVIAL,
     _free_port,
@@ -33,6 +40,8 @@ from bench.bench_withdrawals import (  # noqa: E402
     _request,
     _start,
     _stop,
+    add_open_loop_args,
+    open_loop_header,
     run_wrk,
 )
 
@@ -77,12 +86,21 @@ def _load(
     return _python_load(url, bodies[0], headers, seconds, conns)  # type: ignore[return-value]
 
 
-def run_http(seconds: int, connections: int, warmup: int = 2) -> None:
+def run_http(
+    seconds: int,
+    connections: int,
+    warmup: int = 2,
+    rate_fraction: float = 0.5,
+    fixed_rate: float | None = None,
+    open_seconds: float | None = None,
+) -> None:
     py = sys.executable
     tool = "wrk -t2" if shutil.which("wrk") else "python asyncio (first body only)"
     print(f"\nHTTP on loopback: {tool} -c{connections}, {seconds} s after {warmup} s warm-up")
+    open_s = open_seconds or seconds
+    encoded = [json.dumps(b).encode() for b in BODIES]
 
-    def baseline() -> dict[str, Any]:
+    def baseline(rate: float | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
         port = _free_port()
         base = _start(
             [py, "-m", "uvicorn", "bench._baseline:app", "--port", str(port)]
@@ -92,11 +110,16 @@ def run_http(seconds: int, connections: int, warmup: int = 2) -> None:
         try:
             url = f"http://127.0.0.1:{port}/v2/trivial"
             _load(url, [TRIVIAL], {}, warmup, connections)
-            return _load(url, [TRIVIAL], {}, seconds, connections)
+            closed = _load(url, [TRIVIAL], {}, seconds, connections)
+            body = [json.dumps(TRIVIAL).encode()]
+            opened = None
+            if rate:
+                opened = open_loop(url, body, {}, rate, open_s, connections, base.pid)
+            return closed, opened
         finally:
             _stop(base)
 
-    before = baseline()
+    before, _ = baseline()
     tmp = Path(tempfile.mkdtemp(prefix="sandex-bench-"))
     db = tmp / "orders.db"
     port = _free_port()
@@ -134,21 +157,35 @@ def run_http(seconds: int, connections: int, warmup: int = 2) -> None:
         deposits = _load(
             f"{root}/v2/sandbox/profiles/default/deposit", [deposit], auth, seconds, connections
         )
+        rate = fixed_rate or rate_fraction * orders["rps"]
+        orders_open = open_loop(url, encoded, auth, rate, open_s, connections, server.pid)
     finally:
         _stop(server)
-    after = baseline()
+    after, trivial_open = baseline(rate)
     trivial = (before["rps"] + after["rps"]) / 2
 
     def line(name: str, r: dict[str, Any]) -> str:
         bad = f", {r['non_2xx']:.0f} non-2xx" if r["non_2xx"] else ""
-        return f"  {name:<34} {r['rps']:>9,.0f} req/s   p50 {r['p50']:6.2f} ms   p99 {r['p99']:6.2f} ms{bad}"
+        return f"  {name:<34} {r['rps']:>9,.0f} req/s{bad}"
 
+    print("closed loop (throughput):")
     print(line("trivial FastAPI endpoint, before", before))
     print(line("trivial FastAPI endpoint, after", after))
     print(line("POST orders (FULL)", orders))
     print(line("POST sandbox deposit (FULL)", deposits))
     print(f"  ratio orders / trivial (mean of before and after): {orders['rps'] / trivial:.2f}")
     print(f"  ratio orders / sandbox deposit: {orders['rps'] / deposits['rps']:.2f}")
+    how = argparse.Namespace(
+        rate=fixed_rate,
+        rate_fraction=rate_fraction,
+        open_seconds=open_s,
+        seconds=seconds,
+        connections=connections,
+    )
+    print(open_loop_header(rate, how, "POST orders'", orders_open))
+    assert trivial_open is not None
+    print(open_loop_line("trivial FastAPI endpoint", trivial_open))
+    print(open_loop_line("POST orders (FULL)", orders_open))
     from engine.verify import verify
 
     started = time.perf_counter()
@@ -166,9 +203,18 @@ def main() -> int:
     )
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--connections", type=int, default=32)
+    p.add_argument("--warmup", type=int, default=2)
+    add_open_loop_args(p)
     args = p.parse_args()
     print(f"machine: {machine()}")
-    run_http(args.seconds, args.connections)
+    run_http(
+        args.seconds,
+        args.connections,
+        args.warmup,
+        args.rate_fraction,
+        args.rate,
+        args.open_seconds,
+    )
     return 0
 
 

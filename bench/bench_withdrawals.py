@@ -1,13 +1,18 @@
 """Crypto withdrawals created per second through HTTP, against a trivial FastAPI endpoint
-measured in the same run, on loopback.
+measured in the same run, on loopback; then their latencies at a constant arrival rate.
 
-Both servers run as separate processes (uvicorn, one worker); the load generator is wrk
-when it is installed, else a small asyncio keep-alive client in this file. Each
-withdrawal is a real one: USDC on SOLANA from a funded profile, held at once and
+Both servers run as separate processes (uvicorn, one worker). Throughput is wrk's
+closed-loop maximum (32 connections each waiting for its answer; a small asyncio
+keep-alive client in this file when wrk is missing). Latencies come from an open-loop
+run instead (bench._common.open_loop: request i is due at start + i/rate, its latency
+counts from then, no coordinated omission), offered a fixed fraction of the withdrawals'
+closed-loop throughput measured just before, and the same rate to the trivial endpoint.
+Each withdrawal is a real one: USDC on SOLANA from a funded profile, held at once and
 confirmed one second later by the scheduler, so the writer also confirms the earlier
-withdrawals while it takes new ones.
+withdrawals while it takes new ones. `sandex verify` checks the database at the end.
 
     python bench/bench_withdrawals.py [--seconds 10] [--connections 32] [--durability FULL]
+        [--rate-fraction 0.5 | --rate 400]
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import machine, percentiles  # noqa: E402
+from bench._common import machine, open_loop, open_loop_line, percentiles  # noqa: E402
 
 WITHDRAWAL = {
     "profile_id": "default",
@@ -185,6 +190,28 @@ def _python_load(
 # -- the two runs ----------------------------------------------------------------------------
 
 
+def add_open_loop_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rate-fraction",
+        type=float,
+        default=0.5,
+        help="open-loop rate offered, as a fraction of the route's closed-loop req/s",
+    )
+    p.add_argument("--rate", type=float, default=None, help="a fixed open-loop rate instead")
+    p.add_argument(
+        "--open-seconds", type=float, default=None, help="open-loop seconds (default --seconds)"
+    )
+
+
+def open_loop_header(rate: float, args: argparse.Namespace, route: str, r: dict[str, Any]) -> str:
+    how = "fixed" if args.rate else f"{args.rate_fraction:.0%} of {route} closed-loop req/s"
+    return (
+        f"open loop (latency from each request's due time): {rate:,.0f} req/s offered ({how}),"
+        f" the same to the trivial endpoint; {args.open_seconds or args.seconds:g} s,"
+        f" {args.connections} connections; {r['pinned']}"
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -195,6 +222,7 @@ def main() -> int:
     p.add_argument("--durability", choices=["FULL", "NORMAL"], default="FULL")
     p.add_argument("--load", choices=["auto", "wrk", "python"], default="auto")
     p.add_argument("--no-verify", action="store_true", help="skip `sandex verify` of the database")
+    add_open_loop_args(p)
     args = p.parse_args()
     use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
     load = _wrk if use_wrk else _python_load
@@ -205,7 +233,7 @@ def main() -> int:
         f"{args.seconds} s measured after {args.warmup} s warm-up, loopback, one uvicorn worker each"
     )
 
-    def baseline() -> dict[str, float]:
+    def baseline(rate: float | None = None) -> tuple[dict[str, float], dict[str, Any] | None]:
         port = _free_port()
         cmd = [py, "-m", "uvicorn", "bench._baseline:app", "--port", str(port)]
         base = _start(
@@ -215,13 +243,19 @@ def main() -> int:
         try:
             url = f"http://127.0.0.1:{port}/v2/trivial"
             load(url, TRIVIAL, {}, args.warmup, args.connections)
-            return load(url, TRIVIAL, {}, args.seconds, args.connections)
+            closed = load(url, TRIVIAL, {}, args.seconds, args.connections)
+            body = [json.dumps(TRIVIAL).encode()]
+            opened = None
+            if rate:
+                opened = open_loop(url, body, {}, rate, open_seconds, args.connections, base.pid)
+            return closed, opened
         finally:
             _stop(base)
 
     # The baseline runs before and after, so that a machine busy with something else
     # during one of them shows as a gap between the two instead of a silently wrong ratio.
-    trivial_before = baseline()
+    open_seconds = args.open_seconds or args.seconds
+    trivial_before, _ = baseline()
 
     tmp = Path(tempfile.mkdtemp(prefix="sandex-bench-"))
     db = tmp / "bench.db"
@@ -247,11 +281,16 @@ def main() -> int:
         url = f"{root}/v2/transfer/crypto-withdrawals"
         load(url, WITHDRAWAL, auth, args.warmup, args.connections)
         sandex = load(url, WITHDRAWAL, auth, args.seconds, args.connections)
+        # Only answered withdrawals count: a refusal (429, 403) is cheaper than the work.
+        ok_rps = sandex["rps"] * (1 - sandex["non_2xx"] / max(sandex["requests"], 1))
+        rate = args.rate or args.rate_fraction * ok_rps
+        body = [json.dumps(WITHDRAWAL).encode()]
+        sandex_open = open_loop(url, body, auth, rate, open_seconds, args.connections, server.pid)
         time.sleep(1.5)  # let the last withdrawals confirm
     finally:
         _stop(server)
 
-    trivial_after = baseline()
+    trivial_after, trivial_open = baseline(rate)
     trivial_rps = (trivial_before["rps"] + trivial_after["rps"]) / 2
 
     conn = sqlite3.connect(db)
@@ -266,16 +305,19 @@ def main() -> int:
     def line(name: str, r: dict[str, float]) -> str:
         extra = f", {r['non_2xx']:.0f} non-2xx" if r["non_2xx"] else ""
         extra += f", socket errors: {r['socket_errors']}" if r["socket_errors"] else ""
-        return f"{name:<34} {r['rps']:>9,.0f} req/s   p50 {r['p50']:6.2f} ms   p99 {r['p99']:6.2f} ms{extra}"
+        return f"{name:<34} {r['rps']:>9,.0f} req/s{extra}"
 
+    print("closed loop (throughput):")
     print(line("trivial FastAPI endpoint, before", trivial_before))
     print(line("trivial FastAPI endpoint, after", trivial_after))
     print(line(f"POST crypto-withdrawals ({args.durability})", sandex))
-    # Only answered withdrawals count: a refusal (429, 403) is cheaper than the work measured.
-    ok_rps = sandex["rps"] * (1 - sandex["non_2xx"] / max(sandex["requests"], 1))
     print(
         f"ratio withdrawals / trivial (mean of before and after), 2xx only: {ok_rps / trivial_rps:.2f}"
     )
+    print(open_loop_header(rate, args, "POST crypto-withdrawals' 2xx", sandex_open))
+    assert trivial_open is not None
+    print(open_loop_line("trivial FastAPI endpoint", trivial_open))
+    print(open_loop_line(f"POST crypto-withdrawals ({args.durability})", sandex_open))
     print(f"withdrawals in the log by status: {statuses}; {events:,} events")
     if not args.no_verify:
         from engine.verify import verify
