@@ -48,6 +48,7 @@ from engine.commands import (  # noqa: E402
 from engine.domain import register  # noqa: E402
 from engine.market import MarketConfig, new_markets  # noqa: E402
 from engine.matching import plan  # noqa: E402
+from engine.verify import verify  # noqa: E402
 
 MARKETS = ("BTCUSD", "ETHUSD")
 CUSTOMERS = 8
@@ -375,6 +376,7 @@ def main() -> int:
     print(f"  ratio to the baseline                {best_ours / best_plain:>14.2f}")
 
     eng_ops = workload(args.engine_orders, refs, seed=2)
+
     with tempfile.TemporaryDirectory(prefix="sandex-bench-") as tmp_name:
         tmp = Path(tmp_name)
         memory = run_engine_in_memory(eng_ops, tmp)
@@ -387,6 +389,8 @@ def main() -> int:
                 f"   ({events / len(eng_ops):.1f} events per order;"
                 f" no-op command baseline {fmt_rate(noop_rate)}, ratio {rate / noop_rate:.2f})"
             )
+        problems = [p for d in ("FULL", "NORMAL") for p in verify(str(tmp / f"orders-{d}.db"))]
+        print(f"  sandex verify of both databases: {'OK' if not problems else problems[0]}")
     if args.http:
         from bench.bench_http_orders import run_http
 

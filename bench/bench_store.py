@@ -213,6 +213,9 @@ def main() -> None:
     p.add_argument("--events", type=int, default=100_000)
     p.add_argument("--replay-events", type=int, default=1_000_000)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument(
+        "--replay-runs", type=int, default=None, help="full replays and scans (default --runs)"
+    )
     p.add_argument("--tail", type=int, default=50_000)
     p.add_argument("--skip-writer", action="store_true", help="start-up figures only")
     args = p.parse_args()
@@ -254,7 +257,7 @@ def main() -> None:
         print(f"built a log of {args.replay_events:,} events in {t.seconds:.1f} s")
         took, size = take_snapshot(log, args.replay_events - args.tail)
         print(f"state snapshot built in the background in {took:.1f} s, {size / 1e6:.1f} MB")
-        slow_runs = max(1, args.runs // 2)
+        slow_runs = args.replay_runs or args.runs
         scan = repeat(lambda: bare_scan(log), slow_runs)
         full = [startup(log) for _ in range(slow_runs)]
         rates = {"median": statistics.median(r[1] for r in full)}
