@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -345,7 +345,6 @@ class _Runner:
         self.hi = [INF] * len(self.markets)
         self.wake = INF
         self.now_us = self.times[0]
-        self.cur = -1
         self.timers: list[tuple[int, int, str]] = []
         self.timer_seq = 0
         self.position = 0
@@ -385,7 +384,7 @@ class _Runner:
         """Queue what the last command did, and refresh thresholds and the wake time."""
         engine = self.engine
         if engine.state.position != self.position:
-            self._collect(engine.store.read(after=self.position))
+            self._collect(engine.store.read(after=self.position, with_meta=False))
             self.position = engine.state.position
         tr = trading_state(engine.state)
         h = self.half_spread
@@ -564,6 +563,8 @@ class _Runner:
         on_price = _hook(strategy, "on_price")
         on_bar = _hook(strategy, "on_bar") if any(b is not None for b in bars) else None
         timers = self.timers
+        notices = self.notices
+        deliver = self.deliver
         n = len(times)
         bar_task = None
         progress = None
@@ -580,18 +581,20 @@ class _Runner:
                     self._wake(t)
                 m = mks[i]
                 seen[m] = i
-                self.cur = i
                 self.now_us = t
                 p = ticks[i]
                 if p <= lo[m] or p >= hi[m]:
                     self.sync()
-                    self.deliver()
+                    if notices:
+                        deliver()
                 if on_price is not None:
                     on_price(names[m], from_micros(t), prices[i])
-                    self.deliver()
+                    if notices:
+                        deliver()
                 if on_bar is not None and bars[i] is not None:
                     on_bar(names[m], bars[i])
-                    self.deliver()
+                    if notices:
+                        deliver()
                 if timers:
                     following = times[i + 1] if i + 1 < n else t + 1
                     if timers[0][0] < following:
@@ -644,21 +647,23 @@ def _merge(
     per_market = []
     for m, s in enumerate(series.values()):
         tick = ticks[m]
-        on_tick = []
-        in_ticks = []
-        for k, price in enumerate(s.prices):
-            units = (price / tick).to_integral_value(ROUND_HALF_UP)
-            if units <= 0:
-                raise BacktestError(
-                    f"{s.market}: price {price} at point {k + 1} rounds to zero on the tick {tick}"
-                )
-            in_ticks.append(int(units))
-            on_tick.append(int(units) * tick)
+        # Half up to the nearest tick: prices are positive, so the integer part of
+        # (price + tick / 2) / tick is the rounded quotient, exactly.
+        half = tick / 2
+        in_ticks = [int((price + half) // tick) for price in s.prices]
+        if in_ticks and min(in_ticks) <= 0:
+            k = next(k for k, units in enumerate(in_ticks) if units <= 0)
+            raise BacktestError(
+                f"{s.market}: price {s.prices[k]} at point {k + 1} rounds to zero on the tick {tick}"
+            )
+        on_tick = [units * tick for units in in_ticks]
         closing: dict[int, Any] = dict(zip(s.closes, s.bars, strict=True))
         per_market.append((s, on_tick, in_ticks, closing))
     if len(per_market) == 1:
         s, on_tick, in_ticks, closing = per_market[0]
-        bars = [closing.get(k) for k in range(len(s.times))] if closing else [None] * len(s.times)
+        bars: list[Any] = [None] * len(s.times)
+        for k, bar in closing.items():
+            bars[k] = bar
         return list(s.times), [0] * len(s.times), on_tick, in_ticks, bars
     keyed = heapq.merge(*(_keyed(m, entry[0].times) for m, entry in enumerate(per_market)))
     times: list[int] = []
