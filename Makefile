@@ -32,8 +32,11 @@ unit: $(STAMP) browser
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the report's browser test will skip"
 
+# Every benchmark of bench/ (about 15-20 minutes on 2 cores), then docs/performance.md.
+# HTTP throughput comes from wrk (Debian's package); without it a Python closed loop.
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null) || echo "wrk could not be installed: HTTP throughput from the Python client"
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # Long property-based fuzzing of every operation (the suite runs a few examples each).
 fuzz: $(STAMP)
