@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import signal
 import subprocess
@@ -32,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import machine, percentiles  # noqa: E402
+from bench._common import cpus, machine, percentiles, pin  # noqa: E402
 from bench.bench_withdrawals import _free_port  # noqa: E402
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
@@ -322,6 +323,11 @@ def main() -> int:
     try:
         clients = asyncio.run(make_clients(port, args.clients))
         rss_start = rss_mb(proc.pid)
+        # the generator and the server on separate cores, so that they do not take turns
+        avail = cpus()
+        if len(avail) > 1 and pin(proc.pid, {avail[0]}):
+            os.sched_setaffinity(0, {avail[-1]})
+            print(f"server pinned to CPU {avail[0]}, load generator to CPU {avail[-1]}")
         stats, samples, elapsed = asyncio.run(
             run_load(
                 port,
