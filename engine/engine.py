@@ -32,6 +32,7 @@ from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.money import CONTEXT
 from engine.projections.readmodels import TABLES, all_rows, rows_for
+from engine.reply import Reply
 from engine.settings import Settings
 from engine.state import Ctx, State
 from engine.state_snapshots import FORMAT as SNAPSHOT_FORMAT
@@ -147,7 +148,7 @@ class Engine:
     # -- the writer's front door -------------------------------------------------------
 
     def submit(self, command: Command) -> Future[Any]:
-        future: Future[Any] = Future()
+        future: Future[Any] = Reply()
         if self._thread is None:
             future.set_exception(EngineStopped("the engine is not running"))
             return future
@@ -163,7 +164,7 @@ class Engine:
         a thread hop per command, which costs more than most decisions."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: submit commands to it instead")
-        future: Future[Any] = Future()
+        future: Future[Any] = Reply()
         with decimal.localcontext(CONTEXT):
             self._process([(future, command)])
         return future.result()
@@ -308,15 +309,6 @@ class Engine:
             log.error("recovery from the log failed", error=str(exc))
             self._stale = True  # the state may hold what the log does not: use none of it
 
-    def _ctx(self, now: datetime, meta: dict[str, Any]) -> Ctx:
-        self.ids.start(self.state.position + 1)
-        return Ctx(self.state, now, self.ids, self.settings, APPLIERS, self._next_version, meta)
-
-    def _next_version(self, stream: str) -> int:
-        version = self._versions.get(stream, 0) + 1
-        self._versions[stream] = version
-        return version
-
     def _now(self) -> datetime:
         """Engine time; never before the last event (clocks are floored on load)."""
         return self.clock.now()
@@ -324,25 +316,31 @@ class Engine:
     def _handle(self, command: Command) -> Any:
         if isinstance(command, AdvanceClock):
             return self._advance(command)
-        self._fire_due(self._now())
+        timers = self.state.timers
+        if timers and timers.due(self.clock.now()):
+            self._fire_due(self.clock.now())
         if isinstance(command, Tick):
             return None
         decider = DECIDERS.get(type(command))
         if decider is None:
             raise Invalid(f"unknown command {type(command).__name__}")
-        meta = {"command": type(command).__name__, "client_id": command.actor.client_id}
-        if command.actor.request_id:
-            meta["request_id"] = command.actor.request_id
-        return self._decide(decider, command, self._now(), meta)
+        actor = command.actor
+        meta = {"command": type(command).__name__, "client_id": actor.client_id}
+        if actor.request_id:
+            meta["request_id"] = actor.request_id
+        return self._decide(decider, command, self.clock.now(), meta)
 
     def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
         # Every event of one decision names the position of its first: a decision is the
         # unit the state is consistent after, so time travel cuts the log only there.
-        ctx = self._ctx(now, {**meta, "command_position": self.state.position + 1})
+        state = self.state
+        meta["command_position"] = state.position + 1  # `meta` is this decision's own
+        self.ids.start(state.position + 1)
+        ctx = Ctx(state, now, self.ids, self.settings, APPLIERS, self._versions, meta)
         try:
             reply = decider(ctx, arg)
             if self.settings.assert_invariants and ctx.emitted:
-                broken = check_state(self.state)
+                broken = check_state(state)
                 if broken:
                     raise AssertionError(f"invariant broken: {broken[0]}")
             return reply

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Current schema version per event type; a type absent here is at version 1.
@@ -13,20 +13,38 @@ SCHEMA_VERSIONS: dict[str, int] = {}
 UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Event:
     type: str
     stream: str
     data: dict[str, Any]
-    position: int = 0
-    version: int = 0
-    occurred_at: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-    schema: int = 0
+    position: int
+    version: int
+    occurred_at: str
+    meta: dict[str, Any]
+    schema: int
 
-    def __post_init__(self) -> None:
-        if not self.schema:
-            self.schema = SCHEMA_VERSIONS.get(self.type, 1)
+    def __init__(
+        self,
+        type: str,
+        stream: str,
+        data: dict[str, Any],
+        position: int = 0,
+        version: int = 0,
+        occurred_at: str = "",
+        meta: dict[str, Any] | None = None,
+        schema: int = 0,
+    ) -> None:
+        # Written out rather than generated: one event per posting of every command and
+        # per replayed event, and a generated __init__ calls __post_init__ on top.
+        self.type = type
+        self.stream = stream
+        self.data = data
+        self.position = position
+        self.version = version
+        self.occurred_at = occurred_at
+        self.meta = {} if meta is None else meta
+        self.schema = schema or SCHEMA_VERSIONS.get(type, 1)
 
     def as_json(self) -> dict[str, Any]:
         return {

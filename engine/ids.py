@@ -9,7 +9,6 @@ after a restart the next position is read from the log.
 from __future__ import annotations
 
 import hashlib
-import uuid
 
 
 class IdSource:
@@ -31,7 +30,12 @@ class IdSource:
         return hashlib.blake2b(key, digest_size=32).digest()
 
     def uuid(self) -> str:
-        return str(uuid.UUID(bytes=self._digest("uuid")[:16], version=4))
+        """What `str(uuid.UUID(bytes=..., version=4))` gives, without the object."""
+        b = bytearray(self._digest("uuid")[:16])
+        b[6] = (b[6] & 0x0F) | 0x40
+        b[8] = (b[8] & 0x3F) | 0x80
+        h = b.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def hex(self, nbytes: int = 32) -> str:
         return self._digest("hex")[:nbytes].hex()

@@ -40,6 +40,9 @@ class Timers:
     def next_deadline(self) -> datetime | None:
         return self._heap[0][0] if self._heap else None
 
+    def due(self, until: datetime) -> bool:
+        return bool(self._heap) and self._heap[0][0] <= until
+
     def pop_due(self, until: datetime) -> tuple[datetime, str, str] | None:
         if self._heap and self._heap[0][0] <= until:
             deadline, _, kind, key = heapq.heappop(self._heap)
@@ -90,6 +93,20 @@ class State:
 Applier = Callable[[State, Event], None]
 
 
+_last_time: tuple[datetime | None, str] = (None, "")
+
+
+def _time_text(now: datetime) -> str:
+    """`format_time`, remembering the last answer: on a manual clock many decisions in
+    a row share their time. One tuple, swapped whole, so engines on other threads never
+    pair a time with another's text."""
+    global _last_time
+    last = _last_time
+    if now != last[0]:
+        last = _last_time = (now, format_time(now))
+    return last[1]
+
+
 class Ctx:
     """What one decision sees: state, engine time, the seeded id source and settings.
 
@@ -105,7 +122,7 @@ class Ctx:
         "meta",
         "emitted",
         "_appliers",
-        "_next_version",
+        "_versions",
     )
 
     def __init__(
@@ -115,30 +132,24 @@ class Ctx:
         ids: IdSource,
         settings: Settings,
         appliers: dict[str, Applier],
-        next_version: Callable[[str], int],
+        versions: dict[str, int],
         meta: dict[str, Any],
     ) -> None:
         self.state = state
         self.now = now
-        self.now_text = format_time(now)
+        self.now_text = _time_text(now)
         self.ids = ids
         self.settings = settings
         self.meta = meta
         self.emitted: list[Event] = []
         self._appliers = appliers
-        self._next_version = next_version
+        self._versions = versions  # each stream's last version, advanced as events emit
 
     def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
         state = self.state
-        event = Event(
-            type,
-            stream,
-            data,
-            position=state.position + 1,
-            version=self._next_version(stream),
-            occurred_at=self.now_text,
-            meta=self.meta,
-        )
+        versions = self._versions
+        version = versions[stream] = versions.get(stream, 0) + 1
+        event = Event(type, stream, data, state.position + 1, version, self.now_text, self.meta)
         self._appliers[type](state, event)
         state.position = event.position
         state.last_time = event.occurred_at
