@@ -3,12 +3,13 @@
     python bench/run.py [--quick] [--runs N] [--only http_orders ...] [--out FILE]
 
 Each benchmark is a plain script that runs alone; this runs each as a separate process
-(five times, except bench_store, which repeats each of its figures five times inside its
-one process because it builds a 1,000,000-event log first), reads the figures from what
-it prints, and writes for each figure the median with min and max over the runs, the
-baseline measured in the same run and the median of the per-run ratios to it, the goal
-of issue 8 with met / not met, the open-loop latencies of the HTTP routes (p50, p99,
-p99.9, max) and what `sandex verify` said after each benchmark that writes a database.
+(five times; bench_store once, repeating each of its figures five times inside its one
+process because it builds a 1,000,000-event log first; bench_scenarios, which has no
+figure of issue 8, once), reads the figures from what it prints, and writes for each
+figure the median with min and max over the runs, the baseline measured in the same run
+and the median of the per-run ratios to it, the goal of issue 8 with met / not met, the
+open-loop latencies of the HTTP routes (p50, p99, p99.9, max) and what `sandex verify`
+said after each benchmark that writes a database.
 `--quick` shrinks every size and runs each benchmark once (a smoke test of this script,
 not figures to publish); `--runs` overrides the number of runs.
 """
@@ -655,7 +656,7 @@ def write(out: Path, started: float, quick: bool, load: tuple[float, ...]) -> No
     out.write_text("\n".join(lines).rstrip() + "\n")
 
 
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="tiny sizes, one run each: a smoke test")
     p.add_argument("--runs", type=int, default=None, help="runs of each repeated benchmark")
@@ -673,7 +674,12 @@ def main() -> None:
         b.run(args.quick, args.runs if b.runs > 1 else None)
     write(args.out, started, args.quick, load)
     print(f"wrote {args.out}")
+    # the page is written either way; a crashed run or a failed verify fails `make bench`
+    bad = [n for n, b in BENCHES.items() if b.failed or any(v != "OK" for v in b.verified)]
+    if bad:
+        print(f"failed runs or verify in: {', '.join(bad)}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
