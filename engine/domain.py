@@ -25,6 +25,9 @@ TimerHandler = Callable[[Ctx, str], None]
 
 DECIDERS: dict[type, Decider] = {}
 APPLIERS: dict[str, Applier] = {}
+# The appliers without their observers: observers only produce append-only read-model
+# rows (State.append), so a replay that collects none skips them and their calls.
+STATE_APPLIERS: dict[str, Applier] = {}
 TIMERS: dict[str, TimerHandler] = {}
 
 
@@ -40,12 +43,14 @@ def register(
     """Add a domain module's functions; a name registered twice is a programming error."""
     _merge(DECIDERS, deciders)
     _merge(APPLIERS, appliers)
+    _merge(STATE_APPLIERS, appliers)
     _merge(TIMERS, timers)
 
 
 def observe(types: Iterable[str], observer: Applier) -> None:
     """Run `observer` after the applier of each of `types`: a projection that follows
-    other modules' events (the public event feed) without their knowing."""
+    other modules' events (the public event feed) without their knowing. An observer
+    must change nothing but `State.append`'s rows (see STATE_APPLIERS)."""
     for name in types:
         inner = APPLIERS[name]
 

@@ -25,7 +25,7 @@ import structlog
 
 from engine.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.commands import AdvanceClock, Command, Tick
-from engine.domain import APPLIERS, DECIDERS, TIMERS
+from engine.domain import APPLIERS, DECIDERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import Event
 from engine.ids import IdSource
@@ -410,7 +410,7 @@ def replay(
     a background thread, beside a running writer, leaves it alone."""
     state = State() if state is None else state
     versions = {} if versions is None else versions
-    appliers = APPLIERS
+    appliers = APPLIERS if state.appended is not None else STATE_APPLIERS
     event = None
     collecting = pause_gc and gc.isenabled()
     if collecting:

@@ -102,5 +102,20 @@ def encode_postings(postings: Iterable[Posting]) -> list[list[str]]:
     return [[s, t, a, format(v, "f")] for s, t, a, v in postings]
 
 
+# Amount text -> Decimal: sandboxes move the same few amounts again and again, and a
+# dict lookup is a fifth of parsing a Decimal. Decimals are immutable, so sharing one is
+# safe; the cache is bounded by being emptied when full.
+_AMOUNTS: dict[str, Decimal] = {}
+
+
 def decode_postings(raw: Iterable[list[str]]) -> list[Posting]:
-    return [(s, t, a, Decimal(v)) for s, t, a, v in raw]
+    amounts = _AMOUNTS
+    out: list[Posting] = []
+    for s, t, a, v in raw:
+        amount = amounts.get(v)
+        if amount is None:
+            if len(amounts) >= 4096:
+                amounts.clear()
+            amount = amounts[v] = Decimal(v)
+        out.append((s, t, a, amount))
+    return out

@@ -194,7 +194,11 @@ class SqliteEventStore:
         with_meta: bool = True,
     ) -> Iterator[Event]:
         """Events after `after` in position order; replay asks `with_meta=False` (faster)."""
-        sql = "SELECT position, stream, version, type, schema, data, meta, occurred_at FROM events"
+        meta_column = "meta" if with_meta else "'{}'"
+        sql = (
+            f"SELECT position, stream, version, type, schema, data, {meta_column}, occurred_at"
+            " FROM events"
+        )
         where = ["position > ?"]
         params: list[Any] = [after]
         if stream is not None:
