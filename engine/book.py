@@ -2,8 +2,11 @@
 
 Prices are integer ticks and quantities integer base units (1e-8), so the hot path
 never touches `Decimal`. Each side is a `SortedDict` of price levels; a level is a FIFO
-`deque` with lazy deletion: a cancel marks the order dead and fixes the level's totals
-in O(1), and dead entries are skipped (or compacted away) later. The book is a
+queue with lazy deletion: a cancel marks the order dead and fixes the level's totals
+in O(1), and dead entries are skipped (or compacted away) later. The queue is a plain
+list while it is short (a million resting orders may mean hundreds of thousands of
+levels, and an empty `deque` alone costs 600 bytes) and becomes a `deque` past `LONG`
+entries, where taking filled heads off a list would move the whole rest of it. The book is a
 projection: only appliers change it, so a replayed log rebuilds it exactly.
 """
 
@@ -17,6 +20,7 @@ from sortedcontainers import SortedDict
 
 BUY = 0
 SELL = 1
+LONG = 64
 
 
 class Resting(Protocol):
@@ -36,7 +40,7 @@ class Level:
 
     def __init__(self, ticks: int) -> None:
         self.ticks = ticks
-        self.queue: deque[Resting] = deque()
+        self.queue: list[Resting] | deque[Resting] = []
         self.total = 0  # live base units at this price
         self.count = 0  # live orders at this price
 
@@ -64,7 +68,10 @@ class Book:
         level = levels.get(key)
         if level is None:
             level = levels[key] = Level(order.ticks)
-        level.queue.append(order)
+        queue = level.queue
+        queue.append(order)
+        if len(queue) == LONG and type(queue) is list:
+            level.queue = deque(queue)
         level.total += order.remaining
         level.count += 1
         order.live = True
@@ -80,7 +87,8 @@ class Book:
         if level.count == 0:
             del levels[key]
         elif len(level.queue) > 2 * level.count + 16:
-            level.queue = deque(o for o in level.queue if o.live)
+            live = [o for o in level.queue if o.live]
+            level.queue = deque(live) if len(live) >= LONG else live
 
     def fill(self, order: Resting, qty: int) -> None:
         """Reduce a live order by `qty` units; a filled order leaves the book."""
@@ -96,8 +104,16 @@ class Book:
                 del levels[key]
                 return
             queue = level.queue
-            while queue and not queue[0].live:
-                queue.popleft()
+            if type(queue) is list:
+                dead = 0
+                for o in queue:
+                    if o.live:
+                        break
+                    dead += 1
+                del queue[:dead]
+            else:
+                while queue and not queue[0].live:
+                    queue.popleft()
 
     def best_bid(self) -> int | None:
         bids = self.bids

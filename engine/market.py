@@ -189,11 +189,30 @@ class MarketConfig:
         return EPOCH + timedelta(microseconds=step * self.step_us)
 
 
+def _suffix(values: list[int], pick: Any) -> list[int]:
+    """pick(values[b:]) for every b."""
+    out = list(values)
+    for b in range(len(out) - 2, -1, -1):
+        out[b] = pick(out[b], out[b + 1])
+    return out
+
+
 class Window:
     """The fresh ladder's best prices and the last price over a run of future steps,
     with per-block extremes, to find the first step that crosses resting interest."""
 
-    __slots__ = ("start", "ask", "bid", "last", "b_ask", "b_bid", "b_last")
+    __slots__ = (
+        "start",
+        "ask",
+        "bid",
+        "last",
+        "b_ask",
+        "b_bid",
+        "b_last",
+        "s_ask",
+        "s_bid",
+        "s_last",
+    )
 
     def __init__(self, start: int, ask: list[int], bid: list[int], last: list[int]) -> None:
         self.start = start
@@ -203,6 +222,11 @@ class Window:
         self.b_ask = [min(ask[i : i + _BLOCK]) for i in range(0, len(ask), _BLOCK)]
         self.b_bid = [max(bid[i : i + _BLOCK]) for i in range(0, len(bid), _BLOCK)]
         self.b_last = [min(last[i : i + _BLOCK]) for i in range(0, len(last), _BLOCK)]
+        # The same extremes from each block to the window's end: a step that crosses
+        # nothing (most orders) is answered without walking the blocks.
+        self.s_ask = _suffix(self.b_ask, min)
+        self.s_bid = _suffix(self.b_bid, max)
+        self.s_last = _suffix(self.b_last, min)
 
     @property
     def end(self) -> int:
@@ -214,6 +238,10 @@ class Window:
         ask, bid, last = self.ask, self.bid, self.last
         i = k - self.start
         n = len(ask)
+        if 0 <= i < n:
+            b = i // _BLOCK
+            if self.s_ask[b] > best_bid and self.s_bid[b] < best_ask and self.s_last[b] > top_stop:
+                return None
         while i < n:
             if i % _BLOCK == 0:
                 b = i // _BLOCK

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, localcontext
+from sys import intern
 from typing import Any
 
 import orjson
@@ -216,55 +217,91 @@ def _cfg(tr: Trading) -> MarketConfig:
 
 
 # -- text of amounts -----------------------------------------------------------------
+#
+# Views and events show amounts as `format(Decimal, "f")` does; these give the same text
+# from the integers the hot path holds, without building a Decimal per amount (a view
+# is built for every feed item and read-model row of an order).
+
+
+def _tick_text(tick: Decimal) -> tuple[int, int, int, str]:
+    """A tick size as (integer steps per tick, decimal places, 10**places, the template
+    of a price's text)."""
+    _, digits, exponent = tick.as_tuple()
+    assert isinstance(exponent, int)
+    n = int("".join(map(str, digits)))
+    if exponent >= 0:
+        return n * 10**exponent, 0, 1, "%d"
+    places = -exponent
+    return n, places, 10**places, f"%d.%0{places}d"
+
+
+_TICKS = {name: _tick_text(spec.tick) for name, spec in MARKETS.items()}
 
 
 def units_text(units: int) -> str:
     """Base units as the API shows base amounts: always 8 decimals."""
-    return format(Decimal(units) * UNIT, "f")
+    if units < 0:
+        return format(Decimal(units) * UNIT, "f")
+    return "%d.%08d" % divmod(units, 100_000_000)  # noqa: UP031 - faster than format()
+
+
+def price_text(market: str, ticks: int) -> str:
+    """A price in ticks of `market`, with the places of its tick size."""
+    n, places, scale, template = _TICKS[market]
+    if ticks < 0 or not places:
+        return format(MARKETS[market].tick * ticks, "f")
+    return template % divmod(ticks * n, scale)
 
 
 def ticks_text(mk: Market, ticks: int) -> str:
-    return format(mk.tick * ticks, "f")
+    return price_text(mk.name, ticks)
 
 
 def _dec(value: Decimal) -> str:
     return format(value, "f")
 
 
-def vwap_text(mk: Market, spent: int, filled: int) -> str:
+def _vwap(market: str, spent: int, filled: int) -> str:
+    """spent x tick / filled, rounded half up to 8 places, in integers: exact, so the same
+    as the 60-digit Decimal division and quantize it replaces (a quotient's expansion
+    cannot hold 37 nines in a row before its 60th digit with a denominator this small)."""
     if filled == 0:
         return "0.00000000"
-    with localcontext() as c:
-        c.prec = 60
-        value = Decimal(spent) * mk.tick / Decimal(filled)
-        return format(value.quantize(EIGHT, rounding=ROUND_HALF_UP), "f")
+    n, _, scale, _ = _TICKS[market]
+    den = filled * scale
+    q, r = divmod(spent * n * 100_000_000, den)
+    if 2 * r >= den:
+        q += 1
+    return "%d.%08d" % divmod(q, 100_000_000)  # noqa: UP031
+
+
+def vwap_text(mk: Market, spent: int, filled: int) -> str:
+    if spent < 0 or filled < 0:
+        with localcontext() as c:
+            c.prec = 60
+            value = Decimal(spent) * mk.tick / Decimal(filled)
+            return format(value.quantize(EIGHT, rounding=ROUND_HALF_UP), "f")
+    return _vwap(mk.name, spent, filled)
 
 
 def order_view(o: Order) -> dict[str, Any]:
-    mk_tick = MARKETS[o.market].tick
+    market = o.market
     view: dict[str, Any] = {"id": o.id, "profile_id": o.profile_id}
     if o.ref_id is not None:
         view["ref_id"] = o.ref_id
     view["status"] = o.status
     view["side"] = SIDE_NAMES[o.side]
-    view["market"] = o.market
+    view["market"] = market
     view["type"] = o.type
     view["base_amount"] = units_text(o.qty) if o.qty else "0"
-    view["price"] = format(mk_tick * o.ticks, "f") if o.ticks else "0"
+    view["price"] = price_text(market, o.ticks) if o.ticks else "0"
     view["quote_amount"] = format(o.quote.quantize(CENT), "f") if o.quote is not None else ""
     view["metadata"] = o.metadata or {}
     view["created_at"] = o.created_at
     view["modified_at"] = o.modified_at
-    view["amount_filled"] = units_text(o.filled)
-    if o.filled:
-        with localcontext() as c:
-            c.prec = 60
-            vwap = (Decimal(o.spent) * mk_tick / Decimal(o.filled)).quantize(
-                EIGHT, rounding=ROUND_HALF_UP
-            )
-        view["volume_weighted_average_price"] = format(vwap, "f")
-    else:
-        view["volume_weighted_average_price"] = "0.00000000"
+    filled = o.filled
+    view["amount_filled"] = units_text(filled)
+    view["volume_weighted_average_price"] = _vwap(market, o.spent, filled)
     view["time_in_force"] = o.tif
     if o.expires is not None:
         view["expiration_date"] = o.expires
@@ -272,7 +309,7 @@ def order_view(o: Order) -> dict[str, Any]:
         view["identity_id"] = o.identity_id
         view["identity_account_id"] = o.identity_account_id
     if o.stop_ticks:
-        view["stop_price"] = format(mk_tick * o.stop_ticks, "f")
+        view["stop_price"] = price_text(market, o.stop_ticks)
     if o.recipient is not None:
         view["recipient_profile_id"] = o.recipient
     view["is_triggered"] = o.triggered
@@ -292,7 +329,7 @@ def execution_view(
         "market": o.market,
         "side": SIDE_NAMES[o.side],
         "amount": units_text(units),
-        "price": format(spec.tick * ticks, "f"),
+        "price": price_text(o.market, ticks),
         "commission": format_normal(commission),
         "commission_asset": spec.quote,
         "rebate": "0",
@@ -1001,13 +1038,13 @@ def _placed(state: State, e: Event) -> None:
     spec = MARKETS[d["market"]]
     o = Order()
     o.id = d["id"]
-    o.profile_id = d["profile_id"]
-    o.customer_id = d["customer_id"]
-    o.market = d["market"]
+    o.profile_id = intern(d["profile_id"])
+    o.customer_id = intern(d["customer_id"])
+    o.market = spec.market
     o.side = SIDES[d["side"]]
-    o.type = d["type"]
-    o.tif = d["time_in_force"]
-    o.status = d["status"]
+    o.type = intern(d["type"])
+    o.tif = intern(d["time_in_force"])
+    o.status = intern(d["status"])
     price = d.get("price")
     o.ticks = int(Decimal(price) / spec.tick) if price is not None else 0
     base = d.get("base_amount")
@@ -1026,8 +1063,8 @@ def _placed(state: State, e: Event) -> None:
     o.smp_id = d.get("self_match_prevention_id")
     o.created_at = o.modified_at = e.occurred_at
     o.hold = Decimal(d["hold"])
-    o.hold_asset = d["hold_asset"]
-    o.hold_rate = Decimal(d["hold_rate"])
+    o.hold_asset = intern(d["hold_asset"])
+    o.hold_rate = _rate(d["hold_rate"])
     o.seq = e.position
     tr.orders[o.id] = o
     if o.ref_id is not None:
@@ -1038,6 +1075,19 @@ def _placed(state: State, e: Event) -> None:
     if "submit_at" in d:
         state.timers.add(parse_time(d["submit_at"]), "order_submit", o.id)
     state.mark("order", o.id)
+
+
+_RATES: dict[str, Decimal] = {}
+
+
+def _rate(text: str) -> Decimal:
+    """A fee rate: a handful of values shared by every order (a Decimal is 104 bytes)."""
+    rate = _RATES.get(text)
+    if rate is None:
+        rate = Decimal(text)
+        if len(_RATES) < 1024:
+            _RATES[text] = rate
+    return rate
 
 
 def _changed(state: State, e: Event, status: str | None = None) -> Order:
