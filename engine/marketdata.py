@@ -168,44 +168,70 @@ class _Builder:
         self.rows: dict[str, list[tuple[int, Any]]] = {}
         self.kind = ""
 
+    def add_rows(
+        self,
+        rows: Iterable[tuple[int, list[Any]]],
+        where_of: Callable[[int], str],
+        cols: dict[str, int],
+        text: bool,
+    ) -> None:
+        """Every row after the header. The common rows, trades or bars of a one-market
+        CSV file that check out, are kept on a short path; any other row (the first,
+        a blank one, one with a fault to name) goes through `add`."""
+        add = self.add
+        short = text and "market" not in cols
+        at = cols["timestamp"]
+        price_at = cols.get("price", -1)
+        o_at, h_at, l_at, c_at = (cols.get(name, -1) for name in BAR_COLUMNS)
+        v_at = cols.get("volume")
+        width = len(cols)
+        kept: list[tuple[int, Any]] | None = None
+        trades = False
+        for n, row in rows:
+            if kept is not None:
+                if trades:
+                    if len(row) == width:
+                        try:
+                            t = parse_timestamp(row[at])
+                            price = Decimal(row[price_at])
+                        except (ValueError, InvalidOperation):
+                            pass
+                        else:
+                            if price.is_finite() and price > 0 and t >= kept[-1][0]:
+                                kept.append((t, price))
+                                continue
+                elif len(row) >= 5:
+                    try:
+                        t = parse_timestamp(row[at])
+                        o = Decimal(row[o_at])
+                        h = Decimal(row[h_at])
+                        low = Decimal(row[l_at])
+                        c = Decimal(row[c_at])
+                        volume = row[v_at] if v_at is not None else ""
+                        v = Decimal(volume) if volume else None
+                    except (ValueError, InvalidOperation, IndexError):
+                        pass
+                    else:
+                        if (
+                            0 < low <= o <= h
+                            and low <= c <= h
+                            and h.is_finite()
+                            and t > kept[-1][0]
+                            and (v is None or (v.is_finite() and v >= 0))
+                        ):
+                            kept.append((t, (o, h, low, c, v)))
+                            continue
+            first = row[0] if row else ""
+            if isinstance(first, str) and not first.strip() and _blank(row):
+                continue
+            add(n, where_of, cols, row)
+            if short and kept is None:
+                kept = self.rows.get(self.market or "")
+                trades = self.kind == "trades"
+
     def add(
         self, n: int, where_of: Callable[[int], str], cols: dict[str, int], row: list[Any]
     ) -> None:
-        if self.kind == "trades" and len(row) == len(cols) and "market" not in cols:
-            try:  # the common case, kept short: a trade of a one-market file
-                t = parse_timestamp(row[cols["timestamp"]])
-                price = Decimal(row[cols["price"]])
-            except (ValueError, InvalidOperation):
-                pass
-            else:
-                kept = self.rows[self.market or ""]
-                if price.is_finite() and price > 0 and t >= kept[-1][0]:
-                    kept.append((t, price))
-                    return
-
-        if self.kind == "bars" and "market" not in cols and len(row) >= 5:
-            try:  # likewise a bar of a one-market file
-                t = parse_timestamp(row[cols["timestamp"]])
-                o = Decimal(row[cols["open"]])
-                h = Decimal(row[cols["high"]])
-                low = Decimal(row[cols["low"]])
-                c = Decimal(row[cols["close"]])
-                volume = row[cols["volume"]] if "volume" in cols else ""
-                v = Decimal(volume) if volume else None
-            except (ValueError, InvalidOperation, IndexError):
-                pass
-            else:
-                kept = self.rows[self.market or ""]
-                if (
-                    0 < low <= o <= h
-                    and low <= c <= h
-                    and h.is_finite()
-                    and t > kept[-1][0]
-                    and (v is None or (v.is_finite() and v >= 0))
-                ):
-                    kept.append((t, (o, h, low, c, v)))
-                    return
-
         def cell(name: str) -> Any:
             i = cols.get(name)
             if i is None or i >= len(row):
@@ -357,19 +383,19 @@ def load(
 
     builder = _Builder(str(p), market, bar_seconds)
     cols: dict[str, int] | None = None
+    rows = iter(rows)
     for n, row in rows:
         # a row is blank when every cell is an empty string: its first cell tells most
         first = row[0] if row else ""
         if isinstance(first, str) and not first.strip() and _blank(row):
             continue
-        if cols is None:
-            if isinstance(first, str) and first.lstrip().startswith("#"):
-                continue
-            cols = _columns([str(v) for v in row], where(n))
+        if isinstance(first, str) and first.lstrip().startswith("#"):
             continue
-        builder.add(n, where, cols, row)
+        cols = _columns([str(v) for v in row], where(n))
+        break
     if cols is None:
         raise MarketDataError(f"{p}: empty file (a header line and data rows are needed)")
+    builder.add_rows(rows, where, cols, text=p.suffix.lower() not in (".parquet", ".pq"))
     return builder.series()
 
 
