@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -163,6 +163,11 @@ class MarketConfig:
     taker_fee: Decimal
     latency_us: int
     start_prices: dict[str, Decimal]
+    # The last (time, step) step_of answered: a decision asks for its step several
+    # times, and commands in a row mostly share their time. One tuple, swapped whole.
+    last_step: list[tuple[datetime | None, int]] = field(
+        default_factory=lambda: [(None, 0)], compare=False, repr=False
+    )
 
     @classmethod
     def of(cls, s: Settings) -> MarketConfig:
@@ -183,7 +188,12 @@ class MarketConfig:
         )
 
     def step_of(self, t: datetime) -> int:
-        return ((t - EPOCH) // timedelta(microseconds=1)) // self.step_us
+        cached = self.last_step[0]
+        if cached[0] == t:
+            return cached[1]
+        step = ((t - EPOCH) // timedelta(microseconds=1)) // self.step_us
+        self.last_step[0] = (t, step)
+        return step
 
     def time_of(self, step: int) -> datetime:
         return EPOCH + timedelta(microseconds=step * self.step_us)

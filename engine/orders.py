@@ -284,7 +284,40 @@ def vwap_text(mk: Market, spent: int, filled: int) -> str:
     return _vwap(mk.name, spent, filled)
 
 
+# The last view of each order shown since its read-model row was written, with what it
+# was built from: one decision shows an order to the feed after each of its events and
+# answers it, and the commit writes its row, mostly all from the same fields. Bounded
+# by the orders of one group commit (a row takes its order's entry out).
+_VIEWS: dict[str, tuple[Order, str, str, int, int, bool, dict[str, Any]]] = {}
+_VIEWS_MAX = 16384
+
+
 def order_view(o: Order) -> dict[str, Any]:
+    """The order as the API shows it (a dict of the caller's own)."""
+    return dict(_view(o))
+
+
+def _view(o: Order) -> dict[str, Any]:
+    """The view, shared with the cache: not to be changed."""
+    cached = _VIEWS.get(o.id)
+    if (
+        cached is not None
+        and cached[0] is o
+        and cached[1] == o.status
+        and cached[2] == o.modified_at
+        and cached[3] == o.filled
+        and cached[4] == o.spent
+        and cached[5] == o.triggered
+    ):
+        return cached[6]
+    view = _build_view(o)
+    if len(_VIEWS) >= _VIEWS_MAX:
+        _VIEWS.clear()
+    _VIEWS[o.id] = (o, o.status, o.modified_at, o.filled, o.spent, o.triggered, view)
+    return view
+
+
+def _build_view(o: Order) -> dict[str, Any]:
     market = o.market
     view: dict[str, Any] = {"id": o.id, "profile_id": o.profile_id}
     if o.ref_id is not None:
@@ -357,9 +390,30 @@ def _price(text: str, field: str, mk: Market) -> int:
     return int(value / mk.tick)
 
 
+# (type, side) -> which of price, base_amount, quote_amount, stop_price it takes.
+_SHAPES = {
+    ("LIMIT", "BUY"): (True, True, False, False),
+    ("LIMIT", "SELL"): (True, True, False, False),
+    ("POST_ONLY_LIMIT", "BUY"): (True, True, False, False),
+    ("POST_ONLY_LIMIT", "SELL"): (True, True, False, False),
+    ("MARKET", "BUY"): (False, False, True, False),
+    ("MARKET", "SELL"): (False, True, False, False),
+    ("STOP_MARKET", "SELL"): (False, True, False, True),
+    ("STOP_LIMIT", "SELL"): (True, True, False, True),
+}
+
+
 def _check_fields(cmd: CreateOrder) -> None:
     """Which fields each type needs and which do not belong to it."""
     kind = cmd.type
+    shape = _SHAPES.get((kind, cmd.side))
+    if shape is not None and shape == (
+        cmd.price is not None,
+        cmd.base_amount is not None,
+        cmd.quote_amount is not None,
+        cmd.stop_price is not None,
+    ):
+        return  # what almost every order sends; anything else is told what is wrong
     given = {
         "price": cmd.price is not None,
         "base_amount": cmd.base_amount is not None,
@@ -401,7 +455,11 @@ def _mid(tr: Trading, mk: Market, step: int) -> Decimal:
 
 
 def _best(real: int | None, ladder: list[list[int]], side: int) -> int | None:
-    synth = next((t for t, u in ladder if u > 0), None)
+    synth = None
+    for t, u in ladder:
+        if u > 0:
+            synth = t
+            break
     if real is None:
         return synth
     if synth is None:
@@ -1275,7 +1333,7 @@ def _order_row(state: State, key: str) -> dict[str, Any] | None:
     o = trading_state(state).orders.get(key)
     if o is None:
         return None
-    return {
+    row = {
         "id": o.id,
         "customer_id": o.customer_id,
         "profile_id": o.profile_id,
@@ -1285,8 +1343,10 @@ def _order_row(state: State, key: str) -> dict[str, Any] | None:
         "account_id": o.identity_account_id,
         "created_at": o.created_at,
         "seq": o.seq,
-        "body": _json(order_view(o)),
+        "body": _json(_view(o)),
     }
+    _VIEWS.pop(key, None)
+    return row
 
 
 def _execution_row(state: State, key: int) -> dict[str, Any] | None:
