@@ -282,7 +282,10 @@ def build_result(
             "average": _ratio(exposure_sum / n),
         },
         "slippage": slippage,
-        "market_order_slippage": _slippage(taker),
+        # the same figures when every fill is a market order's (a subset of equal size)
+        "market_order_slippage": dict(slippage)
+        if len(taker) == len(runner.fills)
+        else _slippage(taker),
         "unvalued_assets": unvalued,
         "errors": errors,
         "log_hash": log_hash,
