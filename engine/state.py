@@ -18,6 +18,7 @@ from engine.clock import format_time
 from engine.events import Event
 from engine.ids import IdSource
 from engine.ledger import Ledger
+from engine.records import Records
 from engine.settings import Settings
 
 
@@ -59,7 +60,7 @@ class State:
     customers: dict[str, dict[str, Any]] = field(default_factory=dict)
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
-    transfers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    transfers: Records = field(default_factory=Records)  # settled ones compact (records.py)
     # (profile_id, ref_id) -> transfer id, for idempotence of transfers.
     transfer_refs: dict[tuple[str, str], str] = field(default_factory=dict)
     fiat_instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
