@@ -12,10 +12,15 @@ from engine.commands import Actor, Command
 
 
 def actor(request: Request, principal: Principal) -> Actor:
+    return actor_of(principal, getattr(request.state, "client_request_id", "") or "")
+
+
+def actor_of(principal: Principal, client_request_id: str) -> Actor:
+    """The command's actor; only a request id the client sent enters the log."""
     return Actor(
         customer_id=principal.customer_id,
         client_id=principal.client_id,
-        request_id=getattr(request.state, "client_request_id", "") or "",
+        request_id=client_request_id,
     )
 
 

@@ -53,12 +53,22 @@ def validation_problem(errors: list[dict[str, Any]]) -> ProblemResponse:
     return problem(400, _describe(first), meta=meta)
 
 
+def domain_problem(exc: DomainError) -> ProblemResponse:
+    headers = {"Retry-After": "1"} if exc.status == 503 else None
+    return ProblemResponse(exc.problem(), status_code=exc.status, headers=headers)
+
+
+def http_problem(exc: HTTPException, method: str, path: str) -> ProblemResponse:
+    detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no such resource: {method} {path}"
+    return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> ProblemResponse:
-        body = exc.problem()
-        headers = {"Retry-After": "1"} if exc.status == 503 else None
-        return ProblemResponse(body, status_code=exc.status, headers=headers)
+        return domain_problem(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> ProblemResponse:
@@ -71,10 +81,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> ProblemResponse:
-        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
-        if exc.status_code == 404 and detail == "Not Found":
-            detail = f"no such resource: {request.method} {request.url.path}"
-        return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
+        return http_problem(exc, request.method, request.url.path)
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> ProblemResponse:

@@ -15,7 +15,12 @@ from api_adapter.models import (
 )
 from api_adapter.paging import created_page
 from api_adapter.responses import JSONResponse
-from engine.commands import CreateFiatDepositInstructions, InitiateFiatDeposit, SandboxDeposit
+from engine.commands import (
+    Actor,
+    CreateFiatDepositInstructions,
+    InitiateFiatDeposit,
+    SandboxDeposit,
+)
 from engine.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Funding"])
@@ -28,15 +33,19 @@ async def sandbox_deposit(
     profile_id: str,
     body: SandboxDepositRequest,
 ) -> JSONResponse:
-    command = SandboxDeposit(
-        actor=actor(request, who),
+    return JSONResponse(await run(request, deposit_command(actor(request, who), profile_id, body)))
+
+
+def deposit_command(actor: Actor, profile_id: str, body: SandboxDepositRequest) -> SandboxDeposit:
+    """The command of a sandbox deposit request (the route's and the fast lane's)."""
+    return SandboxDeposit(
+        actor=actor,
         profile_id=profile_id,
         asset=body.asset,
         amount=body.amount,
         crypto_network=body.crypto_network,
         crypto_address=body.crypto_address,
     )
-    return JSONResponse(await run(request, command))
 
 
 @router.post("/transfer/fiat-deposit-instructions", operation_id="CreateFiatDepositInstructions")

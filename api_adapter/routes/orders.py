@@ -12,7 +12,7 @@ from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateOrderRequest, MarketName
 from api_adapter.paging import Limit
 from api_adapter.responses import JSONResponse
-from engine.commands import CancelOrder, CreateOrder
+from engine.commands import Actor, CancelOrder, CreateOrder
 from engine.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
@@ -41,13 +41,13 @@ def order_page(
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
 
-@router.post("/profiles/{profile_id}/orders", operation_id="CreateOrder")
-async def create_order(
-    request: Request, who: Write, profile_id: str, body: CreateOrderRequest
-) -> JSONResponse:
+def create_order_command(
+    actor: Actor, who: Principal, profile_id: str, body: CreateOrderRequest
+) -> CreateOrder:
+    """The command of a create-order request (the route's and the fast lane's)."""
     expiration = body.expiration_date
-    command = CreateOrder(
-        actor=actor(request, who),
+    return CreateOrder(
+        actor=actor,
         profile_id=profile_id,
         side=body.side,
         market=body.market,
@@ -67,7 +67,13 @@ async def create_order(
         self_match_prevention_id=body.self_match_prevention_id,
         may_prevent_self_match="exchange:self_match_prevention" in who.scopes,
     )
-    order = await run(request, command)
+
+
+@router.post("/profiles/{profile_id}/orders", operation_id="CreateOrder")
+async def create_order(
+    request: Request, who: Write, profile_id: str, body: CreateOrderRequest
+) -> JSONResponse:
+    order = await run(request, create_order_command(actor(request, who), who, profile_id, body))
     if body.await_fill_millis:
         order = await _await_fill(request, who, order, body.await_fill_millis)
     return JSONResponse(order)

@@ -10,7 +10,7 @@ from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateCryptoWithdrawalFeeRequest, CreateCryptoWithdrawalRequest
 from api_adapter.responses import JSONResponse
-from engine.commands import CreateCryptoWithdrawal, CreateWithdrawalFee
+from engine.commands import Actor, CreateCryptoWithdrawal, CreateWithdrawalFee
 
 router = APIRouter(prefix="/v2/transfer", tags=["Crypto Withdrawals"])
 
@@ -32,14 +32,12 @@ async def create_fee(
     return JSONResponse(await run(request, command))
 
 
-@router.post("/crypto-withdrawals", operation_id="CreateCryptoWithdrawal")
-async def create_withdrawal(
-    request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_crypto_withdrawal"))],
-    body: CreateCryptoWithdrawalRequest,
-) -> JSONResponse:
-    command = CreateCryptoWithdrawal(
-        actor=actor(request, who),
+def create_withdrawal_command(
+    actor: Actor, body: CreateCryptoWithdrawalRequest
+) -> CreateCryptoWithdrawal:
+    """The command of a withdrawal request (the route's and the fast lane's)."""
+    return CreateCryptoWithdrawal(
+        actor=actor,
         profile_id=body.profile_id,
         asset=body.asset,
         destination_address=body.destination_address,
@@ -55,4 +53,12 @@ async def create_withdrawal(
         metadata=body.metadata,
         beneficiary=body.beneficiary,
     )
-    return JSONResponse(await run(request, command))
+
+
+@router.post("/crypto-withdrawals", operation_id="CreateCryptoWithdrawal")
+async def create_withdrawal(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:write_crypto_withdrawal"))],
+    body: CreateCryptoWithdrawalRequest,
+) -> JSONResponse:
+    return JSONResponse(await run(request, create_withdrawal_command(actor(request, who), body)))

@@ -1,0 +1,154 @@
+"""The fast lane (api_adapter/fastpath.py) answers exactly what FastAPI's routes answer.
+
+Two sandboxes on the same seed and manual clock, one served with the lane and one
+without, take the same requests in the same order: every answer (status, headers but
+the generated request id, body) and the event logs must be identical, for requests the
+lane serves and for the ones it hands on (bad tokens, missing scopes, refused bodies,
+domain errors, await_fill_millis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api_adapter import create_app
+from engine.history import log_hash
+from tests.conftest import Sandbox, make_settings
+
+ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
+ORDERS = "/v2/profiles/default/orders"
+WITHDRAWALS = "/v2/transfer/crypto-withdrawals"
+DEPOSIT = "/v2/sandbox/profiles/default/deposit"
+LIMIT = {
+    "side": "BUY",
+    "market": "BTCUSD",
+    "type": "LIMIT",
+    "price": "30000",
+    "base_amount": "0.001",
+}
+WITHDRAWAL = {
+    "profile_id": "default",
+    "asset": "BTC",
+    "crypto_network": "BITCOIN",
+    "destination_address": ADDRESS,
+    "amount": "0.001",
+}
+
+
+def _pair(tmp_path: Any, **settings: Any) -> tuple[Sandbox, Sandbox]:
+    lane = Sandbox(tmp_path / "lane.db", make_settings(**settings))
+    plain = Sandbox(tmp_path / "plain.db", make_settings(**settings))
+    plain.app = create_app(plain.engine, fast_lane=False)
+    plain.http = TestClient(plain.app, raise_server_exceptions=False)
+    plain.headers = plain.login("sandex", "sandex-secret")
+    return lane, plain
+
+
+def _answer(r: Any) -> tuple[int, dict[str, str], bytes]:
+    headers = {k: v for k, v in r.headers.items() if k != "x-request-id"}
+    return r.status_code, headers, r.content
+
+
+def _same(lane: Sandbox, plain: Sandbox, path: str, body: Any, auth: Any = "own") -> Any:
+    """POST `body` to both; `auth` is "own" (each sandbox's own token), "scoped" (a
+    token without trading scopes), or the headers to send as they are."""
+    answers = []
+    for sb in (lane, plain):
+        if auth == "own":
+            headers = sb.headers
+        elif auth == "scoped":
+            headers = sb.login("sandex", "sandex-secret", "funding:read_profile")
+        elif "X-Request-ID" in auth:
+            headers = {**sb.headers, **auth}
+        else:
+            headers = auth
+        if isinstance(body, str):
+            answers.append(sb.http.post(path, content=body, headers=headers))
+        else:
+            answers.append(sb.http.post(path, json=body, headers=headers))
+    assert _answer(answers[0]) == _answer(answers[1]), (path, body, auth)
+    return answers[0]
+
+
+REQUESTS: list[tuple[str, Any, Any]] = [
+    (DEPOSIT, {"asset": "USD", "amount": "100000"}, "own"),
+    (DEPOSIT, {"asset": "BTC", "amount": "10"}, "own"),
+    (DEPOSIT, {"asset": "BTC", "amount": "1", "crypto_network": "BITCOIN"}, "own"),
+    (DEPOSIT, {"asset": "BTC", "amount": 1}, "own"),  # a JSON number is not an amount
+    (ORDERS, LIMIT, "own"),
+    (ORDERS, {**LIMIT, "side": "SELL", "price": "29000", "time_in_force": "IOC"}, "own"),
+    (ORDERS, {"side": "BUY", "market": "BTCUSD", "type": "MARKET", "quote_amount": "5.00"}, "own"),
+    (ORDERS, {**LIMIT, "ref_id": "r-1", "metadata": {"a": "b"}}, "own"),
+    (ORDERS, {**LIMIT, "ref_id": "r-1"}, "own"),  # already exists
+    (ORDERS, {**LIMIT, "base_amount": "1000000"}, "own"),  # insufficient funds
+    (ORDERS, {**LIMIT, "price": "30000.001"}, "own"),  # finer than the tick
+    (ORDERS, {**LIMIT, "colour": "red"}, "own"),  # unknown field
+    (ORDERS, {**LIMIT, "side": "UP"}, "own"),
+    (ORDERS, {**LIMIT, "await_fill_millis": 50}, "own"),
+    (ORDERS, {**LIMIT, "expiration_date": 1893456000000, "time_in_force": "GTT"}, "own"),
+    (ORDERS, [LIMIT], "own"),
+    (ORDERS, "null", "own"),
+    ("/v2/profiles/nobody/orders", LIMIT, "own"),
+    ("/v2/profiles/default/orders/", LIMIT, "own"),
+    (WITHDRAWALS, WITHDRAWAL, "own"),
+    (WITHDRAWALS, {**WITHDRAWAL, "memo": "sandbox:fail", "ref_id": "w-1"}, "own"),
+    (WITHDRAWALS, {**WITHDRAWAL, "ref_id": "w-1"}, "own"),
+    (WITHDRAWALS, {**WITHDRAWAL, "amount": "500"}, "own"),
+    (WITHDRAWALS, {**WITHDRAWAL, "crypto_network": "MOON"}, "own"),
+    (WITHDRAWALS, {**WITHDRAWAL, "amount": "0.001", "total": "0.002"}, "own"),
+    (WITHDRAWALS, {**WITHDRAWAL, "amount": "0.01"}, "own"),  # over the sandbox's limit
+    (ORDERS, LIMIT, {"Authorization": "Bearer sdx1.forged.token"}),
+    (ORDERS, LIMIT, {"Authorization": "Basic abc"}),
+    (ORDERS, LIMIT, {}),
+    (ORDERS, LIMIT, "scoped"),
+    (WITHDRAWALS, WITHDRAWAL, "scoped"),
+    (ORDERS, LIMIT, {"X-Request-ID": "client-given-1"}),
+    (WITHDRAWALS, WITHDRAWAL, {"X-Request-ID": "client-given-2"}),
+]
+
+
+def test_the_lane_answers_as_the_routes_do(tmp_path: Any) -> None:
+    lane, plain = _pair(tmp_path)
+    try:
+        seen = {
+            (path, _same(lane, plain, path, body, auth).status_code)
+            for path, body, auth in REQUESTS
+        }
+        assert {status for _, status in seen} == {200, 400, 401, 403, 404, 409}
+        assert {(ORDERS, 200), (WITHDRAWALS, 200), (DEPOSIT, 200)} <= seen
+        r = _same(lane, plain, ORDERS, LIMIT, {"X-Request-ID": "abc-1"})
+        assert r.status_code == 200 and r.headers["x-request-id"] == "abc-1"
+        assert log_hash(str(lane.db)) == log_hash(str(plain.db))
+    finally:
+        for sb in (lane, plain):
+            sb.close()
+    assert lane.verify() == [] and plain.verify() == []
+
+
+def test_the_lane_keeps_the_rate_limits(tmp_path: Any) -> None:
+    lane, plain = _pair(tmp_path, rate_limits_enabled=True)
+    try:
+        for sb in (lane, plain):
+            sb.app.state.limiter.clock = lambda: 1000.0
+        _same(lane, plain, DEPOSIT, {"asset": "BTC", "amount": "10"})
+        answers = [_same(lane, plain, WITHDRAWALS, WITHDRAWAL) for _ in range(21)]
+        statuses = [r.status_code for r in answers]
+        assert statuses.count(200) == 20 and statuses[-1] == 429, answers[0].text
+        assert "retry-after" in answers[-1].headers
+    finally:
+        for sb in (lane, plain):
+            sb.close()
+
+
+@pytest.mark.parametrize("path", [ORDERS, WITHDRAWALS])
+def test_a_revoked_client_is_refused_by_the_lane_at_once(sandbox: Any, path: str) -> None:
+    from engine.commands import RevokeClient
+
+    headers, creds = sandbox.tenant()
+    body = LIMIT if path == ORDERS else WITHDRAWAL
+    assert sandbox.post(path, body, headers=headers).status_code in (200, 403)
+    sandbox.engine.execute(RevokeClient(client_id=creds["client_id"]))
+    r = sandbox.post(path, body, headers=headers)
+    assert r.status_code == 401 and "revoked" in r.json()["detail"]
