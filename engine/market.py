@@ -325,7 +325,9 @@ class Market:
         self.last_trade: tuple[int, int] | None = None  # (ticks, units)
         # minute ("2024-01-01T00:00") -> [open, high, low, units, notional units]
         self.minutes: dict[str, list[int]] = {}
-        self.recent: deque[tuple[str, int, int, str]] = deque(maxlen=2000)
+        # (trade number, ticks, units, executed at): the match number's text is made
+        # when the recent trades are read, not for every trade
+        self.recent: deque[tuple[int, int, int, str]] = deque(maxlen=2000)
         self.trades = 0
         self.noise: Noise | None = None
         self.anchor_x = 0.0
@@ -472,7 +474,7 @@ class Market:
 
     # -- statistics ----------------------------------------------------------------------
 
-    def record_trade(self, at: str, ticks: int, units: int, match: str) -> None:
+    def record_trade(self, at: str, ticks: int, units: int, match: int) -> None:
         self.last_trade = (ticks, units)
         self.trades += 1
         minute = at[:16]

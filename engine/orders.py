@@ -284,37 +284,24 @@ def vwap_text(mk: Market, spent: int, filled: int) -> str:
     return _vwap(mk.name, spent, filled)
 
 
-# The last view of each order shown since its read-model row was written, with what it
-# was built from: one decision shows an order to the feed after each of its events and
-# answers it, and the commit writes its row, mostly all from the same fields. Bounded
-# by the orders of one group commit (a row takes its order's entry out).
-_VIEWS: dict[str, tuple[Order, str, str, int, int, bool, dict[str, Any]]] = {}
-_VIEWS_MAX = 16384
+# The last view built, with what it was built from: a decision shows an order to the
+# feed after its last event and then answers it, from the same fields.
+_LAST_VIEW: list[Any] = [None, None]
 
 
 def order_view(o: Order) -> dict[str, Any]:
     """The order as the API shows it (a dict of the caller's own)."""
-    return dict(_view(o))
+    return dict(_shown(o))
 
 
-def _view(o: Order) -> dict[str, Any]:
+def _shown(o: Order) -> dict[str, Any]:
     """The view, shared with the cache: not to be changed."""
-    cached = _VIEWS.get(o.id)
-    if (
-        cached is not None
-        and cached[0] is o
-        and cached[1] == o.status
-        and cached[2] == o.modified_at
-        and cached[3] == o.filled
-        and cached[4] == o.spent
-        and cached[5] == o.triggered
-    ):
-        return cached[6]
-    view = _build_view(o)
-    if len(_VIEWS) >= _VIEWS_MAX:
-        _VIEWS.clear()
-    _VIEWS[o.id] = (o, o.status, o.modified_at, o.filled, o.spent, o.triggered, view)
-    return view
+    key = (o, o.status, o.modified_at, o.filled, o.spent, o.triggered)
+    last_key, view = _LAST_VIEW
+    if last_key != key:
+        view = _build_view(o)
+        _LAST_VIEW[:] = key, view
+    return view  # type: ignore[no-any-return]
 
 
 def _build_view(o: Order) -> dict[str, Any]:
@@ -1005,7 +992,7 @@ def read_market(ctx: Ctx, cmd: ReadMarket) -> dict[str, Any]:
         return {
             "items": [
                 {
-                    "match_number": match,
+                    "match_number": _match_number(match),
                     "price": ticks_text(mk, ticks),
                     "amount": units_text(units),
                     "executed_at": at,
@@ -1242,7 +1229,7 @@ def _traded(state: State, e: Event) -> None:
         # trades happened on the way to the reference price, which stays the last.
         mk.print_step = d["step"]
         mk.print_ticks = ticks
-    mk.record_trade(at, ticks, units, _match_number(d["trade"]))
+    mk.record_trade(at, ticks, units, d["trade"])
     post(state, d["postings"])
 
 
@@ -1333,7 +1320,7 @@ def _order_row(state: State, key: str) -> dict[str, Any] | None:
     o = trading_state(state).orders.get(key)
     if o is None:
         return None
-    row = {
+    return {
         "id": o.id,
         "customer_id": o.customer_id,
         "profile_id": o.profile_id,
@@ -1343,10 +1330,8 @@ def _order_row(state: State, key: str) -> dict[str, Any] | None:
         "account_id": o.identity_account_id,
         "created_at": o.created_at,
         "seq": o.seq,
-        "body": _json(_view(o)),
+        "body": _json(_shown(o)),
     }
-    _VIEWS.pop(key, None)
-    return row
 
 
 def _execution_row(state: State, key: int) -> dict[str, Any] | None:
