@@ -68,6 +68,11 @@ class Book:
         level = levels.get(key)
         if level is None:
             level = levels[key] = Level(order.ticks)
+            level.queue.append(order)
+            level.total = order.remaining  # the order's int, not a copy of it
+            level.count = 1
+            order.live = True
+            return
         queue = level.queue
         queue.append(order)
         if len(queue) == LONG and type(queue) is list:

@@ -466,7 +466,8 @@ class Market:
         book = self.book
         bb = book.best_bid()
         ba = book.best_ask()
-        top_stop = max((o.stop_ticks for o in self.stops.values()), default=NO_BID)
+        stops = self.stops
+        top_stop = max(o.stop_ticks for o in stops.values()) if stops else NO_BID
         return (NO_BID if bb is None else bb, NO_ASK if ba is None else ba, top_stop)
 
     def has_interest(self) -> bool:

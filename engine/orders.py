@@ -284,9 +284,10 @@ def vwap_text(mk: Market, spent: int, filled: int) -> str:
     return _vwap(mk.name, spent, filled)
 
 
-# The last view built, with what it was built from: a decision shows an order to the
-# feed after its last event and then answers it, from the same fields.
-_LAST_VIEW: list[Any] = [None, None]
+# The last view built and what it was built from. A decision shows an order to the
+# feed after each of its events and then answers it: the next view of the same order
+# differs only in the fields an event changes, or not at all. One tuple, swapped whole.
+_LAST_VIEW: list[tuple[Any, ...] | None] = [None]
 
 
 def order_view(o: Order) -> dict[str, Any]:
@@ -296,12 +297,37 @@ def order_view(o: Order) -> dict[str, Any]:
 
 def _shown(o: Order) -> dict[str, Any]:
     """The view, shared with the cache: not to be changed."""
-    key = (o, o.status, o.modified_at, o.filled, o.spent, o.triggered)
-    last_key, view = _LAST_VIEW
-    if last_key != key:
+    last = _LAST_VIEW[0]
+    status, modified_at, filled, spent, triggered = (
+        o.status,
+        o.modified_at,
+        o.filled,
+        o.spent,
+        o.triggered,
+    )
+    view: dict[str, Any]
+    if last is None or last[0] is not o:
         view = _build_view(o)
-        _LAST_VIEW[:] = key, view
-    return view  # type: ignore[no-any-return]
+    else:
+        _, l_status, l_modified, l_filled, l_spent, l_triggered, view = last
+        if (
+            l_status == status
+            and l_modified == modified_at
+            and l_filled == filled
+            and l_spent == spent
+            and l_triggered == triggered
+        ):
+            return view
+        # what only events change; the rest of a view is the order as placed
+        view = dict(view)
+        view["status"] = status
+        view["modified_at"] = modified_at
+        if l_filled != filled or l_spent != spent:
+            view["amount_filled"] = units_text(filled)
+            view["volume_weighted_average_price"] = _vwap(o.market, spent, filled)
+        view["is_triggered"] = triggered
+    _LAST_VIEW[0] = (o, status, modified_at, filled, spent, triggered, view)
+    return view
 
 
 def _build_view(o: Order) -> dict[str, Any]:
@@ -366,7 +392,10 @@ def execution_view(
 
 def _amount(text: str, field: str, asset: str, places: int) -> Decimal:
     value = parse_amount(text, field)
-    if decimals(value) > places:
+    # Most amounts are written with no more places than allowed, which the text shows;
+    # only longer ones are normalized to find their significant places.
+    dot = text.find(".")
+    if (dot >= 0 and len(text) - dot - 1 > places) and decimals(value) > places:
         raise ExceedPrecision(asset, places, field)
     return value
 
@@ -1155,7 +1184,7 @@ def _opened(state: State, e: Event) -> None:
     if o.type in STOP_TYPES and not o.triggered:
         mk.stops[o.id] = o
     else:
-        o.remaining = o.qty - o.filled
+        o.remaining = o.qty - o.filled if o.filled else o.qty  # one int object, not two
         mk.book.add(o)
     if not state.live:
         _arm_after_replay(state, mk, e.occurred_at)
