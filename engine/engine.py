@@ -103,6 +103,11 @@ class Engine:
     def _load(self) -> None:
         """Rebuild the state from the newest state snapshot and the log after it; bring
         read models up if they lag behind."""
+        if hasattr(self, "state"):  # the state being replaced was frozen: let it go
+            gc.unfreeze()
+        # Collected before loading, not after: the same garbage, without walking the
+        # millions of objects the load is about to make.
+        gc.collect()
         state, versions, base = load_state(self.store, use_snapshots=self._snapshot_every > 0)
         self.state = state
         self._versions = versions
@@ -119,7 +124,8 @@ class Engine:
             rebuild_read_models(self.store)
         state.appended = []
         self._data_version = self.store.data_version()
-        gc.collect()
+        # Millions of long-lived objects: out of the collector's sight from now on, or
+        # every full collection would walk them all.
         gc.freeze()
 
     # -- lifecycle --------------------------------------------------------------------
