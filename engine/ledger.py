@@ -58,17 +58,7 @@ class Ledger:
         """Apply postings all or nothing; answer the (account, asset) pairs that changed."""
         balances = self.balances
         if len(postings) == 1:  # the common case needs no overlay to be all-or-nothing
-            ((source, target, asset, amount),) = postings
-            if amount <= ZERO:
-                raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
-            key_s = (source, asset)
-            key_t = (target, asset)
-            new_source = balances.get(key_s, ZERO) - amount
-            if new_source < ZERO and ":" in source:
-                raise LedgerViolation(f"account {source} would go negative in {asset}")
-            balances[key_s] = new_source
-            balances[key_t] = balances.get(key_t, ZERO) + amount
-            return {key_s, key_t}
+            return self._post_one(*postings[0])
         changed: dict[tuple[str, str], Decimal] = {}
         for source, target, asset, amount in postings:
             if amount <= ZERO:
@@ -82,6 +72,29 @@ class Ledger:
             changed[key_t] = changed.get(key_t, balances.get(key_t, ZERO)) + amount
         balances.update(changed)
         return set(changed)
+
+    def post_encoded(self, raw: Sequence[list[str]]) -> set[tuple[str, str]]:
+        """`post` of an event's postings as recorded (amounts as text): one posting, the
+        common case, is applied without building the decoded list."""
+        if len(raw) != 1:
+            return self.post(decode_postings(raw))
+        ((source, target, asset, text),) = raw
+        return self._post_one(source, target, asset, _AMOUNTS.get(text) or _amount(text))
+
+    def _post_one(
+        self, source: str, target: str, asset: str, amount: Decimal
+    ) -> set[tuple[str, str]]:
+        if amount <= ZERO:
+            raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
+        balances = self.balances
+        key_s = (source, asset)
+        key_t = (target, asset)
+        new_source = balances.get(key_s, ZERO) - amount
+        if new_source < ZERO and ":" in source:
+            raise LedgerViolation(f"account {source} would go negative in {asset}")
+        balances[key_s] = new_source
+        balances[key_t] = balances.get(key_t, ZERO) + amount
+        return {key_s, key_t}
 
     def check(self) -> list[str]:
         """Every broken invariant, as text; empty when the ledger is sound."""
@@ -108,14 +121,13 @@ def encode_postings(postings: Iterable[Posting]) -> list[list[str]]:
 _AMOUNTS: dict[str, Decimal] = {}
 
 
+def _amount(text: str) -> Decimal:
+    if len(_AMOUNTS) >= 4096:
+        _AMOUNTS.clear()
+    amount = _AMOUNTS[text] = Decimal(text)
+    return amount
+
+
 def decode_postings(raw: Iterable[list[str]]) -> list[Posting]:
     amounts = _AMOUNTS
-    out: list[Posting] = []
-    for s, t, a, v in raw:
-        amount = amounts.get(v)
-        if amount is None:
-            if len(amounts) >= 4096:
-                amounts.clear()
-            amount = amounts[v] = Decimal(v)
-        out.append((s, t, a, amount))
-    return out
+    return [(s, t, a, amounts.get(v) or _amount(v)) for s, t, a, v in raw]

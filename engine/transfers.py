@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.events import Event
-from engine.ledger import Posting, decode_postings, encode_postings, is_profile_account
+from engine.ledger import Posting, encode_postings, is_profile_account
 from engine.state import Ctx, State
 
 # Fields of a transfer record that are internal, not part of the public object.
@@ -63,7 +63,7 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
     """Apply an event's postings to the ledger and mark the balances they touched."""
     if not raw_postings:
         return
-    touched = state.ledger.post(decode_postings(raw_postings))
+    touched = state.ledger.post_encoded(raw_postings)
     if state.live:
         for account, asset in touched:
             if is_profile_account(account):
@@ -71,13 +71,18 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
 
 
 def _created(state: State, e: Event) -> None:
-    record = dict(e.data["transfer"]) if state.live else e.data["transfer"]
+    data = e.data
+    live = state.live
+    record = dict(data["transfer"]) if live else data["transfer"]
     record["seq"] = e.position
-    state.transfers[record["id"]] = record
-    if record.get("ref_id"):
-        state.transfer_refs[(record["profile_id"], record["ref_id"])] = record["id"]
-    post(state, e.data["postings"])
-    state.mark("transfer", record["id"])
+    tid = record["id"]
+    state.transfers[tid] = record
+    ref_id = record.get("ref_id")
+    if ref_id:
+        state.transfer_refs[(record["profile_id"], ref_id)] = tid
+    post(state, data["postings"])
+    if live:
+        state.mark("transfer", tid)
 
 
 def _changed(state: State, e: Event) -> None:
