@@ -1135,7 +1135,7 @@ def _placed(state: State, e: Event) -> None:
     o.identity_account_id = d.get("identity_account_id")
     o.recipient = d.get("recipient_profile_id")
     o.smp_id = d.get("self_match_prevention_id")
-    o.created_at = o.modified_at = e.occurred_at
+    o.created_at = o.modified_at = _time(e.occurred_at)
     o.hold = Decimal(d["hold"])
     o.hold_asset = intern(d["hold_asset"])
     o.hold_rate = _rate(d["hold_rate"])
@@ -1149,6 +1149,19 @@ def _placed(state: State, e: Event) -> None:
     if "submit_at" in d:
         state.timers.add(parse_time(d["submit_at"]), "order_submit", o.id)
     state.mark("order", o.id)
+
+
+_LAST_TIME = [""]
+
+
+def _time(at: str) -> str:
+    """One string for one time: orders placed or changed at the same time (a manual
+    clock, a backtest, a burst) keep one text of it between them, not one each."""
+    last = _LAST_TIME[0]
+    if at == last:
+        return last
+    _LAST_TIME[0] = at
+    return at
 
 
 _RATES: dict[str, Decimal] = {}
@@ -1168,7 +1181,7 @@ def _changed(state: State, e: Event, status: str | None = None) -> Order:
     o = trading_state(state).orders[e.data["order_id"]]
     if status is not None:
         o.status = status
-    o.modified_at = e.occurred_at
+    o.modified_at = _time(e.occurred_at)
     state.mark("order", o.id)
     return o
 
@@ -1226,7 +1239,7 @@ def _traded(state: State, e: Event) -> None:
     mk = tr.markets[d["market"]]
     ticks = int(Decimal(d["price"]) / mk.tick)
     units = int(Decimal(d["amount"]) / UNIT)
-    at = e.occurred_at
+    at = _time(e.occurred_at)
     orders = tr.orders
     first_execution = 0
     for key in ("buy", "sell"):
