@@ -1,13 +1,30 @@
-"""Hand a command to the engine's writer and await its answer without blocking the loop."""
+"""Hand a command to the engine's writer and await its answer without blocking the loop.
+
+The loop and the writer meet through one bridge per event loop, which batches both ways:
+
+- Commands submitted while the loop runs one iteration (the requests that arrived
+  together) reach the writer's queue together, at the end of it. The writer starts a
+  batch the moment its queue holds anything, so a command queued alone would make it
+  decide and commit a batch of one while the rest of the wave waits for the next commit.
+- Answers come back with one wake-up of the loop per batch rather than one per command
+  (asyncio.wrap_future schedules a callback into the loop for each), which is work the
+  writer does between its commits.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import weakref
+from collections import deque
+from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from fastapi import Request
 
 from api_adapter.auth import Principal
+from engine import Engine
 from engine.commands import Actor, Command
 
 
@@ -25,4 +42,66 @@ def actor_of(principal: Principal, client_request_id: str) -> Actor:
 
 
 async def run(request: Request, command: Command) -> Any:
-    return await asyncio.wrap_future(request.app.state.engine.submit(command))
+    return await submit(request.app.state.engine, command)
+
+
+def submit(engine: Engine, command: Command) -> asyncio.Future[Any]:
+    """The answer to `command`, to be awaited on the running loop."""
+    loop = asyncio.get_running_loop()
+    bridge = _bridges.get(loop)
+    if bridge is None:
+        bridge = _bridges[loop] = _Bridge(loop)
+    return bridge.submit(engine, command)
+
+
+class _Bridge:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.outbox: list[tuple[Engine, Command, asyncio.Future[Any]]] = []
+        self.inbox: deque[tuple[asyncio.Future[Any], Future[Any]]] = deque()
+        self.waking = False
+
+    def submit(self, engine: Engine, command: Command) -> asyncio.Future[Any]:
+        waiter = self.loop.create_future()
+        if not self.outbox:
+            self.loop.call_soon(self._flush)
+        self.outbox.append((engine, command, waiter))
+        return waiter
+
+    def _flush(self) -> None:
+        outbox, self.outbox = self.outbox, []
+        for engine, command, waiter in outbox:
+            try:
+                engine.submit(command).add_done_callback(partial(self._answered, waiter))
+            except BaseException as exc:  # noqa: BLE001 - the caller gets it, not the loop
+                waiter.set_exception(exc)
+
+    def _answered(self, waiter: asyncio.Future[Any], reply: Future[Any]) -> None:
+        """Run by whoever answers (the writer thread): queue it, wake the loop once."""
+        self.inbox.append((waiter, reply))
+        if not self.waking:
+            self.waking = True
+            # a closed loop: nobody awaits the answer any more
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        self.waking = False  # before draining: an answer queued from now on wakes again
+        inbox = self.inbox
+        while inbox:
+            waiter, reply = inbox.popleft()
+            if waiter.done():  # the request was cancelled; its command was still decided
+                continue
+            if reply.cancelled():
+                waiter.cancel()
+                continue
+            error = reply.exception()
+            if error is None:
+                waiter.set_result(reply.result())
+            else:
+                waiter.set_exception(error)
+
+
+_bridges: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge] = (
+    weakref.WeakKeyDictionary()
+)

@@ -16,7 +16,6 @@ app's error middleware (a 500 problem naming the request id).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.auth import Principal, Tokens, principal_of
-from api_adapter.dispatch import actor_of
+from api_adapter.dispatch import actor_of, submit
 from api_adapter.models import (
     CreateCryptoWithdrawalRequest,
     CreateOrderRequest,
@@ -128,7 +127,7 @@ class FastLane:
         try:
             if limiter is not None:
                 limiter.check(f"client:{principal.client_id}", lane.operation)
-            result = await asyncio.wrap_future(self.state.engine.submit(command))
+            result = await submit(self.state.engine, command)
         except DomainError as exc:
             response = domain_problem(exc)
         except HTTPException as exc:
