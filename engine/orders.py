@@ -402,8 +402,10 @@ def _amount(text: str, field: str, asset: str, places: int) -> Decimal:
 
 def _price(text: str, field: str, mk: Market) -> int:
     value = parse_amount(text, field)
-    check_step(value, mk.tick, field, "tick size")
-    return int(value / mk.tick)
+    ticks, off = divmod(value, mk.tick)
+    if off:
+        check_step(value, mk.tick, field, "tick size")  # raises, with the usual words
+    return int(ticks)
 
 
 # (type, side) -> which of price, base_amount, quote_amount, stop_price it takes.
@@ -1106,6 +1108,10 @@ def _ticker(ctx: Ctx, tr: Trading, mk: Market, step: int) -> dict[str, Any]:
 # -- appliers ------------------------------------------------------------------------
 
 
+# The fields every OrderPlaced record has (create_order writes them unconditionally).
+_PLAIN_FIELDS = 11
+
+
 def _placed(state: State, e: Event) -> None:
     tr = trading_state(state)
     d = e.data["order"]
@@ -1119,22 +1125,29 @@ def _placed(state: State, e: Event) -> None:
     o.type = intern(d["type"])
     o.tif = intern(d["time_in_force"])
     o.status = intern(d["status"])
-    price = d.get("price")
+    get = d.get
+    price = get("price")
     o.ticks = int(Decimal(price) / spec.tick) if price is not None else 0
-    base = d.get("base_amount")
+    base = get("base_amount")
     o.qty = int(Decimal(base) / UNIT) if base is not None else 0
-    quote = d.get("quote_amount")
-    o.quote = Decimal(quote) if quote is not None else None
-    o.budget = int(o.quote / (spec.tick * UNIT)) if o.quote is not None else 0
-    stop = d.get("stop_price")
-    o.stop_ticks = int(Decimal(stop) / spec.tick) if stop is not None else 0
-    o.expires = d.get("expiration_date")
-    o.ref_id = d.get("ref_id")
-    o.metadata = d.get("metadata")
-    o.identity_id = d.get("identity_id")
-    o.identity_account_id = d.get("identity_account_id")
-    o.recipient = d.get("recipient_profile_id")
-    o.smp_id = d.get("self_match_prevention_id")
+    if len(d) == _PLAIN_FIELDS + (price is not None) + (base is not None):
+        # none of the optional fields below: most orders
+        o.quote = o.expires = o.ref_id = o.metadata = o.identity_id = None
+        o.identity_account_id = o.recipient = o.smp_id = None
+        o.budget = o.stop_ticks = 0
+    else:
+        quote = get("quote_amount")
+        o.quote = Decimal(quote) if quote is not None else None
+        o.budget = int(o.quote / (spec.tick * UNIT)) if o.quote is not None else 0
+        stop = get("stop_price")
+        o.stop_ticks = int(Decimal(stop) / spec.tick) if stop is not None else 0
+        o.expires = get("expiration_date")
+        o.ref_id = get("ref_id")
+        o.metadata = get("metadata")
+        o.identity_id = get("identity_id")
+        o.identity_account_id = get("identity_account_id")
+        o.recipient = get("recipient_profile_id")
+        o.smp_id = get("self_match_prevention_id")
     o.created_at = o.modified_at = _time(e.occurred_at)
     o.hold = Decimal(d["hold"])
     o.hold_asset = intern(d["hold_asset"])
