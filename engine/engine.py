@@ -170,7 +170,7 @@ class Engine:
         a thread hop per command, which costs more than most decisions."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: submit commands to it instead")
-        future: Future[Any] = Reply()
+        future = Reply()
         with decimal.localcontext(CONTEXT):
             self._process([(future, command)])
         return future.result()
@@ -206,21 +206,18 @@ class Engine:
                         item[0].set_exception(EngineStopped("the engine is stopping"))
                 return
 
-    def _process(self, batch: Iterable[tuple[Future[Any], Command]]) -> None:
-        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+    def _process(self, batch: Iterable[tuple[Reply, Command]]) -> None:
+        outcomes: list[tuple[Reply, Any, BaseException | None]] = []
         if self._stale or self._changed_elsewhere():
             self._recover()
         if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
             for future, _ in batch:
-                if future.set_running_or_notify_cancel():
-                    future.set_exception(Unavailable("the event store cannot be read; retry"))
+                future.set_exception(Unavailable("the event store cannot be read; retry"))
             return
         self._pending = []
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit
-        for future, command in batch:
-            if not future.set_running_or_notify_cancel():
-                continue
+        for future, command in batch:  # a Reply cannot be cancelled (engine/reply.py)
             if broken:
                 outcomes.append((future, None, Unavailable("the engine is recovering; retry")))
                 continue
