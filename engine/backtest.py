@@ -384,7 +384,15 @@ class _Runner:
         """Queue what the last command did, and refresh thresholds and the wake time."""
         engine = self.engine
         if engine.state.position != self.position:
-            self._collect(engine.store.read(after=self.position, with_meta=False))
+            done = engine.committed
+            if (
+                done
+                and done[0].position == self.position + 1
+                and done[-1].position == engine.state.position
+            ):
+                self._collect(done)  # the command's own events, as committed
+            else:
+                self._collect(engine.store.read(after=self.position, with_meta=False))
             self.position = engine.state.position
         tr = trading_state(engine.state)
         h = self.half_spread

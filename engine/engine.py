@@ -87,6 +87,9 @@ class Engine:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pending: list[Event] = []
+        # The events the last batch committed, in order: a run_inline driver (a backtest)
+        # follows them without reading them back from the store.
+        self.committed: list[Event] = []
         self._stale = False
         # State snapshots (engine/state_snapshots.py): none for an in-memory database,
         # which a second connection cannot see.
@@ -215,6 +218,7 @@ class Engine:
                 future.set_exception(Unavailable("the event store cannot be read; retry"))
             return
         self._pending = []
+        self.committed = []
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit
         for future, command in batch:  # a Reply cannot be cancelled (engine/reply.py)
@@ -244,6 +248,7 @@ class Engine:
                 self.store.commit(
                     self._pending, rows_for(self.state, self.state.dirty), self.state.position
                 )
+                self.committed = self._pending
                 self.state.dirty.clear()
                 self.state.appended = []
                 if self._snapshot_every and self._thread is not None:
