@@ -51,23 +51,40 @@ class Level:
 
 
 class Book:
-    """Bids keyed by -ticks and asks by ticks, so the best level of each side is first."""
+    """Bids keyed by -ticks and asks by ticks, so the best level of each side is first.
 
-    __slots__ = ("bids", "asks")
+    The first key of each side is also kept aside (None for an empty side): every order
+    asks for the best prices several times, and a SortedDict's first item is not cheap."""
+
+    __slots__ = ("bids", "asks", "first")
 
     def __init__(self) -> None:
         self.bids: SortedDict = SortedDict()
         self.asks: SortedDict = SortedDict()
+        self.first: list[int | None] = [None, None]  # per side: the key of its best level
+
+    def _new_level(self, side: int, levels: SortedDict, key: int, ticks: int) -> Level:
+        level = levels[key] = Level(ticks)
+        first = self.first[side]
+        if first is None or key < first:
+            self.first[side] = key
+        return level
+
+    def _drop_level(self, side: int, levels: SortedDict, key: int) -> None:
+        del levels[key]
+        if self.first[side] == key:
+            self.first[side] = levels.peekitem(0)[0] if levels else None
 
     def side(self, side: int) -> SortedDict:
         return self.bids if side == BUY else self.asks
 
     def add(self, order: Resting) -> None:
-        levels = self.bids if order.side == BUY else self.asks
-        key = -order.ticks if order.side == BUY else order.ticks
+        side = order.side
+        levels = self.bids if side == BUY else self.asks
+        key = -order.ticks if side == BUY else order.ticks
         level = levels.get(key)
         if level is None:
-            level = levels[key] = Level(order.ticks)
+            level = self._new_level(side, levels, key, order.ticks)
             level.queue.append(order)
             level.total = order.remaining  # the order's int, not a copy of it
             level.count = 1
@@ -83,22 +100,24 @@ class Book:
 
     def remove(self, order: Resting) -> None:
         """Take a live order out (cancel, expiry, self-match)."""
-        levels = self.bids if order.side == BUY else self.asks
-        key = -order.ticks if order.side == BUY else order.ticks
+        side = order.side
+        levels = self.bids if side == BUY else self.asks
+        key = -order.ticks if side == BUY else order.ticks
         level = levels[key]
         order.live = False
         level.total -= order.remaining
         level.count -= 1
         if level.count == 0:
-            del levels[key]
+            self._drop_level(side, levels, key)
         elif len(level.queue) > 2 * level.count + 16:
             live = [o for o in level.queue if o.live]
             level.queue = deque(live) if len(live) >= LONG else live
 
     def fill(self, order: Resting, qty: int) -> None:
         """Reduce a live order by `qty` units; a filled order leaves the book."""
-        levels = self.bids if order.side == BUY else self.asks
-        key = -order.ticks if order.side == BUY else order.ticks
+        side = order.side
+        levels = self.bids if side == BUY else self.asks
+        key = -order.ticks if side == BUY else order.ticks
         level = levels[key]
         order.remaining -= qty
         level.total -= qty
@@ -106,7 +125,7 @@ class Book:
             order.live = False
             level.count -= 1
             if level.count == 0:
-                del levels[key]
+                self._drop_level(side, levels, key)
                 return
             queue = level.queue
             if type(queue) is list:
@@ -121,12 +140,11 @@ class Book:
                     queue.popleft()
 
     def best_bid(self) -> int | None:
-        bids = self.bids
-        return -bids.peekitem(0)[0] if bids else None
+        key = self.first[BUY]
+        return None if key is None else -key
 
     def best_ask(self) -> int | None:
-        asks = self.asks
-        return asks.peekitem(0)[0] if asks else None
+        return self.first[SELL]
 
     def levels(self, side: int) -> Iterator[Level]:
         """Levels of a side, best first."""

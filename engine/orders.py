@@ -1270,7 +1270,7 @@ def _traded(state: State, e: Event) -> None:
             mk.book.fill(o, units)
         execution = side["execution_id"]
         first_execution = first_execution or execution
-        tr.executions[execution] = (o, at, ticks, units, commission, side["liquidity"])
+        tr.executions[execution] = (o, at, ticks, units, commission, intern(side["liquidity"]))
         tr.next_execution = execution + 1
         state.mark("order", o.id)
         state.mark("execution", execution)
@@ -1278,7 +1278,12 @@ def _traded(state: State, e: Event) -> None:
     if house:
         mk.consume(d["step"], BUY if "buy" not in d else SELL, house)
     tr.next_trade = d["trade"] + 1
-    if not house or any(d[k]["liquidity"] == "TAKER" for k in ("buy", "sell") if k in d):
+    buy, sell = d.get("buy"), d.get("sell")
+    if (
+        not house
+        or (buy is not None and buy["liquidity"] == "TAKER")
+        or (sell is not None and sell["liquidity"] == "TAKER")
+    ):
         # A sandbox order took liquidity: the trade is the market's last price. The
         # house filling resting orders as its price moves past them is not: those
         # trades happened on the way to the reference price, which stays the last.
