@@ -607,6 +607,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         raise InsufficientFunds(pid, asset, format_normal(have), format_normal(needed))
     order_id = ctx.ids.uuid()
     latency = cfg.latency_us
+    hold_text = _dec(needed)
     record: dict[str, Any] = {
         "id": order_id,
         "profile_id": pid,
@@ -616,7 +617,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         "type": kind,
         "time_in_force": tif,
         "status": "PENDING_SUBMISSION" if latency else "SUBMITTED",
-        "hold": _dec(needed),
+        "hold": hold_text,
         "hold_asset": asset,
         "hold_rate": _dec(rate),
     }
@@ -643,7 +644,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         record["self_match_prevention_id"] = smp
     if latency:
         record["submit_at"] = format_time(ctx.now + timedelta(microseconds=latency))
-    postings = [[available(pid), trading(pid), asset, _dec(needed)]] if needed > ZERO else []
+    postings = [[available(pid), trading(pid), asset, hold_text]] if needed > ZERO else []
     ctx.emit("OrderPlaced", f"order-{order_id}", {"order": record, "postings": postings})
     order = tr.orders[order_id]
     if not latency:
@@ -801,12 +802,13 @@ def _trade(
     notional = Decimal(ticks * units) * mk.unit
     base_amount = Decimal(units) * UNIT
     postings: list[list[str]] = []
+    amount_text = units_text(units)  # the text of base_amount
     data: dict[str, Any] = {
         "market": mk.name,
         "step": step,
         "trade": tr.next_trade,
         "price": ticks_text(mk, ticks),
-        "amount": units_text(units),
+        "amount": amount_text,
     }
     execution = tr.next_execution
     fee_buy = fee_sell = ZERO
@@ -832,7 +834,7 @@ def _trade(
             "order_id": sell.id,
             "execution_id": execution,
             "commission": _dec(fee_sell),
-            "held": _dec(base_amount),
+            "held": amount_text,
             "liquidity": "TAKER" if aggressor == SELL else "MAKER",
         }
     payer = trading(buy.profile_id) if buy is not None else HOUSE
@@ -841,7 +843,7 @@ def _trade(
             trading(sell.profile_id) if sell is not None else HOUSE,
             available(buy.recipient or buy.profile_id) if buy is not None else HOUSE,
             spec.base,
-            _dec(base_amount),
+            amount_text,
         ]
     )
     proceeds = notional - fee_sell
@@ -1129,7 +1131,7 @@ def _placed(state: State, e: Event) -> None:
     price = get("price")
     o.ticks = int(Decimal(price) / spec.tick) if price is not None else 0
     base = get("base_amount")
-    o.qty = int(Decimal(base) / UNIT) if base is not None else 0
+    o.qty = int(Decimal(base).scaleb(8)) if base is not None else 0
     if len(d) == _PLAIN_FIELDS + (price is not None) + (base is not None):
         # none of the optional fields below: most orders
         o.quote = o.expires = o.ref_id = o.metadata = o.identity_id = None
