@@ -62,6 +62,9 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
         summary="A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
         default_response_class=JSONResponse,
         lifespan=lifespan,
+        # sandex logs each request itself (structlog); FastAPI's OpenTelemetry hooks
+        # looked up the global providers on every request to learn they are unset.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         dependencies=[Depends(rate_limit)],
     )
     secret = engine.store.get_meta("signing_secret")
