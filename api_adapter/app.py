@@ -71,6 +71,7 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     assert secret is not None
     app.state.engine = engine
     app.state.queries = Queries(engine.db_path)
+    app.state.clients = auth.Clients(app.state.queries)
     app.state.tokens = auth.Tokens(secret, engine.settings.token_ttl_seconds)
     # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
     # context manager); a test may replace it with a faster-polling one before that.

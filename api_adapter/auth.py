@@ -7,9 +7,11 @@ HTTP concern): a manual engine clock moved a day forward does not log clients ou
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -184,12 +186,63 @@ async def issue_token(request: Request) -> JSONResponse:
     )
 
 
+class Clients:
+    """The clients table as the bearer check reads it: the database is asked whether it
+    changed at most once per event-loop iteration, and a client's row only after it did.
+
+    The question is `PRAGMA data_version` of the loop thread's read connection, which
+    changes whenever any other connection commits: the writer of this process (a client
+    created or revoked) or another process (`sandex clients revoke` on a live
+    database). A revocation therefore still takes effect at once: the answer is taken
+    in the first bearer check of an iteration, after the loop has read from its sockets
+    every byte that iteration handles, so a request sent after a revocation committed is
+    checked against the database as it stood after the commit. Within the iteration the
+    requests share that answer and the rows read since (the writer commits every few
+    milliseconds, so a row is read about once per group commit instead of once per
+    request: each read of SQLite is a read transaction and hands the GIL to the writer).
+    Outside a running loop every call reads the database.
+    """
+
+    _MAX_ROWS = 4096
+
+    def __init__(self, queries: Queries) -> None:
+        self.queries = queries
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._version: tuple[sqlite3.Connection, int] | None = None
+        self._checked_in: asyncio.AbstractEventLoop | None = None  # the iteration's loop
+
+    def get(self, client_id: str) -> dict[str, Any] | None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self.queries.client(client_id)
+        if self._checked_in is not loop:
+            # data_version is a per-connection counter: the loop thread's connection
+            # (a new thread, or one reopened after close(), starts its own count)
+            conn = self.queries.conn
+            version = (conn, conn.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._version:
+                self._rows.clear()
+                self._version = version
+            self._checked_in = loop
+            loop.call_soon(self._next_iteration)
+        row = self._rows.get(client_id)
+        if row is None:
+            row = self.queries.client(client_id)
+            if row is not None and len(self._rows) < self._MAX_ROWS:
+                self._rows[client_id] = row
+        return row
+
+    def _next_iteration(self) -> None:
+        self._checked_in = None
+
+
 def authenticate(request: Request, authorization: str | None) -> Principal:
     state = request.app.state
-    return principal_of(state.tokens, state.queries, authorization)
+    return principal_of(state.tokens, state.clients, authorization)
 
 
-def principal_of(tokens: Tokens, queries: Queries, authorization: str | None) -> Principal:
+def principal_of(tokens: Tokens, clients: Clients, authorization: str | None) -> Principal:
     """Who holds the bearer token of an Authorization header, or AuthError 401."""
     if not authorization:
         raise AuthError(401, "missing bearer token")
@@ -197,7 +250,7 @@ def principal_of(tokens: Tokens, queries: Queries, authorization: str | None) ->
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthError(401, "malformed Authorization header: expected 'Bearer <token>'")
     claims = tokens.verify(token.strip())
-    client = queries.client(claims.get("c", ""))
+    client = clients.get(claims.get("c", ""))
     if client is None or client["revoked"]:
         raise AuthError(401, "the client of this token is revoked or unknown")
     granted = frozenset(s for s in claims.get("s", ()) if s in client["scopes"])

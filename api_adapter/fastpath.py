@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter.auth import Principal, Tokens, principal_of
+from api_adapter.auth import Clients, Principal, Tokens, principal_of
 from api_adapter.dispatch import actor_of, submit
 from api_adapter.models import (
     CreateCryptoWithdrawalRequest,
@@ -41,7 +41,6 @@ from api_adapter.routes.orders import create_order_command
 from api_adapter.routes.withdrawals import create_withdrawal_command
 from engine.commands import Actor, Command
 from engine.errors import DomainError
-from engine.queries import Queries
 
 # The command of a request, or None when the route has more to do than submit it.
 Build = Callable[[Actor, Principal, str, Any], Command | None]
@@ -93,7 +92,7 @@ def lane_of(path: str) -> tuple[Lane, str] | None:
 
 
 class FastLane:
-    """Pure ASGI middleware; `state` is the app's state (engine, tokens, queries, limiter)."""
+    """Pure ASGI middleware; `state` is the app's state (engine, tokens, clients, limiter)."""
 
     def __init__(self, app: ASGIApp, state: Any) -> None:
         self.app = app
@@ -148,9 +147,9 @@ class FastLane:
                 authorization = value.decode("latin-1")
                 break
         tokens: Tokens = self.state.tokens
-        queries: Queries = self.state.queries
+        clients: Clients = self.state.clients
         try:
-            principal = principal_of(tokens, queries, authorization)
+            principal = principal_of(tokens, clients, authorization)
         except AuthError:
             return None
         if lane.scope not in principal.scopes:

@@ -8,14 +8,19 @@ domain errors, await_fill_millis)."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from engine.history import log_hash
 from tests.conftest import Sandbox, make_settings
+from tests.test_cli import ROOT, Server
+from tests.test_security import SANDEX
 
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 ORDERS = "/v2/profiles/default/orders"
@@ -152,3 +157,34 @@ def test_a_revoked_client_is_refused_by_the_lane_at_once(sandbox: Any, path: str
     sandbox.engine.execute(RevokeClient(client_id=creds["client_id"]))
     r = sandbox.post(path, body, headers=headers)
     assert r.status_code == 401 and "revoked" in r.json()["detail"]
+
+
+def test_a_client_revoked_by_another_process_is_refused_by_the_next_request(
+    tmp_path: Path,
+) -> None:
+    """The bearer check reads the database once per loop iteration (api_adapter.auth.
+    Clients): a request sent after `sandex clients revoke` returned is refused."""
+    db = tmp_path / "live.db"
+    server = Server(db, "--no-rate-limits")
+    try:
+        admin = server.token()
+        created = httpx.post(f"{server.base}/v2/sandbox/customers", headers=admin).json()
+        tenant = server.token(created["client_id"], created["client_secret"])
+        url = f"{server.base}{ORDERS}"
+        with httpx.Client() as http:  # one keep-alive connection, before and after
+            for _ in range(20):
+                assert http.post(url, json=LIMIT, headers=tenant).status_code == 403
+            done = subprocess.run(
+                [*SANDEX, "clients", "revoke", created["client_id"], "--db", str(db)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
+            r = http.post(url, json=LIMIT, headers=tenant)
+        assert r.status_code == 401 and "revoked" in r.json()["detail"]
+        assert httpx.post(url, json=LIMIT, headers=admin).status_code == 403  # no funds
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
