@@ -35,7 +35,7 @@ from api_adapter.models import (
 )
 from api_adapter.problems import AuthError, domain_problem, http_problem
 from api_adapter.ratelimit import RateLimiter
-from api_adapter.responses import JSONResponse
+from api_adapter.responses import send_json
 from api_adapter.routes.funding import deposit_command
 from api_adapter.routes.orders import create_order_command
 from api_adapter.routes.withdrawals import create_withdrawal_command
@@ -132,7 +132,8 @@ class FastLane:
         except HTTPException as exc:
             response = http_problem(exc, "POST", scope["path"])
         else:
-            response = JSONResponse(result)
+            await send_json(send, result)
+            return
         await response(scope, receive, send)
 
     def _take(

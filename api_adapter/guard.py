@@ -174,11 +174,12 @@ class BodyGuard:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         if body and scope["path"].startswith("/v2"):
-            fault = self._fault(scope, body)
+            media = _media_type(scope)
+            fault = self._fault(media, body)
             if fault is not None:
                 await _problem(send, *fault)
                 return
-            if _media_type(scope) is None:  # JSON sent bare is taken as JSON
+            if media is None:  # JSON sent bare is taken as JSON
                 scope = {**scope, "headers": [*scope["headers"], _JSON_HEADER]}
         replayed = False
 
@@ -192,8 +193,7 @@ class BodyGuard:
         await self.app(scope, replay, send)
 
     @staticmethod
-    def _fault(scope: Scope, body: bytes) -> tuple[int, str] | None:
-        media = _media_type(scope)
+    def _fault(media: tuple[str, str] | None, body: bytes) -> tuple[int, str] | None:
         if media is not None:
             kind, charset = media
             if kind != "application/json" and not (

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 from starlette.responses import Response
+from starlette.types import Send
 
 from engine.errors import title_for
 
@@ -15,6 +16,15 @@ class JSONResponse(Response):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
+
+
+async def send_json(send: Send, content: Any) -> None:
+    """What `JSONResponse(content)` sends (200, the same two headers and bytes), without
+    building the response object: the fast lane's answer."""
+    body = orjson.dumps(content)
+    headers = [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 class ProblemResponse(Response):
