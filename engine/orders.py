@@ -332,6 +332,33 @@ def _shown(o: Order) -> dict[str, Any]:
 
 def _build_view(o: Order) -> dict[str, Any]:
     market = o.market
+    filled = o.filled
+    if (
+        o.ref_id is None
+        and o.expires is None
+        and o.identity_id is None
+        and not o.stop_ticks
+        and o.recipient is None
+    ):
+        # none of the optional fields (most orders): one dict display, in the same order
+        return {
+            "id": o.id,
+            "profile_id": o.profile_id,
+            "status": o.status,
+            "side": SIDE_NAMES[o.side],
+            "market": market,
+            "type": o.type,
+            "base_amount": units_text(o.qty) if o.qty else "0",
+            "price": price_text(market, o.ticks) if o.ticks else "0",
+            "quote_amount": format(o.quote.quantize(CENT), "f") if o.quote is not None else "",
+            "metadata": o.metadata or {},
+            "created_at": o.created_at,
+            "modified_at": o.modified_at,
+            "amount_filled": units_text(filled),
+            "volume_weighted_average_price": _vwap(market, o.spent, filled),
+            "time_in_force": o.tif,
+            "is_triggered": o.triggered,
+        }
     view: dict[str, Any] = {"id": o.id, "profile_id": o.profile_id}
     if o.ref_id is not None:
         view["ref_id"] = o.ref_id
@@ -345,7 +372,6 @@ def _build_view(o: Order) -> dict[str, Any]:
     view["metadata"] = o.metadata or {}
     view["created_at"] = o.created_at
     view["modified_at"] = o.modified_at
-    filled = o.filled
     view["amount_filled"] = units_text(filled)
     view["volume_weighted_average_price"] = _vwap(market, o.spent, filled)
     view["time_in_force"] = o.tif
