@@ -36,6 +36,31 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _event_rows(events: Sequence[Event]) -> list[tuple[Any, ...]]:
+    """Rows for the events table. The events of one decision share one meta dict: it is
+    encoded once for all of them."""
+    rows = []
+    meta_of: Any = None
+    meta_text = ""
+    for e in events:
+        if e.meta is not meta_of:
+            meta_of = e.meta
+            meta_text = _dumps(meta_of)
+        rows.append(
+            (
+                e.position,
+                e.stream,
+                e.version,
+                e.type,
+                e.schema,
+                _dumps(e.data),
+                meta_text,
+                e.occurred_at,
+            )
+        )
+    return rows
+
+
 class SqliteEventStore:
     """One writer connection; readers open their own read-only connections."""
 
@@ -65,6 +90,7 @@ class SqliteEventStore:
         self._pks: dict[str, list[str]] = {
             name: list(spec["pk"]) for name, spec in (tables or {}).items()
         }
+        self._upserts: dict[str, str] = {}
 
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
         db = self.db
@@ -137,19 +163,7 @@ class SqliteEventStore:
                     conn.executemany(
                         "INSERT INTO events (position, stream, version, type, schema, data, meta,"
                         " occurred_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [
-                            (
-                                e.position,
-                                e.stream,
-                                e.version,
-                                e.type,
-                                e.schema,
-                                _dumps(e.data),
-                                _dumps(e.meta),
-                                e.occurred_at,
-                            )
-                            for e in events
-                        ],
+                        _event_rows(events),
                     )
                 for table, (upserts, deletes) in writes.items():
                     self._write_table(table, upserts, deletes)
@@ -179,11 +193,26 @@ class SqliteEventStore:
             )
         if upserts:
             cols = self._columns[table]
-            sql = (
-                f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) "
-                f"VALUES ({', '.join('?' for _ in cols)})"
+            self.conn.executemany(
+                self._upsert_sql(table), [tuple(r.get(c) for c in cols) for r in upserts]
             )
-            self.conn.executemany(sql, [tuple(r.get(c) for c in cols) for r in upserts])
+
+    def _upsert_sql(self, table: str) -> str:
+        """An upsert that updates a row in place: `INSERT OR REPLACE` deletes and inserts
+        again, rewriting every index entry of the row even when no indexed column
+        changed (an order's row changes at each fill, its customer and seq never)."""
+        sql = self._upserts.get(table)
+        if sql is None:
+            cols = self._columns[table]
+            pk = self._pks[table]
+            changes = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in pk)
+            sql = (
+                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
+                f" ON CONFLICT ({', '.join(pk)}) DO "
+                + (f"UPDATE SET {changes}" if changes else "NOTHING")
+            )
+            self._upserts[table] = sql
+        return sql
 
     def read(
         self,
@@ -296,6 +325,7 @@ class SqliteEventStore:
         store.db = sqlite_utils.Database(store.conn)
         store._columns = {}
         store._pks = {}
+        store._upserts = {}
         return store
 
     def get_meta(self, key: str) -> str | None:
