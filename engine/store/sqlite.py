@@ -79,6 +79,9 @@ class SqliteEventStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={_DURABILITY[durability]}")
             conn.execute("PRAGMA busy_timeout=5000")
+            # 64 MiB of page cache instead of 2: ids are random, so every batch touches
+            # pages all over the id indexes, and re-reading them cost a fifth of a commit.
+            conn.execute("PRAGMA cache_size=-65536")
             self.db = sqlite_utils.Database(conn)
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
