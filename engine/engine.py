@@ -111,6 +111,15 @@ class Engine:
         # Collected before loading, not after: the same garbage, without walking the
         # millions of objects the load is about to make.
         gc.collect()
+        collecting = gc.isenabled()
+        gc.disable()  # until the load is frozen: no collection may walk it halfway
+        try:
+            self._load_state()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _load_state(self) -> None:
         state, versions, base = load_state(self.store, use_snapshots=self._snapshot_every > 0)
         self.state = state
         self._versions = versions
