@@ -394,7 +394,7 @@ def table() -> list[str]:
         _row(
             f"events replayed/s at start-up, {events} events, full replay (no snapshot;"
             f" {med(st, 'replay_s') or 0:.1f} s)",
-            in_process(st, "replay", f"{n or 0:.0f} in one process"),
+            in_process(st, "replay", f"{n or 0:.0f}, each in a fresh process"),
             _rate,
             base("bare scan + orjson decode", scan),
             r,
@@ -405,7 +405,7 @@ def table() -> list[str]:
         )
     )
     # 3. start-up
-    su = in_process(st, "startup", f"{st.arg('--runs')} in one process")
+    su = in_process(st, "startup", f"{st.arg('--runs')}, each in a fresh process")
     rows.append(
         _row(
             f"start-up time, {events} events, from the newest state snapshot"
@@ -570,7 +570,8 @@ Notes on the figures:
 - **How many runs.** Every benchmark but two runs as five separate processes, and each
   figure is the median of the five with min and max. bench_store builds a 1,000,000-event
   log once (about 70 s) and repeats each of its figures five times inside that process:
-  the writer, the bare scan, the full replay and the start-up from a snapshot.
+  the writer, the bare scan, the full replay and the start-up from a snapshot (each
+  start-up in a fresh process of its own, as a restarted server starts).
   bench_scenarios (steps/s of scenario replay, time travel) is not a figure of issue 8
   and runs once. The ratio is the median of the per-run ratios of a figure to its
   baseline measured in the same run (for bench_store: median over median).
