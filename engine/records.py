@@ -15,11 +15,15 @@ start-up from a snapshot starts with the compact form.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
 
 class Records(dict[str, Any]):
+    """`[]`, `get` and `values` read entries as dicts; `items()` and pickling see them as
+    stored, settled ones as tuples (which is what pickles small)."""
+
     __slots__ = ()
 
     def __getitem__(self, key: str) -> dict[str, Any]:
@@ -59,8 +63,6 @@ class Records(dict[str, Any]):
         return Records(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Records:
-        import copy
-
         return Records(
             {k: v if type(v) is tuple else copy.deepcopy(v, memo) for k, v in dict.items(self)}
         )
