@@ -36,9 +36,7 @@ from api_adapter.models import (
 from api_adapter.problems import AuthError, domain_problem, http_problem
 from api_adapter.ratelimit import RateLimiter
 from api_adapter.responses import send_json
-from api_adapter.routes.funding import deposit_command
-from api_adapter.routes.orders import create_order_command
-from api_adapter.routes.withdrawals import create_withdrawal_command
+from api_adapter.routes import funding, orders, withdrawals
 from engine.commands import Actor, Command
 from engine.errors import DomainError
 
@@ -57,21 +55,21 @@ class Lane:
 def _order(actor: Actor, who: Principal, profile_id: str, body: CreateOrderRequest) -> Any:
     if body.await_fill_millis:  # the route holds the answer until the order fills
         return None
-    return create_order_command(actor, who, profile_id, body)
+    return orders.create_order_command(actor, who, profile_id, body)
 
 
-ORDERS = Lane("CreateOrder", "exchange:write_order", CreateOrderRequest, _order)
+ORDERS = Lane(orders.CREATE_ORDER, orders.WRITE_SCOPE, CreateOrderRequest, _order)
 WITHDRAWALS = Lane(
-    "CreateCryptoWithdrawal",
-    "transfer:write_crypto_withdrawal",
+    withdrawals.CREATE_WITHDRAWAL,
+    withdrawals.WITHDRAW_SCOPE,
     CreateCryptoWithdrawalRequest,
-    lambda actor, who, _, body: create_withdrawal_command(actor, body),
+    lambda actor, who, _, body: withdrawals.create_withdrawal_command(actor, body),
 )
 DEPOSITS = Lane(
-    "CreateSandboxDeposit",
-    "funding:read_profile",
+    funding.CREATE_DEPOSIT,
+    funding.DEPOSIT_SCOPE,
     SandboxDepositRequest,
-    lambda actor, who, profile_id, body: deposit_command(actor, profile_id, body),
+    lambda actor, who, profile_id, body: funding.deposit_command(actor, profile_id, body),
 )
 
 

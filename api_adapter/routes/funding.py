@@ -24,12 +24,15 @@ from engine.commands import (
 from engine.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Funding"])
+# Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
+CREATE_DEPOSIT = "CreateSandboxDeposit"
+DEPOSIT_SCOPE = "funding:read_profile"
 
 
-@router.post("/sandbox/profiles/{profile_id}/deposit", operation_id="CreateSandboxDeposit")
+@router.post("/sandbox/profiles/{profile_id}/deposit", operation_id=CREATE_DEPOSIT)
 async def sandbox_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require("funding:read_profile"))],
+    who: Annotated[Principal, Depends(require(DEPOSIT_SCOPE))],
     profile_id: str,
     body: SandboxDepositRequest,
 ) -> JSONResponse:

@@ -18,7 +18,10 @@ from engine.queries import Page
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
 Read = Annotated[Principal, Depends(require("exchange:read_order"))]
-Write = Annotated[Principal, Depends(require("exchange:write_order"))]
+# Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
+CREATE_ORDER = "CreateOrder"
+WRITE_SCOPE = "exchange:write_order"
+Write = Annotated[Principal, Depends(require(WRITE_SCOPE))]
 OrderStatus = Annotated[
     str | None,
     Query(pattern="^(PENDING_SUBMISSION|SUBMITTED|OPEN|FILLED|CANCELLED|REJECTED)$"),
@@ -69,7 +72,7 @@ def create_order_command(
     )
 
 
-@router.post("/profiles/{profile_id}/orders", operation_id="CreateOrder")
+@router.post("/profiles/{profile_id}/orders", operation_id=CREATE_ORDER)
 async def create_order(
     request: Request, who: Write, profile_id: str, body: CreateOrderRequest
 ) -> JSONResponse:

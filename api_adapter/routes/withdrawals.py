@@ -13,6 +13,9 @@ from api_adapter.responses import JSONResponse
 from engine.commands import Actor, CreateCryptoWithdrawal, CreateWithdrawalFee
 
 router = APIRouter(prefix="/v2/transfer", tags=["Crypto Withdrawals"])
+# Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
+CREATE_WITHDRAWAL = "CreateCryptoWithdrawal"
+WITHDRAW_SCOPE = "transfer:write_crypto_withdrawal"
 
 
 @router.post("/fees/crypto-withdrawal", operation_id="CreateCryptoWithdrawalFee", tags=["Fees"])
@@ -55,10 +58,10 @@ def create_withdrawal_command(
     )
 
 
-@router.post("/crypto-withdrawals", operation_id="CreateCryptoWithdrawal")
+@router.post("/crypto-withdrawals", operation_id=CREATE_WITHDRAWAL)
 async def create_withdrawal(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_crypto_withdrawal"))],
+    who: Annotated[Principal, Depends(require(WITHDRAW_SCOPE))],
     body: CreateCryptoWithdrawalRequest,
 ) -> JSONResponse:
     return JSONResponse(await run(request, create_withdrawal_command(actor(request, who), body)))
