@@ -33,10 +33,8 @@ state with the wrong events).
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import hashlib
-import io
 import marshal
 import pickle
 import sys
@@ -73,69 +71,17 @@ FORMAT = _format()
 
 def encode(state: State, versions: dict[str, int]) -> bytes:
     """The bytes of a snapshot. `state` must be the caller's own (the snapshot thread's
-    replay): its equal short strings are made one object first, which pickle then writes
-    once and start-up builds once (a third of the loading time of a log of deposits)."""
+    replay): its settled transfers are made compact first (engine/records.py), with their
+    equal short strings made one object, which pickle then writes once and start-up
+    builds once."""
     state.transfers.settle(_settled)
-    _share_strings(state)
-    buffer = io.BytesIO()
     # Stream versions (one per transfer and order ever made) as marshal: a flat dict of
     # str to int loads in less than half pickle's time.
-    _Pickler(buffer, protocol=5).dump((state, marshal.dumps(versions)))
-    return zlib.compress(buffer.getbuffer(), 1)
+    return zlib.compress(pickle.dumps((state, marshal.dumps(versions)), protocol=5), 1)
 
 
 def _settled(transfer: dict[str, Any]) -> bool:
     return transfer.get("status") in ("COMPLETED", "FAILED")
-
-
-class _Pickler(pickle.Pickler):
-    """Frozen slotted dataclasses (records a large log holds by the million) are written
-    as a call of their class with their fields: dataclasses' own `__setstate__` looks
-    their fields up again for every object, four times the cost at start-up."""
-
-    def reducer_override(self, obj: object) -> Any:
-        cls = type(obj)
-        names = _FROZEN.get(cls)
-        if names is None:
-            names = _FROZEN[cls] = _frozen_fields(cls)
-        if not names:
-            return NotImplemented
-        return cls, tuple(getattr(obj, n) for n in names)
-
-
-_FROZEN: dict[type, tuple[str, ...]] = {}
-
-
-def _frozen_fields(cls: type) -> tuple[str, ...]:
-    """The fields of a frozen, slotted dataclass whose `__init__` takes exactly them, in
-    order, and does nothing else; () for any other class."""
-    params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or not hasattr(cls, "__slots__"):
-        return ()
-    if hasattr(cls, "__post_init__"):
-        return ()
-    fields = dataclasses.fields(cls)
-    if any(not f.init for f in fields):
-        return ()
-    return tuple(f.name for f in fields)
-
-
-def _share_strings(state: State) -> None:
-    pool: dict[str, str] = {}
-    for record in dict.values(state.transfers):
-        if type(record) is not dict:
-            continue  # settled: its strings are shared already
-        for key, value in record.items():
-            if type(value) is str and len(value) <= 40:
-                record[key] = pool.setdefault(value, value)
-    for part in state.ext.values():  # records kept by id in slotted objects
-        if not isinstance(part, dict):
-            continue
-        for item in part.values():
-            for name in getattr(type(item), "__slots__", ()):
-                value = getattr(item, name, None)
-                if type(value) is str and len(value) <= 40:
-                    object.__setattr__(item, name, pool.setdefault(value, value))
 
 
 def decode(data: bytes) -> tuple[State, dict[str, int]]:
