@@ -28,6 +28,7 @@ import importlib
 import importlib.util
 import math
 import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -471,7 +472,7 @@ class _Runner:
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
-            self.queries = Queries(self.engine.db_path)
+            self.queries = _WriterQueries(self.engine)
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:
@@ -635,6 +636,20 @@ class _Runner:
         if self.queries is not None:
             self.queries.close()
             self.queries = None
+
+
+class _WriterQueries(Queries):
+    """The HTTP API's queries on the writer's own connection: the runner is the only
+    writer, and its connection sees the commands of a held transaction
+    (`Engine.one_transaction`) that a read-only connection would not see yet."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine.db_path)
+        self._writer = engine.store.conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._writer
 
 
 def _hook(strategy: Any, name: str) -> Callable[..., Any] | None:
@@ -1030,15 +1045,14 @@ def run(
             raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
     try:
         engine = Engine(db_path, engine_settings)
-        # A backtest is rerun from its inputs rather than recovered after a crash: its
-        # commits need no sync to disk (the file is complete once the engine stops).
-        engine.store.conn.execute("PRAGMA synchronous=OFF")
         runner = _Runner(
             engine, series, strategy, _progress_wanted(progress), _assets(names, chosen)
         )
         try:
-            runner.setup(chosen)
-            runner.run()
+            # Acknowledged once, when it returns: one transaction, one commit.
+            with engine.one_transaction():
+                runner.setup(chosen)
+                runner.run()
         finally:
             runner.close()
             engine.stop()

@@ -15,8 +15,9 @@ import gc
 import os
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,10 @@ class Engine:
         seed = self.store.get_meta("seed")
         if seed is None:
             seed = str(self.settings.seed)
-            self.store.set_meta("seed", seed)
-            self.store.set_meta("signing_secret", os.urandom(32).hex())
-            self.store.set_meta("created_with_clock", self.settings.clock)
+            with self.store.db.atomic():  # one commit, and a database never half-labelled
+                self.store.set_meta("seed", seed)
+                self.store.set_meta("signing_secret", os.urandom(32).hex())
+                self.store.set_meta("created_with_clock", self.settings.clock)
         self.seed = int(seed)
         if clock is None:
             clock = (
@@ -87,8 +89,9 @@ class Engine:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pending: list[Event] = []
-        # The events the last batch committed, in order: a run_inline driver (a backtest)
-        # follows them without reading them back from the store.
+        # The events the last batch committed (or wrote into a held transaction,
+        # `one_transaction`), in order: a run_inline driver (a backtest) follows them
+        # without reading them back from the store.
         self.committed: list[Event] = []
         self._stale = False
         # State snapshots (engine/state_snapshots.py): none for an in-memory database,
@@ -186,6 +189,22 @@ class Engine:
         with decimal.localcontext(CONTEXT):
             self._process([(future, command)])
         return future.result()
+
+    @contextmanager
+    def one_transaction(self) -> Iterator[None]:
+        """Hold every `run_inline` commit in one SQLite transaction, committed when the
+        block ends: a driver acknowledged once, at its end (a backtest), pays one commit
+        instead of one per command. Each command still writes its events and rows as a
+        savepoint, so a failed command or a broken decision is undone alone and the
+        state reloads from what the transaction holds; leaving the block on an exception
+        commits the whole commands before it, as per-command commits would have."""
+        if self._thread is not None:
+            raise RuntimeError("the writer thread is running: one transaction is for run_inline")
+        self.store.hold()
+        try:
+            yield
+        finally:
+            self.store.release()
 
     def next_deadline(self) -> datetime | None:
         return self.state.timers.next_deadline()

@@ -3,6 +3,7 @@ nothing, the strategy API answers what the HTTP API answers, and a run is repeat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -366,3 +367,104 @@ def test_two_markets_from_one_file_trade_side_by_side(tmp_path: Path) -> None:
     fills = {(e["market"], e["price"]) for e in result.executions}
     assert fills == {("BTCUSD", "41750.00"), ("ETHUSD", "2275.00")}
     assert result.summary["markets"] == ["BTCUSD", "ETHUSD"]
+
+
+def _dump(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table but the random signing secret, in key order."""
+    conn = sqlite3.connect(db)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+            for t in tables
+            if t != "sandex_meta"
+        }
+    finally:
+        conn.close()
+
+
+def test_one_transaction_writes_what_a_commit_per_command_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    examples = Path(__file__).resolve().parents[1] / "scenarios" / "backtests"
+
+    def ma_cross(db: Path) -> Any:
+        return run(
+            examples / "btcusd_hourly.csv",
+            "BTCUSD",
+            strategy=f"{examples / 'ma_cross.py'}:MaCross",
+            taker_fee="0.001",
+            db=db,
+            seed=5,
+            settings=CHECKED,
+        )
+
+    held = ma_cross(tmp_path / "held.db")
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        each = ma_cross(tmp_path / "each.db")
+    assert held.summary["orders"]["total"] >= 3
+    assert held.log_hash == each.log_hash and held.summary == each.summary
+    assert _dump(tmp_path / "held.db") == _dump(tmp_path / "each.db")
+    assert verify(str(tmp_path / "held.db")) == []
+
+
+def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path) -> None:
+    db = tmp_path / "one.db"
+    engine = Engine(db, make_settings())
+    try:
+        with engine.one_transaction():
+            made = engine.run_inline(
+                CreateCustomer(client_id="me", client_secret="pw", bootstrap=True)
+            )
+            me = Actor(made["customer_id"], "me")
+            engine.run_inline(
+                SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100")
+            )
+            assert engine.store.last_position() == engine.state.position > 0
+            outside = sqlite3.connect(db)
+            try:  # nothing is acknowledged yet: a crash now would leave no event
+                assert outside.execute("SELECT count(*) FROM events").fetchone() == (0,)
+            finally:
+                outside.close()
+        assert len(events(db)) == engine.state.position
+    finally:
+        engine.stop()
+    assert verify(str(db)) == []
+
+
+def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import domain
+
+    deposit = domain.DECIDERS[SandboxDeposit]
+
+    def breaking(ctx: Any, command: SandboxDeposit) -> Any:
+        deposit(ctx, command)
+        if command.amount == "7":
+            raise RuntimeError("a bug after emitting")
+
+    db = tmp_path / "broken.db"
+    engine = Engine(db, make_settings())
+    try:
+        with engine.one_transaction():
+            made = engine.run_inline(
+                CreateCustomer(client_id="me", client_secret="pw", bootstrap=True)
+            )
+            me = Actor(made["customer_id"], "me")
+            pay = lambda amount: SandboxDeposit(  # noqa: E731
+                actor=me, profile_id="default", asset="USD", amount=amount
+            )
+            engine.run_inline(pay("100"))
+            monkeypatch.setitem(domain.DECIDERS, SandboxDeposit, breaking)
+            with pytest.raises(RuntimeError):
+                engine.run_inline(pay("7"))
+            engine.run_inline(pay("5"))
+        balance = engine.state.ledger.balance(f"{made['profile_id']}:available", "USD")
+        assert balance == Decimal("105")
+    finally:
+        engine.stop()
+    amounts = [d["transfer"]["amount"] for t, d, _ in events(db) if t == "TransferCreated"]
+    assert amounts == ["100", "5"]
+    assert verify(str(db)) == []

@@ -94,8 +94,15 @@ class SqliteEventStore:
             name: list(spec["pk"]) for name, spec in (tables or {}).items()
         }
         self._upserts: dict[str, str] = {}
+        self._held = False
 
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
+        """All of it in one transaction: a new database is made whole or not at all, and
+        one commit instead of one per statement (a fifth of a short backtest's start)."""
+        with self.db.atomic():
+            self._create_tables(tables)
+
+    def _create_tables(self, tables: dict[str, dict[str, Any]]) -> None:
         db = self.db
         if "events" not in db.table_names():
             db.table("events").create(_EVENT_COLUMNS, pk="position", not_null=set(_EVENT_COLUMNS))
@@ -152,12 +159,42 @@ class SqliteEventStore:
     def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
         self._transaction(events, writes, checkpoint, clear=False)
 
+    def hold(self) -> None:
+        """Open one transaction that every commit joins (as a savepoint) until `release`:
+        for a single writer whose work is acknowledged once, at its end (a backtest). Its
+        own connection reads what it wrote; a crash before `release` leaves nothing of it."""
+        if self._held:
+            raise RuntimeError("the store already holds a transaction")
+        try:
+            # A savepoint keeps the pages it changes in a journal of its own: in memory,
+            # not in a temporary file (a third of each savepoint's cost).
+            self.conn.execute("PRAGMA temp_store=MEMORY")
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        self._held = True
+
+    def release(self) -> None:
+        """Commit the held transaction: everything since `hold` becomes durable at once."""
+        if not self._held:
+            return
+        self._held = False
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise StoreUnavailable(str(exc)) from exc
+        finally:
+            self.conn.execute("PRAGMA temp_store=DEFAULT")
+
     def _transaction(
         self, events: Sequence[Event], writes: TableWrites, checkpoint: int, *, clear: bool
     ) -> None:
         conn = self.conn
+        held = self._held
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("SAVEPOINT batch" if held else "BEGIN IMMEDIATE")
             try:
                 if clear:
                     for table in self._columns:
@@ -173,9 +210,12 @@ class SqliteEventStore:
                 conn.execute(
                     "UPDATE checkpoint SET position = ? WHERE name = 'read_models'", (checkpoint,)
                 )
-                conn.execute("COMMIT")
+                conn.execute("RELEASE batch" if held else "COMMIT")
             except BaseException:
-                if conn.in_transaction:
+                if held:  # undo this batch only: the batches before it stay whole
+                    conn.execute("ROLLBACK TO batch")
+                    conn.execute("RELEASE batch")
+                elif conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         except sqlite3.IntegrityError as exc:
