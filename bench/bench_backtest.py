@@ -25,6 +25,7 @@ after its timing ends; a problem stops the benchmark.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import random
 import statistics
@@ -51,11 +52,13 @@ VERIFIED = {"databases": 0}
 
 
 def verified(db: Path) -> None:
-    """`sandex verify` on a database a run wrote, outside any timing."""
+    """`sandex verify` on a database a run wrote, outside any timing. Its replayed state
+    is collected here, or the next run's engine would collect it inside its timing."""
     problems = verify(str(db))
     if problems:
         raise SystemExit(f"sandex verify failed on {db}: {problems[0]}")
     VERIFIED["databases"] += 1
+    gc.collect()
 
 
 def trades_file(folder: Path, n: int) -> Path:
