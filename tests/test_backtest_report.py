@@ -136,3 +136,52 @@ def test_the_page_draws_its_charts_in_a_real_browser(tmp_path: Path) -> None:
         shots[name] = shot.stat().st_size
     # A drawn page compresses far worse than an empty one.
     assert shots["report"] > 5 * shots["blank"]
+
+
+def test_the_one_market_walk_equals_the_walk_over_any_markets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import report
+
+    examples = Path(__file__).resolve().parents[1] / "scenarios" / "backtests"
+    walked: list[int] = []
+    one_market = report._one_market
+
+    def both(*args: Any) -> Any:
+        fast = one_market(*args)
+        assert fast == report._any_markets(*args)
+        walked.append(len(fast[0]))
+        return fast
+
+    class Rounds(Strategy):
+        """In, out and in again at points that repeat a time, so that holdings change
+        twice at one point, with a deposit on the way."""
+
+        def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+            k = getattr(self, "k", 0)
+            self.k = k + 1
+            if k == 1:
+                self.api.create_sandbox_deposit("USD", "25")
+            elif k % 7 == 3:
+                self.api.create_order(side="BUY", market=market, type="MARKET", quote_amount="500")
+                self.api.create_sandbox_deposit("USD", "10")
+            elif k % 7 == 5:
+                held = self.api.get_profile_balance("BTC")["available"]
+                self.api.create_order(side="SELL", market=market, type="MARKET", base_amount=held)
+                self.api.create_sandbox_deposit("USD", "10")
+
+    monkeypatch.setattr(report, "_one_market", both)
+    monkeypatch.setattr(report, "EQUITY_ROWS", 7)  # rows at a stride, and at each change
+    run(
+        examples / "btcusd_hourly.csv",
+        "BTCUSD",
+        strategy=f"{examples / 'ma_cross.py'}:MaCross",
+        taker_fee="0.001",
+    )
+    run(None, flow=examples / "stop_loss.yaml")
+    run(None, flow=examples / "grid.yaml")
+    data = tmp_path / "p.csv"
+    rows = "".join(f"{T0 + 60 * (k // 2)},{42000 + 37 * (k % 11)}\n" for k in range(80))
+    data.write_text("timestamp,price\n" + rows)
+    run(data, "BTCUSD", strategy=Rounds())
+    assert len(walked) == 4 and min(walked) > 0
