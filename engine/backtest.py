@@ -54,7 +54,7 @@ from engine.commands import (
     SandboxDeposit,
     SetMarketPrice,
 )
-from engine.engine import Engine
+from engine.engine import Engine, NotDecided
 from engine.errors import DomainError
 from engine.market import MarketConfig
 from engine.marketdata import MarketDataError, Series, from_micros, load_many, to_micros
@@ -479,12 +479,38 @@ class _Runner:
             raise ApiError(exc.problem()) from None
 
     def act(self, command: Any) -> Any:
-        """A strategy's command: the engine first catches up with now."""
-        self.sync()
-        return self._run(command)
+        """A strategy's command: the engine first catches up with now. The prices that
+        brings are set in one chain with the command (`Engine.run_inline_chain`): the
+        same commands in the same order, one write and one follow-up instead of two."""
+        prices = self._catch_up()
+        if not prices:
+            return self._run(command)
+        self.commands += len(prices) + 1
+        try:
+            replies = self.engine.run_inline_chain([*prices, command])
+        finally:
+            self._after()
+        errors = [reply.exception() for reply in replies]
+        first = next((k for k, error in enumerate(errors) if error is not None), len(errors) - 1)
+        if first < len(prices) and not isinstance(errors[-1], NotDecided):
+            # The command broke after emitting, and the whole chain was undone with it,
+            # its prices too: they are set again with the next command.
+            for price in prices:
+                self.set_at[self.index[price.market]] = -1
+            first = len(errors) - 1
+        try:
+            replies[first].result()
+            return replies[-1].result()
+        except DomainError as exc:
+            raise ApiError(exc.problem()) from None
 
     def sync(self) -> None:
         """Bring the engine to `now_us` with every market at its latest point's price."""
+        for command in self._catch_up():
+            self._run(command)
+
+    def _catch_up(self) -> list[SetMarketPrice]:
+        """Bring the clock to `now_us`; the price settings that are due (to be run)."""
         target = from_micros(self.now_us)
         clock = self.engine.clock
         assert isinstance(clock, ManualClock)
@@ -495,14 +521,16 @@ class _Runner:
                 # Nothing falls due on the way, and the command that follows records the
                 # new time in its events: a ClockAdvanced event would add a commit, not a fact.
                 clock.set(target)
+        due = []
         for m, i in enumerate(self.seen):
             if self.set_at[m] != i:
                 self.set_at[m] = i
-                self._run(
+                due.append(
                     SetMarketPrice(
                         actor=self.actor, market=self.markets[m], price=format(self.prices[i], "f")
                     )
                 )
+        return due
 
     def add_timer(self, when: int, name: str) -> None:
         self.timer_seq += 1

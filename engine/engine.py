@@ -15,7 +15,7 @@ import gc
 import os
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import datetime
@@ -59,6 +59,10 @@ class _SnapshotBuilt:
 
 class EngineStopped(Unavailable):
     pass
+
+
+class NotDecided(Unavailable):
+    """A command of a chain (`Engine.run_inline_chain`) after one that failed."""
 
 
 class Engine:
@@ -190,6 +194,17 @@ class Engine:
             self._process([(future, command)])
         return future.result()
 
+    def run_inline_chain(self, commands: Sequence[Command]) -> list[Reply]:
+        """`run_inline` for commands that belong together (a backtest sets a market's
+        price, then places the order that needs it): decided in order as one batch, one
+        write; once one fails, those after it are not decided (answered Unavailable)."""
+        if self._thread is not None:
+            raise RuntimeError("the writer thread is running: submit commands to it instead")
+        futures = [Reply() for _ in commands]
+        with decimal.localcontext(CONTEXT):
+            self._process(list(zip(futures, commands, strict=True)), chain=True)
+        return futures
+
     @contextmanager
     def one_transaction(self) -> Iterator[None]:
         """Hold every `run_inline` commit in one SQLite transaction, committed when the
@@ -237,7 +252,7 @@ class Engine:
                         item[0].set_exception(EngineStopped("the engine is stopping"))
                 return
 
-    def _process(self, batch: Iterable[tuple[Reply, Command]]) -> None:
+    def _process(self, batch: Iterable[tuple[Reply, Command]], chain: bool = False) -> None:
         outcomes: list[tuple[Reply, Any, BaseException | None]] = []
         if self._stale or self._changed_elsewhere():
             self._recover()
@@ -250,6 +265,9 @@ class Engine:
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit
         for future, command in batch:  # a Reply cannot be cancelled (engine/reply.py)
+            if chain and outcomes and outcomes[-1][2] is not None:
+                outcomes.append((future, None, NotDecided("not decided: the chain broke")))
+                continue
             if broken:
                 outcomes.append((future, None, Unavailable("the engine is recovering; retry")))
                 continue

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from engine import Engine
-from engine.backtest import Api, ApiError, BacktestError, Strategy, run
+from engine.backtest import Api, ApiError, BacktestError, Strategy, _Runner, run
 from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.history import travel
 from engine.verify import verify
@@ -402,6 +402,8 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
     held = ma_cross(tmp_path / "held.db")
     with monkeypatch.context() as m:
         m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        # and no chains: each price setting decided and committed on its own
+        m.setattr(_Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
         each = ma_cross(tmp_path / "each.db")
     assert held.summary["orders"]["total"] >= 3
     assert held.log_hash == each.log_hash and held.summary == each.summary
@@ -468,3 +470,36 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
     amounts = [d["transfer"]["amount"] for t, d, _ in events(db) if t == "TransferCreated"]
     assert amounts == ["100", "5"]
     assert verify(str(db)) == []
+
+
+def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import domain
+
+    create = domain.DECIDERS[CreateOrder]
+
+    def breaking(ctx: Any, command: CreateOrder) -> Any:
+        answer = create(ctx, command)
+        if command.base_amount == "0.07":
+            raise RuntimeError("a bug after emitting")
+        return answer
+
+    monkeypatch.setitem(domain.DECIDERS, CreateOrder, breaking)
+    caught: list[str] = []
+
+    def broken_then_fine(api: Api) -> Any:
+        try:
+            return limit_buy("41000", "0.07")(api)
+        except RuntimeError as exc:
+            caught.append(str(exc))
+        return limit_buy("41000", "0.1")(api)  # at the same point
+
+    script = Script({1: broken_then_fine})
+    result = backtest(tmp_path, ["42000", "42100", "42100", "42200"], script)
+    assert caught == ["a bug after emitting"]
+    logged = [(t, d.get("price")) for t, d, _ in events(Path(result.db))]
+    placed = [k for k, (t, _) in enumerate(logged) if t == "OrderPlaced"]
+    assert len(placed) == 1  # the broken order left nothing; its price was set again
+    assert logged[placed[0] - 1] == ("MarketPriceSet", "42100.00")
+    assert verify(str(result.db)) == []
