@@ -210,7 +210,6 @@ BENCHES = {
             "ma_theirs": rf"backtesting\.py {NUM} s",
             "ma_ratio": rf"sandex/backtesting\.py = {NUM}",
         },
-        verifies=False,
     ),
     "memory": Bench(
         "bench_memory.py",
@@ -606,8 +605,8 @@ Notes on the figures:
   below.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
-  copy). bench_memory decides its orders without the store (no log to verify);
-  bench_backtest does not run it.
+  copy; backtest: every run's database). bench_memory decides its orders without the
+  store (no log to verify).
 """
 
 
