@@ -180,7 +180,7 @@ class Engine:
         the HTTP adapter does with the requests of one event-loop turn. The writer
         decides them as if submitted one by one (a group commit may end among them), and
         answers the batch once the last is durable: `Batch.answer(i)` per command."""
-        batch = Batch(commands)
+        batch = Batch(list(commands))  # the caller's list may change once handed over
         if self._thread is None:
             _answer_all(batch, EngineStopped("the engine is not running"))
         elif not commands:
