@@ -72,9 +72,6 @@ class _Bridge:
 
     def _flush(self) -> None:
         outbox, self.outbox = self.outbox, []
-        if all(engine is outbox[0][0] for engine, _, _ in outbox):
-            self._hand_over(outbox[0][0], outbox)
-            return
         per_engine: dict[int, list[tuple[Engine, Command, asyncio.Future[Any]]]] = {}
         for entry in outbox:
             per_engine.setdefault(id(entry[0]), []).append(entry)
