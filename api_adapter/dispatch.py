@@ -3,9 +3,11 @@
 The loop and the writer meet through one bridge per event loop, which batches both ways:
 
 - Commands submitted while the loop runs one iteration (the requests that arrived
-  together) reach the writer's queue together, at the end of it. The writer starts a
-  batch the moment its queue holds anything, so a command queued alone would make it
-  decide and commit a batch of one while the rest of the wave waits for the next commit.
+  together) reach the writer's queue together, at the end of it, in one
+  `Engine.submit_many` (one queue operation and one future for all of them). The
+  writer starts a batch the moment its queue holds anything, so a command queued alone
+  would make it decide and commit a batch of one while the rest of the wave waits for
+  the next commit.
 - Answers come back with one wake-up of the loop per batch rather than one per command
   (asyncio.wrap_future schedules a callback into the loop for each), which is work the
   writer does between its commits.
@@ -17,7 +19,6 @@ import asyncio
 import contextlib
 import weakref
 from collections import deque
-from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
@@ -26,6 +27,7 @@ from fastapi import Request
 from api_adapter.auth import Principal
 from engine import Engine
 from engine.commands import Actor, Command
+from engine.reply import Batch
 
 
 def actor(request: Request, principal: Principal) -> Actor:
@@ -58,7 +60,7 @@ class _Bridge:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.outbox: list[tuple[Engine, Command, asyncio.Future[Any]]] = []
-        self.inbox: deque[tuple[asyncio.Future[Any], Future[Any]]] = deque()
+        self.inbox: deque[tuple[list[asyncio.Future[Any]], Batch]] = deque()
         self.waking = False
 
     def submit(self, engine: Engine, command: Command) -> asyncio.Future[Any]:
@@ -70,15 +72,28 @@ class _Bridge:
 
     def _flush(self) -> None:
         outbox, self.outbox = self.outbox, []
-        for engine, command, waiter in outbox:
-            try:
-                engine.submit(command).add_done_callback(partial(self._answered, waiter))
-            except BaseException as exc:  # noqa: BLE001 - the caller gets it, not the loop
-                waiter.set_exception(exc)
+        per_engine: dict[int, list[tuple[Engine, Command, asyncio.Future[Any]]]] = {}
+        for entry in outbox:
+            per_engine.setdefault(id(entry[0]), []).append(entry)
+        for entries in per_engine.values():
+            self._hand_over(entries[0][0], entries)
 
-    def _answered(self, waiter: asyncio.Future[Any], reply: Future[Any]) -> None:
+    def _hand_over(
+        self, engine: Engine, entries: list[tuple[Engine, Command, asyncio.Future[Any]]]
+    ) -> None:
+        """One queue operation and one future for the turn's commands to `engine`."""
+        waiters = [waiter for _, _, waiter in entries]
+        try:
+            batch = engine.submit_many([command for _, command, _ in entries])
+        except BaseException as exc:  # noqa: BLE001 - the callers get it, not the loop
+            for waiter in waiters:
+                waiter.set_exception(exc)
+            return
+        batch.add_done_callback(partial(self._answered, waiters))
+
+    def _answered(self, waiters: list[asyncio.Future[Any]], batch: Batch) -> None:
         """Run by whoever answers (the writer thread): queue it, wake the loop once."""
-        self.inbox.append((waiter, reply))
+        self.inbox.append((waiters, batch))
         if not self.waking:
             self.waking = True
             # a closed loop: nobody awaits the answer any more
@@ -89,17 +104,16 @@ class _Bridge:
         self.waking = False  # before draining: an answer queued from now on wakes again
         inbox = self.inbox
         while inbox:
-            waiter, reply = inbox.popleft()
-            if waiter.done():  # the request was cancelled; its command was still decided
-                continue
-            if reply.cancelled():
-                waiter.cancel()
-                continue
-            error = reply.exception()
-            if error is None:
-                waiter.set_result(reply.result())
-            else:
-                waiter.set_exception(error)
+            waiters, batch = inbox.popleft()
+            values, errors = batch.result(), batch.errors
+            for i, waiter in enumerate(waiters):
+                if waiter.done():  # the request was cancelled; its command was still decided
+                    continue
+                error = errors.get(i) if errors else None
+                if error is None:
+                    waiter.set_result(values[i])
+                else:
+                    waiter.set_exception(error)
 
 
 _bridges: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge] = (

@@ -3,7 +3,12 @@
 state snapshot.
 
     python bench/bench_store.py [--events 200000] [--replay-events 1000000] [--runs 5]
-                                [--tail 50000]
+                                [--tail 50000] [--together 64]
+
+Through the writer, each of 8 senders hands its commands over `--together` at a time
+with `Engine.submit_many`, the call the HTTP adapter makes with the requests of one
+event-loop turn (api_adapter/dispatch.py); the same commands handed over one by one
+(`Engine.submit`) are measured too.
 
 Start-up is measured in fresh processes (as a restarted server starts), twice on the
 same log of `--replay-events` events: a full replay (snapshots off, events/s against a
@@ -80,8 +85,13 @@ def raw_executemany(path: Path, n: int, batch: int = 500) -> float:
     return n / t.seconds
 
 
-def through_writer(path: Path, commands: list[Command], senders: int = 8) -> float:
-    """Events per second through submit → decide → group commit → answer."""
+def through_writer(
+    path: Path, commands: list[Command], senders: int = 8, together: int = 1
+) -> float:
+    """Events per second through submit → decide → group commit → answer. Each sender
+    hands its commands over `together` at a time: one by one (`Engine.submit`), or in
+    slices through `Engine.submit_many`, as the HTTP adapter hands over the requests of
+    one event-loop turn."""
     engine = Engine(path, Settings(clock="manual", durability="FULL")).start()
     boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     actor = Actor(boot["customer_id"], "b")
@@ -99,7 +109,17 @@ def through_writer(path: Path, commands: list[Command], senders: int = 8) -> flo
         for f in futures:
             f.result(60)
 
-    threads = [threading.Thread(target=send, args=(c,)) for c in chunks]
+    def send_together(chunk: list[Command]) -> None:
+        batches = [
+            engine.submit_many(chunk[i : i + together]) for i in range(0, len(chunk), together)
+        ]
+        for batch in batches:
+            batch.result(60)
+            if batch.errors:
+                raise next(iter(batch.errors.values()))
+
+    target = send if together == 1 else send_together
+    threads = [threading.Thread(target=target, args=(c,)) for c in chunks]
     with Timer() as t:
         for th in threads:
             th.start()
@@ -239,6 +259,9 @@ def main() -> None:
         "--replay-runs", type=int, default=None, help="full replays and scans (default --runs)"
     )
     p.add_argument("--tail", type=int, default=50_000)
+    p.add_argument(
+        "--together", type=int, default=64, help="commands per submit_many of each sender"
+    )
     p.add_argument("--skip-writer", action="store_true", help="start-up figures only")
     args = p.parse_args()
     print(f"machine: {machine()}")
@@ -251,22 +274,37 @@ def main() -> None:
 
         def writer_noop() -> float:
             return through_writer(
-                d / f"w{next(counter)}.db", [_Note(n=i) for i in range(args.events)]
+                d / f"w{next(counter)}.db",
+                [_Note(n=i) for i in range(args.events)],
+                together=args.together,
+            )
+
+        def writer_one_by_one() -> float:
+            return through_writer(
+                d / f"s{next(counter)}.db", [_Note(n=i) for i in range(args.events)]
             )
 
         def writer_deposit() -> float:
             return through_writer(
-                d / f"d{next(counter)}.db", [SandboxDeposit()] * (args.events // 4)
+                d / f"d{next(counter)}.db",
+                [SandboxDeposit()] * (args.events // 4),
+                together=args.together,
             )
 
         if not args.skip_writer:
             base = repeat(raw, args.runs)
             noop = repeat(writer_noop, args.runs)
+            single = repeat(writer_one_by_one, args.runs)
             dep = repeat(writer_deposit, args.runs)
             print(f"raw executemany (FULL, 500/tx)          {_spread(base)}")
             print(
                 f"writer, one-event commands (FULL)       {_spread(noop)}"
                 f"  ratio {noop['median'] / base['median']:.2f}"
+                f" ({args.together} per submit_many)"
+            )
+            print(
+                f"writer, the same submitted one by one   {_spread(single)}"
+                f"  ratio {single['median'] / base['median']:.2f}"
             )
             print(
                 f"writer, sandbox deposits (FULL)         {_spread(dep)}"

@@ -487,10 +487,10 @@ class _Runner:
             return self._run(command)
         self.commands += len(prices) + 1
         try:
-            replies = self.engine.run_inline_chain([*prices, command])
+            chain = self.engine.run_inline_chain([*prices, command])
         finally:
             self._after()
-        errors = [reply.exception() for reply in replies]
+        errors = [chain.errors.get(k) for k in range(len(prices) + 1)]
         first = next((k for k, error in enumerate(errors) if error is not None), len(errors) - 1)
         if first < len(prices) and not isinstance(errors[-1], NotDecided):
             # The command broke after emitting, and the whole chain was undone with it,
@@ -499,8 +499,8 @@ class _Runner:
                 self.set_at[self.index[price.market]] = -1
             first = len(errors) - 1
         try:
-            replies[first].result()
-            return replies[-1].result()
+            chain.answer(first)
+            return chain.answer(len(prices))
         except DomainError as exc:
             raise ApiError(exc.problem()) from None
 

@@ -15,6 +15,7 @@ import gc
 import os
 import queue
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.money import CONTEXT
 from engine.projections.readmodels import TABLES, all_rows, rows_for
-from engine.reply import Reply
+from engine.reply import Batch, Single
 from engine.settings import Settings
 from engine.state import Ctx, State
 from engine.state_snapshots import FORMAT as SNAPSHOT_FORMAT
@@ -93,6 +94,7 @@ class Engine:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pending: list[Event] = []
+        self._ctx: Ctx | None = None  # one context for every decision on this state
         # The events the last batch committed (or wrote into a held transaction,
         # `one_transaction`), in order: a run_inline driver (a backtest) follows them
         # without reading them back from the store.
@@ -173,12 +175,26 @@ class Engine:
     # -- the writer's front door -------------------------------------------------------
 
     def submit(self, command: Command) -> Future[Any]:
-        future: Future[Any] = Reply()
+        reply = Single((command,))
         if self._thread is None:
-            future.set_exception(EngineStopped("the engine is not running"))
-            return future
-        self._queue.put((future, command))
-        return future
+            reply.set_exception(EngineStopped("the engine is not running"))
+            return reply
+        self._queue.put(reply)
+        return reply
+
+    def submit_many(self, commands: Sequence[Command]) -> Batch:
+        """Queue `commands` in this order with one queue operation and one future, as
+        the HTTP adapter does with the requests of one event-loop turn. The writer
+        decides them as if submitted one by one (a group commit may end among them), and
+        answers the batch once the last is durable: `Batch.answer(i)` per command."""
+        batch = Batch(list(commands))  # the caller's list may change once handed over
+        if self._thread is None:
+            _answer_all(batch, EngineStopped("the engine is not running"))
+        elif not commands:
+            batch._complete()
+        else:
+            self._queue.put(batch)
+        return batch
 
     def execute(self, command: Command, timeout: float | None = 30) -> Any:
         return self.submit(command).result(timeout)
@@ -189,21 +205,21 @@ class Engine:
         a thread hop per command, which costs more than most decisions."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: submit commands to it instead")
-        future = Reply()
+        reply = Single((command,))
         with decimal.localcontext(CONTEXT):
-            self._process([(future, command)])
-        return future.result()
+            self._process([reply])
+        return reply.result()
 
-    def run_inline_chain(self, commands: Sequence[Command]) -> list[Reply]:
+    def run_inline_chain(self, commands: Sequence[Command]) -> Batch:
         """`run_inline` for commands that belong together (a backtest sets a market's
         price, then places the order that needs it): decided in order as one batch, one
-        write; once one fails, those after it are not decided (answered Unavailable)."""
+        write; once one fails, those after it are not decided (answered NotDecided)."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: submit commands to it instead")
-        futures = [Reply() for _ in commands]
+        chain = _Chain(tuple(commands))
         with decimal.localcontext(CONTEXT):
-            self._process(list(zip(futures, commands, strict=True)), chain=True)
-        return futures
+            self._process([chain] * len(chain.commands))
+        return chain
 
     @contextmanager
     def one_transaction(self) -> Iterator[None]:
@@ -230,64 +246,92 @@ class Engine:
         decimal.setcontext(CONTEXT.copy())
         q = self._queue
         limit = self.settings.group_commit_max
+        carry: Batch | None = None  # a batch that the last group commit ended within
+        stopping = False
         while True:
-            batch = [q.get()]
-            while len(batch) < limit:
+            if carry is not None:
+                item, carry = carry, None
+            elif stopping:
+                break
+            else:
+                item = q.get()
+            # One entry per command, naming its batch: a batch's next command is the
+            # first it holds no value for.
+            work: list[Batch] = []
+            snapshots: list[_SnapshotBuilt] = []
+            room = limit
+            while True:
+                if isinstance(item, Batch):
+                    left = len(item.commands) - len(item.values)
+                    if left > room:
+                        work += [item] * room
+                        carry = item
+                        break
+                    work += [item] * left
+                    room -= left
+                    if not room:
+                        break
+                elif item is _STOP:
+                    stopping = True  # what was queued after the stop is refused below
+                    break
+                else:
+                    snapshots.append(item)
+                if stopping:  # a batch cut short by the stop: take nothing queued after it
+                    break
                 try:
-                    batch.append(q.get_nowait())
+                    item = q.get_nowait()
                 except queue.Empty:
                     break
-            stopping = any(item is _STOP for item in batch)
-            snapshots = [item for item in batch if isinstance(item, _SnapshotBuilt)]
-            self._process([item for item in batch if item is not _STOP and type(item) is tuple])
+            if work:
+                self._process(work)
             for built in snapshots:
                 self._store_snapshot(built)
-            if stopping:
-                while True:  # refuse what arrived after the stop
-                    try:
-                        item = q.get_nowait()
-                    except queue.Empty:
-                        break
-                    if type(item) is tuple:
-                        item[0].set_exception(EngineStopped("the engine is stopping"))
+        while True:  # refuse what arrived after the stop
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
                 return
+            if isinstance(item, Batch):
+                _answer_all(item, EngineStopped("the engine is stopping"))
 
-    def _process(self, batch: Iterable[tuple[Reply, Command]], chain: bool = False) -> None:
-        outcomes: list[tuple[Reply, Any, BaseException | None]] = []
+    def _process(self, work: list[Batch]) -> None:
+        """Decide one group commit's commands, commit their events, then answer: `work`
+        holds one entry per command, naming its batch (engine/reply.py), in order."""
         if self._stale or self._changed_elsewhere():
             self._recover()
         if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
-            for future, _ in batch:
-                future.set_exception(Unavailable("the event store cannot be read; retry"))
+            for batch in work:
+                _fail(batch, Unavailable("the event store cannot be read; retry"))
+            _complete(work)
             return
         self._pending = []
         self.committed = []
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit
-        for future, command in batch:  # a Reply cannot be cancelled (engine/reply.py)
-            if chain and outcomes and outcomes[-1][2] is not None:
-                outcomes.append((future, None, NotDecided("not decided: the chain broke")))
+        handle = self._handle
+        for batch in work:  # a Batch cannot be cancelled (engine/reply.py)
+            values = batch.values
+            if batch.errors and type(batch) is _Chain:
+                _fail(batch, NotDecided("not decided: the chain broke"))
                 continue
             if broken:
-                outcomes.append((future, None, Unavailable("the engine is recovering; retry")))
+                _fail(batch, Unavailable("the engine is recovering; retry"))
                 continue
+            command = batch.commands[len(values)]
             try:
-                outcomes.append((future, self._handle(command), None))
+                values.append(handle(command))
             except DomainError as exc:
-                outcomes.append((future, None, exc))
+                _fail(batch, exc)
             except _Broken as exc:
                 log.error("decision failed after emitting events", error=repr(exc.cause))
-                outcomes.append((future, None, exc.cause))
+                _fail(batch, exc.cause)
                 broken = True
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer
                 log.error("decision failed", command=type(command).__name__, error=repr(exc))
-                outcomes.append((future, None, exc))
+                _fail(batch, exc)
                 suspect = True
         if broken:
-            outcomes = [
-                (f, None, e if e else Unavailable("the engine is recovering; retry"))
-                for f, _, e in outcomes
-            ]
+            _overrule(work, lambda old: old or Unavailable("the engine is recovering; retry"))
             self._recover()
         elif self._pending or self.state.dirty:
             try:
@@ -302,20 +346,13 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
                 log.error("commit failed", error=str(exc))
                 reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
-                outcomes = [
-                    (f, None, Unavailable(f"the event store is unavailable: {reason}"))
-                    for f, _, _ in outcomes
-                ]
+                _overrule(work, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
                 self._recover()
                 suspect = False
         if suspect and not broken:
             self._recover()
         self._pending = []
-        for future, value, error in outcomes:
-            if error is None:
-                future.set_result(value)
-            else:
-                future.set_exception(error)
+        _complete(work)
 
     # -- state snapshots ----------------------------------------------------------------
 
@@ -368,32 +405,40 @@ class Engine:
         return self.clock.now()
 
     def _handle(self, command: Command) -> Any:
-        if isinstance(command, AdvanceClock):
-            return self._advance(command)
-        timers = self.state.timers
-        if timers and timers.due(self.clock.now()):
-            self._fire_due(self.clock.now())
-        if isinstance(command, Tick):
-            return None
         decider = DECIDERS.get(type(command))
+        if decider is None and isinstance(command, AdvanceClock):
+            return self._advance(command)
+        clock = self.clock
+        now = clock.now()
+        if self.state.timers.due(now):
+            self._fire_due(now)
+            now = clock.now()
         if decider is None:
+            if isinstance(command, Tick):
+                return None
             raise Invalid(f"unknown command {type(command).__name__}")
         actor = command.actor
         meta = {"command": type(command).__name__, "client_id": actor.client_id}
         if actor.request_id:
             meta["request_id"] = actor.request_id
-        return self._decide(decider, command, self.clock.now(), meta)
+        return self._decide(decider, command, now, meta)
 
     def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
         # Every event of one decision names the position of its first: a decision is the
         # unit the state is consistent after, so time travel cuts the log only there.
         state = self.state
-        meta["command_position"] = state.position + 1  # `meta` is this decision's own
-        self.ids.start(state.position + 1)
-        ctx = Ctx(state, now, self.ids, self.settings, APPLIERS, self._versions, meta)
+        position = meta["command_position"] = state.position + 1  # `meta` is its own
+        self.ids.start(position)
+        ctx = self._ctx
+        if ctx is None or ctx.state is not state:
+            ctx = self._ctx = Ctx(
+                state, now, self.ids, self.settings, APPLIERS, self._versions, meta
+            )
+        else:
+            ctx.begin(now, meta)
         try:
             reply = decider(ctx, arg)
-            if self.settings.assert_invariants and ctx.emitted:
+            if ctx.emitted and self.settings.assert_invariants:
                 broken = check_state(state)
                 if broken:
                     raise AssertionError(f"invariant broken: {broken[0]}")
@@ -403,7 +448,7 @@ class Engine:
                 raise _Broken(exc) from exc
             raise
         finally:
-            self._pending.extend(ctx.emitted)
+            self._pending += ctx.emitted
 
     def _fire_due(self, until: datetime) -> None:
         timers = self.state.timers
@@ -439,6 +484,41 @@ class Engine:
             {"command": "AdvanceClock", "client_id": command.actor.client_id},
         )
         return {"now": format_time(target), "mode": "manual"}
+
+
+def _fail(batch: Batch, error: BaseException) -> None:
+    """Give the batch's next command `error` for an answer."""
+    batch.errors[len(batch.values)] = error
+    batch.values.append(None)
+
+
+def _overrule(work: list[Batch], error: Any) -> None:
+    """Answer every command of `work` with `error(its own error or None)`: nothing of
+    this group commit is durable."""
+    for batch, count in Counter(work).items():
+        end = len(batch.values)
+        for i in range(end - count, end):
+            batch.errors[i] = error(batch.errors.get(i))
+            batch.values[i] = None
+
+
+def _complete(work: list[Batch]) -> None:
+    """Answer each batch of `work` whose every command has a value."""
+    for batch in dict.fromkeys(work):
+        if len(batch.values) == len(batch.commands):
+            batch._complete()
+
+
+def _answer_all(batch: Batch, error: BaseException) -> None:
+    while len(batch.values) < len(batch.commands):
+        _fail(batch, error)
+    batch._complete()
+
+
+class _Chain(Batch):
+    """Commands of `Engine.run_inline_chain`: after one fails, the rest are not decided."""
+
+    __slots__ = ()
 
 
 class _Broken(Exception):

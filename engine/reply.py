@@ -6,6 +6,9 @@ share of a small command's cost, paid on the caller's thread. A Reply is a subcl
 `asyncio.wrap_future` and any caller of `result()` take it as it is, but it waits on a
 bare lock that it holds until the answer is set.
 
+Commands submitted together (`Engine.submit_many`) share one `Batch`: one future, one
+lock and one queue operation for all of them, however many there are.
+
 A submitted command cannot be cancelled: it is in the writer's queue and will be
 decided (what was acknowledged is never lost, and what was queued is never silently
 dropped). `cancel()` answers False, as a standard Future does for a running one.
@@ -14,7 +17,7 @@ dropped). `cancel()` answers False, as a standard Future does for a running one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -32,7 +35,7 @@ class Reply(Future):  # type: ignore[type-arg]
         self._finished = False
         self._value: Any = None
         self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Future[Any]], object]] = []
+        self._callbacks: list[Callable[[Future[Any]], object]] | None = None
 
     def __repr__(self) -> str:
         return f"<Reply {'finished' if self._finished else 'pending'}>"
@@ -55,9 +58,9 @@ class Reply(Future):  # type: ignore[type-arg]
             if self._finished:
                 raise RuntimeError("a Reply is answered once")
             self._finished = True
-            callbacks, self._callbacks = self._callbacks, []
+            callbacks, self._callbacks = self._callbacks, None
         self._gate.release()
-        for callback in callbacks:
+        for callback in callbacks or ():
             callback(self)
 
     # -- the caller's side ------------------------------------------------------------
@@ -77,6 +80,8 @@ class Reply(Future):  # type: ignore[type-arg]
     def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
         with _CALLBACKS:
             if not self._finished:
+                if self._callbacks is None:
+                    self._callbacks = []
                 self._callbacks.append(fn)
                 return
         fn(self)
@@ -99,4 +104,47 @@ class Reply(Future):  # type: ignore[type-arg]
         return self._error
 
 
-__all__ = ["CancelledError", "Reply"]
+class Batch(Reply):
+    """The answer to commands submitted together, given when the last of them is
+    durable: `result()` lists their values in order (None for a command that failed),
+    `errors` maps the index of each failed command to its exception, and `answer(i)`
+    gives command `i`'s value or raises its exception.
+
+    The writer appends to `values` (and `errors`) as it decides, so that a batch larger
+    than one group commit can be decided over several; it is answered when every
+    command has a value."""
+
+    __slots__ = ("commands", "values", "errors")
+
+    def __init__(self, commands: Sequence[Any]) -> None:
+        super().__init__()
+        self.commands = commands
+        self.values: list[Any] = []
+        self.errors: dict[int, BaseException] = {}
+
+    def answer(self, index: int, timeout: float | None = None) -> Any:
+        self._wait(timeout)
+        error = self.errors.get(index)
+        if error is not None:
+            raise error
+        return self.values[index]
+
+    def _complete(self) -> None:
+        """Called by the writer once every command has a value."""
+        self.set_result(self.values)
+
+
+class Single(Batch):
+    """One command submitted alone: answered with its own value or exception."""
+
+    __slots__ = ()
+
+    def _complete(self) -> None:
+        error = self.errors.get(0)
+        if error is None:
+            self.set_result(self.values[0])
+        else:
+            self.set_exception(error)
+
+
+__all__ = ["Batch", "CancelledError", "Reply", "Single"]

@@ -146,6 +146,15 @@ class Ctx:
         self._appliers = appliers
         self._versions = versions  # each stream's last version, advanced as events emit
 
+    def begin(self, now: datetime, meta: dict[str, Any]) -> None:
+        """Make this the context of the next decision: the writer keeps one per state
+        rather than building one for every command."""
+        self.now = now
+        last = _last_time
+        self.now_text = last[1] if now == last[0] else _time_text(now)
+        self.meta = meta
+        self.emitted = []
+
     def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
         state = self.state
         versions = self._versions

@@ -214,3 +214,74 @@ def test_submit_on_a_stopped_engine_fails_fast(tmp_path: Path) -> None:
     with pytest.raises(Unavailable):
         future.result(1)
     engine.store.close()
+
+
+def test_submit_many_answers_each_command_in_order_across_group_commits(tmp_path: Path) -> None:
+    with Engine(tmp_path / "b.db", make_settings()) as engine:
+        actor = _boot(engine)
+    engine = Engine(tmp_path / "b.db", make_settings(group_commit_max=4))
+    commits: list[int] = []
+    real_commit = engine.store.commit
+
+    def counting(events: Any, writes: Any, checkpoint: int) -> None:
+        commits.append(len(events))
+        real_commit(events, writes, checkpoint)
+
+    engine.store.commit = counting  # type: ignore[method-assign]
+    deposit = SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="1")
+    commands = [deposit] * 3 + [CreateProfile(actor=actor, nickname="")] + [deposit] * 6
+    # Queued before the writer starts, after a command submitted alone.
+    engine._thread = threading.current_thread()  # submit() only checks that it is set
+    alone = engine.submit(deposit)
+    batch = engine.submit_many(commands)
+    engine._thread = None
+    engine.start()
+    values = batch.result(5)
+    assert alone.result(5)["activity_id"]
+    engine.stop()
+    # Never more than group_commit_max commands per commit; the refused one emits nothing.
+    assert commits == [4, 3, 3]
+    assert list(batch.errors) == [3] and isinstance(batch.errors[3], Invalid)
+    with pytest.raises(Invalid):
+        batch.answer(3)
+    assert values[3] is None and batch.answer(0) == values[0]
+    assert len({v["activity_id"] for i, v in enumerate(values) if i != 3}) == 9
+
+
+def test_submit_many_on_a_stopped_engine_answers_every_command_unavailable(
+    tmp_path: Path,
+) -> None:
+    engine = Engine(tmp_path / "s.db", make_settings())
+    batch = engine.submit_many([CreateProfile(nickname="x"), CreateProfile(nickname="y")])
+    assert batch.done() and batch.result(0) == [None, None]
+    assert all(isinstance(batch.errors[i], Unavailable) for i in (0, 1))
+    assert engine.submit_many([]).result(0) == []
+    engine.store.close()
+
+
+def test_a_failed_commit_fails_only_the_part_of_a_batch_it_held(tmp_path: Path) -> None:
+    with Engine(tmp_path / "f.db", make_settings()) as engine:
+        actor = _boot(engine)
+    engine = Engine(tmp_path / "f.db", make_settings(group_commit_max=2))
+    real_commit = engine.store.commit
+    calls: list[int] = []
+
+    def second_fails(events: Any, writes: Any, checkpoint: int) -> None:
+        calls.append(len(events))
+        if len(calls) == 2:
+            raise StoreUnavailable("disk full")
+        real_commit(events, writes, checkpoint)
+
+    engine.store.commit = second_fails  # type: ignore[method-assign]
+    deposit = SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
+    engine._thread = threading.current_thread()
+    batch = engine.submit_many([deposit] * 5)
+    engine._thread = None
+    engine.start()
+    batch.result(5)
+    engine.stop()
+    assert sorted(batch.errors) == [2, 3]  # the second commit's two commands
+    assert all(isinstance(e, Unavailable) for e in batch.errors.values())
+    with Engine(tmp_path / "f.db", make_settings()) as engine:
+        pid = engine.state.customers[actor.customer_id]["default_profile_id"]
+        assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == "3"

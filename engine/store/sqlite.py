@@ -32,33 +32,28 @@ _EVENT_COLUMNS = {
 }
 
 
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _event_rows(events: Sequence[Event]) -> list[tuple[Any, ...]]:
-    """Rows for the events table. The events of one decision share one meta dict: it is
-    encoded once for all of them."""
-    rows = []
+def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
+    """Rows for the events table, made as `executemany` takes them: each row lives for
+    one insert, so a group commit's rows never pile up for the cyclic collector. The
+    events of one decision share one meta dict: it is encoded once for all of them."""
+    dumps = orjson.dumps
     meta_of: Any = None
     meta_text = ""
     for e in events:
-        if e.meta is not meta_of:
-            meta_of = e.meta
-            meta_text = _dumps(meta_of)
-        rows.append(
-            (
-                e.position,
-                e.stream,
-                e.version,
-                e.type,
-                e.schema,
-                _dumps(e.data),
-                meta_text,
-                e.occurred_at,
-            )
+        meta = e.meta
+        if meta is not meta_of:
+            meta_of = meta
+            meta_text = dumps(meta).decode()
+        yield (
+            e.position,
+            e.stream,
+            e.version,
+            e.type,
+            e.schema,
+            dumps(e.data).decode(),
+            meta_text,
+            e.occurred_at,
         )
-    return rows
 
 
 class SqliteEventStore:
