@@ -81,6 +81,25 @@ class Ledger:
         ((source, target, asset, text),) = raw
         return self._post_one(source, target, asset, _AMOUNTS.get(text) or _amount(text))
 
+    def apply_encoded(self, raw: Sequence[list[str]]) -> None:
+        """`post_encoded` for a replay, which needs no answer: the common single posting
+        builds no set."""
+        if len(raw) != 1:
+            self.post(decode_postings(raw))
+            return
+        ((source, target, asset, text),) = raw
+        amount = _AMOUNTS.get(text) or _amount(text)
+        if amount <= ZERO:
+            raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
+        balances = self.balances
+        key_s = (source, asset)
+        key_t = (target, asset)
+        new_source = balances.get(key_s, ZERO) - amount
+        if new_source < ZERO and ":" in source:
+            raise LedgerViolation(f"account {source} would go negative in {asset}")
+        balances[key_s] = new_source
+        balances[key_t] = balances.get(key_t, ZERO) + amount
+
     def _post_one(
         self, source: str, target: str, asset: str, amount: Decimal
     ) -> set[tuple[str, str]]:

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from engine.events import Event
 from engine.ledger import Posting, encode_postings, is_profile_account
 from engine.state import Ctx, State
+
+# Statuses a transfer never leaves.
+SETTLED = ("COMPLETED", "FAILED")
 
 # Fields of a transfer record that are internal, not part of the public object.
 _INTERNAL = frozenset({"seq"})
@@ -85,6 +90,26 @@ def _created(state: State, e: Event) -> None:
         state.mark("transfer", tid)
 
 
+def _created_replayed(state: State, text: str, position: int, at: str) -> None:
+    """`_created` in a state-only replay, from the event's JSON text: nothing is marked,
+    the decoded record is the state's own, and one settled from its creation (a deposit)
+    is kept as that text (engine/records.py)."""
+    data = orjson.loads(text)
+    record = data["transfer"]
+    tid = record["id"]
+    ref_id = record.get("ref_id")
+    if ref_id:
+        state.transfer_refs[(record["profile_id"], ref_id)] = tid
+    if record.get("status") in SETTLED:
+        state.transfers.add_encoded(tid, text, "transfer", position)
+    else:
+        record["seq"] = position
+        state.transfers[tid] = record
+    raw = data["postings"]
+    if raw:
+        state.ledger.apply_encoded(raw)
+
+
 def _changed(state: State, e: Event) -> None:
     record = state.transfers[e.data["transfer_id"]]
     record.update(e.data["changes"])
@@ -98,3 +123,5 @@ APPLIERS = {
     "TransferCompleted": _changed,
     "TransferFailed": _changed,
 }
+
+REPLAYERS = {"TransferCreated": _created_replayed}

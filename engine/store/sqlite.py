@@ -258,6 +258,24 @@ class SqliteEventStore:
                 )
                 yield upcast(event) if schema != current.get(typ, 1) else event
 
+    def scan(self, after: int = 0, until: int | None = None) -> Iterator[list[tuple[Any, ...]]]:
+        """The log after `after` (up to `until`) as raw rows in chunks, data still JSON
+        text: `(position, stream, version, type, schema, data, occurred_at)`. The start-up
+        replay decodes only what it applies and builds no `Event` where none is needed."""
+        sql = (
+            "SELECT position, stream, version, type, schema, data, occurred_at FROM events"
+            " WHERE position > ?"
+        )
+        params: list[Any] = [after]
+        if until is not None:
+            sql += " AND position <= ?"
+            params.append(until)
+        cursor = self.conn.cursor()
+        cursor.arraysize = 512  # a chunk that stays in the CPU's cache
+        cursor.execute(sql + " ORDER BY position", params)
+        while rows := cursor.fetchmany():
+            yield rows
+
     # -- state snapshots (engine/state_snapshots.py) ---------------------------------
 
     def event_check(self, position: int) -> str | None:
