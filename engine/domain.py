@@ -29,10 +29,13 @@ APPLIERS: dict[str, Applier] = {}
 # rows (State.append), so a replay that collects none skips them and their calls.
 STATE_APPLIERS: dict[str, Applier] = {}
 TIMERS: dict[str, TimerHandler] = {}
-# Fast appliers for a state-only replay of the log (engine.replay_log): the event's
-# data as JSON text, its position and time instead of an Event. A replayer must leave exactly the
-# state its type's applier leaves when `state.live` is false.
-Replayer = Callable[[Any, str, int, str], None]
+# Fast appliers for a state-only replay of the log (engine.replay_log). A replayer takes
+# (state, stream versions, rows, i): rows as SqliteEventStore.scan gives them, rows[i]
+# of its type at schema 1. It applies rows[i] and those after it while they are of its
+# type at schema 1, records their stream versions, and answers the index of the first
+# row it left. It must leave exactly the state that its type's applier leaves when
+# `state.live` is false.
+Replayer = Callable[[Any, dict[str, int], list[tuple[Any, ...]], int], int]
 REPLAYERS: dict[str, Replayer] = {}
 
 

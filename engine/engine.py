@@ -461,10 +461,10 @@ def replay_log(
     cancelled: Callable[[], bool] | None = None,
 ) -> tuple[State, dict[str, int]]:
     """`replay` of the log after `after` (up to `until`), read as raw rows: the same
-    state, faster. An event whose type has a replayer (domain.REPLAYERS) goes to it as
-    its JSON text, with no `Event` built; any other goes through its applier as `replay`
-    does. Replayers apply a state-only replay (`state.appended` None): one that collects
-    read-model rows takes the appliers and their observers for every event.
+    state, faster. A run of events whose type has a replayer (domain.REPLAYERS) goes to
+    it as rows, with no `Event` built; any other event goes through its applier as
+    `replay` does. Replayers apply a state-only replay (`state.appended` None): one that
+    collects read-model rows takes the appliers and their observers for every event.
     `cancelled` is asked between chunks of rows; when it answers true, `Cancelled`."""
     state = State() if state is None else state
     versions = {} if versions is None else versions
@@ -484,16 +484,19 @@ def replay_log(
             for rows in store.scan(after, until):
                 if cancelled is not None and cancelled():
                     raise Cancelled
-                for position, stream, version, typ, schema, data, at in rows:
-                    versions[stream] = version
+                i, n = 0, len(rows)
+                while i < n:
+                    position, stream, version, typ, schema, data, at = rows[i]
                     replayer = fast.get(typ)
                     if replayer is not None and schema == 1:
-                        replayer(state, data, position, at)
+                        i = replayer(state, versions, rows, i)
                         continue
+                    versions[stream] = version
                     event = Event(typ, stream, loads(data), position, version, at, {}, schema)
                     if schema != current.get(typ, 1):
                         event = upcast(event)
                     appliers[typ](state, event)
+                    i += 1
                 last = rows[-1]
     finally:
         state.live = True

@@ -90,24 +90,40 @@ def _created(state: State, e: Event) -> None:
         state.mark("transfer", tid)
 
 
-def _created_replayed(state: State, text: str, position: int, at: str) -> None:
-    """`_created` in a state-only replay, from the event's JSON text: nothing is marked,
-    the decoded record is the state's own, and one settled from its creation (a deposit)
-    is kept as that text (engine/records.py)."""
-    data = orjson.loads(text)
-    record = data["transfer"]
-    tid = record["id"]
-    ref_id = record.get("ref_id")
-    if ref_id:
-        state.transfer_refs[(record["profile_id"], ref_id)] = tid
-    if record.get("status") in SETTLED:
-        state.transfers.add_encoded(tid, text, "transfer", position)
-    else:
-        record["seq"] = position
-        state.transfers[tid] = record
-    raw = data["postings"]
-    if raw:
-        state.ledger.apply_encoded(raw)
+def _created_run(
+    state: State, versions: dict[str, int], rows: list[tuple[Any, ...]], i: int
+) -> int:
+    """`_created` for a run of rows in a state-only replay (domain.REPLAYERS): nothing is
+    marked, a decoded record is the state's own, and one settled from its creation (a
+    deposit) is kept as its event's text (engine/records.py)."""
+    add_encoded = state.transfers.add_encoded
+    transfers = state.transfers
+    refs = state.transfer_refs
+    postings: list[list[list[str]]] = []  # applied after the run: nothing reads between
+    loads = orjson.loads
+    n = len(rows)
+    while i < n:
+        position, stream, version, typ, schema, text, _ = rows[i]
+        if typ != "TransferCreated" or schema != 1:
+            break
+        versions[stream] = version
+        data = loads(text)
+        record = data["transfer"]
+        tid = record["id"]
+        ref_id = record.get("ref_id")
+        if ref_id:
+            refs[(record["profile_id"], ref_id)] = tid
+        if record.get("status") in SETTLED:
+            add_encoded(tid, text, "transfer", position)
+        else:
+            record["seq"] = position
+            transfers[tid] = record
+        raw = data["postings"]
+        if raw:
+            postings.append(raw)
+        i += 1
+    state.ledger.apply_encoded(postings)
+    return i
 
 
 def _changed(state: State, e: Event) -> None:
@@ -124,4 +140,4 @@ APPLIERS = {
     "TransferFailed": _changed,
 }
 
-REPLAYERS = {"TransferCreated": _created_replayed}
+REPLAYERS = {"TransferCreated": _created_run}

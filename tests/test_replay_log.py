@@ -10,6 +10,7 @@ import pytest
 
 from engine import state_snapshots
 from engine.engine import Cancelled, replay, replay_log
+from engine.ledger import Ledger, LedgerViolation
 from engine.projections.readmodels import all_rows
 from engine.state import State
 from engine.store import SqliteEventStore
@@ -135,3 +136,40 @@ def test_the_start_up_replay_stops_when_cancelled(sandbox_factory: Any) -> None:
     sb.close()
     with pytest.raises(Cancelled):
         _fast(db, cancelled=lambda: True)
+
+
+def test_a_replay_s_run_of_postings_leaves_the_balances_one_by_one_posting_leaves() -> None:
+    a, b, w = "p1:available", "p2:available", "world"
+    raws = [
+        [[w, a, "BTC", "1"]],
+        [[w, a, "BTC", "1"]],
+        [[w, a, "BTC", "0.10"]],
+        [[a, b, "BTC", "0.5"]],
+        [[a, b, "BTC", "0.5"]],
+        [[w, w, "USD", "3"]],
+        [[w, a, "USD", "5"], [a, "fees", "USD", "0.25"]],
+        [[w, b, "ETH", "2"]],
+        [[w, a, "BTC", "0.00000001"]],
+    ]
+    one_by_one, in_runs = Ledger(), Ledger()
+    for raw in raws:
+        one_by_one.post_encoded(raw)
+    in_runs.apply_encoded(raws)
+    assert list(in_runs.balances.items()) == list(one_by_one.balances.items())
+    assert canon(in_runs.balances) == canon(one_by_one.balances)
+    with pytest.raises(LedgerViolation, match="p2:available would go negative"):
+        in_runs.apply_encoded([[[b, a, "BTC", "0.6"]], [[b, a, "BTC", "0.6"]]])
+
+
+def test_the_scan_leaves_the_connection_unmapped(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(snapshot_every_events=0)
+    sb.deposit("BTC", "1")
+    db = sb.db
+    sb.close()
+    store = SqliteEventStore(db)
+    try:
+        before = store.conn.execute("PRAGMA mmap_size").fetchone()
+        assert sum(len(rows) for rows in store.scan()) == store.last_position()
+        assert store.conn.execute("PRAGMA mmap_size").fetchone() == before
+    finally:
+        store.close()
