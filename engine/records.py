@@ -52,21 +52,25 @@ class Records(dict[str, Any]):
         dict.__setitem__(self, key, (text, field, seq))
 
     def settle(self, settled: Callable[[dict[str, Any]], bool]) -> int:
-        """Store every dict entry for which `settled` is true as `(keys, values)`, with
-        equal key tuples and equal short strings made one object; how many were."""
+        """Store every dict entry for which `settled` is true, and every encoded one, as
+        `(keys, values)`, with equal key tuples and equal short strings made one object;
+        how many were. (An encoded entry would pickle its whole event's text.)"""
         keys_pool: dict[tuple[str, ...], tuple[str, ...]] = {}
         strings: dict[str, str] = {}
         count = 0
         for key, value in dict.items(self):
-            if type(value) is dict and settled(value):
-                keys = tuple(value)
-                keys = keys_pool.setdefault(keys, keys)
-                values = tuple(
-                    strings.setdefault(v, v) if type(v) is str and len(v) <= 40 else v
-                    for v in value.values()
-                )
-                dict.__setitem__(self, key, (keys, values))
-                count += 1
+            if type(value) is tuple and len(value) == 3:
+                value = _read(value)
+            elif type(value) is not dict or not settled(value):
+                continue
+            keys = tuple(value)
+            keys = keys_pool.setdefault(keys, keys)
+            values = tuple(
+                strings.setdefault(v, v) if type(v) is str and len(v) <= 40 else v
+                for v in value.values()
+            )
+            dict.__setitem__(self, key, (keys, values))
+            count += 1
         return count
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -127,6 +127,10 @@ def test_an_encoded_deposit_reads_as_the_live_record_field_for_field_in_order(
     assert canon(list(replayed.values())) == canon([dict(written)])
     replayed[tid]["status"] = "FAILED"  # a read is a fresh dict: the entry stays as it was
     assert replayed[tid]["status"] == "COMPLETED"
+    # A state snapshot keeps the compact tuples, not the event's text.
+    assert replayed.settle(lambda record: False) == 1
+    assert len(dict.__getitem__(replayed, tid)) == 2
+    assert list(replayed[tid].items()) == written
 
 
 def test_the_start_up_replay_stops_when_cancelled(sandbox_factory: Any) -> None:
