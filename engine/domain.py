@@ -29,6 +29,14 @@ APPLIERS: dict[str, Applier] = {}
 # rows (State.append), so a replay that collects none skips them and their calls.
 STATE_APPLIERS: dict[str, Applier] = {}
 TIMERS: dict[str, TimerHandler] = {}
+# Fast appliers for a state-only replay of the log (engine.replay_log). A replayer takes
+# (state, stream versions, rows, i): rows as SqliteEventStore.scan gives them, rows[i]
+# of its type at schema 1. It applies rows[i] and those after it while they are of its
+# type at schema 1, records their stream versions, and answers the index of the first
+# row it left. It must leave exactly the state that its type's applier leaves when
+# `state.live` is false.
+Replayer = Callable[[Any, dict[str, int], list[tuple[Any, ...]], int], int]
+REPLAYERS: dict[str, Replayer] = {}
 
 
 def _clock_advanced(state: Any, event: Any) -> None:
@@ -39,12 +47,14 @@ def register(
     deciders: Mapping[Any, Any] | None = None,
     appliers: Mapping[str, Any] | None = None,
     timers: Mapping[str, Any] | None = None,
+    replayers: Mapping[str, Any] | None = None,
 ) -> None:
     """Add a domain module's functions; a name registered twice is a programming error."""
     _merge(DECIDERS, deciders)
     _merge(APPLIERS, appliers)
     _merge(STATE_APPLIERS, appliers)
     _merge(TIMERS, timers)
+    _merge(REPLAYERS, replayers)
 
 
 def observe(types: Iterable[str], observer: Applier) -> None:
@@ -71,7 +81,7 @@ def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any] | None) -> None:
 
 
 register(customers.DECIDERS, customers.APPLIERS)
-register(appliers=transfers.APPLIERS)
+register(appliers=transfers.APPLIERS, replayers=transfers.REPLAYERS)
 register(funding.DECIDERS, funding.APPLIERS, funding.TIMERS)
 register(fees.DECIDERS, fees.APPLIERS, fees.TIMERS)
 register(withdrawals.DECIDERS, withdrawals.APPLIERS, withdrawals.TIMERS)

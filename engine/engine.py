@@ -16,20 +16,21 @@ import os
 import queue
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import structlog
 
 from engine.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.commands import AdvanceClock, Command, Tick
-from engine.domain import APPLIERS, DECIDERS, STATE_APPLIERS, TIMERS
+from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
-from engine.events import Event
+from engine.events import SCHEMA_VERSIONS, Event, upcast
 from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.money import CONTEXT
@@ -564,6 +565,69 @@ def replay(
         state.last_time = event.occurred_at
     state.dirty.clear()
     return state, versions
+
+
+def replay_log(
+    store: SqliteEventStore,
+    state: State | None = None,
+    versions: dict[str, int] | None = None,
+    *,
+    after: int = 0,
+    until: int | None = None,
+    pause_gc: bool = True,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[State, dict[str, int]]:
+    """`replay` of the log after `after` (up to `until`), read as raw rows: the same
+    state, faster. A run of events whose type has a replayer (domain.REPLAYERS) goes to
+    it as rows, with no `Event` built; any other event goes through its applier as
+    `replay` does. Replayers apply a state-only replay (`state.appended` None): one that
+    collects read-model rows takes the appliers and their observers for every event.
+    `cancelled` is asked between chunks of rows; when it answers true, `Cancelled`."""
+    state = State() if state is None else state
+    versions = {} if versions is None else versions
+    collecting = state.appended is not None
+    appliers = APPLIERS if collecting else STATE_APPLIERS
+    current = SCHEMA_VERSIONS
+    # Only events at schema 1 of types still at schema 1 skip upcasting unchecked.
+    fast = {} if collecting else {t: f for t, f in REPLAYERS.items() if current.get(t, 1) == 1}
+    loads = orjson.loads
+    last: tuple[Any, ...] | None = None
+    gc_was_on = pause_gc and gc.isenabled()
+    if gc_was_on:
+        gc.disable()
+    state.live = False
+    try:
+        with decimal.localcontext(CONTEXT):
+            for rows in store.scan(after, until):
+                if cancelled is not None and cancelled():
+                    raise Cancelled
+                i, n = 0, len(rows)
+                while i < n:
+                    position, stream, version, typ, schema, data, at = rows[i]
+                    replayer = fast.get(typ)
+                    if replayer is not None and schema == 1:
+                        i = replayer(state, versions, rows, i)
+                        continue
+                    versions[stream] = version
+                    event = Event(typ, stream, loads(data), position, version, at, {}, schema)
+                    if schema != current.get(typ, 1):
+                        event = upcast(event)
+                    appliers[typ](state, event)
+                    i += 1
+                last = rows[-1]
+    finally:
+        state.live = True
+        if gc_was_on:
+            gc.enable()
+    if last is not None:
+        state.position = last[0]
+        state.last_time = last[6]
+    state.dirty.clear()
+    return state, versions
+
+
+class Cancelled(Exception):
+    """A replay was asked to stop (the snapshot thread, when the engine stops)."""
 
 
 def rebuild_read_models(store: SqliteEventStore) -> State:

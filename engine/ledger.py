@@ -81,6 +81,53 @@ class Ledger:
         ((source, target, asset, text),) = raw
         return self._post_one(source, target, asset, _AMOUNTS.get(text) or _amount(text))
 
+    def apply_encoded(self, raws: Iterable[Sequence[list[str]]]) -> None:
+        """`post_encoded` of many events' postings, in order, answering nothing: a replay.
+        A run of single postings between the same two accounts keeps both balances in
+        hand instead of looking them up for each (the same sums, in the same order)."""
+        balances = self.balances
+        amounts = _AMOUNTS
+        held: tuple[str, str, str] | None = None  # (source, target, asset) in hand
+        key_s = key_t = ("", "")
+        source_balance = target_balance = amount = ZERO
+        checked = False  # the source held is a profile account: never below zero
+        last_text = None
+        for raw in raws:
+            if len(raw) != 1:
+                if held is not None:
+                    balances[key_s] = source_balance
+                    balances[key_t] = target_balance
+                    held = None
+                self.post(decode_postings(raw))
+                continue
+            ((source, target, asset, text),) = raw
+            if text != last_text:
+                amount = amounts.get(text) or _amount(text)
+                if amount <= ZERO:
+                    raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
+                last_text = text
+            if held is None or source != held[0] or target != held[1] or asset != held[2]:
+                if held is not None:
+                    balances[key_s] = source_balance
+                    balances[key_t] = target_balance
+                    held = None
+                if source == target:
+                    self._post_one(source, target, asset, amount)
+                    continue
+                key_s = (source, asset)
+                key_t = (target, asset)
+                source_balance = balances.get(key_s, ZERO)
+                target_balance = balances.get(key_t, ZERO)
+                checked = ":" in source
+                held = (source, target, asset)
+            source_balance -= amount
+            if checked and source_balance < ZERO:
+                raise LedgerViolation(f"account {source} would go negative in {asset}")
+            target_balance += amount
+        if held is not None:
+            balances[key_s] = source_balance
+            balances[key_t] = target_balance
+
     def _post_one(
         self, source: str, target: str, asset: str, amount: Decimal
     ) -> set[tuple[str, str]]:

@@ -40,14 +40,13 @@ import pickle
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import sortedcontainers
 import structlog
 
-from engine.events import Event
 from engine.state import State
 from engine.store import SqliteEventStore
 
@@ -127,19 +126,13 @@ def load(
 ) -> tuple[State, dict[str, int], int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
-    from engine.engine import replay
+    from engine.engine import replay_log
 
     found = newest(store, upto) if use_snapshots else None
     state, versions = found if found is not None else (None, None)
     base = state.position if state is not None else 0
-    state, versions = replay(
-        store.read(after=base, until=upto, with_meta=False), state=state, versions=versions
-    )
+    state, versions = replay_log(store, state, versions, after=base, until=upto)
     return state, versions, base
-
-
-class Cancelled(Exception):
-    pass
 
 
 class Snapshotter:
@@ -175,27 +168,26 @@ class Snapshotter:
         self.wait()
 
     def _build(self, position: int) -> None:
+        from engine import engine as engine_module
+
         try:
             store = SqliteEventStore.reader(self.db_path)
         except Exception as exc:  # noqa: BLE001
             log.warning("state snapshot skipped: cannot open the log", error=str(exc))
             return
         try:
-            from engine import engine as engine_module
-
             found = newest(store, position)
             state, versions = found if found is not None else (None, None)
             base = state.position if state is not None else 0
             cancel = self._cancel
-
-            def watched() -> Iterator[Event]:
-                for n, event in enumerate(store.read(after=base, until=position, with_meta=False)):
-                    if n % 4096 == 0 and cancel.is_set():
-                        raise Cancelled
-                    yield event
-
-            state, versions = engine_module.replay(
-                watched(), state=state, versions=versions, pause_gc=False
+            state, versions = engine_module.replay_log(
+                store,
+                state,
+                versions,
+                after=base,
+                until=position,
+                pause_gc=False,
+                cancelled=cancel.is_set,
             )
             if state.position != position:
                 return  # the log does not reach it (rolled back): nothing to snapshot
@@ -207,7 +199,7 @@ class Snapshotter:
             if not cancel.is_set():
                 self.deliver(position, check, data)
                 self.built += 1
-        except Cancelled:
+        except engine_module.Cancelled:
             pass
         except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation only
             log.warning("state snapshot failed", position=position, error=repr(exc))

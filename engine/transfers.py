@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from engine.events import Event
 from engine.ledger import Posting, encode_postings, is_profile_account
 from engine.state import Ctx, State
+
+# Statuses a transfer never leaves.
+SETTLED = ("COMPLETED", "FAILED")
 
 # Fields of a transfer record that are internal, not part of the public object.
 _INTERNAL = frozenset({"seq"})
@@ -85,6 +90,42 @@ def _created(state: State, e: Event) -> None:
         state.mark("transfer", tid)
 
 
+def _created_run(
+    state: State, versions: dict[str, int], rows: list[tuple[Any, ...]], i: int
+) -> int:
+    """`_created` for a run of rows in a state-only replay (domain.REPLAYERS): nothing is
+    marked, a decoded record is the state's own, and one settled from its creation (a
+    deposit) is kept as its event's text (engine/records.py)."""
+    add_encoded = state.transfers.add_encoded
+    transfers = state.transfers
+    refs = state.transfer_refs
+    postings: list[list[list[str]]] = []  # applied after the run: nothing reads between
+    loads = orjson.loads
+    n = len(rows)
+    while i < n:
+        position, stream, version, typ, schema, text, _ = rows[i]
+        if typ != "TransferCreated" or schema != 1:
+            break
+        versions[stream] = version
+        data = loads(text)
+        record = data["transfer"]
+        tid = record["id"]
+        ref_id = record.get("ref_id")
+        if ref_id:
+            refs[(record["profile_id"], ref_id)] = tid
+        if record.get("status") in SETTLED:
+            add_encoded(tid, text, "transfer", position)
+        else:
+            record["seq"] = position
+            transfers[tid] = record
+        raw = data["postings"]
+        if raw:
+            postings.append(raw)
+        i += 1
+    state.ledger.apply_encoded(postings)
+    return i
+
+
 def _changed(state: State, e: Event) -> None:
     record = state.transfers[e.data["transfer_id"]]
     record.update(e.data["changes"])
@@ -98,3 +139,5 @@ APPLIERS = {
     "TransferCompleted": _changed,
     "TransferFailed": _changed,
 }
+
+REPLAYERS = {"TransferCreated": _created_run}

@@ -133,9 +133,11 @@ def test_a_log_that_cannot_be_read_back_stops_every_decision_until_it_can(
 
     monkeypatch.setattr(store, "commit", failing_commit)
     monkeypatch.setattr(store, "read", unreadable)
+    monkeypatch.setattr(store, "scan", unreadable)  # the start-up replay's read
     _assert_503(sandbox.post(DEPOSIT, {"asset": "BTC", "amount": "1"}), "I/O error")
     monkeypatch.undo()  # the commit would work now, but the state is not to be trusted
     monkeypatch.setattr(store, "read", unreadable)
+    monkeypatch.setattr(store, "scan", unreadable)
     _assert_503(sandbox.post(DEPOSIT, {"asset": "BTC", "amount": "1"}), "cannot be read")
     monkeypatch.undo()
     _works_again(sandbox)
