@@ -93,6 +93,9 @@ class SqliteEventStore:
         self._pks: dict[str, list[str]] = {
             name: list(spec["pk"]) for name, spec in (tables or {}).items()
         }
+        self._fixed: dict[str, frozenset[str]] = {
+            name: frozenset(spec.get("fixed", ())) for name, spec in (tables or {}).items()
+        }
         self._upserts: dict[str, str] = {}
 
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
@@ -203,12 +206,17 @@ class SqliteEventStore:
     def _upsert_sql(self, table: str) -> str:
         """An upsert that updates a row in place: `INSERT OR REPLACE` deletes and inserts
         again, rewriting every index entry of the row even when no indexed column
-        changed (an order's row changes at each fill, its customer and seq never)."""
+        changed (an order's row changes at each fill, its customer and seq never).
+
+        The update leaves out the table's `fixed` columns: SQLite rewrites the entry of
+        every index that has a column named in the SET list, equal value or not, and an
+        old order's entry sits on its own page of each index."""
         sql = self._upserts.get(table)
         if sql is None:
             cols = self._columns[table]
+            kept = set(self._pks[table]) | self._fixed.get(table, frozenset())
             pk = self._pks[table]
-            changes = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in pk)
+            changes = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in kept)
             sql = (
                 f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
                 f" ON CONFLICT ({', '.join(pk)}) DO "
@@ -328,6 +336,7 @@ class SqliteEventStore:
         store.db = sqlite_utils.Database(store.conn)
         store._columns = {}
         store._pks = {}
+        store._fixed = {}
         store._upserts = {}
         return store
 
