@@ -124,12 +124,27 @@ class SqliteEventStore:
         self.create_read_models(tables)
 
     def create_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
+        existing = set(self.db.table_names())
         for name, spec in tables.items():
-            if name in self.db.table_names():
-                continue
-            self.db.table(name).create(spec["columns"], pk=tuple(spec["pk"]))
-            for index in spec.get("indexes", ()):
-                self.db.table(name).create_index(list(index))
+            if name not in existing:
+                self.db.table(name).create(spec["columns"], pk=tuple(spec["pk"]))
+            self._migrate_indexes(name, spec.get("indexes", ()))
+
+    def _migrate_indexes(self, table: str, indexes: Sequence[Sequence[str]]) -> None:
+        """Give `table` exactly the indexes its spec names: a database written before an
+        index was dropped, merged or added opens with the current set (each index costs
+        a page write per commit, so one no query needs is not kept)."""
+        wanted = {f"idx_{table}_{'_'.join(cols)}": list(cols) for cols in indexes}
+        have = {
+            str(row[1])
+            for row in self.db.execute(f"PRAGMA index_list({table})")
+            if row[3] == "c"  # made by CREATE INDEX, not a key's own index
+        }
+        for name in sorted(have - wanted.keys()):
+            self.db.execute(f"DROP INDEX {name}")
+        for name, cols in wanted.items():
+            if name not in have:
+                self.db.table(table).create_index(cols, index_name=name)
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
         """Empty every read-model table and fill it again, in one transaction."""
