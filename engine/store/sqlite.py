@@ -82,11 +82,13 @@ class SqliteEventStore:
             # 64 MiB of page cache instead of 2: ids are random, so every batch touches
             # pages all over the id indexes, and re-reading them cost a fifth of a commit.
             conn.execute("PRAGMA cache_size=-65536")
-            # Copy the WAL into the database every 10,000 pages (40 MB) instead of 1,000.
+            # Copy the WAL into the database every 4,000 pages (16 MB) instead of 1,000.
             # A commit rewrites the same index pages as the one before it (the tail of each
             # customer's index, the pages random ids land on); a checkpoint copies each
             # page once however many frames it has, and runs inside the writer's COMMIT.
-            conn.execute("PRAGMA wal_autocheckpoint=10000")
+            # Measured at 32 orders a commit: 43 / 20 / 14 us of checkpoint per order at
+            # 1,000 / 4,000 / 10,000 pages, for a stall of 17 / 29 / 42 ms each time.
+            conn.execute("PRAGMA wal_autocheckpoint=4000")
             self.db = sqlite_utils.Database(conn)
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
