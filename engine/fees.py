@@ -244,6 +244,7 @@ readmodels.register(
         },
         "pk": ["id"],
         "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
     },
     _row,
     ("id",),

@@ -139,3 +139,29 @@ def test_events_survive_reopening(tmp_path: Path) -> None:
         assert [e.data for e in second.read()] == [{"n": 1, "amount": "0.00000001"}]
     finally:
         second.close()
+
+
+def test_an_update_leaves_the_fixed_columns_and_their_index_entries_alone(
+    tmp_path: Path,
+) -> None:
+    """A fixed column is left out of the update: the row keeps it (so an update never
+    rewrites that column's index entries), while the other columns change."""
+    tables = {
+        "things": {
+            "columns": {"id": str, "owner": str, "value": str, "seq": int},
+            "pk": ["id"],
+            "indexes": [["owner", "seq"]],
+            "fixed": ["owner", "seq"],
+        }
+    }
+    store = SqliteEventStore(tmp_path / "fixed.db", tables=tables)
+    try:
+        row = {"id": "x", "owner": "a", "value": "1", "seq": 1}
+        store.commit([_event(1, "s", 1)], {"things": ([row], [])}, 1)
+        changed = {"id": "x", "owner": "b", "value": "2", "seq": 9}
+        store.commit([_event(2, "s", 2)], {"things": ([changed], [])}, 2)
+        assert store.conn.execute("SELECT owner, value, seq FROM things").fetchall() == [
+            ("a", "2", 1)
+        ]
+    finally:
+        store.close()

@@ -3,6 +3,10 @@
 Each table row is a pure function of one entity of the in-memory state, so a live
 table and one rebuilt from the log are equal row for row. `body` holds the public JSON
 object; the other columns exist to filter and order on.
+
+A spec's `fixed` lists indexed columns that never change once the row exists (the
+owner, the seq): an update leaves them out, so it rewrites no entry of their indexes.
+`sandex verify` compares every row with a rebuild, so a column wrongly listed shows.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ TABLES: dict[str, dict[str, Any]] = {
         },
         "pk": ["id"],
         "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
     },
     "balances": {
         "columns": {"profile_id": str, "asset": str, "available": str, "trading": str},
@@ -70,6 +75,7 @@ TABLES: dict[str, dict[str, Any]] = {
         },
         "pk": ["id"],
         "indexes": [["customer_id", "seq"], ["profile_id", "ref_id"]],
+        "fixed": ["customer_id", "profile_id", "ref_id", "seq"],
     },
     "fiat_instructions": {
         "columns": {
@@ -84,6 +90,7 @@ TABLES: dict[str, dict[str, Any]] = {
         },
         "pk": ["id"],
         "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
     },
 }
 

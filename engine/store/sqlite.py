@@ -83,6 +83,13 @@ class SqliteEventStore:
             # 64 MiB of page cache instead of 2: ids are random, so every batch touches
             # pages all over the id indexes, and re-reading them cost a fifth of a commit.
             conn.execute("PRAGMA cache_size=-65536")
+            # Copy the WAL into the database every 4,000 pages (16 MB) instead of 1,000.
+            # A commit rewrites the same index pages as the one before it (the tail of each
+            # customer's index, the pages random ids land on); a checkpoint copies each
+            # page once however many frames it has, and runs inside the writer's COMMIT.
+            # Measured at 32 orders a commit: 43 / 20 / 14 us of checkpoint per order at
+            # 1,000 / 4,000 / 10,000 pages, for a stall of 17 / 29 / 42 ms each time.
+            conn.execute("PRAGMA wal_autocheckpoint=4000")
             self.db = sqlite_utils.Database(conn)
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
@@ -93,6 +100,9 @@ class SqliteEventStore:
         }
         self._pks: dict[str, list[str]] = {
             name: list(spec["pk"]) for name, spec in (tables or {}).items()
+        }
+        self._fixed: dict[str, frozenset[str]] = {
+            name: frozenset(spec.get("fixed", ())) for name, spec in (tables or {}).items()
         }
         self._upserts: dict[str, str] = {}
         self._held = False
@@ -124,12 +134,27 @@ class SqliteEventStore:
         self.create_read_models(tables)
 
     def create_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
+        existing = set(self.db.table_names())
         for name, spec in tables.items():
-            if name in self.db.table_names():
-                continue
-            self.db.table(name).create(spec["columns"], pk=tuple(spec["pk"]))
-            for index in spec.get("indexes", ()):
-                self.db.table(name).create_index(list(index))
+            if name not in existing:
+                self.db.table(name).create(spec["columns"], pk=tuple(spec["pk"]))
+            self._migrate_indexes(name, spec.get("indexes", ()))
+
+    def _migrate_indexes(self, table: str, indexes: Sequence[Sequence[str]]) -> None:
+        """Give `table` exactly the indexes its spec names: a database written before an
+        index was dropped, merged or added opens with the current set (each index costs
+        a page write per commit, so one no query needs is not kept)."""
+        wanted = {f"idx_{table}_{'_'.join(cols)}": list(cols) for cols in indexes}
+        have = {
+            str(row[1])
+            for row in self.db.execute(f"PRAGMA index_list({table})")
+            if row[3] == "c"  # made by CREATE INDEX, not a key's own index
+        }
+        for name in sorted(have - wanted.keys()):
+            self.db.execute(f"DROP INDEX {name}")
+        for name, cols in wanted.items():
+            if name not in have:
+                self.db.table(table).create_index(cols, index_name=name)
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
         """Empty every read-model table and fill it again, in one transaction."""
@@ -244,12 +269,17 @@ class SqliteEventStore:
     def _upsert_sql(self, table: str) -> str:
         """An upsert that updates a row in place: `INSERT OR REPLACE` deletes and inserts
         again, rewriting every index entry of the row even when no indexed column
-        changed (an order's row changes at each fill, its customer and seq never)."""
+        changed (an order's row changes at each fill, its customer and seq never).
+
+        The update leaves out the table's `fixed` columns: SQLite rewrites the entry of
+        every index that has a column named in the SET list, equal value or not, and an
+        old order's entry sits on its own page of each index."""
         sql = self._upserts.get(table)
         if sql is None:
             cols = self._columns[table]
+            kept = set(self._pks[table]) | self._fixed.get(table, frozenset())
             pk = self._pks[table]
-            changes = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in pk)
+            changes = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in kept)
             sql = (
                 f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
                 f" ON CONFLICT ({', '.join(pk)}) DO "
@@ -394,6 +424,7 @@ class SqliteEventStore:
         store.db = sqlite_utils.Database(store.conn)
         store._columns = {}
         store._pks = {}
+        store._fixed = {}
         store._upserts = {}
         return store
 

@@ -1,0 +1,72 @@
+"""A database written by an earlier schema opens with the current one and verifies."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from engine import Engine
+from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.projections.readmodels import TABLES
+from engine.verify import rebuild, verify
+from tests.conftest import make_settings
+
+# The event feed's indexes as the schema before the merge into one index made them.
+_OLD_FEED_DDL = (
+    "DROP INDEX idx_event_feed_customer_id_seq_type",
+    "CREATE INDEX idx_event_feed_customer_id_seq ON event_feed (customer_id, seq)",
+    "CREATE INDEX idx_event_feed_customer_id_type_seq ON event_feed (customer_id, type, seq)",
+)
+
+
+def _indexes(db: Path, table: str) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return {r[1] for r in conn.execute(f"PRAGMA index_list({table})") if r[3] == "c"}
+    finally:
+        conn.close()
+
+
+def _trade(engine: Engine, client: str) -> None:
+    made = engine.execute(CreateCustomer(client_id=client, client_secret="s", bootstrap=True))
+    actor = Actor(made["customer_id"], client)
+    engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="100000"))
+    for price in ("30000", "30001", "45000"):
+        engine.execute(
+            CreateOrder(
+                actor=actor,
+                profile_id="default",
+                side="BUY",
+                market="BTCUSD",
+                type="LIMIT",
+                price=price,
+                base_amount="0.0001",
+            )
+        )
+
+
+def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "old.db"
+    with Engine(db, make_settings()) as engine:
+        _trade(engine, "first")
+    conn = sqlite3.connect(db)
+    for statement in _OLD_FEED_DDL:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    assert _indexes(db, "event_feed") == {
+        "idx_event_feed_customer_id_seq",
+        "idx_event_feed_customer_id_type_seq",
+    }
+
+    with Engine(db, make_settings()) as engine:
+        _trade(engine, "second")
+    for table, spec in TABLES.items():
+        assert _indexes(db, table) == {
+            f"idx_{table}_{'_'.join(cols)}" for cols in spec.get("indexes", ())
+        }, table
+    assert verify(str(db)) == []
+    rebuild(str(db))
+    assert verify(str(db)) == []
