@@ -19,6 +19,7 @@ before the end (the average tail with snapshots every 100,000 events is 50,000).
 from __future__ import annotations
 
 import argparse
+import gc
 import sqlite3
 import statistics
 import subprocess
@@ -292,24 +293,24 @@ def main() -> None:
             )
 
         if not args.skip_writer:
-            base = repeat(raw, args.runs)
-            noop = repeat(writer_noop, args.runs)
-            single = repeat(writer_one_by_one, args.runs)
-            dep = repeat(writer_deposit, args.runs)
+            # Each run measures the baseline and then each writer path, so that a ratio
+            # compares figures taken moments apart, not five runs of one against five of
+            # the other; the ratio printed is the median of the runs' ratios.
+            runs = [
+                tuple(_clean(fn) for fn in (raw, writer_noop, writer_one_by_one, writer_deposit))
+                for _ in range(args.runs)
+            ]
+            base = _summary([r[0] for r in runs])
             print(f"raw executemany (FULL, 500/tx)          {_spread(base)}")
-            print(
-                f"writer, one-event commands (FULL)       {_spread(noop)}"
-                f"  ratio {noop['median'] / base['median']:.2f}"
-                f" ({args.together} per submit_many)"
-            )
-            print(
-                f"writer, the same submitted one by one   {_spread(single)}"
-                f"  ratio {single['median'] / base['median']:.2f}"
-            )
-            print(
-                f"writer, sandbox deposits (FULL)         {_spread(dep)}"
-                f"  ratio {dep['median'] / base['median']:.2f}"
-            )
+            for k, label, note in (
+                (1, "writer, one-event commands (FULL)    ", f" ({args.together} per submit_many)"),
+                (2, "writer, the same submitted one by one", ""),
+                (3, "writer, sandbox deposits (FULL)      ", ""),
+            ):
+                ratio = statistics.median(r[k] / r[0] for r in runs)
+                print(
+                    f"{label}   {_spread(_summary([r[k] for r in runs]))}  ratio {ratio:.2f}{note}"
+                )
 
         log = d / "replay.db"
         with Timer() as t:
@@ -341,6 +342,16 @@ def main() -> None:
         )
         problems = verify(str(log))
         print(f"sandex verify: {'OK' if not problems else problems[0]}")
+
+
+def _clean(fn: Any) -> float:
+    """`fn()` after collecting what the runs before it left: each starts from the same heap."""
+    gc.collect()
+    return float(fn())
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def _spread(r: dict[str, float]) -> str:
