@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import html
 import json
-from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -169,8 +168,7 @@ def build_result(
     n = len(times)
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
-    walk = _one_market if len(markets) == 1 else _any_markets
-    equity_rows, max_dd, max_dd_amount, exposed_us, exposure_sum = walk(
+    equity_rows, max_dd, max_dd_amount, exposed_us, exposure_sum = _walk(
         times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride
     )
     for m in range(len(markets)):  # the latest price of each market, for the final value
@@ -256,7 +254,7 @@ def build_result(
     return result
 
 
-def _any_markets(
+def _walk(
     times: list[int],
     mks: list[int],
     prices: list[Decimal],
@@ -335,84 +333,6 @@ def _any_markets(
         if changed or i % stride == 0 or i == last:
             append((t, prices[i], m, value, peak, held, cash_held))
     return equity_rows, max_dd, max_dd_amount, exposed_us, exposure_sum
-
-
-def _one_market(
-    times: list[int],
-    mks: list[int],
-    prices: list[Decimal],
-    holdings: list[tuple[int, tuple[Decimal, ...]]],
-    cash: int,
-    valued_by: dict[int, int],
-    latest: list[Decimal],
-    start_value: Decimal,
-    stride: int,
-) -> tuple[list[tuple[Any, ...]], Decimal, Decimal, int, Decimal]:
-    """`build_result`'s walk over the points for a run of one market, the same figures
-    in the same order of operations, holding by holding: where nothing priced is held
-    the value stands still (only the holding's first point can move the peak or the
-    trough), and where it is, the value is the cash plus the amount at each price."""
-    asset = next(iter(valued_by), None)
-    n = len(times)
-    last = n - 1
-    # (first point, holding) of each holding that some point sees, as the per-point
-    # walk finds them: a change applies at the first point at or after its time.
-    spans: list[tuple[int, int]] = [(0, 0)]
-    start = 0
-    for h in range(1, len(holdings)):
-        start = bisect_left(times, holdings[h][0], start)
-        if start >= n:
-            break
-        if spans[-1][0] == start:
-            spans[-1] = (start, h)
-        else:
-            spans.append((start, h))
-    rows: list[tuple[Any, ...]] = []
-    append = rows.append
-    peak = trough = value = start_value
-    max_dd = max_dd_amount = ZERO
-    exposed_us = 0
-    exposure_sum = ZERO
-    for k, (a, h) in enumerate(spans):
-        b = spans[k + 1][0] if k + 1 < len(spans) else n
-        held = holdings[h][1]
-        cash_held = held[cash]
-        amount = held[asset] if asset is not None else ZERO
-        changed = h > 0  # a holding after the first starts where a change applied
-        if not amount:
-            if changed:
-                value = cash_held
-            if value > peak:
-                peak = trough = value
-            elif value < trough and peak > 0:
-                trough = value
-                drawdown = (peak - value) / peak
-                if drawdown > max_dd:
-                    max_dd = drawdown
-                    max_dd_amount = peak - value
-            for i in range(a, b):
-                if (i == a and changed) or i % stride == 0 or i == last:
-                    append((times[i], prices[i], 0, value, peak, held, cash_held))
-            continue
-        end = min(b, last)
-        if end > a:
-            exposed_us += times[end] - times[a]
-        for i in range(a, b):
-            price = prices[i]
-            value = cash_held + amount * price
-            if value > peak:
-                peak = trough = value
-            elif value < trough and peak > 0:
-                trough = value
-                drawdown = (peak - value) / peak
-                if drawdown > max_dd:
-                    max_dd = drawdown
-                    max_dd_amount = peak - value
-            if value > 0:
-                exposure_sum += (value - cash_held) / value
-            if (i == a and changed) or i % stride == 0 or i == last:
-                append((times[i], price, 0, value, peak, held, cash_held))
-    return rows, max_dd, max_dd_amount, exposed_us, exposure_sum
 
 
 def _plot(result: BacktestResult) -> dict[str, Any]:
