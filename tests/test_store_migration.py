@@ -70,3 +70,18 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
     assert verify(str(db)) == []
     rebuild(str(db))
     assert verify(str(db)) == []
+
+
+def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
+    db = tmp_path / "theirs.db"
+    with Engine(db, make_settings()) as engine:
+        _trade(engine, "first")
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE INDEX by_status ON orders (status)")
+    conn.commit()
+    conn.close()
+
+    with Engine(db, make_settings()) as engine:
+        _trade(engine, "second")
+    assert "by_status" in _indexes(db, "orders")
+    assert verify(str(db)) == []

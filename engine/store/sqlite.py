@@ -141,14 +141,15 @@ class SqliteEventStore:
             self._migrate_indexes(name, spec.get("indexes", ()))
 
     def _migrate_indexes(self, table: str, indexes: Sequence[Sequence[str]]) -> None:
-        """Give `table` exactly the indexes its spec names: a database written before an
+        """Give `table` exactly the sandex indexes its spec names: a database written before an
         index was dropped, merged or added opens with the current set (each index costs
         a page write per commit, so one no query needs is not kept)."""
         wanted = {f"idx_{table}_{'_'.join(cols)}": list(cols) for cols in indexes}
+        ours = f"idx_{table}_"  # an index somebody else made on the table is left alone
         have = {
             str(row[1])
             for row in self.db.execute(f"PRAGMA index_list({table})")
-            if row[3] == "c"  # made by CREATE INDEX, not a key's own index
+            if row[3] == "c" and str(row[1]).startswith(ours)  # by CREATE INDEX, ours
         }
         for name in sorted(have - wanted.keys()):
             self.db.execute(f"DROP INDEX {name}")
@@ -298,31 +299,17 @@ class SqliteEventStore:
     ) -> Iterator[Event]:
         """Events after `after` in position order; replay asks `with_meta=False` (faster)."""
         meta_column = "meta" if with_meta else "'{}'"
-        sql = (
-            f"SELECT position, stream, version, type, schema, data, {meta_column}, occurred_at"
-            " FROM events"
+        chunks = self._chunks(
+            f"position, stream, version, type, schema, data, {meta_column}, occurred_at",
+            after,
+            until,
+            2000,
+            stream,
+            limit,
         )
-        where = ["position > ?"]
-        params: list[Any] = [after]
-        if stream is not None:
-            where.append("stream = ?")
-            params.append(stream)
-        if until is not None:
-            where.append("position <= ?")
-            params.append(until)
-        sql += " WHERE " + " AND ".join(where) + " ORDER BY position"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        cursor = self.conn.cursor()
-        cursor.arraysize = 2000
-        cursor.execute(sql, params)
         loads = orjson.loads
         current = SCHEMA_VERSIONS
-        while True:
-            rows = cursor.fetchmany()
-            if not rows:
-                break
+        for rows in chunks:
             for pos, st, ver, typ, schema, data, meta, at in rows:
                 event = Event(
                     typ, st, loads(data), pos, ver, at, loads(meta) if with_meta else {}, schema
@@ -333,26 +320,47 @@ class SqliteEventStore:
         """The log after `after` (up to `until`) as raw rows in chunks, data still JSON
         text: `(position, stream, version, type, schema, data, occurred_at)`. The start-up
         replay decodes only what it applies and builds no `Event` where none is needed."""
-        sql = (
-            "SELECT position, stream, version, type, schema, data, occurred_at FROM events"
-            " WHERE position > ?"
-        )
-        params: list[Any] = [after]
-        if until is not None:
-            sql += " AND position <= ?"
-            params.append(until)
         conn = self.conn
         mapped = conn.execute("PRAGMA mmap_size").fetchone()[0]
         conn.execute(f"PRAGMA mmap_size={_SCAN_MMAP}")
-        cursor = conn.cursor()
+        try:  # 512 rows a chunk: one that stays in the CPU's cache
+            yield from self._chunks(
+                "position, stream, version, type, schema, data, occurred_at", after, until, 512
+            )
+        finally:
+            conn.execute(f"PRAGMA mmap_size={int(mapped)}")
+
+    def _chunks(
+        self,
+        columns: str,
+        after: int,
+        until: int | None,
+        size: int,
+        stream: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """`columns` of the events after `after` (up to `until`, of `stream`, at most
+        `limit`) in position order, `size` rows at a time."""
+        where = ["position > ?"]
+        params: list[Any] = [after]
+        if stream is not None:
+            where.append("stream = ?")
+            params.append(stream)
+        if until is not None:
+            where.append("position <= ?")
+            params.append(until)
+        sql = f"SELECT {columns} FROM events WHERE {' AND '.join(where)} ORDER BY position"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        cursor = self.conn.cursor()
         try:
-            cursor.arraysize = 512  # a chunk that stays in the CPU's cache
-            cursor.execute(sql + " ORDER BY position", params)
+            cursor.arraysize = size
+            cursor.execute(sql, params)
             while rows := cursor.fetchmany():
                 yield rows
         finally:
             cursor.close()
-            conn.execute(f"PRAGMA mmap_size={int(mapped)}")
 
     # -- state snapshots (engine/state_snapshots.py) ---------------------------------
 
