@@ -530,6 +530,23 @@ class _Broken(Exception):
         self.cause = cause
 
 
+@contextmanager
+def _folding(state: State, pause_gc: bool) -> Iterator[None]:
+    """What both replays fold the log under: the domain's decimal context, `state.live`
+    off (appliers mark nothing for a commit), and, with `pause_gc`, the collector off."""
+    collecting = pause_gc and gc.isenabled()
+    if collecting:
+        gc.disable()
+    state.live = False
+    try:
+        with decimal.localcontext(CONTEXT):
+            yield
+    finally:
+        state.live = True
+        if collecting:
+            gc.enable()
+
+
 def replay(
     events: Iterable[Event],
     state: State | None = None,
@@ -547,19 +564,10 @@ def replay(
     versions = {} if versions is None else versions
     appliers = APPLIERS if state.appended is not None else STATE_APPLIERS
     event = None
-    collecting = pause_gc and gc.isenabled()
-    if collecting:
-        gc.disable()
-    state.live = False
-    try:
-        with decimal.localcontext(CONTEXT):
-            for event in events:
-                appliers[event.type](state, event)
-                versions[event.stream] = event.version
-    finally:
-        state.live = True
-        if collecting:
-            gc.enable()
+    with _folding(state, pause_gc):
+        for event in events:
+            appliers[event.type](state, event)
+            versions[event.stream] = event.version
     if event is not None:
         state.position = event.position
         state.last_time = event.occurred_at
@@ -592,33 +600,24 @@ def replay_log(
     fast = {} if collecting else {t: f for t, f in REPLAYERS.items() if current.get(t, 1) == 1}
     loads = orjson.loads
     last: tuple[Any, ...] | None = None
-    gc_was_on = pause_gc and gc.isenabled()
-    if gc_was_on:
-        gc.disable()
-    state.live = False
-    try:
-        with decimal.localcontext(CONTEXT):
-            for rows in store.scan(after, until):
-                if cancelled is not None and cancelled():
-                    raise Cancelled
-                i, n = 0, len(rows)
-                while i < n:
-                    position, stream, version, typ, schema, data, at = rows[i]
-                    replayer = fast.get(typ)
-                    if replayer is not None and schema == 1:
-                        i = replayer(state, versions, rows, i)
-                        continue
-                    versions[stream] = version
-                    event = Event(typ, stream, loads(data), position, version, at, {}, schema)
-                    if schema != current.get(typ, 1):
-                        event = upcast(event)
-                    appliers[typ](state, event)
-                    i += 1
-                last = rows[-1]
-    finally:
-        state.live = True
-        if gc_was_on:
-            gc.enable()
+    with _folding(state, pause_gc):
+        for rows in store.scan(after, until):
+            if cancelled is not None and cancelled():
+                raise Cancelled
+            i, n = 0, len(rows)
+            while i < n:
+                position, stream, version, typ, schema, data, at = rows[i]
+                replayer = fast.get(typ)
+                if replayer is not None and schema == 1:
+                    i = replayer(state, versions, rows, i)
+                    continue
+                versions[stream] = version
+                event = Event(typ, stream, loads(data), position, version, at, {}, schema)
+                if schema != current.get(typ, 1):
+                    event = upcast(event)
+                appliers[typ](state, event)
+                i += 1
+            last = rows[-1]
     if last is not None:
         state.position = last[0]
         state.last_time = last[6]

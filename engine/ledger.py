@@ -118,7 +118,7 @@ class Ledger:
                 key_t = (target, asset)
                 source_balance = balances.get(key_s, ZERO)
                 target_balance = balances.get(key_t, ZERO)
-                checked = ":" in source
+                checked = is_profile_account(source)
                 held = (source, target, asset)
             source_balance -= amount
             if checked and source_balance < ZERO:

@@ -49,6 +49,7 @@ import structlog
 
 from engine.state import State
 from engine.store import SqliteEventStore
+from engine.transfers import SETTLED
 
 log = structlog.get_logger("sandex.snapshots")
 
@@ -80,7 +81,7 @@ def encode(state: State, versions: dict[str, int]) -> bytes:
 
 
 def _settled(transfer: dict[str, Any]) -> bool:
-    return transfer.get("status") in ("COMPLETED", "FAILED")
+    return transfer.get("status") in SETTLED
 
 
 def decode(data: bytes) -> tuple[State, dict[str, int]]:
