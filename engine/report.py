@@ -157,14 +157,7 @@ def build_result(
     holdings = runner.holdings
     latest = [prices[runner.mks.index(m)] for m in range(len(markets))]
 
-    def worth(held: tuple[Decimal, ...]) -> Decimal:
-        total = held[cash]
-        for a, m in valued_by.items():
-            if held[a]:
-                total += held[a] * latest[m]
-        return total
-
-    start_value = worth(holdings[0][1])
+    start_value = _worth(holdings[0][1], cash, valued_by, latest)
     n = len(times)
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
@@ -174,7 +167,7 @@ def build_result(
     for m in range(len(markets)):  # the latest price of each market, for the final value
         latest[m] = prices[len(mks) - 1 - mks[::-1].index(m)]
     final_held = holdings[-1][1]
-    final_value = worth(final_held)
+    final_value = _worth(final_held, cash, valued_by, latest)
     flows_value = ZERO
     for at, asset, amount in runner.flows:
         if asset == currency:
@@ -254,6 +247,17 @@ def build_result(
     return result
 
 
+def _worth(
+    held: tuple[Decimal, ...], cash: int, valued_by: dict[int, int], latest: list[Decimal]
+) -> Decimal:
+    """The value of a holding: its cash plus each priced asset at its market's latest price."""
+    total = held[cash]
+    for a, m in valued_by.items():
+        if held[a]:
+            total += held[a] * latest[m]
+    return total
+
+
 def _walk(
     times: list[int],
     mks: list[int],
@@ -270,13 +274,6 @@ def _walk(
     n = len(times)
     equity_rows: list[tuple[Any, ...]] = []
     append = equity_rows.append
-
-    def worth(held: tuple[Decimal, ...]) -> Decimal:
-        total = held[cash]
-        for a, m in valued_by.items():
-            if held[a]:
-                total += held[a] * latest[m]
-        return total
 
     # The deepest drawdown is found at the lowest value since the last peak: with the
     # peak fixed, (peak - value) / peak only grows as the value falls, so the division
@@ -314,7 +311,11 @@ def _walk(
         m = mks[i]
         latest[m] = prices[i]
         if position:
-            value = cash_held + only[0] * latest[only[1]] if only is not None else worth(held)
+            value = (
+                cash_held + only[0] * latest[only[1]]
+                if only is not None
+                else _worth(held, cash, valued_by, latest)
+            )
         elif changed:
             value = cash_held
         if value > peak:
