@@ -2,10 +2,12 @@
 
 Every command, from HTTP or from a timer, goes through one queue into one thread. The
 thread drains what is queued, decides each command in order (applying its events to the
-in-memory state at once), appends all their events and the read-model rows they touched
-in ONE transaction, commits, and only then answers each waiting caller. A caller is
+in-memory state at once), writes all their events and the read-model rows they touched
+in ONE transaction, and hands its COMMIT to a committer thread, which answers each
+waiting caller once it returns; meanwhile the writer decides the next group. A caller is
 never answered before its events are durable; if the commit fails, nobody in the batch
-is told "done" and the state is rebuilt from the log.
+(nor in the group decided behind it) is told "done" and the state is rebuilt from the
+log.
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ class Engine:
         # `one_transaction`), in order: a run_inline driver (a backtest) follows them
         # without reading them back from the store.
         self.committed: list[Event] = []
+        # The pipelined writer (`_process`): the group whose COMMIT is under way, and the
+        # committer thread's queue while the writer thread runs.
+        self._inflight: _Written | None = None
+        self._committer: queue.SimpleQueue[_Written | None] | None = None
         self._stale = False
         # State snapshots (engine/state_snapshots.py): none for an in-memory database,
         # which a second connection cannot see.
@@ -156,7 +162,7 @@ class Engine:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
             self._thread.start()
-            self._maybe_snapshot()
+            self._maybe_snapshot(self.state.position)
         return self
 
     def stop(self) -> None:
@@ -245,6 +251,18 @@ class Engine:
 
     def _run(self) -> None:
         decimal.setcontext(CONTEXT.copy())
+        self._committer = queue.SimpleQueue()
+        committer = threading.Thread(target=self._commit_loop, name="sandex-commit", daemon=True)
+        committer.start()
+        try:
+            self._drain()
+        finally:
+            self._settle()
+            self._committer.put(None)
+            committer.join()
+            self._committer = None
+
+    def _drain(self) -> None:
         q = self._queue
         limit = self.settings.group_commit_max
         carry: Batch | None = None  # a batch that the last group commit ended within
@@ -285,8 +303,11 @@ class Engine:
                     break
             if work:
                 self._process(work)
+            if snapshots:
+                self._settle()  # the connection is the writer's alone again
             for built in snapshots:
                 self._store_snapshot(built)
+        self._settle()
         while True:  # refuse what arrived after the stop
             try:
                 item = q.get_nowait()
@@ -296,14 +317,26 @@ class Engine:
                 _answer_all(item, EngineStopped("the engine is stopping"))
 
     def _process(self, work: list[Batch]) -> None:
-        """Decide one group commit's commands, commit their events, then answer: `work`
-        holds one entry per command, naming its batch (engine/reply.py), in order."""
-        if self._stale or self._changed_elsewhere():
+        """Decide one group commit's commands and write their events, then make them
+        durable and answer: `work` holds one entry per command, naming its batch
+        (engine/reply.py), in order.
+
+        With the writer thread running, the group's COMMIT is handed to the committer
+        thread (`_finish`) and this returns at once: the next group is decided while the
+        disk syncs this one, on a state that already holds it. Nothing is answered before
+        its COMMIT returns, and a failed COMMIT fails the group decided behind it too (its
+        decisions rest on events that are not in the log) and the state reloads."""
+        inflight = self._inflight
+        if inflight is not None and inflight.done.is_set():
+            self._settle()
+            inflight = None
+        if inflight is None and (self._stale or self._changed_elsewhere()):
             self._recover()
+        spans = _spans(work)
         if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
             for batch in work:
                 _fail(batch, Unavailable("the event store cannot be read; retry"))
-            _complete(work)
+            _complete(spans)
             return
         self._pending = []
         self.committed = []
@@ -331,37 +364,96 @@ class Engine:
                 log.error("decision failed", command=type(command).__name__, error=repr(exc))
                 _fail(batch, exc)
                 suspect = True
+        events, self._pending = self._pending, []
+        state = self.state
         if broken:
-            _overrule(work, lambda old: old or Unavailable("the engine is recovering; retry"))
+            self._settle()
+            _overrule(spans, lambda old: old or Unavailable("the engine is recovering; retry"))
             self._recover()
-        elif self._pending or self.state.dirty:
-            try:
-                self.store.commit(
-                    self._pending, rows_for(self.state, self.state.dirty), self.state.position
-                )
-                self.committed = self._pending
-                self.state.dirty.clear()
-                self.state.appended = []
-                if self._snapshot_every and self._thread is not None:
-                    self._maybe_snapshot()
-            except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
-                log.error("commit failed", error=str(exc))
-                reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
-                _overrule(work, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
+            _complete(spans)
+            return
+        if not events and not state.dirty:
+            if suspect:
+                self._settle()
                 self._recover()
-                suspect = False
-        if suspect and not broken:
+            _complete(spans)
+            return
+        writes = rows_for(state, state.dirty)
+        state.dirty.clear()
+        state.appended = []
+        if not self._settle():  # the group before failed: this one was decided on it
+            _overrule(spans, lambda _: Unavailable("the event store is unavailable; retry"))
+            _complete(spans)
+            return
+        written = _Written(spans, events, state.position)
+        try:
+            self.store.write(events, writes, state.position)
+        except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
+            self._failed(written, exc)
             self._recover()
-        self._pending = []
-        _complete(work)
+            _complete(spans)
+            return
+        if self._committer is None or suspect:
+            self._finish(written)
+            self._inflight = written
+            self._settle()
+            if suspect:
+                self._recover()
+        else:
+            self._inflight = written
+            self._committer.put(written)
+            # Until the committer is inside its COMMIT, which runs without the GIL, it
+            # cannot start while this thread decides: hand the GIL over first.
+            written.started.acquire()
+
+    def _finish(self, written: _Written) -> None:
+        """Make a written group durable, then answer it (on the committer thread, or on
+        the writer's when it runs inline)."""
+        written.started.release()
+        try:
+            try:
+                self.store.finish()
+                written.ok = True
+                self.committed = written.events
+                if self._snapshot_every and self._thread is not None:
+                    self._maybe_snapshot(written.position)
+            except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
+                self._failed(written, exc)
+            _complete(written.spans)
+        finally:
+            written.done.set()  # the writer waits on it whatever happened
+
+    def _failed(self, written: _Written, exc: BaseException) -> None:
+        log.error("commit failed", error=str(exc))
+        reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
+        _overrule(written.spans, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
+
+    def _settle(self) -> bool:
+        """Wait for the group in flight, if any; False if its COMMIT failed, in which case
+        the state, which holds its events, has been reloaded from the log."""
+        written = self._inflight
+        if written is None:
+            return True
+        written.done.wait()
+        self._inflight = None
+        if not written.ok:
+            self._recover()
+            return False
+        return True
+
+    def _commit_loop(self) -> None:
+        """The committer thread: ends each written group's transaction, in order."""
+        jobs = self._committer
+        assert jobs is not None
+        while (written := jobs.get()) is not None:
+            self._finish(written)
 
     # -- state snapshots ----------------------------------------------------------------
 
-    def _maybe_snapshot(self) -> None:
+    def _maybe_snapshot(self, position: int) -> None:
         """Every `snapshot_every_events`, have the snapshot thread build the state at the
-        committed position from the log (it never touches this state)."""
+        committed `position` from the log (it never touches this state)."""
         every = self._snapshot_every
-        position = self.state.position
         due = every and position - self.snapshot_base >= every and not self._stale
         if due and self._snapshotter.request(position):
             self.snapshot_base = position
@@ -493,21 +585,48 @@ def _fail(batch: Batch, error: BaseException) -> None:
     batch.values.append(None)
 
 
-def _overrule(work: list[Batch], error: Any) -> None:
-    """Answer every command of `work` with `error(its own error or None)`: nothing of
+# The commands one group commit holds of a batch: (batch, first index, end index). A
+# batch may span groups, and the writer decides the next group's part of it while the
+# committer answers this one's: each side works by the indexes fixed here.
+_Span = tuple[Batch, int, int]
+
+
+def _spans(work: list[Batch]) -> list[_Span]:
+    return [
+        (batch, len(batch.values), len(batch.values) + count)
+        for batch, count in Counter(work).items()
+    ]
+
+
+def _overrule(spans: list[_Span], error: Any) -> None:
+    """Answer every command of the group with `error(its own error or None)`: nothing of
     this group commit is durable."""
-    for batch, count in Counter(work).items():
-        end = len(batch.values)
-        for i in range(end - count, end):
+    for batch, start, end in spans:
+        for i in range(start, end):
             batch.errors[i] = error(batch.errors.get(i))
             batch.values[i] = None
 
 
-def _complete(work: list[Batch]) -> None:
-    """Answer each batch of `work` whose every command has a value."""
-    for batch in dict.fromkeys(work):
-        if len(batch.values) == len(batch.commands):
+def _complete(spans: list[_Span]) -> None:
+    """Answer each batch whose last command this group holds."""
+    for batch, _, end in spans:
+        if end == len(batch.commands):
             batch._complete()
+
+
+class _Written:
+    """A group commit written and waiting for its COMMIT (`Engine._finish`)."""
+
+    __slots__ = ("spans", "events", "position", "ok", "done", "started")
+
+    def __init__(self, spans: list[_Span], events: list[Event], position: int) -> None:
+        self.spans = spans
+        self.events = events
+        self.position = position
+        self.ok = False
+        self.done = threading.Event()
+        self.started = threading.Lock()
+        self.started.acquire()
 
 
 def _answer_all(batch: Batch, error: BaseException) -> None:

@@ -52,13 +52,13 @@ def test_group_commit_puts_many_queued_commands_in_one_transaction(tmp_path: Pat
         actor = _boot(engine)
     engine = Engine(tmp_path / "g.db", make_settings())
     commits: list[int] = []
-    real_commit = engine.store.commit
+    real_write = engine.store.write
 
     def counting(events: Any, writes: Any, checkpoint: int) -> None:
         commits.append(len(events))
-        real_commit(events, writes, checkpoint)
+        real_write(events, writes, checkpoint)
 
-    engine.store.commit = counting  # type: ignore[method-assign]
+    engine.store.write = counting  # type: ignore[method-assign]
     # Queue everything before the writer starts, so that it finds one full queue.
     engine._thread = threading.current_thread()  # submit() only checks that it is set
     futures = [
@@ -77,13 +77,13 @@ def test_a_caller_is_answered_only_after_its_events_are_committed(tmp_path: Path
     engine = Engine(tmp_path / "a.db", make_settings()).start()
     actor = _boot(engine)
     gate = threading.Event()
-    real_commit = engine.store.commit
+    real_finish = engine.store.finish
 
-    def slow(events: Any, writes: Any, checkpoint: int) -> None:
+    def slow() -> None:  # the COMMIT, the written events' last step to the disk
         gate.wait(5)
-        real_commit(events, writes, checkpoint)
+        real_finish()
 
-    engine.store.commit = slow  # type: ignore[method-assign]
+    engine.store.finish = slow  # type: ignore[method-assign]
     future = engine.submit(
         SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
     )
@@ -102,13 +102,13 @@ def test_a_failed_commit_answers_unavailable_and_leaves_no_trace(tmp_path: Path)
     def broken(*_: Any) -> None:
         raise StoreUnavailable("disk full")
 
-    real_commit = engine.store.commit
-    engine.store.commit = broken  # type: ignore[method-assign]
+    real_write = engine.store.write
+    engine.store.write = broken  # type: ignore[method-assign]
     with pytest.raises(Unavailable):
         engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
     assert engine.state.position == before
     assert engine.state.ledger.balances == {}
-    engine.store.commit = real_commit  # type: ignore[method-assign]
+    engine.store.write = real_write  # type: ignore[method-assign]
     engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="2"))
     pid = engine.state.customers[actor.customer_id]["default_profile_id"]
     assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == "2"
@@ -221,13 +221,13 @@ def test_submit_many_answers_each_command_in_order_across_group_commits(tmp_path
         actor = _boot(engine)
     engine = Engine(tmp_path / "b.db", make_settings(group_commit_max=4))
     commits: list[int] = []
-    real_commit = engine.store.commit
+    real_write = engine.store.write
 
     def counting(events: Any, writes: Any, checkpoint: int) -> None:
         commits.append(len(events))
-        real_commit(events, writes, checkpoint)
+        real_write(events, writes, checkpoint)
 
-    engine.store.commit = counting  # type: ignore[method-assign]
+    engine.store.write = counting  # type: ignore[method-assign]
     deposit = SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="1")
     commands = [deposit] * 3 + [CreateProfile(actor=actor, nickname="")] + [deposit] * 6
     # Queued before the writer starts, after a command submitted alone.
@@ -263,16 +263,16 @@ def test_a_failed_commit_fails_only_the_part_of_a_batch_it_held(tmp_path: Path) 
     with Engine(tmp_path / "f.db", make_settings()) as engine:
         actor = _boot(engine)
     engine = Engine(tmp_path / "f.db", make_settings(group_commit_max=2))
-    real_commit = engine.store.commit
+    real_write = engine.store.write
     calls: list[int] = []
 
     def second_fails(events: Any, writes: Any, checkpoint: int) -> None:
         calls.append(len(events))
         if len(calls) == 2:
             raise StoreUnavailable("disk full")
-        real_commit(events, writes, checkpoint)
+        real_write(events, writes, checkpoint)
 
-    engine.store.commit = second_fails  # type: ignore[method-assign]
+    engine.store.write = second_fails  # type: ignore[method-assign]
     deposit = SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
     engine._thread = threading.current_thread()
     batch = engine.submit_many([deposit] * 5)
@@ -285,3 +285,115 @@ def test_a_failed_commit_fails_only_the_part_of_a_batch_it_held(tmp_path: Path) 
     with Engine(tmp_path / "f.db", make_settings()) as engine:
         pid = engine.state.customers[actor.customer_id]["default_profile_id"]
         assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == "3"
+
+
+def test_a_failed_commit_after_the_write_answers_unavailable_and_leaves_no_trace(
+    tmp_path: Path,
+) -> None:
+    """The COMMIT itself fails (the disk refuses the sync): the written group is undone,
+    its caller told to retry, and the state holds nothing of it."""
+    engine = Engine(tmp_path / "c.db", make_settings()).start()
+    actor = _boot(engine)
+    before = engine.state.position
+    real_finish = engine.store.finish
+
+    def refused() -> None:
+        engine.store._undo()
+        raise StoreUnavailable("disk I/O error")
+
+    engine.store.finish = refused  # type: ignore[method-assign]
+    with pytest.raises(Unavailable, match="disk I/O error"):
+        engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
+    engine.store.finish = real_finish  # type: ignore[method-assign]
+    engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="2"))
+    assert engine.state.position == before + 1
+    pid = engine.state.customers[actor.customer_id]["default_profile_id"]
+    assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == "2"
+    engine.stop()
+    assert [e.type for e in engine_log(tmp_path / "c.db")][-1] == "TransferCreated"
+
+
+def engine_log(db: Path) -> list[Any]:
+    from engine.store import SqliteEventStore
+
+    store = SqliteEventStore(db)
+    try:
+        return list(store.read())
+    finally:
+        store.close()
+
+
+def test_the_next_group_is_decided_while_the_last_one_commits(tmp_path: Path) -> None:
+    """While one group's COMMIT waits on the disk, the writer decides the next: those
+    commands are applied, but no caller of either group is answered before its own
+    COMMIT has returned."""
+    with Engine(tmp_path / "p.db", make_settings()) as engine:
+        actor = _boot(engine)
+    engine = Engine(tmp_path / "p.db", make_settings())
+    gate = threading.Event()
+    waiting = threading.Event()
+    real_finish = engine.store.finish
+    finished: list[int] = []
+
+    def first_waits() -> None:
+        if not finished:
+            waiting.set()
+            gate.wait(5)
+        finished.append(engine.store.last_position())
+        real_finish()
+
+    engine.store.finish = first_waits  # type: ignore[method-assign]
+    engine.start()
+    deposit = SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
+    first = engine.submit(deposit)
+    assert waiting.wait(5)
+    after_first = engine.state.position
+    second = engine.submit(deposit)
+    deadline = threading.Event()
+    while engine.state.position == after_first and not deadline.wait(0.005):
+        pass  # the writer decides the second deposit while the first is not yet durable
+    assert engine.state.position > after_first
+    assert not first.done() and not second.done()
+    gate.set()
+    assert first.result(5)["activity_id"] != second.result(5)["activity_id"]
+    engine.stop()
+    assert finished == [after_first, engine.state.position]
+    assert [e.position for e in engine_log(tmp_path / "p.db")][-1] == engine.state.position
+
+
+def test_a_failed_commit_fails_the_group_decided_behind_it_and_keeps_what_was_answered(
+    tmp_path: Path,
+) -> None:
+    """A group is decided on the state the group before it left, before that one is
+    durable: if that COMMIT fails, every command resting on it is refused too, and what
+    was answered success is exactly what the log holds."""
+    with Engine(tmp_path / "q.db", make_settings()) as engine:
+        actor = _boot(engine)
+    engine = Engine(tmp_path / "q.db", make_settings(group_commit_max=2))
+    real_finish = engine.store.finish
+    calls: list[int] = []
+
+    def second_fails() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            engine.store._undo()
+            raise StoreUnavailable("disk full")
+        real_finish()
+
+    engine.store.finish = second_fails  # type: ignore[method-assign]
+    deposit = SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
+    engine._thread = threading.current_thread()
+    batch = engine.submit_many([deposit] * 7)
+    engine._thread = None
+    engine.start()
+    batch.result(5)
+    engine.stop()
+    assert {2, 3} <= set(batch.errors) and all(
+        isinstance(e, Unavailable) for e in batch.errors.values()
+    )
+    answered = [v for v in batch.result(0) if v is not None]
+    with Engine(tmp_path / "q.db", make_settings()) as engine:
+        pid = engine.state.customers[actor.customer_id]["default_profile_id"]
+        assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == str(len(answered))
+        made = {e.stream for e in engine_log(tmp_path / "q.db") if e.type == "TransferCreated"}
+        assert made == {f"transfer-{v['activity_id']}" for v in answered}

@@ -131,7 +131,7 @@ def test_a_log_that_cannot_be_read_back_stops_every_decision_until_it_can(
 
         raise StoreUnavailable("disk I/O error")
 
-    monkeypatch.setattr(store, "commit", failing_commit)
+    monkeypatch.setattr(store, "write", failing_commit)
     monkeypatch.setattr(store, "read", unreadable)
     monkeypatch.setattr(store, "scan", unreadable)  # the start-up replay's read
     _assert_503(sandbox.post(DEPOSIT, {"asset": "BTC", "amount": "1"}), "I/O error")

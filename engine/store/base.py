@@ -28,6 +28,12 @@ class EventStore(Protocol):
         """Append `events` (positions and versions already assigned), apply the read-model
         writes and move the checkpoint, all or nothing."""
 
+    def write(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
+        """`commit` up to its end: written in a transaction that `finish` ends."""
+
+    def finish(self) -> None:
+        """End the transaction `write` opened: durable, or undone and raising."""
+
     def read(
         self,
         after: int = 0,

@@ -159,7 +159,8 @@ class SqliteEventStore:
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
         """Empty every read-model table and fill it again, in one transaction."""
-        self._transaction([], writes, checkpoint, clear=True)
+        self._write([], writes, checkpoint, clear=True)
+        self.finish()
 
     # -- the port -------------------------------------------------------------------
 
@@ -184,7 +185,24 @@ class SqliteEventStore:
         return int(row[0]) if row else 0
 
     def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
-        self._transaction(events, writes, checkpoint, clear=False)
+        self.write(events, writes, checkpoint)
+        self.finish()
+
+    def write(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
+        """The first half of `commit`: everything written, in a transaction left open
+        for `finish`. The writer decides its next group while another thread waits in
+        `finish` for this one's sync, which holds no Python lock meanwhile."""
+        self._write(events, writes, checkpoint, clear=False)
+
+    def finish(self) -> None:
+        """Make what `write` wrote durable, or, if that fails, undo all of it. May be
+        called from another thread than `write`'s, never while another call runs."""
+        conn = self.conn
+        try:
+            conn.execute("RELEASE batch" if self._held else "COMMIT")
+        except sqlite3.DatabaseError as exc:
+            self._undo()
+            raise StoreUnavailable(str(exc)) from exc
 
     def hold(self) -> None:
         """Open one transaction that every commit joins (as a savepoint) until `release`:
@@ -215,13 +233,12 @@ class SqliteEventStore:
         finally:
             self.conn.execute("PRAGMA temp_store=DEFAULT")
 
-    def _transaction(
+    def _write(
         self, events: Sequence[Event], writes: TableWrites, checkpoint: int, *, clear: bool
     ) -> None:
         conn = self.conn
-        held = self._held
         try:
-            conn.execute("SAVEPOINT batch" if held else "BEGIN IMMEDIATE")
+            conn.execute("SAVEPOINT batch" if self._held else "BEGIN IMMEDIATE")
             try:
                 if clear:
                     for table in self._columns:
@@ -237,20 +254,23 @@ class SqliteEventStore:
                 conn.execute(
                     "UPDATE checkpoint SET position = ? WHERE name = 'read_models'", (checkpoint,)
                 )
-                conn.execute("RELEASE batch" if held else "COMMIT")
             except BaseException:
-                if held:  # undo this batch only: the batches before it stay whole
-                    conn.execute("ROLLBACK TO batch")
-                    conn.execute("RELEASE batch")
-                elif conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                self._undo()
                 raise
         except sqlite3.IntegrityError as exc:
             raise Concurrency(str(exc)) from exc
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(str(exc)) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreUnavailable(str(exc)) from exc
+
+    def _undo(self) -> None:
+        """Roll back what the open write holds: in a held transaction, that batch only
+        (the batches before it stay whole)."""
+        conn = self.conn
+        if self._held:
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+        elif conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     def _write_table(
         self, table: str, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
