@@ -19,7 +19,7 @@ from engine.state import Ctx, State
 # Statuses a transfer never leaves.
 SETTLED = ("COMPLETED", "FAILED")
 
-_STREAM_VERSION = itemgetter(1, 2)  # a scanned row's (stream, version)
+_STREAM = itemgetter(1)  # a scanned row's stream
 
 # Fields of a transfer record that are internal, not part of the public object.
 _INTERNAL = frozenset({"seq"})
@@ -99,8 +99,8 @@ def _created_run(
     """`_created` for a run of rows in a state-only replay (domain.REPLAYERS): nothing is
     marked, a decoded record is the state's own, and one settled from its creation (a
     deposit) is kept as its event's text (engine/records.py). Settled records and the
-    run's stream versions go into their dicts in one C-level update each, in row order:
-    a Python-level store per row was a fifth of the replay."""
+    run's stream versions (each 1: a creation) go into their dicts in one C-level update
+    each, in row order: a Python-level store per row was a fifth of the replay."""
     transfers = state.transfers
     refs = state.transfer_refs
     postings: list[list[list[str]]] = []  # applied after the run: nothing reads between
@@ -108,9 +108,10 @@ def _created_run(
     loads = orjson.loads
     start = i
     n = len(rows)
+    mine = rows[i][3]  # this replayer's index in the scan's `first`
     while i < n:
-        position, stream, version, typ, schema, text, _ = rows[i]
-        if typ != "TransferCreated" or schema != 1:
+        position, _, text, brief = rows[i]
+        if brief != mine:
             break
         data = loads(text)
         record = data["transfer"]
@@ -131,7 +132,7 @@ def _created_run(
             postings.append(raw)
         i += 1
     transfers.add_encoded_many(settled)
-    versions.update(map(_STREAM_VERSION, rows[start:i]))
+    versions.update(dict.fromkeys(map(_STREAM, rows[start:i]), 1))
     state.ledger.apply_encoded(postings)
     return i
 
