@@ -29,11 +29,12 @@ APPLIERS: dict[str, Applier] = {}
 # rows (State.append), so a replay that collects none skips them and their calls.
 STATE_APPLIERS: dict[str, Applier] = {}
 TIMERS: dict[str, TimerHandler] = {}
-# Fast appliers for a state-only replay of the log (engine.replay_log). A replayer takes
-# (state, stream versions, rows, i): rows as SqliteEventStore.scan gives them, rows[i]
-# of its type at schema 1. It applies rows[i] and those after it while they are of its
-# type at schema 1, records their stream versions, and answers the index of the first
-# row it left. It must leave exactly the state that its type's applier leaves when
+# Fast appliers for a state-only replay of the log (engine.replay_log), of events that
+# open their stream (version 1). A replayer takes (state, stream versions, rows, i): rows
+# as SqliteEventStore.scan gives them, rows[i] brief and of its type (an int `rest`, at
+# schema 1 and version 1). It applies rows[i] and those after it while they are brief
+# rows of its type, records their streams at version 1, and answers the index of the
+# first row it left. It must leave exactly the state that its type's applier leaves when
 # `state.live` is false.
 Replayer = Callable[[Any, dict[str, int], list[tuple[Any, ...]], int], int]
 REPLAYERS: dict[str, Replayer] = {}

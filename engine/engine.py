@@ -718,19 +718,22 @@ def replay_log(
     current = SCHEMA_VERSIONS
     # Only events at schema 1 of types still at schema 1 skip upcasting unchecked.
     fast = {} if collecting else {t: f for t, f in REPLAYERS.items() if current.get(t, 1) == 1}
+    first = tuple(fast)
+    replayers = tuple(fast.values())
     loads = orjson.loads
     last: tuple[Any, ...] | None = None
+    at: str | None = None
     with _folding(state, pause_gc):
-        for rows in store.scan(after, until):
+        for rows in store.scan(after, until, first):
             if cancelled is not None and cancelled():
                 raise Cancelled
             i, n = 0, len(rows)
             while i < n:
-                position, stream, version, typ, schema, data, at = rows[i]
-                replayer = fast.get(typ)
-                if replayer is not None and schema == 1:
-                    i = replayer(state, versions, rows, i)
+                position, stream, data, rest = rows[i]
+                if type(rest) is int:
+                    i = replayers[rest](state, versions, rows, i)
                     continue
+                version, typ, schema, at = loads(rest)
                 versions[stream] = version
                 event = Event(typ, stream, loads(data), position, version, at, {}, schema)
                 if schema != current.get(typ, 1):
@@ -740,7 +743,9 @@ def replay_log(
             last = rows[-1]
     if last is not None:
         state.position = last[0]
-        state.last_time = last[6]
+        if type(last[3]) is int:  # a brief row carries no time
+            at = store.occurred_at(last[0])
+        state.last_time = at or state.last_time
     state.dirty.clear()
     return state, versions
 

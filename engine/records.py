@@ -24,7 +24,7 @@ which gives exactly what the replay decoded.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -50,6 +50,10 @@ class Records(dict[str, Any]):
     def add_encoded(self, key: str, text: str, field: str, seq: int) -> None:
         """Store a settled record as the JSON `text` that holds it at `field`, plus `seq`."""
         dict.__setitem__(self, key, (text, field, seq))
+
+    def add_encoded_many(self, entries: Iterable[tuple[str, tuple[str, str, int]]]) -> None:
+        """`add_encoded` of many `(key, (text, field, seq))`, in order, in one update."""
+        dict.update(self, entries)
 
     def settle(self, settled: Callable[[dict[str, Any]], bool]) -> int:
         """Store every dict entry for which `settled` is true, and every encoded one, as

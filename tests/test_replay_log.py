@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from engine import state_snapshots
@@ -177,3 +178,54 @@ def test_the_scan_leaves_the_connection_unmapped(sandbox_factory: Any) -> None:
         assert store.conn.execute("PRAGMA mmap_size").fetchone() == before
     finally:
         store.close()
+
+
+def test_the_scan_gives_brief_rows_for_the_first_events_of_the_types_asked(
+    sandbox_factory: Any,
+) -> None:
+    sb = sandbox_factory(snapshot_every_events=0)
+    mixed(sb)
+    db = sb.db
+    sb.close()
+    store = _store(db)
+    try:
+        events = list(store.read(with_meta=False))
+        first = ("TransferCompleted", "TransferCreated")
+        scanned = [row for rows in store.scan(first=first) for row in rows]
+        assert [row[:3] for row in scanned] == [
+            (e.position, e.stream, orjson.dumps(e.data).decode()) for e in events
+        ]
+        briefs = 0
+        for event, (*_, rest) in zip(events, scanned, strict=True):
+            if event.type in first and event.version == 1 and event.schema == 1:
+                assert rest == first.index(event.type)
+                briefs += 1
+            else:
+                assert orjson.loads(rest) == [
+                    event.version,
+                    event.type,
+                    event.schema,
+                    event.occurred_at,
+                ]
+        assert briefs > 0
+        assert store.occurred_at(events[-1].position) == events[-1].occurred_at
+        assert store.occurred_at(events[-1].position + 1) is None
+    finally:
+        store.close()
+
+
+def test_a_replay_that_ends_on_a_brief_row_reads_its_time(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(snapshot_every_events=0)
+    sb.deposit("BTC", "1")
+    sb.advance(5)
+    sb.deposit("BTC", "2")
+    db = sb.db
+    live = sb.engine.state.last_time
+    sb.close()
+    store = _store(db)
+    *_, (*_, rest) = [row for rows in store.scan(first=("TransferCreated",)) for row in rows]
+    store.close()
+    assert rest == 0
+    state, _ = _fast(db)
+    assert state.last_time == live
+    assert state.last_time == _generic(db)[0].last_time

@@ -33,6 +33,11 @@ _EVENT_COLUMNS = {
 }
 
 
+def _quote(text: str) -> str:
+    """`text` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 # The start-up scan reads the log through a memory map (SQLite caps it at 2 GiB): a page
 # read is then a page fault on the file's cached pages, not a read() system call and a
 # copy into the page cache, which was a third of the scan's time.
@@ -342,19 +347,36 @@ class SqliteEventStore:
                 )
                 yield upcast(event) if schema != current.get(typ, 1) else event
 
-    def scan(self, after: int = 0, until: int | None = None) -> Iterator[list[tuple[Any, ...]]]:
+    def scan(
+        self, after: int = 0, until: int | None = None, first: Sequence[str] = ()
+    ) -> Iterator[list[tuple[Any, ...]]]:
         """The log after `after` (up to `until`) as raw rows in chunks, data still JSON
-        text: `(position, stream, version, type, schema, data, occurred_at)`. The start-up
-        replay decodes only what it applies and builds no `Event` where none is needed."""
+        text: `(position, stream, data, rest)`. The start-up replay decodes only what it
+        applies and builds no `Event` where none is needed. `rest` is the index in
+        `first` of the event's type when the event is its stream's first (version 1) at
+        schema 1: the creations that replayers take, which need nothing more; for any
+        other event it is the JSON text of `[version, type, schema, occurred_at]`. Four
+        columns, not seven: making each column's Python object was a third of the scan."""
         conn = self.conn
         mapped = conn.execute("PRAGMA mmap_size").fetchone()[0]
         conn.execute(f"PRAGMA mmap_size={_SCAN_MMAP}")
+        whens = "".join(f" WHEN {_quote(t)} THEN {k}" for k, t in enumerate(first))
+        brief = f"CASE type{whens} END" if first else "NULL"
+        rest = (
+            f"IFNULL(IIF(version = 1 AND schema = 1, {brief}, NULL),"
+            " json_array(version, type, schema, occurred_at))"
+        )
         try:  # 512 rows a chunk: one that stays in the CPU's cache
-            yield from self._chunks(
-                "position, stream, version, type, schema, data, occurred_at", after, until, 512
-            )
+            yield from self._chunks(f"position, stream, data, {rest}", after, until, 512)
         finally:
             conn.execute(f"PRAGMA mmap_size={int(mapped)}")
+
+    def occurred_at(self, position: int) -> str | None:
+        """The time of the event at `position` (None when there is none)."""
+        row = self.conn.execute(
+            "SELECT occurred_at FROM events WHERE position = ?", (position,)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def _chunks(
         self,
