@@ -304,10 +304,12 @@ def _gross_text(market: str, ticks: int, units: int) -> str:
 _EXACT = 10**27
 
 
-# The last view built and what it was built from. A decision shows an order to the
-# feed after each of its events and then answers it: the next view of the same order
-# differs only in the fields an event changes, or not at all. One tuple, swapped whole.
-_LAST_VIEW: list[tuple[Any, ...] | None] = [None]
+# The last two views built and what they were built from, the latest first. A decision
+# shows an order to the feed after each of its events and then answers it: the next
+# view of the same order differs only in the fields an event changes, or not at all.
+# Two, because a trade between two orders shows the taker and the maker in turn. Each
+# entry is one tuple, swapped whole.
+_LAST_VIEWS: list[tuple[Any, ...] | None] = [None, None]
 
 
 def order_view(o: Order) -> dict[str, Any]:
@@ -318,7 +320,13 @@ def order_view(o: Order) -> dict[str, Any]:
 def shown_view(o: Order) -> dict[str, Any]:
     """`order_view` for a reader that only serializes it (the event feed, the read
     model): the view shared with the cache, without the copy. Never to be changed."""
-    last = _LAST_VIEW[0]
+    views = _LAST_VIEWS
+    last = views[0]
+    if last is None or last[0] is not o:
+        last = views[1]
+        if last is not None and last[0] is not o:
+            last = None
+        views[1] = views[0]  # the entry of `o` goes first, the other second
     status, modified_at, filled, spent, triggered = (
         o.status,
         o.modified_at,
@@ -327,7 +335,7 @@ def shown_view(o: Order) -> dict[str, Any]:
         o.triggered,
     )
     view: dict[str, Any]
-    if last is None or last[0] is not o:
+    if last is None:
         view = _build_view(o)
     else:
         _, l_status, l_modified, l_filled, l_spent, l_triggered, view = last
@@ -338,6 +346,7 @@ def shown_view(o: Order) -> dict[str, Any]:
             and l_spent == spent
             and l_triggered == triggered
         ):
+            views[0] = last
             return view
         # what only events change; the rest of a view is the order as placed
         view = dict(view)
@@ -347,7 +356,7 @@ def shown_view(o: Order) -> dict[str, Any]:
             view["amount_filled"] = units_text(filled)
             view["volume_weighted_average_price"] = _vwap(o.market, spent, filled)
         view["is_triggered"] = triggered
-    _LAST_VIEW[0] = (o, status, modified_at, filled, spent, triggered, view)
+    views[0] = (o, status, modified_at, filled, spent, triggered, view)
     return view
 
 

@@ -1,4 +1,5 @@
-"""The integer shortcuts of the hot path give the texts their Decimal definitions give."""
+"""The shortcuts of the order path (integer texts, view caches) give what their plain
+definitions give."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import hashlib
 import random
 import uuid
 from decimal import Decimal, localcontext
+from typing import Any
 
+from engine import orders
 from engine.events import Event
 from engine.feed import event_id
-from engine.market import UNIT
+from engine.market import BUY, UNIT
 from engine.money import MARKETS, format_normal
-from engine.orders import _gross_text
+from engine.orders import Order, _gross_text
 
 
 def _gross_by_decimal(market: str, ticks: int, units: int) -> str:
@@ -44,3 +47,33 @@ def test_event_id_is_the_version_4_uuid_of_the_digest() -> None:
                 f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16
             ).digest()
             assert event_id(e, rank) == str(uuid.UUID(bytes=digest, version=4))
+
+
+def _order(k: int) -> Order:
+    o = Order()
+    o.id, o.profile_id, o.customer_id, o.market = f"o{k}", "p", "c", "BTCUSD"
+    o.side, o.type, o.tif, o.status = BUY, "LIMIT", "GTC", "OPEN"
+    o.ticks, o.qty, o.quote, o.stop_ticks = 168_000, 100_000_000, None, 0
+    o.expires = o.ref_id = o.metadata = o.identity_id = o.identity_account_id = None
+    o.recipient = None
+    o.created_at = o.modified_at = "2024-01-01T00:00:00.000000Z"
+    return o
+
+
+def test_a_taker_and_its_maker_shown_in_turn_are_built_once_each(monkeypatch: Any) -> None:
+    built: list[str] = []
+    build = orders._build_view
+
+    def counted(o: Order) -> dict[str, Any]:
+        built.append(o.id)
+        return build(o)
+
+    monkeypatch.setattr(orders, "_build_view", counted)
+    taker, maker = _order(1), _order(2)
+    for k in range(1, 4):
+        for o in (taker, maker):
+            o.filled, o.spent = k * 1000, k * 1000 * 168_000
+            o.modified_at = f"2024-01-01T00:00:0{k}.000000Z"
+            assert orders.shown_view(o) == build(o)
+            assert orders.order_view(o) == build(o)
+    assert built == ["o1", "o2"]
