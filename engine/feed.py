@@ -25,7 +25,7 @@ import orjson
 
 from engine.errors import Invalid, NotFound
 from engine.events import Event
-from engine.orders import order_view, trading_state
+from engine.orders import shown_view, trading_state
 from engine.projections import readmodels
 from engine.queries import time_conditions
 from engine.state import State
@@ -51,13 +51,13 @@ ORDER_OBJECT = "order"
 def event_id(e: Event, rank: int) -> str:
     """A version-4 UUID drawn from the log event; what `uuid.UUID(bytes=…, version=4)`
     gives, without building the object (it runs for every feed item of a replay)."""
-    b = bytearray(
-        hashlib.blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).digest()
-    )
-    b[6] = (b[6] & 0x0F) | 0x40
-    b[8] = (b[8] & 0x3F) | 0x80
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    h = hashlib.blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).hexdigest()
+    # the version nibble (byte 6's high half) is 4, the variant bits of byte 8 are 10
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+# A hex digit with its top two bits set to 10: byte 8's high nibble after `& 0x3F | 0x80`.
+_VARIANT = {f"{k:x}": f"{(k & 0x3) | 0x8:x}" for k in range(16)}
 
 
 def _add(
@@ -125,13 +125,13 @@ def _order(state: State, e: Event) -> None:
                     o.customer_id,
                     "order.partially_filled",
                     ORDER_OBJECT,
-                    order_view(o),
+                    shown_view(o),
                 )
         return
     order_id = e.data["order"]["id"] if e.type == "OrderPlaced" else e.data["order_id"]
     o = orders[order_id]
     kind = f"order.{o.status.lower()}" if e.type == "OrderPlaced" else _ORDER_TYPES[e.type]
-    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, order_view(o))
+    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(o))
 
 
 def observe(state: State, e: Event) -> None:

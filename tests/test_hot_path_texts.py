@@ -1,0 +1,79 @@
+"""The shortcuts of the order path (integer texts, view caches) give what their plain
+definitions give."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from decimal import Decimal, localcontext
+from typing import Any
+
+from engine import orders
+from engine.events import Event
+from engine.feed import event_id
+from engine.market import BUY, UNIT
+from engine.money import MARKETS, format_normal
+from engine.orders import Order, _gross_text
+
+
+def _gross_by_decimal(market: str, ticks: int, units: int) -> str:
+    return format_normal(Decimal(ticks * units) * MARKETS[market].tick * UNIT)
+
+
+def test_gross_text_is_the_normalized_decimal_product() -> None:
+    rng = random.Random(7)
+    cases = [(0, 0), (1, 1), (4, 25_000_000), (170_000, 100_000_000), (10**13, 10**14)]
+    cases += [(rng.randint(1, 10**8), rng.randint(1, 10**16)) for _ in range(3000)]
+    for market in MARKETS:
+        for ticks, units in cases:
+            for prec in (28, 100):
+                with localcontext() as c:
+                    c.prec = prec
+                    expected = _gross_by_decimal(market, ticks, units)
+                assert _gross_text(market, ticks, units) == expected, (market, ticks, units)
+
+
+def test_gross_text_of_a_huge_product_takes_the_decimal_path() -> None:
+    ticks, units = 10**15, 10**15  # 30 digits: past the exact integer shortcut
+    assert _gross_text("BTCUSD", ticks, units) == _gross_by_decimal("BTCUSD", ticks, units)
+
+
+def test_event_id_is_the_version_4_uuid_of_the_digest() -> None:
+    for k in range(2000):
+        e = Event("OrderFilled", f"order-{k}", {}, k + 1, k % 9 + 1, "", {})
+        for rank in (0, 1):
+            digest = hashlib.blake2b(
+                f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16
+            ).digest()
+            assert event_id(e, rank) == str(uuid.UUID(bytes=digest, version=4))
+
+
+def _order(k: int) -> Order:
+    o = Order()
+    o.id, o.profile_id, o.customer_id, o.market = f"o{k}", "p", "c", "BTCUSD"
+    o.side, o.type, o.tif, o.status = BUY, "LIMIT", "GTC", "OPEN"
+    o.ticks, o.qty, o.quote, o.stop_ticks = 168_000, 100_000_000, None, 0
+    o.expires = o.ref_id = o.metadata = o.identity_id = o.identity_account_id = None
+    o.recipient = None
+    o.created_at = o.modified_at = "2024-01-01T00:00:00.000000Z"
+    return o
+
+
+def test_a_taker_and_its_maker_shown_in_turn_are_built_once_each(monkeypatch: Any) -> None:
+    built: list[str] = []
+    build = orders._build_view
+
+    def counted(o: Order) -> dict[str, Any]:
+        built.append(o.id)
+        return build(o)
+
+    monkeypatch.setattr(orders, "_build_view", counted)
+    taker, maker = _order(1), _order(2)
+    for k in range(1, 4):
+        for o in (taker, maker):
+            o.filled, o.spent = k * 1000, k * 1000 * 168_000
+            o.modified_at = f"2024-01-01T00:00:0{k}.000000Z"
+            assert orders.shown_view(o) == build(o)
+            assert orders.order_view(o) == build(o)
+    assert built == ["o1", "o2"]
