@@ -328,7 +328,7 @@ class Engine:
         its COMMIT returns, and a failed COMMIT fails the group decided behind it too (its
         decisions rest on events that are not in the log) and the state reloads."""
         inflight = self._inflight
-        if inflight is not None and inflight.done.is_set():
+        if inflight is not None and not inflight.done.locked():
             self._settle()
             inflight = None
         if inflight is None and (self._stale or self._changed_elsewhere()):
@@ -422,7 +422,7 @@ class Engine:
                 self._failed(written, exc)
             _complete(written.spans)
         finally:
-            written.done.set()  # the writer waits on it whatever happened
+            written.done.release()  # the writer waits on it whatever happened
 
     def _failed(self, written: _Written, exc: BaseException) -> None:
         log.error("commit failed", error=str(exc))
@@ -435,7 +435,7 @@ class Engine:
         written = self._inflight
         if written is None:
             return True
-        written.done.wait()
+        written.done.acquire()  # released by `_finish`; only this thread waits on it
         self._inflight = None
         if not written.ok:
             self._recover()
@@ -625,7 +625,10 @@ class _Written:
         self.events = events
         self.position = position
         self.ok = False
-        self.done = threading.Event()
+        # Bare locks, held until the committer releases them: a `threading.Event` builds a
+        # Condition, a cost every inline command (a backtest's) would pay.
+        self.done = threading.Lock()
+        self.done.acquire()
         self.started = threading.Lock()
         self.started.acquire()
 
