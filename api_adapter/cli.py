@@ -29,6 +29,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from api_adapter.app import create_app
     from api_adapter.logging import configure
+    from api_adapter.server import OneWriteProtocol
     from engine import Engine
     from engine.commands import CreateCustomer
     from engine.scheduler import Scheduler
@@ -68,7 +69,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_config=None,
+            access_log=False,
+            http=OneWriteProtocol,
+        )
     finally:
         engine.stop()
     return 0
