@@ -29,7 +29,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from api_adapter.app import create_app
     from api_adapter.logging import configure
-    from api_adapter.server import OneWriteProtocol
     from engine import Engine
     from engine.commands import CreateCustomer
     from engine.scheduler import Scheduler
@@ -69,14 +68,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.run(
-            app,
-            host=args.host,
-            port=args.port,
-            log_config=None,
-            access_log=False,
-            http=OneWriteProtocol,
-        )
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     finally:
         engine.stop()
     return 0
