@@ -208,6 +208,8 @@ class Clients:
     def __init__(self, queries: Queries) -> None:
         self.queries = queries
         self._rows: dict[str, dict[str, Any]] = {}
+        # the principal of a token, with the client row it was made from
+        self._principals: dict[str, tuple[dict[str, Any], Principal]] = {}
         self._version: tuple[sqlite3.Connection, int] | None = None
         self._checked_in: asyncio.AbstractEventLoop | None = None  # the iteration's loop
 
@@ -236,6 +238,23 @@ class Clients:
     def _next_iteration(self) -> None:
         self._checked_in = None
 
+    def principal(self, token: str, claims: dict[str, Any], client: dict[str, Any]) -> Principal:
+        """The principal of a verified token whose client `client` is not revoked.
+
+        Made once per token and client row: the scopes granted are the token's that the
+        client still holds, a set built from both on every request otherwise. A row read
+        again (after any commit, or on every call outside a loop) is a new object, so the
+        principal is made again from it."""
+        cached = self._principals.get(token)
+        if cached is not None and cached[0] is client:
+            return cached[1]
+        granted = frozenset(s for s in claims.get("s", ()) if s in client["scopes"])
+        principal = Principal(client["customer_id"], client["client_id"], granted)
+        if len(self._principals) >= self._MAX_ROWS:
+            self._principals.clear()
+        self._principals[token] = (client, principal)
+        return principal
+
 
 def authenticate(request: Request, authorization: str | None) -> Principal:
     state = request.app.state
@@ -249,12 +268,12 @@ def principal_of(tokens: Tokens, clients: Clients, authorization: str | None) ->
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthError(401, "malformed Authorization header: expected 'Bearer <token>'")
-    claims = tokens.verify(token.strip())
+    token = token.strip()
+    claims = tokens.verify(token)
     client = clients.get(claims.get("c", ""))
     if client is None or client["revoked"]:
         raise AuthError(401, "the client of this token is revoked or unknown")
-    granted = frozenset(s for s in claims.get("s", ()) if s in client["scopes"])
-    return Principal(client["customer_id"], client["client_id"], granted)
+    return clients.principal(token, claims, client)
 
 
 def require(scope: str) -> Callable[..., Any]:

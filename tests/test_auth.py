@@ -122,3 +122,23 @@ def test_a_client_of_another_customer_cannot_see_or_use_foreign_profiles(sandbox
     assert r.status_code == 404
     assert sandbox.get(f"/v2/profiles/{creds['profile_id']}", headers=headers).status_code == 200
     assert sandbox.get(f"/v2/profiles/{creds['profile_id']}").status_code == 404
+
+
+def test_a_principal_is_made_once_per_token_and_client_row(sandbox: Any) -> None:
+    """The bearer check reuses a token's principal while its client row is the same, and
+    makes it again from a row read anew (what a revocation or a scope change gives)."""
+    from api_adapter.auth import principal_of
+
+    state = sandbox.app.state
+    clients = state.clients
+    header = sandbox.login("sandex", "sandex-secret")["Authorization"]
+    token = header.partition(" ")[2]
+    row = clients.queries.client("sandex")
+    claims = state.tokens.verify(token)
+    first = clients.principal(token, claims, row)
+    assert clients.principal(token, claims, row) is first
+    narrowed = {**row, "scopes": ("funding:read_profile",)}
+    again = clients.principal(token, claims, narrowed)
+    assert again is not first and again.scopes == frozenset({"funding:read_profile"})
+    # outside a loop every check reads the row again, and the answer is unchanged
+    assert principal_of(state.tokens, clients, header) == first

@@ -384,3 +384,15 @@ def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(sandb
                 failures.append(f"{path} {field} lone surrogate: {r.status_code}")
     assert tried > 400
     assert not failures, "\n".join(failures[:20])
+
+
+def test_a_content_type_is_split_once() -> None:
+    from api_adapter.guard import _media_type, _parsed_media_type
+
+    value = b'application/json; Charset="UTF-8"; x=1'
+    scope = {"headers": [(b"content-type", value)]}
+    assert _media_type(scope) == ("application/json", "utf-8")
+    hits = _parsed_media_type.cache_info().hits
+    assert _media_type(scope) == ("application/json", "utf-8")
+    assert _parsed_media_type.cache_info().hits == hits + 1
+    assert _media_type({"headers": []}) is None
