@@ -22,6 +22,9 @@ from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+import structlog
+
+log = structlog.get_logger("sandex.engine")
 # Guards the callback lists of every Reply: held only to append or swap a list.
 _CALLBACKS = threading.Lock()
 
@@ -61,7 +64,12 @@ class Reply(Future):  # type: ignore[type-arg]
             callbacks, self._callbacks = self._callbacks, None
         self._gate.release()
         for callback in callbacks or ():
-            callback(self)
+            try:
+                callback(self)
+            except Exception as exc:  # noqa: BLE001 - the answering thread must go on
+                # It answers the rest of its group and the groups after it: a caller's
+                # broken callback must not leave them unanswered.
+                log.error("a reply's callback raised", error=repr(exc))
 
     # -- the caller's side ------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,18 @@ def test_asyncio_awaits_a_reply_answered_by_a_thread() -> None:
         return await asyncio.wrap_future(reply)
 
     assert asyncio.run(main()) == "done"
+
+
+def test_a_callback_that_raises_neither_stops_the_others_nor_the_answering_thread() -> None:
+    """The committer thread answers whole groups: one caller's broken callback must not
+    leave the callbacks after it, or the thread itself, without their answer."""
+    reply = Reply()
+    seen: list[Any] = []
+
+    def broken(_: Any) -> None:
+        raise RuntimeError("the loop is closed")
+
+    reply.add_done_callback(broken)
+    reply.add_done_callback(lambda r: seen.append(r.result()))
+    reply.set_result(7)  # returns: nothing propagates to the thread that answers
+    assert seen == [7] and reply.result(0) == 7
