@@ -447,7 +447,10 @@ class Engine:
         jobs = self._committer
         assert jobs is not None
         while (written := jobs.get()) is not None:
-            self._finish(written)
+            try:
+                self._finish(written)
+            except Exception as exc:  # noqa: BLE001 - a bug must not stop the commits
+                log.error("answering a group failed", error=repr(exc))
 
     # -- state snapshots ----------------------------------------------------------------
 
