@@ -72,19 +72,19 @@ class _Bridge:
 
     def _flush(self) -> None:
         outbox, self.outbox = self.outbox, []
-        per_engine: dict[int, list[tuple[Engine, Command, asyncio.Future[Any]]]] = {}
-        for entry in outbox:
-            per_engine.setdefault(id(entry[0]), []).append(entry)
-        for entries in per_engine.values():
-            self._hand_over(entries[0][0], entries)
+        per_engine: dict[Engine, list[tuple[Command, asyncio.Future[Any]]]] = {}
+        for engine, command, waiter in outbox:
+            per_engine.setdefault(engine, []).append((command, waiter))
+        for engine, entries in per_engine.items():
+            self._hand_over(engine, entries)
 
     def _hand_over(
-        self, engine: Engine, entries: list[tuple[Engine, Command, asyncio.Future[Any]]]
+        self, engine: Engine, entries: list[tuple[Command, asyncio.Future[Any]]]
     ) -> None:
         """One queue operation and one future for the turn's commands to `engine`."""
-        waiters = [waiter for _, _, waiter in entries]
+        waiters = [waiter for _, waiter in entries]
         try:
-            batch = engine.submit_many([command for _, command, _ in entries])
+            batch = engine.submit_many([command for command, _ in entries])
         except BaseException as exc:  # noqa: BLE001 - the callers get it, not the loop
             for waiter in waiters:
                 waiter.set_exception(exc)

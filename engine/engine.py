@@ -308,7 +308,6 @@ class Engine:
                 self._settle()  # the connection is the writer's alone again
             for built in snapshots:
                 self._store_snapshot(built)
-        self._settle()
         while True:  # refuse what arrived after the stop
             try:
                 item = q.get_nowait()
@@ -396,9 +395,7 @@ class Engine:
             return
         if self._committer is None or suspect:
             self._finish(written)
-            self._inflight = written
-            self._settle()
-            if suspect:
+            if suspect or not written.ok:
                 self._recover()
         else:
             self._inflight = written

@@ -47,12 +47,9 @@ class Records(dict[str, Any]):
         for value in dict.values(self):
             yield _read(value)
 
-    def add_encoded(self, key: str, text: str, field: str, seq: int) -> None:
-        """Store a settled record as the JSON `text` that holds it at `field`, plus `seq`."""
-        dict.__setitem__(self, key, (text, field, seq))
-
-    def add_encoded_many(self, entries: Iterable[tuple[str, tuple[str, str, int]]]) -> None:
-        """`add_encoded` of many `(key, (text, field, seq))`, in order, in one update."""
+    def add_encoded(self, entries: Iterable[tuple[str, tuple[str, str, int]]]) -> None:
+        """Store settled records, each `(key, (text, field, seq))`: the JSON `text` that
+        holds the record at `field`, plus its `seq`; in order, in one update."""
         dict.update(self, entries)
 
     def settle(self, settled: Callable[[dict[str, Any]], bool]) -> int:

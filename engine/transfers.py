@@ -123,7 +123,7 @@ def _created_run(
             settled.append((tid, (text, "transfer", position)))
         else:
             if settled:
-                transfers.add_encoded_many(settled)
+                transfers.add_encoded(settled)
                 settled = []
             record["seq"] = position
             transfers[tid] = record
@@ -131,7 +131,7 @@ def _created_run(
         if raw:
             postings.append(raw)
         i += 1
-    transfers.add_encoded_many(settled)
+    transfers.add_encoded(settled)
     versions.update(dict.fromkeys(map(_STREAM, rows[start:i]), 1))
     state.ledger.apply_encoded(postings)
     return i

@@ -33,6 +33,19 @@ def _boot(engine: Engine) -> Actor:
     return Actor(made["customer_id"], "c")
 
 
+def _count_writes(engine: Engine) -> list[int]:
+    """The number of events of each group commit the engine writes from now on."""
+    commits: list[int] = []
+    real_write = engine.store.write
+
+    def counting(events: Any, writes: Any, checkpoint: int) -> None:
+        commits.append(len(events))
+        real_write(events, writes, checkpoint)
+
+    engine.store.write = counting  # type: ignore[method-assign]
+    return commits
+
+
 def _log(db: Path) -> bytes:
     import sqlite3
 
@@ -51,14 +64,7 @@ def test_group_commit_puts_many_queued_commands_in_one_transaction(tmp_path: Pat
     with Engine(tmp_path / "g.db", make_settings()) as engine:
         actor = _boot(engine)
     engine = Engine(tmp_path / "g.db", make_settings())
-    commits: list[int] = []
-    real_write = engine.store.write
-
-    def counting(events: Any, writes: Any, checkpoint: int) -> None:
-        commits.append(len(events))
-        real_write(events, writes, checkpoint)
-
-    engine.store.write = counting  # type: ignore[method-assign]
+    commits = _count_writes(engine)
     # Queue everything before the writer starts, so that it finds one full queue.
     engine._thread = threading.current_thread()  # submit() only checks that it is set
     futures = [
@@ -220,14 +226,7 @@ def test_submit_many_answers_each_command_in_order_across_group_commits(tmp_path
     with Engine(tmp_path / "b.db", make_settings()) as engine:
         actor = _boot(engine)
     engine = Engine(tmp_path / "b.db", make_settings(group_commit_max=4))
-    commits: list[int] = []
-    real_write = engine.store.write
-
-    def counting(events: Any, writes: Any, checkpoint: int) -> None:
-        commits.append(len(events))
-        real_write(events, writes, checkpoint)
-
-    engine.store.write = counting  # type: ignore[method-assign]
+    commits = _count_writes(engine)
     deposit = SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="1")
     commands = [deposit] * 3 + [CreateProfile(actor=actor, nickname="")] + [deposit] * 6
     # Queued before the writer starts, after a command submitted alone.

@@ -60,6 +60,14 @@ def _store(db: Path) -> SqliteEventStore:
     return SqliteEventStore.reader(db)
 
 
+def _mixed_log(sandbox_factory: Any) -> Path:
+    """A closed database holding the `mixed` session's log."""
+    sb = sandbox_factory(snapshot_every_events=0)
+    mixed(sb)
+    sb.close()
+    return Path(sb.db)
+
+
 def _generic(db: Path) -> tuple[State, dict[str, int]]:
     store = _store(db)
     try:
@@ -98,10 +106,7 @@ def test_the_start_up_replay_gives_the_live_state_and_the_generic_replays(
 def test_a_snapshot_of_the_start_up_replay_and_its_tail_give_the_full_replay(
     sandbox_factory: Any,
 ) -> None:
-    sb = sandbox_factory(snapshot_every_events=0)
-    mixed(sb)
-    db = sb.db
-    sb.close()
+    db = _mixed_log(sandbox_factory)
     last = _store(db).last_position()
     for cut in range(0, last + 1, 7):
         head = _fast(db, until=cut)
@@ -183,10 +188,7 @@ def test_the_scan_leaves_the_connection_unmapped(sandbox_factory: Any) -> None:
 def test_the_scan_gives_brief_rows_for_the_first_events_of_the_types_asked(
     sandbox_factory: Any,
 ) -> None:
-    sb = sandbox_factory(snapshot_every_events=0)
-    mixed(sb)
-    db = sb.db
-    sb.close()
+    db = _mixed_log(sandbox_factory)
     store = _store(db)
     try:
         events = list(store.read(with_meta=False))
