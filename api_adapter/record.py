@@ -67,7 +67,8 @@ TIME_FIELDS = [
     "notional_value",
 ]
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo"})
+# A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
+_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
 
 
 class _Dumper(yaml.SafeDumper):

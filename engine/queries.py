@@ -5,7 +5,6 @@ a row of another customer is answered as absent."""
 
 from __future__ import annotations
 
-import base64
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from typing import Any
 import orjson
 
 from engine.clock import format_time, parse_time
+from engine.cursors import Cursors
 from engine.errors import Invalid, NotFound
 from engine.money import ASSETS
 
@@ -52,28 +52,12 @@ def time_conditions(
     return where, params
 
 
-def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        text = base64.urlsafe_b64decode(padded.encode()).decode()
-        kind, _, value = text.partition(":")
-        seq = int(value)
-        if kind != "seq" or not 0 <= seq < 2**63:  # SQLite integers are 64-bit
-            raise ValueError(kind)
-        return seq
-    except (ValueError, UnicodeError) as exc:
-        raise Invalid(
-            "page_cursor invalid: not a cursor this server issued", field="page_cursor"
-        ) from exc
-
-
 class Queries:
-    def __init__(self, db_path: str) -> None:
+    def __init__(self, db_path: str, *, cursors: Cursors | None = None) -> None:
+        """`cursors`: what seals paging cursors (the API's, keyed from its signing key);
+        None: a key of this object's own, so its cursors do not outlive it."""
         self.db_path = db_path
+        self.cursors = cursors if cursors is not None else Cursors()
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -110,7 +94,11 @@ class Queries:
         where: list[str],
         params: list[Any],
         page: Page,
+        *,
+        owner: str,
     ) -> dict[str, Any]:
+        """One page of `table`'s rows of customer `owner` that match `where`; its cursor
+        is bound to that table and customer."""
         limit = DEFAULT_LIMIT if page.limit is None else page.limit
         if limit < 1 or limit > MAX_LIMIT:
             raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
@@ -123,7 +111,7 @@ class Queries:
         where += time_where
         params += time_params
         if page.page_cursor:
-            seq = decode_cursor(page.page_cursor)
+            seq = self.cursors.decode(page.page_cursor, table, owner)
             where.append("seq > ?" if order == "ASC" else "seq < ?")
             params.append(seq)
         sql = f"SELECT seq, body FROM {table}"
@@ -134,7 +122,7 @@ class Queries:
         items = [orjson.loads(body) for _, body in rows[:limit]]
         result: dict[str, Any] = {"items": items}
         if len(rows) > limit:
-            result["next_page_cursor"] = encode_cursor(rows[limit - 1][0])
+            result["next_page_cursor"] = self.cursors.encode(rows[limit - 1][0], table, owner)
         return result
 
     # -- clients and profiles -------------------------------------------------------
@@ -189,7 +177,7 @@ class Queries:
         if ids:
             where.append(f"id IN ({', '.join('?' for _ in ids)})")
             params.extend(ids)
-        return self.page("profiles", where, params, page)
+        return self.page("profiles", where, params, page, owner=customer_id)
 
     def balances(self, customer_id: str, profile_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)
@@ -246,7 +234,7 @@ class Queries:
                 column = columns[name]
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("transfers", where, params, page)
+        return self.page("transfers", where, params, page, owner=customer_id)
 
     def fiat_instructions(self, customer_id: str, instructions_id: str) -> dict[str, Any]:
         row = self._one(
@@ -266,7 +254,7 @@ class Queries:
             if values:
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("fiat_instructions", where, params, page)
+        return self.page("fiat_instructions", where, params, page, owner=customer_id)
 
     # -- orders and executions (tables written by engine/orders.py) -------------------
 
@@ -299,7 +287,7 @@ class Queries:
         if after is not None:
             where.append(f"{after[0]} > ?")
             params.append(after[1])
-        return self.page(table, where, params, page)
+        return self.page(table, where, params, page, owner=customer_id)
 
     def list_orders(
         self,
