@@ -48,7 +48,7 @@ from engine.scenario import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
 
 # Settings that are not the scenario's to choose (see engine.scenario).
 _NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
-_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants"}
+_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants", "execution_ids"}
 # Fields holding a time: ignored when the session ran on a wall clock.
 TIME_FIELDS = [
     "created_at",

@@ -33,6 +33,9 @@ from engine.commands import AdvanceClock, Command, Tick
 from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import SCHEMA_VERSIONS, Event, upcast
+from engine.execution_ids import META_KEY as EXECUTION_KEY
+from engine.execution_ids import database_key
+from engine.execution_ids import new_key as new_execution_key
 from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.money import CONTEXT
@@ -86,6 +89,11 @@ class Engine:
                 self.store.set_meta("signing_secret", os.urandom(32).hex())
                 self.store.set_meta("created_with_clock", self.settings.clock)
         self.seed = int(seed)
+        key = self.store.get_meta(EXECUTION_KEY)
+        if key is None:  # a new database, or one from before execution ids were permuted
+            key = new_execution_key(self.settings.execution_ids, self.seed)
+            self.store.set_meta(EXECUTION_KEY, key)
+        self.execution_ids = database_key(key)
         if clock is None:
             clock = (
                 ManualClock(self.settings.clock_start)

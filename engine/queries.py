@@ -16,6 +16,7 @@ import orjson
 from engine.clock import format_time, parse_time
 from engine.cursors import Cursors
 from engine.errors import Invalid, NotFound
+from engine.execution_ids import META_KEY, ExecutionIds, database_key
 from engine.money import ASSETS
 
 MAX_LIMIT = 1000
@@ -58,6 +59,7 @@ class Queries:
         None: a key of this object's own, so its cursors do not outlive it."""
         self.db_path = db_path
         self.cursors = cursors if cursors is not None else Cursors()
+        self._execution_ids: ExecutionIds | None = None
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -85,6 +87,17 @@ class Queries:
 
     def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
+
+    @property
+    def execution_ids(self) -> ExecutionIds:
+        """The database's execution id permutation (engine/execution_ids.py), whose key
+        the engine stored when it opened the database."""
+        if self._execution_ids is None:
+            row = self._one("SELECT value FROM sandex_meta WHERE key = ?", (META_KEY,))
+            if row is None:
+                raise RuntimeError("the database has no execution id key: open it with the engine")
+            self._execution_ids = database_key(row[0])
+        return self._execution_ids
 
     # -- paging ---------------------------------------------------------------------
 
@@ -319,8 +332,13 @@ class Queries:
         since_execution_id: str | None = None,
     ) -> dict[str, Any]:
         """Executions of the customer, newest first; `since_execution_id` keeps the ones
-        after that id."""
+        after that id.
+
+        Rows hold the engine's execution numbers (`seq`, and `execution_id` in the body);
+        the API shows each through the database's permutation, and maps the id a client
+        sends back to its number."""
         pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
+        ids = self.execution_ids
         after = None
         if since_execution_id is not None:
             if not since_execution_id.isdigit():
@@ -328,8 +346,14 @@ class Queries:
                     "since_execution_id invalid: an execution id is a number",
                     field="since_execution_id",
                 )
-            after = ("seq", int(since_execution_id))
-        return self._filtered(
+            try:
+                after = ("seq", ids.number(int(since_execution_id)))
+            except ValueError as exc:  # out of the range of ids
+                raise Invalid(
+                    "since_execution_id invalid: not an execution id",
+                    field="since_execution_id",
+                ) from exc
+        result = self._filtered(
             "executions",
             customer_id,
             page,
@@ -337,3 +361,6 @@ class Queries:
             {},
             after,
         )
+        for item in result["items"]:
+            item["execution_id"] = str(ids.public(int(item["execution_id"])))
+        return result

@@ -1,8 +1,13 @@
-"""Opaque ids (issue 14): paging cursors show no log position, yet page as before.
+"""Opaque ids (issue 14): paging cursors and execution ids show no log position and no
+count of what other tenants did, yet page and filter as before.
 
 - A cursor is sealed (engine/cursors.py): it holds no position in any spelling, a
   changed one or one of another list or tenant is a 400 naming `page_cursor`, and paging
   by it still gives every row exactly once, in both orders.
+- An execution id is a keyed permutation of the engine's counter
+  (engine/execution_ids.py): unique uint64 numbers that do not count, mapped back by
+  `since_execution_id`, the same after a restart, and from a random key per database
+  unless the database asked for seeded ones.
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.commands import Actor, CreateProfile
+from engine.execution_ids import LIMIT, ExecutionIds, new_key
+from engine.scenario import ScenarioError, engine_settings, load
+from tests.trading_helpers import placed, set_price, still
 
 # -- helpers -------------------------------------------------------------------------
 
@@ -178,3 +188,117 @@ def test_a_cursor_survives_a_restart(sandbox_factory: Any) -> None:
     again = sandbox_factory("kept.db")
     later = again.get("/v2/profiles", params={"limit": 2, "page_cursor": first["next_page_cursor"]})
     assert later.status_code == 200 and later.json() == rest.json()
+
+
+# -- execution ids -------------------------------------------------------------------
+
+
+def _buy(sb: Any, headers: Any, profile: str) -> None:
+    placed(sb, profile, headers, side="BUY", type="MARKET", market="BTCUSD", quote_amount="10.00")
+
+
+def _execution_ids(sb: Any, headers: Any, **params: Any) -> list[str]:
+    r = sb.get("/v2/executions", params={"limit": 1000, **params}, headers=headers)
+    assert r.status_code == 200, r.text
+    return [e["execution_id"] for e in r.json()["items"]]
+
+
+def _trading_tenant(sb: Any) -> tuple[dict[str, str], str]:
+    headers, made = sb.tenant()
+    sb.deposit("USD", "1000", profile=made["profile_id"], headers=headers)
+    return headers, made["profile_id"]
+
+
+def test_execution_ids_do_not_count_other_tenants_executions(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    set_price(sb, "40000")
+    (me, mine), (them, theirs) = _trading_tenant(sb), _trading_tenant(sb)
+    _buy(sb, me, mine)
+    for _ in range(5):
+        _buy(sb, them, theirs)
+    _buy(sb, me, mine)
+    newer, older = _execution_ids(sb, me)
+    their_ids = _execution_ids(sb, them)
+    everyone = [int(i) for i in [newer, older, *their_ids]]
+    assert len(set(everyone)) == 7  # unique
+    assert all(text.isdigit() for text in [newer, older]) and all(0 < i < LIMIT for i in everyone)
+    # the engine's counter ran 1..7; none of it shows, and my two ids are not 6 apart
+    assert int(newer) - int(older) != 6
+    assert all(i > 2**32 for i in everyone)  # a random 63-bit number: below 2**32 once in 2**31
+    # and the order of my own list is still the order of my executions
+    assert _execution_ids(sb, me, since_execution_id=older) == [newer]
+    assert _execution_ids(sb, me, since_execution_id=newer) == []
+    assert _execution_ids(sb, me, since_execution_id="0") == [newer, older]  # before them all
+
+
+def test_since_execution_id_out_of_range_is_a_400_naming_it(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    for bad in (str(LIMIT), str(2**64 - 1)):
+        r = sb.get("/v2/executions", params={"since_execution_id": bad})
+        assert r.status_code == 400, r.text
+        assert r.json()["meta"]["field"] == "since_execution_id"
+
+
+def test_execution_ids_stay_the_same_after_a_restart_and_a_rebuild(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory, "kept.db")
+    set_price(sb, "40000")
+    sb.deposit("USD", "1000")
+    for _ in range(3):
+        _buy(sb, sb.headers, "default")
+    before = _execution_ids(sb, sb.headers)
+    page = sb.get("/v2/executions", params={"limit": 2}).json()
+    sb.close()
+    again = still(sandbox_factory, "kept.db")
+    assert _execution_ids(again, again.headers) == before
+    cursor = page["next_page_cursor"]
+    rest = again.get("/v2/executions", params={"limit": 2, "page_cursor": cursor}).json()
+    assert [e["execution_id"] for e in page["items"] + rest["items"]] == before
+    assert again.verify() == []
+
+
+def _one_execution(sandbox_factory: Any, name: str, **settings: Any) -> str:
+    sb = still(sandbox_factory, name, **settings)
+    set_price(sb, "40000")
+    sb.deposit("USD", "1000")
+    _buy(sb, sb.headers, "default")
+    (only,) = _execution_ids(sb, sb.headers)
+    return only
+
+
+def test_the_key_is_random_per_database_unless_seeded(sandbox_factory: Any) -> None:
+    """The same seed and commands: random keys give other ids (the seed, which a tenant
+    may guess, does not give them away); seeded keys give the same ids."""
+    first = _one_execution(sandbox_factory, "a.db")
+    second = _one_execution(sandbox_factory, "b.db")
+    assert first != second
+    seeded = [_one_execution(sandbox_factory, f"s{i}.db", execution_ids="seeded") for i in (1, 2)]
+    assert seeded[0] == seeded[1] and seeded[0] not in (first, second)
+
+
+def test_scenarios_run_with_seeded_execution_ids() -> None:
+    assert engine_settings({"seed": 3}).execution_ids == "seeded"
+    text = "version: 1\npurpose: x\nsettings: {execution_ids: random}\nsteps: []"
+    with pytest.raises(ScenarioError, match="execution_ids is not a scenario setting"):
+        load(text, "mine.yaml")
+
+
+# -- the permutation -----------------------------------------------------------------
+
+
+def test_the_permutation_is_a_bijection_with_an_inverse() -> None:
+    ids = ExecutionIds(bytes.fromhex(new_key("random", 0)))
+    numbers = list(range(1, 5001)) + [LIMIT - 1, LIMIT - 2, 2**32, 2**32 - 1]
+    public = [ids.public(n) for n in numbers]
+    assert len(set(public)) == len(numbers)
+    assert all(0 < p < LIMIT for p in public)
+    assert [ids.number(p) for p in public] == numbers
+    assert ids.number(0) == 0  # no execution: before every one
+    for bad in (-1, LIMIT, 2**64):
+        with pytest.raises(ValueError):
+            ids.public(bad)
+        with pytest.raises(ValueError):
+            ids.number(bad)
+    other = ExecutionIds(bytes.fromhex(new_key("random", 0)))
+    assert [other.public(n) for n in range(1, 100)] != public[:99]
+    seeded = new_key("seeded", 7)
+    assert seeded == new_key("seeded", 7) != new_key("seeded", 8)
