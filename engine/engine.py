@@ -33,6 +33,9 @@ from engine.commands import AdvanceClock, Command, Tick
 from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import SCHEMA_VERSIONS, Event, upcast
+from engine.execution_ids import META_KEY as EXECUTION_KEY
+from engine.execution_ids import database_key
+from engine.execution_ids import new_key as new_execution_key
 from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.money import CONTEXT
@@ -86,6 +89,11 @@ class Engine:
                 self.store.set_meta("signing_secret", os.urandom(32).hex())
                 self.store.set_meta("created_with_clock", self.settings.clock)
         self.seed = int(seed)
+        key = self.store.get_meta(EXECUTION_KEY)
+        if key is None:  # a new database, or one from before execution ids were permuted
+            key = new_execution_key(self.settings.execution_ids, self.seed)
+            self.store.set_meta(EXECUTION_KEY, key)
+        self.execution_ids = database_key(key)
         if clock is None:
             clock = (
                 ManualClock(self.settings.clock_start)
@@ -557,17 +565,16 @@ class Engine:
         clock = self.clock
         if not isinstance(clock, ManualClock):
             raise Conflict("the sandbox runs on a wall clock; only a manual clock can be moved")
-        target = command.to
-        assert target is not None
+        target, field = _clock_target(command, clock.now())
         if target < clock.now():
             raise Invalid(
-                f"set_to invalid: the clock never moves backwards (now {format_time(clock.now())})",
-                field="set_to",
+                f"{field} invalid: the clock never moves backwards (now {format_time(clock.now())})",
+                field=field,
             )
         if target > LATEST:
             raise Invalid(
-                f"set_to invalid: the clock cannot move past {format_time(LATEST)}",
-                field="set_to",
+                f"{field} invalid: the clock cannot move past {format_time(LATEST)}",
+                field=field,
             )
         self._fire_due(target)
         clock.set(target)
@@ -578,6 +585,19 @@ class Engine:
             {"command": "AdvanceClock", "client_id": command.actor.client_id},
         )
         return {"now": format_time(target), "mode": "manual"}
+
+
+def _clock_target(command: AdvanceClock, now: datetime) -> tuple[datetime, str]:
+    """Where `command` moves a clock that reads `now`, and the request field it came
+    from (for the error that refuses it)."""
+    if (command.to is None) == (command.by is None):
+        raise Invalid("exactly one of advance_seconds and set_to is required", field="set_to")
+    if command.to is not None:
+        return command.to, "set_to"
+    try:
+        return now + command.by, "advance_seconds"  # type: ignore[operator]
+    except OverflowError:
+        return datetime.max.replace(tzinfo=now.tzinfo), "advance_seconds"
 
 
 def _fail(batch: Batch, error: BaseException) -> None:
