@@ -71,12 +71,20 @@ class NotDecided(Unavailable):
 
 class Engine:
     def __init__(
-        self, db_path: str | Path, settings: Settings | None = None, clock: Clock | None = None
+        self,
+        db_path: str | Path,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+        *,
+        lease: bool = True,
     ):
+        """`lease=False` is for a brief writer beside a running one (`sandex clients
+        revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
+        in SQLite's write lock, each reloading what the other wrote before it decides."""
         self.settings = settings or Settings()
         self.db_path = str(db_path)
         self.store = SqliteEventStore(
-            self.db_path, durability=self.settings.durability, tables=TABLES
+            self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
         )
         seed = self.store.get_meta("seed")
         if seed is None:

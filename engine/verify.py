@@ -92,8 +92,9 @@ def verify(db_path: str) -> list[str]:
 
 
 def rebuild(db_path: str) -> int:
-    """Drop the read models and write them again from the log; answer the position reached."""
-    store = SqliteEventStore(db_path, tables=TABLES)
+    """Drop the read models and write them again from the log; answer the position reached.
+    Under the writer lease: `LeaseHeld` while a writer runs on the database."""
+    store = SqliteEventStore(db_path, tables=TABLES, lease=True)
     try:
         return rebuild_read_models(store).position
     finally:

@@ -18,6 +18,7 @@ import sqlite_utils
 from engine.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store.base import Concurrency, StoreUnavailable, TableWrites
 from engine.store.checkpointer import Checkpointer
+from engine.store.lease import WriterLease
 
 _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
 
@@ -81,10 +82,15 @@ class SqliteEventStore:
         *,
         durability: str = "FULL",
         tables: dict[str, dict[str, Any]] | None = None,
+        lease: bool = False,
     ) -> None:
+        """`lease`: hold the database's writer lease (engine/store/lease.py) until `close`,
+        or raise `LeaseHeld`: for a writer that runs, or a tool that rewrites the read
+        models; taken before the schema is touched."""
         self.path = str(path)
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {sorted(_DURABILITY)}")
+        self._lease = WriterLease.take(self.path) if lease else None
         try:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
@@ -103,6 +109,7 @@ class SqliteEventStore:
             self.db = sqlite_utils.Database(conn)
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
+            self._release_lease()
             raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
         self.conn = conn
         self._columns: dict[str, list[str]] = {
@@ -484,6 +491,7 @@ class SqliteEventStore:
         store._upserts = {}
         store._held = False
         store._checkpointer = None
+        store._lease = None
         return store
 
     def get_meta(self, key: str) -> str | None:
@@ -510,6 +518,12 @@ class SqliteEventStore:
             self._checkpointer.stop()
             self._checkpointer = None
         self.conn.close()
+        self._release_lease()
+
+    def _release_lease(self) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
 
 
 def _in_memory(path: str) -> bool:

@@ -1,0 +1,111 @@
+"""A database a server is writing: what the other tools may do to it.
+
+- The running writer holds the database's lease (engine/store/lease.py): `sandex rebuild`
+  and a second `sandex serve` refuse with one line while it runs, and work once it stops;
+  no acknowledged row is lost either way."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine import Engine
+from engine.store import LeaseHeld
+from engine.store.lease import lock_path
+from engine.verify import rebuild
+from tests.conftest import make_settings
+from tests.test_cli import ROOT, SANDEX, Server, _free_port
+
+DEPOSIT = "/v2/sandbox/profiles/default/deposit"
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    started: list[Server] = []
+    yield started
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.communicate()
+
+
+def _sandex(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SANDEX, *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def _deposit(server: Server, headers: dict[str, str]) -> str:
+    r = httpx.post(f"{server.base}{DEPOSIT}", json={"asset": "BTC", "amount": "1"}, headers=headers)
+    assert r.status_code == 200, r.text
+    return str(r.json()["activity_id"])
+
+
+def test_rebuild_and_a_second_server_refuse_while_a_server_writes_and_nothing_acknowledged_is_lost(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    db = tmp_path / "live.db"
+    server = Server(db, "--no-rate-limits")
+    servers.append(server)
+    headers = server.token()
+    acked = [_deposit(server, headers) for _ in range(20)]
+
+    # Deposits go on while the tools are tried.
+    stop = threading.Event()
+
+    def deposit_on() -> None:
+        while not stop.is_set():
+            acked.append(_deposit(server, headers))
+
+    writer = threading.Thread(target=deposit_on)
+    writer.start()
+    try:
+        refused = _sandex("rebuild", "--db", str(db))
+        second = _sandex("serve", "--db", str(db), "--port", str(_free_port()))
+    finally:
+        stop.set()
+        writer.join()
+    for done in (refused, second):
+        assert done.returncode == 2, done.stdout + done.stderr
+        line = f"sandex: database {db} is in use by another sandex writer (pid {server.proc.pid})"
+        assert done.stderr.splitlines() == [f"{line}; stop it first"]
+        assert "Traceback" not in done.stderr
+    assert refused.stdout == ""
+    assert oct(os.stat(lock_path(str(db))).st_mode & 0o777) == "0o600"
+
+    code, _, err = server.stop()
+    assert code == 0, err
+    done = _sandex("rebuild", "--db", str(db))  # the lease died with the server
+    assert done.returncode == 0 and "rebuilt" in done.stdout, done.stderr
+    assert _sandex("verify", "--db", str(db)).returncode == 0
+
+    again = Server(db, "--no-rate-limits")
+    servers.append(again)
+    for transfer in acked:
+        r = httpx.get(f"{again.base}/v2/transfer/transfers/{transfer}", headers=headers)
+        assert r.status_code == 200, r.text
+    balance = httpx.get(f"{again.base}/v2/profiles/default/balances/BTC", headers=headers)
+    assert balance.json()["available"] == str(len(acked))
+    assert again.stop()[0] == 0
+
+
+def test_an_engine_holds_the_lease_from_opening_to_stop(tmp_path: Path) -> None:
+    db = tmp_path / "lease.db"
+    first = Engine(db, make_settings()).start()
+    try:
+        with pytest.raises(LeaseHeld, match="in use by another sandex writer"):
+            Engine(db, make_settings())
+        with pytest.raises(LeaseHeld):
+            rebuild(str(db))
+        # A writer without the lease (`sandex clients revoke`) may open it beside.
+        guest = Engine(db, make_settings(), lease=False)
+        guest.stop()
+    finally:
+        first.stop()
+    with Engine(db, make_settings()):
+        pass
+    assert rebuild(str(db)) == 0  # an empty log; the lease was free again
