@@ -2,7 +2,9 @@
 
 - The running writer holds the database's lease (engine/store/lease.py): `sandex rebuild`
   and a second `sandex serve` refuse with one line while it runs, and work once it stops;
-  no acknowledged row is lost either way."""
+  no acknowledged row is lost either way.
+- A rewrite of the read models by a writer without the lease (an engine's start-up
+  rewrite beside `sandex clients revoke`) keeps what the other writer appended meanwhile."""
 
 from __future__ import annotations
 
@@ -11,14 +13,17 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+import engine.engine as engine_module
 from engine import Engine
+from engine.commands import Actor, CreateCustomer, SandboxDeposit
 from engine.store import LeaseHeld
 from engine.store.lease import lock_path
-from engine.verify import rebuild
+from engine.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.test_cli import ROOT, SANDEX, Server, _free_port
 
@@ -109,3 +114,37 @@ def test_an_engine_holds_the_lease_from_opening_to_stop(tmp_path: Path) -> None:
     with Engine(db, make_settings()):
         pass
     assert rebuild(str(db)) == 0  # an empty log; the lease was free again
+
+
+def test_a_read_model_rewrite_keeps_what_a_writer_without_the_lease_appended_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "guest.db"
+    with Engine(db, make_settings()) as owner:
+        made = owner.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+        actor = Actor(made["customer_id"], "c")
+        for _ in range(3):
+            owner.execute(
+                SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
+            )
+    guest = Engine(db, make_settings(), lease=False).start()
+    rows_of = engine_module.all_rows
+    appended: list[Any] = []
+
+    def a_write_lands_after_the_replay(state: Any) -> Any:
+        if not appended:  # between the rewrite's replay and its write, once
+            appended.append(
+                guest.execute(
+                    SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="5")
+                )
+            )
+        return rows_of(state)
+
+    monkeypatch.setattr(engine_module, "all_rows", a_write_lands_after_the_replay)
+    try:
+        position = rebuild(str(db))
+    finally:
+        guest.stop()
+    assert appended
+    assert verify(str(db)) == []  # before: the guest's rows were gone, checkpoint behind
+    assert position == guest.state.position

@@ -176,7 +176,9 @@ class SqliteEventStore:
                 self.db.table(table).create_index(cols, index_name=name)
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
-        """Empty every read-model table and fill it again, in one transaction."""
+        """Empty every read-model table and fill it again, in one transaction, made from
+        the log up to `checkpoint`; `Concurrency` if the log ends elsewhere by then (a
+        writer without the lease appended meanwhile), and nothing is written."""
         self._write([], writes, checkpoint, clear=True)
         self.finish()
 
@@ -259,6 +261,9 @@ class SqliteEventStore:
             conn.execute("SAVEPOINT batch" if self._held else "BEGIN IMMEDIATE")
             try:
                 if clear:
+                    last = conn.execute("SELECT max(position) FROM events").fetchone()[0]
+                    if (last or 0) != checkpoint:
+                        raise Concurrency(f"the log ends at {last}, not {checkpoint}")
                     for table in self._columns:
                         conn.execute(f"DELETE FROM {table}")
                 if events:
