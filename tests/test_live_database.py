@@ -3,6 +3,8 @@
 - The running writer holds the database's lease (engine/store/lease.py): `sandex rebuild`
   and a second `sandex serve` refuse with one line while it runs, and work once it stops;
   no acknowledged row is lost either way.
+- `sandex verify` beside a writer that commits all the time is right: it reads the log
+  and the read models in one snapshot.
 - A rewrite of the read models by a writer without the lease (an engine's start-up
   rewrite beside `sandex clients revoke`) keeps what the other writer appended meanwhile."""
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,9 @@ import httpx
 import pytest
 
 import engine.engine as engine_module
+import engine.verify as verify_module
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, SandboxDeposit
+from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.store import LeaseHeld
 from engine.store.lease import lock_path
 from engine.verify import rebuild, verify
@@ -148,3 +152,73 @@ def test_a_read_model_rewrite_keeps_what_a_writer_without_the_lease_appended_mea
     assert appended
     assert verify(str(db)) == []  # before: the guest's rows were gone, checkpoint behind
     assert position == guest.state.position
+
+
+def _customer(engine: Engine) -> Actor:
+    made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+    return Actor(made["customer_id"], "c")
+
+
+def _trade(engine: Engine, actor: Actor) -> None:
+    engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="10"))
+    engine.execute(
+        CreateOrder(
+            actor=actor,
+            profile_id="default",
+            side="BUY",
+            market="BTCUSD",
+            type="LIMIT",
+            price="30000",
+            base_amount="0.0001",
+        )
+    )
+
+
+def test_verify_reads_the_log_and_the_read_models_in_one_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "snapshot.db"
+    with Engine(db, make_settings()) as engine:
+        actor = _customer(engine)
+        _trade(engine, actor)
+        checks = verify_module.check_state
+        landed: list[Any] = []
+
+        def a_commit_lands_between_the_log_and_the_read_models(state: Any) -> Any:
+            if not landed:
+                landed.append(_trade(engine, actor))
+            return checks(state)
+
+        monkeypatch.setattr(
+            verify_module, "check_state", a_commit_lands_between_the_log_and_the_read_models
+        )
+        assert verify(str(db)) == []  # before: balances, orders and checkpoint "differ"
+        assert landed
+    assert verify(str(db)) == []
+
+
+def test_verify_beside_a_writer_that_commits_all_the_time_is_always_ok(tmp_path: Path) -> None:
+    db = tmp_path / "busy.db"
+    with Engine(db, make_settings()) as engine:
+        actor = _customer(engine)
+        stop = threading.Event()
+
+        def trade_on() -> None:
+            while not stop.is_set():
+                _trade(engine, actor)
+
+        writer = threading.Thread(target=trade_on)
+        writer.start()
+        try:
+            while engine.state.position < 60:
+                time.sleep(0.001)
+            start = engine.state.position
+            found: list[list[str]] = []
+            while len(found) < 6 or (engine.state.position - start < 20 and len(found) < 100):
+                found.append(verify(str(db)))
+            during = engine.state.position - start
+        finally:
+            stop.set()
+            writer.join()
+    assert during >= 20  # the writer committed while verify read
+    assert all(problems == [] for problems in found), found
