@@ -101,10 +101,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from engine.projections.readmodels import TABLES
     from engine.store import SqliteEventStore
 
-    store = SqliteEventStore(args.db, tables=TABLES)
+    store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
     out = sys.stdout.buffer
     try:
         for event in store.read(after=args.after, stream=args.stream, limit=args.limit):

@@ -4,13 +4,14 @@
   and a second `sandex serve` refuse with one line while it runs, and work once it stops;
   no acknowledged row is lost either way.
 - `sandex verify` beside a writer that commits all the time is right: it reads the log
-  and the read models in one snapshot.
+  and the read models in one snapshot. It and `sandex events` only read.
 - A rewrite of the read models by a writer without the lease (an engine's start-up
   rewrite beside `sandex clients revoke`) keeps what the other writer appended meanwhile."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import threading
 import time
@@ -30,6 +31,7 @@ from engine.store.lease import lock_path
 from engine.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.test_cli import ROOT, SANDEX, Server, _free_port
+from tests.test_store_migration import _OLD_FEED_DDL, _indexes
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 
@@ -222,3 +224,20 @@ def test_verify_beside_a_writer_that_commits_all_the_time_is_always_ok(tmp_path:
             writer.join()
     assert during >= 20  # the writer committed while verify read
     assert all(problems == [] for problems in found), found
+
+
+def test_events_and_verify_only_read_the_database(tmp_path: Path) -> None:
+    """Tools that read never write: not even the index migration a writer's open does,
+    which beside a running server would be a second writer."""
+    db = tmp_path / "read.db"
+    with Engine(db, make_settings()) as engine:
+        _trade(engine, _customer(engine))
+    conn = sqlite3.connect(db)
+    for statement in _OLD_FEED_DDL:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    before = _indexes(db, "event_feed")
+    assert _sandex("events", "--db", str(db)).stdout.count("\n") == engine.state.position
+    assert verify(str(db)) == []
+    assert _indexes(db, "event_feed") == before
