@@ -46,7 +46,7 @@ from engine.state import Ctx, State
 from engine.state_snapshots import FORMAT as SNAPSHOT_FORMAT
 from engine.state_snapshots import Snapshotter
 from engine.state_snapshots import load as load_state
-from engine.store import SqliteEventStore, StoreUnavailable
+from engine.store import Concurrency, SqliteEventStore, StoreUnavailable
 
 log = structlog.get_logger("sandex.engine")
 
@@ -74,12 +74,20 @@ class NotDecided(Unavailable):
 
 class Engine:
     def __init__(
-        self, db_path: str | Path, settings: Settings | None = None, clock: Clock | None = None
+        self,
+        db_path: str | Path,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+        *,
+        lease: bool = True,
     ):
+        """`lease=False` is for a brief writer beside a running one (`sandex clients
+        revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
+        in SQLite's write lock, each reloading what the other wrote before it decides."""
         self.settings = settings or Settings()
         self.db_path = str(db_path)
         self.store = SqliteEventStore(
-            self.db_path, durability=self.settings.durability, tables=TABLES
+            self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
         )
         seed = self.store.get_meta("seed")
         if seed is None:
@@ -779,13 +787,23 @@ class Cancelled(Exception):
 
 def rebuild_read_models(store: SqliteEventStore) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
-    read-model table from it in one transaction; the state replayed."""
+    read-model table from it in one transaction; the state replayed.
+
+    The rewrite commits only if the log still ends where the replay did: a writer that
+    holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
+    from the shorter log would drop what it wrote. The replay then goes on from where
+    it stopped, and the rewrite is tried again."""
     state = State()
     state.appended = []
-    replay(store.read(with_meta=False), state)
-    rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-    for table, row in all_rows(state):
-        rows.setdefault(table, ([], []))[0].append(row)
-    state.appended = None
-    store.replace_read_models(rows, state.position)
-    return state
+    while True:
+        replay(store.read(after=state.position, with_meta=False), state)
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in all_rows(state):
+            rows.setdefault(table, ([], []))[0].append(row)
+        try:
+            store.replace_read_models(rows, state.position)
+        except Concurrency:
+            log.warning("the log grew during a read-model rewrite; replaying its tail")
+            continue
+        state.appended = None
+        return state
