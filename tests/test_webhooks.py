@@ -56,6 +56,12 @@ class Receiver:
 
 
 @pytest.fixture
+def sandbox(sandbox_factory: Any) -> Any:
+    """The receivers here run on this machine: the operator allows 127.0.0.1."""
+    return sandbox_factory(webhook_allowed_hosts=["127.0.0.1"])
+
+
+@pytest.fixture
 def receivers() -> Iterator[Any]:
     made: list[Receiver] = []
 
