@@ -78,8 +78,8 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     app.state.tokens = auth.Tokens(secret, engine.settings.token_ttl_seconds)
     # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
     # context manager); a test may replace it with a faster-polling one before that.
-    app.state.webhooks = Deliverer(engine.db_path)
     settings = engine.settings
+    app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
     problems.install(app)
     for router in ROUTERS:

@@ -19,6 +19,8 @@ def _settings(args: argparse.Namespace) -> object:
         overrides["durability"] = args.durability
     if getattr(args, "no_rate_limits", False):
         overrides["rate_limits_enabled"] = False
+    if getattr(args, "webhook_allow", None):
+        overrides["webhook_allowed_hosts"] = [h for hosts in args.webhook_allow for h in hosts]
     if args.config:
         return Settings.from_file(args.config, **overrides)
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
@@ -199,6 +201,19 @@ def _existing_db(path: str) -> str:
     return path
 
 
+def _allowed_hosts(value: str) -> list[str]:
+    """`--webhook-allow`'s comma-separated hosts, each checked as the setting checks it."""
+    from engine.destinations import parse_allowed
+
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for host in hosts:
+        try:
+            parse_allowed(host)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return hosts
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sandex", description="an event-sourced exchange sandbox")
     sub = p.add_subparsers(dest="command", required=True)
@@ -215,6 +230,15 @@ def parser() -> argparse.ArgumentParser:
         "--no-rate-limits",
         action="store_true",
         help="answer every request however fast it comes (load tests)",
+    )
+    serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        type=_allowed_hosts,
+        default=None,
+        metavar="HOST[,HOST...]",
+        help="let webhooks reach these names, addresses or networks though not public"
+        " (e.g. 127.0.0.1 for a receiver on this machine); replaces the config file's list",
     )
     serve.add_argument(
         "--record", default=None, metavar="FILE", help="write the session as a scenario to FILE"

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.destinations import parse_allowed
 
 ALL_SCOPES: tuple[str, ...] = (
     "funding:read_profile",
@@ -87,8 +89,19 @@ class Settings(BaseModel):
     # start-up replays only the log after the newest (engine/state_snapshots.py); 0: never.
     snapshot_every_events: int = Field(default=100_000, ge=0)
     tick_interval_seconds: float = 0.1
+    # Webhook destinations (engine/destinations.py): besides public addresses, the host
+    # names, addresses and networks a webhook may reach. Empty: loopback, private,
+    # link-local and other non-public destinations are refused.
+    webhook_allowed_hosts: list[str] = Field(default_factory=list)
     # Check every invariant after every command (the test suite turns this on).
     assert_invariants: bool = False
+
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            parse_allowed(entry)
+        return entries
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: object) -> Settings:
