@@ -4,6 +4,7 @@ the server draws every operation."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -91,7 +92,11 @@ def _docs_drawn_offline(server: Server, tmp_path: Path) -> None:
     ]
     assert len(operations) > 40
     net_log = tmp_path / "net.json"
-    dom = _chromium(f"{server.base}/docs", tmp_path / "profile", net_log)
+    # the create-order operation opened (deep link), its example body drawn
+    dom = _chromium(f"{server.base}/docs#/Orders/CreateOrder", tmp_path / "profile", net_log)
+    text = html.unescape(re.sub(r"<[^>]+>", "", dom))
+    assert '"base_amount": "0.01"' in text and '"market": "BTCUSD"' in text, text[:3000]
+    assert not re.search(r"[0-9]{20}", text), "an example made up from a pattern"
     missing = [op for op in operations if not re.search(f'id="operations-[^"]*-{op}"', dom)]
     assert not missing, f"/docs does not show {missing}"
     requests = _page_requests(net_log)
