@@ -157,13 +157,14 @@ def _fix(doc: dict[str, Any]) -> None:
                 responses["413"] = _problem(413)
                 responses["429"] = _problem(429)
                 continue
-            statuses = [400, 404, 429, 503]
+            # 413: any request, a declared length over the limit; 415: any body of another
+            # media type sent with a POST or DELETE, whether the operation takes one or not
+            # (api_adapter/guard.py answers both before any route)
+            statuses = [400, 404, 413, 429, 503]
             if op.get("security"):
                 statuses += [401, 403]
             if method != "get":
-                statuses += [409]
-            if "requestBody" in op:
-                statuses += [413, 415]
+                statuses += [409, 415]
             for status in sorted(statuses):
                 responses.setdefault(str(status), _problem(status))
 

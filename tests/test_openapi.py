@@ -3,13 +3,14 @@ examples that work as they stand, and every status an operation can answer liste
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jsonschema
 from fastapi.routing import APIRoute
 
 from api_adapter.app import ROUTERS
-from tests.conformance import resolve
+from tests.conformance import Document, conformance_problems, problems, resolve
 from tests.reference import document as reference_document
 from tests.reference import response_schema
 
@@ -198,3 +199,54 @@ def test_answers_are_documented_not_validated_on_the_way_out(sandbox: Any) -> No
     assert len(routes) >= 42
     assert [r.name for r in routes if r.response_field is not None] == []
     assert [r.name for r in routes if "model" not in r.responses.get(200, {})] == []
+
+
+def test_every_generic_refusal_of_every_operation_is_documented(sandbox: Any) -> None:
+    """The refusals any operation can meet before its own rules: no token (401), a token
+    without the scope (403), a body too large (413), of another media type (415) or not
+    JSON (400), an unknown id (404). Each answer must be one the document lists."""
+    doc = _own(sandbox)
+    narrow = sandbox.login("sandex", "sandex-secret", scope="funding:read_profile")
+    bearer = sandbox.headers
+    limit = sandbox.engine.settings.max_body_bytes
+    seen: set[int] = set()
+    for path, ops in doc["paths"].items():
+        url = re.sub(r"\{\w+\}", "nope", path)
+        for method in ops:
+            m = method.upper()
+            tries: list[dict[str, Any]] = [
+                {"headers": {}},
+                {"headers": narrow},
+                {"headers": {**bearer, "Content-Length": str(limit + 1)}, "content": b"{}"},
+            ]
+            if m in ("POST", "PUT", "PATCH", "DELETE"):
+                tries.append(
+                    {"headers": {**bearer, "Content-Type": "text/plain"}, "content": b"hello"}
+                )
+                tries.append(
+                    {"headers": {**bearer, "Content-Type": "application/json"}, "content": b"{"}
+                )
+            for kw in tries:
+                seen.add(sandbox.http.request(m, url, **kw).status_code)
+    assert {400, 401, 403, 404, 413, 415} <= seen
+    problems = conformance_problems(sandbox.app, sandbox.answers)
+    sandbox.answers.clear()  # reported here, not again when the test ends
+    assert not problems, "\n".join(problems)
+
+
+def test_the_conformance_check_finds_an_unlisted_status_a_wrong_field_and_an_extra_one(
+    sandbox: Any,
+) -> None:
+    sandbox.get("/v2/profiles/default")
+    sandbox.delete("/v2/profiles/default/orders/nope")
+    assert conformance_problems(sandbox.app, sandbox.answers) == []
+    profile, cancel = sandbox.answers[-2:]
+    cancel.status = 418
+    profile.body = b'{"id": 5, "nickname": "n", "type": "DEFAULT"}'
+    doc = Document(_own(sandbox))
+    found = problems(doc, [profile, cancel])
+    assert "CancelOrder) answered 418, a status its document does not list" in found[0]
+    assert "(GetProfile) answered 200: $['id']: 5 is not of type 'string'" in found[1]
+    profile.body = b'{"id": "x", "nickname": "n", "type": "DEFAULT", "colour": "red"}'
+    assert "fields its schema does not name: ['$.colour']" in problems(doc, [profile])[0]
+    sandbox.answers.clear()
