@@ -20,6 +20,7 @@ from api_adapter.routes import (
     events,
     executions,
     funding,
+    health,
     internal_transfers,
     markets,
     orders,
@@ -37,7 +38,7 @@ from engine.queries import Queries
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
-ROUTERS += [events.router, snapshots.router, webhooks.router]
+ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

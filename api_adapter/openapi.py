@@ -166,7 +166,8 @@ def _fix(doc: dict[str, Any]) -> None:
             if method != "get":
                 statuses += [409, 415]
             for status in sorted(statuses):
-                responses.setdefault(str(status), _problem(status))
+                declared = responses.setdefault(str(status), _problem(status))
+                declared.setdefault("content", _problem(status)["content"])
 
 
 def install(app: FastAPI) -> None:

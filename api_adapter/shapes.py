@@ -504,6 +504,19 @@ class SandboxWebhookStatus(SandboxWebhook):
     last_error: str | None = None
 
 
+class Health(Shape):
+    status: Literal["ok", "unavailable"]
+    writer: Annotated[
+        Literal["running", "stopped"], Field(description="the writer thread that decides")
+    ]
+    last_commit: Annotated[
+        Literal["ok", "failed"], Field(description="whether the last group commit was durable")
+    ]
+    store: Annotated[Literal["ok", "unavailable"], Field(description="whether the log can be read")]
+    position: Annotated[int, Field(description="position of the last committed event")]
+    clock: SandboxClock
+
+
 def ok(model: type[BaseModel], description: str = "Success") -> dict[int | str, dict[str, Any]]:
     """A route's `responses`: the model of its 200 answer, for the document only."""
     return {200: {"model": model, "description": description}}
