@@ -75,9 +75,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from engine.store import StoreUnavailable
     from engine.verify import rebuild
 
-    position = rebuild(args.db)
+    try:
+        position = rebuild(args.db)
+    except StoreUnavailable as exc:  # a server runs on it (engine/store/lease.py)
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
     print(f"read models rebuilt from {position} events")
     return 0
 
@@ -96,10 +101,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from engine.projections.readmodels import TABLES
     from engine.store import SqliteEventStore
 
-    store = SqliteEventStore(args.db, tables=TABLES)
+    store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
     out = sys.stdout.buffer
     try:
         for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
@@ -175,7 +179,9 @@ def cmd_clients_revoke(args: argparse.Namespace) -> int:
     from engine.commands import RevokeClient
     from engine.errors import DomainError
 
-    engine = Engine(args.db).start()
+    # Beside a running server, which holds the writer lease: one event, through SQLite's
+    # write lock; the server reloads the log it finds changed before deciding again.
+    engine = Engine(args.db, lease=False).start()
     try:
         engine.execute(RevokeClient(client_id=args.client_id))
     except DomainError as exc:

@@ -36,6 +36,12 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = 0
+    # The key of the execution id permutation (engine/execution_ids.py), chosen when the
+    # database is created: "random" (from the OS CSPRNG) hides the sandbox's trading
+    # volume from tenants; "seeded" derives it from the seed, so the same seed and
+    # commands show the same ids (backtests and scenario replays), and anyone who knows
+    # the seed can count executions from them.
+    execution_ids: Literal["random", "seeded"] = "random"
     clock: Literal["wall", "manual"] = "wall"
     clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
     durability: Literal["FULL", "NORMAL"] = "FULL"
