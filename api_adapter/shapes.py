@@ -339,7 +339,10 @@ class CancelOrderResponse(Shape):
 
 class Execution(Shape):
     execution_id: (
-        Annotated[str, Field(json_schema_extra={"format": "uint64"}, examples=["1"])] | None
+        Annotated[
+            str, Field(json_schema_extra={"format": "uint64"}, examples=["1651319660962859803"])
+        ]
+        | None
     ) = None
     order_id: Id | None = None
     executed_at: Time | None = None
