@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 
 from api_adapter import auth, openapi, problems
 from api_adapter.fastpath import FastLane
@@ -19,6 +20,7 @@ from api_adapter.routes import (
     events,
     executions,
     funding,
+    health,
     internal_transfers,
     markets,
     orders,
@@ -37,7 +39,7 @@ from engine.queries import Queries
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
-ROUTERS += [events.router, snapshots.router, webhooks.router]
+ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:
@@ -57,7 +59,11 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
             if scheduler is not None:
                 scheduler.stop()
 
-    app = FastAPI(
+    # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
+    # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
+    # loads its logo from its vendor's host.
+    app = FastAPIOffline(
+        redoc_url=None,
         title="sandex",
         version="0.1.0",
         summary="A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
@@ -67,6 +73,8 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
         # looked up the global providers on every request to learn they are unset.
         telemetry={"tracing": False, "metrics": False, "logs": False},
         dependencies=[Depends(rate_limit)],
+        # no badge image from the public validator service
+        swagger_ui_parameters={"validatorUrl": None},
     )
     secret = engine.store.get_meta("signing_secret")
     assert secret is not None

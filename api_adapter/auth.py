@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request, Security
 from fastapi.openapi.models import OAuthFlowClientCredentials, OAuthFlows
 from fastapi.security import OAuth2
 
+from api_adapter import shapes
 from api_adapter.problems import AuthError
 from api_adapter.responses import JSONResponse
 from engine.customers import secret_matches
@@ -135,6 +136,7 @@ router = APIRouter(tags=["OAuth2"])
     "/oauth2/token",
     operation_id="IssueToken",
     summary="Issue an access token (client credentials)",
+    responses=shapes.ok(shapes.TokenResponse),
 )
 async def issue_token(request: Request) -> JSONResponse:
     try:

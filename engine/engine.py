@@ -123,6 +123,8 @@ class Engine:
         self._inflight: _Written | None = None
         self._committer: queue.SimpleQueue[_Written | None] | None = None
         self._stale = False
+        # Whether the last group commit reached the disk (a health check reads it).
+        self.last_commit_ok = True
         # State snapshots (engine/state_snapshots.py): none for an in-memory database,
         # which a second connection cannot see.
         self._snapshot_every = self.settings.snapshot_every_events
@@ -260,6 +262,17 @@ class Engine:
             yield
         finally:
             self.store.release()
+
+    def health(self) -> dict[str, bool]:
+        """Whether the engine can take writes, for a health check (no tenant's data):
+        the writer thread is alive, the last group commit reached the disk (False from
+        a failed one until one succeeds), and the log could be read back into state."""
+        thread = self._thread
+        return {
+            "writer_alive": thread is not None and thread.is_alive(),
+            "last_commit_ok": self.last_commit_ok,
+            "log_readable": not self._stale,
+        }
 
     def next_deadline(self) -> datetime | None:
         return self.state.timers.next_deadline()
@@ -428,6 +441,7 @@ class Engine:
             try:
                 self.store.finish()
                 written.ok = True
+                self.last_commit_ok = True
                 self.committed = written.events
                 if self._snapshot_every and self._thread is not None:
                     self._maybe_snapshot(written.position)
@@ -439,6 +453,7 @@ class Engine:
 
     def _failed(self, written: _Written, exc: BaseException) -> None:
         log.error("commit failed", error=str(exc))
+        self.last_commit_ok = False
         reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
         _overrule(written.spans, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
 

@@ -332,6 +332,8 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     "RegisterSandboxWebhook": ("POST", "/v2/sandbox/webhooks", "events:read_event"),
     "GetSandboxWebhook": ("GET", "/v2/sandbox/webhooks", "events:read_event"),
     "RemoveSandboxWebhook": ("DELETE", "/v2/sandbox/webhooks", "events:read_event"),
+    # for load balancers: no token, nothing of any tenant
+    "GetHealth": ("GET", "/healthz", None),
 }
 PATH_VALUES = {
     "profile_id": "default",

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.responses import JSONResponse
 from api_adapter.webhooks import delivered_through
@@ -20,7 +21,7 @@ router = APIRouter(prefix="/v2", tags=["Events"])
 Read = Annotated[Principal, Depends(require("events:read_event"))]
 
 
-@router.get("/events", operation_id="ListEvents")
+@router.get("/events", operation_id="ListEvents", responses=shapes.ok(shapes.ListEventsResponse))
 async def list_events(
     request: Request,
     who: Read,
@@ -61,7 +62,7 @@ async def list_events(
     return JSONResponse({"events": events}, headers=headers)
 
 
-@router.get("/events/{id}", operation_id="GetEvent")
+@router.get("/events/{id}", operation_id="GetEvent", responses=shapes.ok(shapes.Event))
 async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
     conn = request.app.state.queries.conn
     through = delivered_through(request.app, who.customer_id)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.responses import JSONResponse
 from engine.errors import Invalid
@@ -33,7 +34,9 @@ def execution_page(
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
 
-@router.get("/executions", operation_id="ListExecutions")
+@router.get(
+    "/executions", operation_id="ListExecutions", responses=shapes.ok(shapes.ListExecutionsResponse)
+)
 async def list_executions(
     request: Request,
     who: Read,
@@ -55,7 +58,11 @@ async def list_executions(
     )
 
 
-@router.get("/profiles/{profile_id}/executions", operation_id="ListProfileExecutions")
+@router.get(
+    "/profiles/{profile_id}/executions",
+    operation_id="ListProfileExecutions",
+    responses=shapes.ok(shapes.ListExecutionsResponse),
+)
 async def list_profile_executions(
     request: Request,
     who: Read,

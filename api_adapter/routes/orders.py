@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateOrderRequest, MarketName
@@ -72,7 +73,9 @@ def create_order_command(
     )
 
 
-@router.post("/profiles/{profile_id}/orders", operation_id=CREATE_ORDER)
+@router.post(
+    "/profiles/{profile_id}/orders", operation_id=CREATE_ORDER, responses=shapes.ok(shapes.Order)
+)
 async def create_order(
     request: Request, who: Write, profile_id: str, body: CreateOrderRequest
 ) -> JSONResponse:
@@ -98,18 +101,28 @@ async def _await_fill(request: Request, who: Principal, order: dict, millis: int
     return order
 
 
-@router.get("/profiles/{profile_id}/orders/{id}", operation_id="GetOrder")
+@router.get(
+    "/profiles/{profile_id}/orders/{id}", operation_id="GetOrder", responses=shapes.ok(shapes.Order)
+)
 async def get_order(request: Request, who: Read, profile_id: str, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.order(who.customer_id, profile_id, id))
 
 
-@router.delete("/profiles/{profile_id}/orders/{id}", operation_id="CancelOrder")
+@router.delete(
+    "/profiles/{profile_id}/orders/{id}",
+    operation_id="CancelOrder",
+    responses=shapes.ok(shapes.CancelOrderResponse),
+)
 async def cancel_order(request: Request, who: Write, profile_id: str, id: str) -> JSONResponse:
     command = CancelOrder(actor=actor(request, who), profile_id=profile_id, order_id=id)
     return JSONResponse(await run(request, command))
 
 
-@router.get("/profiles/{profile_id}/orders", operation_id="ListProfileOrders")
+@router.get(
+    "/profiles/{profile_id}/orders",
+    operation_id="ListProfileOrders",
+    responses=shapes.ok(shapes.ListOrdersResponse),
+)
 async def list_profile_orders(
     request: Request,
     who: Read,
@@ -131,7 +144,7 @@ async def list_profile_orders(
     )
 
 
-@router.get("/orders", operation_id="ListOrders")
+@router.get("/orders", operation_id="ListOrders", responses=shapes.ok(shapes.ListOrdersResponse))
 async def list_orders(
     request: Request,
     who: Read,

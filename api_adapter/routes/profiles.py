@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateProfileRequest
@@ -20,7 +21,9 @@ Read = Annotated[Principal, Depends(require("funding:read_profile"))]
 Write = Annotated[Principal, Depends(require("funding:write_profile"))]
 
 
-@router.get("/profiles", operation_id="ListProfiles")
+@router.get(
+    "/profiles", operation_id="ListProfiles", responses=shapes.ok(shapes.ListProfilesResponse)
+)
 async def list_profiles(
     request: Request,
     who: Read,
@@ -33,7 +36,7 @@ async def list_profiles(
     )
 
 
-@router.post("/profiles", operation_id="CreateProfile")
+@router.post("/profiles", operation_id="CreateProfile", responses=shapes.ok(shapes.Profile))
 async def create_profile(request: Request, who: Write, body: CreateProfileRequest) -> JSONResponse:
     command = CreateProfile(
         actor=actor(request, who), nickname=body.nickname, description=body.description
@@ -41,12 +44,18 @@ async def create_profile(request: Request, who: Write, body: CreateProfileReques
     return JSONResponse(await run(request, command))
 
 
-@router.get("/profiles/{profile_id}", operation_id="GetProfile")
+@router.get(
+    "/profiles/{profile_id}", operation_id="GetProfile", responses=shapes.ok(shapes.Profile)
+)
 async def get_profile(request: Request, who: Read, profile_id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.profile(who.customer_id, profile_id))
 
 
-@router.get("/profiles/{profile_id}/balances", operation_id="ListProfileBalances")
+@router.get(
+    "/profiles/{profile_id}/balances",
+    operation_id="ListProfileBalances",
+    responses=shapes.ok(shapes.ListProfileBalancesResponse),
+)
 async def list_balances(
     request: Request,
     who: Read,
@@ -60,6 +69,10 @@ async def list_balances(
     return JSONResponse(result)
 
 
-@router.get("/profiles/{profile_id}/balances/{asset}", operation_id="GetProfileBalance")
+@router.get(
+    "/profiles/{profile_id}/balances/{asset}",
+    operation_id="GetProfileBalance",
+    responses=shapes.ok(shapes.ProfileBalance),
+)
 async def get_balance(request: Request, who: Read, profile_id: str, asset: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.balance(who.customer_id, profile_id, asset))

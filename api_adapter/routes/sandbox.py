@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import ClockMoveRequest, CreateCustomerRequest
@@ -18,13 +19,13 @@ from engine.errors import Invalid
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
 
-@router.get("/clock", operation_id="GetSandboxClock")
+@router.get("/clock", operation_id="GetSandboxClock", responses=shapes.ok(shapes.SandboxClock))
 async def get_clock(request: Request) -> JSONResponse:
     engine = request.app.state.engine
     return JSONResponse({"now": format_time(engine.clock.now()), "mode": engine.clock.mode})
 
 
-@router.post("/clock", operation_id="MoveSandboxClock")
+@router.post("/clock", operation_id="MoveSandboxClock", responses=shapes.ok(shapes.SandboxClock))
 async def move_clock(
     request: Request,
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
@@ -50,7 +51,9 @@ async def move_clock(
     return JSONResponse(await run(request, command))
 
 
-@router.post("/customers", operation_id="CreateSandboxCustomer")
+@router.post(
+    "/customers", operation_id="CreateSandboxCustomer", responses=shapes.ok(shapes.SandboxCustomer)
+)
 async def create_customer(
     request: Request,
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],

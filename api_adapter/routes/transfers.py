@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page, updated_times
 from api_adapter.responses import JSONResponse
@@ -17,7 +18,11 @@ Read = Annotated[Principal, Depends(require("transfer:read_transfer"))]
 Many = Annotated[list[str] | None, Query()]
 
 
-@router.get("/transfer/transfers", operation_id="ListTransfers")
+@router.get(
+    "/transfer/transfers",
+    operation_id="ListTransfers",
+    responses=shapes.ok(shapes.ListTransfersResponse),
+)
 async def list_transfers(
     request: Request,
     who: Read,
@@ -45,6 +50,8 @@ async def list_transfers(
     return JSONResponse(request.app.state.queries.list_transfers(who.customer_id, page, filters))
 
 
-@router.get("/transfer/transfers/{id}", operation_id="GetTransfer")
+@router.get(
+    "/transfer/transfers/{id}", operation_id="GetTransfer", responses=shapes.ok(shapes.Transfer)
+)
 async def get_transfer(request: Request, who: Read, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.transfer(who.customer_id, id))
