@@ -17,6 +17,7 @@ import orjson
 from engine.clock import format_time, parse_time
 from engine.errors import Invalid, NotFound
 from engine.money import ASSETS
+from engine.params import parse_int
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -335,12 +336,7 @@ class Queries:
         pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
         after = None
         if since_execution_id is not None:
-            if not since_execution_id.isdigit():
-                raise Invalid(
-                    "since_execution_id invalid: an execution id is a number",
-                    field="since_execution_id",
-                )
-            after = ("seq", int(since_execution_id))
+            after = ("seq", parse_int(since_execution_id, "since_execution_id"))
         return self._filtered(
             "executions",
             customer_id,
