@@ -315,7 +315,7 @@ def _bodies(memo: str) -> list[tuple[str, dict[str, Any]]]:
                 "identity_id": "i",
                 "account_id": "a",
                 "metadata": {"k": "v"},
-                "beneficiary": {"name": "n"},
+                "beneficiary": {"institution_details": {"name": "n"}},
             },
         ),
         (
