@@ -56,10 +56,18 @@ class ConnectionLimits:
         )
 
 
+@dataclass(slots=True)
+class _AtLimit:
+    """Connections refused since the limit was reached: logged once when it is reached
+    and once when a connection is taken again, not once per refusal (a flood of them)."""
+
+    refused: int = 0
+
+
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """The keyword arguments of `uvicorn.run` that set the limits of `settings`."""
-    limits = ConnectionLimits.of(settings)
-    protocol = type("SandexHttpProtocol", (LimitedHttpProtocol,), {"limits": limits})
+    attributes = {"limits": ConnectionLimits.of(settings), "at_limit": _AtLimit()}
+    protocol = type("SandexHttpProtocol", (LimitedHttpProtocol,), attributes)
     return {"http": protocol, "timeout_keep_alive": settings.keep_alive_timeout_seconds}
 
 
@@ -71,6 +79,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     """A subclass per server sets `limits` (see `uvicorn_options`)."""
 
     limits: ClassVar[ConnectionLimits]
+    at_limit: ClassVar[_AtLimit]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -85,8 +94,14 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         most = self.limits.max_connections
         if len(self.connections) > most:
+            if not self.at_limit.refused:
+                log.warning("connection limit reached: refusing connections", limit=most)
+            self.at_limit.refused += 1
             self._refuse(503, f"too many connections: at most {most} are held; retry shortly")
             return
+        if self.at_limit.refused:
+            log.warning("connections taken again", refused=self.at_limit.refused)
+            self.at_limit.refused = 0
         self._arm(self.limits.header_timeout, "headers")
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -182,5 +197,6 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             ]
             self.transport.write(b"".join(head) + body)
         self.transport.close()
-        client = self.client[0] if self.client else None
-        log.info("request refused", status=status, detail=detail, client=client)
+        if status != 503:  # refusals at the connection limit are logged by their count
+            client = self.client[0] if self.client else None
+            log.info("request refused", status=status, detail=detail, client=client)

@@ -30,7 +30,8 @@ CUT_WITHIN = 6.0  # seconds: the deadlines are 1 s; a connection held longer is 
 class Server:
     def __init__(self, tmp: Path) -> None:
         self.port = _free_port()
-        self.log = (tmp / "server.log").open("ab")
+        self.log_path = tmp / "server.log"
+        self.log = self.log_path.open("ab")
         flags = ["--header-timeout", "1", "--body-timeout", "1"]
         flags += ["--max-connections", str(MAX_CONNECTIONS)]
         self.proc = subprocess.Popen(
@@ -145,16 +146,26 @@ def test_connections_over_the_limit_are_refused_until_the_slow_ones_are_cut(
 ) -> None:
     idle = [server.connect() for _ in range(MAX_CONNECTIONS)]
     time.sleep(0.3)  # the server has taken them all
-    extra = server.connect()
-    extra.sendall(b"GET /v2/markets HTTP/1.1\r\nHost: x\r\n\r\n")
-    took, received = _answer(extra)
-    assert took < 1.0  # refused as it opens, not after the idle ones are cut
-    problem = _problem(received, 503)
-    assert f"at most {MAX_CONNECTIONS}" in problem["detail"]
-    assert b"retry-after: 1" in received.lower()
+    for _ in range(5):
+        extra = server.connect()
+        _send(extra, b"GET /v2/markets HTTP/1.1\r\nHost: x\r\n\r\n")
+        took, received = _answer(extra)
+        assert took < 1.0  # refused as it opens, not after the idle ones are cut
+        problem = _problem(received, 503)
+        assert f"at most {MAX_CONNECTIONS}" in problem["detail"]
+        assert b"retry-after: 1" in received.lower()
     for conn in idle:
         _problem(_answer(conn)[1], 408)
     assert httpx.get(server.url("/v2/markets"), timeout=5).status_code == 200
+    # Logged when the limit is reached and when connections are taken again, not per refusal.
+    lines = server.log_path.read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    limit = [e for e in events if e.get("event", "").startswith("connection")]
+    assert [e["event"] for e in limit] == [
+        "connection limit reached: refusing connections",
+        "connections taken again",
+    ]
+    assert limit[1]["refused"] == 5
 
 
 @pytest.mark.parametrize("size", [20_000, 70_000, 1_000_000])
