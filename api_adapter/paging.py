@@ -6,21 +6,26 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Query
 from pydantic import BeforeValidator
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticKnownError
 
 from engine.params import int_fault
 from engine.queries import MAX_LIMIT, Page
 
 
 def strict_int(low: int, high: int) -> BeforeValidator:
-    """An integer query parameter parsed as engine.params does every one: ASCII digits
-    within bounds (pydantic alone takes ' 5', '+5', '5.0' and '1_0')."""
+    """An integer query parameter checked as engine.params checks every one: ASCII
+    digits within bounds (pydantic alone takes ' 5', '+5', '5.0' and '1_0'). A fault is
+    reported as pydantic's own error of its kind, which api_adapter.problems words."""
 
     def check(value: Any) -> Any:
         if isinstance(value, str):
             fault = int_fault(value, low, high)
-            if fault is not None:
-                raise PydanticCustomError("int_parsing", fault)
+            if fault == "digits":
+                raise PydanticKnownError("int_parsing")
+            if fault == "above":
+                raise PydanticKnownError("less_than_equal", {"le": high})
+            if fault == "below":
+                raise PydanticKnownError("greater_than_equal", {"ge": low})
         return value
 
     return BeforeValidator(check)

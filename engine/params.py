@@ -9,24 +9,34 @@ is a 400 that names the parameter.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from engine.errors import Invalid
 
 # SQLite's integers are signed 64-bit.
 MAX_INT64 = 2**63 - 1
 
+# What is wrong with a text: not ASCII digits, above the bound, below it.
+Fault = Literal["digits", "above", "below"]
+_WORDS: dict[Fault, str] = {
+    "digits": "must be a whole number written with the digits 0-9",
+    "above": "must be at most {high}",
+    "below": "must be at least {low}",
+}
 
-def int_fault(text: str, low: int = 0, high: int = MAX_INT64) -> str | None:
-    """Why `text` is not an integer from `low` to `high`, or None when it is.
+
+def int_fault(text: str, low: int = 0, high: int = MAX_INT64) -> Fault | None:
+    """What keeps `text` from being an integer from `low` to `high`, or None.
 
     Leading zeros are dropped and the digits counted before any conversion, so a long
     string costs no big-number arithmetic (nor meets `int()`'s limit of 4300 digits)."""
     if not (text and text.isascii() and text.isdigit()):
-        return "must be a whole number written with the digits 0-9"
+        return "digits"
     digits = text.lstrip("0") or "0"
     if len(digits) > len(str(high)) or int(digits) > high:
-        return f"must be at most {high}"
+        return "above"
     if int(digits) < low:
-        return f"must be at least {low}"
+        return "below"
     return None
 
 
@@ -34,5 +44,6 @@ def parse_int(text: str, field: str, low: int = 0, high: int = MAX_INT64) -> int
     """`text` as an integer from `low` to `high`, or Invalid (400) naming `field`."""
     fault = int_fault(text, low, high)
     if fault is not None:
-        raise Invalid(f"{field} invalid: {fault}", field=field)
+        words = _WORDS[fault].format(low=low, high=high)
+        raise Invalid(f"{field} invalid: {words}", field=field)
     return int(text.lstrip("0") or "0")
