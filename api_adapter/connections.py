@@ -117,6 +117,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
                 most = self.limits.max_header_bytes
                 self._refuse(431, f"request head too large: at most {most} bytes")
 
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # the connection is the WebSocket protocol's from here on
+        super().handle_websocket_upgrade()
+
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request the parser refused: a problem, not plain text."""
         status, detail = self._refusal or (400, "the request is not valid HTTP/1.1")
