@@ -5,7 +5,6 @@ a row of another customer is answered as absent."""
 
 from __future__ import annotations
 
-import base64
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -15,7 +14,9 @@ from typing import Any
 import orjson
 
 from engine.clock import format_time, parse_time
+from engine.cursors import Cursors
 from engine.errors import Invalid, NotFound
+from engine.execution_ids import META_KEY, ExecutionIds, database_key
 from engine.money import ASSETS
 from engine.params import parse_int
 
@@ -53,28 +54,13 @@ def time_conditions(
     return where, params
 
 
-def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        text = base64.urlsafe_b64decode(padded.encode()).decode()
-        kind, _, value = text.partition(":")
-        seq = int(value)
-        if kind != "seq" or not 0 <= seq < 2**63:  # SQLite integers are 64-bit
-            raise ValueError(kind)
-        return seq
-    except (ValueError, UnicodeError) as exc:
-        raise Invalid(
-            "page_cursor invalid: not a cursor this server issued", field="page_cursor"
-        ) from exc
-
-
 class Queries:
-    def __init__(self, db_path: str) -> None:
+    def __init__(self, db_path: str, *, cursors: Cursors | None = None) -> None:
+        """`cursors`: what seals paging cursors (the API's, keyed from its signing key);
+        None: a key of this object's own, so its cursors do not outlive it."""
         self.db_path = db_path
+        self.cursors = cursors if cursors is not None else Cursors()
+        self._execution_ids: ExecutionIds | None = None
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -103,6 +89,17 @@ class Queries:
     def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
 
+    @property
+    def execution_ids(self) -> ExecutionIds:
+        """The database's execution id permutation (engine/execution_ids.py), whose key
+        the engine stored when it opened the database."""
+        if self._execution_ids is None:
+            row = self._one("SELECT value FROM sandex_meta WHERE key = ?", (META_KEY,))
+            if row is None:
+                raise RuntimeError("the database has no execution id key: open it with the engine")
+            self._execution_ids = database_key(row[0])
+        return self._execution_ids
+
     # -- paging ---------------------------------------------------------------------
 
     def page(
@@ -111,7 +108,11 @@ class Queries:
         where: list[str],
         params: list[Any],
         page: Page,
+        *,
+        owner: str,
     ) -> dict[str, Any]:
+        """One page of `table`'s rows of customer `owner` that match `where`; its cursor
+        is bound to that table and customer."""
         limit = DEFAULT_LIMIT if page.limit is None else page.limit
         if limit < 1 or limit > MAX_LIMIT:
             raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
@@ -124,7 +125,7 @@ class Queries:
         where += time_where
         params += time_params
         if page.page_cursor:
-            seq = decode_cursor(page.page_cursor)
+            seq = self.cursors.decode(page.page_cursor, table, owner)
             where.append("seq > ?" if order == "ASC" else "seq < ?")
             params.append(seq)
         sql = f"SELECT seq, body FROM {table}"
@@ -135,7 +136,7 @@ class Queries:
         items = [orjson.loads(body) for _, body in rows[:limit]]
         result: dict[str, Any] = {"items": items}
         if len(rows) > limit:
-            result["next_page_cursor"] = encode_cursor(rows[limit - 1][0])
+            result["next_page_cursor"] = self.cursors.encode(rows[limit - 1][0], table, owner)
         return result
 
     # -- clients and profiles -------------------------------------------------------
@@ -190,7 +191,7 @@ class Queries:
         if ids:
             where.append(f"id IN ({', '.join('?' for _ in ids)})")
             params.extend(ids)
-        return self.page("profiles", where, params, page)
+        return self.page("profiles", where, params, page, owner=customer_id)
 
     def balances(self, customer_id: str, profile_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)
@@ -247,7 +248,7 @@ class Queries:
                 column = columns[name]
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("transfers", where, params, page)
+        return self.page("transfers", where, params, page, owner=customer_id)
 
     def fiat_instructions(self, customer_id: str, instructions_id: str) -> dict[str, Any]:
         row = self._one(
@@ -267,7 +268,7 @@ class Queries:
             if values:
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("fiat_instructions", where, params, page)
+        return self.page("fiat_instructions", where, params, page, owner=customer_id)
 
     # -- orders and executions (tables written by engine/orders.py) -------------------
 
@@ -300,7 +301,7 @@ class Queries:
         if after is not None:
             where.append(f"{after[0]} > ?")
             params.append(after[1])
-        return self.page(table, where, params, page)
+        return self.page(table, where, params, page, owner=customer_id)
 
     def list_orders(
         self,
@@ -332,12 +333,19 @@ class Queries:
         since_execution_id: str | None = None,
     ) -> dict[str, Any]:
         """Executions of the customer, newest first; `since_execution_id` keeps the ones
-        after that id."""
+        after that id.
+
+        Rows hold the engine's execution numbers (`seq`, and `execution_id` in the body);
+        the API shows each through the database's permutation, and maps the id a client
+        sends back to its number."""
         pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
+        ids = self.execution_ids
         after = None
         if since_execution_id is not None:
-            after = ("seq", parse_int(since_execution_id, "since_execution_id"))
-        return self._filtered(
+            # ids lie in 1..2**63-1 (engine/execution_ids.py), parse_int's default range
+            public = parse_int(since_execution_id, "since_execution_id")
+            after = ("seq", ids.number(public))
+        result = self._filtered(
             "executions",
             customer_id,
             page,
@@ -345,3 +353,6 @@ class Queries:
             {},
             after,
         )
+        for item in result["items"]:
+            item["execution_id"] = str(ids.public(int(item["execution_id"])))
+        return result
