@@ -24,6 +24,7 @@ from fastapi.security import OAuth2
 
 from api_adapter import shapes
 from api_adapter.problems import AuthError
+from api_adapter.ratelimit import peer_of
 from api_adapter.responses import JSONResponse
 from engine.customers import secret_matches
 from engine.queries import Queries
@@ -158,16 +159,25 @@ async def issue_token(request: Request) -> JSONResponse:
         return _oauth_error(400, "unsupported_grant_type", "only client_credentials is supported")
     if not isinstance(client_id, str) or not isinstance(client_secret, str):
         return _oauth_error(401, "invalid_client", "client_id and client_secret are required")
+    # A failed attempt is charged to the caller's address, a successful one to the
+    # client: whoever names a client cannot spend its allowance without its secret. The
+    # address is checked before the deliberately slow secret check, so that check is no
+    # amplifier of an unauthenticated flood.
     limiter = request.app.state.limiter
-    if limiter is not None:  # before the deliberately slow secret check
-        limiter.check(f"client:{client_id}", "IssueToken")
+    peer = peer_of(request)
+    if limiter is not None:
+        limiter.check(peer, "IssueToken", charge=False)
     client = request.app.state.queries.client(client_id)
     if (
         client is None
         or client["revoked"]
         or not secret_matches(client_secret, client["salt"], client["secret_hash"])
     ):
+        if limiter is not None:
+            limiter.wait(peer, "IssueToken")
         return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
+    if limiter is not None:
+        limiter.check(f"client:{client_id}", "IssueToken")
     requested = form.get("scope")
     if isinstance(requested, str) and requested.strip():
         scopes = requested.split()

@@ -10,6 +10,14 @@ from pathlib import Path
 
 import orjson
 
+# serve flags that override connection settings (api_adapter/connections.py)
+_CONNECTION_FLAGS = {
+    "header_timeout": "header_timeout_seconds",
+    "body_timeout": "body_timeout_seconds",
+    "keep_alive_timeout": "keep_alive_timeout_seconds",
+    "max_connections": "max_connections",
+}
+
 
 def _settings(args: argparse.Namespace) -> object:
     from engine.settings import Settings
@@ -19,6 +27,9 @@ def _settings(args: argparse.Namespace) -> object:
         overrides["durability"] = args.durability
     if getattr(args, "no_rate_limits", False):
         overrides["rate_limits_enabled"] = False
+    for flag, setting in _CONNECTION_FLAGS.items():
+        if getattr(args, flag, None) is not None:
+            overrides[setting] = getattr(args, flag)
     if getattr(args, "webhook_allow", None):
         overrides["webhook_allowed_hosts"] = [h for hosts in args.webhook_allow for h in hosts]
     if args.config:
@@ -30,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api_adapter.app import create_app
+    from api_adapter.connections import uvicorn_options
     from api_adapter.logging import configure
     from engine import Engine
     from engine.commands import CreateCustomer
@@ -70,7 +82,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_config=None,
+            access_log=False,
+            **uvicorn_options(engine.settings),
+        )
     finally:
         engine.stop()
     return 0
@@ -242,6 +261,34 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--record", default=None, metavar="FILE", help="write the session as a scenario to FILE"
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time a client has to send a request's head (default 10)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time a client has to send a request's body after its head (default 30)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="time an idle connection is kept open between requests (default 5)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections held at once; more are answered 503 (default 1000)",
     )
     serve.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     serve.add_argument("--log-level", default="INFO")

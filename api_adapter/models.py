@@ -94,6 +94,15 @@ class FiatAccountOwner(Body):
     institution_details: InstitutionDetails | None = None
 
 
+class Beneficiary(Body):
+    """Who receives a crypto withdrawal, in the reference's shape (its `Beneficiary`; the
+    required names of `BeneficiaryPerson` are its camelCase fault, fixed here): nothing
+    else is stored, where any JSON up to the body limit was."""
+
+    person_details: PersonDetails | None = None
+    institution_details: InstitutionDetails | None = None
+
+
 class InitiateSandboxFiatDepositRequest(Body):
     amount: FiatAmount
     asset: ShortText
@@ -133,7 +142,7 @@ class CreateCryptoWithdrawalRequest(Body):
     account_id: ShortText | None = None
     memo: ShortText | None = None
     metadata: dict[str, str] | None = None
-    beneficiary: dict[str, object] | None = None
+    beneficiary: Beneficiary | None = None
 
 
 class CreateInternalTransferRequest(Body):

@@ -18,6 +18,7 @@ from engine.cursors import Cursors
 from engine.errors import Invalid, NotFound
 from engine.execution_ids import META_KEY, ExecutionIds, database_key
 from engine.money import ASSETS
+from engine.params import parse_int
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -341,18 +342,9 @@ class Queries:
         ids = self.execution_ids
         after = None
         if since_execution_id is not None:
-            if not since_execution_id.isdigit():
-                raise Invalid(
-                    "since_execution_id invalid: an execution id is a number",
-                    field="since_execution_id",
-                )
-            try:
-                after = ("seq", ids.number(int(since_execution_id)))
-            except ValueError as exc:  # out of the range of ids
-                raise Invalid(
-                    "since_execution_id invalid: not an execution id",
-                    field="since_execution_id",
-                ) from exc
+            # ids lie in 1..2**63-1 (engine/execution_ids.py), parse_int's default range
+            public = parse_int(since_execution_id, "since_execution_id")
+            after = ("seq", ids.number(public))
         result = self._filtered(
             "executions",
             customer_id,

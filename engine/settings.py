@@ -51,6 +51,15 @@ class Settings(BaseModel):
     # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
     # body, and requests per second per client and operation id ("default" for the rest).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Connections of `sandex serve` (api_adapter/connections.py): seconds a client has to
+    # send a request's head and then its body, seconds an idle kept-alive connection is
+    # held, the most connections held at once, the longest request line and request head.
+    header_timeout_seconds: float = Field(default=10, gt=0)
+    body_timeout_seconds: float = Field(default=30, gt=0)
+    keep_alive_timeout_seconds: int = Field(default=5, ge=1)
+    max_connections: int = Field(default=1000, ge=1)
+    max_url_bytes: int = Field(default=16 * 1024, ge=1024, le=65535)
+    max_header_bytes: int = Field(default=64 * 1024, ge=4096)
     rate_limits_enabled: bool = True
     rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     fiat_deposit_delay_seconds: Decimal = Decimal(2)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter import shapes
 from api_adapter.auth import Principal, require
+from api_adapter.paging import Limit
 from api_adapter.responses import JSONResponse
 from engine.errors import Invalid
 from engine.queries import Page
@@ -21,7 +22,7 @@ PROFILE_MAX_LIMIT = 500
 
 
 def execution_page(
-    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    limit: Limit = None,
     page_cursor: str | None = None,
     begin: Annotated[str | None, Query(alias="range.begin")] = None,
     end: Annotated[str | None, Query(alias="range.end")] = None,

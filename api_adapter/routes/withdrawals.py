@@ -60,7 +60,7 @@ def create_withdrawal_command(
         account_id=body.account_id,
         memo=body.memo,
         metadata=body.metadata,
-        beneficiary=body.beneficiary,
+        beneficiary=body.beneficiary.model_dump(exclude_none=True) if body.beneficiary else None,
     )
 
 
