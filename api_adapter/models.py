@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from engine.money import MARKETS
+from engine.money import AMOUNT_PATTERN, MARKETS
 from engine.networks import CRYPTO_NETWORKS
 
-Amount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]+$", max_length=64)]
-FiatAmount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]{1,2}$", max_length=64)]
-AddressField = Annotated[
-    str, StringConstraints(pattern=r"^[0-9A-Za-z /?:().,&'+-]+$", max_length=35)
-]
+FIAT_AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]{1,2}$"
+ADDRESS_PATTERN = r"^[0-9A-Za-z /?:().,&'+-]+$"
+Amount = Annotated[str, StringConstraints(pattern=AMOUNT_PATTERN.pattern, max_length=64)]
+FiatAmount = Annotated[str, StringConstraints(pattern=FIAT_AMOUNT_PATTERN, max_length=64)]
+AddressField = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]
 Text = Annotated[str, StringConstraints(max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 
@@ -150,6 +150,13 @@ class CreateInternalTransferRequest(Body):
     to_account_id: ShortText | None = None
 
 
+def _digits(value: object) -> object:
+    return str(value) if type(value) is int else value
+
+
+# Unix milliseconds: the reference types it as a string; a JSON integer is taken too (as
+# its digits, so that an error names the field and not a member of a union of types).
+ExpirationDate = Annotated[ShortText, BeforeValidator(_digits)]
 Side = Literal["BUY", "SELL"]
 MarketName = Literal[tuple(MARKETS)]  # type: ignore[valid-type]
 OrderType = Literal["LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT"]
@@ -167,8 +174,7 @@ class CreateOrderRequest(Body):
     metadata: dict[str, str] | None = None
     await_fill_millis: int | None = None
     time_in_force: TimeInForce | None = None
-    # unix milliseconds: the reference types it as a string; a JSON integer is taken too
-    expiration_date: ShortText | int | None = None
+    expiration_date: ExpirationDate | None = None
     identity_id: ShortText | None = None
     identity_account_id: ShortText | None = None
     stop_price: Amount | None = None

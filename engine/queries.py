@@ -52,6 +52,18 @@ def time_conditions(
     return where, params
 
 
+def checked_limit(limit: int | None, default: int = DEFAULT_LIMIT, most: int = MAX_LIMIT) -> int:
+    """A page size as asked, or `default`; one out of 1..`most` is refused in the words
+    the HTTP layer uses for the same fault."""
+    if limit is None:
+        return default
+    if limit < 1:
+        raise Invalid("limit invalid: must be at least 1", field="limit")
+    if limit > most:
+        raise Invalid(f"limit invalid: must be at most {most}", field="limit")
+    return limit
+
+
 def encode_cursor(seq: int) -> str:
     return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
 
@@ -111,9 +123,7 @@ class Queries:
         params: list[Any],
         page: Page,
     ) -> dict[str, Any]:
-        limit = DEFAULT_LIMIT if page.limit is None else page.limit
-        if limit < 1 or limit > MAX_LIMIT:
-            raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
+        limit = checked_limit(page.limit)
         order = (page.order or "DESC").upper()
         if order not in ("ASC", "DESC"):
             raise Invalid("order invalid: must be ASC or DESC", field="order")

@@ -106,3 +106,75 @@ def test_a_bug_is_a_500_problem_that_leaks_nothing(sandbox: Any) -> None:
     assert "secret" not in r.text and "Traceback" not in r.text
     assert "req-123" in body["detail"]
     assert r.headers["x-request-id"] == "req-123"
+
+
+ORDER = {"side": "BUY", "market": "BTCUSD", "type": "LIMIT", "price": "1", "base_amount": "1"}
+# (method, path, query or body, the detail): the API's own words, naming what was sent.
+WORDED = [
+    ("GET", "/v2/profiles", {"limit": "0"}, "limit invalid: must be at least 1"),
+    ("GET", "/v2/profiles", {"limit": "5000"}, "limit invalid: must be at most 1000"),
+    ("GET", "/v2/profiles", {"limit": "ten"}, "limit invalid: must be an integer"),
+    ("GET", "/v2/events", {"limit": "0"}, "limit invalid: must be at least 1"),
+    (
+        "GET",
+        "/v2/profiles/default/executions",
+        {"limit": "501"},
+        "limit invalid: must be at most 500",
+    ),
+    ("GET", "/v2/transfer/transfers", {"order": "UP"}, "order invalid: must be one of ASC, DESC"),
+    (
+        "GET",
+        "/v2/orders",
+        {"status": "DONE"},
+        "status invalid: must be one of PENDING_SUBMISSION, SUBMITTED, OPEN, FILLED,"
+        " CANCELLED, REJECTED",
+    ),
+    (
+        "POST",
+        "/v2/sandbox/profiles/default/deposit",
+        {"asset": "BTC", "amount": 1},
+        "amount invalid: must be a string",
+    ),
+    (
+        "POST",
+        "/v2/sandbox/profiles/default/deposit",
+        {"asset": "BTC", "amount": "-1"},
+        "amount invalid: invalid amount '-1': must be positive decimal",
+    ),
+    (
+        "POST",
+        "/v2/sandbox/clock",
+        {"advance_seconds": -1},
+        "advance_seconds invalid: must be at least 0",
+    ),
+    ("POST", "/v2/sandbox/customers", {"scopes": [5]}, "scopes[0] invalid: must be a string"),
+    (
+        "POST",
+        "/v2/profiles",
+        {"nickname": "x" * 201},
+        "nickname invalid: must be at most 200 characters",
+    ),
+    ("POST", "/v2/profiles", {"nickname": ["x"]}, "nickname invalid: must be a string"),
+    (
+        "POST",
+        "/v2/profiles/default/orders",
+        {**ORDER, "expiration_date": [1]},
+        "expiration_date invalid: must be a string",
+    ),
+    (
+        "POST",
+        "/v2/profiles/default/orders",
+        {**ORDER, "await_fill_millis": "soon"},
+        "await_fill_millis invalid: must be an integer",
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "sent", "detail"), WORDED)
+def test_validation_errors_speak_the_apis_words(
+    sandbox: Any, method: str, path: str, sent: dict[str, Any], detail: str
+) -> None:
+    r = sandbox.get(path, params=sent) if method == "GET" else sandbox.post(path, sent)
+    body = _is_problem(r, 400)
+    assert body["detail"] == detail
+    assert body["meta"]["field"] == detail.split(" ")[0]

@@ -8,8 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter.auth import Principal, require
 from api_adapter.responses import JSONResponse
-from engine.errors import Invalid
-from engine.queries import Page
+from engine.queries import Page, checked_limit
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
@@ -64,10 +63,7 @@ async def list_profile_executions(
     order_id: str | None = None,
     since_execution_id: str | None = None,
 ) -> JSONResponse:
-    if page.limit is None:
-        page.limit = PROFILE_DEFAULT_LIMIT
-    elif page.limit > PROFILE_MAX_LIMIT:
-        raise Invalid(f"limit invalid: must be between 1 and {PROFILE_MAX_LIMIT}", field="limit")
+    page.limit = checked_limit(page.limit, PROFILE_DEFAULT_LIMIT, PROFILE_MAX_LIMIT)
     return JSONResponse(
         request.app.state.queries.list_executions(
             who.customer_id,

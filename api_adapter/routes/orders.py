@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -22,10 +22,7 @@ Read = Annotated[Principal, Depends(require("exchange:read_order"))]
 CREATE_ORDER = "CreateOrder"
 WRITE_SCOPE = "exchange:write_order"
 Write = Annotated[Principal, Depends(require(WRITE_SCOPE))]
-OrderStatus = Annotated[
-    str | None,
-    Query(pattern="^(PENDING_SUBMISSION|SUBMITTED|OPEN|FILLED|CANCELLED|REJECTED)$"),
-]
+OrderStatus = Literal["PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"]
 CLOSED = frozenset({"FILLED", "CANCELLED", "REJECTED"})
 POLL_SECONDS = 0.005
 
@@ -48,7 +45,6 @@ def create_order_command(
     actor: Actor, who: Principal, profile_id: str, body: CreateOrderRequest
 ) -> CreateOrder:
     """The command of a create-order request (the route's and the fast lane's)."""
-    expiration = body.expiration_date
     return CreateOrder(
         actor=actor,
         profile_id=profile_id,
@@ -62,7 +58,7 @@ def create_order_command(
         metadata=body.metadata,
         await_fill_millis=body.await_fill_millis,
         time_in_force=body.time_in_force,
-        expiration_date=str(expiration) if expiration is not None else None,
+        expiration_date=body.expiration_date,
         identity_id=body.identity_id,
         identity_account_id=body.identity_account_id,
         stop_price=body.stop_price,
@@ -116,7 +112,7 @@ async def list_profile_orders(
     profile_id: str,
     page: Annotated[Page, Depends(order_page)],
     market: MarketName | None = None,
-    status: OrderStatus = None,
+    status: OrderStatus | None = None,
     ref_ids: Annotated[list[str] | None, Query()] = None,
 ) -> JSONResponse:
     return JSONResponse(
@@ -139,7 +135,7 @@ async def list_orders(
     profile_id: str | None = None,
     account_id: str | None = None,
     market: MarketName | None = None,
-    status: OrderStatus = None,
+    status: OrderStatus | None = None,
     ref_ids: Annotated[list[str] | None, Query()] = None,
 ) -> JSONResponse:
     return JSONResponse(
