@@ -6,10 +6,23 @@ from typing import Annotated, Literal
 
 from fastapi import Query
 
+from engine.clock import parse_time
+from engine.errors import Invalid
 from engine.queries import Page
 
 Limit = Annotated[int | None, Query(ge=1, le=1000, description="page size, at most 1000")]
 Order = Annotated[Literal["ASC", "DESC"] | None, Query()]
+
+
+def checked_time(name: str, text: str | None) -> str | None:
+    """A time parameter the engine filters under another name (`order_time.begin` is
+    `created_at.gte` there), checked here so that its error names what the client sent."""
+    if text is not None:
+        try:
+            parse_time(text)
+        except ValueError as exc:
+            raise Invalid(f"{name} invalid: not an RFC 3339 time", field=name) from exc
+    return text
 
 
 def _times(column: str, values: dict[str, str | None]) -> dict[tuple[str, str], str]:

@@ -178,3 +178,21 @@ def test_validation_errors_speak_the_apis_words(
     body = _is_problem(r, 400)
     assert body["detail"] == detail
     assert body["meta"]["field"] == detail.split(" ")[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/v2/orders", "order_time.begin"),
+        ("/v2/orders", "order_time.end"),
+        ("/v2/profiles/default/orders", "order_time.begin"),
+        ("/v2/executions", "range.begin"),
+        ("/v2/profiles/default/executions", "range.end"),
+        ("/v2/transfer/transfers", "updated_at.gt"),
+        ("/v2/events", "created_at.lte"),
+    ],
+)
+def test_a_bad_time_names_the_parameter_the_client_sent(sandbox: Any, path: str, name: str) -> None:
+    body = _is_problem(sandbox.get(path, params={name: "yesterday"}), 400)
+    assert body["detail"] == f"{name} invalid: not an RFC 3339 time"
+    assert body["meta"] == {"field": name}

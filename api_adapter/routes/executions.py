@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter.auth import Principal, require
+from api_adapter.paging import checked_time
 from api_adapter.responses import JSONResponse
 from engine.queries import Page, checked_limit
 
@@ -25,9 +26,9 @@ def execution_page(
     end: Annotated[str | None, Query(alias="range.end")] = None,
 ) -> Page:
     times = {}
-    if begin is not None:
+    if (begin := checked_time("range.begin", begin)) is not None:
         times[("executed_at", "gte")] = begin
-    if end is not None:
+    if (end := checked_time("range.end", end)) is not None:
         times[("executed_at", "lte")] = end
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 

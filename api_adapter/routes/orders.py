@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateOrderRequest, MarketName
-from api_adapter.paging import Limit
+from api_adapter.paging import Limit, checked_time
 from api_adapter.responses import JSONResponse
 from engine.commands import Actor, CancelOrder, CreateOrder
 from engine.queries import Page
@@ -34,9 +34,9 @@ def order_page(
     end: Annotated[str | None, Query(alias="order_time.end")] = None,
 ) -> Page:
     times = {}
-    if begin is not None:
+    if (begin := checked_time("order_time.begin", begin)) is not None:
         times[("created_at", "gte")] = begin
-    if end is not None:
+    if (end := checked_time("order_time.end", end)) is not None:
         times[("created_at", "lte")] = end
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
