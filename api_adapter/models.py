@@ -20,6 +20,31 @@ Text = Annotated[str, StringConstraints(max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 
 CryptoNetwork = Literal[CRYPTO_NETWORKS]  # type: ignore[valid-type]
+# Transfer filters: the interface's list of types (it adds PLATFORM_TRANSFER_* and
+# RTP_DEPOSIT to the OpenAPI document's), statuses, and secondary statuses.
+TransferType = Literal[
+    "INTERNAL_TRANSFER_DEBIT",
+    "INTERNAL_TRANSFER_CREDIT",
+    "CRYPTO_DEPOSIT",
+    "CRYPTO_WITHDRAWAL",
+    "WIRE_DEPOSIT",
+    "WIRE_WITHDRAWAL",
+    "SEN_DEPOSIT",
+    "SEN_WITHDRAWAL",
+    "BANK_DEPOSIT",
+    "BANK_WITHDRAWAL",
+    "PLATFORM_TRANSFER_DEBIT",
+    "PLATFORM_TRANSFER_CREDIT",
+    "SIGNET_DEPOSIT",
+    "SIGNET_WITHDRAWAL",
+    "CBIT_WITHDRAWAL",
+    "CBIT_DEPOSIT",
+    "CUBIX_DEPOSIT",
+    "CUBIX_WITHDRAWAL",
+    "RTP_DEPOSIT",
+]
+TransferStatus = Literal["PENDING", "COMPLETED", "FAILED"]
+SecondaryStatus = Literal["TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED"]
 RoutingNumberType = Literal["ABA", "SWIFT"]
 
 

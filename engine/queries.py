@@ -248,6 +248,8 @@ class Queries:
             "ids": "id",
             "type": "type",
             "statuses": "status",
+            # no sandbox transfer is held for the travel rule: the filter matches none
+            "secondary_statuses": "json_extract(body, '$.secondary_status')",
             "group_ids": "group_id",
             "crypto_tx_hashes": "crypto_tx_hash",
         }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter.auth import Principal, require
+from api_adapter.models import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.paging import created_page, updated_times
 from api_adapter.responses import JSONResponse
 from engine.queries import Page
@@ -14,7 +15,9 @@ from engine.queries import Page
 router = APIRouter(prefix="/v2", tags=["Transfers"])
 
 Read = Annotated[Principal, Depends(require("transfer:read_transfer"))]
-Many = Annotated[list[str] | None, Query()]
+T = TypeVar("T")
+# A repeatable filter (`type=A&type=B`); an enum's values are checked, a 400 names it.
+Many = Annotated[list[T] | None, Query()]
 
 
 @router.get("/transfer/transfers", operation_id="ListTransfers")
@@ -24,13 +27,14 @@ async def list_transfers(
     page: Annotated[Page, Depends(created_page)],
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
     order_by: Literal["CREATED_AT"] | None = None,
-    profile_ids: Many = None,
-    ref_ids: Many = None,
-    ids: Many = None,
-    type: Many = None,
-    statuses: Many = None,
-    group_ids: Many = None,
-    crypto_tx_hashes: Many = None,
+    profile_ids: Many[str] = None,
+    ref_ids: Many[str] = None,
+    ids: Many[str] = None,
+    type: Many[TransferType] = None,
+    statuses: Many[TransferStatus] = None,
+    secondary_statuses: Many[SecondaryStatus] = None,
+    group_ids: Many[str] = None,
+    crypto_tx_hashes: Many[str] = None,
 ) -> JSONResponse:
     page.times.update(updated)
     filters = {
@@ -39,6 +43,7 @@ async def list_transfers(
         "ids": ids or [],
         "type": type or [],
         "statuses": statuses or [],
+        "secondary_statuses": secondary_statuses or [],
         "group_ids": group_ids or [],
         "crypto_tx_hashes": crypto_tx_hashes or [],
     }
