@@ -30,6 +30,8 @@ class Page:
     limit: int | None = None
     page_cursor: str | None = None
     order: str | None = None
+    # CREATED_AT (None: the same) or UPDATED_AT, where the list has both
+    order_by: str | None = None
     # ("created_at", "gte") -> RFC 3339 text
     times: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -83,6 +85,28 @@ def decode_cursor(cursor: str) -> int:
         ) from exc
 
 
+def encode_updated_cursor(updated_at: str, seq: int) -> str:
+    """A cursor of a list ordered by `updated_at` (rows updated at one instant by seq)."""
+    return base64.urlsafe_b64encode(f"upd:{updated_at}/{seq}".encode()).decode().rstrip("=")
+
+
+def decode_updated_cursor(cursor: str) -> tuple[str, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        text = base64.urlsafe_b64decode(padded.encode()).decode()
+        kind, _, value = text.partition(":")
+        at, _, number = value.rpartition("/")
+        seq = int(number)
+        if kind != "upd" or not 0 <= seq < 2**63 or format_time(parse_time(at)) != at:
+            raise ValueError(kind)
+        return at, seq
+    except (ValueError, UnicodeError) as exc:
+        raise Invalid(
+            "page_cursor invalid: not a cursor this server issued for this order_by",
+            field="page_cursor",
+        ) from exc
+
+
 class Queries:
     def __init__(self, db_path: str) -> None:
         self.db_path = db_path
@@ -122,29 +146,42 @@ class Queries:
         where: list[str],
         params: list[Any],
         page: Page,
+        default_order: str = "DESC",
     ) -> dict[str, Any]:
+        """One page of `table`'s rows, by creation (seq) or, with `order_by` UPDATED_AT,
+        by `updated_at` then seq; `default_order` where the request names no order."""
         limit = checked_limit(page.limit)
-        order = (page.order or "DESC").upper()
+        order = (page.order or default_order).upper()
         if order not in ("ASC", "DESC"):
-            raise Invalid("order invalid: must be ASC or DESC", field="order")
+            raise Invalid("order invalid: must be one of ASC, DESC", field="order")
+        by_update = page.order_by == "UPDATED_AT"
         where = list(where)
         params = list(params)
         time_where, time_params = time_conditions(page.times)
         where += time_where
         params += time_params
-        if page.page_cursor:
-            seq = decode_cursor(page.page_cursor)
-            where.append("seq > ?" if order == "ASC" else "seq < ?")
-            params.append(seq)
-        sql = f"SELECT seq, body FROM {table}"
+        after = ">" if order == "ASC" else "<"
+        if page.page_cursor and by_update:
+            where.append(f"(updated_at, seq) {after} (?, ?)")
+            params.extend(decode_updated_cursor(page.page_cursor))
+        elif page.page_cursor:
+            where.append(f"seq {after} ?")
+            params.append(decode_cursor(page.page_cursor))
+        sql = f"SELECT seq, body{', updated_at' if by_update else ''} FROM {table}"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += f" ORDER BY seq {order} LIMIT ?"
-        rows = self.conn.execute(sql, [*params, limit + 1]).fetchall()
-        items = [orjson.loads(body) for _, body in rows[:limit]]
+        sql += (
+            f" ORDER BY updated_at {order}, seq {order}" if by_update else f" ORDER BY seq {order}"
+        )
+        rows = self.conn.execute(sql + " LIMIT ?", [*params, limit + 1]).fetchall()
+        items = [orjson.loads(row[1]) for row in rows[:limit]]
         result: dict[str, Any] = {"items": items}
         if len(rows) > limit:
-            result["next_page_cursor"] = encode_cursor(rows[limit - 1][0])
+            last = rows[limit - 1]
+            cursor = (
+                encode_updated_cursor(last[2], last[0]) if by_update else encode_cursor(last[0])
+            )
+            result["next_page_cursor"] = cursor
         return result
 
     # -- clients and profiles -------------------------------------------------------
@@ -240,6 +277,18 @@ class Queries:
     def list_transfers(
         self, customer_id: str, page: Page, filters: dict[str, list[str]]
     ) -> dict[str, Any]:
+        """Transfers newest first by creation, or, with `order_by` UPDATED_AT, oldest
+        change first (the reference's defaults; "what changed since" reconciliation).
+        With both an order_by and a time filter, the reference requires them to agree."""
+        if page.order_by is not None:
+            column = page.order_by.lower()
+            other = sorted(f"{c}.{op}" for c, op in page.times if c != column)
+            if other:
+                raise Invalid(
+                    f"order_by invalid: {page.order_by} with a {other[0]} filter; order_by"
+                    " must equal the type of the timestamp filter",
+                    field="order_by",
+                )
         where = ["customer_id = ?"]
         params: list[Any] = [customer_id]
         columns = {
@@ -258,7 +307,8 @@ class Queries:
                 column = columns[name]
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("transfers", where, params, page)
+        default_order = "ASC" if page.order_by == "UPDATED_AT" else "DESC"
+        return self.page("transfers", where, params, page, default_order)
 
     def fiat_instructions(self, customer_id: str, instructions_id: str) -> dict[str, Any]:
         row = self._one(

@@ -26,7 +26,7 @@ async def list_transfers(
     who: Read,
     page: Annotated[Page, Depends(created_page)],
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
-    order_by: Literal["CREATED_AT"] | None = None,
+    order_by: Literal["CREATED_AT", "UPDATED_AT"] | None = None,
     profile_ids: Many[str] = None,
     ref_ids: Many[str] = None,
     ids: Many[str] = None,
@@ -37,6 +37,7 @@ async def list_transfers(
     crypto_tx_hashes: Many[str] = None,
 ) -> JSONResponse:
     page.times.update(updated)
+    page.order_by = order_by
     filters = {
         "profile_ids": profile_ids or [],
         "ref_ids": ref_ids or [],
