@@ -228,6 +228,7 @@ class Queries:
         nickname: str | None = None,
         ids: list[str] | None = None,
     ) -> dict[str, Any]:
+        """Profiles oldest first unless `order` says otherwise (the reference's default)."""
         where = ["customer_id = ?"]
         params: list[Any] = [customer_id]
         if nickname is not None:
@@ -236,7 +237,7 @@ class Queries:
         if ids:
             where.append(f"id IN ({', '.join('?' for _ in ids)})")
             params.extend(ids)
-        return self.page("profiles", where, params, page)
+        return self.page("profiles", where, params, page, default_order="ASC")
 
     def balances(self, customer_id: str, profile_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)

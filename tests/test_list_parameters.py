@@ -100,3 +100,40 @@ def test_every_enum_and_boolean_query_parameter_of_the_reference_is_checked(
                 assert r.status_code == 200, f"{path}?{name}={value}: {r.text}"
             checked += 1
     assert checked >= 9  # profiles 3, orders 4, transfers 4, fiat instructions 1, ...
+
+
+def test_profiles_are_listed_oldest_first_by_default(sandbox: Any) -> None:
+    for name in ("p0", "p1"):
+        sandbox.post("/v2/profiles", {"nickname": name})
+    names = [p["nickname"] for p in sandbox.get("/v2/profiles").json()["items"]]
+    assert names == ["default", "p0", "p1"]  # the reference: "Defaults to ASC"
+    desc = sandbox.get("/v2/profiles", params={"order": "DESC"}).json()["items"]
+    assert [p["nickname"] for p in desc] == ["p1", "p0", "default"]
+    page = sandbox.get("/v2/profiles", params={"limit": 2}).json()
+    rest = sandbox.get("/v2/profiles", params={"page_cursor": page["next_page_cursor"]}).json()
+    assert [p["nickname"] for p in page["items"] + rest["items"]] == names
+
+
+@pytest.mark.parametrize(
+    ("path", "newest_first"),
+    [
+        ("/v2/transfer/transfers", True),  # "Otherwise defaults to DESC"
+        ("/v2/transfer/fiat-deposit-instructions", True),  # "Defaults to DESC"
+        ("/v2/events", False),  # "always ... in created_at ascending order"
+    ],
+)
+def test_the_other_lists_keep_the_reference_default_order(
+    sandbox: Any, path: str, newest_first: bool
+) -> None:
+    for _ in range(2):
+        sandbox.deposit("BTC", "1")
+        sandbox.post(
+            "/v2/transfer/fiat-deposit-instructions",
+            {"profile_id": "default", "fiat_network": "WIRE"},
+        )
+        sandbox.advance(1)
+    body = sandbox.get(path).json()
+    items = body.get("items", body.get("events"))
+    times = [item["created_at"] for item in items]
+    assert len(times) >= 2
+    assert times == sorted(times, reverse=newest_first)
