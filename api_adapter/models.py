@@ -1,12 +1,22 @@
 """Request bodies as the reference shapes them. Unknown fields are refused (a typo in a
 user's integration should fail here, not silently in production); amounts are strings
-and a JSON number is never coerced into one."""
+and a JSON number is never coerced into one. An optional field may be left out but not
+sent as null: the reference makes no field nullable, so `"total": null` is a 400 naming
+`total`, not a request without a total."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from engine.money import AMOUNT_PATTERN, MARKETS
 from engine.networks import CRYPTO_NETWORKS
@@ -48,8 +58,34 @@ SecondaryStatus = Literal["TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED"]
 RoutingNumberType = Literal["ABA", "SWIFT"]
 
 
+# The error type of a null sent for a declared field (api_adapter/problems.py words it).
+NULL_VALUE = "null_value"
+
+
+def _not_nullable(schema: dict[str, Any]) -> None:
+    """The JSON schema of a body says what the model takes: optional, never null."""
+    for prop in schema.get("properties", {}).values():
+        options = prop.get("anyOf")
+        if options and {"type": "null"} in options:
+            options.remove({"type": "null"})
+            if len(options) == 1:
+                del prop["anyOf"]
+                prop.update(options[0])
+        if prop.get("default", "") is None:
+            del prop["default"]
+
+
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_not_nullable)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict) and None in data.values():
+            for name, value in data.items():
+                if value is None and name in cls.model_fields:
+                    raise PydanticCustomError(NULL_VALUE, "{field} is null", {"field": name})
+        return data
 
 
 class CreateProfileRequest(Body):

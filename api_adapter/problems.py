@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from api_adapter.models import ADDRESS_PATTERN, FIAT_AMOUNT_PATTERN
+from api_adapter.models import ADDRESS_PATTERN, FIAT_AMOUNT_PATTERN, NULL_VALUE
 from api_adapter.responses import ProblemResponse, problem
 from engine.errors import DomainError
 from engine.money import AMOUNT_PATTERN
@@ -96,6 +96,8 @@ def _wording(kind: str, ctx: dict[str, Any], value: Any) -> str:
         return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
     if kind == "extra_forbidden":
         return "unknown field"
+    if kind == NULL_VALUE:
+        return "must not be null"
     return "invalid value"
 
 
@@ -111,8 +113,17 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{name} invalid: {_wording(kind, error.get('ctx') or {}, error.get('input'))}"
 
 
+def _located(error: dict[str, Any]) -> dict[str, Any]:
+    """A null refused by a body model (api_adapter/models.py) is located at its field."""
+    if error.get("type") == NULL_VALUE:
+        field = (error.get("ctx") or {}).get("field")
+        return {**error, "loc": (*tuple(error.get("loc", ())), field)}
+    return error
+
+
 def validation_problem(errors: list[dict[str, Any]]) -> ProblemResponse:
     first = errors[0] if errors else {"type": "value_error", "loc": ("body",), "msg": "invalid"}
+    first = _located(first)
     name = _field_name(tuple(first.get("loc", ())))
     meta = {"field": name} if first.get("type") != "json_invalid" else None
     return problem(400, _describe(first), meta=meta)
