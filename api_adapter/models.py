@@ -170,6 +170,9 @@ class ClockMoveRequest(Body):
 
 class CreateCustomerRequest(Body):
     scopes: list[ShortText] | None = None
+    # The permission self_match_prevention_id needs, which the real service grants to
+    # some accounts only: without it an order naming that field is a 403.
+    self_match_prevention: bool = False
 
 
 class CreateCryptoWithdrawalFeeRequest(Body):

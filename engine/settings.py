@@ -27,9 +27,18 @@ ALL_SCOPES: tuple[str, ...] = (
     "sandbox:write_customer",
 )
 
+# The permission `self_match_prevention_id` needs. The real service grants it only to
+# some accounts, so no client holds it unless asked for (a customer's creation option,
+# the `bootstrap_self_match_prevention` setting): code that sends the field would
+# otherwise pass here and fail in production.
+SELF_MATCH_PREVENTION = "exchange:self_match_prevention"
+# Scopes the bootstrap client receives: every one but that permission.
+BOOTSTRAP_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != SELF_MATCH_PREVENTION)
 # Scopes a customer created through the sandbox endpoint receives: everything a user's
 # integration needs, but not the power to create further tenants.
-CUSTOMER_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != "sandbox:write_customer")
+CUSTOMER_SCOPES: tuple[str, ...] = tuple(
+    s for s in BOOTSTRAP_SCOPES if s != "sandbox:write_customer"
+)
 
 
 class Settings(BaseModel):
@@ -40,6 +49,9 @@ class Settings(BaseModel):
     clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
     durability: Literal["FULL", "NORMAL"] = "FULL"
     token_ttl_seconds: int = 3599
+    # Whether the bootstrap client, made with a new database, holds the permission that
+    # self_match_prevention_id needs (SELF_MATCH_PREVENTION above).
+    bootstrap_self_match_prevention: bool = False
     # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
     # body, and requests per second per client and operation id ("default" for the rest).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)

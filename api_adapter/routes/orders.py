@@ -14,6 +14,7 @@ from api_adapter.paging import Limit, checked_time
 from api_adapter.responses import JSONResponse
 from engine.commands import Actor, CancelOrder, CreateOrder
 from engine.queries import Page
+from engine.settings import SELF_MATCH_PREVENTION
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
@@ -64,7 +65,7 @@ def create_order_command(
         stop_price=body.stop_price,
         recipient_profile_id=body.recipient_profile_id,
         self_match_prevention_id=body.self_match_prevention_id,
-        may_prevent_self_match="exchange:self_match_prevention" in who.scopes,
+        may_prevent_self_match=SELF_MATCH_PREVENTION in who.scopes,
     )
 
 
