@@ -57,8 +57,11 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     rate_limits_enabled: bool = True
     rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
-    fiat_deposit_delay_seconds: Decimal = Decimal(2)
-    wire_fee: Decimal = Decimal(0)
+    # Sandbox wires (engine/funding.py), as the real sandbox does them: credited about a
+    # minute after they are sent, less its wire fee (its own example: amount 150.33,
+    # fee 30, total 120.33).
+    fiat_deposit_delay_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    wire_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
     # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these
     # override them entry by entry): asset -> network -> flat fee, network -> seconds
     # from request to COMPLETED, asset -> largest amount of one withdrawal.
