@@ -6,7 +6,7 @@ sent as null: the reference makes no field nullable, so `"total": null` is a 400
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -222,7 +222,10 @@ def _digits(value: object) -> object:
 # its digits, so that an error names the field and not a member of a union of types).
 ExpirationDate = Annotated[ShortText, BeforeValidator(_digits)]
 Side = Literal["BUY", "SELL"]
-MarketName = Literal[tuple(MARKETS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a Literal built from a dict's keys is no type to mypy
+    MarketName = str
+else:
+    MarketName = Literal[tuple(MARKETS)]
 OrderType = Literal["LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT"]
 TimeInForce = Literal["GTC", "FOK", "IOC", "GTT"]
 

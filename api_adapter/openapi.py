@@ -92,8 +92,8 @@ def _fix(doc: dict[str, Any]) -> None:
                 statuses += [409]
             if "requestBody" in op:
                 statuses += [413, 415]
-            for status in sorted(statuses):
-                responses.setdefault(str(status), _problem(status))
+            for code in sorted(statuses):
+                responses.setdefault(str(code), _problem(code))
 
 
 def install(app: FastAPI) -> None:

@@ -249,7 +249,7 @@ class Recorder:
         if body is not None:
             request["body"] = self._ids(body)
 
-        if method == "POST" and path == "/v2/sandbox/customers" and status == 200:
+        if method == "POST" and path == "/v2/sandbox/customers" and isinstance(response, dict):
             self._append(self._new_actor(body, response))
             return
         if method == "POST" and path == "/v2/sandbox/clock" and status == 200 and actor == ADMIN:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -289,9 +290,9 @@ class Runner:
             self.clock_mode = r.json().get("mode", "manual")
         work: list[tuple[str, Callable[[], int | None]]] = []
         for name, spec in self.scenario.actors.items():
-            work.append((f"actor {name}", lambda n=name, s=spec: self._create_actor(n, s)))
+            work.append((f"actor {name}", partial(self._create_actor, name, spec)))
         for step in self.scenario.steps:
-            work.append((_label(step), lambda s=step: self._step(s)))
+            work.append((_label(step), partial(self._step, step)))
         for index, (label, action) in enumerate(work, start=1):
             t0 = time.perf_counter()
             diffs: list[str] = []
