@@ -301,6 +301,8 @@ class Queries:
             # no sandbox transfer is held for the travel rule: the filter matches none
             "secondary_statuses": "json_extract(body, '$.secondary_status')",
             "group_ids": "group_id",
+            "identity_ids": "json_extract(body, '$.identity_id')",
+            "account_ids": "json_extract(body, '$.account_id')",
             "crypto_tx_hashes": "crypto_tx_hash",
         }
         for name, values in filters.items():

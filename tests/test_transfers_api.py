@@ -126,3 +126,13 @@ def test_order_by_must_agree_with_the_time_filter_and_its_cursor(sandbox_factory
     by_update = sandbox.get(path, params={"order_by": "UPDATED_AT", "limit": 1}).json()
     r = sandbox.get(path, params={"page_cursor": by_update["next_page_cursor"]})
     assert r.status_code == 400 and r.json()["meta"] == {"field": "page_cursor"}
+
+
+def test_filters_by_identity_and_account(sandbox: Any) -> None:
+    sandbox.deposit("BTC", "1")
+    mine = withdraw(sandbox, identity_id="person-1", account_id="account-1").json()["id"]
+    withdraw(sandbox, identity_id="person-2", account_id="account-2")
+    path = "/v2/transfer/transfers"
+    assert _ids(sandbox.get(path, params={"identity_ids": "person-1"})) == [mine]
+    assert _ids(sandbox.get(path, params={"account_ids": "account-1"})) == [mine]
+    assert _ids(sandbox.get(path, params={"account_ids": "nobody"})) == []

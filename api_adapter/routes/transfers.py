@@ -28,6 +28,8 @@ async def list_transfers(
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
     order_by: Literal["CREATED_AT", "UPDATED_AT"] | None = None,
     profile_ids: Many[str] = None,
+    identity_ids: Many[str] = None,
+    account_ids: Many[str] = None,
     ref_ids: Many[str] = None,
     ids: Many[str] = None,
     type: Many[TransferType] = None,
@@ -40,6 +42,8 @@ async def list_transfers(
     page.order_by = order_by
     filters = {
         "profile_ids": profile_ids or [],
+        "identity_ids": identity_ids or [],
+        "account_ids": account_ids or [],
         "ref_ids": ref_ids or [],
         "ids": ids or [],
         "type": type or [],
