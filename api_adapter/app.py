@@ -31,6 +31,7 @@ from api_adapter.routes import (
 )
 from api_adapter.webhooks import Deliverer
 from engine import Engine
+from engine.cursors import Cursors
 from engine.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
@@ -70,13 +71,15 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     secret = engine.store.get_meta("signing_secret")
     assert secret is not None
     app.state.engine = engine
-    app.state.queries = Queries(engine.db_path)
+    # Paging cursors are sealed with a key derived from the signing key (engine/cursors.py
+    # separates the uses), so they outlive a restart and die with a rotation of that key.
+    app.state.queries = Queries(engine.db_path, cursors=Cursors(bytes.fromhex(secret)))
     app.state.clients = auth.Clients(app.state.queries)
     app.state.tokens = auth.Tokens(secret, engine.settings.token_ttl_seconds)
     # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
     # context manager); a test may replace it with a faster-polling one before that.
-    app.state.webhooks = Deliverer(engine.db_path)
     settings = engine.settings
+    app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
     problems.install(app)
     for router in ROUTERS:

@@ -19,6 +19,8 @@ def _settings(args: argparse.Namespace) -> object:
         overrides["durability"] = args.durability
     if getattr(args, "no_rate_limits", False):
         overrides["rate_limits_enabled"] = False
+    if getattr(args, "webhook_allow", None):
+        overrides["webhook_allowed_hosts"] = [h for hosts in args.webhook_allow for h in hosts]
     if args.config:
         return Settings.from_file(args.config, **overrides)
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
@@ -75,9 +77,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from engine.store import StoreUnavailable
     from engine.verify import rebuild
 
-    position = rebuild(args.db)
+    try:
+        position = rebuild(args.db)
+    except StoreUnavailable as exc:  # a server runs on it (engine/store/lease.py)
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
     print(f"read models rebuilt from {position} events")
     return 0
 
@@ -96,10 +103,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from engine.projections.readmodels import TABLES
     from engine.store import SqliteEventStore
 
-    store = SqliteEventStore(args.db, tables=TABLES)
+    store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
     out = sys.stdout.buffer
     try:
         for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
@@ -175,7 +181,9 @@ def cmd_clients_revoke(args: argparse.Namespace) -> int:
     from engine.commands import RevokeClient
     from engine.errors import DomainError
 
-    engine = Engine(args.db).start()
+    # Beside a running server, which holds the writer lease: one event, through SQLite's
+    # write lock; the server reloads the log it finds changed before deciding again.
+    engine = Engine(args.db, lease=False).start()
     try:
         engine.execute(RevokeClient(client_id=args.client_id))
     except DomainError as exc:
@@ -191,6 +199,19 @@ def _existing_db(path: str) -> str:
     if not Path(path).exists():
         raise argparse.ArgumentTypeError(f"no database at {path}")
     return path
+
+
+def _allowed_hosts(value: str) -> list[str]:
+    """`--webhook-allow`'s comma-separated hosts, each checked as the setting checks it."""
+    from engine.destinations import parse_allowed
+
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for host in hosts:
+        try:
+            parse_allowed(host)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return hosts
 
 
 def parser() -> argparse.ArgumentParser:
@@ -209,6 +230,15 @@ def parser() -> argparse.ArgumentParser:
         "--no-rate-limits",
         action="store_true",
         help="answer every request however fast it comes (load tests)",
+    )
+    serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        type=_allowed_hosts,
+        default=None,
+        metavar="HOST[,HOST...]",
+        help="let webhooks reach these names, addresses or networks though not public"
+        " (e.g. 127.0.0.1 for a receiver on this machine); replaces the config file's list",
     )
     serve.add_argument(
         "--record", default=None, metavar="FILE", help="write the session as a scenario to FILE"

@@ -49,7 +49,7 @@ from engine.settings import SELF_MATCH_PREVENTION
 
 # Settings that are not the scenario's to choose (see engine.scenario).
 _NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
-_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants"}
+_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants", "execution_ids"}
 # Fields holding a time: ignored when the session ran on a wall clock.
 TIME_FIELDS = [
     "created_at",
@@ -68,7 +68,8 @@ TIME_FIELDS = [
     "notional_value",
 ]
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo"})
+# A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
+_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
 
 
 class _Dumper(yaml.SafeDumper):

@@ -33,6 +33,9 @@ from engine.commands import AdvanceClock, Command, Tick
 from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import SCHEMA_VERSIONS, Event, upcast
+from engine.execution_ids import META_KEY as EXECUTION_KEY
+from engine.execution_ids import database_key
+from engine.execution_ids import new_key as new_execution_key
 from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.money import CONTEXT
@@ -43,7 +46,7 @@ from engine.state import Ctx, State
 from engine.state_snapshots import FORMAT as SNAPSHOT_FORMAT
 from engine.state_snapshots import Snapshotter
 from engine.state_snapshots import load as load_state
-from engine.store import SqliteEventStore, StoreUnavailable
+from engine.store import Concurrency, SqliteEventStore, StoreUnavailable
 
 log = structlog.get_logger("sandex.engine")
 
@@ -71,12 +74,20 @@ class NotDecided(Unavailable):
 
 class Engine:
     def __init__(
-        self, db_path: str | Path, settings: Settings | None = None, clock: Clock | None = None
+        self,
+        db_path: str | Path,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+        *,
+        lease: bool = True,
     ):
+        """`lease=False` is for a brief writer beside a running one (`sandex clients
+        revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
+        in SQLite's write lock, each reloading what the other wrote before it decides."""
         self.settings = settings or Settings()
         self.db_path = str(db_path)
         self.store = SqliteEventStore(
-            self.db_path, durability=self.settings.durability, tables=TABLES
+            self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
         )
         seed = self.store.get_meta("seed")
         if seed is None:
@@ -86,6 +97,11 @@ class Engine:
                 self.store.set_meta("signing_secret", os.urandom(32).hex())
                 self.store.set_meta("created_with_clock", self.settings.clock)
         self.seed = int(seed)
+        key = self.store.get_meta(EXECUTION_KEY)
+        if key is None:  # a new database, or one from before execution ids were permuted
+            key = new_execution_key(self.settings.execution_ids, self.seed)
+            self.store.set_meta(EXECUTION_KEY, key)
+        self.execution_ids = database_key(key)
         if clock is None:
             clock = (
                 ManualClock(self.settings.clock_start)
@@ -557,17 +573,16 @@ class Engine:
         clock = self.clock
         if not isinstance(clock, ManualClock):
             raise Conflict("the sandbox runs on a wall clock; only a manual clock can be moved")
-        target = command.to
-        assert target is not None
+        target, field = _clock_target(command, clock.now())
         if target < clock.now():
             raise Invalid(
-                f"set_to invalid: the clock never moves backwards (now {format_time(clock.now())})",
-                field="set_to",
+                f"{field} invalid: the clock never moves backwards (now {format_time(clock.now())})",
+                field=field,
             )
         if target > LATEST:
             raise Invalid(
-                f"set_to invalid: the clock cannot move past {format_time(LATEST)}",
-                field="set_to",
+                f"{field} invalid: the clock cannot move past {format_time(LATEST)}",
+                field=field,
             )
         self._fire_due(target)
         clock.set(target)
@@ -578,6 +593,19 @@ class Engine:
             {"command": "AdvanceClock", "client_id": command.actor.client_id},
         )
         return {"now": format_time(target), "mode": "manual"}
+
+
+def _clock_target(command: AdvanceClock, now: datetime) -> tuple[datetime, str]:
+    """Where `command` moves a clock that reads `now`, and the request field it came
+    from (for the error that refuses it)."""
+    if (command.to is None) == (command.by is None):
+        raise Invalid("exactly one of advance_seconds and set_to is required", field="set_to")
+    if command.to is not None:
+        return command.to, "set_to"
+    try:
+        return now + command.by, "advance_seconds"  # type: ignore[operator]
+    except OverflowError:
+        return datetime.max.replace(tzinfo=now.tzinfo), "advance_seconds"
 
 
 def _fail(batch: Batch, error: BaseException) -> None:
@@ -759,13 +787,23 @@ class Cancelled(Exception):
 
 def rebuild_read_models(store: SqliteEventStore) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
-    read-model table from it in one transaction; the state replayed."""
+    read-model table from it in one transaction; the state replayed.
+
+    The rewrite commits only if the log still ends where the replay did: a writer that
+    holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
+    from the shorter log would drop what it wrote. The replay then goes on from where
+    it stopped, and the rewrite is tried again."""
     state = State()
     state.appended = []
-    replay(store.read(with_meta=False), state)
-    rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-    for table, row in all_rows(state):
-        rows.setdefault(table, ([], []))[0].append(row)
-    state.appended = None
-    store.replace_read_models(rows, state.position)
-    return state
+    while True:
+        replay(store.read(after=state.position, with_meta=False), state)
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in all_rows(state):
+            rows.setdefault(table, ([], []))[0].append(row)
+        try:
+            store.replace_read_models(rows, state.position)
+        except Concurrency:
+            log.warning("the log grew during a read-model rewrite; replaying its tail")
+            continue
+        state.appended = None
+        return state

@@ -5,17 +5,19 @@ a row of another customer is answered as absent."""
 
 from __future__ import annotations
 
-import base64
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import orjson
 
-from engine.clock import format_time, parse_time
+from engine.clock import EPOCH, format_time, parse_time
+from engine.cursors import Cursors
 from engine.errors import Invalid, NotFound
+from engine.execution_ids import META_KEY, ExecutionIds, database_key
 from engine.money import ASSETS
 
 MAX_LIMIT = 1000
@@ -66,50 +68,13 @@ def checked_limit(limit: int | None, default: int = DEFAULT_LIMIT, most: int = M
     return limit
 
 
-def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        text = base64.urlsafe_b64decode(padded.encode()).decode()
-        kind, _, value = text.partition(":")
-        seq = int(value)
-        if kind != "seq" or not 0 <= seq < 2**63:  # SQLite integers are 64-bit
-            raise ValueError(kind)
-        return seq
-    except (ValueError, UnicodeError) as exc:
-        raise Invalid(
-            "page_cursor invalid: not a cursor this server issued", field="page_cursor"
-        ) from exc
-
-
-def encode_updated_cursor(updated_at: str, seq: int) -> str:
-    """A cursor of a list ordered by `updated_at` (rows updated at one instant by seq)."""
-    return base64.urlsafe_b64encode(f"upd:{updated_at}/{seq}".encode()).decode().rstrip("=")
-
-
-def decode_updated_cursor(cursor: str) -> tuple[str, int]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        text = base64.urlsafe_b64decode(padded.encode()).decode()
-        kind, _, value = text.partition(":")
-        at, _, number = value.rpartition("/")
-        seq = int(number)
-        if kind != "upd" or not 0 <= seq < 2**63 or format_time(parse_time(at)) != at:
-            raise ValueError(kind)
-        return at, seq
-    except (ValueError, UnicodeError) as exc:
-        raise Invalid(
-            "page_cursor invalid: not a cursor this server issued for this order_by",
-            field="page_cursor",
-        ) from exc
-
-
 class Queries:
-    def __init__(self, db_path: str) -> None:
+    def __init__(self, db_path: str, *, cursors: Cursors | None = None) -> None:
+        """`cursors`: what seals paging cursors (the API's, keyed from its signing key);
+        None: a key of this object's own, so its cursors do not outlive it."""
         self.db_path = db_path
+        self.cursors = cursors if cursors is not None else Cursors()
+        self._execution_ids: ExecutionIds | None = None
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -138,6 +103,17 @@ class Queries:
     def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
 
+    @property
+    def execution_ids(self) -> ExecutionIds:
+        """The database's execution id permutation (engine/execution_ids.py), whose key
+        the engine stored when it opened the database."""
+        if self._execution_ids is None:
+            row = self._one("SELECT value FROM sandex_meta WHERE key = ?", (META_KEY,))
+            if row is None:
+                raise RuntimeError("the database has no execution id key: open it with the engine")
+            self._execution_ids = database_key(row[0])
+        return self._execution_ids
+
     # -- paging ---------------------------------------------------------------------
 
     def page(
@@ -146,10 +122,14 @@ class Queries:
         where: list[str],
         params: list[Any],
         page: Page,
+        *,
+        owner: str,
         default_order: str = "DESC",
     ) -> dict[str, Any]:
-        """One page of `table`'s rows, by creation (seq) or, with `order_by` UPDATED_AT,
-        by `updated_at` then seq; `default_order` where the request names no order."""
+        """One page of `table`'s rows of customer `owner` that match `where`, by creation
+        (seq) or, with `order_by` UPDATED_AT, by `updated_at` then seq; `default_order`
+        where the request names no order. Its cursor is bound to that table, customer
+        and order_by."""
         limit = checked_limit(page.limit)
         order = (page.order or default_order).upper()
         if order not in ("ASC", "DESC"):
@@ -162,11 +142,12 @@ class Queries:
         params += time_params
         after = ">" if order == "ASC" else "<"
         if page.page_cursor and by_update:
+            micros, seq = self.cursors.decode_pair(page.page_cursor, table, owner, "updated_at")
             where.append(f"(updated_at, seq) {after} (?, ?)")
-            params.extend(decode_updated_cursor(page.page_cursor))
+            params += [format_time(EPOCH + timedelta(microseconds=micros)), seq]
         elif page.page_cursor:
             where.append(f"seq {after} ?")
-            params.append(decode_cursor(page.page_cursor))
+            params.append(self.cursors.decode(page.page_cursor, table, owner))
         sql = f"SELECT seq, body{', updated_at' if by_update else ''} FROM {table}"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -178,9 +159,11 @@ class Queries:
         result: dict[str, Any] = {"items": items}
         if len(rows) > limit:
             last = rows[limit - 1]
-            cursor = (
-                encode_updated_cursor(last[2], last[0]) if by_update else encode_cursor(last[0])
-            )
+            if by_update:
+                micros = (parse_time(last[2]) - EPOCH) // timedelta(microseconds=1)
+                cursor = self.cursors.encode_pair(micros, last[0], table, owner, "updated_at")
+            else:
+                cursor = self.cursors.encode(last[0], table, owner)
             result["next_page_cursor"] = cursor
         return result
 
@@ -237,7 +220,7 @@ class Queries:
         if ids:
             where.append(f"id IN ({', '.join('?' for _ in ids)})")
             params.extend(ids)
-        return self.page("profiles", where, params, page, default_order="ASC")
+        return self.page("profiles", where, params, page, owner=customer_id, default_order="ASC")
 
     def balances(self, customer_id: str, profile_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)
@@ -311,7 +294,9 @@ class Queries:
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
         default_order = "ASC" if page.order_by == "UPDATED_AT" else "DESC"
-        return self.page("transfers", where, params, page, default_order)
+        return self.page(
+            "transfers", where, params, page, owner=customer_id, default_order=default_order
+        )
 
     def fiat_instructions(self, customer_id: str, instructions_id: str) -> dict[str, Any]:
         row = self._one(
@@ -331,7 +316,7 @@ class Queries:
             if values:
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("fiat_instructions", where, params, page)
+        return self.page("fiat_instructions", where, params, page, owner=customer_id)
 
     # -- orders and executions (tables written by engine/orders.py) -------------------
 
@@ -364,7 +349,7 @@ class Queries:
         if after is not None:
             where.append(f"{after[0]} > ?")
             params.append(after[1])
-        return self.page(table, where, params, page)
+        return self.page(table, where, params, page, owner=customer_id)
 
     def list_orders(
         self,
@@ -396,8 +381,13 @@ class Queries:
         since_execution_id: str | None = None,
     ) -> dict[str, Any]:
         """Executions of the customer, newest first; `since_execution_id` keeps the ones
-        after that id."""
+        after that id.
+
+        Rows hold the engine's execution numbers (`seq`, and `execution_id` in the body);
+        the API shows each through the database's permutation, and maps the id a client
+        sends back to its number."""
         pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
+        ids = self.execution_ids
         after = None
         if since_execution_id is not None:
             if not since_execution_id.isdigit():
@@ -405,8 +395,14 @@ class Queries:
                     "since_execution_id invalid: an execution id is a number",
                     field="since_execution_id",
                 )
-            after = ("seq", int(since_execution_id))
-        return self._filtered(
+            try:
+                after = ("seq", ids.number(int(since_execution_id)))
+            except ValueError as exc:  # out of the range of ids
+                raise Invalid(
+                    "since_execution_id invalid: not an execution id",
+                    field="since_execution_id",
+                ) from exc
+        result = self._filtered(
             "executions",
             customer_id,
             page,
@@ -414,3 +410,6 @@ class Queries:
             {},
             after,
         )
+        for item in result["items"]:
+            item["execution_id"] = str(ids.public(int(item["execution_id"])))
+        return result

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.destinations import parse_allowed
 
 ALL_SCOPES: tuple[str, ...] = (
     "funding:read_profile",
@@ -45,6 +47,12 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = 0
+    # The key of the execution id permutation (engine/execution_ids.py), chosen when the
+    # database is created: "random" (from the OS CSPRNG) hides the sandbox's trading
+    # volume from tenants; "seeded" derives it from the seed, so the same seed and
+    # commands show the same ids (backtests and scenario replays), and anyone who knows
+    # the seed can count executions from them.
+    execution_ids: Literal["random", "seeded"] = "random"
     clock: Literal["wall", "manual"] = "wall"
     clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
     durability: Literal["FULL", "NORMAL"] = "FULL"
@@ -96,8 +104,19 @@ class Settings(BaseModel):
     # start-up replays only the log after the newest (engine/state_snapshots.py); 0: never.
     snapshot_every_events: int = Field(default=100_000, ge=0)
     tick_interval_seconds: float = 0.1
+    # Webhook destinations (engine/destinations.py): besides public addresses, the host
+    # names, addresses and networks a webhook may reach. Empty: loopback, private,
+    # link-local and other non-public destinations are refused.
+    webhook_allowed_hosts: list[str] = Field(default_factory=list)
     # Check every invariant after every command (the test suite turns this on).
     assert_invariants: bool = False
+
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            parse_allowed(entry)
+        return entries
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: object) -> Settings:

@@ -8,11 +8,13 @@ Delivery starts with the first feed event after the registration (`since`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from engine.commands import Command
+from engine.destinations import Destinations
 from engine.errors import Invalid, NotFound
 from engine.events import Event
 from engine.projections import readmodels
@@ -20,6 +22,9 @@ from engine.state import Ctx, State
 
 KEY = "webhooks"
 MAX_URL = 2048
+# A URL's host and port: a name or IPv4 address, or an IPv6 address in brackets (which
+# holds a colon: `[v1.x]`, IPvFuture, is nothing a client connects to).
+_BRACKETS = re.compile(r"(?:\[[^\[\]]*:[^\[\]]*\]|[^\[\]:]*)(?::[0-9]*)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,22 +42,56 @@ def registrations(state: State) -> dict[str, dict[str, Any]]:
 
 
 def webhook_view(record: dict[str, Any], with_secret: bool = False) -> dict[str, Any]:
-    view = {"id": record["id"], "url": record["url"], "created_at": record["created_at"]}
+    view = {
+        "id": record["id"],
+        "url": redact_url(record["url"]),
+        "created_at": record["created_at"],
+    }
     if with_secret:
         view["secret"] = record["secret"]
     return view
 
 
-def check_url(url: str) -> None:
+def redact_url(url: str, *, query: bool = True) -> str:
+    """`url` fit to show or log: credentials (`user:pass@`) become `***@`, and without
+    `query` the query string becomes `?***`, since receivers often put a token there."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    if query:
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
+
+
+def check_url(url: str, destinations: Destinations) -> None:
+    """Refuse a URL that is malformed or names a destination the policy refuses."""
     if len(url) > MAX_URL:
         raise Invalid(f"url invalid: at most {MAX_URL} characters", field="url")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if any(c.isspace() or not c.isprintable() or c == "\\" for c in url):
+        raise Invalid("url invalid: no spaces, control characters or backslashes", field="url")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # an unclosed or misplaced [
+        host = None
+    if host is None or parts.scheme not in ("http", "https"):
         raise Invalid("url invalid: an absolute http or https URL", field="url")
+    if not _BRACKETS.fullmatch(parts.netloc.rpartition("@")[2]) or not host:
+        raise Invalid("url invalid: a host, then at most a port", field="url")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise Invalid("url invalid: the port is a number from 1 to 65535", field="url")
+    refusal = destinations.refusal(host)
+    if refusal is not None:
+        raise Invalid(f"url invalid: {refusal}", field="url")
 
 
 def register_webhook(ctx: Ctx, cmd: RegisterWebhook) -> dict[str, Any]:
-    check_url(cmd.url)
+    check_url(cmd.url, Destinations(ctx.settings.webhook_allowed_hosts))
     customer_id = cmd.actor.customer_id
     ctx.emit(
         "WebhookRegistered",

@@ -59,11 +59,8 @@ def test_orders_fill_in_price_time_priority_across_profiles_at_the_resting_price
     better = placed(sb, headers=c, **limit("SELL", "42505", "0.1"))
     taker = placed(sb, **limit("BUY", "42530", "0.35"))
     assert taker["status"] == "FILLED"
-    fills = sorted(
-        (int(e["execution_id"]), e["price"], e["amount"])
-        for e in executions(sb, order_id=taker["id"])
-    )
-    assert [(p, q) for _, p, q in fills] == [
+    fills = [(e["price"], e["amount"]) for e in reversed(executions(sb, order_id=taker["id"]))]
+    assert fills == [
         ("42505.00", "0.10000000"),
         ("42510.00", "0.10000000"),
         ("42510.00", "0.15000000"),

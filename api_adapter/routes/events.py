@@ -14,7 +14,6 @@ from api_adapter.auth import Principal, require
 from api_adapter.responses import JSONResponse
 from api_adapter.webhooks import delivered_through
 from engine import feed
-from engine.queries import decode_cursor, encode_cursor
 
 router = APIRouter(prefix="/v2", tags=["Events"])
 
@@ -45,16 +44,20 @@ async def list_events(
         )
         if value is not None
     }
+    queries = request.app.state.queries
+    cursors, owner = queries.cursors, who.customer_id
     events, next_seq = feed.list_events(
-        request.app.state.queries.conn,
-        who.customer_id,
+        queries.conn,
+        owner,
         limit=limit,
-        after_seq=decode_cursor(page_cursor) if page_cursor else None,
+        after_seq=cursors.decode(page_cursor, "event_feed", owner) if page_cursor else None,
         type=type,
         times=times,
-        delivered_through=delivered_through(request.app, who.customer_id),
+        delivered_through=delivered_through(request.app, owner),
     )
-    headers = {"X-Next-Page-Cursor": encode_cursor(next_seq)} if next_seq is not None else None
+    headers = None
+    if next_seq is not None:
+        headers = {"X-Next-Page-Cursor": cursors.encode(next_seq, "event_feed", owner)}
     return JSONResponse({"events": events}, headers=headers)
 
 

@@ -30,22 +30,24 @@ async def move_clock(
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
     body: ClockMoveRequest,
 ) -> JSONResponse:
-    engine = request.app.state.engine
     if (body.advance_seconds is None) == (body.set_to is None):
         raise Invalid(
             "exactly one of advance_seconds and set_to is required", field="advance_seconds"
         )
     if body.set_to is not None:
         try:
-            target = parse_time(body.set_to)
+            command = AdvanceClock(actor=actor(request, who), to=parse_time(body.set_to))
         except ValueError as exc:
             raise Invalid(
                 "set_to invalid: not an RFC 3339 time with offset", field="set_to"
             ) from exc
     else:
+        # The writer adds the delta to its own clock: two advances sent together move
+        # it twice, where a target computed here would make them aim at the same time.
         assert body.advance_seconds is not None
-        target = engine.clock.now() + timedelta(seconds=body.advance_seconds)
-    return JSONResponse(await run(request, AdvanceClock(actor=actor(request, who), to=target)))
+        by = timedelta(seconds=body.advance_seconds)
+        command = AdvanceClock(actor=actor(request, who), by=by)
+    return JSONResponse(await run(request, command))
 
 
 @router.post("/customers", operation_id="CreateSandboxCustomer")
