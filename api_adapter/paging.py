@@ -8,6 +8,8 @@ from fastapi import Query
 from pydantic import BeforeValidator
 from pydantic_core import PydanticKnownError
 
+from engine.clock import parse_time
+from engine.errors import Invalid
 from engine.params import int_fault
 from engine.queries import MAX_LIMIT, Page
 
@@ -37,6 +39,17 @@ Limit = Annotated[
     Query(ge=1, le=MAX_LIMIT, description=f"page size, at most {MAX_LIMIT}"),
 ]
 Order = Annotated[Literal["ASC", "DESC"] | None, Query()]
+
+
+def checked_time(name: str, text: str | None) -> str | None:
+    """A time parameter the engine filters under another name (`order_time.begin` is
+    `created_at.gte` there), checked here so that its error names what the client sent."""
+    if text is not None:
+        try:
+            parse_time(text)
+        except ValueError as exc:
+            raise Invalid(f"{name} invalid: not an RFC 3339 time", field=name) from exc
+    return text
 
 
 def _times(column: str, values: dict[str, str | None]) -> dict[tuple[str, str], str]:

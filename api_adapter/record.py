@@ -45,6 +45,7 @@ from api_adapter.auth import Tokens
 from api_adapter.problems import AuthError
 from engine.clock import format_time, parse_time
 from engine.scenario import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
+from engine.settings import SELF_MATCH_PREVENTION
 
 # Settings that are not the scenario's to choose (see engine.scenario).
 _NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
@@ -249,7 +250,7 @@ class Recorder:
         if body is not None:
             request["body"] = self._ids(body)
 
-        if method == "POST" and path == "/v2/sandbox/customers" and status == 200:
+        if method == "POST" and path == "/v2/sandbox/customers" and isinstance(response, dict):
             self._append(self._new_actor(body, response))
             return
         if method == "POST" and path == "/v2/sandbox/clock" and status == 200 and actor == ADMIN:
@@ -328,9 +329,13 @@ class Recorder:
         for key in ("customer_id", "profile_id", "client_id"):
             self.ids[made[key]] = f"{{{name}.{key}}}"
         step: dict[str, Any] = {"create_actor": name}
-        if isinstance(body, dict) and body.get("scopes"):
+        body = body if isinstance(body, dict) else {}
+        if body.get("scopes"):
             step["scopes"] = body["scopes"]
             self.scopes[made["client_id"]] = set(body["scopes"])
+        if body.get("self_match_prevention") is True:
+            step["self_match_prevention"] = True
+            self.scopes.get(made["client_id"], set()).add(SELF_MATCH_PREVENTION)
         return step
 
     def _ids(self, value: Any) -> Any:

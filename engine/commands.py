@@ -32,6 +32,8 @@ class CreateCustomer(Command):
     client_secret: str | None = None
     scopes: tuple[str, ...] = ()
     bootstrap: bool = False
+    # Grant the permission self_match_prevention_id needs, on top of the scopes.
+    self_match_prevention: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,9 +88,11 @@ class _Model(BaseModel):
 
 
 class Actor(_Model):
-    """A customer created on the fly, with its own client; `scopes` narrows the client."""
+    """A customer created on the fly, with its own client; `scopes` narrows the client,
+    `self_match_prevention` grants the permission self_match_prevention_id needs."""
 
     scopes: list[str] | None = None
+    self_match_prevention: bool = False
 
 
 class Request(_Model):
@@ -174,6 +176,7 @@ class ActorStep(_Model):
     note: str | None = None
     create_actor: str
     scopes: list[str] | None = None
+    self_match_prevention: bool = False
 
 
 class Balance(_Model):

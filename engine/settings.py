@@ -29,9 +29,18 @@ ALL_SCOPES: tuple[str, ...] = (
     "sandbox:write_customer",
 )
 
+# The permission `self_match_prevention_id` needs. The real service grants it only to
+# some accounts, so no client holds it unless asked for (a customer's creation option,
+# the `bootstrap_self_match_prevention` setting): code that sends the field would
+# otherwise pass here and fail in production.
+SELF_MATCH_PREVENTION = "exchange:self_match_prevention"
+# Scopes the bootstrap client receives: every one but that permission.
+BOOTSTRAP_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != SELF_MATCH_PREVENTION)
 # Scopes a customer created through the sandbox endpoint receives: everything a user's
 # integration needs, but not the power to create further tenants.
-CUSTOMER_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != "sandbox:write_customer")
+CUSTOMER_SCOPES: tuple[str, ...] = tuple(
+    s for s in BOOTSTRAP_SCOPES if s != "sandbox:write_customer"
+)
 
 
 class Settings(BaseModel):
@@ -48,6 +57,9 @@ class Settings(BaseModel):
     clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
     durability: Literal["FULL", "NORMAL"] = "FULL"
     token_ttl_seconds: int = 3599
+    # Whether the bootstrap client, made with a new database, holds the permission that
+    # self_match_prevention_id needs (SELF_MATCH_PREVENTION above).
+    bootstrap_self_match_prevention: bool = False
     # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
     # body, and requests per second per client and operation id ("default" for the rest).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
@@ -62,8 +74,11 @@ class Settings(BaseModel):
     max_header_bytes: int = Field(default=64 * 1024, ge=4096)
     rate_limits_enabled: bool = True
     rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
-    fiat_deposit_delay_seconds: Decimal = Decimal(2)
-    wire_fee: Decimal = Decimal(0)
+    # Sandbox wires (engine/funding.py), as the real sandbox does them: credited about a
+    # minute after they are sent, less its wire fee (its own example: amount 150.33,
+    # fee 30, total 120.33).
+    fiat_deposit_delay_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    wire_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
     # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these
     # override them entry by entry): asset -> network -> flat fee, network -> seconds
     # from request to COMPLETED, asset -> largest amount of one withdrawal.

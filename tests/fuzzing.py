@@ -52,6 +52,9 @@ HOSTILE_INTEGERS = (
     "9" * 5000,
     "\x00",
 )
+# pydantic's own wording, which a problem's detail never shows (api_adapter/problems.py
+# words every validation error as the API does: "limit invalid: must be at least 1").
+PYDANTIC_WORDS = ("Input should", "String should", "Field required", "Value error", "Extra inputs")
 
 
 def errors_are_problems(ctx: Any, response: Any, case: Any) -> bool | None:
@@ -69,6 +72,8 @@ def errors_are_problems(ctx: Any, response: Any, case: Any) -> bool | None:
     missing = [f for f in PROBLEM_FIELDS if f not in body]
     assert not missing, f"problem without {missing}: {response.text}"
     assert body["status"] == response.status_code, response.text
+    leaked = [w for w in PYDANTIC_WORDS if w in str(body["detail"])]
+    assert not leaked, f"pydantic's words in a problem: {response.text}"
     return True
 
 

@@ -132,7 +132,7 @@ def test_domain_errors_reach_their_caller_only(tmp_path: Path) -> None:
 
 
 def test_advance_fires_deadlines_in_order_at_their_exact_time(tmp_path: Path) -> None:
-    settings = make_settings(fiat_deposit_delay_seconds=2)
+    settings = make_settings(fiat_deposit_delay_seconds=2, wire_fee=0)
     with Engine(tmp_path / "t.db", settings) as engine:
         actor = _boot(engine)
         memo = engine.execute(CreateFiatDepositInstructions(actor=actor, profile_id="default"))[

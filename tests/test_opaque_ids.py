@@ -127,7 +127,9 @@ def test_paging_by_cursor_gives_every_row_exactly_once(sandbox_factory: Any) -> 
     sb = sandbox_factory()
     headers, _ = _tenant_with_rows(sb)
     for path in ("/v2/profiles", "/v2/transfer/transfers"):
-        everything = sb.get(path, params={"limit": 100}, headers=headers).json()["items"]
+        # newest first asked for: profiles are listed oldest first by default
+        newest = {"limit": 100, "order": "DESC"}
+        everything = sb.get(path, params=newest, headers=headers).json()["items"]
         assert len(everything) == 5
         newest_first = [item["id"] for item in everything]
         for order, expected in (("DESC", newest_first), ("ASC", newest_first[::-1])):

@@ -184,7 +184,12 @@ def test_a_self_match_cancels_the_resting_order_and_matching_goes_on(sb: Any) ->
     assert reasons == ["SELF_MATCH_PREVENTED", "SELF_MATCH_PREVENTED"]
 
 
-def test_different_self_match_prevention_ids_of_one_customer_may_trade(sb: Any) -> None:
+def test_different_self_match_prevention_ids_of_one_customer_may_trade(
+    sandbox_factory: Any,
+) -> None:
+    sb = still(sandbox_factory, bootstrap_self_match_prevention=True)
+    sb.deposit("USD", "1000000")
+    sb.deposit("BTC", "10")
     seller = placed(sb, **limit("SELL", "42510", "0.1", self_match_prevention_id="desk-a"))
     buyer = placed(sb, **limit("BUY", "42530", "0.1", self_match_prevention_id="desk-b"))
     assert buyer["volume_weighted_average_price"] == "42510.00000000"

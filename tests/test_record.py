@@ -79,7 +79,9 @@ def _session(base: str, server: Served) -> None:
     """What an integration might do: tenants, funding, a withdrawal, a trade, refusals."""
     admin = server.token("sandex", "sandex-secret")
     c = httpx.Client(base_url=base)
-    made = c.post("/v2/sandbox/customers", headers=admin).json()
+    # with the permission self_match_prevention_id needs: the recording must keep it
+    made = c.post("/v2/sandbox/customers", json={"self_match_prevention": True}, headers=admin)
+    made = made.json()
     alice = server.token(made["client_id"], made["client_secret"])
     pid = made["profile_id"]
     assert c.post(
@@ -123,6 +125,7 @@ def _session(base: str, server: Served) -> None:
             "type": "LIMIT",
             "price": "45000",
             "base_amount": "0.1",
+            "self_match_prevention_id": "desk-a",
         },
         headers=alice,
     ).json()

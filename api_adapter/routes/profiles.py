@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -19,6 +19,9 @@ router = APIRouter(prefix="/v2", tags=["Profiles"])
 
 Read = Annotated[Principal, Depends(require("funding:read_profile"))]
 Write = Annotated[Principal, Depends(require("funding:write_profile"))]
+# The reference's flag to show deactivated profiles too; sandex never deactivates one, so
+# it changes nothing here, but a value that is not a boolean is refused as there.
+Deactivated = Annotated[bool | None, Query()]
 
 
 @router.get(
@@ -30,6 +33,8 @@ async def list_profiles(
     page: Annotated[Page, Depends(created_page)],
     nickname: str | None = None,
     ids: Annotated[list[str] | None, Query()] = None,
+    include_deactivated: Deactivated = None,
+    order_by: Literal["CREATED_AT"] | None = None,  # the one order there is
 ) -> JSONResponse:
     return JSONResponse(
         request.app.state.queries.list_profiles(who.customer_id, page, nickname, ids)
@@ -47,7 +52,9 @@ async def create_profile(request: Request, who: Write, body: CreateProfileReques
 @router.get(
     "/profiles/{profile_id}", operation_id="GetProfile", responses=shapes.ok(shapes.Profile)
 )
-async def get_profile(request: Request, who: Read, profile_id: str) -> JSONResponse:
+async def get_profile(
+    request: Request, who: Read, profile_id: str, include_deactivated: Deactivated = None
+) -> JSONResponse:
     return JSONResponse(request.app.state.queries.profile(who.customer_id, profile_id))
 
 

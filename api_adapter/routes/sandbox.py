@@ -59,7 +59,9 @@ async def create_customer(
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
     body: CreateCustomerRequest | None = None,
 ) -> JSONResponse:
-    scopes = tuple(body.scopes) if body and body.scopes else ()
-    return JSONResponse(
-        await run(request, CreateCustomer(actor=actor(request, who), scopes=scopes))
+    command = CreateCustomer(
+        actor=actor(request, who),
+        scopes=tuple(body.scopes) if body and body.scopes else (),
+        self_match_prevention=body.self_match_prevention if body else False,
     )
+    return JSONResponse(await run(request, command))
