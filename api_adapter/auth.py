@@ -77,21 +77,6 @@ class Tokens:
         payload = _b64(orjson.dumps({"c": client_id, "s": scopes, "i": now, "e": now + self.ttl}))
         return f"{_PREFIX}.{payload}.{self._sign(payload)}"
 
-    def signed_client(self, token: str) -> str | None:
-        """The client id of a token whose signature holds (expired or not), else None."""
-        claims = self._verified.get(token)
-        if claims is not None:
-            client = claims.get("c")
-            return client if isinstance(client, str) else None
-        parts = token.split(".")
-        if len(parts) != 3 or not hmac.compare_digest(self._sign(parts[1]), parts[2]):
-            return None
-        try:
-            client = orjson.loads(_unb64(parts[1])).get("c")
-        except (ValueError, AttributeError, orjson.JSONDecodeError):
-            return None
-        return client if isinstance(client, str) else None
-
     def verify(self, token: str) -> dict[str, Any]:
         """The token's claims, or AuthError 401 when forged, malformed or expired.
 
