@@ -99,7 +99,7 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "SetSandboxMarketPrice": {"price": "42000.00"},
     "TakeSandboxSnapshot": {"name": "before-test"},
-    "RegisterSandboxWebhook": {"url": "http://127.0.0.1:9000/hooks"},
+    "RegisterSandboxWebhook": {"url": "https://hooks.example.com/sandex"},
 }
 _REASONS = {
     400: "Bad request: a field is missing, malformed or breaks a rule",
