@@ -1,4 +1,4 @@
-"""The `sandex` command line: serve, rebuild, verify, events, clients."""
+"""The `sandex` command line: serve, rebuild, verify, events, clients, keys."""
 
 from __future__ import annotations
 
@@ -92,6 +92,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     finally:
         engine.stop()
+    return 0
+
+
+def cmd_keys_rotate(args: argparse.Namespace) -> int:
+    from engine.keys import KeyFile, KeyFileError
+
+    try:
+        keys = KeyFile.open(args.db)
+        keys.rotate()
+    except (KeyFileError, OSError) as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"signing key of {args.db} rotated in {keys.path}: tokens issued before are refused"
+        " from now on (a running server too); clients get new tokens with their secrets"
+    )
     return 0
 
 
@@ -359,6 +375,14 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("client_id")
     revoke.add_argument("--db", required=True, type=_existing_db)
     revoke.set_defaults(func=cmd_clients_revoke)
+
+    keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    rotate = keys_sub.add_parser(
+        "rotate", help="a new token signing key: every token issued before stops working"
+    )
+    rotate.add_argument("--db", required=True, type=_existing_db)
+    rotate.set_defaults(func=cmd_keys_rotate)
     return p
 
 

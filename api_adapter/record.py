@@ -21,6 +21,8 @@ How requests become steps:
 - a 429 (a rate limit counts wall time, which a replay does not follow) and a request
   whose body is not JSON are left out, with a comment: neither changed anything.
 
+The file is created private (0600): it holds every request's body.
+
 On a wall clock, the engine time that passed between two requests is recorded as an
 `advance`, and fields that hold times are ignored, since a replay runs on a manual
 clock; a session on a manual clock is recorded exactly. Requests are recorded in the
@@ -43,6 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.auth import Tokens
 from api_adapter.problems import AuthError
+from engine import private_files
 from engine.clock import format_time, parse_time
 from engine.scenario import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
 from engine.settings import SELF_MATCH_PREVENTION
@@ -133,10 +136,13 @@ class Recorder:
         }
         mode = "wall" if self.wall else "manual"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(
-            f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
-            + _dump(header)
-            + "steps: []\n"
+        private_files.write(  # it holds every request's body: the owner's only
+            self.path,
+            (
+                f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
+                + _dump(header)
+                + "steps: []\n"
+            ).encode(),
         )
         self._empty = True
 

@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import os
 import socket
 import sqlite3
 import threading
@@ -50,6 +49,7 @@ import httpx
 import orjson
 import structlog
 
+from engine import private_files
 from engine.destinations import Destinations
 from engine.webhooks import redact_url
 
@@ -337,10 +337,8 @@ class Deliverer:
             return
         self._dirty = False
         data = {c: asdict(p) for c, p in list(self._progress.items())}
-        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
         try:
-            tmp.write_bytes(orjson.dumps(data))
-            os.replace(tmp, self.progress_path)
+            private_files.write(self.progress_path, orjson.dumps(data))
         except OSError as exc:  # kept in memory; written at the next flush
             log.warning("webhook progress not saved", error=str(exc))
             self._dirty = True
