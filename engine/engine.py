@@ -29,6 +29,7 @@ import structlog
 
 from engine.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.commands import AdvanceClock, Command, Tick
+from engine.credentials import Secrets
 from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import SCHEMA_VERSIONS, Event, upcast
@@ -103,6 +104,8 @@ class Engine:
             self.store.set_meta(EXECUTION_KEY, key)
         self.execution_ids = database_key(key)
         self.keys = self._open_keys(new_database)
+        # Secrets come from the OS, never from the seeded ids (engine/credentials.py).
+        self.secrets = Secrets(self.keys.current().sealing)
         if clock is None:
             clock = (
                 ManualClock(self.settings.clock_start)
@@ -572,7 +575,7 @@ class Engine:
         ctx = self._ctx
         if ctx is None or ctx.state is not state:
             ctx = self._ctx = Ctx(
-                state, now, self.ids, self.settings, APPLIERS, self._versions, meta
+                state, now, self.ids, self.secrets, self.settings, APPLIERS, self._versions, meta
             )
         else:
             ctx.begin(now, meta)

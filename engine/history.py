@@ -1,9 +1,12 @@
 """The log as history: its fingerprint, and the database as it was at a past point.
 
 `log_hash` is what "byte-identical" means for a replayed scenario: SHA-256 over every
-stored column of every event, in position order. `travel` writes a new database that
-holds the log up to a past position (or time) and read models rebuilt from it: the
-state as it was then, which `sandex verify` accepts like any other database.
+stored column of every event, in position order, with the credential fields of
+`engine.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
+sealed secret: drawn from the OS, they differ on every run by design). `travel` writes
+a new database that holds the log up to a past position (or time) and read models
+rebuilt from it: the state as it was then, which `sandex verify` accepts like any other
+database.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import orjson
 
 from engine import keys, private_files
 from engine.clock import format_time
+from engine.credentials import EVENT_FIELDS, redact
 
 _COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
 
@@ -30,13 +34,16 @@ def _read_only(path: str | Path) -> sqlite3.Connection:
 
 
 def log_hash(db_path: str | Path) -> str:
-    """`sha256:<hex>` of the whole event log, as stored."""
+    """`sha256:<hex>` of the whole event log as stored, credential fields masked."""
     digest = hashlib.sha256()
     conn = _read_only(db_path)
     try:
         cursor = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
         while rows := cursor.fetchmany(5000):
             for row in rows:
+                if row[3] in EVENT_FIELDS:
+                    data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+                    row = (*row[:5], data, *row[6:])
                 digest.update(orjson.dumps(row))
                 digest.update(b"\n")
     finally:

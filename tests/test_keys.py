@@ -22,6 +22,7 @@ from api_adapter.cli import main
 from api_adapter.webhooks import Deliverer
 from engine import Engine, private_files
 from engine.commands import CreateCustomer
+from engine.credentials import unseal
 from engine.history import travel
 from engine.keys import KeyFile
 from tests.conftest import make_settings
@@ -133,6 +134,8 @@ def test_a_new_database_does_not_take_over_a_key_file_left_behind(tmp_path: Path
 
 
 def test_rotating_the_key_refuses_old_tokens_and_new_ones_work(sandbox: Any) -> None:
+    hook = sandbox.post("/v2/sandbox/webhooks", {"url": "https://receiver.example/"}).json()
+    hook = hook["secret"]
     before_keys = json.loads(Path(f"{sandbox.db}.key").read_text())
     before = sandbox.headers
     assert sandbox.get("/v2/profiles", headers=before).status_code == 200
@@ -144,7 +147,14 @@ def test_rotating_the_key_refuses_old_tokens_and_new_ones_work(sandbox: Any) -> 
     assert file_mode(f"{sandbox.db}.key") == 0o600
     after_keys = json.loads(Path(f"{sandbox.db}.key").read_text())
     assert after_keys["signing_key"] != before_keys["signing_key"]
-    assert after_keys["sealing_key"] == before_keys["sealing_key"]  # the sealing key stays
+    # the sealing key stays: a webhook registered before still opens, and signs
+    assert after_keys["sealing_key"] == before_keys["sealing_key"]
+    conn = sqlite3.connect(sandbox.db)
+    try:
+        webhook_id, sealed = conn.execute("SELECT id, secret FROM webhooks").fetchone()
+    finally:
+        conn.close()
+    assert unseal(KeyFile.existing(sandbox.db).current().sealing, sealed, webhook_id) == hook
 
 
 def test_a_live_server_follows_a_rotation(
