@@ -157,7 +157,7 @@ def test_rotating_the_key_refuses_old_tokens_and_new_ones_work(sandbox: Any) -> 
     assert unseal(KeyFile.existing(sandbox.db).current().sealing, sealed, webhook_id) == hook
 
 
-def test_a_live_server_follows_a_rotation(
+def test_a_live_server_follows_a_rotation_and_never_prints_an_env_secret(
     tmp_path: Path,
     servers: list[Server],  # noqa: F811 - the fixture
 ) -> None:
@@ -168,6 +168,10 @@ def test_a_live_server_follows_a_rotation(
         env={"SANDEX_CLIENT_ID": "ops", "SANDEX_CLIENT_SECRET": "env-given-secret-123"},
     )
     servers.append(server)
+    assert server.proc.stdout is not None
+    banner = "".join(server.proc.stdout.readline() for _ in range(5))  # printed at start
+    assert "client_id:     ops" in banner and "(from SANDEX_CLIENT_SECRET)" in banner
+    assert "env-given-secret-123" not in banner
     old = server.token("ops", "env-given-secret-123")
     assert httpx.get(f"{server.base}/v2/profiles", headers=old).status_code == 200
     rotated = subprocess.run(
@@ -181,4 +185,6 @@ def test_a_live_server_follows_a_rotation(
     assert httpx.get(f"{server.base}/v2/profiles", headers=old).status_code == 401
     new = server.token("ops", "env-given-secret-123")
     assert httpx.get(f"{server.base}/v2/profiles", headers=new).status_code == 200
-    assert server.stop()[0] == 0
+    code, out, err = server.stop()
+    assert code == 0
+    assert "env-given-secret-123" not in out + err

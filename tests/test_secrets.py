@@ -1,6 +1,6 @@
 """Secrets drawn from the OS, never from the seeded ids (issue 14, item 1): hashed or
 sealed before the log, and a scenario replayed twice to one log hash though its
-secrets differ."""
+secrets differ; the bootstrap client's secret chosen and shown as the host requires."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
+from api_adapter.cli import _bootstrap
 from api_adapter.record import Recorder
 from api_adapter.replay import InProcess, Runner, run_in_process
 from engine import Engine
@@ -297,3 +298,34 @@ def test_a_recording_keeps_no_secret_and_replays_green(tmp_path: Path) -> None:
     assert "sandex-secret" not in text
     result = run_in_process(load_file(recording), check_invariants=True)
     assert result.ok, [(s.label, s.diffs) for s in result.failed]
+
+
+# -- item 4: the bootstrap client, and what the banner shows of its secret -----------
+
+
+def test_the_bootstrap_secret_is_the_default_on_loopback_and_random_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SANDEX_CLIENT_SECRET", raising=False)
+    monkeypatch.delenv("SANDEX_CLIENT_ID", raising=False)
+    with Engine(tmp_path / "local.db", make_settings()) as engine:
+        assert _bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")
+        assert _bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")  # a restart
+    with Engine(tmp_path / "open.db", make_settings()) as engine:
+        client_id, shown = _bootstrap(engine, "0.0.0.0")
+        secret = shown.split()[0]
+        assert secret != "sandex-secret" and len(secret) >= 40 and "once" in shown
+        client = engine.state.clients[client_id]
+        assert secret_matches(secret, client["salt"], client["secret_hash"])
+        again = _bootstrap(engine, "0.0.0.0")[1]  # a restart cannot show it again
+        assert secret not in again and "not shown" in again
+    with Engine(tmp_path / "v6.db", make_settings()) as engine:
+        assert _bootstrap(engine, "::1")[1] == "sandex-secret"
+        warned = _bootstrap(engine, "192.0.2.7")[1]  # the default, served beyond loopback
+        assert warned.startswith("sandex-secret") and "anyone" in warned
+    monkeypatch.setenv("SANDEX_CLIENT_SECRET", "from-env-456")
+    with Engine(tmp_path / "env.db", make_settings()) as engine:
+        client_id, shown = _bootstrap(engine, "0.0.0.0")
+        assert "from-env-456" not in shown
+        client = engine.state.clients[client_id]
+        assert secret_matches("from-env-456", client["salt"], client["secret_hash"])
