@@ -193,13 +193,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    from engine.credentials import redact
     from engine.store import SqliteEventStore
 
     store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
     out = sys.stdout.buffer
     try:
         for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
-            out.write(orjson.dumps(event.as_json()) + b"\n")
+            shown = event.as_json()
+            shown["data"] = redact(event.type, event.data)  # no salt, hash or secret
+            out.write(orjson.dumps(shown) + b"\n")
     except BrokenPipeError:
         pass
     finally:
