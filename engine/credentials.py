@@ -90,9 +90,14 @@ def unseal(key: bytes, value: str, context: str) -> str:
 
 
 def redact(type: str, data: dict[str, Any]) -> dict[str, Any]:
-    """`data` of an event of `type` with its credential fields replaced by `REDACTED`
-    (the same dict when it has none)."""
+    """`data` of an event of `type` with its credential fields replaced by `REDACTED`,
+    and a webhook URL without its credentials (the same dict when it has none)."""
     fields = EVENT_FIELDS.get(type)
     if not fields:
         return data
-    return {k: REDACTED if k in fields else v for k, v in data.items()}
+    shown = {k: REDACTED if k in fields else v for k, v in data.items()}
+    if isinstance(shown.get("url"), str):  # a webhook URL's user:pass and query
+        from engine.webhooks import redact_url  # webhooks -> state -> credentials
+
+        shown["url"] = redact_url(shown["url"], query=False)
+    return shown
