@@ -76,14 +76,13 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
         # no badge image from the public validator service
         swagger_ui_parameters={"validatorUrl": None},
     )
-    secret = engine.store.get_meta("signing_secret")
-    assert secret is not None
     app.state.engine = engine
-    # Paging cursors are sealed with a key derived from the signing key (engine/cursors.py
-    # separates the uses), so they outlive a restart and die with a rotation of that key.
-    app.state.queries = Queries(engine.db_path, cursors=Cursors(bytes.fromhex(secret)))
+    # Paging cursors are sealed with a key derived from the key file's sealing key
+    # (engine/cursors.py separates the uses): it is never rotated, so a cursor opens in
+    # every process serving this database, across restarts and signing-key rotations.
+    app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)
-    app.state.tokens = auth.Tokens(secret, engine.settings.token_ttl_seconds)
+    app.state.tokens = auth.Tokens(engine.keys, engine.settings.token_ttl_seconds)
     # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
     # context manager); a test may replace it with a faster-polling one before that.
     settings = engine.settings

@@ -1,8 +1,11 @@
 """OAuth2 client credentials: the token endpoint and the bearer check of every operation.
 
-Tokens are stateless and signed with a secret kept in the database, so they survive a
-restart and are worthless against another deployment. Token lifetime is wall time (an
-HTTP concern): a manual engine clock moved a day forward does not log clients out.
+Tokens are stateless and signed with the signing key of the database's key file
+(engine/keys.py), so they survive a restart and are worthless against another
+deployment. `sandex keys rotate` replaces the key: the file is checked on every token
+signed or verified (a stat), so tokens signed before stop working at once, in a running
+server too. Token lifetime is wall time (an HTTP concern): a manual engine clock moved a
+day forward does not log clients out.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from api_adapter.problems import AuthError
 from api_adapter.ratelimit import TOKEN_FAILURES, RateLimiter
 from api_adapter.responses import JSONResponse
 from engine.customers import secret_matches
+from engine.keys import KeyFile
 from engine.queries import Queries
 from engine.settings import ALL_SCOPES
 
@@ -64,15 +68,28 @@ _VERIFIED_MAX = 4096
 
 
 class Tokens:
-    def __init__(self, secret: str, ttl_seconds: int) -> None:
-        self._key = bytes.fromhex(secret)
+    def __init__(self, keys: KeyFile, ttl_seconds: int) -> None:
+        self._keys = keys
+        self._keyset = keys.current()
+        self._key = self._keyset.signing
         self.ttl = ttl_seconds
         self._verified: dict[str, dict[str, Any]] = {}
+
+    def _current(self) -> None:
+        """Follow a rotation of the signing key: the tokens checked under the old key
+        are forgotten, so none of them passes again."""
+        keyset = self._keys.current()
+        if keyset is not self._keyset:
+            self._keyset = keyset
+            if keyset.signing != self._key:
+                self._key = keyset.signing
+                self._verified.clear()
 
     def _sign(self, payload: str) -> str:
         return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
 
     def issue(self, client_id: str, scopes: list[str]) -> str:
+        self._current()
         now = int(time.time())
         payload = _b64(orjson.dumps({"c": client_id, "s": scopes, "i": now, "e": now + self.ttl}))
         return f"{_PREFIX}.{payload}.{self._sign(payload)}"
@@ -82,6 +99,7 @@ class Tokens:
 
         A token's signature is checked once (an HMAC and a decode cost more than the rest
         of the bearer check); its expiry on every call."""
+        self._current()
         claims = self._verified.get(token)
         if claims is None:
             claims = self._checked(token)

@@ -1,14 +1,20 @@
-"""The `sandex` command line: serve, rebuild, verify, events, clients."""
+"""The `sandex` command line: serve, rebuild, verify, events, clients, keys."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
+
+# The bootstrap client's secret on a loopback host when SANDEX_CLIENT_SECRET is unset.
+DEFAULT_SECRET = "sandex-secret"
 
 # serve flags that override connection settings (api_adapter/connections.py)
 _CONNECTION_FLAGS = {
@@ -44,7 +50,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from api_adapter.connections import uvicorn_options
     from api_adapter.logging import configure
     from engine import Engine
-    from engine.commands import CreateCustomer
     from engine.scheduler import Scheduler
     from engine.store import StoreUnavailable
 
@@ -56,12 +61,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except StoreUnavailable as exc:
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
-    client_id = os.environ.get("SANDEX_CLIENT_ID", "sandex")
-    client_secret = os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret")
-    if not engine.state.customers:
-        engine.execute(
-            CreateCustomer(client_id=client_id, client_secret=client_secret, bootstrap=True)
-        )
+    client_id, shown_secret = _bootstrap(engine, args.host)
     scheduler = (
         Scheduler(engine, engine.settings.tick_interval_seconds)
         if engine.clock.mode == "wall"
@@ -77,7 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
         f"  token:       POST {base}/oauth2/token\n"
         f"  client_id:     {client_id}\n"
-        f"  client_secret: {client_secret}\n"
+        f"  client_secret: {shown_secret}\n"
         f"  docs:        {base}/docs",
         flush=True,
     )
@@ -92,6 +92,77 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     finally:
         engine.stop()
+    return 0
+
+
+def _bootstrap(engine: Any, host: str) -> tuple[str, str]:
+    """Create the bootstrap client of a new database; answer its id and what the banner
+    shows for its secret. The secret is `SANDEX_CLIENT_SECRET` when set, and then never
+    shown. Otherwise it is the documented default on a loopback host (a sandbox on
+    127.0.0.1 needs no configuration) and a new random one on any other (shown once: it
+    is kept only as a salted hash). On a restart the secret is shown only when it is
+    still the default."""
+    from engine.commands import CreateCustomer
+    from engine.customers import secret_matches
+
+    given = os.environ.get("SANDEX_CLIENT_SECRET")
+    if not engine.state.customers:
+        client_id = os.environ.get("SANDEX_CLIENT_ID", "sandex")
+        if given:
+            secret, shown = given, "(from SANDEX_CLIENT_SECRET)"
+        elif _is_loopback(host):
+            secret = shown = DEFAULT_SECRET
+        else:
+            secret = secrets.token_urlsafe(30)
+            shown = f"{secret}\n    (generated; shown this once, it cannot be shown again)"
+        engine.execute(CreateCustomer(client_id=client_id, client_secret=secret, bootstrap=True))
+        return client_id, shown
+    client = _bootstrap_client(engine)
+    if client is None:
+        return os.environ.get("SANDEX_CLIENT_ID", "sandex"), "(not shown)"
+    if secret_matches(DEFAULT_SECRET, client["salt"], client["secret_hash"]):
+        shown = DEFAULT_SECRET
+        if not _is_loopback(host):
+            shown += "\n    (the default: anyone who reaches this host is admin; set a secret)"
+    elif given and secret_matches(given, client["salt"], client["secret_hash"]):
+        shown = "(from SANDEX_CLIENT_SECRET)"
+    else:
+        shown = "(set when the database was created; not shown)"
+    return str(client["client_id"]), shown
+
+
+def _bootstrap_client(engine: Any) -> dict[str, Any] | None:
+    state = engine.state
+    for client in state.clients.values():
+        customer = state.customers.get(client["customer_id"])
+        if customer and customer.get("bootstrap") and not client["revoked"]:
+            return client  # type: ignore[no-any-return]
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether a server bound to `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
+def cmd_keys_rotate(args: argparse.Namespace) -> int:
+    from engine.keys import KeyFile, KeyFileError
+
+    try:
+        keys = KeyFile.open(args.db)
+        keys.rotate()
+    except (KeyFileError, OSError) as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"signing key of {args.db} rotated in {keys.path}: tokens issued before are refused"
+        " from now on (a running server too); clients get new tokens with their secrets"
+    )
     return 0
 
 
@@ -122,13 +193,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    from engine.credentials import redact
     from engine.store import SqliteEventStore
 
     store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
     out = sys.stdout.buffer
     try:
         for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
-            out.write(orjson.dumps(event.as_json()) + b"\n")
+            shown = event.as_json()
+            shown["data"] = redact(event.type, event.data)  # no salt, hash or secret
+            out.write(orjson.dumps(shown) + b"\n")
     except BrokenPipeError:
         pass
     finally:
@@ -317,7 +391,7 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--url", default=None, help="a running sandbox instead of in-process")
     replay.add_argument("--client-id", default=os.environ.get("SANDEX_CLIENT_ID", "sandex"))
     replay.add_argument(
-        "--client-secret", default=os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret")
+        "--client-secret", default=os.environ.get("SANDEX_CLIENT_SECRET", DEFAULT_SECRET)
     )
     replay.add_argument("--log-hash", action="store_true", help="print each run's log hash")
     replay.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -359,6 +433,14 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("client_id")
     revoke.add_argument("--db", required=True, type=_existing_db)
     revoke.set_defaults(func=cmd_clients_revoke)
+
+    keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    rotate = keys_sub.add_parser(
+        "rotate", help="a new token signing key: every token issued before stops working"
+    )
+    rotate.add_argument("--db", required=True, type=_existing_db)
+    rotate.set_defaults(func=cmd_keys_rotate)
     return p
 
 

@@ -19,7 +19,10 @@ How requests become steps:
   every later mention of it (in a path, a body, an expected body) is written `{vN}`, as
   are a recorded customer's ids (`{customerN.profile_id}`);
 - a 429 (a rate limit counts wall time, which a replay does not follow) and a request
-  whose body is not JSON are left out, with a comment: neither changed anything.
+  whose body is not JSON are left out, with a comment: neither changed anything;
+- a secret an answer shows once (a webhook's `secret`) is left out of the expected body
+  and ignored: the file keeps no secret, and a replay draws a new one. The file is
+  created private (0600): it holds every request's body.
 
 On a wall clock, the engine time that passed between two requests is recorded as an
 `advance`, and fields that hold times are ignored, since a replay runs on a manual
@@ -43,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.auth import Tokens
 from api_adapter.problems import AuthError
+from engine import private_files
 from engine.clock import format_time, parse_time
 from engine.scenario import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
 from engine.settings import SELF_MATCH_PREVENTION
@@ -67,6 +71,8 @@ TIME_FIELDS = [
     "range",
     "notional_value",
 ]
+# Fields of an answer that hold a secret shown once: never written to a recording.
+SECRET_FIELDS = frozenset({"secret", "client_secret"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
 _ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
@@ -133,10 +139,13 @@ class Recorder:
         }
         mode = "wall" if self.wall else "manual"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(
-            f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
-            + _dump(header)
-            + "steps: []\n"
+        private_files.write(  # it holds every request's body: the owner's only
+            self.path,
+            (
+                f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
+                + _dump(header)
+                + "steps: []\n"
+            ).encode(),
         )
         self._empty = True
 
@@ -260,13 +269,15 @@ class Recorder:
             if isinstance(body, dict) and body.get("set_to") is not None:
                 self._append({"set_to": format_time(parse_time(body["set_to"]))})
                 return
+        response, hidden = _without_secrets(response)
         saves = self._capture(response)
         expect: dict[str, Any] = {"status": status}
         if response is not None:
             expect["body"] = self._ids(response)
             expect["match"] = "exact"
-            if self.wall:
-                expect["ignore"] = TIME_FIELDS
+            ignore = [*hidden, *(TIME_FIELDS if self.wall else ())]
+            if ignore:
+                expect["ignore"] = ignore
         step: dict[str, Any] = {"request": request, "expect": expect}
         if saves:
             step["save"] = saves
@@ -354,6 +365,29 @@ class Recorder:
         if isinstance(value, list):
             return [self._ids(v) for v in value]
         return value
+
+
+def _without_secrets(body: Any) -> tuple[Any, list[str]]:
+    """`body` without the secrets an answer shows once (a webhook's `secret`), and the
+    names left out: the recording keeps no secret, and a replay draws other ones, so
+    its expectation ignores them."""
+    hidden: list[str] = []
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            kept = {}
+            for key, value in node.items():
+                if key in SECRET_FIELDS and isinstance(value, str):
+                    if key not in hidden:
+                        hidden.append(key)
+                else:
+                    kept[key] = strip(value)
+            return kept
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(body), hidden
 
 
 def _is_id(key: str, value: str) -> bool:

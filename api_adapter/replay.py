@@ -10,7 +10,6 @@ exactly what an integration would.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 import httpx
 
 from api_adapter.webhooks import Deliverer
+from engine import private_files
 from engine.clock import format_time, parse_time
 from engine.scenario import (
     ADMIN,
@@ -156,7 +156,8 @@ class InProcess(Target):
         self._hash = log_hash(self.db)
         if self.keep_db is not None:
             self.keep_db.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(self.db, self.keep_db)
+            private_files.copy(self.db, self.keep_db)
+            private_files.copy(f"{self.db}.key", f"{self.keep_db}.key")
         self._tmp.cleanup()
 
     def log_hash(self) -> str | None:

@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import os
 import socket
 import sqlite3
 import threading
@@ -50,7 +49,10 @@ import httpx
 import orjson
 import structlog
 
+from engine import private_files
+from engine.credentials import SealError, unseal
 from engine.destinations import Destinations
+from engine.keys import KeyFile, KeyFileError
 from engine.webhooks import redact_url
 
 log = structlog.get_logger("sandex.webhooks")
@@ -115,6 +117,7 @@ class Deliverer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self.progress_path = Path(f"{db_path}.webhooks.json")
+        self._keys: KeyFile | None = None  # opened at the first delivery
         self._progress: dict[str, _Progress] = self._load_progress()
         self._dirty = False
         self._ready = threading.Event()
@@ -227,7 +230,14 @@ class Deliverer:
             progress = _Progress(webhook_id, since)
             self._progress[customer_id] = progress
             self._dirty = True
-        key = secret.encode()
+        try:
+            key = self._secret(webhook_id, secret).encode()
+        except SealError:
+            # the key file was replaced since the registration: nothing can be signed
+            log.error("webhook secret cannot be opened; register the webhook again")
+            progress.last_error = "the webhook secret is lost; register the webhook again"
+            self._dirty = True
+            await asyncio.Future()  # until the registration changes or delivery stops
         while True:
             rows = self.read.execute(
                 "SELECT seq, id, type, body FROM event_feed WHERE customer_id = ? AND seq > ?"
@@ -274,6 +284,15 @@ class Deliverer:
                     await asyncio.sleep(delay)
                 progress.delivered_seq, progress.attempts, progress.last_error = seq, 0, None
                 self._dirty = True
+
+    def _secret(self, webhook_id: str, stored: str) -> str:
+        """The secret to sign with: the table holds it sealed (engine/credentials.py)."""
+        if self._keys is None:
+            try:
+                self._keys = KeyFile.existing(self.db_path)
+            except KeyFileError as exc:
+                raise SealError(str(exc)) from exc
+        return unseal(self._keys.current().sealing, stored, webhook_id)
 
     async def _post(
         self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
@@ -337,10 +356,8 @@ class Deliverer:
             return
         self._dirty = False
         data = {c: asdict(p) for c, p in list(self._progress.items())}
-        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
         try:
-            tmp.write_bytes(orjson.dumps(data))
-            os.replace(tmp, self.progress_path)
+            private_files.write(self.progress_path, orjson.dumps(data))
         except OSError as exc:  # kept in memory; written at the next flush
             log.warning("webhook progress not saved", error=str(exc))
             self._dirty = True

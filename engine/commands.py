@@ -29,7 +29,7 @@ class CreateCustomer(Command):
     """A new isolated customer with one client and a DEFAULT profile."""
 
     client_id: str | None = None
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)  # never in a log line
     scopes: tuple[str, ...] = ()
     bootstrap: bool = False
     # Grant the permission self_match_prevention_id needs, on top of the scopes.

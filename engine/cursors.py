@@ -9,9 +9,9 @@ one, and a cursor of another list or another tenant's list is refused, not obeye
 The seal is AES-SIV (RFC 5297, pycryptodome) with the list as associated data: a
 deterministic authenticated encryption, so the same position of the same list always
 gives the same cursor, which reveals only that two cursors are equal. The key comes from
-the caller (the API derives it from its signing key, `api_adapter.app`): rotating that
-key invalidates outstanding cursors, which a client then meets as a 400 naming
-`page_cursor`.
+the caller (the API derives it from the sealing key of the database's key file,
+`api_adapter.app`, which is never rotated); a cursor sealed under another key (another
+database, a lost key file) is a 400 naming `page_cursor`.
 """
 
 from __future__ import annotations

@@ -63,8 +63,9 @@ def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
         scopes = CUSTOMER_SCOPES
     if cmd.self_match_prevention and SELF_MATCH_PREVENTION not in scopes:
         scopes = (*scopes, SELF_MATCH_PREVENTION)
-    secret = cmd.client_secret or ctx.ids.token(40)
-    salt = ctx.ids.hex(16)
+    # From the OS, not the seeded ids: a tenant who knows the seed must learn nothing.
+    secret = cmd.client_secret or ctx.secrets.token(40)
+    salt = ctx.secrets.salt()
     customer_id = ctx.ids.uuid()
     profile_id = ctx.ids.uuid()
     ctx.emit(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import decimal
 import gc
-import os
 import queue
 import threading
 from collections import Counter
@@ -30,6 +29,7 @@ import structlog
 
 from engine.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.commands import AdvanceClock, Command, Tick
+from engine.credentials import Secrets
 from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import SCHEMA_VERSIONS, Event, upcast
@@ -38,6 +38,7 @@ from engine.execution_ids import database_key
 from engine.execution_ids import new_key as new_execution_key
 from engine.ids import IdSource
 from engine.invariants import check_state
+from engine.keys import KeyFile, KeyFileError
 from engine.money import CONTEXT
 from engine.projections.readmodels import TABLES, all_rows, rows_for
 from engine.reply import Batch, Single
@@ -90,11 +91,11 @@ class Engine:
             self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
         )
         seed = self.store.get_meta("seed")
+        new_database = seed is None
         if seed is None:
             seed = str(self.settings.seed)
             with self.store.db.atomic():  # one commit, and a database never half-labelled
                 self.store.set_meta("seed", seed)
-                self.store.set_meta("signing_secret", os.urandom(32).hex())
                 self.store.set_meta("created_with_clock", self.settings.clock)
         self.seed = int(seed)
         key = self.store.get_meta(EXECUTION_KEY)
@@ -102,6 +103,9 @@ class Engine:
             key = new_execution_key(self.settings.execution_ids, self.seed)
             self.store.set_meta(EXECUTION_KEY, key)
         self.execution_ids = database_key(key)
+        self.keys = self._open_keys(new_database)
+        # Secrets come from the OS, never from the seeded ids (engine/credentials.py).
+        self.secrets = Secrets(self.keys.current().sealing)
         if clock is None:
             clock = (
                 ManualClock(self.settings.clock_start)
@@ -136,6 +140,20 @@ class Engine:
         self._load()
 
     # -- start-up ---------------------------------------------------------------------
+
+    def _open_keys(self, new_database: bool) -> KeyFile:
+        """The database's key file (engine/keys.py), made on first open; a signing key
+        that an older sandex kept in the database moves there and is erased."""
+        legacy = self.store.get_meta("signing_secret")
+        try:
+            keys = KeyFile.open(self.db_path, legacy_signing=legacy, new_database=new_database)
+        except (KeyFileError, OSError) as exc:
+            self.store.close()
+            raise StoreUnavailable(f"cannot open the key file of {self.db_path}: {exc}") from exc
+        if legacy is not None:
+            self.store.erase_meta("signing_secret")
+            log.warning("signing key moved out of the database", key_file=str(keys.path))
+        return keys
 
     def _load(self) -> None:
         """Rebuild the state from the newest state snapshot and the log after it; bring
@@ -557,7 +575,7 @@ class Engine:
         ctx = self._ctx
         if ctx is None or ctx.state is not state:
             ctx = self._ctx = Ctx(
-                state, now, self.ids, self.settings, APPLIERS, self._versions, meta
+                state, now, self.ids, self.secrets, self.settings, APPLIERS, self._versions, meta
             )
         else:
             ctx.begin(now, meta)

@@ -71,7 +71,7 @@ def checked_limit(limit: int | None, default: int = DEFAULT_LIMIT, most: int = M
 
 class Queries:
     def __init__(self, db_path: str, *, cursors: Cursors | None = None) -> None:
-        """`cursors`: what seals paging cursors (the API's, keyed from its signing key);
+        """`cursors`: what seals paging cursors (the API's, keyed from its sealing key);
         None: a key of this object's own, so its cursors do not outlive it."""
         self.db_path = db_path
         self.cursors = cursors if cursors is not None else Cursors()

@@ -4,6 +4,11 @@ A registration is an event (the log stays the truth about configuration too); de
 is not: whether a receiver answered is the outside world's business and varies from run
 to run, so the deliverer (`api_adapter.webhooks`) keeps its progress outside the log.
 Delivery starts with the first feed event after the registration (`since`).
+
+The secret a receiver checks signatures with is drawn from the OS and answered once, at
+registration; the event and the `webhooks` table hold it sealed under the database's
+sealing key (engine/credentials.py, engine/keys.py), which the deliverer opens to sign.
+A registration written by an older sandex holds its secret in clear, and still works.
 """
 
 from __future__ import annotations
@@ -41,15 +46,12 @@ def registrations(state: State) -> dict[str, dict[str, Any]]:
     return state.ext.setdefault(KEY, {})  # type: ignore[no-any-return]
 
 
-def webhook_view(record: dict[str, Any], with_secret: bool = False) -> dict[str, Any]:
-    view = {
+def webhook_view(record: dict[str, Any]) -> dict[str, Any]:
+    return {
         "id": record["id"],
         "url": redact_url(record["url"]),
         "created_at": record["created_at"],
     }
-    if with_secret:
-        view["secret"] = record["secret"]
-    return view
 
 
 def redact_url(url: str, *, query: bool = True) -> str:
@@ -93,17 +95,20 @@ def check_url(url: str, destinations: Destinations) -> None:
 def register_webhook(ctx: Ctx, cmd: RegisterWebhook) -> dict[str, Any]:
     check_url(cmd.url, Destinations(ctx.settings.webhook_allowed_hosts))
     customer_id = cmd.actor.customer_id
+    webhook_id = ctx.ids.uuid()
+    # Shown once, in this answer; the log and the table hold it sealed (credentials.py).
+    secret = ctx.secrets.token(32)
     ctx.emit(
         "WebhookRegistered",
         f"webhook-{customer_id}",
         {
             "customer_id": customer_id,
-            "webhook_id": ctx.ids.uuid(),
+            "webhook_id": webhook_id,
             "url": cmd.url,
-            "secret": ctx.ids.token(32),
+            "secret": ctx.secrets.seal(secret, webhook_id),
         },
     )
-    return webhook_view(registrations(ctx.state)[customer_id], with_secret=True)
+    return {**webhook_view(registrations(ctx.state)[customer_id]), "secret": secret}
 
 
 def remove_webhook(ctx: Ctx, cmd: RemoveWebhook) -> dict[str, Any]:

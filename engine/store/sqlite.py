@@ -16,6 +16,7 @@ import orjson
 import sqlite_utils
 import structlog
 
+from engine import private_files
 from engine.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store.base import Concurrency, StoreUnavailable, TableWrites
 from engine.store.checkpointer import Checkpointer
@@ -102,6 +103,8 @@ class SqliteEventStore:
         self._faulted = False  # the last write failed by a fault of the file
         self._version_base = 0  # `data_version` across `_reopen`
         self._lease = WriterLease.take(self.path) if lease else None
+        if not _in_memory(self.path) and not private_files.create(self.path):
+            private_files.tighten_database(self.path)
         try:
             conn = self._open_writer()
             self.db = sqlite_utils.Database(conn)
@@ -565,6 +568,22 @@ class SqliteEventStore:
         self.conn.execute(
             "INSERT OR REPLACE INTO sandex_meta (key, value) VALUES (?, ?)", (key, value)
         )
+
+    def erase_meta(self, key: str) -> None:
+        """Delete a meta entry so that its value is gone from the file's bytes, not only
+        from the table: the page is overwritten (`secure_delete`) and the write-ahead
+        log, which still holds the page as it was, is checkpointed and truncated. Best
+        effort for the log: a reader holding an old snapshot open keeps it alive."""
+        conn = self.conn
+        before = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+        try:
+            conn.execute("PRAGMA secure_delete=ON")
+            conn.execute("DELETE FROM sandex_meta WHERE key = ?", (key,))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        finally:
+            conn.execute(f"PRAGMA secure_delete={before}")
 
     def start_checkpoints(self) -> None:
         """Copy the WAL into the database from a thread of its own from now on
