@@ -5,9 +5,10 @@ tests/test_generated_client.py puts it first on PATH as `curl` and runs the READ
 blocks as written. Each call becomes the generated function of its operation (found by
 method and path in the document), with its path and query parameters and its body as
 the client's own models; the raw answer goes to stdout as curl -s prints it, for the
-block's pipes. One JSON line per call goes to $SANDEX_CLIENT_LOG: the operation, the
-status, the class the client parsed the answer into, the required fields it left
-unset, and whether the parsed answer turns back into the JSON that was sent.
+block's pipes (with -f an error answer fails the call as curl's does). One JSON line
+per call goes to $SANDEX_CLIENT_LOG: the operation, the status, the class the client
+parsed the answer into, the required fields it left unset, and whether the parsed
+answer turns back into the JSON that was sent.
 
 Environment: SANDEX_CLIENT_PACKAGE (the generated package's name, importable),
 SANDEX_OPENAPI (the document's file), SANDEX_CLIENT_LOG.
@@ -33,11 +34,13 @@ from tests.conformance import Document
 
 _VALUE_FLAGS = {"-X", "--request", "-H", "--header", "-d", "--data", "--data-raw"}
 _TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-_PLAIN_FLAGS = {"-s", "-S", "-sS", "-Ss", "--silent", "--show-error", "-f", "--fail"}
+_PLAIN_FLAGS = {"-s", "-S", "-sS", "-Ss", "--silent", "--show-error"}
+_FAIL_FLAGS = {"-f", "--fail", "-sSf", "-fsS"}
 
 
-def _parse(argv: Sequence[str]) -> tuple[str, str, dict[str, str], list[str]]:
+def _parse(argv: Sequence[str]) -> tuple[str, str, dict[str, str], list[str], bool]:
     method, url, headers, data = "", "", {}, []
+    fail = False
     args = iter(argv)
     for arg in args:
         if arg in _VALUE_FLAGS:
@@ -51,11 +54,13 @@ def _parse(argv: Sequence[str]) -> tuple[str, str, dict[str, str], list[str]]:
                 data.append(value)
         elif arg in _PLAIN_FLAGS:
             continue
+        elif arg in _FAIL_FLAGS:
+            fail = True
         elif arg.startswith("-"):
             raise SystemExit(f"client_curl: unsupported curl option {arg}")
         else:
             url = arg
-    return method or ("POST" if data else "GET"), url, headers, data
+    return method or ("POST" if data else "GET"), url, headers, data, fail
 
 
 def _argument(hints: dict[str, Any], name: str) -> str:
@@ -92,7 +97,7 @@ def _unset_required(parsed: Any, schema: dict[str, Any], types: Any) -> list[str
 def main(argv: Sequence[str]) -> int:
     package = os.environ["SANDEX_CLIENT_PACKAGE"]
     doc = json.loads(Path(os.environ["SANDEX_OPENAPI"]).read_text())
-    method, url, headers, data = _parse(argv)
+    method, url, headers, data, fail = _parse(argv)
     parts = urlsplit(url)
     found = Document(doc).operation(method, parts.path)
     if found is None:
@@ -124,9 +129,13 @@ def main(argv: Sequence[str]) -> int:
     else:
         client = client_module.Client(base_url=base)
     response = call(client=client, **kwargs)
+    _log(doc, op, response, importlib.import_module(f"{package}.types"))
+    if fail and int(response.status_code) >= 400:  # as curl -f: no body, exit status 22
+        status = int(response.status_code)
+        print(f"curl: (22) The requested URL returned error: {status}", file=sys.stderr)
+        return 22
     sys.stdout.buffer.write(response.content)
     sys.stdout.flush()
-    _log(doc, op, response, importlib.import_module(f"{package}.types"))
     return 0
 
 
