@@ -16,6 +16,7 @@ SANDEX_OPENAPI (the document's file), SANDEX_CLIENT_LOG.
 
 from __future__ import annotations
 
+import enum
 import importlib
 import json
 import os
@@ -75,6 +76,17 @@ def _is_list(hint: Any) -> bool:
     return any(typing.get_origin(a) is list for a in (hint, *typing.get_args(hint)))
 
 
+def _enum(hint: Any) -> Any:
+    """The enum class in a parameter hint (`E`, `list[E] | E | Unset`), or None."""
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _enum(arg)
+        if found is not None:
+            return found
+    return None
+
+
 def _model(hint: Any) -> Any:
     """The model class in a body hint (`X` or `X | Unset`)."""
     for kind in (hint, *typing.get_args(hint)):
@@ -114,7 +126,9 @@ def main(argv: Sequence[str]) -> int:
             kwargs[_argument(hints, segment[1:-1])] = value
     for key, value in parse_qsl(parts.query):
         arg = _argument(hints, key)
-        kwargs[arg] = [value] if _is_list(hints[arg]) else value
+        kind = _enum(hints[arg])
+        typed = kind(value) if kind is not None else value
+        kwargs[arg] = [typed] if _is_list(hints[arg]) else typed
     if data:
         model = _model(hints["body"])
         if headers.get("content-type", "").startswith("application/json"):

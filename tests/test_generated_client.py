@@ -75,7 +75,7 @@ def test_a_generated_client_parses_every_answer_of_the_readme_walkthrough(tmp_pa
         server.stop()
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     # every curl of the README went through the client
-    assert len(calls) == sum(len(re.findall(r"\bcurl\b", b)) for b in blocks)
+    assert len(calls) == sum(len(re.findall(r"\bcurl -", b)) for b in blocks)
     operations = {c["operation"] for c in calls}
     assert {"IssueToken", "CreateSandboxDeposit", "GetProfileBalance"} <= operations
     assert {"InitiateSandboxFiatDeposit", "ListTransfers"} <= operations
