@@ -15,10 +15,11 @@ out what it has no value for and never sends `null`.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api_adapter import models
 from engine.money import MARKETS
 from engine.networks import CRYPTO_NETWORKS
 
@@ -90,31 +91,8 @@ else:
     ProfileType = _enum("ProfileType", ("NORMAL", "DEFAULT"))
     TransferDirection = _enum("TransferDirection", ("CREDIT", "DEBIT"))
     TransferStatus = _enum("TransferStatus", ("PENDING", "COMPLETED", "FAILED"))
-    # as the service interface lists them (it names PLATFORM_TRANSFER_* and RTP_DEPOSIT)
-    TransferType = _enum(
-        "TransferType",
-        (
-            "INTERNAL_TRANSFER_DEBIT",
-            "INTERNAL_TRANSFER_CREDIT",
-            "CRYPTO_DEPOSIT",
-            "CRYPTO_WITHDRAWAL",
-            "WIRE_DEPOSIT",
-            "WIRE_WITHDRAWAL",
-            "SEN_DEPOSIT",
-            "SEN_WITHDRAWAL",
-            "BANK_DEPOSIT",
-            "BANK_WITHDRAWAL",
-            "PLATFORM_TRANSFER_DEBIT",
-            "PLATFORM_TRANSFER_CREDIT",
-            "SIGNET_DEPOSIT",
-            "SIGNET_WITHDRAWAL",
-            "CBIT_WITHDRAWAL",
-            "CBIT_DEPOSIT",
-            "CUBIX_DEPOSIT",
-            "CUBIX_WITHDRAWAL",
-            "RTP_DEPOSIT",
-        ),
-    )
+    # as the service interface lists them, the same list the transfer filter takes
+    TransferType = _enum("TransferType", get_args(models.TransferType))
     SecondaryStatusName = _enum(
         "SecondaryStatusName", ("TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED")
     )
