@@ -21,7 +21,6 @@ from engine import Engine, Settings
 from engine.commands import CreateCustomer
 from engine.verify import verify
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
 
