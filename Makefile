@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: serve test lint typecheck unit browser bench fuzz soak lock clean
+.PHONY: serve test lint typecheck deps unit browser bench fuzz soak lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(STAMP): requirements.lock pyproject.toml
 serve: $(STAMP)
 	$(BIN)/sandex serve --db sandex.db
 
-test: lint typecheck unit
+test: lint typecheck deps unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -24,6 +24,12 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy engine
+
+# Every import of engine/ and api_adapter/ is a runtime dependency (what `pip install .`
+# gives); tests/ and bench/ may also import dev ones, but nothing only transitive.
+deps: $(STAMP)
+	$(BIN)/deptry .
+	$(BIN)/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004
 
 unit: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 -m "not slow"
