@@ -3,12 +3,18 @@ arguments, and (slow) the built wheel in a fresh venv with runtime dependencies 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,3 +109,121 @@ def test_make_installs_the_runtime_lock_for_serve_and_the_dev_lock_for_test_once
         f.write("# changed\n")
     assert _installs(_make(tmp_path, "serve")) == ["requirements.lock"]
     assert _installs(_make(tmp_path, "lint")) == ["requirements.lock", "requirements-dev.lock"]
+
+
+# -- the wheel, in a fresh venv with the runtime lock only ---------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(*cmd: str | Path, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
+    done = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None:
+    # Nothing of the source tree may leak in: no PYTHONPATH, no active venv, another cwd.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    src = tmp_path / "src"  # what the wheel is built from: the packages and their metadata
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for package in ("engine", "api_adapter"):
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    # As `pip install .` builds it: in an isolated build environment.
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "-w",
+        tmp_path / "dist",
+        src,
+        cwd=tmp_path,
+        env=env,
+    )
+    (wheel,) = (tmp_path / "dist").glob("sandex-*.whl")
+
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=env)
+    python, sandex = venv / "bin" / "python", venv / "bin" / "sandex"
+    # The lock is closed (pip-compile's), so nothing need be resolved: --no-deps for all.
+    _run(
+        *(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"),
+        *("-r", ROOT / "requirements.lock", wheel),
+        cwd=tmp_path,
+        env=env,
+    )
+    # The runtime lock satisfies every requirement the wheel declares, and every module of
+    # the installed packages imports (a dev-only import fails here, not in a user's hands).
+    _run(python, "-m", "pip", "check", cwd=tmp_path, env=env)
+    imported = _run(
+        python,
+        "-c",
+        "import importlib, pkgutil, engine, api_adapter\n"
+        "for p in (engine, api_adapter):\n"
+        "    for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(engine.__file__)",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert imported.strip().startswith(str(venv)), imported
+
+    assert "serve" in _run(sandex, "--help", cwd=tmp_path, env=env)
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _run(sandex, "--version", cwd=tmp_path, env=env).strip() == f"sandex {version}"
+    assert "(default: 8080)" in _run(sandex, "serve", "--help", cwd=tmp_path, env=env)
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sandex, "serve", "--port", str(port), "--db", tmp_path / "s.db", "--log-format", "json"],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "no answer in 60 s"
+            try:
+                token = httpx.post(
+                    f"{base}/oauth2/token",
+                    data={
+                        "grant_type": "client_credentials",
+                        "client_id": "sandex",
+                        "client_secret": "sandex-secret",
+                    },
+                    timeout=2,
+                )
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert token.status_code == 200, token.text
+        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        profile = httpx.get(f"{base}/v2/profiles/default", headers=headers, timeout=5)
+        assert profile.status_code == 200, profile.text
+        assert profile.json()["type"] == "DEFAULT"
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            code = server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+        log.close()
+    assert code == 0, (tmp_path / "serve.log").read_text()
