@@ -87,6 +87,7 @@ def test_make_installs_the_runtime_lock_for_serve_and_the_dev_lock_for_test_once
     assert _installs(_make(tmp_path, "serve", "lint")) == []
 
     # make serve passes ARGS through to sandex serve.
+    assert 'make serve ARGS="--port 9000 --clock manual"' in (ROOT / "README.md").read_text()
     passed = _make(tmp_path, "serve", "ARGS=--port 9000 --clock manual")
     assert passed[-1].split()[1:] == [
         "serve",
