@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+MAKE_ENV = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "ARGS")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.M)
 
 
@@ -56,8 +57,15 @@ def test_the_dev_lock_agrees_with_the_runtime_lock_and_pins_every_dev_tool() -> 
 
 
 def _make(cwd: Path, *args: str) -> list[str]:
+    # Run from `make test`, a make would inherit its level and flags and say more.
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_ENV}
     done = subprocess.run(
-        ["make", "-n", *args], cwd=cwd, capture_output=True, text=True, check=True
+        ["make", "-n", "--no-print-directory", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return done.stdout.splitlines()
 
