@@ -3,7 +3,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# --no-compile: modules are byte-compiled when first imported, not all at install.
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile
 # A stamp per set of inputs: a changed lock (or pyproject.toml) installs again.
 RUNTIME := $(VENV)/.runtime-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyproject.toml | cksum | cut -d' ' -f1)
