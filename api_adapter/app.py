@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 
 from api_adapter import auth, openapi, problems
 from api_adapter.fastpath import FastLane
@@ -19,6 +20,7 @@ from api_adapter.routes import (
     events,
     executions,
     funding,
+    health,
     internal_transfers,
     markets,
     orders,
@@ -31,12 +33,13 @@ from api_adapter.routes import (
 )
 from api_adapter.webhooks import Deliverer
 from engine import Engine
+from engine.cursors import Cursors
 from engine.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
-ROUTERS += [events.router, snapshots.router, webhooks.router]
+ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:
@@ -56,7 +59,11 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
             if scheduler is not None:
                 scheduler.stop()
 
-    app = FastAPI(
+    # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
+    # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
+    # loads its logo from its vendor's host.
+    app = FastAPIOffline(
+        redoc_url=None,
         title="sandex",
         version="0.1.0",
         summary="A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
@@ -66,17 +73,20 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
         # looked up the global providers on every request to learn they are unset.
         telemetry={"tracing": False, "metrics": False, "logs": False},
         dependencies=[Depends(rate_limit)],
+        # no badge image from the public validator service
+        swagger_ui_parameters={"validatorUrl": None},
     )
-    secret = engine.store.get_meta("signing_secret")
-    assert secret is not None
     app.state.engine = engine
-    app.state.queries = Queries(engine.db_path)
+    # Paging cursors are sealed with a key derived from the key file's sealing key
+    # (engine/cursors.py separates the uses): it is never rotated, so a cursor opens in
+    # every process serving this database, across restarts and signing-key rotations.
+    app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)
-    app.state.tokens = auth.Tokens(secret, engine.settings.token_ttl_seconds)
+    app.state.tokens = auth.Tokens(engine.keys, engine.settings.token_ttl_seconds)
     # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
     # context manager); a test may replace it with a faster-polling one before that.
-    app.state.webhooks = Deliverer(engine.db_path)
     settings = engine.settings
+    app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
     problems.install(app)
     for router in ROUTERS:

@@ -1,8 +1,11 @@
 """OAuth2 client credentials: the token endpoint and the bearer check of every operation.
 
-Tokens are stateless and signed with a secret kept in the database, so they survive a
-restart and are worthless against another deployment. Token lifetime is wall time (an
-HTTP concern): a manual engine clock moved a day forward does not log clients out.
+Tokens are stateless and signed with the signing key of the database's key file
+(engine/keys.py), so they survive a restart and are worthless against another
+deployment. `sandex keys rotate` replaces the key: the file is checked on every token
+signed or verified (a stat), so tokens signed before stop working at once, in a running
+server too. Token lifetime is wall time (an HTTP concern): a manual engine clock moved a
+day forward does not log clients out.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from fastapi import APIRouter, Request, Security
 from fastapi.openapi.models import OAuthFlowClientCredentials, OAuthFlows
 from fastapi.security import OAuth2
 
+from api_adapter import shapes
 from api_adapter.problems import AuthError
+from api_adapter.ratelimit import peer_of
 from api_adapter.responses import JSONResponse
 from engine.customers import secret_matches
+from engine.keys import KeyFile
 from engine.queries import Queries
 from engine.settings import ALL_SCOPES
 
@@ -62,21 +68,35 @@ _VERIFIED_MAX = 4096
 
 
 class Tokens:
-    def __init__(self, secret: str, ttl_seconds: int) -> None:
-        self._key = bytes.fromhex(secret)
+    def __init__(self, keys: KeyFile, ttl_seconds: int) -> None:
+        self._keys = keys
+        self._keyset = keys.current()
+        self._key = self._keyset.signing
         self.ttl = ttl_seconds
         self._verified: dict[str, dict[str, Any]] = {}
+
+    def _current(self) -> None:
+        """Follow a rotation of the signing key: the tokens checked under the old key
+        are forgotten, so none of them passes again."""
+        keyset = self._keys.current()
+        if keyset is not self._keyset:
+            self._keyset = keyset
+            if keyset.signing != self._key:
+                self._key = keyset.signing
+                self._verified.clear()
 
     def _sign(self, payload: str) -> str:
         return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
 
     def issue(self, client_id: str, scopes: list[str]) -> str:
+        self._current()
         now = int(time.time())
         payload = _b64(orjson.dumps({"c": client_id, "s": scopes, "i": now, "e": now + self.ttl}))
         return f"{_PREFIX}.{payload}.{self._sign(payload)}"
 
     def signed_client(self, token: str) -> str | None:
         """The client id of a token whose signature holds (expired or not), else None."""
+        self._current()
         claims = self._verified.get(token)
         if claims is not None:
             client = claims.get("c")
@@ -95,6 +115,7 @@ class Tokens:
 
         A token's signature is checked once (an HMAC and a decode cost more than the rest
         of the bearer check); its expiry on every call."""
+        self._current()
         claims = self._verified.get(token)
         if claims is None:
             claims = self._checked(token)
@@ -135,6 +156,7 @@ router = APIRouter(tags=["OAuth2"])
     "/oauth2/token",
     operation_id="IssueToken",
     summary="Issue an access token (client credentials)",
+    responses=shapes.ok(shapes.TokenResponse),
 )
 async def issue_token(request: Request) -> JSONResponse:
     try:
@@ -156,16 +178,25 @@ async def issue_token(request: Request) -> JSONResponse:
         return _oauth_error(400, "unsupported_grant_type", "only client_credentials is supported")
     if not isinstance(client_id, str) or not isinstance(client_secret, str):
         return _oauth_error(401, "invalid_client", "client_id and client_secret are required")
+    # A failed attempt is charged to the caller's address, a successful one to the
+    # client: whoever names a client cannot spend its allowance without its secret. The
+    # address is checked before the deliberately slow secret check, so that check is no
+    # amplifier of an unauthenticated flood.
     limiter = request.app.state.limiter
-    if limiter is not None:  # before the deliberately slow secret check
-        limiter.check(f"client:{client_id}", "IssueToken")
+    peer = peer_of(request)
+    if limiter is not None:
+        limiter.check(peer, "IssueToken", charge=False)
     client = request.app.state.queries.client(client_id)
     if (
         client is None
         or client["revoked"]
         or not secret_matches(client_secret, client["salt"], client["secret_hash"])
     ):
+        if limiter is not None:
+            limiter.wait(peer, "IssueToken")
         return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
+    if limiter is not None:
+        limiter.check(f"client:{client_id}", "IssueToken")
     requested = form.get("scope")
     if isinstance(requested, str) and requested.strip():
         scopes = requested.split()

@@ -1,14 +1,28 @@
-"""The `sandex` command line: serve, rebuild, verify, events, clients."""
+"""The `sandex` command line: serve, rebuild, verify, events, clients, keys."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
+
+# The bootstrap client's secret on a loopback host when SANDEX_CLIENT_SECRET is unset.
+DEFAULT_SECRET = "sandex-secret"
+
+# serve flags that override connection settings (api_adapter/connections.py)
+_CONNECTION_FLAGS = {
+    "header_timeout": "header_timeout_seconds",
+    "body_timeout": "body_timeout_seconds",
+    "keep_alive_timeout": "keep_alive_timeout_seconds",
+    "max_connections": "max_connections",
+}
 
 
 def _settings(args: argparse.Namespace) -> object:
@@ -19,6 +33,11 @@ def _settings(args: argparse.Namespace) -> object:
         overrides["durability"] = args.durability
     if getattr(args, "no_rate_limits", False):
         overrides["rate_limits_enabled"] = False
+    for flag, setting in _CONNECTION_FLAGS.items():
+        if getattr(args, flag, None) is not None:
+            overrides[setting] = getattr(args, flag)
+    if getattr(args, "webhook_allow", None):
+        overrides["webhook_allowed_hosts"] = [h for hosts in args.webhook_allow for h in hosts]
     if args.config:
         return Settings.from_file(args.config, **overrides)
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
@@ -28,9 +47,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api_adapter.app import create_app
+    from api_adapter.connections import uvicorn_options
     from api_adapter.logging import configure
     from engine import Engine
-    from engine.commands import CreateCustomer
     from engine.scheduler import Scheduler
     from engine.store import StoreUnavailable
 
@@ -42,12 +61,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except StoreUnavailable as exc:
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
-    client_id = os.environ.get("SANDEX_CLIENT_ID", "sandex")
-    client_secret = os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret")
-    if not engine.state.customers:
-        engine.execute(
-            CreateCustomer(client_id=client_id, client_secret=client_secret, bootstrap=True)
-        )
+    client_id, shown_secret = _bootstrap(engine, args.host)
     scheduler = (
         Scheduler(engine, engine.settings.tick_interval_seconds)
         if engine.clock.mode == "wall"
@@ -63,21 +77,104 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
         f"  token:       POST {base}/oauth2/token\n"
         f"  client_id:     {client_id}\n"
-        f"  client_secret: {client_secret}\n"
+        f"  client_secret: {shown_secret}\n"
         f"  docs:        {base}/docs",
         flush=True,
     )
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_config=None,
+            access_log=False,
+            **uvicorn_options(engine.settings),
+        )
     finally:
         engine.stop()
     return 0
 
 
+def _bootstrap(engine: Any, host: str) -> tuple[str, str]:
+    """Create the bootstrap client of a new database; answer its id and what the banner
+    shows for its secret. The secret is `SANDEX_CLIENT_SECRET` when set, and then never
+    shown. Otherwise it is the documented default on a loopback host (a sandbox on
+    127.0.0.1 needs no configuration) and a new random one on any other (shown once: it
+    is kept only as a salted hash). On a restart the secret is shown only when it is
+    still the default."""
+    from engine.commands import CreateCustomer
+    from engine.customers import secret_matches
+
+    given = os.environ.get("SANDEX_CLIENT_SECRET")
+    if not engine.state.customers:
+        client_id = os.environ.get("SANDEX_CLIENT_ID", "sandex")
+        if given:
+            secret, shown = given, "(from SANDEX_CLIENT_SECRET)"
+        elif _is_loopback(host):
+            secret = shown = DEFAULT_SECRET
+        else:
+            secret = secrets.token_urlsafe(30)
+            shown = f"{secret}\n    (generated; shown this once, it cannot be shown again)"
+        engine.execute(CreateCustomer(client_id=client_id, client_secret=secret, bootstrap=True))
+        return client_id, shown
+    client = _bootstrap_client(engine)
+    if client is None:
+        return os.environ.get("SANDEX_CLIENT_ID", "sandex"), "(not shown)"
+    if secret_matches(DEFAULT_SECRET, client["salt"], client["secret_hash"]):
+        shown = DEFAULT_SECRET
+        if not _is_loopback(host):
+            shown += "\n    (the default: anyone who reaches this host is admin; set a secret)"
+    elif given and secret_matches(given, client["salt"], client["secret_hash"]):
+        shown = "(from SANDEX_CLIENT_SECRET)"
+    else:
+        shown = "(set when the database was created; not shown)"
+    return str(client["client_id"]), shown
+
+
+def _bootstrap_client(engine: Any) -> dict[str, Any] | None:
+    state = engine.state
+    for client in state.clients.values():
+        customer = state.customers.get(client["customer_id"])
+        if customer and customer.get("bootstrap") and not client["revoked"]:
+            return client  # type: ignore[no-any-return]
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether a server bound to `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
+def cmd_keys_rotate(args: argparse.Namespace) -> int:
+    from engine.keys import KeyFile, KeyFileError
+
+    try:
+        keys = KeyFile.open(args.db)
+        keys.rotate()
+    except (KeyFileError, OSError) as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"signing key of {args.db} rotated in {keys.path}: tokens issued before are refused"
+        " from now on (a running server too); clients get new tokens with their secrets"
+    )
+    return 0
+
+
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from engine.store import StoreUnavailable
     from engine.verify import rebuild
 
-    position = rebuild(args.db)
+    try:
+        position = rebuild(args.db)
+    except StoreUnavailable as exc:  # a server runs on it (engine/store/lease.py)
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
     print(f"read models rebuilt from {position} events")
     return 0
 
@@ -96,14 +193,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from engine.projections.readmodels import TABLES
+    from engine.credentials import redact
     from engine.store import SqliteEventStore
 
-    store = SqliteEventStore(args.db, tables=TABLES)
+    store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
     out = sys.stdout.buffer
     try:
         for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
-            out.write(orjson.dumps(event.as_json()) + b"\n")
+            shown = event.as_json()
+            shown["data"] = redact(event.type, event.data)  # no salt, hash or secret
+            out.write(orjson.dumps(shown) + b"\n")
     except BrokenPipeError:
         pass
     finally:
@@ -114,6 +213,8 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from api_adapter.replay import command
 
+    if args.client_secret is None:  # not a default of the parser: --help would show it
+        args.client_secret = os.environ.get("SANDEX_CLIENT_SECRET", DEFAULT_SECRET)
     return command(args)
 
 
@@ -175,7 +276,9 @@ def cmd_clients_revoke(args: argparse.Namespace) -> int:
     from engine.commands import RevokeClient
     from engine.errors import DomainError
 
-    engine = Engine(args.db).start()
+    # Beside a running server, which holds the writer lease: one event, through SQLite's
+    # write lock; the server reloads the log it finds changed before deciding again.
+    engine = Engine(args.db, lease=False).start()
     try:
         engine.execute(RevokeClient(client_id=args.client_id))
     except DomainError as exc:
@@ -222,6 +325,19 @@ def _existing_db(path: str) -> str:
     return path
 
 
+def _allowed_hosts(value: str) -> list[str]:
+    """`--webhook-allow`'s comma-separated hosts, each checked as the setting checks it."""
+    from engine.destinations import parse_allowed
+
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for host in hosts:
+        try:
+            parse_allowed(host)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return hosts
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="sandex", description="an event-sourced exchange sandbox")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -259,10 +375,48 @@ def parser() -> argparse.ArgumentParser:
         help="answer every request however fast it comes (load tests)",
     )
     serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        type=_allowed_hosts,
+        default=None,
+        metavar="HOST[,HOST...]",
+        help="let webhooks reach these names, addresses or networks though not public"
+        " (e.g. 127.0.0.1 for a receiver on this machine); replaces the config file's list"
+        " (default: the --config file's list, else none)",
+    )
+    serve.add_argument(
         "--record",
         default=None,
         metavar="FILE",
         help="write the session as a scenario to FILE (default: no recording)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time a client has to send a request's head (default: 10)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time a client has to send a request's body after its head (default: 30)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="time an idle connection is kept open between requests (default: 5)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections held at once; more are answered 503 (default: 1000)",
     )
     serve.add_argument(
         "--log-format",
@@ -307,8 +461,8 @@ def parser() -> argparse.ArgumentParser:
     )
     replay.add_argument(
         "--client-secret",
-        default=os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret"),
-        help="its secret ($SANDEX_CLIENT_SECRET)",
+        default=None,
+        help="its secret (default: $SANDEX_CLIENT_SECRET, else the bootstrap default)",
     )
     replay.add_argument("--log-hash", action="store_true", help="print each run's log hash")
     replay.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -414,6 +568,14 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("client_id", help="the client to revoke")
     revoke.add_argument("--db", required=True, type=_existing_db, help="the database")
     revoke.set_defaults(func=cmd_clients_revoke)
+
+    keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    rotate = keys_sub.add_parser(
+        "rotate", help="a new token signing key: every token issued before stops working"
+    )
+    rotate.add_argument("--db", required=True, type=_existing_db, help="the database")
+    rotate.set_defaults(func=cmd_keys_rotate)
     return p
 
 

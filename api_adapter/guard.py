@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
+from itertools import accumulate, count
 from typing import Any
 
 import orjson
@@ -24,8 +26,13 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024
 MAX_DEPTH = 32
 MAX_NUMBER_DIGITS = 100
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = re.compile(rb"[\[\]{}]")
+# A JSON string, or an unterminated one up to the end of the body. The possessive `*+`
+# and the optional closing quote make the match never backtrack: linear in the body
+# (the former pattern, which had to fail on an unterminated string of escaped quotes
+# from every quote on, took 15 s on one 64 KB body).
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*+"?', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_OPEN_TWO_CLOSE_ZERO = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 _JSON_HEADER = (b"content-type", b"application/json")
 
 
@@ -65,15 +72,14 @@ _DECODER = json.JSONDecoder(
 
 
 def _depth(body: bytes) -> int:
-    """Deepest nesting of arrays and objects, brackets inside strings not counted."""
-    depth = deepest = 0
-    for bracket in _BRACKETS.findall(_STRINGS.sub(b'""', body)):
-        if bracket in (b"{", b"["):
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    """Deepest nesting of arrays and objects, brackets inside strings not counted.
+
+    Linear and without a Python-level loop (a loop over 64 KB of brackets took 20 ms
+    of the event loop): the brackets outside strings become 2 (open) or 0 (close), and
+    the depth after the k-th bracket is their running sum minus k."""
+    brackets = _STRINGS.sub(b"", body).translate(None, _NOT_BRACKETS)
+    steps = brackets.translate(_OPEN_TWO_CLOSE_ZERO)
+    return max(map(operator.sub, accumulate(steps), count(1)), default=0)
 
 
 def json_fault(body: bytes) -> str | None:

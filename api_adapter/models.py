@@ -1,30 +1,91 @@
 """Request bodies as the reference shapes them. Unknown fields are refused (a typo in a
 user's integration should fail here, not silently in production); amounts are strings
-and a JSON number is never coerced into one."""
+and a JSON number is never coerced into one. An optional field may be left out but not
+sent as null: the reference makes no field nullable, so `"total": null` is a 400 naming
+`total`, not a request without a total."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
-from engine.money import MARKETS
+from engine.money import AMOUNT_PATTERN, MARKETS
 from engine.networks import CRYPTO_NETWORKS
 
-Amount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]+$", max_length=64)]
-FiatAmount = Annotated[str, StringConstraints(pattern=r"^[0-9]*\.?[0-9]{1,2}$", max_length=64)]
-AddressField = Annotated[
-    str, StringConstraints(pattern=r"^[0-9A-Za-z /?:().,&'+-]+$", max_length=35)
-]
+FIAT_AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]{1,2}$"
+ADDRESS_PATTERN = r"^[0-9A-Za-z /?:().,&'+-]+$"
+Amount = Annotated[str, StringConstraints(pattern=AMOUNT_PATTERN.pattern, max_length=64)]
+FiatAmount = Annotated[str, StringConstraints(pattern=FIAT_AMOUNT_PATTERN, max_length=64)]
+AddressField = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]
 Text = Annotated[str, StringConstraints(max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 
 CryptoNetwork = Literal[CRYPTO_NETWORKS]  # type: ignore[valid-type]
+# Transfer filters: the interface's list of types (it adds PLATFORM_TRANSFER_* and
+# RTP_DEPOSIT to the OpenAPI document's), statuses, and secondary statuses.
+TransferType = Literal[
+    "INTERNAL_TRANSFER_DEBIT",
+    "INTERNAL_TRANSFER_CREDIT",
+    "CRYPTO_DEPOSIT",
+    "CRYPTO_WITHDRAWAL",
+    "WIRE_DEPOSIT",
+    "WIRE_WITHDRAWAL",
+    "SEN_DEPOSIT",
+    "SEN_WITHDRAWAL",
+    "BANK_DEPOSIT",
+    "BANK_WITHDRAWAL",
+    "PLATFORM_TRANSFER_DEBIT",
+    "PLATFORM_TRANSFER_CREDIT",
+    "SIGNET_DEPOSIT",
+    "SIGNET_WITHDRAWAL",
+    "CBIT_WITHDRAWAL",
+    "CBIT_DEPOSIT",
+    "CUBIX_DEPOSIT",
+    "CUBIX_WITHDRAWAL",
+    "RTP_DEPOSIT",
+]
+TransferStatus = Literal["PENDING", "COMPLETED", "FAILED"]
+SecondaryStatus = Literal["TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED"]
 RoutingNumberType = Literal["ABA", "SWIFT"]
 
 
+# The error type of a null sent for a declared field (api_adapter/problems.py words it).
+NULL_VALUE = "null_value"
+
+
+def _not_nullable(schema: dict[str, Any]) -> None:
+    """The JSON schema of a body says what the model takes: optional, never null."""
+    for prop in schema.get("properties", {}).values():
+        options = prop.get("anyOf")
+        if options and {"type": "null"} in options:
+            options.remove({"type": "null"})
+            if len(options) == 1:
+                del prop["anyOf"]
+                prop.update(options[0])
+        if prop.get("default", "") is None:
+            del prop["default"]
+
+
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_not_nullable)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict) and None in data.values():
+            for name, value in data.items():
+                if value is None and name in cls.model_fields:
+                    raise PydanticCustomError(NULL_VALUE, "{field} is null", {"field": name})
+        return data
 
 
 class CreateProfileRequest(Body):
@@ -94,6 +155,15 @@ class FiatAccountOwner(Body):
     institution_details: InstitutionDetails | None = None
 
 
+class Beneficiary(Body):
+    """Who receives a crypto withdrawal, in the reference's shape (its `Beneficiary`; the
+    required names of `BeneficiaryPerson` are its camelCase fault, fixed here): nothing
+    else is stored, where any JSON up to the body limit was."""
+
+    person_details: PersonDetails | None = None
+    institution_details: InstitutionDetails | None = None
+
+
 class InitiateSandboxFiatDepositRequest(Body):
     amount: FiatAmount
     asset: ShortText
@@ -109,6 +179,9 @@ class ClockMoveRequest(Body):
 
 class CreateCustomerRequest(Body):
     scopes: list[ShortText] | None = None
+    # The permission self_match_prevention_id needs, which the real service grants to
+    # some accounts only: without it an order naming that field is a 403.
+    self_match_prevention: bool = False
 
 
 class CreateCryptoWithdrawalFeeRequest(Body):
@@ -133,7 +206,7 @@ class CreateCryptoWithdrawalRequest(Body):
     account_id: ShortText | None = None
     memo: ShortText | None = None
     metadata: dict[str, str] | None = None
-    beneficiary: dict[str, object] | None = None
+    beneficiary: Beneficiary | None = None
 
 
 class CreateInternalTransferRequest(Body):
@@ -150,8 +223,18 @@ class CreateInternalTransferRequest(Body):
     to_account_id: ShortText | None = None
 
 
+def _digits(value: object) -> object:
+    return str(value) if type(value) is int else value
+
+
+# Unix milliseconds: the reference types it as a string; a JSON integer is taken too (as
+# its digits, so that an error names the field and not a member of a union of types).
+ExpirationDate = Annotated[ShortText, BeforeValidator(_digits)]
 Side = Literal["BUY", "SELL"]
-MarketName = Literal[tuple(MARKETS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a Literal built from a dict's keys is no type to mypy
+    MarketName = str
+else:
+    MarketName = Literal[tuple(MARKETS)]
 OrderType = Literal["LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT"]
 TimeInForce = Literal["GTC", "FOK", "IOC", "GTT"]
 
@@ -167,8 +250,7 @@ class CreateOrderRequest(Body):
     metadata: dict[str, str] | None = None
     await_fill_millis: int | None = None
     time_in_force: TimeInForce | None = None
-    # unix milliseconds: the reference types it as a string; a JSON integer is taken too
-    expiration_date: ShortText | int | None = None
+    expiration_date: ExpirationDate | None = None
     identity_id: ShortText | None = None
     identity_account_id: ShortText | None = None
     stop_price: Amount | None = None

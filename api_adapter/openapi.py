@@ -33,10 +33,73 @@ TOKEN_FORM = {
     "required": ["grant_type"],
     "properties": {
         "grant_type": {"type": "string", "enum": ["client_credentials"]},
-        "client_id": {"type": "string"},
-        "client_secret": {"type": "string"},
-        "scope": {"type": "string"},
+        "client_id": {"type": "string", "examples": ["sandex"]},
+        "client_secret": {"type": "string", "examples": ["sandex-secret"]},
+        "scope": {"type": "string", "examples": ["funding:read_profile exchange:write_order"]},
     },
+}
+# Path parameters a reader can send as they stand ("Try it out" fills them in).
+PARAMETER_EXAMPLES = {
+    "profile_id": "default",  # the DEFAULT profile of the caller's customer
+    "market": "BTCUSD",
+    "asset": "BTC",
+    "name": "before-test",  # the snapshot that TakeSandboxSnapshot's example takes
+}
+BTC_ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
+WIRE = {
+    "account_number": "12345678",
+    "fiat_account_owner_address": {"country": "US"},
+    "routing_details": {
+        "routing_number_type": "ABA",
+        "routing_number": "021000021",
+        "bank_name": "Example Bank",
+        "bank_address": {"country": "US"},
+    },
+}
+# A request body per operation, with realistic values: each works as it stands on a
+# sandbox whose DEFAULT profile holds some BTC and USD, but for the ids only another
+# answer can give (a memo_id, a second profile's id).
+REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
+    "CreateProfile": {"nickname": "desk", "description": "the trading desk"},
+    "CreateSandboxDeposit": {"asset": "BTC", "amount": "0.5", "crypto_network": "BITCOIN"},
+    "CreateFiatDepositInstructions": {"profile_id": "default", "fiat_network": "WIRE"},
+    "InitiateSandboxFiatDeposit": {
+        "amount": "150.33",
+        "asset": "USD",
+        "memo_id": "BQWECTNYX9",
+        "fiat_network_instructions": {"wire": WIRE},
+    },
+    "MoveSandboxClock": {"advance_seconds": 60},
+    "CreateSandboxCustomer": {},
+    "CreateCryptoWithdrawalFee": {
+        "asset": "BTC",
+        "destination_address": BTC_ADDRESS,
+        "crypto_network": "BITCOIN",
+        "amount": "0.001",
+    },
+    "CreateCryptoWithdrawal": {
+        "profile_id": "default",
+        "asset": "BTC",
+        "destination_address": BTC_ADDRESS,
+        "crypto_network": "BITCOIN",
+        "amount": "0.001",
+    },
+    "CreateInternalTransfer": {
+        "from_profile_id": "default",
+        "to_profile_id": "5f8a2a3c-93d1-4c0e-9a8e-2b8f6c1d7e40",
+        "asset": "USD",
+        "amount": "25.00",
+    },
+    "CreateOrder": {
+        "side": "BUY",
+        "market": "BTCUSD",
+        "type": "LIMIT",
+        "base_amount": "0.01",
+        "price": "40000.00",
+    },
+    "SetSandboxMarketPrice": {"price": "42000.00"},
+    "TakeSandboxSnapshot": {"name": "before-test"},
+    "RegisterSandboxWebhook": {"url": "https://hooks.example.com/sandex"},
 }
 _REASONS = {
     400: "Bad request: a field is missing, malformed or breaks a rule",
@@ -70,30 +133,41 @@ def _fix(doc: dict[str, Any]) -> None:
             responses = op.setdefault("responses", {})
             responses.pop("422", None)
             for media in responses.get("200", {}).get("content", {}).values():
-                if media.get("schema") == {"type": "string"}:  # FastAPI's guess for a Response
+                schema = media.get("schema", {})
+                if "$ref" in schema:  # the route's model, beside FastAPI's guess for a Response
+                    schema.pop("type", None)
+                elif schema == {"type": "string"}:
                     media["schema"] = {"type": "object"}  # every sandex answer is an object
+            for parameter in op.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] in PARAMETER_EXAMPLES:
+                    parameter["example"] = PARAMETER_EXAMPLES[parameter["name"]]
+            example = REQUEST_EXAMPLES.get(op.get("operationId", ""))
+            if example is not None:
+                op["requestBody"]["content"]["application/json"]["example"] = example
             if op.get("operationId") == "IssueToken":
                 op["requestBody"] = {
                     "required": True,
                     "content": {"application/x-www-form-urlencoded": {"schema": TOKEN_FORM}},
                 }
-                for status in ("400", "401"):
-                    responses[status] = {
+                for code in ("400", "401"):
+                    responses[code] = {
                         "description": "OAuth2 error (RFC 6749 section 5.2)",
                         "content": {"application/json": {"schema": OAUTH_ERROR}},
                     }
                 responses["413"] = _problem(413)
                 responses["429"] = _problem(429)
                 continue
-            statuses = [400, 404, 429, 503]
+            # 413: any request, a declared length over the limit; 415: any body of another
+            # media type sent with a POST or DELETE, whether the operation takes one or not
+            # (api_adapter/guard.py answers both before any route)
+            statuses = [400, 404, 413, 429, 503]
             if op.get("security"):
                 statuses += [401, 403]
             if method != "get":
-                statuses += [409]
-            if "requestBody" in op:
-                statuses += [413, 415]
+                statuses += [409, 415]
             for status in sorted(statuses):
-                responses.setdefault(str(status), _problem(status))
+                declared = responses.setdefault(str(status), _problem(status))
+                declared.setdefault("content", _problem(status)["content"])
 
 
 def install(app: FastAPI) -> None:

@@ -2,14 +2,54 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Query
+from pydantic import BeforeValidator
+from pydantic_core import PydanticKnownError
 
-from engine.queries import Page
+from engine.clock import parse_time
+from engine.errors import Invalid
+from engine.params import int_fault
+from engine.queries import MAX_LIMIT, Page
 
-Limit = Annotated[int | None, Query(ge=1, le=1000, description="page size, at most 1000")]
+
+def strict_int(low: int, high: int) -> BeforeValidator:
+    """An integer query parameter checked as engine.params checks every one: ASCII
+    digits within bounds (pydantic alone takes ' 5', '+5', '5.0' and '1_0'). A fault is
+    reported as pydantic's own error of its kind, which api_adapter.problems words."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            fault = int_fault(value, low, high)
+            if fault == "digits":
+                raise PydanticKnownError("int_parsing")
+            if fault == "above":
+                raise PydanticKnownError("less_than_equal", {"le": high})
+            if fault == "below":
+                raise PydanticKnownError("greater_than_equal", {"ge": low})
+        return value
+
+    return BeforeValidator(check)
+
+
+Limit = Annotated[
+    int | None,
+    strict_int(1, MAX_LIMIT),
+    Query(ge=1, le=MAX_LIMIT, description=f"page size, at most {MAX_LIMIT}"),
+]
 Order = Annotated[Literal["ASC", "DESC"] | None, Query()]
+
+
+def checked_time(name: str, text: str | None) -> str | None:
+    """A time parameter the engine filters under another name (`order_time.begin` is
+    `created_at.gte` there), checked here so that its error names what the client sent."""
+    if text is not None:
+        try:
+            parse_time(text)
+        except ValueError as exc:
+            raise Invalid(f"{name} invalid: not an RFC 3339 time", field=name) from exc
+    return text
 
 
 def _times(column: str, values: dict[str, str | None]) -> dict[tuple[str, str], str]:

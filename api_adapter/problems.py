@@ -3,6 +3,7 @@ and bugs (a 500 that names the request id and nothing of the internals)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import structlog
@@ -10,8 +11,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
+from api_adapter.models import ADDRESS_PATTERN, FIAT_AMOUNT_PATTERN, NULL_VALUE
 from api_adapter.responses import ProblemResponse, problem
 from engine.errors import DomainError
+from engine.money import AMOUNT_PATTERN
 
 log = structlog.get_logger("sandex.http")
 
@@ -26,28 +29,101 @@ class AuthError(Exception):
         self.meta = meta
 
 
+# Where a request's value sits: a query, path or header parameter by the name the client
+# sent (FastAPI reports the alias, e.g. `created_at.gte`), a body field by its dotted path.
+_PARAMETER = ("query", "path", "header", "cookie")
+
+
 def _field_name(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) or "body"
+    if loc and loc[0] in _PARAMETER:
+        return str(loc[1]) if len(loc) > 1 else "parameter"
+    name = ""
+    for part in loc[1:] if loc and loc[0] == "body" else loc:
+        name += f"[{part}]" if isinstance(part, int) else f".{part}" if name else str(part)
+    return name or "body"
+
+
+def _choices(expected: str) -> str:
+    """pydantic's "'A', 'B' or 'C'" as "A, B, C"."""
+    return ", ".join(c.strip().strip("'") for c in re.split(r", | or ", expected))
+
+
+def _plural(count: Any, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+# The wording of a pattern the request models use, by the pattern itself.
+_PATTERNS = {
+    AMOUNT_PATTERN.pattern: "invalid amount '{input}': must be positive decimal",
+    FIAT_AMOUNT_PATTERN: "invalid amount '{input}': must be positive decimal"
+    " with at most 2 decimal places",
+    ADDRESS_PATTERN: "only letters, digits, spaces and / ? : ( ) . , & ' + - are allowed",
+}
+
+
+def _wording(kind: str, ctx: dict[str, Any], value: Any) -> str:
+    """The API's words for one pydantic error type: what the value must be."""
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        word = {"greater_than_equal": "at least", "greater_than": "greater than"}
+        word |= {"less_than_equal": "at most", "less_than": "less than"}
+        bound = next(iter(ctx.values()), "")
+        return f"must be {word[kind]} {bound}"
+    if kind in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"):
+        return "must be an integer"
+    if kind in ("float_type", "float_parsing", "finite_number"):
+        return "must be a number"
+    if kind in ("bool_type", "bool_parsing"):
+        return "must be true or false"
+    if kind in ("string_type", "string_unicode"):
+        return "must be a string"
+    if kind == "string_too_long":
+        return f"must be at most {_plural(ctx.get('max_length'), 'character')}"
+    if kind == "string_too_short":
+        return f"must be at least {_plural(ctx.get('min_length'), 'character')}"
+    if kind == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        text = str(value)[:64] if isinstance(value, str) else ""
+        return _PATTERNS.get(pattern, "has an invalid format").format(input=text)
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {_choices(str(ctx.get('expected', '')))}"
+    if kind in ("dict_type", "model_type", "model_attributes_type", "mapping_type"):
+        return "must be an object"
+    if kind in ("list_type", "tuple_type", "set_type", "iterable_type"):
+        return "must be a list"
+    if kind == "too_long":
+        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
+    if kind == "too_short":
+        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == NULL_VALUE:
+        return "must not be null"
+    return "invalid value"
 
 
 def _describe(error: dict[str, Any]) -> str:
     kind = error.get("type", "")
-    loc = tuple(error.get("loc", ()))
-    name = _field_name(loc)
+    name = _field_name(tuple(error.get("loc", ())))
     if kind == "json_invalid":
         return "request body is not valid JSON"
     if kind == "missing":
         return f"{name} is required"
-    if kind == "extra_forbidden":
-        return f"{name} invalid: unknown field"
     if kind in ("model_attributes_type", "dict_type") and name == "body":
         return "request body must be a JSON object"
-    return f"{name} invalid: {error.get('msg', 'invalid value')}"
+    return f"{name} invalid: {_wording(kind, error.get('ctx') or {}, error.get('input'))}"
+
+
+def _located(error: dict[str, Any]) -> dict[str, Any]:
+    """A null refused by a body model (api_adapter/models.py) is located at its field."""
+    if error.get("type") == NULL_VALUE:
+        field = (error.get("ctx") or {}).get("field")
+        return {**error, "loc": (*tuple(error.get("loc", ())), field)}
+    return error
 
 
 def validation_problem(errors: list[dict[str, Any]]) -> ProblemResponse:
     first = errors[0] if errors else {"type": "value_error", "loc": ("body",), "msg": "invalid"}
+    first = _located(first)
     name = _field_name(tuple(first.get("loc", ())))
     meta = {"field": name} if first.get("type") != "json_invalid" else None
     return problem(400, _describe(first), meta=meta)

@@ -5,8 +5,10 @@ refills continuously, so a client may burst its per-second allowance and then ke
 the rate. One dictionary look-up and a few float operations per request. A request over
 the limit is answered 429 with `Retry-After` before any work is done.
 
-The client is the token's client id when the bearer token's signature holds, the
-`client_id` of a token request, and the peer address otherwise (public market data).
+The client is the token's client id when the bearer token's signature holds, and the
+peer address otherwise (public market data). A token request is charged to its
+`client_id` when its secret holds and to the peer address when it does not, so a
+flood of wrong secrets naming a client throttles the flooder, not the client.
 """
 
 from __future__ import annotations
@@ -48,12 +50,18 @@ class RateLimiter:
     def rate(self, operation: str) -> float:
         return self.rates.get(operation, self.default)
 
-    def wait(self, client: str, operation: str) -> float:
-        """0 when the request is admitted (and counted), else seconds until it would be."""
+    def wait(self, client: str, operation: str, *, charge: bool = True) -> float:
+        """0 when the request is admitted (and counted), else seconds until it would be.
+        With `charge=False` nothing is counted: whether a request would be admitted."""
         rate = self.rates.get(operation, self.default)
         now = self.clock()
         key = (client, operation)
         bucket = self._buckets.get(key)
+        if not charge:
+            if bucket is None:
+                return 0.0
+            tokens = min(rate, bucket[0] + max(0.0, now - bucket[1]) * rate)
+            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
         if bucket is None:
             if len(self._buckets) >= self._prune_at:
                 self._prune(now)
@@ -67,15 +75,16 @@ class RateLimiter:
         bucket[0] = tokens
         return (1.0 - tokens) / rate
 
-    def check(self, client: str, operation: str) -> None:
-        """Raise a 429 when `client` is over the limit of `operation`."""
-        wait = self.wait(client, operation)
+    def check(self, client: str, operation: str, *, charge: bool = True) -> None:
+        """Raise a 429 when `client` is over the limit of `operation` (see `wait`)."""
+        wait = self.wait(client, operation, charge=charge)
         if wait:
             rate = self.rate(operation)
+            who = "address" if client.startswith("peer:") else "client"
             raise HTTPException(
                 429,
                 f"rate limit exceeded: at most {rate:g} requests per second to {operation}"
-                f" per client; retry after {wait:.3f} s",
+                f" per {who}; retry after {wait:.3f} s",
                 headers={"Retry-After": str(max(1, math.ceil(wait)))},
             )
 
@@ -95,6 +104,11 @@ def operation_of(request: Request) -> str:
     return getattr(route, "operation_id", None) or getattr(route, "name", None) or "unknown"
 
 
+def peer_of(request: Request) -> str:
+    """The limiter's key of the caller's address."""
+    return f"peer:{request.client.host if request.client else 'unknown'}"
+
+
 def client_of(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
@@ -102,8 +116,7 @@ def client_of(request: Request) -> str:
         client = request.app.state.tokens.signed_client(token.strip())
         if client is not None:
             return f"client:{client}"
-    peer = request.client.host if request.client else "unknown"
-    return f"peer:{peer}"
+    return peer_of(request)
 
 
 async def rate_limit(request: Request) -> None:

@@ -19,7 +19,10 @@ How requests become steps:
   every later mention of it (in a path, a body, an expected body) is written `{vN}`, as
   are a recorded customer's ids (`{customerN.profile_id}`);
 - a 429 (a rate limit counts wall time, which a replay does not follow) and a request
-  whose body is not JSON are left out, with a comment: neither changed anything.
+  whose body is not JSON are left out, with a comment: neither changed anything;
+- a secret an answer shows once (a webhook's `secret`) is left out of the expected body
+  and ignored: the file keeps no secret, and a replay draws a new one. The file is
+  created private (0600): it holds every request's body.
 
 On a wall clock, the engine time that passed between two requests is recorded as an
 `advance`, and fields that hold times are ignored, since a replay runs on a manual
@@ -43,12 +46,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.auth import Tokens
 from api_adapter.problems import AuthError
+from engine import private_files
 from engine.clock import format_time, parse_time
 from engine.scenario import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
+from engine.settings import SELF_MATCH_PREVENTION
 
 # Settings that are not the scenario's to choose (see engine.scenario).
 _NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
-_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants"}
+_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants", "execution_ids"}
 # Fields holding a time: ignored when the session ran on a wall clock.
 TIME_FIELDS = [
     "created_at",
@@ -66,8 +71,11 @@ TIME_FIELDS = [
     "range",
     "notional_value",
 ]
+# Fields of an answer that hold a secret shown once: never written to a recording.
+SECRET_FIELDS = frozenset({"secret", "client_secret"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo"})
+# A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
+_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
 
 
 class _Dumper(yaml.SafeDumper):
@@ -131,10 +139,13 @@ class Recorder:
         }
         mode = "wall" if self.wall else "manual"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(
-            f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
-            + _dump(header)
-            + "steps: []\n"
+        private_files.write(  # it holds every request's body: the owner's only
+            self.path,
+            (
+                f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
+                + _dump(header)
+                + "steps: []\n"
+            ).encode(),
         )
         self._empty = True
 
@@ -248,7 +259,7 @@ class Recorder:
         if body is not None:
             request["body"] = self._ids(body)
 
-        if method == "POST" and path == "/v2/sandbox/customers" and status == 200:
+        if method == "POST" and path == "/v2/sandbox/customers" and isinstance(response, dict):
             self._append(self._new_actor(body, response))
             return
         if method == "POST" and path == "/v2/sandbox/clock" and status == 200 and actor == ADMIN:
@@ -258,13 +269,15 @@ class Recorder:
             if isinstance(body, dict) and body.get("set_to") is not None:
                 self._append({"set_to": format_time(parse_time(body["set_to"]))})
                 return
+        response, hidden = _without_secrets(response)
         saves = self._capture(response)
         expect: dict[str, Any] = {"status": status}
         if response is not None:
             expect["body"] = self._ids(response)
             expect["match"] = "exact"
-            if self.wall:
-                expect["ignore"] = TIME_FIELDS
+            ignore = [*hidden, *(TIME_FIELDS if self.wall else ())]
+            if ignore:
+                expect["ignore"] = ignore
         step: dict[str, Any] = {"request": request, "expect": expect}
         if saves:
             step["save"] = saves
@@ -327,9 +340,13 @@ class Recorder:
         for key in ("customer_id", "profile_id", "client_id"):
             self.ids[made[key]] = f"{{{name}.{key}}}"
         step: dict[str, Any] = {"create_actor": name}
-        if isinstance(body, dict) and body.get("scopes"):
+        body = body if isinstance(body, dict) else {}
+        if body.get("scopes"):
             step["scopes"] = body["scopes"]
             self.scopes[made["client_id"]] = set(body["scopes"])
+        if body.get("self_match_prevention") is True:
+            step["self_match_prevention"] = True
+            self.scopes.get(made["client_id"], set()).add(SELF_MATCH_PREVENTION)
         return step
 
     def _ids(self, value: Any) -> Any:
@@ -348,6 +365,29 @@ class Recorder:
         if isinstance(value, list):
             return [self._ids(v) for v in value]
         return value
+
+
+def _without_secrets(body: Any) -> tuple[Any, list[str]]:
+    """`body` without the secrets an answer shows once (a webhook's `secret`), and the
+    names left out: the recording keeps no secret, and a replay draws other ones, so
+    its expectation ignores them."""
+    hidden: list[str] = []
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            kept = {}
+            for key, value in node.items():
+                if key in SECRET_FIELDS and isinstance(value, str):
+                    if key not in hidden:
+                        hidden.append(key)
+                else:
+                    kept[key] = strip(value)
+            return kept
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(body), hidden
 
 
 def _is_id(key: str, value: str) -> bool:

@@ -10,22 +10,24 @@ exactly what an integration would.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from api_adapter.webhooks import Deliverer
+from engine import private_files
 from engine.clock import format_time, parse_time
 from engine.scenario import (
     ADMIN,
     ANONYMOUS,
+    Actor,
     ActorStep,
     AdvanceStep,
     BalancesStep,
@@ -154,7 +156,8 @@ class InProcess(Target):
         self._hash = log_hash(self.db)
         if self.keep_db is not None:
             self.keep_db.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(self.db, self.keep_db)
+            private_files.copy(self.db, self.keep_db)
+            private_files.copy(f"{self.db}.key", f"{self.keep_db}.key")
         self._tmp.cleanup()
 
     def log_hash(self) -> str | None:
@@ -288,9 +291,9 @@ class Runner:
             self.clock_mode = r.json().get("mode", "manual")
         work: list[tuple[str, Callable[[], int | None]]] = []
         for name, spec in self.scenario.actors.items():
-            work.append((f"actor {name}", lambda n=name, s=spec.scopes: self._create_actor(n, s)))
+            work.append((f"actor {name}", partial(self._create_actor, name, spec)))
         for step in self.scenario.steps:
-            work.append((_label(step), lambda s=step: self._step(s)))
+            work.append((_label(step), partial(self._step, step)))
         for index, (label, action) in enumerate(work, start=1):
             t0 = time.perf_counter()
             diffs: list[str] = []
@@ -326,18 +329,20 @@ class Runner:
             _expect_ok(r)
             return r.status_code
         if isinstance(step, ActorStep):
-            return self._create_actor(step.create_actor, step.scopes)
+            return self._create_actor(step.create_actor, step)
         if isinstance(step, BalancesStep):
             return self._balances(step)
         if isinstance(step, OrderStep):
             return self._order(step)
         raise StepFailed(f"unknown step {type(step).__name__}")
 
-    def _create_actor(self, name: str, scopes: list[str] | None) -> int:
+    def _create_actor(self, name: str, spec: Actor | ActorStep) -> int:
         if name in self.credentials:
             raise StepFailed(f"actor {name} exists already")
-        body = {"scopes": scopes} if scopes else None
-        r = self._send("POST", "/v2/sandbox/customers", actor=ADMIN, body=body)
+        body: dict[str, Any] = {"scopes": spec.scopes} if spec.scopes else {}
+        if spec.self_match_prevention:
+            body["self_match_prevention"] = True
+        r = self._send("POST", "/v2/sandbox/customers", actor=ADMIN, body=body or None)
         _expect_ok(r)
         made = r.json()
         self.credentials[name] = (made["client_id"], made["client_secret"])

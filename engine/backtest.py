@@ -67,7 +67,7 @@ INF = 1 << 62
 CLIENT_ID = "backtest"
 _PROGRESS_EVERY = 4096
 # Settings a backtest decides itself: the data is the path, and time is the data's.
-_FIXED = ("clock", "clock_start", "market_volatility", "seed")
+_FIXED = ("clock", "clock_start", "market_volatility", "seed", "execution_ids")
 
 
 class BacktestError(ValueError):
@@ -419,8 +419,9 @@ class _Runner:
                     side = data.get(key)
                     if side is None:
                         continue
-                    record = tr.executions[side["execution_id"]]
-                    view = execution_view(side["execution_id"], record)
+                    number = side["execution_id"]
+                    record = tr.executions[number]
+                    view = execution_view(self.engine.execution_ids.public(number), record)
                     o = record[0]
                     self.fills.append(
                         Fill(view, o.type, self.reference_at_order.get(o.id), record[5])
@@ -957,6 +958,7 @@ def _engine_settings(
     values.update({k: v for k, v in overrides.items() if v is not None})
     values.setdefault("durability", "NORMAL")
     values.update(clock="manual", clock_start=start, seed=seed, market_volatility=Decimal(0))
+    values["execution_ids"] = "seeded"  # the same data, flow and seed: the same report
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 
@@ -29,9 +29,11 @@ class CreateCustomer(Command):
     """A new isolated customer with one client and a DEFAULT profile."""
 
     client_id: str | None = None
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)  # never in a log line
     scopes: tuple[str, ...] = ()
     bootstrap: bool = False
+    # Grant the permission self_match_prevention_id needs, on top of the scopes.
+    self_match_prevention: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +169,12 @@ class ReadMarket(Command):
 
 @dataclass(frozen=True, slots=True)
 class AdvanceClock(Command):
-    """Move a manual clock forward to `to`, firing every deadline on the way."""
+    """Move a manual clock forward to `to`, or `by` a duration, firing every deadline on
+    the way. `by` is added to the clock in the writer, so that advances sent at the same
+    time add up instead of all aiming at the same target."""
 
     to: datetime | None = None
+    by: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

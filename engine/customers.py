@@ -9,7 +9,7 @@ from typing import Any
 from engine.commands import CreateCustomer, CreateProfile, RevokeClient
 from engine.errors import AlreadyExists, Invalid, NotFound
 from engine.events import Event
-from engine.settings import ALL_SCOPES, CUSTOMER_SCOPES
+from engine.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, CUSTOMER_SCOPES, SELF_MATCH_PREVENTION
 from engine.state import Ctx, State
 
 _HASH_ROUNDS = 20_000
@@ -55,9 +55,17 @@ def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
     unknown = [s for s in cmd.scopes if s not in ALL_SCOPES]
     if unknown:
         raise Invalid(f"scopes invalid: unknown scope {unknown[0]}", field="scopes")
-    scopes = cmd.scopes or (ALL_SCOPES if cmd.bootstrap else CUSTOMER_SCOPES)
-    secret = cmd.client_secret or ctx.ids.token(40)
-    salt = ctx.ids.hex(16)
+    if cmd.scopes:
+        scopes = cmd.scopes
+    elif cmd.bootstrap:
+        scopes = ALL_SCOPES if ctx.settings.bootstrap_self_match_prevention else BOOTSTRAP_SCOPES
+    else:
+        scopes = CUSTOMER_SCOPES
+    if cmd.self_match_prevention and SELF_MATCH_PREVENTION not in scopes:
+        scopes = (*scopes, SELF_MATCH_PREVENTION)
+    # From the OS, not the seeded ids: a tenant who knows the seed must learn nothing.
+    secret = cmd.client_secret or ctx.secrets.token(40)
+    salt = ctx.secrets.salt()
     customer_id = ctx.ids.uuid()
     profile_id = ctx.ids.uuid()
     ctx.emit(

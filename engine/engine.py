@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import decimal
 import gc
-import os
 import queue
 import threading
 from collections import Counter
@@ -30,11 +29,16 @@ import structlog
 
 from engine.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.commands import AdvanceClock, Command, Tick
+from engine.credentials import Secrets
 from engine.domain import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
 from engine.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.events import SCHEMA_VERSIONS, Event, upcast
+from engine.execution_ids import META_KEY as EXECUTION_KEY
+from engine.execution_ids import database_key
+from engine.execution_ids import new_key as new_execution_key
 from engine.ids import IdSource
 from engine.invariants import check_state
+from engine.keys import KeyFile, KeyFileError
 from engine.money import CONTEXT
 from engine.projections.readmodels import TABLES, all_rows, rows_for
 from engine.reply import Batch, Single
@@ -43,7 +47,7 @@ from engine.state import Ctx, State
 from engine.state_snapshots import FORMAT as SNAPSHOT_FORMAT
 from engine.state_snapshots import Snapshotter
 from engine.state_snapshots import load as load_state
-from engine.store import SqliteEventStore, StoreUnavailable
+from engine.store import Concurrency, SqliteEventStore, StoreUnavailable
 
 log = structlog.get_logger("sandex.engine")
 
@@ -71,21 +75,37 @@ class NotDecided(Unavailable):
 
 class Engine:
     def __init__(
-        self, db_path: str | Path, settings: Settings | None = None, clock: Clock | None = None
+        self,
+        db_path: str | Path,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+        *,
+        lease: bool = True,
     ):
+        """`lease=False` is for a brief writer beside a running one (`sandex clients
+        revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
+        in SQLite's write lock, each reloading what the other wrote before it decides."""
         self.settings = settings or Settings()
         self.db_path = str(db_path)
         self.store = SqliteEventStore(
-            self.db_path, durability=self.settings.durability, tables=TABLES
+            self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
         )
         seed = self.store.get_meta("seed")
+        new_database = seed is None
         if seed is None:
             seed = str(self.settings.seed)
             with self.store.db.atomic():  # one commit, and a database never half-labelled
                 self.store.set_meta("seed", seed)
-                self.store.set_meta("signing_secret", os.urandom(32).hex())
                 self.store.set_meta("created_with_clock", self.settings.clock)
         self.seed = int(seed)
+        key = self.store.get_meta(EXECUTION_KEY)
+        if key is None:  # a new database, or one from before execution ids were permuted
+            key = new_execution_key(self.settings.execution_ids, self.seed)
+            self.store.set_meta(EXECUTION_KEY, key)
+        self.execution_ids = database_key(key)
+        self.keys = self._open_keys(new_database)
+        # Secrets come from the OS, never from the seeded ids (engine/credentials.py).
+        self.secrets = Secrets(self.keys.current().sealing)
         if clock is None:
             clock = (
                 ManualClock(self.settings.clock_start)
@@ -107,6 +127,8 @@ class Engine:
         self._inflight: _Written | None = None
         self._committer: queue.SimpleQueue[_Written | None] | None = None
         self._stale = False
+        # Whether the last group commit reached the disk (a health check reads it).
+        self.last_commit_ok = True
         # State snapshots (engine/state_snapshots.py): none for an in-memory database,
         # which a second connection cannot see.
         self._snapshot_every = self.settings.snapshot_every_events
@@ -118,6 +140,20 @@ class Engine:
         self._load()
 
     # -- start-up ---------------------------------------------------------------------
+
+    def _open_keys(self, new_database: bool) -> KeyFile:
+        """The database's key file (engine/keys.py), made on first open; a signing key
+        that an older sandex kept in the database moves there and is erased."""
+        legacy = self.store.get_meta("signing_secret")
+        try:
+            keys = KeyFile.open(self.db_path, legacy_signing=legacy, new_database=new_database)
+        except (KeyFileError, OSError) as exc:
+            self.store.close()
+            raise StoreUnavailable(f"cannot open the key file of {self.db_path}: {exc}") from exc
+        if legacy is not None:
+            self.store.erase_meta("signing_secret")
+            log.warning("signing key moved out of the database", key_file=str(keys.path))
+        return keys
 
     def _load(self) -> None:
         """Rebuild the state from the newest state snapshot and the log after it; bring
@@ -244,6 +280,17 @@ class Engine:
             yield
         finally:
             self.store.release()
+
+    def health(self) -> dict[str, bool]:
+        """Whether the engine can take writes, for a health check (no tenant's data):
+        the writer thread is alive, the last group commit reached the disk (False from
+        a failed one until one succeeds), and the log could be read back into state."""
+        thread = self._thread
+        return {
+            "writer_alive": thread is not None and thread.is_alive(),
+            "last_commit_ok": self.last_commit_ok,
+            "log_readable": not self._stale,
+        }
 
     def next_deadline(self) -> datetime | None:
         return self.state.timers.next_deadline()
@@ -412,6 +459,7 @@ class Engine:
             try:
                 self.store.finish()
                 written.ok = True
+                self.last_commit_ok = True
                 self.committed = written.events
                 if self._snapshot_every and self._thread is not None:
                     self._maybe_snapshot(written.position)
@@ -423,6 +471,7 @@ class Engine:
 
     def _failed(self, written: _Written, exc: BaseException) -> None:
         log.error("commit failed", error=str(exc))
+        self.last_commit_ok = False
         reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
         _overrule(written.spans, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
 
@@ -526,7 +575,7 @@ class Engine:
         ctx = self._ctx
         if ctx is None or ctx.state is not state:
             ctx = self._ctx = Ctx(
-                state, now, self.ids, self.settings, APPLIERS, self._versions, meta
+                state, now, self.ids, self.secrets, self.settings, APPLIERS, self._versions, meta
             )
         else:
             ctx.begin(now, meta)
@@ -557,17 +606,16 @@ class Engine:
         clock = self.clock
         if not isinstance(clock, ManualClock):
             raise Conflict("the sandbox runs on a wall clock; only a manual clock can be moved")
-        target = command.to
-        assert target is not None
+        target, field = _clock_target(command, clock.now())
         if target < clock.now():
             raise Invalid(
-                f"set_to invalid: the clock never moves backwards (now {format_time(clock.now())})",
-                field="set_to",
+                f"{field} invalid: the clock never moves backwards (now {format_time(clock.now())})",
+                field=field,
             )
         if target > LATEST:
             raise Invalid(
-                f"set_to invalid: the clock cannot move past {format_time(LATEST)}",
-                field="set_to",
+                f"{field} invalid: the clock cannot move past {format_time(LATEST)}",
+                field=field,
             )
         self._fire_due(target)
         clock.set(target)
@@ -578,6 +626,19 @@ class Engine:
             {"command": "AdvanceClock", "client_id": command.actor.client_id},
         )
         return {"now": format_time(target), "mode": "manual"}
+
+
+def _clock_target(command: AdvanceClock, now: datetime) -> tuple[datetime, str]:
+    """Where `command` moves a clock that reads `now`, and the request field it came
+    from (for the error that refuses it)."""
+    if (command.to is None) == (command.by is None):
+        raise Invalid("exactly one of advance_seconds and set_to is required", field="set_to")
+    if command.to is not None:
+        return command.to, "set_to"
+    try:
+        return now + command.by, "advance_seconds"  # type: ignore[operator]
+    except OverflowError:
+        return datetime.max.replace(tzinfo=now.tzinfo), "advance_seconds"
 
 
 def _fail(batch: Batch, error: BaseException) -> None:
@@ -759,13 +820,23 @@ class Cancelled(Exception):
 
 def rebuild_read_models(store: SqliteEventStore) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
-    read-model table from it in one transaction; the state replayed."""
+    read-model table from it in one transaction; the state replayed.
+
+    The rewrite commits only if the log still ends where the replay did: a writer that
+    holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
+    from the shorter log would drop what it wrote. The replay then goes on from where
+    it stopped, and the rewrite is tried again."""
     state = State()
     state.appended = []
-    replay(store.read(with_meta=False), state)
-    rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-    for table, row in all_rows(state):
-        rows.setdefault(table, ([], []))[0].append(row)
-    state.appended = None
-    store.replace_read_models(rows, state.position)
-    return state
+    while True:
+        replay(store.read(after=state.position, with_meta=False), state)
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in all_rows(state):
+            rows.setdefault(table, ([], []))[0].append(row)
+        try:
+            store.replace_read_models(rows, state.position)
+        except Concurrency:
+            log.warning("the log grew during a read-model rewrite; replaying its tail")
+            continue
+        state.appended = None
+        return state

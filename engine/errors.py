@@ -12,10 +12,13 @@ _TITLES = {
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
+    408: "Request Timeout",
     409: "Conflict",
     413: "Payload Too Large",
+    414: "URI Too Long",
     415: "Unsupported Media Type",
     429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }

@@ -27,7 +27,7 @@ from engine.errors import Invalid, NotFound
 from engine.events import Event
 from engine.orders import shown_view, trading_state
 from engine.projections import readmodels
-from engine.queries import time_conditions
+from engine.queries import checked_limit, time_conditions
 from engine.state import State
 from engine.transfers import transfer_view
 
@@ -194,9 +194,7 @@ def list_events(
 
     `delivered_through`: with a webhook registered, the seq up to which its events were
     delivered; each later event counts one undelivered webhook."""
-    limit = DEFAULT_LIMIT if limit is None else limit
-    if not 1 <= limit <= MAX_LIMIT:
-        raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
+    limit = checked_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
     where = ["f.customer_id = ?"]
     params: list[Any] = [customer_id]
     if type is not None:

@@ -18,9 +18,16 @@ import orjson
 
 from engine.clock import format_time, parse_time
 from engine.commands import CreateWithdrawalFee
-from engine.errors import Invalid
+from engine.errors import ExceedMaxWithdraw, Invalid
 from engine.events import Event
-from engine.money import ASSET_PRECISION, FIAT_ASSETS, check_precision, format_amount, parse_amount
+from engine.money import (
+    ASSET_PRECISION,
+    FIAT_ASSETS,
+    check_precision,
+    format_amount,
+    format_normal,
+    parse_amount,
+)
 from engine.networks import CRYPTO_NETWORKS, check_address, check_asset_network
 from engine.projections import readmodels
 from engine.settings import Settings
@@ -79,6 +86,41 @@ def scheduled_fee(settings: Settings, asset: str, network: str) -> Decimal:
 # Integrations send to the same few addresses again and again; a checksum check is a
 # pure function of its input, so its answer is kept.
 _address_problem = lru_cache(maxsize=4096)(check_address)
+
+
+# Sandbox per-withdrawal caps of the real service, in units of the asset sent.
+DEFAULT_CAPS: dict[str, Decimal] = {
+    "BTC": Decimal("0.002"),
+    "ETH": Decimal("0.05"),
+    "BCH": Decimal("0.05"),
+    "LTC": Decimal("0.05"),
+    "SOL": Decimal("0.5"),
+    "AAVE": Decimal(10),
+    "MATIC": Decimal(10),
+    "LINK": Decimal(10),
+    "UNI": Decimal(10),
+    "PAXG": Decimal(1_000_000),
+    "USDP": Decimal(1_000_000),
+    "PYUSD": Decimal(1_000_000),
+    "USDC": Decimal(1_000_000),
+    "USDG": Decimal(1_000_000),
+}
+
+
+def cap(settings: Settings, asset: str) -> Decimal | None:
+    return settings.withdrawal_caps.get(asset, DEFAULT_CAPS.get(asset))
+
+
+def check_cap(settings: Settings, asset: str, amount: Decimal) -> None:
+    """400 exceed-max-withdraw-limit when `amount` is above the asset's cap: a withdrawal
+    of it would be refused, and so is a quote for it (the same problem)."""
+    limit = cap(settings, asset)
+    if limit is not None and amount > limit:
+        raise ExceedMaxWithdraw(
+            f"withdrawal amount {format_amount(amount)} {asset} exceeds the sandbox limit"
+            f" of {format_normal(limit)} {asset} per withdrawal",
+            meta={"asset": asset, "limit": format_normal(limit), "amount": format_amount(amount)},
+        )
 
 
 def check_destination(asset: str, network: str, address: str) -> None:
@@ -155,6 +197,7 @@ def create_fee(ctx: Ctx, cmd: CreateWithdrawalFee) -> dict[str, Any]:
     sizing = parse_sizing(cmd.amount, cmd.total, cmd.asset)
     fee = scheduled_fee(ctx.settings, cmd.asset, cmd.crypto_network)
     amount, total = sizing.priced(fee, cmd.asset)
+    check_cap(ctx.settings, cmd.asset, amount)
     ttl = ctx.settings.withdrawal_fee_ttl_seconds
     expires = ctx.now + timedelta(microseconds=int(ttl * 1_000_000))
     fee_id = ctx.ids.uuid()

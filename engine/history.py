@@ -1,9 +1,12 @@
 """The log as history: its fingerprint, and the database as it was at a past point.
 
 `log_hash` is what "byte-identical" means for a replayed scenario: SHA-256 over every
-stored column of every event, in position order. `travel` writes a new database that
-holds the log up to a past position (or time) and read models rebuilt from it: the
-state as it was then, which `sandex verify` accepts like any other database.
+stored column of every event, in position order, with the credential fields of
+`engine.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
+sealed secret: drawn from the OS, they differ on every run by design). `travel` writes
+a new database that holds the log up to a past position (or time) and read models
+rebuilt from it: the state as it was then, which `sandex verify` accepts like any other
+database.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any
 
 import orjson
 
+from engine import keys, private_files
 from engine.clock import format_time
+from engine.credentials import EVENT_FIELDS, redact
 
 _COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
 
@@ -29,13 +34,16 @@ def _read_only(path: str | Path) -> sqlite3.Connection:
 
 
 def log_hash(db_path: str | Path) -> str:
-    """`sha256:<hex>` of the whole event log, as stored."""
+    """`sha256:<hex>` of the whole event log as stored, credential fields masked."""
     digest = hashlib.sha256()
     conn = _read_only(db_path)
     try:
         cursor = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
         while rows := cursor.fetchmany(5000):
             for row in rows:
+                if row[3] in EVENT_FIELDS:
+                    data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+                    row = (*row[:5], data, *row[6:])
                 digest.update(orjson.dumps(row))
                 digest.update(b"\n")
     finally:
@@ -87,8 +95,9 @@ def travel(
     position: int | None = None,
     until: datetime | None = None,
 ) -> Travelled:
-    """Write `out`: the events of `source` up to the cut, its seed and signing secret, and
-    read models rebuilt from those events.
+    """Write `out`: the events of `source` up to the cut, its seed, a copy of its key
+    file (the same token signing and webhook sealing keys), and read models rebuilt
+    from those events.
 
     The state at the cut is the source's newest state snapshot at or before it (the
     start-up cache of engine/state_snapshots.py, used only when it still matches the
@@ -109,6 +118,8 @@ def travel(
         meta = dict(conn.execute("SELECT key, value FROM sandex_meta").fetchall())
     finally:
         conn.close()
+    # A signing key an older sandex kept in the database goes to the key file, not along.
+    legacy_signing = meta.pop("signing_secret", None)
     partial = out_path.with_name(out_path.name + ".partial")
     for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
         leftover.unlink(missing_ok=True)
@@ -148,8 +159,23 @@ def travel(
         partial.unlink(missing_ok=True)
         raise
     store.close()
+    _copy_keys(source, out_path, legacy_signing)
     partial.rename(out_path)
     return Travelled(position=cut, asked=asked, occurred_at=last, events=events, base=base)
+
+
+def _copy_keys(source: str | Path, out: Path, legacy_signing: str | None) -> None:
+    """Give `out` the keys of `source`: tokens stay valid and the webhook secrets sealed
+    in the copied log still open. A source an older sandex wrote, with no key file, has
+    its signing key in its database: `out` gets a key file holding that one."""
+    source_keys = keys.path_for(source)
+    out_keys = keys.path_for(out)
+    assert source_keys is not None and out_keys is not None
+    if source_keys.exists():
+        private_files.copy(source_keys, out_keys)
+    else:
+        out_keys.unlink(missing_ok=True)  # a stale one, left by a database removed since
+        keys.KeyFile.open(out, legacy_signing=legacy_signing)
 
 
 def _copy_appended(db: sqlite3.Connection, source: str | Path, cut: int) -> None:

@@ -4,6 +4,9 @@ An id is a hash of the database's seed, the log position at which the command th
 draws it starts, and its rank within that command. The same seed and the same sequence
 of commands therefore give the same ids on every run, and nothing needs persisting:
 after a restart the next position is read from the log.
+
+Anyone who knows the seed and a position can compute these ids, so they are never
+secrets: secrets come from the OS (engine/credentials.py).
 """
 
 from __future__ import annotations
@@ -39,12 +42,6 @@ class IdSource:
 
     def hex(self, nbytes: int = 32) -> str:
         return self._digest("hex")[:nbytes].hex()
-
-    def token(self, length: int = 32) -> str:
-        """A URL-safe secret; sandbox secrets are reproducible by design."""
-        alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
-        raw = self._digest("token") + self._digest("token")
-        return "".join(alphabet[b % len(alphabet)] for b in raw[:length])
 
     def code(self, length: int = 10) -> str:
         """Upper-case code for things a human types (fiat deposit memos)."""

@@ -5,18 +5,21 @@ a row of another customer is answered as absent."""
 
 from __future__ import annotations
 
-import base64
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import orjson
 
-from engine.clock import format_time, parse_time
+from engine.clock import EPOCH, format_time, parse_time
+from engine.cursors import Cursors
 from engine.errors import Invalid, NotFound
+from engine.execution_ids import META_KEY, ExecutionIds, database_key
 from engine.money import ASSETS
+from engine.params import parse_int
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -30,6 +33,8 @@ class Page:
     limit: int | None = None
     page_cursor: str | None = None
     order: str | None = None
+    # CREATED_AT (None: the same) or UPDATED_AT, where the list has both
+    order_by: str | None = None
     # ("created_at", "gte") -> RFC 3339 text
     times: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -52,28 +57,25 @@ def time_conditions(
     return where, params
 
 
-def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        text = base64.urlsafe_b64decode(padded.encode()).decode()
-        kind, _, value = text.partition(":")
-        seq = int(value)
-        if kind != "seq" or not 0 <= seq < 2**63:  # SQLite integers are 64-bit
-            raise ValueError(kind)
-        return seq
-    except (ValueError, UnicodeError) as exc:
-        raise Invalid(
-            "page_cursor invalid: not a cursor this server issued", field="page_cursor"
-        ) from exc
+def checked_limit(limit: int | None, default: int = DEFAULT_LIMIT, most: int = MAX_LIMIT) -> int:
+    """A page size as asked, or `default`; one out of 1..`most` is refused in the words
+    the HTTP layer uses for the same fault."""
+    if limit is None:
+        return default
+    if limit < 1:
+        raise Invalid("limit invalid: must be at least 1", field="limit")
+    if limit > most:
+        raise Invalid(f"limit invalid: must be at most {most}", field="limit")
+    return limit
 
 
 class Queries:
-    def __init__(self, db_path: str) -> None:
+    def __init__(self, db_path: str, *, cursors: Cursors | None = None) -> None:
+        """`cursors`: what seals paging cursors (the API's, keyed from its sealing key);
+        None: a key of this object's own, so its cursors do not outlive it."""
         self.db_path = db_path
+        self.cursors = cursors if cursors is not None else Cursors()
+        self._execution_ids: ExecutionIds | None = None
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -102,6 +104,17 @@ class Queries:
     def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
 
+    @property
+    def execution_ids(self) -> ExecutionIds:
+        """The database's execution id permutation (engine/execution_ids.py), whose key
+        the engine stored when it opened the database."""
+        if self._execution_ids is None:
+            row = self._one("SELECT value FROM sandex_meta WHERE key = ?", (META_KEY,))
+            if row is None:
+                raise RuntimeError("the database has no execution id key: open it with the engine")
+            self._execution_ids = database_key(row[0])
+        return self._execution_ids
+
     # -- paging ---------------------------------------------------------------------
 
     def page(
@@ -110,31 +123,49 @@ class Queries:
         where: list[str],
         params: list[Any],
         page: Page,
+        *,
+        owner: str,
+        default_order: str = "DESC",
     ) -> dict[str, Any]:
-        limit = DEFAULT_LIMIT if page.limit is None else page.limit
-        if limit < 1 or limit > MAX_LIMIT:
-            raise Invalid(f"limit invalid: must be between 1 and {MAX_LIMIT}", field="limit")
-        order = (page.order or "DESC").upper()
+        """One page of `table`'s rows of customer `owner` that match `where`, by creation
+        (seq) or, with `order_by` UPDATED_AT, by `updated_at` then seq; `default_order`
+        where the request names no order. Its cursor is bound to that table, customer
+        and order_by."""
+        limit = checked_limit(page.limit)
+        order = (page.order or default_order).upper()
         if order not in ("ASC", "DESC"):
-            raise Invalid("order invalid: must be ASC or DESC", field="order")
+            raise Invalid("order invalid: must be one of ASC, DESC", field="order")
+        by_update = page.order_by == "UPDATED_AT"
         where = list(where)
         params = list(params)
         time_where, time_params = time_conditions(page.times)
         where += time_where
         params += time_params
-        if page.page_cursor:
-            seq = decode_cursor(page.page_cursor)
-            where.append("seq > ?" if order == "ASC" else "seq < ?")
-            params.append(seq)
-        sql = f"SELECT seq, body FROM {table}"
+        after = ">" if order == "ASC" else "<"
+        if page.page_cursor and by_update:
+            micros, seq = self.cursors.decode_pair(page.page_cursor, table, owner, "updated_at")
+            where.append(f"(updated_at, seq) {after} (?, ?)")
+            params += [format_time(EPOCH + timedelta(microseconds=micros)), seq]
+        elif page.page_cursor:
+            where.append(f"seq {after} ?")
+            params.append(self.cursors.decode(page.page_cursor, table, owner))
+        sql = f"SELECT seq, body{', updated_at' if by_update else ''} FROM {table}"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += f" ORDER BY seq {order} LIMIT ?"
-        rows = self.conn.execute(sql, [*params, limit + 1]).fetchall()
-        items = [orjson.loads(body) for _, body in rows[:limit]]
+        sql += (
+            f" ORDER BY updated_at {order}, seq {order}" if by_update else f" ORDER BY seq {order}"
+        )
+        rows = self.conn.execute(sql + " LIMIT ?", [*params, limit + 1]).fetchall()
+        items = [orjson.loads(row[1]) for row in rows[:limit]]
         result: dict[str, Any] = {"items": items}
         if len(rows) > limit:
-            result["next_page_cursor"] = encode_cursor(rows[limit - 1][0])
+            last = rows[limit - 1]
+            if by_update:
+                micros = (parse_time(last[2]) - EPOCH) // timedelta(microseconds=1)
+                cursor = self.cursors.encode_pair(micros, last[0], table, owner, "updated_at")
+            else:
+                cursor = self.cursors.encode(last[0], table, owner)
+            result["next_page_cursor"] = cursor
         return result
 
     # -- clients and profiles -------------------------------------------------------
@@ -181,6 +212,7 @@ class Queries:
         nickname: str | None = None,
         ids: list[str] | None = None,
     ) -> dict[str, Any]:
+        """Profiles oldest first unless `order` says otherwise (the reference's default)."""
         where = ["customer_id = ?"]
         params: list[Any] = [customer_id]
         if nickname is not None:
@@ -189,7 +221,7 @@ class Queries:
         if ids:
             where.append(f"id IN ({', '.join('?' for _ in ids)})")
             params.extend(ids)
-        return self.page("profiles", where, params, page)
+        return self.page("profiles", where, params, page, owner=customer_id, default_order="ASC")
 
     def balances(self, customer_id: str, profile_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)
@@ -230,6 +262,18 @@ class Queries:
     def list_transfers(
         self, customer_id: str, page: Page, filters: dict[str, list[str]]
     ) -> dict[str, Any]:
+        """Transfers newest first by creation, or, with `order_by` UPDATED_AT, oldest
+        change first (the reference's defaults; "what changed since" reconciliation).
+        With both an order_by and a time filter, the reference requires them to agree."""
+        if page.order_by is not None:
+            column = page.order_by.lower()
+            other = sorted(f"{c}.{op}" for c, op in page.times if c != column)
+            if other:
+                raise Invalid(
+                    f"order_by invalid: {page.order_by} with a {other[0]} filter; order_by"
+                    " must equal the type of the timestamp filter",
+                    field="order_by",
+                )
         where = ["customer_id = ?"]
         params: list[Any] = [customer_id]
         columns = {
@@ -238,7 +282,11 @@ class Queries:
             "ids": "id",
             "type": "type",
             "statuses": "status",
+            # no sandbox transfer is held for the travel rule: the filter matches none
+            "secondary_statuses": "json_extract(body, '$.secondary_status')",
             "group_ids": "group_id",
+            "identity_ids": "json_extract(body, '$.identity_id')",
+            "account_ids": "json_extract(body, '$.account_id')",
             "crypto_tx_hashes": "crypto_tx_hash",
         }
         for name, values in filters.items():
@@ -246,7 +294,10 @@ class Queries:
                 column = columns[name]
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("transfers", where, params, page)
+        default_order = "ASC" if page.order_by == "UPDATED_AT" else "DESC"
+        return self.page(
+            "transfers", where, params, page, owner=customer_id, default_order=default_order
+        )
 
     def fiat_instructions(self, customer_id: str, instructions_id: str) -> dict[str, Any]:
         row = self._one(
@@ -266,7 +317,7 @@ class Queries:
             if values:
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
-        return self.page("fiat_instructions", where, params, page)
+        return self.page("fiat_instructions", where, params, page, owner=customer_id)
 
     # -- orders and executions (tables written by engine/orders.py) -------------------
 
@@ -299,7 +350,7 @@ class Queries:
         if after is not None:
             where.append(f"{after[0]} > ?")
             params.append(after[1])
-        return self.page(table, where, params, page)
+        return self.page(table, where, params, page, owner=customer_id)
 
     def list_orders(
         self,
@@ -331,17 +382,19 @@ class Queries:
         since_execution_id: str | None = None,
     ) -> dict[str, Any]:
         """Executions of the customer, newest first; `since_execution_id` keeps the ones
-        after that id."""
+        after that id.
+
+        Rows hold the engine's execution numbers (`seq`, and `execution_id` in the body);
+        the API shows each through the database's permutation, and maps the id a client
+        sends back to its number."""
         pid = self.profile_row(customer_id, profile_id)[0] if profile_id is not None else None
+        ids = self.execution_ids
         after = None
         if since_execution_id is not None:
-            if not since_execution_id.isdigit():
-                raise Invalid(
-                    "since_execution_id invalid: an execution id is a number",
-                    field="since_execution_id",
-                )
-            after = ("seq", int(since_execution_id))
-        return self._filtered(
+            # ids lie in 1..2**63-1 (engine/execution_ids.py), parse_int's default range
+            public = parse_int(since_execution_id, "since_execution_id")
+            after = ("seq", ids.number(public))
+        result = self._filtered(
             "executions",
             customer_id,
             page,
@@ -349,3 +402,6 @@ class Queries:
             {},
             after,
         )
+        for item in result["items"]:
+            item["execution_id"] = str(ids.public(int(item["execution_id"])))
+        return result

@@ -27,10 +27,10 @@ FORMAT_VERSION = 1
 ADMIN = "admin"
 ANONYMOUS = "anonymous"
 RESERVED_ACTORS = frozenset({ADMIN, ANONYMOUS})
-# Settings a scenario may not choose: it always runs on a manual clock, and how the
-# engine commits is not part of what a scenario describes.
+# Settings a scenario may not choose: it always runs on a manual clock with seeded
+# execution ids, and how the engine commits is not part of what a scenario describes.
 _FORBIDDEN_SETTINGS = frozenset(
-    {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
+    {"clock", "durability", "group_commit_max", "tick_interval_seconds", "execution_ids"}
 )
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -88,9 +88,11 @@ class _Model(BaseModel):
 
 
 class Actor(_Model):
-    """A customer created on the fly, with its own client; `scopes` narrows the client."""
+    """A customer created on the fly, with its own client; `scopes` narrows the client,
+    `self_match_prevention` grants the permission self_match_prevention_id needs."""
 
     scopes: list[str] | None = None
+    self_match_prevention: bool = False
 
 
 class Request(_Model):
@@ -174,6 +176,7 @@ class ActorStep(_Model):
     note: str | None = None
     create_actor: str
     scopes: list[str] | None = None
+    self_match_prevention: bool = False
 
 
 class Balance(_Model):
@@ -269,9 +272,11 @@ class Scenario(_Model):
 
 
 def engine_settings(values: dict[str, Any]) -> Settings:
-    """The engine settings a scenario runs with: its own, on a manual clock. Rate limits
+    """The engine settings a scenario runs with: its own, on a manual clock, with
+    execution ids from the seed (a replay answers the same ids every time). Rate limits
     count wall time, which a replay does not follow, so they are off unless asked for."""
-    return Settings.model_validate({"rate_limits_enabled": False, **values, "clock": "manual"})
+    fixed = {"clock": "manual", "execution_ids": "seeded"}
+    return Settings.model_validate({"rate_limits_enabled": False, **values, **fixed})
 
 
 def _step(index: int, raw: Any) -> _Model:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.clock import format_time
+from engine.credentials import Secrets
 from engine.events import Event
 from engine.ids import IdSource
 from engine.ledger import Ledger
@@ -109,7 +110,8 @@ def _time_text(now: datetime) -> str:
 
 
 class Ctx:
-    """What one decision sees: state, engine time, the seeded id source and settings.
+    """What one decision sees: state, engine time, the seeded id source, the source of
+    secrets (the OS, engine/credentials.py) and settings.
 
     `emit` applies the event to the state at once, so later steps of the same command
     (a second fill, say) see the first; a decision validates before it emits."""
@@ -119,6 +121,7 @@ class Ctx:
         "now",
         "now_text",
         "ids",
+        "secrets",
         "settings",
         "meta",
         "emitted",
@@ -131,6 +134,7 @@ class Ctx:
         state: State,
         now: datetime,
         ids: IdSource,
+        secrets: Secrets,
         settings: Settings,
         appliers: dict[str, Applier],
         versions: dict[str, int],
@@ -140,6 +144,7 @@ class Ctx:
         self.now = now
         self.now_text = _time_text(now)
         self.ids = ids
+        self.secrets = secrets
         self.settings = settings
         self.meta = meta
         self.emitted: list[Event] = []

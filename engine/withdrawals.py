@@ -19,7 +19,6 @@ from engine.commands import CreateCryptoWithdrawal
 from engine.customers import resolve_profile
 from engine.errors import (
     AlreadyExists,
-    ExceedMaxWithdraw,
     Expired,
     InsufficientFunds,
     Invalid,
@@ -56,24 +55,6 @@ DEFAULT_CONFIRMATION_SECONDS: dict[str, Decimal] = {
     "STELLAR": Decimal(1),
 }
 
-# Sandbox per-withdrawal caps of the real service, in units of the asset sent.
-DEFAULT_CAPS: dict[str, Decimal] = {
-    "BTC": Decimal("0.002"),
-    "ETH": Decimal("0.05"),
-    "BCH": Decimal("0.05"),
-    "LTC": Decimal("0.05"),
-    "SOL": Decimal("0.5"),
-    "AAVE": Decimal(10),
-    "MATIC": Decimal(10),
-    "LINK": Decimal(10),
-    "UNI": Decimal(10),
-    "PAXG": Decimal(1_000_000),
-    "USDP": Decimal(1_000_000),
-    "PYUSD": Decimal(1_000_000),
-    "USDC": Decimal(1_000_000),
-    "USDG": Decimal(1_000_000),
-}
-
 _EVM = frozenset({"ETHEREUM", "POLYGON_POS", "BASE", "ARBITRUM_ONE", "INK", "XLAYER"})
 _MAX_REF_ID = 128
 
@@ -81,10 +62,6 @@ _MAX_REF_ID = 128
 def confirmation_delay(settings: Settings, network: str) -> Decimal:
     override = settings.withdrawal_confirmation_seconds.get(network)
     return override if override is not None else DEFAULT_CONFIRMATION_SECONDS.get(network, ZERO)
-
-
-def cap(settings: Settings, asset: str) -> Decimal | None:
-    return settings.withdrawal_caps.get(asset, DEFAULT_CAPS.get(asset))
 
 
 def _balance_asset(asset: str, balance_asset: str | None) -> str:
@@ -151,13 +128,7 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
             f" {quote['amount']} {asset} that fee {quote['id']} guarantees",
             field="amount" if sizing.amount is not None else "total",
         )
-    limit = cap(ctx.settings, asset)
-    if limit is not None and amount > limit:
-        raise ExceedMaxWithdraw(
-            f"withdrawal amount {format_amount(amount)} {asset} exceeds the sandbox limit"
-            f" of {format_normal(limit)} {asset} per withdrawal",
-            meta={"asset": asset, "limit": format_normal(limit), "amount": format_amount(amount)},
-        )
+    fees.check_cap(ctx.settings, asset, amount)
     if balance_asset != asset:
         check_precision(total, balance_asset, "total" if sizing.total is not None else "amount")
     held = state.ledger.balance(available(profile_id), balance_asset)

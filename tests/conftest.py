@@ -20,6 +20,7 @@ from api_adapter import create_app
 from engine import Engine, Settings
 from engine.commands import CreateCustomer
 from engine.verify import verify
+from tests.conformance import Answer, Observe, conformance_problems
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -49,6 +50,9 @@ class Sandbox:
                 CreateCustomer(client_id="sandex", client_secret="sandex-secret", bootstrap=True)
             )
         self.app = create_app(self.engine)
+        # every answer, held to the app's own OpenAPI document when the test ends
+        self.answers: list[Answer] = []
+        self.app.add_middleware(Observe, answers=self.answers)
         self.http = TestClient(self.app, raise_server_exceptions=False)
         self.headers = self.login("sandex", "sandex-secret")
 
@@ -118,9 +122,15 @@ def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
     for sb in opened:
         with contextlib.suppress(Exception):  # a test may have closed it already
             sb.close()
-    # Every test that drove a sandbox ends with the whole database verified.
+    # Every test that drove a sandbox ends with the whole database verified, and every
+    # answer it got described by the OpenAPI document (tests/conformance.py).
     for sb in opened:
         assert sb.verify() == [], f"sandex verify failed on {sb.db}"
+    for sb in opened:
+        undocumented = conformance_problems(sb.app, sb.answers)
+        assert not undocumented, "answers /openapi.json does not describe:\n" + "\n".join(
+            undocumented
+        )
 
 
 @pytest.fixture

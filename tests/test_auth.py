@@ -18,7 +18,8 @@ def test_a_token_grants_every_scope_of_the_client_when_none_is_asked(sandbox: An
     body = r.json()
     assert body["token_type"] == "bearer"
     assert body["expires_in"] == 3599
-    assert set(body["scope"].split()) == set(ALL_SCOPES)
+    # every scope but the permission self_match_prevention_id needs, which is opt-in
+    assert set(body["scope"].split()) == set(ALL_SCOPES) - {"exchange:self_match_prevention"}
     assert r.headers["cache-control"] == "no-store"
 
 

@@ -19,9 +19,11 @@ from api_adapter import create_app
 from engine import Engine
 from engine.backtest import Api, ApiError, BacktestError, Strategy, _Runner, run
 from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.credentials import REDACTED
 from engine.history import travel
 from engine.verify import verify
 from tests.conftest import make_settings
+from tests.log_helpers import masked_log
 
 T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -370,17 +372,21 @@ def test_two_markets_from_one_file_trade_side_by_side(tmp_path: Path) -> None:
 
 
 def _dump(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table but the random signing secret, in key order."""
+    """Every row of every table but the meta table, in key order, with the credential
+    material drawn from the OS (a client's salt and secret hash) masked."""
     conn = sqlite3.connect(db)
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {
+        dump = {
             t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
             for t in tables
             if t != "sandex_meta"
         }
     finally:
         conn.close()
+    dump["events"] = masked_log(db)
+    dump["clients"] = [(*r[:2], REDACTED, REDACTED, *r[4:]) for r in dump["clients"]]
+    return dump
 
 
 def test_one_transaction_writes_what_a_commit_per_command_writes(

@@ -7,9 +7,15 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+import structlog.testing
 
 from engine import Engine
 from engine.commands import Actor, CreateCustomer, SandboxDeposit
+from engine.store import checkpointer
 from tests.conftest import make_settings
 
 
@@ -51,3 +57,62 @@ def test_an_engine_that_never_starts_runs_no_checkpointer(tmp_path: Path) -> Non
     engine = Engine(tmp_path / "n.db", make_settings())
     assert _checkpointers() <= others
     engine.store.close()
+
+
+class _Passes:
+    """Stands in for the stop event: records each wait and ends the run after `count`."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return len(self.waits) > self.count
+
+
+class _Disk:
+    """A connection whose checkpoints fail while `full`, as on a full disk."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.opened = 0
+
+    def connect(self, path: str) -> Any:
+        self.opened += 1
+        return self
+
+    def execute(self, sql: str) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise sqlite3.OperationalError("database or disk is full")
+        return self
+
+    def fetchone(self) -> tuple[int, int, int]:
+        return (0, 0, 0)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failing_checkpoint_backs_off_and_logs_once_when_it_fails_and_once_when_it_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = _Disk(failures=12)
+    monkeypatch.setattr(checkpointer, "_connect", disk.connect, raising=False)
+    worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02, max_interval=1.0)
+    passes = _Passes(count=16)
+    worker._stop = passes  # type: ignore[assignment]
+    with structlog.testing.capture_logs() as logs:
+        worker._run()
+    assert [(line["log_level"], line["event"]) for line in logs] == [
+        ("warning", "background checkpoint failed; backing off"),
+        ("info", "background checkpoints resumed"),
+    ]
+    assert logs[0]["error"] == "database or disk is full"
+    # The first pass at the interval; each failure doubles the wait up to the cap, and the
+    # first success brings it back to the interval.
+    failing = passes.waits[1:13]
+    assert failing == sorted(failing) and failing[0] == 0.04 and failing[-1] == 1.0
+    assert passes.waits[13:] == [0.02] * 4
+    assert disk.opened == 13  # a fresh connection after each failure

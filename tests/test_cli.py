@@ -161,7 +161,8 @@ def _readme_blocks() -> list[str]:
 
 def test_the_readme_curl_examples_work_as_written(tmp_path: Path, servers: list[Server]) -> None:
     # Each block logs in; run back to back they would meet the token endpoint's 1/s limit.
-    server = Server(tmp_path / "readme.db", "--no-rate-limits")
+    # The wire example moves the clock, as the README starts that sandbox to.
+    server = Server(tmp_path / "readme.db", "--no-rate-limits", "--clock", "manual")
     servers.append(server)
     blocks = _readme_blocks()
     assert len(blocks) >= 2
@@ -178,6 +179,9 @@ def test_the_readme_curl_examples_work_as_written(tmp_path: Path, servers: list[
         outputs.append(done.stdout)
     assert '"available":"1.5"' in outputs[0]
     assert '"type":"WIRE_DEPOSIT"' in outputs[1] and '"status":"COMPLETED"' in outputs[1]
+    for field in ('"amount":"150.33"', '"fee":"30"', '"total":"120.33"'):  # the real figures
+        assert field in outputs[1]
+    assert '"asset":"USD","available":"120.33"' in outputs[1]
 
 
 def _populated(sandbox_factory: Any) -> Path:

@@ -7,6 +7,8 @@ A wall clock that steps back reorders no event and expires nothing early."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,13 +16,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from freezegun import freeze_time
 
 from engine import Engine
 from engine.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
+from tests import test_cli
 from tests.conftest import make_settings
-from tests.test_cli import ROOT, _free_port
+from tests.test_cli import ROOT, Server, _free_port
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
@@ -62,17 +66,78 @@ def _works_again(sb: Any) -> None:
     assert sb.get("/v2/profiles", params={"nickname": "during the fault"}).json()["items"] == []
 
 
-def test_a_read_only_database_answers_503_and_writes_nothing(sandbox: Any) -> None:
+def test_a_read_only_database_answers_503_and_the_next_write_once_writable_works(
+    sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer's connection turns read-only (as one opened while the file was read-only
+    stays), and so does every connection opened while the fault lasts; once the file is
+    writable again the very next write works, with no restart."""
     sandbox.deposit("BTC", "1")
     store = sandbox.engine.store
-    writable = store.conn
-    store.conn = sqlite3.connect(f"file:{sandbox.db}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        _writes_fail_then_recover(sandbox, "readonly")
-    finally:
-        store.conn.close()
-        store.conn = writable
+
+    def read_only() -> sqlite3.Connection:
+        return sqlite3.connect(
+            f"file:{sandbox.db}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
+
+    monkeypatch.setattr(store, "_open_writer", read_only)
+    writable, store.conn = store.conn, read_only()
+    writable.close()
+    _writes_fail_then_recover(sandbox, "readonly")
+    monkeypatch.undo()  # the file is writable again; the writer's connection is as it was
     _works_again(sandbox)
+
+
+# Root writes any file whatever its mode: a server run as root without the capabilities
+# that allow it meets file permissions as any user does.
+_AS_A_USER = (
+    []
+    if os.geteuid() != 0
+    else [
+        "setpriv",
+        "--inh-caps=-dac_override,-dac_read_search",
+        "--bounding-set=-dac_override,-dac_read_search",
+    ]
+)
+
+
+@pytest.mark.skipif(
+    bool(_AS_A_USER) and shutil.which("setpriv") is None, reason="needs setpriv to drop root"
+)
+def test_a_server_started_on_a_read_only_file_writes_again_once_the_file_is_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real server process on a database file of mode 0444: SQLite opens it read-only
+    without a word, and every write is a 503; after `chmod 644` the next write works."""
+    db = tmp_path / "ro.db"
+    first = Server(db)
+    headers = first.token()
+    url = f"{first.base}{DEPOSIT}"
+    assert httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers).is_success
+    assert first.stop()[0] == 0
+    files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+    db.chmod(0o444)
+    monkeypatch.setattr(test_cli, "SANDEX", [*_AS_A_USER, *test_cli.SANDEX])
+    server = Server(db, "--no-rate-limits")
+    try:
+        url = f"{server.base}{DEPOSIT}"
+        for _ in range(2):
+            r = httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers)
+            _assert_503(r, "readonly")
+        for f in files:
+            if f.exists():
+                f.chmod(0o644)
+        r = httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers)
+        assert r.status_code == 200, r.text
+        balance = f"{server.base}/v2/profiles/default/balances/BTC"
+        assert httpx.get(balance, headers=headers).json()["available"] == "2"
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
+    done = subprocess.run(
+        [*SANDEX, "verify", "--db", str(db)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout
 
 
 def test_a_full_disk_answers_503_and_writes_nothing(sandbox: Any) -> None:

@@ -129,17 +129,21 @@ def test_fiat_deposit_instructions_issue_a_unique_memo_bound_to_the_profile(sand
     assert again.json()["meta"]["existing"] == made
 
 
-def test_a_wire_is_credited_after_the_delay_to_the_memos_profile(sandbox: Any) -> None:
+def test_a_wire_is_credited_a_minute_later_less_the_wire_fee_as_the_real_sandbox(
+    sandbox: Any,
+) -> None:
+    """The defaults are the real sandbox's figures: credited about a minute after it is
+    sent, less its wire fee (its own example: amount 150.33, fee 30, total 120.33)."""
     profile = sandbox.post("/v2/profiles", {"nickname": "wires"}).json()
     memo = _memo(sandbox, profile_id=profile["id"])
     r = _wire(sandbox, memo)
     assert r.status_code == 200
     assert r.json() == {}
     assert sandbox.balance("USD", profile["id"])["available"] == "0"
-    sandbox.advance(1)
+    sandbox.advance(59)
     assert sandbox.balance("USD", profile["id"])["available"] == "0"
     sandbox.advance(1)
-    assert sandbox.balance("USD", profile["id"])["available"] == "150.33"
+    assert sandbox.balance("USD", profile["id"])["available"] == "120.33"
     assert sandbox.balance("USD")["available"] == "0"
     (transfer,) = sandbox.get("/v2/transfer/transfers", params={"type": "WIRE_DEPOSIT"}).json()[
         "items"
@@ -147,6 +151,16 @@ def test_a_wire_is_credited_after_the_delay_to_the_memos_profile(sandbox: Any) -
     assert transfer["direction"] == "CREDIT"
     assert transfer["status"] == "COMPLETED"
     assert transfer["memo"] == memo
+    assert (transfer["amount"], transfer["fee"], transfer["total"]) == ("150.33", "30", "120.33")
+    assert transfer["created_at"] == "2024-01-01T00:01:00.000000Z"
+
+
+def test_the_wire_delay_and_fee_are_settings(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(wire_fee="0", fiat_deposit_delay_seconds=2)
+    _wire(sandbox, _memo(sandbox), "150.33")
+    sandbox.advance(2)
+    (transfer,) = sandbox.get("/v2/transfer/transfers").json()["items"]
+    assert (transfer["amount"], transfer["fee"], transfer["total"]) == ("150.33", "0", "150.33")
     assert transfer["created_at"] == "2024-01-01T00:00:02.000000Z"
 
 

@@ -7,13 +7,16 @@ every string field of every write operation."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from decimal import Context, Decimal, localcontext
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from api_adapter.guard import MAX_DEPTH, json_fault
+from api_adapter.guard import DEFAULT_MAX_BODY_BYTES, MAX_DEPTH, json_fault
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 JSON = {"content-type": "application/json"}
@@ -138,6 +141,47 @@ def test_deep_json_inside_a_free_form_object_is_refused_before_the_log(sandbox: 
     }
     r = raw(sandbox, "/v2/transfer/crypto-withdrawals", json.dumps(body))
     assert_problem(r, 400, "nested too deeply")
+
+
+def test_an_unterminated_string_of_escaped_quotes_is_answered_at_once(sandbox: Any) -> None:
+    """One such 64 KB body held the event loop 15 s: the nesting check's pattern for
+    strings was quadratic on it. Any path under /v2, before the bearer check."""
+    quotes = '"' + '\\"' * 32_000
+    for body, words in [
+        (quotes + "[" * (MAX_DEPTH + 1), ["not valid JSON"]),
+        ("[" * (MAX_DEPTH + 1) + quotes, ["nested too deeply"]),
+    ]:
+        assert len(body) <= DEFAULT_MAX_BODY_BYTES
+        started = time.perf_counter()
+        r = sandbox.http.post("/v2/profiles", content=body.encode(), headers=JSON)
+        assert time.perf_counter() - started < 1.0  # a DoS bound: it took 15 s
+        assert_problem(r, 400, *words)
+
+
+# Pieces of bodies that make a scanner work hard: quotes, escapes, brackets, numbers.
+_PIECES = [b'"', b"\\", b'\\"', b"[", b"]", b"{", b"}", b",", b":", b"1", b"-1.5e3", b"a"]
+_PIECES += [b'{"a":', b'"k":"v"', b"\\u00e9", b"\\ud800", b"null", b" ", b"\xff", b"[]", b"{}"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    head=st.lists(st.sampled_from(_PIECES), max_size=40),
+    pattern=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6),
+)
+def test_no_body_up_to_the_limit_takes_the_guard_more_than_a_few_milliseconds(
+    head: list[bytes], pattern: list[bytes]
+) -> None:
+    """A bound on the event loop's time per request body, whatever its bytes: the
+    guard runs before authentication and rate limiting, on every /v2 path."""
+    unit = b"".join(pattern)
+    filled = b"".join(head) + unit * (DEFAULT_MAX_BODY_BYTES // len(unit))
+    body = filled[:DEFAULT_MAX_BODY_BYTES]
+    spent = []
+    for _ in range(3):  # the best of three: a collection pause is not the guard's cost
+        started = time.perf_counter()
+        json_fault(body)
+        spent.append(time.perf_counter() - started)
+    assert min(spent) < 0.05, f"{min(spent) * 1000:.0f} ms on {body[:80]!r}"
 
 
 @pytest.mark.parametrize("amount", ['"-0"', '"-0.0"', "-0", "-0.0", "0", '"0"', '"0.000"', "1.5"])
@@ -271,7 +315,7 @@ def _bodies(memo: str) -> list[tuple[str, dict[str, Any]]]:
                 "identity_id": "i",
                 "account_id": "a",
                 "metadata": {"k": "v"},
-                "beneficiary": {"name": "n"},
+                "beneficiary": {"institution_details": {"name": "n"}},
             },
         ),
         (

@@ -272,7 +272,9 @@ def test_await_fill_millis_over_10000_is_a_400(sb: Any) -> None:
     assert placed(sb, **VALID["LIMIT"], await_fill_millis=10000)["status"] == "OPEN"
 
 
-def test_self_match_prevention_id_over_36_characters_is_a_400(sb: Any) -> None:
+def test_self_match_prevention_id_over_36_characters_is_a_400(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory, bootstrap_self_match_prevention=True)
+    sb.deposit("USD", "1000000")
     r = place(sb, **VALID["LIMIT"], self_match_prevention_id="x" * 37)
     assert r.status_code == 400
     assert placed(sb, **VALID["LIMIT"], self_match_prevention_id="x" * 36)["status"] == "OPEN"
@@ -284,6 +286,42 @@ def test_self_match_prevention_id_without_the_permission_is_a_403(sb: Any) -> No
     assert r.status_code == 403
     assert "exchange:self_match_prevention" in r.json()["detail"]
     assert place(sb, headers=headers, **VALID["LIMIT"]).status_code == 200
+
+
+def _refused_self_match(r: Any) -> None:
+    """The real service's refusal of a field the account lacks the permission for."""
+    assert r.status_code == 403, r.text
+    body = r.json()
+    assert (body["type"], body["title"]) == ("about:blank", "Forbidden")
+    assert "self_match_prevention_id" in body["detail"]
+
+
+def test_a_new_customer_holds_the_self_match_permission_only_when_created_with_it(
+    sb: Any,
+) -> None:
+    order = {**VALID["LIMIT"], "market": "BTCUSD", "self_match_prevention_id": "desk-1"}
+    for option in ({}, {"self_match_prevention": False}, {"self_match_prevention": True}):
+        made = sb.post("/v2/sandbox/customers", option or None).json()
+        headers = sb.login(made["client_id"], made["client_secret"])
+        sb.deposit("USD", "100000", headers=headers)
+        r = sb.post("/v2/profiles/default/orders", order, headers=headers)
+        if option.get("self_match_prevention"):
+            assert r.status_code == 200, r.text
+        else:
+            _refused_self_match(r)
+    made = sb.post("/v2/sandbox/customers", {"self_match_prevention": "yes"})
+    assert made.status_code == 400 and made.json()["meta"] == {"field": "self_match_prevention"}
+
+
+def test_the_bootstrap_client_holds_it_only_with_its_setting(sandbox_factory: Any) -> None:
+    for setting in (False, True):
+        sb = still(sandbox_factory, f"{setting}.db", bootstrap_self_match_prevention=setting)
+        sb.deposit("USD", "100000")
+        r = place(sb, **VALID["LIMIT"], self_match_prevention_id="desk-1")
+        if setting:
+            assert r.status_code == 200, r.text
+        else:
+            _refused_self_match(r)
 
 
 def test_the_write_scope_is_needed(sb: Any) -> None:

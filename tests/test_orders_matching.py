@@ -59,11 +59,8 @@ def test_orders_fill_in_price_time_priority_across_profiles_at_the_resting_price
     better = placed(sb, headers=c, **limit("SELL", "42505", "0.1"))
     taker = placed(sb, **limit("BUY", "42530", "0.35"))
     assert taker["status"] == "FILLED"
-    fills = sorted(
-        (int(e["execution_id"]), e["price"], e["amount"])
-        for e in executions(sb, order_id=taker["id"])
-    )
-    assert [(p, q) for _, p, q in fills] == [
+    fills = [(e["price"], e["amount"]) for e in reversed(executions(sb, order_id=taker["id"]))]
+    assert fills == [
         ("42505.00", "0.10000000"),
         ("42510.00", "0.10000000"),
         ("42510.00", "0.15000000"),
@@ -187,7 +184,12 @@ def test_a_self_match_cancels_the_resting_order_and_matching_goes_on(sb: Any) ->
     assert reasons == ["SELF_MATCH_PREVENTED", "SELF_MATCH_PREVENTED"]
 
 
-def test_different_self_match_prevention_ids_of_one_customer_may_trade(sb: Any) -> None:
+def test_different_self_match_prevention_ids_of_one_customer_may_trade(
+    sandbox_factory: Any,
+) -> None:
+    sb = still(sandbox_factory, bootstrap_self_match_prevention=True)
+    sb.deposit("USD", "1000000")
+    sb.deposit("BTC", "10")
     seller = placed(sb, **limit("SELL", "42510", "0.1", self_match_prevention_id="desk-a"))
     buyer = placed(sb, **limit("BUY", "42530", "0.1", self_match_prevention_id="desk-b"))
     assert buyer["volume_weighted_average_price"] == "42510.00000000"

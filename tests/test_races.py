@@ -5,18 +5,21 @@ that the writer decides them in one batch or a few.
 - The same `ref_id` sent concurrently creates exactly one resource; the rest are 409 with
   the one that exists.
 - A cancel racing a fill ends in one consistent state: filled and the cancel refused, or
-  cancelled and nothing filled."""
+  cancelled and nothing filled.
+- Sandbox clock advances sent together add up: none is lost."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 from collections import Counter
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import httpx
 
+from engine.clock import format_time
 from tests.trading_helpers import PROBLEMS, placed, set_price, still
 
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
@@ -219,3 +222,18 @@ def test_a_cancel_racing_a_fill_ends_consistent(sandbox_factory: Any) -> None:
         assert trading == 0  # no hold outlives its order
     assert set(outcomes) == {"FILLED", "CANCELLED"}, outcomes  # both orders were raced
     assert max(sb.batches) >= 2
+
+
+def test_clock_advances_sent_together_all_move_the_clock(sandbox_factory: Any) -> None:
+    sb = sandbox_factory()
+    start = sb.engine.clock.now()
+    n = 8
+    answers = _all_at_once(
+        sb, [("POST", "/v2/sandbox/clock", {"advance_seconds": 10}, sb.headers)] * n
+    )
+    assert [r.status_code for r in answers] == [200] * n, [r.text for r in answers]
+    # each answer is the time its own advance reached: n distinct steps of 10 s
+    reached = sorted(r.json()["now"] for r in answers)
+    assert reached == [format_time(start + timedelta(seconds=10 * i)) for i in range(1, n + 1)]
+    assert sb.engine.clock.now() == start + timedelta(seconds=10 * n)
+    assert sb.get("/v2/sandbox/clock").json()["now"] == reached[-1]

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from api_adapter.cli import _settings, parser
 from api_adapter.ratelimit import RateLimiter
@@ -134,12 +135,32 @@ def test_the_token_endpoint_takes_one_request_per_second_per_client(limited: Any
     clock.now += 1
     assert sb.http.post("/oauth2/token", data=FORM).status_code == 200
     assert_429(sb.http.post("/oauth2/token", data=FORM), "IssueToken", 1)
-    # Wrong secrets count too: the limit slows guessing before the secret is checked.
-    assert_429(sb.http.post("/oauth2/token", data={**FORM, "client_secret": "x"}), "IssueToken", 1)
     other = {**FORM, "client_id": creds["client_id"], "client_secret": creds["client_secret"]}
-    assert sb.http.post("/oauth2/token", data=other).status_code == 200
+    assert sb.http.post("/oauth2/token", data=other).status_code == 200  # per client
     clock.now += 1
     assert sb.http.post("/oauth2/token", data=FORM).status_code == 200
+
+
+def test_wrong_secrets_naming_a_client_are_charged_to_their_address(limited: Any) -> None:
+    """Two wrong secrets a second naming `sandex` made 7 of 8 of the real client's token
+    requests answer 429. Failures are now the address's: the flooder is throttled (before
+    the slow secret check), the client's own requests from elsewhere all succeed."""
+    sb, clock = limited
+    flooder = TestClient(sb.app, client=("203.0.113.66", 40000), raise_server_exceptions=False)
+    wrong = {**FORM, "client_secret": "a guess"}
+    real, flood = [], []
+    for _ in range(8):
+        clock.now += 1
+        flood += [flooder.post("/oauth2/token", data=wrong) for _ in range(2)]
+        real.append(sb.http.post("/oauth2/token", data=FORM).status_code)
+    assert real == [200] * 8
+    assert [r.status_code for r in flood] == [401, 429] * 8
+    assert_429(flood[1], "IssueToken", 1)
+    assert "per address" in flood[1].json()["detail"]
+    # The address is throttled whatever it sends, a right secret too, until it refills.
+    assert_429(flooder.post("/oauth2/token", data=FORM), "IssueToken", 1)
+    clock.now += 1
+    assert flooder.post("/oauth2/token", data=FORM).status_code == 200
 
 
 def test_a_forged_token_does_not_spend_the_named_clients_allowance(limited: Any) -> None:

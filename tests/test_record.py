@@ -79,7 +79,9 @@ def _session(base: str, server: Served) -> None:
     """What an integration might do: tenants, funding, a withdrawal, a trade, refusals."""
     admin = server.token("sandex", "sandex-secret")
     c = httpx.Client(base_url=base)
-    made = c.post("/v2/sandbox/customers", headers=admin).json()
+    # with the permission self_match_prevention_id needs: the recording must keep it
+    made = c.post("/v2/sandbox/customers", json={"self_match_prevention": True}, headers=admin)
+    made = made.json()
     alice = server.token(made["client_id"], made["client_secret"])
     pid = made["profile_id"]
     assert c.post(
@@ -123,6 +125,7 @@ def _session(base: str, server: Served) -> None:
             "type": "LIMIT",
             "price": "45000",
             "base_amount": "0.1",
+            "self_match_prevention_id": "desk-a",
         },
         headers=alice,
     ).json()
@@ -139,6 +142,23 @@ def _session(base: str, server: Served) -> None:
     assert c.get("/v2/profiles").status_code == 401
     c.post("/v2/sandbox/clock", json={"set_to": "2024-01-01T01:00:00Z"}, headers=admin)
     c.get("/v2/transfer/transfers", headers=alice, params={"ids": [payout["id"]]})
+    # a replay has cursors and execution ids of its own: the recording follows them
+    first = c.get("/v2/transfer/transfers", headers=alice, params={"limit": 1}).json()
+    cursor = first["next_page_cursor"]
+    rest = c.get(
+        "/v2/transfer/transfers", headers=alice, params={"limit": 1, "page_cursor": cursor}
+    )
+    assert rest.is_success
+    for _ in range(2):
+        c.post(
+            f"/v2/profiles/{pid}/orders",
+            json={"side": "SELL", "market": "BTCUSD", "type": "MARKET", "base_amount": "0.01"},
+            headers=alice,
+        )
+    fills = c.get("/v2/executions", headers=alice).json()["items"]
+    assert len(fills) == 2
+    since = {"since_execution_id": fills[-1]["execution_id"]}
+    assert c.get("/v2/executions", headers=alice, params=since).json()["items"] == fills[:1]
     c.close()
 
 
@@ -163,6 +183,8 @@ def test_a_recorded_session_replays_green_on_a_fresh_sandbox(
     text = recording.read_text()
     assert "create_actor: customer1" in text and "advance: 10s" in text
     assert "{{braces}} stay text" in text and "oauth2" not in text
+    # sealed cursors and keyed execution ids are followed by name, like ids
+    assert "page_cursor: '{v" in text and "since_execution_id: '{v" in text
     result = run_in_process(scenario, check_invariants=True)
     assert result.ok, [(s.label, s.diffs) for s in result.failed]
     assert len(result.steps) == len(scenario.steps)

@@ -55,14 +55,14 @@ def test_funding_operations_match_the_reference(sandbox: Any) -> None:
     wire = sandbox.post(
         "/v2/sandbox/fiat-deposits",
         {
-            "amount": "10.5",
+            "amount": "100.5",  # more than the wire fee
             "asset": "USD",
             "memo_id": instructions["memo_id"],
             "fiat_network_instructions": {"wire": WIRE},
         },
     ).json()
     assert_matches(wire, response_schema("/sandbox/fiat-deposits", "post"))
-    sandbox.advance(5)
+    sandbox.advance(60)  # a wire is credited a minute later
     transfers = sandbox.get("/v2/transfer/transfers").json()
     assert {t["type"] for t in transfers["items"]} == {"CRYPTO_DEPOSIT", "WIRE_DEPOSIT"}
     assert_matches(transfers, response_schema("/transfer/transfers", "get"))

@@ -18,7 +18,7 @@ from tests.conftest import make_settings
 
 def test_a_wall_clock_deadline_fires_through_the_scheduler(tmp_path: Path) -> None:
     settings = make_settings(
-        clock="wall", fiat_deposit_delay_seconds="0.2", tick_interval_seconds=0.02
+        clock="wall", fiat_deposit_delay_seconds="0.2", tick_interval_seconds=0.02, wire_fee=0
     )
     with Engine(tmp_path / "wall.db", settings) as engine:
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))

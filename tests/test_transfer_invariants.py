@@ -149,6 +149,9 @@ class Run:
             self.quotes.append(self.run(cmd))
         except Invalid as exc:  # a total that does not cover the fee
             assert by_total and "does not cover the fee" in exc.detail
+        except ExceedMaxWithdraw as exc:  # refused as a withdrawal of that amount would be
+            assert exc.meta is not None
+            assert Decimal(exc.meta["amount"]) > Decimal(exc.meta["limit"])
 
     def withdraw(
         self,

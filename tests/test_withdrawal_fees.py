@@ -50,7 +50,7 @@ def test_a_quote_by_total_computes_the_amount(sandbox: Any) -> None:
 def test_the_fee_depends_on_asset_and_network(
     sandbox: Any, asset: str, network: str, fee: str
 ) -> None:
-    assert quote(sandbox, asset=asset, network=network, amount="1")["fee"] == fee
+    assert quote(sandbox, asset=asset, network=network, amount="0.01")["fee"] == fee
 
 
 def test_the_schedule_is_configurable(sandbox_factory: Any) -> None:
@@ -179,3 +179,34 @@ def test_settings_refuse_negative_fees_delays_and_caps(bad: dict[str, Any]) -> N
 
     with pytest.raises(ValidationError):
         Settings(**bad)
+
+
+@pytest.mark.parametrize(
+    ("asset", "network", "sizing"),
+    [
+        ("BTC", "BITCOIN", {"amount": "5"}),
+        ("BTC", "BITCOIN", {"amount": "0.00200001"}),
+        ("BTC", "BITCOIN", {"total": "0.00202001"}),  # an amount of 0.00200001 after the fee
+        ("ETH", "ETHEREUM", {"amount": "1"}),
+        ("USDC", "SOLANA", {"amount": "999999999999"}),
+    ],
+)
+def test_a_quote_above_the_cap_is_refused_as_the_withdrawal_would_be(
+    sandbox: Any, asset: str, network: str, sizing: dict[str, str]
+) -> None:
+    """A quote for an amount no withdrawal may send was answered 200."""
+    sandbox.deposit(asset, "1000000000000")
+    refused = sandbox.post(PATH, fee_body(asset, network, **sizing))
+    withdrawal = {**fee_body(asset, network, **sizing), "profile_id": "default"}
+    same = sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal)
+    assert refused.status_code == 400, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json() == same.json()
+    assert refused.json()["type"].endswith("/exceed-max-withdraw-limit")
+
+
+def test_a_quote_at_the_cap_is_given_and_the_cap_is_a_setting(sandbox_factory: Any) -> None:
+    sb = sandbox_factory()
+    assert quote(sb, amount="0.002")["amount"] == "0.002"
+    raised = sandbox_factory("raised.db", withdrawal_caps={"BTC": "1"})
+    assert quote(raised, amount="1")["amount"] == "1"

@@ -643,3 +643,56 @@ def test_a_zero_confirmation_delay_completes_in_the_same_request(sandbox_factory
     body = _ok(withdraw(sb, amount="0.001"))
     assert body["status"] == "COMPLETED"
     assert body["crypto_tx_hash"]
+
+
+# -- beneficiary -------------------------------------------------------------------------
+
+
+def _requested_beneficiaries(sandbox: Any) -> list[Any]:
+    events = sandbox.engine.store.read(after=0)
+    return [e.data["beneficiary"] for e in events if e.type == "CryptoWithdrawalRequested"]
+
+
+@pytest.mark.parametrize(
+    "beneficiary",
+    [
+        {"person_details": {"first_name": "Ada", "last_name": "Lovelace"}},
+        {"institution_details": {"name": "Analytical Engines Ltd"}},
+    ],
+)
+def test_a_beneficiary_in_the_references_shape_is_kept(sandbox: Any, beneficiary: Any) -> None:
+    sandbox.deposit("BTC", "1")
+    _ok(withdraw(sandbox, amount="0.001", beneficiary=beneficiary))
+    assert _requested_beneficiaries(sandbox) == [beneficiary]
+
+
+@pytest.mark.parametrize(
+    ("beneficiary", "field"),
+    [
+        ({"name": "n"}, "beneficiary.name"),
+        ({"person_details": {"first_name": "Ada"}}, "beneficiary.person_details.last_name"),
+        (
+            {"person_details": {"first_name": 1, "last_name": "L"}},
+            "beneficiary.person_details.first_name",
+        ),
+        ({"institution_details": {"name": "x" * 201}}, "beneficiary.institution_details.name"),
+        (
+            {"institution_details": {"name": "n", "notes": {"a": [1, 2, 3]}}},
+            "beneficiary.institution_details.notes",
+        ),
+        ({"person_details": "Ada Lovelace"}, "beneficiary.person_details"),
+        (["Ada"], "beneficiary"),
+        ("Ada", "beneficiary"),
+        ({f"k{i}": "v" * 900 for i in range(60)}, "beneficiary"),
+    ],
+)
+def test_a_beneficiary_of_another_shape_is_a_400_naming_the_field(
+    sandbox: Any, beneficiary: Any, field: str
+) -> None:
+    """Any JSON up to the body limit was stored in the log as a beneficiary."""
+    sandbox.deposit("BTC", "1")
+    r = withdraw(sandbox, amount="0.001", beneficiary=beneficiary)
+    assert r.status_code == 400, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["meta"]["field"].startswith(field)
+    assert _requested_beneficiaries(sandbox) == []

@@ -10,22 +10,25 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
+from api_adapter.paging import strict_int
 from api_adapter.responses import JSONResponse
 from api_adapter.webhooks import delivered_through
 from engine import feed
-from engine.queries import decode_cursor, encode_cursor
 
 router = APIRouter(prefix="/v2", tags=["Events"])
 
 Read = Annotated[Principal, Depends(require("events:read_event"))]
 
 
-@router.get("/events", operation_id="ListEvents")
+@router.get("/events", operation_id="ListEvents", responses=shapes.ok(shapes.ListEventsResponse))
 async def list_events(
     request: Request,
     who: Read,
-    limit: int | None = None,
+    limit: Annotated[
+        int | None, strict_int(1, feed.MAX_LIMIT), Query(ge=1, le=feed.MAX_LIMIT)
+    ] = None,
     page_cursor: str | None = None,
     type: str | None = None,
     created_at_lt: Annotated[str | None, Query(alias="created_at.lt")] = None,
@@ -45,20 +48,24 @@ async def list_events(
         )
         if value is not None
     }
+    queries = request.app.state.queries
+    cursors, owner = queries.cursors, who.customer_id
     events, next_seq = feed.list_events(
-        request.app.state.queries.conn,
-        who.customer_id,
+        queries.conn,
+        owner,
         limit=limit,
-        after_seq=decode_cursor(page_cursor) if page_cursor else None,
+        after_seq=cursors.decode(page_cursor, "event_feed", owner) if page_cursor else None,
         type=type,
         times=times,
-        delivered_through=delivered_through(request.app, who.customer_id),
+        delivered_through=delivered_through(request.app, owner),
     )
-    headers = {"X-Next-Page-Cursor": encode_cursor(next_seq)} if next_seq is not None else None
+    headers = None
+    if next_seq is not None:
+        headers = {"X-Next-Page-Cursor": cursors.encode(next_seq, "event_feed", owner)}
     return JSONResponse({"events": events}, headers=headers)
 
 
-@router.get("/events/{id}", operation_id="GetEvent")
+@router.get("/events/{id}", operation_id="GetEvent", responses=shapes.ok(shapes.Event))
 async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
     conn = request.app.state.queries.conn
     through = delivered_through(request.app, who.customer_id)

@@ -6,10 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
+from api_adapter.paging import Limit, checked_time
 from api_adapter.responses import JSONResponse
-from engine.errors import Invalid
-from engine.queries import Page
+from engine.queries import Page, checked_limit
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
@@ -20,20 +21,22 @@ PROFILE_MAX_LIMIT = 500
 
 
 def execution_page(
-    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    limit: Limit = None,
     page_cursor: str | None = None,
     begin: Annotated[str | None, Query(alias="range.begin")] = None,
     end: Annotated[str | None, Query(alias="range.end")] = None,
 ) -> Page:
     times = {}
-    if begin is not None:
+    if (begin := checked_time("range.begin", begin)) is not None:
         times[("executed_at", "gte")] = begin
-    if end is not None:
+    if (end := checked_time("range.end", end)) is not None:
         times[("executed_at", "lte")] = end
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
 
-@router.get("/executions", operation_id="ListExecutions")
+@router.get(
+    "/executions", operation_id="ListExecutions", responses=shapes.ok(shapes.ListExecutionsResponse)
+)
 async def list_executions(
     request: Request,
     who: Read,
@@ -55,7 +58,11 @@ async def list_executions(
     )
 
 
-@router.get("/profiles/{profile_id}/executions", operation_id="ListProfileExecutions")
+@router.get(
+    "/profiles/{profile_id}/executions",
+    operation_id="ListProfileExecutions",
+    responses=shapes.ok(shapes.ListExecutionsResponse),
+)
 async def list_profile_executions(
     request: Request,
     who: Read,
@@ -64,10 +71,7 @@ async def list_profile_executions(
     order_id: str | None = None,
     since_execution_id: str | None = None,
 ) -> JSONResponse:
-    if page.limit is None:
-        page.limit = PROFILE_DEFAULT_LIMIT
-    elif page.limit > PROFILE_MAX_LIMIT:
-        raise Invalid(f"limit invalid: must be between 1 and {PROFILE_MAX_LIMIT}", field="limit")
+    page.limit = checked_limit(page.limit, PROFILE_DEFAULT_LIMIT, PROFILE_MAX_LIMIT)
     return JSONResponse(
         request.app.state.queries.list_executions(
             who.customer_id,

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import (
@@ -29,7 +30,11 @@ CREATE_DEPOSIT = "CreateSandboxDeposit"
 DEPOSIT_SCOPE = "funding:read_profile"
 
 
-@router.post("/sandbox/profiles/{profile_id}/deposit", operation_id=CREATE_DEPOSIT)
+@router.post(
+    "/sandbox/profiles/{profile_id}/deposit",
+    operation_id=CREATE_DEPOSIT,
+    responses=shapes.ok(shapes.CreateSandboxDepositResponse),
+)
 async def sandbox_deposit(
     request: Request,
     who: Annotated[Principal, Depends(require(DEPOSIT_SCOPE))],
@@ -51,7 +56,11 @@ def deposit_command(actor: Actor, profile_id: str, body: SandboxDepositRequest) 
     )
 
 
-@router.post("/transfer/fiat-deposit-instructions", operation_id="CreateFiatDepositInstructions")
+@router.post(
+    "/transfer/fiat-deposit-instructions",
+    operation_id="CreateFiatDepositInstructions",
+    responses=shapes.ok(shapes.FiatDepositInstructions),
+)
 async def create_instructions(
     request: Request,
     who: Annotated[Principal, Depends(require("transfer:write_fiat_deposit_instructions"))],
@@ -73,7 +82,11 @@ async def create_instructions(
 ReadInstructions = Annotated[Principal, Depends(require("transfer:read_fiat_deposit_instructions"))]
 
 
-@router.get("/transfer/fiat-deposit-instructions", operation_id="ListFiatDepositInstructions")
+@router.get(
+    "/transfer/fiat-deposit-instructions",
+    operation_id="ListFiatDepositInstructions",
+    responses=shapes.ok(shapes.ListFiatDepositInstructionsResponse),
+)
 async def list_instructions(
     request: Request,
     who: ReadInstructions,
@@ -86,12 +99,20 @@ async def list_instructions(
     )
 
 
-@router.get("/transfer/fiat-deposit-instructions/{id}", operation_id="GetFiatDepositInstructions")
+@router.get(
+    "/transfer/fiat-deposit-instructions/{id}",
+    operation_id="GetFiatDepositInstructions",
+    responses=shapes.ok(shapes.FiatDepositInstructions),
+)
 async def get_instructions(request: Request, who: ReadInstructions, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.fiat_instructions(who.customer_id, id))
 
 
-@router.post("/sandbox/fiat-deposits", operation_id="InitiateSandboxFiatDeposit")
+@router.post(
+    "/sandbox/fiat-deposits",
+    operation_id="InitiateSandboxFiatDeposit",
+    responses=shapes.ok(shapes.InitiateSandboxFiatDepositResponse),
+)
 async def initiate_fiat_deposit(
     request: Request,
     who: Annotated[Principal, Depends(require("transfer:write_sandbox_fiat_deposit"))],

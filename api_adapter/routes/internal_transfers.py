@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateInternalTransferRequest
@@ -15,7 +16,9 @@ from engine.commands import CreateInternalTransfer
 router = APIRouter(prefix="/v2/transfer", tags=["Internal Transfers"])
 
 
-@router.post("/internal", operation_id="CreateInternalTransfer")
+@router.post(
+    "/internal", operation_id="CreateInternalTransfer", responses=shapes.ok(shapes.Transfer)
+)
 async def create_internal_transfer(
     request: Request,
     who: Annotated[Principal, Depends(require("transfer:write_internal_transfer"))],

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import MarketPriceRequest
@@ -36,40 +37,60 @@ async def _read(request: Request, view: str, market: str = "") -> JSONResponse:
     return JSONResponse(await run(request, ReadMarket(view=view, market=market)))
 
 
-@router.get("/markets", operation_id="ListMarkets")
+@router.get("/markets", operation_id="ListMarkets", responses=shapes.ok(shapes.ListMarketsResponse))
 async def list_markets() -> JSONResponse:
     return JSONResponse(_MARKETS)
 
 
-@router.get("/markets/{market}/order-book", operation_id="GetOrderBook")
+@router.get(
+    "/markets/{market}/order-book",
+    operation_id="GetOrderBook",
+    responses=shapes.ok(shapes.GetOrderBookResponse),
+)
 async def order_book(request: Request, market: str) -> JSONResponse:
     return await _read(request, "book", market)
 
 
-@router.get("/markets/{market}/ticker", operation_id="GetTicker")
+@router.get(
+    "/markets/{market}/ticker", operation_id="GetTicker", responses=shapes.ok(shapes.TickerRecord)
+)
 async def ticker(request: Request, market: str) -> JSONResponse:
     return await _read(request, "ticker", market)
 
 
-@router.get("/markets/{market}/recent-executions", operation_id="ListRecentExecutions")
+@router.get(
+    "/markets/{market}/recent-executions",
+    operation_id="ListRecentExecutions",
+    responses=shapes.ok(shapes.ListRecentExecutionsResponse),
+)
 async def recent_executions(request: Request, market: str) -> JSONResponse:
     return await _read(request, "recent", market)
 
 
-@router.get("/all-markets/ticker", operation_id="ListTickers")
+@router.get(
+    "/all-markets/ticker",
+    operation_id="ListTickers",
+    responses=shapes.ok(shapes.ListTickersResponse),
+)
 async def all_tickers(request: Request) -> JSONResponse:
     return await _read(request, "tickers")
 
 
 @router.get(
-    "/sandbox/markets/{market}/price", operation_id="GetSandboxMarketPrice", tags=["Sandbox"]
+    "/sandbox/markets/{market}/price",
+    operation_id="GetSandboxMarketPrice",
+    responses=shapes.ok(shapes.SandboxMarketPrice),
+    tags=["Sandbox"],
 )
 async def get_price(request: Request, market: str) -> JSONResponse:
     return await _read(request, "price", market)
 
 
 @router.post(
-    "/sandbox/markets/{market}/price", operation_id="SetSandboxMarketPrice", tags=["Sandbox"]
+    "/sandbox/markets/{market}/price",
+    operation_id="SetSandboxMarketPrice",
+    responses=shapes.ok(shapes.SandboxMarketPrice),
+    tags=["Sandbox"],
 )
 async def set_price(
     request: Request,

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateOrderRequest, MarketName
-from api_adapter.paging import Limit
+from api_adapter.paging import Limit, checked_time
 from api_adapter.responses import JSONResponse
 from engine.commands import Actor, CancelOrder, CreateOrder
 from engine.queries import Page
+from engine.settings import SELF_MATCH_PREVENTION
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
@@ -22,10 +24,7 @@ Read = Annotated[Principal, Depends(require("exchange:read_order"))]
 CREATE_ORDER = "CreateOrder"
 WRITE_SCOPE = "exchange:write_order"
 Write = Annotated[Principal, Depends(require(WRITE_SCOPE))]
-OrderStatus = Annotated[
-    str | None,
-    Query(pattern="^(PENDING_SUBMISSION|SUBMITTED|OPEN|FILLED|CANCELLED|REJECTED)$"),
-]
+OrderStatus = Literal["PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"]
 CLOSED = frozenset({"FILLED", "CANCELLED", "REJECTED"})
 POLL_SECONDS = 0.005
 
@@ -37,9 +36,9 @@ def order_page(
     end: Annotated[str | None, Query(alias="order_time.end")] = None,
 ) -> Page:
     times = {}
-    if begin is not None:
+    if (begin := checked_time("order_time.begin", begin)) is not None:
         times[("created_at", "gte")] = begin
-    if end is not None:
+    if (end := checked_time("order_time.end", end)) is not None:
         times[("created_at", "lte")] = end
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
@@ -48,7 +47,6 @@ def create_order_command(
     actor: Actor, who: Principal, profile_id: str, body: CreateOrderRequest
 ) -> CreateOrder:
     """The command of a create-order request (the route's and the fast lane's)."""
-    expiration = body.expiration_date
     return CreateOrder(
         actor=actor,
         profile_id=profile_id,
@@ -62,17 +60,19 @@ def create_order_command(
         metadata=body.metadata,
         await_fill_millis=body.await_fill_millis,
         time_in_force=body.time_in_force,
-        expiration_date=str(expiration) if expiration is not None else None,
+        expiration_date=body.expiration_date,
         identity_id=body.identity_id,
         identity_account_id=body.identity_account_id,
         stop_price=body.stop_price,
         recipient_profile_id=body.recipient_profile_id,
         self_match_prevention_id=body.self_match_prevention_id,
-        may_prevent_self_match="exchange:self_match_prevention" in who.scopes,
+        may_prevent_self_match=SELF_MATCH_PREVENTION in who.scopes,
     )
 
 
-@router.post("/profiles/{profile_id}/orders", operation_id=CREATE_ORDER)
+@router.post(
+    "/profiles/{profile_id}/orders", operation_id=CREATE_ORDER, responses=shapes.ok(shapes.Order)
+)
 async def create_order(
     request: Request, who: Write, profile_id: str, body: CreateOrderRequest
 ) -> JSONResponse:
@@ -98,25 +98,35 @@ async def _await_fill(request: Request, who: Principal, order: dict, millis: int
     return order
 
 
-@router.get("/profiles/{profile_id}/orders/{id}", operation_id="GetOrder")
+@router.get(
+    "/profiles/{profile_id}/orders/{id}", operation_id="GetOrder", responses=shapes.ok(shapes.Order)
+)
 async def get_order(request: Request, who: Read, profile_id: str, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.order(who.customer_id, profile_id, id))
 
 
-@router.delete("/profiles/{profile_id}/orders/{id}", operation_id="CancelOrder")
+@router.delete(
+    "/profiles/{profile_id}/orders/{id}",
+    operation_id="CancelOrder",
+    responses=shapes.ok(shapes.CancelOrderResponse),
+)
 async def cancel_order(request: Request, who: Write, profile_id: str, id: str) -> JSONResponse:
     command = CancelOrder(actor=actor(request, who), profile_id=profile_id, order_id=id)
     return JSONResponse(await run(request, command))
 
 
-@router.get("/profiles/{profile_id}/orders", operation_id="ListProfileOrders")
+@router.get(
+    "/profiles/{profile_id}/orders",
+    operation_id="ListProfileOrders",
+    responses=shapes.ok(shapes.ListOrdersResponse),
+)
 async def list_profile_orders(
     request: Request,
     who: Read,
     profile_id: str,
     page: Annotated[Page, Depends(order_page)],
     market: MarketName | None = None,
-    status: OrderStatus = None,
+    status: OrderStatus | None = None,
     ref_ids: Annotated[list[str] | None, Query()] = None,
 ) -> JSONResponse:
     return JSONResponse(
@@ -131,7 +141,7 @@ async def list_profile_orders(
     )
 
 
-@router.get("/orders", operation_id="ListOrders")
+@router.get("/orders", operation_id="ListOrders", responses=shapes.ok(shapes.ListOrdersResponse))
 async def list_orders(
     request: Request,
     who: Read,
@@ -139,7 +149,7 @@ async def list_orders(
     profile_id: str | None = None,
     account_id: str | None = None,
     market: MarketName | None = None,
-    status: OrderStatus = None,
+    status: OrderStatus | None = None,
     ref_ids: Annotated[list[str] | None, Query()] = None,
 ) -> JSONResponse:
     return JSONResponse(

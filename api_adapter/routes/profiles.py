@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateProfileRequest
@@ -18,22 +19,29 @@ router = APIRouter(prefix="/v2", tags=["Profiles"])
 
 Read = Annotated[Principal, Depends(require("funding:read_profile"))]
 Write = Annotated[Principal, Depends(require("funding:write_profile"))]
+# The reference's flag to show deactivated profiles too; sandex never deactivates one, so
+# it changes nothing here, but a value that is not a boolean is refused as there.
+Deactivated = Annotated[bool | None, Query()]
 
 
-@router.get("/profiles", operation_id="ListProfiles")
+@router.get(
+    "/profiles", operation_id="ListProfiles", responses=shapes.ok(shapes.ListProfilesResponse)
+)
 async def list_profiles(
     request: Request,
     who: Read,
     page: Annotated[Page, Depends(created_page)],
     nickname: str | None = None,
     ids: Annotated[list[str] | None, Query()] = None,
+    include_deactivated: Deactivated = None,
+    order_by: Literal["CREATED_AT"] | None = None,  # the one order there is
 ) -> JSONResponse:
     return JSONResponse(
         request.app.state.queries.list_profiles(who.customer_id, page, nickname, ids)
     )
 
 
-@router.post("/profiles", operation_id="CreateProfile")
+@router.post("/profiles", operation_id="CreateProfile", responses=shapes.ok(shapes.Profile))
 async def create_profile(request: Request, who: Write, body: CreateProfileRequest) -> JSONResponse:
     command = CreateProfile(
         actor=actor(request, who), nickname=body.nickname, description=body.description
@@ -41,12 +49,20 @@ async def create_profile(request: Request, who: Write, body: CreateProfileReques
     return JSONResponse(await run(request, command))
 
 
-@router.get("/profiles/{profile_id}", operation_id="GetProfile")
-async def get_profile(request: Request, who: Read, profile_id: str) -> JSONResponse:
+@router.get(
+    "/profiles/{profile_id}", operation_id="GetProfile", responses=shapes.ok(shapes.Profile)
+)
+async def get_profile(
+    request: Request, who: Read, profile_id: str, include_deactivated: Deactivated = None
+) -> JSONResponse:
     return JSONResponse(request.app.state.queries.profile(who.customer_id, profile_id))
 
 
-@router.get("/profiles/{profile_id}/balances", operation_id="ListProfileBalances")
+@router.get(
+    "/profiles/{profile_id}/balances",
+    operation_id="ListProfileBalances",
+    responses=shapes.ok(shapes.ListProfileBalancesResponse),
+)
 async def list_balances(
     request: Request,
     who: Read,
@@ -60,6 +76,10 @@ async def list_balances(
     return JSONResponse(result)
 
 
-@router.get("/profiles/{profile_id}/balances/{asset}", operation_id="GetProfileBalance")
+@router.get(
+    "/profiles/{profile_id}/balances/{asset}",
+    operation_id="GetProfileBalance",
+    responses=shapes.ok(shapes.ProfileBalance),
+)
 async def get_balance(request: Request, who: Read, profile_id: str, asset: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.balance(who.customer_id, profile_id, asset))

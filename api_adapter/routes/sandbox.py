@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import ClockMoveRequest, CreateCustomerRequest
@@ -18,43 +19,49 @@ from engine.errors import Invalid
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
 
-@router.get("/clock", operation_id="GetSandboxClock")
+@router.get("/clock", operation_id="GetSandboxClock", responses=shapes.ok(shapes.SandboxClock))
 async def get_clock(request: Request) -> JSONResponse:
     engine = request.app.state.engine
     return JSONResponse({"now": format_time(engine.clock.now()), "mode": engine.clock.mode})
 
 
-@router.post("/clock", operation_id="MoveSandboxClock")
+@router.post("/clock", operation_id="MoveSandboxClock", responses=shapes.ok(shapes.SandboxClock))
 async def move_clock(
     request: Request,
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
     body: ClockMoveRequest,
 ) -> JSONResponse:
-    engine = request.app.state.engine
     if (body.advance_seconds is None) == (body.set_to is None):
         raise Invalid(
             "exactly one of advance_seconds and set_to is required", field="advance_seconds"
         )
     if body.set_to is not None:
         try:
-            target = parse_time(body.set_to)
+            command = AdvanceClock(actor=actor(request, who), to=parse_time(body.set_to))
         except ValueError as exc:
             raise Invalid(
                 "set_to invalid: not an RFC 3339 time with offset", field="set_to"
             ) from exc
     else:
+        # The writer adds the delta to its own clock: two advances sent together move
+        # it twice, where a target computed here would make them aim at the same time.
         assert body.advance_seconds is not None
-        target = engine.clock.now() + timedelta(seconds=body.advance_seconds)
-    return JSONResponse(await run(request, AdvanceClock(actor=actor(request, who), to=target)))
+        by = timedelta(seconds=body.advance_seconds)
+        command = AdvanceClock(actor=actor(request, who), by=by)
+    return JSONResponse(await run(request, command))
 
 
-@router.post("/customers", operation_id="CreateSandboxCustomer")
+@router.post(
+    "/customers", operation_id="CreateSandboxCustomer", responses=shapes.ok(shapes.SandboxCustomer)
+)
 async def create_customer(
     request: Request,
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
     body: CreateCustomerRequest | None = None,
 ) -> JSONResponse:
-    scopes = tuple(body.scopes) if body and body.scopes else ()
-    return JSONResponse(
-        await run(request, CreateCustomer(actor=actor(request, who), scopes=scopes))
+    command = CreateCustomer(
+        actor=actor(request, who),
+        scopes=tuple(body.scopes) if body and body.scopes else (),
+        self_match_prevention=body.self_match_prevention if body else False,
     )
+    return JSONResponse(await run(request, command))

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import Body, ShortText
@@ -24,12 +25,18 @@ class SnapshotRequest(Body):
     name: ShortText
 
 
-@router.post("/snapshots", operation_id="TakeSandboxSnapshot")
+@router.post(
+    "/snapshots", operation_id="TakeSandboxSnapshot", responses=shapes.ok(shapes.SandboxSnapshot)
+)
 async def take_snapshot(request: Request, who: Admin, body: SnapshotRequest) -> JSONResponse:
     return JSONResponse(await run(request, TakeSnapshot(actor=actor(request, who), name=body.name)))
 
 
-@router.get("/snapshots", operation_id="ListSandboxSnapshots")
+@router.get(
+    "/snapshots",
+    operation_id="ListSandboxSnapshots",
+    responses=shapes.ok(shapes.ListSandboxSnapshotsResponse),
+)
 async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
     rows = request.app.state.queries.conn.execute(
         "SELECT name, position, taken_at FROM snapshots ORDER BY position"
@@ -37,11 +44,15 @@ async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
     return JSONResponse({"items": [{"name": n, "position": p, "taken_at": t} for n, p, t in rows]})
 
 
-@router.post("/snapshots/{name}/restore", operation_id="RestoreSandboxSnapshot")
+@router.post(
+    "/snapshots/{name}/restore",
+    operation_id="RestoreSandboxSnapshot",
+    responses=shapes.ok(shapes.RestoredSandboxSnapshot),
+)
 async def restore_snapshot(request: Request, who: Admin, name: str) -> JSONResponse:
     return JSONResponse(await run(request, RestoreSnapshot(actor=actor(request, who), name=name)))
 
 
-@router.post("/reset", operation_id="ResetSandbox")
+@router.post("/reset", operation_id="ResetSandbox", responses=shapes.ok(shapes.SandboxReset))
 async def reset(request: Request, who: Admin) -> JSONResponse:
     return JSONResponse(await run(request, ResetSandbox(actor=actor(request, who))))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
+from api_adapter.models import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.paging import created_page, updated_times
 from api_adapter.responses import JSONResponse
 from engine.queries import Page
@@ -14,37 +16,52 @@ from engine.queries import Page
 router = APIRouter(prefix="/v2", tags=["Transfers"])
 
 Read = Annotated[Principal, Depends(require("transfer:read_transfer"))]
-Many = Annotated[list[str] | None, Query()]
+T = TypeVar("T")
+# A repeatable filter (`type=A&type=B`); an enum's values are checked, a 400 names it.
+Many = Annotated[list[T] | None, Query()]
 
 
-@router.get("/transfer/transfers", operation_id="ListTransfers")
+@router.get(
+    "/transfer/transfers",
+    operation_id="ListTransfers",
+    responses=shapes.ok(shapes.ListTransfersResponse),
+)
 async def list_transfers(
     request: Request,
     who: Read,
     page: Annotated[Page, Depends(created_page)],
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
-    order_by: Literal["CREATED_AT"] | None = None,
-    profile_ids: Many = None,
-    ref_ids: Many = None,
-    ids: Many = None,
-    type: Many = None,
-    statuses: Many = None,
-    group_ids: Many = None,
-    crypto_tx_hashes: Many = None,
+    order_by: Literal["CREATED_AT", "UPDATED_AT"] | None = None,
+    profile_ids: Many[str] = None,
+    identity_ids: Many[str] = None,
+    account_ids: Many[str] = None,
+    ref_ids: Many[str] = None,
+    ids: Many[str] = None,
+    type: Many[TransferType] = None,
+    statuses: Many[TransferStatus] = None,
+    secondary_statuses: Many[SecondaryStatus] = None,
+    group_ids: Many[str] = None,
+    crypto_tx_hashes: Many[str] = None,
 ) -> JSONResponse:
     page.times.update(updated)
+    page.order_by = order_by
     filters = {
         "profile_ids": profile_ids or [],
+        "identity_ids": identity_ids or [],
+        "account_ids": account_ids or [],
         "ref_ids": ref_ids or [],
         "ids": ids or [],
         "type": type or [],
         "statuses": statuses or [],
+        "secondary_statuses": secondary_statuses or [],
         "group_ids": group_ids or [],
         "crypto_tx_hashes": crypto_tx_hashes or [],
     }
     return JSONResponse(request.app.state.queries.list_transfers(who.customer_id, page, filters))
 
 
-@router.get("/transfer/transfers/{id}", operation_id="GetTransfer")
+@router.get(
+    "/transfer/transfers/{id}", operation_id="GetTransfer", responses=shapes.ok(shapes.Transfer)
+)
 async def get_transfer(request: Request, who: Read, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.transfer(who.customer_id, id))

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from pydantic import StringConstraints
 
-from api_adapter import webhooks
+from api_adapter import shapes, webhooks
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import Body
@@ -26,14 +26,20 @@ class WebhookRequest(Body):
     url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 
 
-@router.post("/webhooks", operation_id="RegisterSandboxWebhook")
+@router.post(
+    "/webhooks",
+    operation_id="RegisterSandboxWebhook",
+    responses=shapes.ok(shapes.SandboxWebhookRegistration),
+)
 async def register(request: Request, who: Events, body: WebhookRequest) -> JSONResponse:
     return JSONResponse(
         await run(request, RegisterWebhook(actor=actor(request, who), url=body.url))
     )
 
 
-@router.get("/webhooks", operation_id="GetSandboxWebhook")
+@router.get(
+    "/webhooks", operation_id="GetSandboxWebhook", responses=shapes.ok(shapes.SandboxWebhookStatus)
+)
 async def get(request: Request, who: Events) -> JSONResponse:
     view = webhooks.status(request.app, who.customer_id)
     if view is None:
@@ -41,6 +47,8 @@ async def get(request: Request, who: Events) -> JSONResponse:
     return JSONResponse(view)
 
 
-@router.delete("/webhooks", operation_id="RemoveSandboxWebhook")
+@router.delete(
+    "/webhooks", operation_id="RemoveSandboxWebhook", responses=shapes.ok(shapes.SandboxWebhook)
+)
 async def remove(request: Request, who: Events) -> JSONResponse:
     return JSONResponse(await run(request, RemoveWebhook(actor=actor(request, who))))

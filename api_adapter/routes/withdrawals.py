@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from api_adapter import shapes
 from api_adapter.auth import Principal, require
 from api_adapter.dispatch import actor, run
 from api_adapter.models import CreateCryptoWithdrawalFeeRequest, CreateCryptoWithdrawalRequest
@@ -18,7 +19,12 @@ CREATE_WITHDRAWAL = "CreateCryptoWithdrawal"
 WITHDRAW_SCOPE = "transfer:write_crypto_withdrawal"
 
 
-@router.post("/fees/crypto-withdrawal", operation_id="CreateCryptoWithdrawalFee", tags=["Fees"])
+@router.post(
+    "/fees/crypto-withdrawal",
+    operation_id="CreateCryptoWithdrawalFee",
+    responses=shapes.ok(shapes.CryptoWithdrawalFee),
+    tags=["Fees"],
+)
 async def create_fee(
     request: Request,
     who: Annotated[Principal, Depends(require("fee:write_crypto_withdrawal_fee"))],
@@ -54,11 +60,13 @@ def create_withdrawal_command(
         account_id=body.account_id,
         memo=body.memo,
         metadata=body.metadata,
-        beneficiary=body.beneficiary,
+        beneficiary=body.beneficiary.model_dump(exclude_none=True) if body.beneficiary else None,
     )
 
 
-@router.post("/crypto-withdrawals", operation_id=CREATE_WITHDRAWAL)
+@router.post(
+    "/crypto-withdrawals", operation_id=CREATE_WITHDRAWAL, responses=shapes.ok(shapes.Transfer)
+)
 async def create_withdrawal(
     request: Request,
     who: Annotated[Principal, Depends(require(WITHDRAW_SCOPE))],

@@ -14,6 +14,11 @@ steady load a commit lands during almost every background pass, so the log is ne
 wholly copied at a moment when the next write could start it over; the writer's own
 checkpoint, which nothing can overtake, lets it start over, and finds little left to
 copy.
+
+A checkpoint that fails (a full disk, a read-only file) is retried at twice the last
+wait, up to `max_interval`, on a fresh connection, and logged once when the failures
+start and once when they stop: a fault that lasts does not fill the log with a line
+every pass, and the writer's backstop still copies meanwhile.
 """
 
 from __future__ import annotations
@@ -26,10 +31,15 @@ import structlog
 log = structlog.get_logger("sandex.store")
 
 
+def _connect(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+
 class Checkpointer:
-    def __init__(self, path: str, interval: float = 0.02) -> None:
+    def __init__(self, path: str, interval: float = 0.02, max_interval: float = 5.0) -> None:
         self.path = path
         self.interval = interval
+        self.max_interval = max_interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -46,16 +56,30 @@ class Checkpointer:
             self._thread = None
 
     def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        wait = self.interval
+        failing = False
         try:
-            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        except sqlite3.DatabaseError as exc:
-            log.warning("no background checkpoints", error=str(exc))
-            return
-        try:
-            while not self._stop.wait(self.interval):
+            while not self._stop.wait(wait):
                 try:
+                    if conn is None:
+                        conn = _connect(self.path)
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 except sqlite3.DatabaseError as exc:  # the writer's backstop still runs
-                    log.warning("background checkpoint failed", error=str(exc))
+                    if not failing:
+                        log.warning("background checkpoint failed; backing off", error=str(exc))
+                        failing = True
+                    wait = min(wait * 2, self.max_interval)
+                    # The fault may have left the connection unable to write even once it
+                    # clears (a file that was read-only when it was opened): start afresh.
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    continue
+                if failing:
+                    log.info("background checkpoints resumed")
+                    failing = False
+                wait = self.interval
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()

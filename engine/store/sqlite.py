@@ -14,12 +14,21 @@ from typing import Any
 
 import orjson
 import sqlite_utils
+import structlog
 
+from engine import private_files
 from engine.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store.base import Concurrency, StoreUnavailable, TableWrites
 from engine.store.checkpointer import Checkpointer
+from engine.store.lease import WriterLease
 
 _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
+
+# Faults of the file beneath the writer's connection, which a fresh connection may not
+# share once they clear (primary result codes; an error carries an extended one).
+_FILE_FAULTS = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN})
+
+log = structlog.get_logger("sandex.store")
 
 _EVENT_COLUMNS = {
     "position": int,
@@ -81,28 +90,27 @@ class SqliteEventStore:
         *,
         durability: str = "FULL",
         tables: dict[str, dict[str, Any]] | None = None,
+        lease: bool = False,
     ) -> None:
+        """`lease`: hold the database's writer lease (engine/store/lease.py) until `close`,
+        or raise `LeaseHeld`: for a writer that runs, or a tool that rewrites the read
+        models; taken before the schema is touched."""
         self.path = str(path)
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {sorted(_DURABILITY)}")
+        self._durability = durability
+        self._autocheckpoint = 4000
+        self._faulted = False  # the last write failed by a fault of the file
+        self._version_base = 0  # `data_version` across `_reopen`
+        self._lease = WriterLease.take(self.path) if lease else None
+        if not _in_memory(self.path) and not private_files.create(self.path):
+            private_files.tighten_database(self.path)
         try:
-            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={_DURABILITY[durability]}")
-            conn.execute("PRAGMA busy_timeout=5000")
-            # 64 MiB of page cache instead of 2: ids are random, so every batch touches
-            # pages all over the id indexes, and re-reading them cost a fifth of a commit.
-            conn.execute("PRAGMA cache_size=-65536")
-            # Copy the WAL into the database every 4,000 pages (16 MB) instead of 1,000.
-            # A commit rewrites the same index pages as the one before it (the tail of each
-            # customer's index, the pages random ids land on); a checkpoint copies each
-            # page once however many frames it has, and runs inside the writer's COMMIT.
-            # Measured at 32 orders a commit: 43 / 20 / 14 us of checkpoint per order at
-            # 1,000 / 4,000 / 10,000 pages, for a stall of 17 / 29 / 42 ms each time.
-            conn.execute("PRAGMA wal_autocheckpoint=4000")
+            conn = self._open_writer()
             self.db = sqlite_utils.Database(conn)
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
+            self._release_lease()
             raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
         self.conn = conn
         self._columns: dict[str, list[str]] = {
@@ -117,6 +125,58 @@ class SqliteEventStore:
         self._upserts: dict[str, str] = {}
         self._held = False
         self._checkpointer: Checkpointer | None = None
+
+    def _open_writer(self) -> sqlite3.Connection:
+        """The writer's connection with its settings: at start-up, and after a fault of
+        the file beneath it (`_reopen`)."""
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={_DURABILITY[self._durability]}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            # 64 MiB of page cache instead of 2: ids are random, so every batch touches
+            # pages all over the id indexes, and re-reading them cost a fifth of a commit.
+            conn.execute("PRAGMA cache_size=-65536")
+            # Copy the WAL into the database every 4,000 pages (16 MB) instead of 1,000.
+            # A commit rewrites the same index pages as the one before it (the tail of each
+            # customer's index, the pages random ids land on); a checkpoint copies each
+            # page once however many frames it has, and runs inside the writer's COMMIT.
+            # Measured at 32 orders a commit: 43 / 20 / 14 us of checkpoint per order at
+            # 1,000 / 4,000 / 10,000 pages, for a stall of 17 / 29 / 42 ms each time.
+            conn.execute(f"PRAGMA wal_autocheckpoint={self._autocheckpoint}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _note_fault(self, exc: sqlite3.DatabaseError) -> None:
+        """Remember a failed write whose fault was the file's (read-only, an I/O error,
+        cannot open): the next write opens a fresh connection (`_reopen`)."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _FILE_FAULTS:
+            self._faulted = True
+
+    def _reopen(self) -> None:
+        """Open the writer's connection afresh, just before a write that follows a fault
+        of the file: a connection opened while the file was read-only stays read-only
+        once it is writable again, so every write failed until a restart. The fresh one
+        sees the file as it is now, and fails as the old one did while the fault lasts.
+        `data_version` goes on from the old connection's count: what another process
+        committed before the swap still shows, and the swap itself is no change."""
+        try:
+            seen: int | None = self.data_version()
+        except sqlite3.DatabaseError:
+            seen = None
+        conn = self._open_writer()
+        old, self.conn = self.conn, conn
+        self.db = sqlite_utils.Database(conn)
+        old.close()
+        raw = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        # Unknown what the old connection last saw: make the count change, so the engine
+        # reloads the log rather than miss another process's commit.
+        self._version_base = seen - raw if seen is not None else self._version_base + (1 << 32)
+        self._faulted = False
+        log.warning("database connection reopened after a fault of its file")
 
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
         """All of it in one transaction: a new database is made whole or not at all, and
@@ -169,7 +229,9 @@ class SqliteEventStore:
                 self.db.table(table).create_index(cols, index_name=name)
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
-        """Empty every read-model table and fill it again, in one transaction."""
+        """Empty every read-model table and fill it again, in one transaction, made from
+        the log up to `checkpoint`; `Concurrency` if the log ends elsewhere by then (a
+        writer without the lease appended meanwhile), and nothing is written."""
         self._write([], writes, checkpoint, clear=True)
         self.finish()
 
@@ -187,7 +249,7 @@ class SqliteEventStore:
 
     def data_version(self) -> int:
         """Changes whenever another connection commits (a second process wrote the log)."""
-        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        return self._version_base + int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     def checkpoint(self) -> int:
         row = self.conn.execute(
@@ -213,6 +275,7 @@ class SqliteEventStore:
             conn.execute("RELEASE batch" if self._held else "COMMIT")
         except sqlite3.DatabaseError as exc:
             self._undo()
+            self._note_fault(exc)
             raise StoreUnavailable(str(exc)) from exc
 
     def hold(self) -> None:
@@ -247,11 +310,16 @@ class SqliteEventStore:
     def _write(
         self, events: Sequence[Event], writes: TableWrites, checkpoint: int, *, clear: bool
     ) -> None:
-        conn = self.conn
         try:
+            if self._faulted and not self._held:  # a held transaction lives on its connection
+                self._reopen()
+            conn = self.conn
             conn.execute("SAVEPOINT batch" if self._held else "BEGIN IMMEDIATE")
             try:
                 if clear:
+                    last = conn.execute("SELECT max(position) FROM events").fetchone()[0]
+                    if (last or 0) != checkpoint:
+                        raise Concurrency(f"the log ends at {last}, not {checkpoint}")
                     for table in self._columns:
                         conn.execute(f"DELETE FROM {table}")
                 if events:
@@ -271,6 +339,7 @@ class SqliteEventStore:
         except sqlite3.IntegrityError as exc:
             raise Concurrency(str(exc)) from exc
         except sqlite3.DatabaseError as exc:
+            self._note_fault(exc)
             raise StoreUnavailable(str(exc)) from exc
 
     def _undo(self) -> None:
@@ -484,6 +553,11 @@ class SqliteEventStore:
         store._upserts = {}
         store._held = False
         store._checkpointer = None
+        store._lease = None
+        store._durability = "FULL"
+        store._autocheckpoint = 4000
+        store._faulted = False
+        store._version_base = 0
         return store
 
     def get_meta(self, key: str) -> str | None:
@@ -495,6 +569,22 @@ class SqliteEventStore:
             "INSERT OR REPLACE INTO sandex_meta (key, value) VALUES (?, ?)", (key, value)
         )
 
+    def erase_meta(self, key: str) -> None:
+        """Delete a meta entry so that its value is gone from the file's bytes, not only
+        from the table: the page is overwritten (`secure_delete`) and the write-ahead
+        log, which still holds the page as it was, is checkpointed and truncated. Best
+        effort for the log: a reader holding an old snapshot open keeps it alive."""
+        conn = self.conn
+        before = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+        try:
+            conn.execute("PRAGMA secure_delete=ON")
+            conn.execute("DELETE FROM sandex_meta WHERE key = ?", (key,))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        finally:
+            conn.execute(f"PRAGMA secure_delete={before}")
+
     def start_checkpoints(self) -> None:
         """Copy the WAL into the database from a thread of its own from now on
         (engine/store/checkpointer.py); `close` stops it."""
@@ -503,6 +593,7 @@ class SqliteEventStore:
             self._checkpointer.start()
             # The writer's own checkpoint becomes the backstop that lets the log start
             # over (checkpointer.py): at 32,000 pages it finds little left to copy.
+            self._autocheckpoint = _BACKSTOP_PAGES
             self.conn.execute(f"PRAGMA wal_autocheckpoint={_BACKSTOP_PAGES}")
 
     def close(self) -> None:
@@ -510,6 +601,12 @@ class SqliteEventStore:
             self._checkpointer.stop()
             self._checkpointer = None
         self.conn.close()
+        self._release_lease()
+
+    def _release_lease(self) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
 
 
 def _in_memory(path: str) -> bool:

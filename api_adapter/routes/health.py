@@ -1,0 +1,63 @@
+"""`GET /healthz`: whether this sandex can take writes, for load balancers and test
+harnesses. No token: it tells nothing of any tenant, only the writer's liveness, the
+store, the clock and the log's position.
+
+200 when the writer thread is alive, its last group commit reached the disk and the
+log can be read; otherwise 503, a problem whose `meta` holds the same checks. After a
+failed commit it stays 503 until a commit succeeds again."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from api_adapter import shapes
+from api_adapter.responses import JSONResponse, problem
+from engine.clock import format_time
+
+router = APIRouter(tags=["Health"])
+
+
+@router.get(
+    "/healthz",
+    operation_id="GetHealth",
+    summary="Health check",
+    responses={
+        **shapes.ok(shapes.Health, "Healthy: the sandbox takes writes"),
+        503: {"description": "Unhealthy: `meta` holds the checks, as a 200 answer shows them"},
+    },
+)
+async def health(request: Request) -> Response:
+    engine = request.app.state.engine
+    checks = engine.health()
+    try:
+        row = request.app.state.queries.conn.execute(
+            "SELECT coalesce(max(position), 0) FROM events"
+        ).fetchone()
+        position, readable = int(row[0]), checks["log_readable"]
+    except sqlite3.Error:
+        position, readable = 0, False
+    view: dict[str, Any] = {
+        "status": "ok",
+        "writer": "running" if checks["writer_alive"] else "stopped",
+        "last_commit": "ok" if checks["last_commit_ok"] else "failed",
+        "store": "ok" if readable else "unavailable",
+        "position": position,
+        "clock": {"now": format_time(engine.clock.now()), "mode": engine.clock.mode},
+    }
+    faults = [
+        fault
+        for fault, failing in (
+            ("the writer is stopped", view["writer"] != "running"),
+            ("the last commit failed", view["last_commit"] != "ok"),
+            ("the event store cannot be read", view["store"] != "ok"),
+        )
+        if failing
+    ]
+    if not faults:
+        return JSONResponse(view)
+    view["status"] = "unavailable"
+    return problem(503, "; ".join(faults), meta=view, headers={"Retry-After": "1"})

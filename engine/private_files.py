@@ -1,0 +1,150 @@
+"""Files only their owner may read: the database, its key file, what is written beside.
+
+The database holds every tenant's salted secret hashes and the whole history; its key
+file holds the token signing key. Both are created mode 0600 whatever the umask (the
+mode is set on the open file, not left to the umask), and a file found readable by
+others is tightened at open, with a warning. SQLite creates a database's `-wal`,
+`-shm` and journal files with the database file's own permissions, so a private
+database gets private companions.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+import structlog
+
+log = structlog.get_logger("sandex.files")
+
+MODE = 0o600
+# Files SQLite keeps beside a database, with the database's permissions.
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def create(path: str | Path) -> bool:
+    """Create `path` empty and private if it does not exist; True when it was created.
+    Any other failure (a missing directory) is left for the caller's own open to meet
+    and report in its words."""
+    try:
+        _open_private(Path(path)).close()
+    except OSError:
+        return False
+    return True
+
+
+def tighten(path: str | Path) -> None:
+    """Make an existing regular file private, warning when it was not (a database made
+    by an older sandex, or copied with the umask's mode): the group's and others' bits
+    go, the owner's stay as they are (a read-only file stays read-only). Anything else
+    is left alone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o077:
+        return
+    try:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+    except OSError as exc:
+        log.warning(
+            "file readable by others; cannot make it private", path=str(path), error=str(exc)
+        )
+        return
+    log.warning(
+        "file was readable by others; made private (owner only)",
+        path=str(path),
+        was=oct(stat.S_IMODE(st.st_mode)),
+    )
+
+
+def tighten_database(path: str | Path) -> None:
+    """`tighten` the database and each companion file SQLite keeps beside it."""
+    tighten(path)
+    for suffix in COMPANIONS:
+        tighten(f"{path}{suffix}")
+
+
+def write(path: str | Path, data: bytes, *, sync: bool = False) -> None:
+    """Replace `path` with a private file holding `data`, atomically: a reader sees the
+    old content or the new, never a part (a temporary file renamed over it)."""
+    target = Path(path)
+    tmp = _temporary(target, data, sync)
+    try:
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    if sync:
+        _sync_directory(target.parent)
+
+
+def write_new(path: str | Path, data: bytes) -> bool:
+    """Create `path`, private and durable, holding `data`, unless it exists: True when
+    this call made it. Atomic like `write`, and two processes creating the same file at
+    once agree on one content (the second's link fails; it reads the first's)."""
+    target = Path(path)
+    tmp = _temporary(target, data, sync=True)
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    _sync_directory(target.parent)
+    return True
+
+
+def copy(source: str | Path, destination: str | Path) -> None:
+    """Copy a file into a new private one (`shutil.copyfile` would give it the umask's
+    mode, readable by others, until a chmod)."""
+    target = Path(destination)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(source, "rb") as src, _open_private(tmp) as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _open_private(path: Path) -> BinaryIO:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, MODE)
+    try:
+        os.fchmod(fd, MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "wb")
+
+
+def _temporary(target: Path, data: bytes, sync: bool) -> Path:
+    """A new private file beside `target` holding `data`."""
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with _open_private(tmp) as out:
+            out.write(data)
+            if sync:
+                out.flush()
+                os.fsync(out.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a new or renamed entry of `directory` durable (it lives in the directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

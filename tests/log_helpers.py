@@ -1,0 +1,33 @@
+"""The event log as tests compare it: every stored column, credential fields masked.
+
+A client's salt and secret hash and a webhook's sealed secret come from the OS, so two
+runs of the same commands differ there by design (engine/credentials.py); everything
+else must be equal byte for byte, which is what `engine.history.log_hash` hashes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.credentials import EVENT_FIELDS, redact
+
+
+def masked_log(db: Path | str) -> list[tuple[Any, ...]]:
+    """Every row of the events table in position order, credential fields masked."""
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(
+            "SELECT position, stream, version, type, schema, data, meta, occurred_at"
+            " FROM events ORDER BY position"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [
+        (*r[:5], orjson.dumps(redact(r[3], orjson.loads(r[5]))).decode(), *r[6:])
+        if r[3] in EVENT_FIELDS
+        else r
+        for r in rows
+    ]
