@@ -69,3 +69,15 @@ def test_version_comes_from_the_package_metadata(capsys: pytest.CaptureFixture[s
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == f"sandex {version('sandex')}"
+
+
+def test_help_never_shows_a_secret_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SANDEX_CLIENT_SECRET", "from-the-environment-42")
+    texts = []
+    for p in _parsers(parser()):
+        formatter = p.formatter_class(prog=p.prog, width=10_000)
+        formatter.add_arguments(p._actions)
+        texts.append(formatter.format_help())
+    assert not [t for t in texts if "from-the-environment-42" in t]
