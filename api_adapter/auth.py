@@ -27,7 +27,7 @@ from fastapi.security import OAuth2
 
 from api_adapter import shapes
 from api_adapter.problems import AuthError
-from api_adapter.ratelimit import peer_of
+from api_adapter.ratelimit import TOKEN_FAILURES, RateLimiter
 from api_adapter.responses import JSONResponse
 from engine.customers import secret_matches
 from engine.keys import KeyFile
@@ -93,22 +93,6 @@ class Tokens:
         now = int(time.time())
         payload = _b64(orjson.dumps({"c": client_id, "s": scopes, "i": now, "e": now + self.ttl}))
         return f"{_PREFIX}.{payload}.{self._sign(payload)}"
-
-    def signed_client(self, token: str) -> str | None:
-        """The client id of a token whose signature holds (expired or not), else None."""
-        self._current()
-        claims = self._verified.get(token)
-        if claims is not None:
-            client = claims.get("c")
-            return client if isinstance(client, str) else None
-        parts = token.split(".")
-        if len(parts) != 3 or not hmac.compare_digest(self._sign(parts[1]), parts[2]):
-            return None
-        try:
-            client = orjson.loads(_unb64(parts[1])).get("c")
-        except (ValueError, AttributeError, orjson.JSONDecodeError):
-            return None
-        return client if isinstance(client, str) else None
 
     def verify(self, token: str) -> dict[str, Any]:
         """The token's claims, or AuthError 401 when forged, malformed or expired.
@@ -178,14 +162,14 @@ async def issue_token(request: Request) -> JSONResponse:
         return _oauth_error(400, "unsupported_grant_type", "only client_credentials is supported")
     if not isinstance(client_id, str) or not isinstance(client_secret, str):
         return _oauth_error(401, "invalid_client", "client_id and client_secret are required")
-    # A failed attempt is charged to the caller's address, a successful one to the
-    # client: whoever names a client cannot spend its allowance without its secret. The
-    # address is checked before the deliberately slow secret check, so that check is no
-    # amplifier of an unauthenticated flood.
-    limiter = request.app.state.limiter
-    peer = peer_of(request)
+    # Every token request was charged to its address's `token` budget before this
+    # handler ran. A failed one is charged besides to the address's `token-failures`
+    # budget, whose penalty is checked before the deliberately slow secret check: that
+    # check is no amplifier of an unauthenticated flood, and whoever names a client
+    # without its secret throttles their own address, never the client's.
+    limiter: RateLimiter | None = request.app.state.limiter
     if limiter is not None:
-        limiter.check(peer, "IssueToken", charge=False)
+        limiter.hold(request.scope, TOKEN_FAILURES)
     client = request.app.state.queries.client(client_id)
     if (
         client is None
@@ -193,10 +177,8 @@ async def issue_token(request: Request) -> JSONResponse:
         or not secret_matches(client_secret, client["salt"], client["secret_hash"])
     ):
         if limiter is not None:
-            limiter.wait(peer, "IssueToken")
+            limiter.charge(request.scope, TOKEN_FAILURES)
         return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
-    if limiter is not None:
-        limiter.check(f"client:{client_id}", "IssueToken")
     requested = form.get("scope")
     if isinstance(requested, str) and requested.strip():
         scopes = requested.split()

@@ -46,7 +46,7 @@ Build = Callable[[Actor, Principal, str, Any], Command | None]
 
 @dataclass(frozen=True, slots=True)
 class Lane:
-    operation: str  # the route's operation id: the rate limiter's key
+    operation: str  # the route's operation id: the rate limiter's family
     scope: str  # the scope the route's `require` asks for
     model: type[BaseModel]
     build: Build
@@ -123,7 +123,7 @@ class FastLane:
         response: Response
         try:
             if limiter is not None:
-                limiter.check(f"client:{principal.client_id}", lane.operation)
+                limiter.admit(scope, lane.operation, "POST")
             result = await submit(self.state.engine, command)
         except DomainError as exc:
             response = domain_problem(exc)

@@ -51,7 +51,9 @@ def new_request_id() -> str:
 
 
 class RequestLog:
-    """Pure ASGI middleware: request id in, one access line out, no body buffering."""
+    """Pure ASGI middleware: request id in, one access line out, no body buffering.
+    Headers that inner layers put in the request's state as `response_headers` (the
+    rate limiter's) are added to the answer, whoever renders it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -79,6 +81,9 @@ class RequestLog:
                 status = message["status"]
                 headers = list(message.get("headers", ()))
                 headers.append((b"x-request-id", request_id.encode("latin-1")))
+                extra = state.get("response_headers")  # e.g. the rate limit's
+                if extra:
+                    headers += extra
                 message["headers"] = headers
             await send(message)
 

@@ -133,7 +133,10 @@ class WireInstructions(Body):
     intermediary_routing_details: WireRoutingDetails | None = None
 
 
-class FiatNetworkInstructions(Body):
+class SandboxFiatNetworkInstructions(Body):
+    """Named apart from the answers' `FiatNetworkInstructions*` shapes: a client generator
+    names this model's inline members `<Model><Field>`, which would collide with them."""
+
     wire: WireInstructions | None = None
     cbit: dict[str, object] | None = None
     dbs_act: dict[str, object] | None = None
@@ -168,7 +171,7 @@ class InitiateSandboxFiatDepositRequest(Body):
     amount: FiatAmount
     asset: ShortText
     memo_id: ShortText
-    fiat_network_instructions: FiatNetworkInstructions
+    fiat_network_instructions: SandboxFiatNetworkInstructions
     fiat_account_owner: FiatAccountOwner | None = None
 
 

@@ -109,18 +109,40 @@ _REASONS = {
     409: "Conflicts with the current state (for example a reused ref_id)",
     413: "Request body too large",
     415: "Request body is not application/json",
-    429: "Rate limit exceeded; see Retry-After",
+    429: "Rate limit exceeded: the address is refused this family of operations until"
+    " Retry-After (five minutes from going over)",
     503: "The event store cannot take the write now; retry",
 }
 
 
+def _integer_header(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": {"type": "integer", "minimum": 0}}
+
+
+# The rate limit's headers (api_adapter/ratelimit.py): on a 429, and on every answer to
+# an admitted request while rate limits are on.
+RATE_LIMIT_HEADERS = {
+    "Retry-After": _integer_header("Seconds until the address's penalty ends"),
+    "RateLimit-Limit": _integer_header("Requests of this family an address may send in 300 s"),
+    "RateLimit-Remaining": _integer_header("Requests the address may still send at once"),
+    "RateLimit-Reset": _integer_header("Seconds until the penalty ends"),
+    "RateLimit-Policy": {
+        "description": "The family's budget and window: `budget;w=300`",
+        "schema": {"type": "string"},
+    },
+}
+
+
 def _problem(status: int) -> dict[str, Any]:
-    return {
+    answer: dict[str, Any] = {
         "description": _REASONS[status],
         "content": {
             "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
         },
     }
+    if status == 429:
+        answer["headers"] = RATE_LIMIT_HEADERS
+    return answer
 
 
 def _fix(doc: dict[str, Any]) -> None:

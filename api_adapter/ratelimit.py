@@ -1,26 +1,52 @@
-"""Rate limits per client and endpoint, as the real service states them.
+"""Rate limits as the real service states them: per endpoint family and client address,
+an average rate over a five-minute window, and five minutes of refusals once over.
 
-A token bucket per (client, operation): it holds up to one second of requests and
-refills continuously, so a client may burst its per-second allowance and then keeps to
-the rate. One dictionary look-up and a few float operations per request. A request over
-the limit is answered 429 with `Retry-After` before any work is done.
+The operations of one row of the real service's table of limits form a family and share
+one budget per address: `rate × 300 s` requests. A family's budget refills continuously
+at its rate (a GCRA: one float per family and address, the time at which the budget
+would be whole again), so an address may spend the whole five-minute budget in a burst
+and then keeps to the rate on average. The request that would go over it is answered
+429, and from then on every request of that family from that address is answered 429
+until the penalty ends, five minutes later (by then the budget has refilled). Requests
+refused while throttled are not counted and do not extend the penalty.
 
-The client is the token's client id when the bearer token's signature holds, and the
-peer address otherwise (public market data). A token request is charged to its
-`client_id` when its secret holds and to the peer address when it does not, so a
-flood of wrong secrets naming a client throttles the flooder, not the client.
+Every answer to an admitted request carries the family's budget in the IETF draft's
+`RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds until the budget is
+whole again) and `RateLimit-Policy` (`budget;w=window`); a 429 adds `Retry-After` (seconds
+until the penalty ends).
+
+The address is the peer's IP address (IPv6: its /64, the block one host is given);
+forwarding headers are not trusted. Token requests are a family like any other, and a
+failed one (unknown client, wrong secret, revoked client) is charged besides to a
+stricter family of its address, `token-failures`, checked before the deliberately slow
+secret check (api_adapter/auth.py): a flood of wrong secrets throttles the flooding
+address and never the client it names.
+
+Per request: two dictionary look-ups and a few float operations. Entries that hold no
+information (a whole budget, no penalty) are dropped whenever the table doubles, so
+many distinct addresses cost memory only while their budgets refill.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple, NoReturn
 
 from fastapi import Request
 from starlette.exceptions import HTTPException
 
-# Requests per second, by operation id; every other operation gets DEFAULT_RATE.
+# The real service averages each limit over five minutes and throttles an address that
+# goes over for five minutes.
+WINDOW_SECONDS = 300.0
+PENALTY_SECONDS = 300.0
+
+# Average requests per second per address, by operation id (the real service's figures);
+# a family takes the figure of its operations, every other operation DEFAULT_RATE.
 DEFAULT_RATE = 50.0
 RATES: dict[str, float] = {
     "CreateCryptoWithdrawal": 20.0,
@@ -29,74 +55,230 @@ RATES: dict[str, float] = {
     "ListRecentExecutions": 10.0,
     "IssueToken": 1.0,
 }
-# Operations that call the limiter themselves, with a client they know better.
-SELF_LIMITED = frozenset({"IssueToken"})
-_PRUNE_AT = 100_000
+# The families: the operations of one row of the real service's table share a budget.
+# Any other operation is a read (GET) or a write (any other method) of its address.
+FAMILIES: dict[str, str] = {
+    "IssueToken": "token",
+    "CreateOrder": "orders",
+    "CancelOrder": "orders",
+    "CreateCryptoWithdrawal": "transfers",
+    "CreateInternalTransfer": "transfers",
+    "GetOrderBook": "market-data",
+    "ListRecentExecutions": "market-data",
+}
+READS, WRITES = "reads", "writes"
+# Failed token requests of an address, besides their charge to `token`: 0.1/s, so 30
+# failures in five minutes, then the address is refused token requests for five minutes.
+TOKEN_FAILURES = "token-failures"
+TOKEN_FAILURE_RATE = 0.1
+_WHAT = {
+    "token": "token requests",
+    TOKEN_FAILURES: "failed token requests",
+    "orders": "order placements and cancellations",
+    "transfers": "crypto withdrawals and internal transfers",
+    "market-data": "order book and recent executions requests",
+    READS: "reads",
+    WRITES: "writes",
+}
+_REFUSED = {TOKEN_FAILURES: "token requests"}
+_PRUNE_AT = 65_536
+_SLACK = 1e-6  # seconds: float sums of intervals must not refuse a request due
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    name: str
+    rate: float  # requests per second on average
+    budget: int  # requests an address may send in one burst: rate × window, at least 1
+    interval: float  # seconds one request takes to refill
+    horizon: float  # budget × interval: the most an address may be ahead of the rate
+    constant: tuple[tuple[bytes, bytes], ...]  # RateLimit-Limit, RateLimit-Policy
+
+
+class Verdict(NamedTuple):
+    family: Family
+    remaining: int  # requests the address may still send at once
+    reset: float  # seconds until the whole budget is back, or until the penalty ends
+    retry_after: float  # 0.0 when the request is admitted
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [
+            *self.family.constant,
+            (b"ratelimit-remaining", b"%d" % self.remaining),
+            (b"ratelimit-reset", b"%d" % math.ceil(self.reset - _SLACK)),
+        ]
 
 
 class RateLimiter:
+    """`overrides` (the `rate_limits` setting): requests per second by family name, by
+    operation id (that operation gets a budget of its own), or `default` (the families
+    without a figure of the real service's: orders, reads, writes)."""
+
     def __init__(
         self,
         overrides: Mapping[str, float] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        window: float = WINDOW_SECONDS,
+        penalty: float = PENALTY_SECONDS,
+        prune_at: int = _PRUNE_AT,
     ) -> None:
-        rates = {**RATES, **(overrides or {})}
-        self.default = float(rates.pop("default", DEFAULT_RATE))
-        self.rates = {k: float(v) for k, v in rates.items()}
+        given = dict(overrides or {})
+        self.default = float(given.pop("default", DEFAULT_RATE))
+        self.window = window
+        self.penalty = penalty
         self.clock = clock
-        self._buckets: dict[tuple[str, str], list[float]] = {}
-        self._prune_at = _PRUNE_AT
+        rates = {TOKEN_FAILURES: TOKEN_FAILURE_RATE}
+        rates.update({FAMILIES[op]: rate for op, rate in RATES.items() if op in FAMILIES})
+        families = {*FAMILIES.values(), READS, WRITES, TOKEN_FAILURES}
+        own = {}  # operations with a budget of their own
+        for name, rate in given.items():
+            rates[name] = rate
+            if name not in families:
+                own[name] = name
+        self._own = own
+        self._rates = rates
+        self._families: dict[str, Family] = {}
+        self._of: dict[tuple[str, bool], Family] = {}  # (operation, is a read) -> family
+        # (family, address) -> [the time the budget is whole again, the penalty's end]
+        self._entries: dict[tuple[str, str], list[float]] = {}
+        self._base_prune_at = prune_at
+        self._prune_at = prune_at
 
-    def rate(self, operation: str) -> float:
-        return self.rates.get(operation, self.default)
+    # -- families --
 
-    def wait(self, client: str, operation: str, *, charge: bool = True) -> float:
-        """0 when the request is admitted (and counted), else seconds until it would be.
-        With `charge=False` nothing is counted: whether a request would be admitted."""
-        rate = self.rates.get(operation, self.default)
-        now = self.clock()
-        key = (client, operation)
-        bucket = self._buckets.get(key)
-        if not charge:
-            if bucket is None:
-                return 0.0
-            tokens = min(rate, bucket[0] + max(0.0, now - bucket[1]) * rate)
-            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
-        if bucket is None:
-            if len(self._buckets) >= self._prune_at:
-                self._prune(now)
-            self._buckets[key] = [rate - 1.0, now]
-            return 0.0
-        tokens = min(rate, bucket[0] + max(0.0, now - bucket[1]) * rate)
-        bucket[1] = now
-        if tokens >= 1.0:
-            bucket[0] = tokens - 1.0
-            return 0.0
-        bucket[0] = tokens
-        return (1.0 - tokens) / rate
-
-    def check(self, client: str, operation: str, *, charge: bool = True) -> None:
-        """Raise a 429 when `client` is over the limit of `operation` (see `wait`)."""
-        wait = self.wait(client, operation, charge=charge)
-        if wait:
-            rate = self.rate(operation)
-            who = "address" if client.startswith("peer:") else "client"
-            raise HTTPException(
-                429,
-                f"rate limit exceeded: at most {rate:g} requests per second to {operation}"
-                f" per {who}; retry after {wait:.3f} s",
-                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+    def family(self, name: str) -> Family:
+        family = self._families.get(name)
+        if family is None:
+            rate = float(self._rates.get(name, self.default))
+            budget = max(1, round(rate * self.window))
+            interval = 1.0 / rate
+            constant = (
+                (b"ratelimit-limit", b"%d" % budget),
+                (b"ratelimit-policy", f"{budget};w={self.window:g}".encode()),
             )
+            family = Family(name, rate, budget, interval, budget * interval, constant)
+            self._families[name] = family
+        return family
+
+    def family_of(self, operation: str, method: str = "GET") -> Family:
+        read = method in ("GET", "HEAD")
+        family = self._of.get((operation, read))
+        if family is None:
+            name = (
+                self._own.get(operation) or FAMILIES.get(operation) or (READS if read else WRITES)
+            )
+            family = self._of[operation, read] = self.family(name)
+        return family
+
+    def rate(self, operation: str, method: str = "GET") -> float:
+        return self.family_of(operation, method).rate
+
+    # -- budgets --
+
+    def take(self, address: str, family: Family) -> Verdict:
+        """Charge one request of `family` to `address`: admitted (`retry_after` 0), or
+        refused, and the address throttled for the penalty if it was not already."""
+        now = self.clock()
+        key = (family.name, address)
+        entry = self._entries.get(key)
+        if entry is None:
+            if len(self._entries) >= self._prune_at:
+                self._prune(now)
+            due = now + family.interval
+            self._entries[key] = [due, 0.0]
+            return Verdict(family, family.budget - 1, family.interval, 0.0)
+        whole, until = entry
+        if until > now:
+            return Verdict(family, 0, until - now, until - now)
+        due = (whole if whole > now else now) + family.interval
+        if due - now > family.horizon + _SLACK:
+            entry[1] = now + self.penalty
+            return Verdict(family, 0, self.penalty, self.penalty)
+        entry[0] = due
+        remaining = int((family.horizon - (due - now)) / family.interval + _SLACK)
+        return Verdict(family, remaining, due - now, 0.0)
+
+    def throttled(self, address: str, family: Family) -> Verdict | None:
+        """The refusal of a throttled address, without charging anything; else None."""
+        entry = self._entries.get((family.name, address))
+        if entry is not None:
+            left = entry[1] - self.clock()
+            if left > 0:
+                return Verdict(family, 0, left, left)
+        return None
 
     def _prune(self, now: float) -> None:
-        """Forget buckets that have refilled: they hold no information."""
-        self._buckets = {
-            key: bucket
-            for key, bucket in self._buckets.items()
-            if bucket[0] + (now - bucket[1]) * self.rates.get(key[1], self.default)
-            < self.rates.get(key[1], self.default)
+        """Forget the entries whose budget is whole and whose penalty is over: a new
+        entry would say the same. Amortized: the table is scanned when it doubles."""
+        self._entries = {
+            key: entry for key, entry in self._entries.items() if entry[0] > now or entry[1] > now
         }
-        self._prune_at = max(_PRUNE_AT, 2 * len(self._buckets))
+        self._prune_at = max(self._base_prune_at, 2 * len(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- requests --
+
+    def admit(self, scope: MutableMapping[str, Any], operation: str, method: str) -> None:
+        """Charge a request (an ASGI scope) to its address: the limit headers noted for
+        its answer, or a 429 raised."""
+        verdict = self.take(address_of(scope), self.family_of(operation, method))
+        if verdict.retry_after:
+            self.refuse(scope, verdict)
+        note(scope, verdict)
+
+    def charge(self, scope: MutableMapping[str, Any], name: str) -> None:
+        """Charge a request to the budget of family `name` besides its own: a 429 raised
+        when it goes over (the answer keeps the headers of its own family otherwise)."""
+        verdict = self.take(address_of(scope), self.family(name))
+        if verdict.retry_after:
+            self.refuse(scope, verdict)
+
+    def hold(self, scope: MutableMapping[str, Any], name: str) -> None:
+        """A 429 raised when the request's address is throttled for family `name`;
+        nothing is charged."""
+        verdict = self.throttled(address_of(scope), self.family(name))
+        if verdict is not None:
+            self.refuse(scope, verdict)
+
+    def refuse(self, scope: MutableMapping[str, Any], verdict: Verdict) -> NoReturn:
+        note(scope, verdict)
+        family = verdict.family
+        what = _WHAT.get(family.name, f"{family.name} requests")
+        refused = _REFUSED.get(family.name, what)
+        wait = max(1, math.ceil(verdict.retry_after - _SLACK))
+        raise HTTPException(
+            429,
+            f"rate limit exceeded: {what} average at most {family.rate:g} per second per"
+            f" address over {self.window:g} s ({family.budget} requests); this address went"
+            f" over and is refused {refused} for {wait} s more",
+            headers={"Retry-After": str(wait)},
+        )
+
+
+def note(scope: MutableMapping[str, Any], verdict: Verdict) -> None:
+    """Have the request log middleware add `verdict`'s headers to the answer."""
+    scope.setdefault("state", {})["response_headers"] = verdict.headers()
+
+
+def address_of(scope: Mapping[str, Any]) -> str:
+    """The limiter's key of the peer: its IP address, an IPv6 address's /64."""
+    client = scope.get("client")
+    host: str = client[0] if client else "unknown"
+    return _ipv6_block(host) if ":" in host else host
+
+
+@lru_cache(maxsize=4096)
+def _ipv6_block(host: str) -> str:
+    try:
+        address = ipaddress.IPv6Address(host)
+    except ValueError:
+        return host
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return f"{ipaddress.IPv6Address(int(address) >> 64 << 64)}/64"
 
 
 def operation_of(request: Request) -> str:
@@ -104,27 +286,8 @@ def operation_of(request: Request) -> str:
     return getattr(route, "operation_id", None) or getattr(route, "name", None) or "unknown"
 
 
-def peer_of(request: Request) -> str:
-    """The limiter's key of the caller's address."""
-    return f"peer:{request.client.host if request.client else 'unknown'}"
-
-
-def client_of(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() == "bearer" and token:
-        client = request.app.state.tokens.signed_client(token.strip())
-        if client is not None:
-            return f"client:{client}"
-    return peer_of(request)
-
-
 async def rate_limit(request: Request) -> None:
     """App-wide dependency: every route passes through the limiter before its own work."""
     limiter: RateLimiter | None = request.app.state.limiter
-    if limiter is None:
-        return
-    operation = operation_of(request)
-    if operation in SELF_LIMITED:
-        return
-    limiter.check(client_of(request), operation)
+    if limiter is not None:
+        limiter.admit(request.scope, operation_of(request), request.method)

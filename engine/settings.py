@@ -61,7 +61,8 @@ class Settings(BaseModel):
     # self_match_prevention_id needs (SELF_MATCH_PREVENTION above).
     bootstrap_self_match_prevention: bool = False
     # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
-    # body, and requests per second per client and operation id ("default" for the rest).
+    # body, and average requests per second per address by family, operation id or
+    # "default" (the families without a figure of the real service's).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     # Connections of `sandex serve` (api_adapter/connections.py): seconds a client has to
     # send a request's head and then its body, seconds an idle kept-alive connection is

@@ -5,9 +5,10 @@ tests/test_generated_client.py puts it first on PATH as `curl` and runs the READ
 blocks as written. Each call becomes the generated function of its operation (found by
 method and path in the document), with its path and query parameters and its body as
 the client's own models; the raw answer goes to stdout as curl -s prints it, for the
-block's pipes. One JSON line per call goes to $SANDEX_CLIENT_LOG: the operation, the
-status, the class the client parsed the answer into, the required fields it left
-unset, and whether the parsed answer turns back into the JSON that was sent.
+block's pipes (with -f an error answer fails the call as curl's does). One JSON line
+per call goes to $SANDEX_CLIENT_LOG: the operation, the status, the class the client
+parsed the answer into, the required fields it left unset, and whether the parsed
+answer turns back into the JSON that was sent.
 
 Environment: SANDEX_CLIENT_PACKAGE (the generated package's name, importable),
 SANDEX_OPENAPI (the document's file), SANDEX_CLIENT_LOG.
@@ -15,6 +16,7 @@ SANDEX_OPENAPI (the document's file), SANDEX_CLIENT_LOG.
 
 from __future__ import annotations
 
+import enum
 import importlib
 import json
 import os
@@ -33,11 +35,13 @@ from tests.conformance import Document
 
 _VALUE_FLAGS = {"-X", "--request", "-H", "--header", "-d", "--data", "--data-raw"}
 _TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-_PLAIN_FLAGS = {"-s", "-S", "-sS", "-Ss", "--silent", "--show-error", "-f", "--fail"}
+_PLAIN_FLAGS = {"-s", "-S", "-sS", "-Ss", "--silent", "--show-error"}
+_FAIL_FLAGS = {"-f", "--fail", "-sSf", "-fsS"}
 
 
-def _parse(argv: Sequence[str]) -> tuple[str, str, dict[str, str], list[str]]:
+def _parse(argv: Sequence[str]) -> tuple[str, str, dict[str, str], list[str], bool]:
     method, url, headers, data = "", "", {}, []
+    fail = False
     args = iter(argv)
     for arg in args:
         if arg in _VALUE_FLAGS:
@@ -51,11 +55,13 @@ def _parse(argv: Sequence[str]) -> tuple[str, str, dict[str, str], list[str]]:
                 data.append(value)
         elif arg in _PLAIN_FLAGS:
             continue
+        elif arg in _FAIL_FLAGS:
+            fail = True
         elif arg.startswith("-"):
             raise SystemExit(f"client_curl: unsupported curl option {arg}")
         else:
             url = arg
-    return method or ("POST" if data else "GET"), url, headers, data
+    return method or ("POST" if data else "GET"), url, headers, data, fail
 
 
 def _argument(hints: dict[str, Any], name: str) -> str:
@@ -68,6 +74,17 @@ def _argument(hints: dict[str, Any], name: str) -> str:
 
 def _is_list(hint: Any) -> bool:
     return any(typing.get_origin(a) is list for a in (hint, *typing.get_args(hint)))
+
+
+def _enum(hint: Any) -> Any:
+    """The enum class in a parameter hint (`E`, `list[E] | E | Unset`), or None."""
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _enum(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _model(hint: Any) -> Any:
@@ -92,7 +109,7 @@ def _unset_required(parsed: Any, schema: dict[str, Any], types: Any) -> list[str
 def main(argv: Sequence[str]) -> int:
     package = os.environ["SANDEX_CLIENT_PACKAGE"]
     doc = json.loads(Path(os.environ["SANDEX_OPENAPI"]).read_text())
-    method, url, headers, data = _parse(argv)
+    method, url, headers, data, fail = _parse(argv)
     parts = urlsplit(url)
     found = Document(doc).operation(method, parts.path)
     if found is None:
@@ -109,7 +126,9 @@ def main(argv: Sequence[str]) -> int:
             kwargs[_argument(hints, segment[1:-1])] = value
     for key, value in parse_qsl(parts.query):
         arg = _argument(hints, key)
-        kwargs[arg] = [value] if _is_list(hints[arg]) else value
+        kind = _enum(hints[arg])
+        typed = kind(value) if kind is not None else value
+        kwargs[arg] = [typed] if _is_list(hints[arg]) else typed
     if data:
         model = _model(hints["body"])
         if headers.get("content-type", "").startswith("application/json"):
@@ -124,9 +143,13 @@ def main(argv: Sequence[str]) -> int:
     else:
         client = client_module.Client(base_url=base)
     response = call(client=client, **kwargs)
+    _log(doc, op, response, importlib.import_module(f"{package}.types"))
+    if fail and int(response.status_code) >= 400:  # as curl -f: no body, exit status 22
+        status = int(response.status_code)
+        print(f"curl: (22) The requested URL returned error: {status}", file=sys.stderr)
+        return 22
     sys.stdout.buffer.write(response.content)
     sys.stdout.flush()
-    _log(doc, op, response, importlib.import_module(f"{package}.types"))
     return 0
 
 

@@ -160,9 +160,10 @@ def _readme_blocks() -> list[str]:
 
 
 def test_the_readme_curl_examples_work_as_written(tmp_path: Path, servers: list[Server]) -> None:
-    # Each block logs in; run back to back they would meet the token endpoint's 1/s limit.
-    # The wire example moves the clock, as the README starts that sandbox to.
-    server = Server(tmp_path / "readme.db", "--no-rate-limits", "--clock", "manual")
+    # With the default rate limits: each block logs in, back to back within a second,
+    # which the real service's limit (1/s per address on average over five minutes)
+    # allows. The wire example moves the clock, as the README starts that sandbox to.
+    server = Server(tmp_path / "readme.db", "--clock", "manual")
     servers.append(server)
     blocks = _readme_blocks()
     assert len(blocks) >= 2
@@ -182,6 +183,24 @@ def test_the_readme_curl_examples_work_as_written(tmp_path: Path, servers: list[
     for field in ('"amount":"150.33"', '"fee":"30"', '"total":"120.33"'):  # the real figures
         assert field in outputs[1]
     assert '"asset":"USD","available":"120.33"' in outputs[1]
+
+
+def test_a_readme_block_whose_login_fails_says_why(tmp_path: Path, servers: list[Server]) -> None:
+    """A refused login (here a 401: the server's bootstrap secret is another) stops the
+    block with curl's status and a message, not a Python traceback, and sends nothing
+    more; also in a shell without -e."""
+    server = Server(tmp_path / "other.db", env={"SANDEX_CLIENT_SECRET": "another-secret"})
+    servers.append(server)
+    done = subprocess.run(
+        ["bash", "-c", _readme_blocks()[0]],
+        env={**os.environ, "BASE": server.base},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert "The requested URL returned error: 401" in done.stderr
+    assert "no access token" in done.stderr and "Traceback" not in done.stderr
 
 
 def _populated(sandbox_factory: Any) -> Path:
