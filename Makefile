@@ -1,32 +1,55 @@
 # Two commands do all set-up on a fresh machine: `make serve` and `make test`.
+# `make serve` installs the runtime lock only; `make test` adds the dev lock on top.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+# --no-compile: modules are byte-compiled when first imported, not all at install.
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile
+# A stamp per set of inputs: a changed lock (or pyproject.toml) installs again.
+RUNTIME := $(VENV)/.runtime-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyproject.toml | cksum | cut -d' ' -f1)
+# Extra arguments for `sandex serve`, e.g. make serve ARGS="--port 9000 --clock manual"
+ARGS ?=
 
-.PHONY: serve test lint typecheck unit browser bench fuzz soak lock clean
+.PHONY: serve test lint typecheck deps unit slow browser bench fuzz soak lock clean
 
-$(STAMP): requirements.lock pyproject.toml
+$(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	$(PIP) -r requirements.lock
+	$(PIP) --no-deps -e .
+	rm -f $(VENV)/.runtime-*
+	touch $@
 
-serve: $(STAMP)
-	$(BIN)/sandex serve --db sandex.db
+$(DEV): $(RUNTIME) requirements-dev.lock
+	$(PIP) -r requirements-dev.lock
+	rm -f $(VENV)/.dev-*
+	touch $@
 
-test: lint typecheck unit
+serve: $(RUNTIME)
+	$(BIN)/sandex serve --db sandex.db $(ARGS)
 
-lint: $(STAMP)
+# The fast suite in parallel, then the slow tests (a server from the built wheel in a fresh
+# venv, the suite without the reference documents, recordings) one at a time.
+test: lint typecheck deps unit slow
+
+lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(BIN)/mypy engine
 
-unit: $(STAMP) browser
+# Every import of engine/ and api_adapter/ is a runtime dependency (what `pip install .`
+# gives); tests/ and bench/ may also import dev ones, but nothing only transitive.
+deps: $(DEV)
+	$(BIN)/deptry .
+	$(BIN)/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004
+
+unit: $(DEV) browser
 	$(BIN)/python -m pytest -n 2 -m "not slow"
+
+slow: $(DEV)
+	$(BIN)/python -m pytest -m slow
 
 # The backtest report's test opens the page in headless Chromium; without one it skips.
 browser:
@@ -34,20 +57,25 @@ browser:
 
 # Every benchmark of bench/ (about 15-20 minutes on 2 cores), then docs/performance.md.
 # HTTP throughput comes from wrk (Debian's package); without it a Python closed loop.
-bench: $(STAMP)
+bench: $(DEV)
 	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null) || echo "wrk could not be installed: HTTP throughput from the Python client"
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # Long property-based fuzzing of every operation (the suite runs a few examples each).
-fuzz: $(STAMP)
+fuzz: $(DEV)
 	$(BIN)/python bench/fuzz.py --examples $(or $(EXAMPLES),200)
 
 # Mixed load on loopback for DURATION seconds: throughput, latency, memory, then verify.
-soak: $(STAMP)
+soak: $(DEV)
 	$(BIN)/python bench/soak.py --seconds $(or $(DURATION),60)
 
-lock: $(STAMP)
-	$(BIN)/pip-compile --quiet --extra dev --strip-extras --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
+# Both locks from pyproject.toml with pip-tools (docs/development.md says why): the runtime
+# one, then the dev one constrained to it, so that the two agree on every shared package.
+# Pins already in a lock stay; `make lock UPGRADE=1` moves every pin to the newest release.
+LOCK := $(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade)
+lock: $(DEV)
+	$(LOCK) -o requirements.lock pyproject.toml
+	$(LOCK) --extra dev -c requirements.lock -o requirements-dev.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) sandex.db sandex.db-wal sandex.db-shm

@@ -213,6 +213,8 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from api_adapter.replay import command
 
+    if args.client_secret is None:  # not a default of the parser: --help would show it
+        args.client_secret = os.environ.get("SANDEX_CLIENT_SECRET", DEFAULT_SECRET)
     return command(args)
 
 
@@ -220,7 +222,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
-    for item in args.deposit:
+    for item in args.deposit or []:
         asset, sep, amount = item.partition("=")
         if not sep or not asset or not amount:
             print(f"sandex: --deposit {item!r}: write ASSET=AMOUNT", file=sys.stderr)
@@ -288,6 +290,35 @@ def cmd_clients_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sandex")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default; an option whose default is None says
+    in its own words what happens without it (tests/test_cli_help.py checks both)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help = action.help or ""
+        no_default = action.default is None or action.default is False
+        if no_default or action.default == argparse.SUPPRESS or "default" in help:
+            return help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """The formatter for every parser: subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
 def _existing_db(path: str) -> str:
     if not Path(path).exists():
         raise argparse.ArgumentTypeError(f"no database at {path}")
@@ -308,17 +339,36 @@ def _allowed_hosts(value: str) -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sandex", description="an event-sourced exchange sandbox")
+    p = _Parser(prog="sandex", description="an event-sourced exchange sandbox")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="start the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--db", default="sandex.db")
-    serve.add_argument("--clock", choices=["wall", "manual"], default=None)
-    serve.add_argument("--seed", type=int, default=None)
-    serve.add_argument("--config", default=None, help="YAML file of engine settings")
-    serve.add_argument("--durability", choices=["FULL", "NORMAL"], default=None)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8080, help="TCP port to listen on")
+    serve.add_argument("--db", default="sandex.db", help="the database (created if missing)")
+    serve.add_argument(
+        "--clock",
+        choices=["wall", "manual"],
+        default=None,
+        help="wall time, or a clock moved only by POST /v2/sandbox/clock"
+        " (default: the --config file's, else wall)",
+    )
+    serve.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of every random choice (default: the --config file's, else 0)",
+    )
+    serve.add_argument(
+        "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"
+    )
+    serve.add_argument(
+        "--durability",
+        choices=["FULL", "NORMAL"],
+        default=None,
+        help="SQLite synchronous mode of the log (default: the --config file's, else FULL)",
+    )
     serve.add_argument(
         "--no-rate-limits",
         action="store_true",
@@ -331,56 +381,69 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="HOST[,HOST...]",
         help="let webhooks reach these names, addresses or networks though not public"
-        " (e.g. 127.0.0.1 for a receiver on this machine); replaces the config file's list",
+        " (e.g. 127.0.0.1 for a receiver on this machine); replaces the config file's list"
+        " (default: the --config file's list, else none)",
     )
     serve.add_argument(
-        "--record", default=None, metavar="FILE", help="write the session as a scenario to FILE"
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="write the session as a scenario to FILE (default: no recording)",
     )
     serve.add_argument(
         "--header-timeout",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="time a client has to send a request's head (default 10)",
+        help="time a client has to send a request's head (default: 10)",
     )
     serve.add_argument(
         "--body-timeout",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="time a client has to send a request's body after its head (default 30)",
+        help="time a client has to send a request's body after its head (default: 30)",
     )
     serve.add_argument(
         "--keep-alive-timeout",
         type=int,
         default=None,
         metavar="SECONDS",
-        help="time an idle connection is kept open between requests (default 5)",
+        help="time an idle connection is kept open between requests (default: 5)",
     )
     serve.add_argument(
         "--max-connections",
         type=int,
         default=None,
         metavar="N",
-        help="connections held at once; more are answered 503 (default 1000)",
+        help="connections held at once; more are answered 503 (default: 1000)",
     )
-    serve.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument(
+        "--log-format",
+        choices=["auto", "json", "console"],
+        default="auto",
+        help="log lines on stderr; auto is console on a terminal, else JSON",
+    )
+    serve.add_argument("--log-level", default="INFO", help="the least level logged")
     serve.set_defaults(func=cmd_serve)
 
     rebuild = sub.add_parser("rebuild", help="drop the read models and replay the log")
-    rebuild.add_argument("--db", required=True, type=_existing_db)
+    rebuild.add_argument("--db", required=True, type=_existing_db, help="the database")
     rebuild.set_defaults(func=cmd_rebuild)
 
     verify = sub.add_parser("verify", help="check every invariant of a database")
-    verify.add_argument("--db", required=True, type=_existing_db)
+    verify.add_argument("--db", required=True, type=_existing_db, help="the database")
     verify.set_defaults(func=cmd_verify)
 
     events = sub.add_parser("events", help="print the event log as JSON lines")
-    events.add_argument("--db", required=True, type=_existing_db)
-    events.add_argument("--stream", default=None)
-    events.add_argument("--after", type=int, default=0)
-    events.add_argument("--limit", type=int, default=None)
+    events.add_argument("--db", required=True, type=_existing_db, help="the database")
+    events.add_argument(
+        "--stream", default=None, help="only this stream's events (default: every stream)"
+    )
+    events.add_argument("--after", type=int, default=0, help="only events after this position")
+    events.add_argument(
+        "--limit", type=int, default=None, help="at most this many events (default: all)"
+    )
     events.set_defaults(func=cmd_events)
 
     replay = sub.add_parser(
@@ -388,50 +451,122 @@ def parser() -> argparse.ArgumentParser:
         help="run scenario files; or, with --db/--until/--out, rebuild a database as it was",
     )
     replay.add_argument("files", nargs="*", metavar="FILE", help="scenario YAML files")
-    replay.add_argument("--url", default=None, help="a running sandbox instead of in-process")
-    replay.add_argument("--client-id", default=os.environ.get("SANDEX_CLIENT_ID", "sandex"))
     replay.add_argument(
-        "--client-secret", default=os.environ.get("SANDEX_CLIENT_SECRET", DEFAULT_SECRET)
+        "--url", default=None, help="a running sandbox (default: a new one in-process)"
+    )
+    replay.add_argument(
+        "--client-id",
+        default=os.environ.get("SANDEX_CLIENT_ID", "sandex"),
+        help="bootstrap client of the --url sandbox ($SANDEX_CLIENT_ID)",
+    )
+    replay.add_argument(
+        "--client-secret",
+        default=None,
+        help="its secret (default: $SANDEX_CLIENT_SECRET, else the bootstrap default)",
     )
     replay.add_argument("--log-hash", action="store_true", help="print each run's log hash")
     replay.add_argument("--no-progress", action="store_true", help="no progress bar")
-    replay.add_argument("--db", default=None, type=_existing_db, help="time travel: the source")
-    replay.add_argument("--until", default=None, help="time travel: a log position or a time")
     replay.add_argument(
-        "--out", default=None, help="time travel: the new database (or keep a run's database)"
+        "--db", default=None, type=_existing_db, help="time travel: the source (default: none)"
+    )
+    replay.add_argument(
+        "--until", default=None, help="time travel: a log position or a time (default: none)"
+    )
+    replay.add_argument(
+        "--out",
+        default=None,
+        help="time travel: the new database; or keep a run's database (default: none)",
     )
     replay.set_defaults(func=cmd_replay)
 
     backtest = sub.add_parser(
         "backtest", help="run an order flow over historical prices and report on it"
     )
-    backtest.add_argument("--data", action="append", default=None, help="CSV or Parquet prices")
-    backtest.add_argument("--market", default=None, help="the market traded, e.g. BTCUSD")
-    flow_or_strategy = backtest.add_mutually_exclusive_group(required=True)
-    flow_or_strategy.add_argument("--strategy", default=None, help="path.py:ClassName")
-    flow_or_strategy.add_argument("--flow", default=None, help="a YAML order-flow file")
     backtest.add_argument(
-        "--deposit", action="append", default=[], metavar="ASSET=AMOUNT", help="starting balance"
+        "--data",
+        action="append",
+        default=None,
+        help="CSV or Parquet prices; repeatable (default: the --flow file's data)",
     )
-    backtest.add_argument("--out", default=None, help="folder for the report")
-    backtest.add_argument("--db", default=None, help="keep the event log in this new database")
-    backtest.add_argument("--seed", type=int, default=None)
-    backtest.add_argument("--config", default=None, help="YAML file of engine settings")
-    backtest.add_argument("--maker-fee", default=None, help="fraction of notional, e.g. 0.0005")
-    backtest.add_argument("--taker-fee", default=None, help="fraction of notional, e.g. 0.001")
-    backtest.add_argument("--spread-bps", default=None, help="synthetic spread; 0 allowed")
-    backtest.add_argument("--levels", type=int, default=None, help="synthetic levels per side")
-    backtest.add_argument("--level-step-bps", default=None)
-    backtest.add_argument("--level-notional", default=None, help="quote value of each level")
-    backtest.add_argument("--bar-seconds", type=float, default=None, help="length of a bar")
+    backtest.add_argument(
+        "--market",
+        default=None,
+        help="the market traded, e.g. BTCUSD (default: the flow's, else every one in the data)",
+    )
+    flow_or_strategy = backtest.add_mutually_exclusive_group(required=True)
+    flow_or_strategy.add_argument(
+        "--strategy", default=None, help="path.py:ClassName (default: none; or --flow)"
+    )
+    flow_or_strategy.add_argument(
+        "--flow", default=None, help="a YAML order-flow file (default: none; or --strategy)"
+    )
+    backtest.add_argument(
+        "--deposit",
+        action="append",
+        default=None,
+        metavar="ASSET=AMOUNT",
+        help="starting balance; repeatable (default: the flow's, else 100000 of the quote)",
+    )
+    backtest.add_argument("--out", default=None, help="folder for the report (default: none)")
+    backtest.add_argument(
+        "--db",
+        default=None,
+        help="keep the event log in this new database (default: a temporary one)",
+    )
+    backtest.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of every random choice (default: the flow's, else 0)",
+    )
+    backtest.add_argument(
+        "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"
+    )
+    backtest.add_argument(
+        "--maker-fee",
+        default=None,
+        help="fraction of notional, e.g. 0.0005 (default: the --config or flow setting, else 0)",
+    )
+    backtest.add_argument(
+        "--taker-fee",
+        default=None,
+        help="fraction of notional, e.g. 0.001 (default: the --config or flow setting, else 0)",
+    )
+    backtest.add_argument(
+        "--spread-bps",
+        default=None,
+        help="synthetic spread; 0 allowed (default: the --config or flow setting, else 10)",
+    )
+    backtest.add_argument(
+        "--levels",
+        type=int,
+        default=None,
+        help="synthetic levels per side (default: the --config or flow setting, else 10)",
+    )
+    backtest.add_argument(
+        "--level-step-bps",
+        default=None,
+        help="spacing of the synthetic levels (default: the --config or flow setting, else 5)",
+    )
+    backtest.add_argument(
+        "--level-notional",
+        default=None,
+        help="quote value of each level (default: the --config or flow setting, else 50000)",
+    )
+    backtest.add_argument(
+        "--bar-seconds",
+        type=float,
+        default=None,
+        help="length of a bar (default: the shortest gap between two bars of the file)",
+    )
     backtest.add_argument("--no-progress", action="store_true", help="no progress bar")
     backtest.set_defaults(func=cmd_backtest)
 
     clients = sub.add_parser("clients", help="manage API clients")
     clients_sub = clients.add_subparsers(dest="action", required=True)
     revoke = clients_sub.add_parser("revoke", help="revoke a client: its tokens stop working")
-    revoke.add_argument("client_id")
-    revoke.add_argument("--db", required=True, type=_existing_db)
+    revoke.add_argument("client_id", help="the client to revoke")
+    revoke.add_argument("--db", required=True, type=_existing_db, help="the database")
     revoke.set_defaults(func=cmd_clients_revoke)
 
     keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
@@ -439,7 +574,7 @@ def parser() -> argparse.ArgumentParser:
     rotate = keys_sub.add_parser(
         "rotate", help="a new token signing key: every token issued before stops working"
     )
-    rotate.add_argument("--db", required=True, type=_existing_db)
+    rotate.add_argument("--db", required=True, type=_existing_db, help="the database")
     rotate.set_defaults(func=cmd_keys_rotate)
     return p
 

@@ -22,7 +22,7 @@ import structlog  # noqa: E402
 
 from tests.conftest import Sandbox, make_settings  # noqa: E402
 from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, funded_headers, fuzz  # noqa: E402
-from tests.reference import SUBSET, document  # noqa: E402
+from tests.reference import SUBSET_NAME, document, find, folder  # noqa: E402
 from tests.test_crash import Process  # noqa: E402
 
 FIXED = {"profile_id": "default", "market": "BTCUSD"}
@@ -48,8 +48,8 @@ def own(examples: int, tmp: Path) -> list[str]:
 
 
 def reference(examples: int, tmp: Path) -> list[str]:
-    if not SUBSET.exists():
-        print(f"reference document absent ({SUBSET}): skipped")
+    if find(SUBSET_NAME) is None:
+        print(f"reference document absent ({folder() / SUBSET_NAME}): skipped")
         return []
     server = Process(tmp / "reference.db", tmp / "server.log")
     try:

@@ -22,7 +22,6 @@ from engine.commands import CreateCustomer
 from engine.verify import verify
 from tests.conformance import Answer, Observe, conformance_problems
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
 

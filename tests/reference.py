@@ -1,35 +1,74 @@
-"""The reference OpenAPI document, for tests that check sandex's shapes against it.
+"""The reference documents (the real service's OpenAPI document and figures), for tests
+that check sandex against them.
 
-It lives outside the project (`../shared/reference/`); where it is absent (a user's
-clone) the tests that need it skip and say why."""
+They live outside the project, in `../shared/reference/` beside the repository, or in the
+folder that the environment variable SANDEX_REFERENCE_DIR names (a relative path is taken
+from the repository's root). Every read of them goes through this module: where they are
+absent (a user's clone) the test that needs them skips and says why, and the rest of the
+suite runs."""
 
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from tests.conftest import REFERENCE
-
-SUBSET = REFERENCE / "v2-subset.json"
+ROOT = Path(__file__).resolve().parents[1]
+SETTING = "SANDEX_REFERENCE_DIR"
+SUBSET_NAME = "v2-subset.json"
 
 # Known faults of the reference document (see its README): fixed here, not copied.
 _FIXES = {"ListProfileBalancesResponse": {"required": ["items"]}}
 
 
-@cache
-def document() -> dict[str, Any]:
-    if not SUBSET.exists():
+def folder() -> Path:
+    """Where the reference documents are looked for: $SANDEX_REFERENCE_DIR, else
+    ../shared/reference beside the repository."""
+    configured = os.environ.get(SETTING)
+    if configured:
+        path = Path(configured).expanduser()
+        return path if path.is_absolute() else ROOT / path
+    return ROOT.parent / "shared" / "reference"
+
+
+def find(name: str) -> Path | None:
+    """The reference file `name`, or None where it is absent (for scripts, not tests)."""
+    path = folder() / name
+    return path if path.is_file() else None
+
+
+def path(name: str) -> Path:
+    """The reference file `name`; where it is absent the calling test skips, saying why."""
+    found = find(name)
+    if found is None:
         pytest.skip(
-            f"the reference document is not here ({SUBSET}); it is not part of a user's clone"
+            f"reference {name} not found in {folder()}: it lies outside the repository"
+            f" (../shared/reference, or ${SETTING}), not in a user's clone"
         )
-    doc: dict[str, Any] = json.loads(SUBSET.read_text())
+    return found
+
+
+@cache
+def _load(file: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(file.read_text())
     for name, patch in _FIXES.items():
         doc["components"]["schemas"][name].update(patch)
     return doc
+
+
+def document() -> dict[str, Any]:
+    """The reference's v2-subset.json (its known faults fixed); skips where it is absent."""
+    return _load(path(SUBSET_NAME))
+
+
+def component_schemas() -> dict[str, Any]:
+    """The document's component schemas, as written ($refs unresolved)."""
+    return document()["components"]["schemas"]  # type: ignore[no-any-return]
 
 
 def _resolve(node: Any, schemas: dict[str, Any]) -> Any:

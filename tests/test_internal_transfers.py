@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from tests.conftest import REFERENCE
+from tests.reference import component_schemas
 from tests.transfer_helpers import problem, profile_id
 
 PATH = "/v2/transfer/internal"
@@ -33,7 +32,7 @@ def test_moves_funds_at_once_as_a_completed_pair_sharing_a_group_id(sandbox: Any
     )
     assert r.status_code == 200, r.text
     debit = r.json()
-    schema = json.loads((REFERENCE / "v2-subset.json").read_text())["components"]["schemas"]
+    schema = component_schemas()
     assert set(schema["Transfer"]["required"]) <= set(debit)
     assert set(debit) <= set(schema["Transfer"]["properties"])
     expected = {

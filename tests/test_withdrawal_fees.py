@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from tests.conftest import REFERENCE
+from tests.reference import component_schemas
 from tests.transfer_helpers import ADDRESSES, EVM_ADDRESS, fee_body, problem, quote
 
 PATH = "/v2/transfer/fees/crypto-withdrawal"
@@ -18,7 +17,7 @@ def test_a_quote_by_amount_has_every_field_and_total_is_amount_plus_fee(sandbox:
     r = sandbox.post(PATH, fee_body("BTC", "BITCOIN", amount="0.001"))
     assert r.status_code == 200, r.text
     body = r.json()
-    schema = json.loads((REFERENCE / "v2-subset.json").read_text())["components"]["schemas"]
+    schema = component_schemas()
     assert set(schema["CryptoWithdrawalFee"]["required"]) <= set(body)
     assert set(body) <= set(schema["CryptoWithdrawalFee"]["properties"])
     assert body["asset"] == "BTC"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 
 from engine.ledger import FEES, WORLD, withdrawing
 from engine.withdrawals import CONVERSION
-from tests.conftest import REFERENCE
+from tests.reference import component_schemas
 from tests.transfer_helpers import (
     ADDRESSES,
     BTC_ADDRESS,
@@ -46,7 +45,7 @@ def test_a_withdrawal_is_a_pending_debit_with_every_required_field(sandbox: Any)
             sandbox, amount="0.001", ref_id="w-1", metadata={"k": "v"}, memo="m", identity_id="i"
         )
     )
-    schema = json.loads((REFERENCE / "v2-subset.json").read_text())["components"]["schemas"]
+    schema = component_schemas()
     assert set(schema["Transfer"]["required"]) <= set(body)
     assert set(body) <= set(schema["Transfer"]["properties"])
     pid = profile_id(sandbox)
