@@ -37,7 +37,7 @@ lint: $(DEV)
 	$(BIN)/ruff format --check .
 
 typecheck: $(DEV)
-	$(BIN)/mypy engine
+	$(BIN)/mypy engine api_adapter
 
 # Every import of engine/ and api_adapter/ is a runtime dependency (what `pip install .`
 # gives); tests/ and bench/ may also import dev ones, but nothing only transitive.
