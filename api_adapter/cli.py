@@ -47,6 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api_adapter.app import create_app
+    from api_adapter.cli_errors import new_or_sandex_database
     from api_adapter.connections import uvicorn_options
     from api_adapter.logging import configure
     from engine import Engine
@@ -56,6 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
     configure(json_lines=json_logs, level=args.log_level)
     settings = _settings(args)
+    new_or_sandex_database(args.db)
     try:
         engine = Engine(args.db, settings).start()  # type: ignore[arg-type]
     except StoreUnavailable as exc:
@@ -320,9 +322,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _existing_db(path: str) -> str:
-    if not Path(path).exists():
-        raise argparse.ArgumentTypeError(f"no database at {path}")
-    return path
+    """A sandex database, or one line saying what `path` is instead: `CliError` is not a
+    usage error, so argparse passes it on to `main` (no usage text, nothing opened)."""
+    from api_adapter.cli_errors import sandex_database
+
+    return sandex_database(path)
 
 
 def _allowed_hosts(value: str) -> list[str]:
@@ -580,8 +584,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    return int(args.func(args))
+    from api_adapter.cli_errors import reported
+
+    with reported() as outcome:
+        args = parser().parse_args(argv)
+        outcome.database = getattr(args, "db", None)
+        outcome.code = int(args.func(args))
+    return outcome.code
 
 
 if __name__ == "__main__":

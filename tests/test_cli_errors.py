@@ -1,0 +1,175 @@
+"""The command line on what it cannot use: a corrupt, foreign, missing or damaged
+database, a directory, a bad config file, a busy port, an earlier recording. Each time
+one line on stderr (`sandex: ...`), a non-zero exit, no traceback, and nothing created
+or changed beside the file named."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from api_adapter.cli import main
+from engine import Engine
+from engine.commands import CreateCustomer
+from tests.conftest import make_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+
+
+def _sandex(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [*SANDEX, *args], cwd=cwd, capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("sandex: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def _sandex_db(path: Path) -> Path:
+    with Engine(path, make_settings()) as engine:
+        engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+    return path
+
+
+def _corrupt(folder: Path) -> Path:
+    path = folder / "corrupt.db"
+    path.write_bytes(os.urandom(20_000))
+    return path
+
+
+def _foreign(folder: Path) -> Path:
+    path = folder / "foreign.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE contacts (name TEXT)")
+    conn.execute("INSERT INTO contacts VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _missing(folder: Path) -> Path:
+    return folder / "missing.db"
+
+
+def _directory(folder: Path) -> Path:
+    path = folder / "adir"
+    path.mkdir()
+    return path
+
+
+def _empty(folder: Path) -> Path:
+    path = folder / "empty.db"
+    path.touch()
+    return path
+
+
+def _damaged(folder: Path) -> Path:
+    """A sandex database whose header and schema read well but whose log does not: the
+    events table's root page (page 2) overwritten."""
+    path = _sandex_db(folder / "damaged.db")
+    with path.open("r+b") as f:
+        f.seek(4096)
+        f.write(b"\xa5" * 4096)
+    return path
+
+
+BAD = {
+    "corrupt": (_corrupt, "not an SQLite file"),
+    "foreign": (_foreign, "not a sandex one (no event log; its tables: contacts)"),
+    "missing": (_missing, "no database at"),
+    "directory": (_directory, "it is a directory"),
+    "empty": (_empty, "an empty file"),
+    "damaged": (_damaged, "database disk image is malformed"),
+}
+
+COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "verify": lambda db, tmp: ["verify", "--db", str(db)],
+    "events": lambda db, tmp: ["events", "--db", str(db)],
+    "rebuild": lambda db, tmp: ["rebuild", "--db", str(db)],
+    "time travel": lambda db, tmp: [
+        "replay",
+        "--db",
+        str(db),
+        "--until",
+        "1",
+        "--out",
+        str(tmp / "then.db"),
+    ],
+    "clients revoke": lambda db, tmp: ["clients", "revoke", "someone", "--db", str(db)],
+}
+
+
+def _files(folder: Path) -> dict[str, bytes | None]:
+    return {p.name: (p.read_bytes() if p.is_file() else None) for p in sorted(folder.iterdir())}
+
+
+def _unchanged(before: dict[str, bytes | None], after: dict[str, bytes | None], bad: str) -> bool:
+    if bad == "damaged":
+        companions = ("-wal", "-shm", ".lock")
+        before = {k: v for k, v in before.items() if not k.endswith(companions)}
+        after = {k: v for k, v in after.items() if not k.endswith(companions)}
+    return before == after
+
+
+@pytest.mark.parametrize("bad", list(BAD))
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_database_it_cannot_use_is_one_line_and_nothing_is_touched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, bad: str
+) -> None:
+    make, said = BAD[bad]
+    db = make(tmp_path)
+    before = _files(tmp_path)
+    code = main(COMMANDS[command](db, tmp_path))
+    out, err = capsys.readouterr()
+    assert code == 2
+    line = _one_line(err)
+    assert said in line and str(db) in line
+    assert out == ""
+    # Nothing created (no database for a missing one, no -wal, no .lock, no output
+    # database of time travel) and nothing written (no sandex tables in a foreign file).
+    # A damaged sandex database is opened, so SQLite's and sandex's own companion files
+    # (-wal, -shm, .lock) may appear beside it, as for any read; it is not changed.
+    assert _unchanged(before, _files(tmp_path), bad)
+
+
+@pytest.mark.parametrize("bad", ["corrupt", "foreign", "directory", "damaged"])
+def test_serve_refuses_a_database_it_cannot_use_before_creating_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    make, said = BAD[bad]
+    db = make(tmp_path)
+    before = _files(tmp_path)
+    code = main(["serve", "--db", str(db), "--port", "0", "--log-format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert said in _one_line(err)
+    assert "sandex serving" not in out
+    assert _unchanged(before, _files(tmp_path), bad)
+
+
+@pytest.mark.parametrize("command", ["verify", "events", "rebuild"])
+def test_the_installed_command_says_one_line_too(tmp_path: Path, command: str) -> None:
+    """The same through `python -m api_adapter.cli`, as a user runs it: the exit status
+    reaches the shell, and a missing database is not created."""
+    for bad in ("corrupt", "foreign", "missing", "directory"):
+        folder = tmp_path / bad
+        folder.mkdir()
+        make, said = BAD[bad]
+        done = _sandex(command, "--db", str(make(folder)))
+        assert done.returncode == 2, done
+        assert said in _one_line(done.stderr)
+    assert not (tmp_path / "missing" / "missing.db").exists()
+    assert list((tmp_path / "missing").iterdir()) == []
