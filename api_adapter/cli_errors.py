@@ -125,7 +125,15 @@ def _message(exc: BaseException, database: str | None) -> str | None:
         if exc.strerror and exc.filename:
             return f"{exc.filename}: {exc.strerror}"
         return str(exc) or type(exc).__name__
-    store = sys.modules.get("engine.store.base")
-    if store is not None and isinstance(exc, store.StoreUnavailable):
-        return str(exc)
+    # Looked up, not imported: a module that was never imported raised nothing.
+    for module, name in (
+        ("engine.store.base", "StoreUnavailable"),
+        (_SETTINGS, "SettingsFileError"),
+    ):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, name)):
+            return str(exc)
     return None
+
+
+_SETTINGS = "engine.settings_file"  # a --config file (serve, backtest)

@@ -173,3 +173,58 @@ def test_the_installed_command_says_one_line_too(tmp_path: Path, command: str) -
         assert said in _one_line(done.stderr)
     assert not (tmp_path / "missing" / "missing.db").exists()
     assert list((tmp_path / "missing").iterdir()) == []
+
+
+CONFIGS = {
+    "missing": (None, "missing.yaml: cannot read: No such file or directory"),
+    "unknown key": ("seed: 1\nbogus_key: 3\n", "config.yaml line 2: bogus_key: not a setting"),
+    "misspelt key": ("sed: 1\n", "line 1: sed: not a setting (did you mean seed?)"),
+    "wrong type": (
+        "clock: manual\nseed: abc\n",
+        "config.yaml line 2: seed: Input should be a valid integer",
+    ),
+    "nested": (
+        "seed: 1\nrate_limits:\n  orders: 5\n  login: -1\n",
+        "config.yaml line 4: rate_limits.login: Input should be greater than 0 (got -1)",
+    ),
+    "bad YAML": ("seed: [1\nclock: wall\n", "config.yaml line 2 column 6: not valid YAML"),
+    "not a mapping": ("- seed\n", "config.yaml: a config file is a mapping of settings"),
+    "directory": ("/", "config.yaml: cannot read: Is a directory"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIGS))
+def test_a_config_file_it_cannot_use_is_one_line_naming_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    text, said = CONFIGS[case]
+    config = tmp_path / ("missing.yaml" if text is None else "config.yaml")
+    if text == "/":
+        config.mkdir()
+    elif text is not None:
+        config.write_text(text)
+    db = tmp_path / "new.db"
+    code = main(["serve", "--db", str(db), "--port", "0", "--config", str(config)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert said in _one_line(err)
+    assert "sandex serving" not in out
+    assert not db.exists()
+
+
+def test_backtest_says_the_same_of_its_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("maker_fee_rate: 0.001\nbogus_key: 3\n")
+    done = _sandex(
+        "backtest",
+        "--data",
+        "scenarios/backtests/btcusd_hourly.csv",
+        "--market",
+        "BTCUSD",
+        "--flow",
+        "scenarios/backtests/grid.yaml",
+        "--config",
+        str(config),
+    )
+    assert done.returncode == 2
+    assert "config.yaml line 2: bogus_key: not a setting" in _one_line(done.stderr)
