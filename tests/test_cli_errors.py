@@ -109,6 +109,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
         str(tmp / "then.db"),
     ],
     "clients revoke": lambda db, tmp: ["clients", "revoke", "someone", "--db", str(db)],
+    "keys rotate": lambda db, tmp: ["keys", "rotate", "--db", str(db)],
 }
 
 
@@ -124,8 +125,11 @@ def _unchanged(before: dict[str, bytes | None], after: dict[str, bytes | None], 
     return before == after
 
 
-@pytest.mark.parametrize("bad", list(BAD))
-@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(
+    ("command", "bad"),
+    # Rotating the key file reads nothing of the log: a damaged one is no matter to it.
+    [(c, b) for c in COMMANDS for b in BAD if (c, b) != ("keys rotate", "damaged")],
+)
 def test_a_database_it_cannot_use_is_one_line_and_nothing_is_touched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, bad: str
 ) -> None:
