@@ -629,6 +629,9 @@ def command(args: Any) -> int:
     if args.out and (len(args.files) != 1 or args.url):
         print("sandex: --out keeps the database of one scenario run in-process", file=sys.stderr)
         return 2
+    if args.out and Path(args.out).exists():  # before the run, which would overwrite it
+        print(f"sandex: {args.out} exists already; --out writes a new database", file=sys.stderr)
+        return 2
     configure(json_lines=False, level="WARNING")  # the access log would drown the report
     scenarios = []
     unreadable = 0

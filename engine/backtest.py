@@ -62,6 +62,7 @@ from engine.money import MARKETS
 from engine.orders import execution_view, order_view, trading_state
 from engine.queries import Page, Queries
 from engine.settings import Settings
+from engine.yaml_errors import describe as describe_yaml_error
 
 INF = 1 << 62
 CLIENT_ID = "backtest"
@@ -785,11 +786,13 @@ _ACTIONS = ("order", "cancel", "cancel_all", "withdraw", "deposit")
 def load_flow(path: str | Path) -> Flow:
     p = Path(path)
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise BacktestError(f"{p}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise BacktestError(f"{p}: not an order flow (not UTF-8 text)") from None
     except yaml.YAMLError as exc:
-        raise BacktestError(f"{p}: not valid YAML: {exc}") from None
+        raise BacktestError(f"{p}{describe_yaml_error(exc)}") from None
     return flow_from_data(raw, str(p))
 
 
@@ -913,8 +916,9 @@ def load_strategy(spec: str) -> Any:
         raise BacktestError(f"strategy {spec!r}: write it as path.py:ClassName")
     if target.endswith(".py"):
         path = Path(target)
-        if not path.exists():
-            raise BacktestError(f"strategy {spec!r}: no file {path}")
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "no such file"
+            raise BacktestError(f"strategy {spec!r}: {path}: {what}")
         module_name = f"sandex_strategy_{abs(hash(str(path.resolve())))}"
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
         assert loader_spec is not None and loader_spec.loader is not None
@@ -922,7 +926,14 @@ def load_strategy(spec: str) -> Any:
         sys.modules[module_name] = module
         loader_spec.loader.exec_module(module)
     else:
-        module = importlib.import_module(target)
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (target + ".").startswith(exc.name + "."):
+                raise  # the strategy's own import of something missing: its traceback helps
+            raise BacktestError(
+                f"strategy {spec!r}: no module {target} (a file is written path.py:ClassName)"
+            ) from None
     cls = getattr(module, name, None)
     if cls is None:
         raise BacktestError(f"strategy {spec!r}: no {name} in {target}")
@@ -974,6 +985,19 @@ def _progress_wanted(progress: bool | None) -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def _check_outputs(db: str | Path | None, out: str | Path | None) -> None:
+    """A backtest writes a new database and a report folder: what is there instead is
+    refused before anything runs."""
+    if db is not None:
+        db_path = Path(db)
+        if db_path.exists() or db_path.is_symlink():
+            raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
+        if not db_path.parent.is_dir():
+            raise BacktestError(f"{db_path}: no folder {db_path.parent} to write it in")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise BacktestError(f"{out} is a file; the report is written into a folder")
+
+
 def run(
     data: str | Path | Sequence[str | Path] | Mapping[str, Series] | None = None,
     market: str | Sequence[str] | None = None,
@@ -1004,6 +1028,7 @@ def run(
 
     if (strategy is None) == (flow is None):
         raise BacktestError("give exactly one of a strategy and a flow")
+    _check_outputs(db, out)  # before the run, not after it
     the_flow: Flow | None = None
     if flow is not None:
         the_flow = flow if isinstance(flow, Flow) else load_flow(flow)
@@ -1070,9 +1095,7 @@ def run(
         scratch = tempfile.TemporaryDirectory(prefix="sandex-backtest-")
         db_path = Path(scratch.name) / "backtest.db"
     else:
-        db_path = Path(db)
-        if db_path.exists():
-            raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
+        db_path = Path(db)  # checked by _check_outputs
     try:
         engine = Engine(db_path, engine_settings)
         runner = _Runner(

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from engine.yaml_errors import describe
+
 if TYPE_CHECKING:
     from engine.settings import Settings
 
@@ -37,8 +39,7 @@ def load(path: str | Path, overrides: dict[str, Any]) -> Settings:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        where = _yaml_where(exc)
-        raise SettingsFileError(f"{path}{where}: not valid YAML: {_yaml_problem(exc)}") from None
+        raise SettingsFileError(f"{path}{describe(exc)}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -50,19 +51,6 @@ def load(path: str | Path, overrides: dict[str, Any]) -> Settings:
         raise SettingsFileError(
             _describe(path, text, exc, given, list(Settings.model_fields))
         ) from None
-
-
-def _yaml_where(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    problem = getattr(exc, "problem", None)
-    context = getattr(exc, "context", None)
-    if problem:
-        return f"{problem} ({context})" if context else str(problem)
-    return " ".join(str(exc).split())
 
 
 def _describe(

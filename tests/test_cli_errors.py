@@ -232,3 +232,99 @@ def test_backtest_says_the_same_of_its_config_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "config.yaml line 2: bogus_key: not a setting" in _one_line(done.stderr)
+
+
+GRID = "scenarios/backtests/grid.yaml"
+HOURLY = "scenarios/backtests/btcusd_hourly.csv"
+SCENARIO = "scenarios/fee_quote_used.yaml"
+
+
+def _file_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
+    binary = tmp / "binary.bin"
+    binary.write_bytes(b"\xdb\xff" + os.urandom(2000))
+    bad_yaml = tmp / "bad.yaml"
+    bad_yaml.write_text("version: 1\nsteps: [1\nmarket: BTCUSD\n")
+    folder = tmp / "folder"
+    folder.mkdir()
+    kept = tmp / "kept.db"
+    kept.write_bytes(b"precious")
+    backtest = ["backtest", "--market", "BTCUSD"]
+    return {
+        "data is a directory": (
+            [*backtest, "--data", str(folder), "--flow", GRID],
+            "folder: a directory, not a data file",
+        ),
+        "data is binary": (
+            [*backtest, "--data", str(binary), "--flow", GRID],
+            "binary.bin: not a CSV file (not UTF-8 text)",
+        ),
+        "flow is binary": (
+            [*backtest, "--data", HOURLY, "--flow", str(binary)],
+            "binary.bin: not an order flow (not UTF-8 text)",
+        ),
+        "flow is bad YAML": (
+            [*backtest, "--data", HOURLY, "--flow", str(bad_yaml)],
+            "bad.yaml line 3 column 7: not valid YAML: expected ',' or ']'",
+        ),
+        "strategy is a directory": (
+            [*backtest, "--data", HOURLY, "--strategy", f"{folder}:Grid"],
+            f"no module {folder} (a file is written path.py:ClassName)",
+        ),
+        "strategy file is a directory": (
+            [*backtest, "--data", HOURLY, "--strategy", f"{folder}.py:Grid"],
+            "folder.py: no such file",
+        ),
+        "backtest db folder missing": (
+            [*backtest, "--data", HOURLY, "--flow", GRID, "--db", str(tmp / "no" / "x.db")],
+            "x.db: no folder",
+        ),
+        "backtest out is a file": (
+            [*backtest, "--data", HOURLY, "--flow", GRID, "--out", str(kept)],
+            "kept.db is a file; the report is written into a folder",
+        ),
+        "scenario is binary": (["replay", str(binary)], "binary.bin: not a scenario"),
+        "scenario is bad YAML": (["replay", str(bad_yaml)], "bad.yaml line 3 column 7"),
+        "replay out exists": (
+            ["replay", SCENARIO, "--out", str(kept)],
+            "kept.db exists already; --out writes a new database",
+        ),
+        "time travel out folder missing": (
+            ["replay", "--db", "DB", "--until", "1", "--out", str(tmp / "no" / "then.db")],
+            "then.db: no folder",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "data is a directory",
+        "data is binary",
+        "flow is binary",
+        "flow is bad YAML",
+        "strategy is a directory",
+        "strategy file is a directory",
+        "backtest db folder missing",
+        "backtest out is a file",
+        "scenario is binary",
+        "scenario is bad YAML",
+        "replay out exists",
+        "time travel out folder missing",
+    ],
+)
+def test_backtest_and_replay_file_arguments_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Refused before anything runs: nothing is written (a kept file is not overwritten,
+    no database or report is made), and the line names the file and what is wrong."""
+    monkeypatch.chdir(ROOT)
+    argv, said = _file_cases(tmp_path)[case]
+    argv = [str(_sandex_db(tmp_path / "source.db")) if a == "DB" else a for a in argv]
+    before = _files(tmp_path)
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert said in _one_line(err)
+    # (time travel reads its source database: SQLite's companion files may appear)
+    assert _unchanged(before, _files(tmp_path), "damaged")
+    assert (tmp_path / "kept.db").read_bytes() == b"precious"
