@@ -44,11 +44,10 @@ def _settings(args: argparse.Namespace) -> object:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from api_adapter.app import create_app
     from api_adapter.cli_errors import new_or_sandex_database
     from api_adapter.connections import uvicorn_options
+    from api_adapter.listen import listen, serve_on
     from api_adapter.logging import configure
     from engine import Engine
     from engine.scheduler import Scheduler
@@ -58,9 +57,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure(json_lines=json_logs, level=args.log_level)
     settings = _settings(args)
     new_or_sandex_database(args.db)
+    listener = listen(args.host, args.port)  # a busy port: no database made, no banner
+    args.port = listener.getsockname()[1]  # the one taken, for --port 0
     try:
         engine = Engine(args.db, settings).start()  # type: ignore[arg-type]
     except StoreUnavailable as exc:
+        listener.close()
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
     client_id, shown_secret = _bootstrap(engine, args.host)
@@ -84,7 +86,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.run(
+        serve_on(
+            listener,
             app,
             host=args.host,
             port=args.port,

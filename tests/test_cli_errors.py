@@ -6,12 +6,16 @@ or changed beside the file named."""
 from __future__ import annotations
 
 import os
+import re
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from api_adapter.cli import main
@@ -328,3 +332,60 @@ def test_backtest_and_replay_file_arguments_are_one_line(
     # (time travel reads its source database: SQLite's companion files may appear)
     assert _unchanged(before, _files(tmp_path), "damaged")
     assert (tmp_path / "kept.db").read_bytes() == b"precious"
+
+
+def test_serve_on_a_busy_port_says_so_before_making_a_database_or_a_banner(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _sandex("serve", "--db", str(tmp_path / "new.db"), "--port", str(port))
+    assert done.returncode == 2
+    line = _one_line(done.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in line
+    assert "sandex serving" not in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no database, -wal, .lock or key file
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--port", "70000"], "cannot listen on 127.0.0.1:70000: a port is 0 to 65535"),
+        (["--host", "no-such-host.invalid"], "cannot listen on no-such-host.invalid:8080"),
+    ],
+)
+def test_serve_on_an_address_it_cannot_take_is_one_line(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
+    # In a process of its own: were the address taken after all, a server would run.
+    done = _sandex("serve", "--db", str(tmp_path / "new.db"), *flags)
+    assert done.returncode == 2
+    assert said in _one_line(done.stderr)
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_on_port_0_takes_a_free_port_and_says_which(tmp_path: Path) -> None:
+    """The socket is bound before the banner, so the banner names the port taken."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    db = tmp_path / "new.db"
+    proc = subprocess.Popen(
+        [*SANDEX, "serve", "--db", str(db), "--port", "0", "--log-format", "json"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/v2", first).group(1))  # type: ignore[union-attr]
+        assert port != 0
+        assert httpx.get(f"http://127.0.0.1:{port}/v2/sandbox/clock", timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+    assert proc.returncode == 0
