@@ -57,6 +57,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure(json_lines=json_logs, level=args.log_level)
     settings = _settings(args)
     new_or_sandex_database(args.db)
+    if args.record:
+        from api_adapter.record import check_target
+
+        check_target(args.record, force=args.force)
     listener = listen(args.host, args.port)  # a busy port: no database made, no banner
     args.port = listener.getsockname()[1]  # the one taken, for --port 0
     try:
@@ -396,6 +400,9 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="write the session as a scenario to FILE (default: no recording)",
+    )
+    serve.add_argument(
+        "--force", action="store_true", help="with --record: overwrite FILE if it exists"
     )
     serve.add_argument(
         "--header-timeout",

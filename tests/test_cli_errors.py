@@ -389,3 +389,47 @@ def test_serve_on_port_0_takes_a_free_port_and_says_which(tmp_path: Path) -> Non
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
     assert proc.returncode == 0
+
+
+def test_serve_does_not_overwrite_an_earlier_recording(tmp_path: Path) -> None:
+    earlier = tmp_path / "session.yaml"
+    earlier.write_text("# yesterday's session\n")
+    db = tmp_path / "new.db"
+    done = _sandex("serve", "--db", str(db), "--port", "0", "--record", str(earlier))
+    assert done.returncode == 2
+    assert "session.yaml exists already; it is not overwritten (--force" in _one_line(done.stderr)
+    assert done.stdout == ""
+    assert earlier.read_text() == "# yesterday's session\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.yaml"]  # no database
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    done = _sandex("serve", "--db", str(db), "--record", str(folder), "--force")
+    assert done.returncode == 2
+    assert "adir: a directory; a recording is a file" in _one_line(done.stderr)
+
+
+def test_serve_force_overwrites_an_earlier_recording(tmp_path: Path) -> None:
+    from engine.scenario import load_file
+
+    earlier = tmp_path / "session.yaml"
+    earlier.write_text("# yesterday's session\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [*SANDEX, "serve", "--db", str(tmp_path / "new.db"), "--port", "0"]
+        + ["--clock", "manual", "--log-format", "json", "--record", str(earlier), "--force"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        port = re.search(r":(\d+)/v2", proc.stdout.readline()).group(1)  # type: ignore[union-attr]
+        r = httpx.get(f"http://127.0.0.1:{port}/v2/sandbox/clock", timeout=10)
+        assert r.status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+    assert "yesterday" not in earlier.read_text()
+    assert load_file(earlier).purpose == "a session recorded by sandex serve --record"
