@@ -176,11 +176,13 @@ def cmd_keys_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from api_adapter.progress import progress_bar
     from engine.store import StoreUnavailable
     from engine.verify import rebuild
 
     try:
-        position = rebuild(args.db)
+        with progress_bar("rebuilding", "events") as shown:
+            position = rebuild(args.db, progress=shown)
     except StoreUnavailable as exc:  # a server runs on it (engine/store/lease.py)
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
@@ -189,9 +191,11 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from api_adapter.progress import progress_bar
     from engine.verify import verify
 
-    problems = verify(args.db)
+    with progress_bar("verifying", "events") as shown:
+        problems = verify(args.db, progress=shown)
     if problems:
         print(f"FAILED: {problems[0]}")
         for extra in problems[1:]:
@@ -228,6 +232,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    from api_adapter.progress import progress_bar
     from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
@@ -242,29 +247,30 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         from engine.settings import Settings
 
         settings = Settings.from_file(args.config)
-    try:
-        result = run(
-            args.data,
-            args.market,
-            strategy=args.strategy,
-            flow=args.flow,
-            deposits=deposits or None,
-            maker_fee=args.maker_fee,
-            taker_fee=args.taker_fee,
-            spread_bps=args.spread_bps,
-            levels=args.levels,
-            level_step_bps=args.level_step_bps,
-            level_notional=args.level_notional,
-            settings=settings,
-            seed=args.seed,
-            db=args.db,
-            out=args.out,
-            progress=False if args.no_progress else None,
-            bar_seconds=args.bar_seconds,
-        )
-    except (BacktestError, ApiError) as exc:
-        print(f"sandex: {exc}", file=sys.stderr)
-        return 2
+    with progress_bar("backtest", "prices", off=args.no_progress) as shown:
+        try:
+            result = run(
+                args.data,
+                args.market,
+                strategy=args.strategy,
+                flow=args.flow,
+                deposits=deposits or None,
+                maker_fee=args.maker_fee,
+                taker_fee=args.taker_fee,
+                spread_bps=args.spread_bps,
+                levels=args.levels,
+                level_step_bps=args.level_step_bps,
+                level_notional=args.level_notional,
+                settings=settings,
+                seed=args.seed,
+                db=args.db,
+                out=args.out,
+                progress=shown,
+                bar_seconds=args.bar_seconds,
+            )
+        except (BacktestError, ApiError) as exc:
+            print(f"sandex: {exc}", file=sys.stderr)
+            return 2
     s = result.summary
     print(
         f"{' '.join(s['markets'])} {s['start']} .. {s['end']}: {s['points']} points,"
