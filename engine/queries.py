@@ -170,6 +170,15 @@ class Queries:
 
     # -- clients and profiles -------------------------------------------------------
 
+    def log_position(self) -> int | None:
+        """The last position of the log as this connection reads it; None when the store
+        cannot be read (a health check reports it, it does not fail on it)."""
+        try:
+            row = self.conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+        except sqlite3.Error:
+            return None
+        return int(row[0])
+
     def client(self, client_id: str) -> dict[str, Any] | None:
         row = self._one(
             "SELECT client_id, customer_id, salt, secret_hash, scopes, revoked FROM clients"

@@ -8,7 +8,6 @@ failed commit it stays 503 until a commit succeeds again."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -33,13 +32,9 @@ router = APIRouter(tags=["Health"])
 async def health(request: Request) -> Response:
     engine = request.app.state.engine
     checks = engine.health()
-    try:
-        row = request.app.state.queries.conn.execute(
-            "SELECT coalesce(max(position), 0) FROM events"
-        ).fetchone()
-        position, readable = int(row[0]), checks["log_readable"]
-    except sqlite3.Error:
-        position, readable = 0, False
+    logged = request.app.state.queries.log_position()
+    position = logged or 0
+    readable = logged is not None and checks["log_readable"]
     view: dict[str, Any] = {
         "status": "ok",
         "writer": "running" if checks["writer_alive"] else "stopped",
