@@ -127,13 +127,10 @@ def _message(exc: BaseException, database: str | None) -> str | None:
         return str(exc) or type(exc).__name__
     # Looked up, not imported: a module that was never imported raised nothing.
     for module, name in (
-        ("engine.store.base", "StoreUnavailable"),
-        (_SETTINGS, "SettingsFileError"),
+        ("engine.store.base", "StoreUnavailable"),  # a store that cannot be written
+        ("engine.settings_file", "SettingsFileError"),  # a --config file (serve, backtest)
     ):
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(exc, getattr(loaded, name)):
             return str(exc)
     return None
-
-
-_SETTINGS = "engine.settings_file"  # a --config file (serve, backtest)

@@ -433,3 +433,17 @@ def test_serve_force_overwrites_an_earlier_recording(tmp_path: Path) -> None:
         proc.communicate(timeout=20)
     assert "yesterday" not in earlier.read_text()
     assert load_file(earlier).purpose == "a session recorded by sandex serve --record"
+
+
+def test_ctrl_c_ends_quietly_and_a_bug_keeps_its_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from api_adapter.cli_errors import reported
+
+    with reported() as outcome:
+        raise KeyboardInterrupt
+    assert outcome.code == 130
+    assert capsys.readouterr().err == ""
+    with pytest.raises(ZeroDivisionError), reported():
+        _ = 1 / 0  # not an error of the environment: not turned into a line
+    assert capsys.readouterr().err == ""
