@@ -27,6 +27,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 
 
+@pytest.fixture(autouse=True)
+def _logging_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve` and `replay` configure logging onto the stderr of the moment, which in a
+    test run in-process is capsys's, closed when the test ends: every later test of the
+    worker would then log into a closed file. In-process runs here leave it alone."""
+    import api_adapter.logging
+
+    monkeypatch.setattr(api_adapter.logging, "configure", lambda *a, **k: None)
+
+
 def _sandex(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
