@@ -44,10 +44,10 @@ def _settings(args: argparse.Namespace) -> object:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from api_adapter.app import create_app
+    from api_adapter.cli_errors import new_or_sandex_database
     from api_adapter.connections import uvicorn_options
+    from api_adapter.listen import listen, serve_on
     from api_adapter.logging import configure
     from engine import Engine
     from engine.scheduler import Scheduler
@@ -56,9 +56,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
     configure(json_lines=json_logs, level=args.log_level)
     settings = _settings(args)
+    new_or_sandex_database(args.db)
+    if args.record:
+        from api_adapter.record import check_target
+
+        check_target(args.record, force=args.force)
+    listener = listen(args.host, args.port)  # a busy port: no database made, no banner
+    args.port = listener.getsockname()[1]  # the one taken, for --port 0
     try:
         engine = Engine(args.db, settings).start()  # type: ignore[arg-type]
     except StoreUnavailable as exc:
+        listener.close()
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
     client_id, shown_secret = _bootstrap(engine, args.host)
@@ -82,7 +90,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.run(
+        serve_on(
+            listener,
             app,
             host=args.host,
             port=args.port,
@@ -167,11 +176,13 @@ def cmd_keys_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from api_adapter.progress import progress_bar
     from engine.store import StoreUnavailable
     from engine.verify import rebuild
 
     try:
-        position = rebuild(args.db)
+        with progress_bar("rebuilding", "events") as shown:
+            position = rebuild(args.db, progress=shown)
     except StoreUnavailable as exc:  # a server runs on it (engine/store/lease.py)
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
@@ -180,9 +191,11 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from api_adapter.progress import progress_bar
     from engine.verify import verify
 
-    problems = verify(args.db)
+    with progress_bar("verifying", "events") as shown:
+        problems = verify(args.db, progress=shown)
     if problems:
         print(f"FAILED: {problems[0]}")
         for extra in problems[1:]:
@@ -219,6 +232,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    from api_adapter.progress import progress_bar
     from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
@@ -233,29 +247,30 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         from engine.settings import Settings
 
         settings = Settings.from_file(args.config)
-    try:
-        result = run(
-            args.data,
-            args.market,
-            strategy=args.strategy,
-            flow=args.flow,
-            deposits=deposits or None,
-            maker_fee=args.maker_fee,
-            taker_fee=args.taker_fee,
-            spread_bps=args.spread_bps,
-            levels=args.levels,
-            level_step_bps=args.level_step_bps,
-            level_notional=args.level_notional,
-            settings=settings,
-            seed=args.seed,
-            db=args.db,
-            out=args.out,
-            progress=False if args.no_progress else None,
-            bar_seconds=args.bar_seconds,
-        )
-    except (BacktestError, ApiError) as exc:
-        print(f"sandex: {exc}", file=sys.stderr)
-        return 2
+    with progress_bar("backtest", "prices", off=args.no_progress) as shown:
+        try:
+            result = run(
+                args.data,
+                args.market,
+                strategy=args.strategy,
+                flow=args.flow,
+                deposits=deposits or None,
+                maker_fee=args.maker_fee,
+                taker_fee=args.taker_fee,
+                spread_bps=args.spread_bps,
+                levels=args.levels,
+                level_step_bps=args.level_step_bps,
+                level_notional=args.level_notional,
+                settings=settings,
+                seed=args.seed,
+                db=args.db,
+                out=args.out,
+                progress=shown,
+                bar_seconds=args.bar_seconds,
+            )
+        except (BacktestError, ApiError) as exc:
+            print(f"sandex: {exc}", file=sys.stderr)
+            return 2
     s = result.summary
     print(
         f"{' '.join(s['markets'])} {s['start']} .. {s['end']}: {s['points']} points,"
@@ -320,9 +335,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _existing_db(path: str) -> str:
-    if not Path(path).exists():
-        raise argparse.ArgumentTypeError(f"no database at {path}")
-    return path
+    """A sandex database, or one line saying what `path` is instead: `CliError` is not a
+    usage error, so argparse passes it on to `main` (no usage text, nothing opened)."""
+    from api_adapter.cli_errors import sandex_database
+
+    return sandex_database(path)
 
 
 def _allowed_hosts(value: str) -> list[str]:
@@ -389,6 +406,9 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="write the session as a scenario to FILE (default: no recording)",
+    )
+    serve.add_argument(
+        "--force", action="store_true", help="with --record: overwrite FILE if it exists"
     )
     serve.add_argument(
         "--header-timeout",
@@ -580,8 +600,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    return int(args.func(args))
+    from api_adapter.cli_errors import reported
+
+    with reported() as outcome:
+        args = parser().parse_args(argv)
+        outcome.database = getattr(args, "db", None)
+        outcome.code = int(args.func(args))
+    return outcome.code
 
 
 if __name__ == "__main__":

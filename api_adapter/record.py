@@ -33,6 +33,7 @@ client sends one request at a time.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from datetime import datetime, timedelta
@@ -99,6 +100,36 @@ def _dump(data: Any) -> str:
         width=100,
         default_flow_style=False,
     )
+
+
+def check_target(path: str | Path, *, force: bool = False) -> None:
+    """Refuse, before the server starts, a recording file that would be lost or cannot be
+    written: an existing file unless `force` (`sandex serve --force`), a directory, a
+    folder that cannot be written. `CliError`, one line.
+
+    There is no appending: a recording names each id a response showed by a variable
+    (`vN`, `customerN`) that only this recorder's memory maps back to the id; the file
+    keeps the names, not the ids. A second session on the same database would mention
+    the first one's ids, which a continuation could not write as variables, and its
+    replay would not find them; nor can the file tell whether the database changed in
+    between. Record each session to a file of its own."""
+    from api_adapter.cli_errors import CliError
+
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"--record {path}: a directory; a recording is a file")
+    if p.exists() or p.is_symlink():
+        if not force:
+            raise CliError(
+                f"--record {path} exists already; it is not overwritten (--force overwrites"
+                " it; a recording cannot be continued: record to a new file)"
+            )
+        if not os.access(p, os.W_OK):
+            raise CliError(f"--record {path}: cannot write it (permission denied)")
+        return
+    folder = next((f for f in [p.parent, *p.parent.parents] if f.exists()), Path("."))
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"--record {path}: cannot create it in {folder}")
 
 
 class Recorder:

@@ -565,28 +565,16 @@ def time_travel(db: str, until: str, out: str) -> int:
 
 
 class _Printer:
-    """One line per step, the diffs of a failed one, and a progress bar for long runs on
-    a terminal (the lines scroll above it)."""
+    """One line per step, the diffs of a failed one, and for long runs the command
+    line's progress bar (api_adapter/progress.py), under the lines."""
 
     def __init__(self, total_steps: int, progress: bool) -> None:
         from rich.console import Console
 
-        self.console = Console(highlight=False, soft_wrap=True)
-        self.progress: Any = None
-        self.task: Any = None
-        if progress:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from api_adapter.progress import Bar
 
-            self.progress = Progress(
-                TextColumn("replaying"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("steps"),
-                console=self.console,
-                transient=True,
-            )
-            self.task = self.progress.add_task("steps", total=total_steps)
-            self.progress.start()
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.progress: Bar | None = Bar("replaying", "steps", total_steps) if progress else None
 
     def line(self, text: str) -> None:
         self.console.print(text, markup=False)
@@ -597,7 +585,7 @@ class _Printer:
         for diff in r.diffs:
             self.line(f"            {diff}")
         if self.progress is not None:
-            self.progress.advance(self.task)
+            self.progress.advance()
 
     def stop(self) -> None:
         if self.progress is not None:
@@ -613,6 +601,7 @@ def command(args: Any) -> int:
     import sys
 
     from api_adapter.logging import configure
+    from api_adapter.progress import wanted
     from engine.scenario import ScenarioError, load_file
 
     if args.db or args.until:
@@ -629,6 +618,9 @@ def command(args: Any) -> int:
     if args.out and (len(args.files) != 1 or args.url):
         print("sandex: --out keeps the database of one scenario run in-process", file=sys.stderr)
         return 2
+    if args.out and Path(args.out).exists():  # before the run, which would overwrite it
+        print(f"sandex: {args.out} exists already; --out writes a new database", file=sys.stderr)
+        return 2
     configure(json_lines=False, level="WARNING")  # the access log would drown the report
     scenarios = []
     unreadable = 0
@@ -639,7 +631,7 @@ def command(args: Any) -> int:
             print(f"sandex: {exc}", file=sys.stderr)
             unreadable += 1
     total = sum(s.step_count() for s in scenarios)
-    show_bar = not args.no_progress and sys.stdout.isatty() and total >= PROGRESS_FROM_STEPS
+    show_bar = total >= PROGRESS_FROM_STEPS and wanted(args.no_progress)
     printer = _Printer(total, show_bar)
     results: list[ScenarioResult] = []
     try:

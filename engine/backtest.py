@@ -27,7 +27,6 @@ import heapq
 import importlib
 import importlib.util
 import math
-import os
 import sqlite3
 import sys
 import tempfile
@@ -60,12 +59,14 @@ from engine.market import MarketConfig
 from engine.marketdata import MarketDataError, Series, from_micros, load_many, to_micros
 from engine.money import MARKETS
 from engine.orders import execution_view, order_view, trading_state
+from engine.progress import EVERY as _PROGRESS_EVERY
+from engine.progress import Progress
 from engine.queries import Page, Queries
 from engine.settings import Settings
+from engine.yaml_errors import describe as describe_yaml_error
 
 INF = 1 << 62
 CLIENT_ID = "backtest"
-_PROGRESS_EVERY = 4096
 # Settings a backtest decides itself: the data is the path, and time is the data's.
 _FIXED = ("clock", "clock_start", "market_volatility", "seed", "execution_ids")
 
@@ -328,7 +329,7 @@ class _Runner:
         engine: Engine,
         series: dict[str, Series],
         strategy: Any,
-        progress: bool,
+        progress: Progress | None,
         assets: Sequence[str],
     ) -> None:
         self.engine = engine
@@ -604,44 +605,35 @@ class _Runner:
         notices = self.notices
         deliver = self.deliver
         n = len(times)
-        bar_task = None
-        progress = None
-        if self.progress:
-            from rich.progress import Progress
-
-            progress = Progress(transient=True)
-            progress.start()
-            bar_task = progress.add_task("backtest", total=n)
-        try:
-            for i in range(n):
-                t = times[i]
-                if t >= self.wake:
-                    self._wake(t)
-                m = mks[i]
-                seen[m] = i
-                self.now_us = t
-                p = ticks[i]
-                if p <= lo[m] or p >= hi[m]:
-                    self.sync()
-                    if notices:
-                        deliver()
-                if on_price is not None:
-                    on_price(names[m], from_micros(t), prices[i])
-                    if notices:
-                        deliver()
-                if on_bar is not None and bars[i] is not None:
-                    on_bar(names[m], bars[i])
-                    if notices:
-                        deliver()
-                if timers:
-                    following = times[i + 1] if i + 1 < n else t + 1
-                    if timers[0][0] < following:
-                        self._fire_timers(following)
-                if progress is not None and i % _PROGRESS_EVERY == 0:
-                    progress.update(bar_task, completed=i)  # type: ignore[arg-type]
-        finally:
-            if progress is not None:
-                progress.stop()
+        progress = self.progress  # told (points done, points) now and then, and at the end
+        for i in range(n):
+            t = times[i]
+            if t >= self.wake:
+                self._wake(t)
+            m = mks[i]
+            seen[m] = i
+            self.now_us = t
+            p = ticks[i]
+            if p <= lo[m] or p >= hi[m]:
+                self.sync()
+                if notices:
+                    deliver()
+            if on_price is not None:
+                on_price(names[m], from_micros(t), prices[i])
+                if notices:
+                    deliver()
+            if on_bar is not None and bars[i] is not None:
+                on_bar(names[m], bars[i])
+                if notices:
+                    deliver()
+            if timers:
+                following = times[i + 1] if i + 1 < n else t + 1
+                if timers[0][0] < following:
+                    self._fire_timers(following)
+            if progress is not None and i % _PROGRESS_EVERY == 0:
+                progress(i, n)
+        if progress is not None:
+            progress(n, n)
 
     def _wake(self, t: int) -> None:
         """An engine deadline falls at or before `t`: fire it with the prices before `t`."""
@@ -785,11 +777,13 @@ _ACTIONS = ("order", "cancel", "cancel_all", "withdraw", "deposit")
 def load_flow(path: str | Path) -> Flow:
     p = Path(path)
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise BacktestError(f"{p}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise BacktestError(f"{p}: not an order flow (not UTF-8 text)") from None
     except yaml.YAMLError as exc:
-        raise BacktestError(f"{p}: not valid YAML: {exc}") from None
+        raise BacktestError(f"{p}{describe_yaml_error(exc)}") from None
     return flow_from_data(raw, str(p))
 
 
@@ -913,8 +907,9 @@ def load_strategy(spec: str) -> Any:
         raise BacktestError(f"strategy {spec!r}: write it as path.py:ClassName")
     if target.endswith(".py"):
         path = Path(target)
-        if not path.exists():
-            raise BacktestError(f"strategy {spec!r}: no file {path}")
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "no such file"
+            raise BacktestError(f"strategy {spec!r}: {path}: {what}")
         module_name = f"sandex_strategy_{abs(hash(str(path.resolve())))}"
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
         assert loader_spec is not None and loader_spec.loader is not None
@@ -922,7 +917,14 @@ def load_strategy(spec: str) -> Any:
         sys.modules[module_name] = module
         loader_spec.loader.exec_module(module)
     else:
-        module = importlib.import_module(target)
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (target + ".").startswith(exc.name + "."):
+                raise  # the strategy's own import of something missing: its traceback helps
+            raise BacktestError(
+                f"strategy {spec!r}: no module {target} (a file is written path.py:ClassName)"
+            ) from None
     cls = getattr(module, name, None)
     if cls is None:
         raise BacktestError(f"strategy {spec!r}: no {name} in {target}")
@@ -968,10 +970,28 @@ def _engine_settings(
         ) from None
 
 
-def _progress_wanted(progress: bool | None) -> bool:
-    if progress is not None:
-        return progress
-    return sys.stderr.isatty() and not os.environ.get("CI")
+def _progress_of(progress: Progress | bool | None) -> Progress | None:
+    """The callback, if any: a backtest draws no bar itself (the command line passes
+    api_adapter/progress.py's); `True`, which once drew one here, is refused."""
+    if progress is True:
+        raise TypeError(
+            "progress takes a callable progress(done, total) now, e.g. the bar of"
+            " api_adapter.progress; the engine draws nothing"
+        )
+    return progress or None
+
+
+def _check_outputs(db: str | Path | None, out: str | Path | None) -> None:
+    """A backtest writes a new database and a report folder: what is there instead is
+    refused before anything runs."""
+    if db is not None:
+        db_path = Path(db)
+        if db_path.exists() or db_path.is_symlink():
+            raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
+        if not db_path.parent.is_dir():
+            raise BacktestError(f"{db_path}: no folder {db_path.parent} to write it in")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise BacktestError(f"{out} is a file; the report is written into a folder")
 
 
 def run(
@@ -991,7 +1011,7 @@ def run(
     seed: int | None = None,
     db: str | Path | None = None,
     out: str | Path | None = None,
-    progress: bool | None = None,
+    progress: Progress | bool | None = None,
     bar_seconds: float | None = None,
 ) -> Any:
     """Run an order flow (a `Strategy` instance or class, `path.py:Class`, or a flow
@@ -1004,6 +1024,7 @@ def run(
 
     if (strategy is None) == (flow is None):
         raise BacktestError("give exactly one of a strategy and a flow")
+    _check_outputs(db, out)  # before the run, not after it
     the_flow: Flow | None = None
     if flow is not None:
         the_flow = flow if isinstance(flow, Flow) else load_flow(flow)
@@ -1070,14 +1091,10 @@ def run(
         scratch = tempfile.TemporaryDirectory(prefix="sandex-backtest-")
         db_path = Path(scratch.name) / "backtest.db"
     else:
-        db_path = Path(db)
-        if db_path.exists():
-            raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
+        db_path = Path(db)  # checked by _check_outputs
     try:
         engine = Engine(db_path, engine_settings)
-        runner = _Runner(
-            engine, series, strategy, _progress_wanted(progress), _assets(names, chosen)
-        )
+        runner = _Runner(engine, series, strategy, _progress_of(progress), _assets(names, chosen))
         try:
             # Acknowledged once, when it returns: one transaction, one commit.
             with engine.one_transaction():

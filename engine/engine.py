@@ -40,6 +40,7 @@ from engine.ids import IdSource
 from engine.invariants import check_state
 from engine.keys import KeyFile, KeyFileError
 from engine.money import CONTEXT
+from engine.progress import Progress, reporting
 from engine.projections.readmodels import TABLES, all_rows, rows_for
 from engine.reply import Batch, Single
 from engine.settings import Settings
@@ -818,18 +819,21 @@ class Cancelled(Exception):
     """A replay was asked to stop (the snapshot thread, when the engine stops)."""
 
 
-def rebuild_read_models(store: SqliteEventStore) -> State:
+def rebuild_read_models(store: SqliteEventStore, progress: Progress | None = None) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
     read-model table from it in one transaction; the state replayed.
 
     The rewrite commits only if the log still ends where the replay did: a writer that
     holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
     from the shorter log would drop what it wrote. The replay then goes on from where
-    it stopped, and the rewrite is tried again."""
+    it stopped, and the rewrite is tried again. `progress(position, last)` is told how
+    far the replay has got (engine/progress.py)."""
     state = State()
     state.appended = []
     while True:
-        replay(store.read(after=state.position, with_meta=False), state)
+        total = store.last_position() if progress is not None else 0
+        events = store.read(after=state.position, with_meta=False)
+        replay(reporting(events, progress, total), state)
         rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
         for table, row in all_rows(state):
             rows.setdefault(table, ([], []))[0].append(row)

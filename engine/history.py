@@ -112,6 +112,8 @@ def travel(
     out_path = Path(out)
     if out_path.exists():
         raise FileExistsError(f"{out} exists already; time travel writes a new database")
+    if not out_path.parent.is_dir():
+        raise FileNotFoundError(f"{out}: no folder {out_path.parent} to write it in")
     conn = _read_only(source)
     try:
         cut, asked = cut_position(conn, position=position, until=until)

@@ -327,10 +327,15 @@ def _bars_to_points(
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(line number, row): the text naming the line is made only for a message."""
-    with path.open(newline="") as f:
+    with path.open(newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
-        for row in reader:
-            yield reader.line_num, row
+        try:
+            for row in reader:
+                yield reader.line_num, row
+        except UnicodeDecodeError:
+            raise MarketDataError(f"{path}: not a CSV file (not UTF-8 text)") from None
+        except csv.Error as exc:
+            raise MarketDataError(f"{path}:{reader.line_num}: not CSV: {exc}") from None
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
@@ -368,6 +373,8 @@ def load(
     p = Path(path)
     if not p.exists():
         raise MarketDataError(f"{p}: no such file")
+    if p.is_dir():
+        raise MarketDataError(f"{p}: a directory, not a data file")
     rows: Iterable[tuple[int, list[Any]]]
     if p.suffix.lower() in (".parquet", ".pq"):
         if not parquet_available():

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.clock import format_time, parse_time, to_millis
 from engine.settings import Settings
+from engine.yaml_errors import describe as describe_yaml_error
 
 FORMAT_VERSION = 1
 
@@ -295,7 +296,7 @@ def load(text: str, source: str = "<scenario>") -> Scenario:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"{source}: not valid YAML: {exc}") from exc
+        raise ScenarioError(f"{source}{describe_yaml_error(exc)}") from exc
     return from_data(raw, source)
 
 
@@ -320,9 +321,11 @@ def from_data(raw: Any, source: str = "<scenario>") -> Scenario:
 def load_file(path: str | Path) -> Scenario:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{p}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{p}: not a scenario (not UTF-8 text)") from None
     return load(text, str(p))
 
 

@@ -7,7 +7,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine.destinations import parse_allowed
@@ -130,8 +129,8 @@ class Settings(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: object) -> Settings:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: a config file is a mapping of settings")
-        raw.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(raw)
+        """The file's settings, `overrides` (None left out) over them; a file that cannot
+        be read or holds a wrong setting is a `SettingsFileError` naming line and key."""
+        from engine.settings_file import load
+
+        return load(path, overrides)

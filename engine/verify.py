@@ -14,6 +14,7 @@ from engine.engine import rebuild_read_models, replay
 from engine.events import Event
 from engine.invariants import CHECKS, check_state
 from engine.ledger import LedgerViolation
+from engine.progress import Progress, reporting
 from engine.projections.readmodels import TABLES, all_rows
 from engine.state import State
 from engine.store import SqliteEventStore
@@ -49,23 +50,24 @@ def _checked_events(store: SqliteEventStore, problems: list[str]) -> Any:
         yield event
 
 
-def verify(db_path: str) -> list[str]:
+def verify(db_path: str, progress: Progress | None = None) -> list[str]:
     """Every broken invariant found, first one first; empty when the database is sound.
 
     Read-only, and in one read transaction: the log and the read models come from one
     snapshot of the database (WAL), so a verify beside a running writer compares the
-    read models with exactly the log they were written from."""
+    read models with exactly the log they were written from. `progress(position, last)`
+    is told how far the replay of the log has got (engine/progress.py)."""
     store = SqliteEventStore.reader(db_path)
     try:
         store.conn.execute("BEGIN")  # the snapshot starts at the first read, the log's
-        return _problems(store)
+        return _problems(store, progress)
     finally:
         if store.conn.in_transaction:
             store.conn.execute("ROLLBACK")
         store.close()
 
 
-def _problems(store: SqliteEventStore) -> list[str]:
+def _problems(store: SqliteEventStore, progress: Progress | None = None) -> list[str]:
     problems: list[str] = []
     last: list[Event] = []
 
@@ -77,7 +79,9 @@ def _problems(store: SqliteEventStore) -> list[str]:
     state = State()
     state.appended = []
     try:
-        replay(tracking(_checked_events(store, problems)), state)
+        total = store.last_position() if progress is not None else 0
+        events = reporting(_checked_events(store, problems), progress, total)
+        replay(tracking(events), state)
     except LedgerViolation as exc:
         at = last[0].position if last else 0
         return [*problems, f"ledger invariant broken at position {at}: {exc}"]
@@ -107,11 +111,12 @@ def _problems(store: SqliteEventStore) -> list[str]:
     return problems
 
 
-def rebuild(db_path: str) -> int:
+def rebuild(db_path: str, progress: Progress | None = None) -> int:
     """Drop the read models and write them again from the log; answer the position reached.
-    Under the writer lease: `LeaseHeld` while a writer runs on the database."""
+    Under the writer lease: `LeaseHeld` while a writer runs on the database.
+    `progress(position, last)` is told how far the replay has got."""
     store = SqliteEventStore(db_path, tables=TABLES, lease=True)
     try:
-        return rebuild_read_models(store).position
+        return rebuild_read_models(store, progress).position
     finally:
         store.close()

@@ -364,7 +364,15 @@ def test_two_markets_from_one_file_trade_side_by_side(tmp_path: Path) -> None:
             self.seen.append(market)
 
     strategy = Both()
-    result = run(data, ["BTCUSD", "ETHUSD"], strategy=strategy, settings=CHECKED, progress=True)
+    told: list[tuple[int, int]] = []
+    result = run(
+        data,
+        ["BTCUSD", "ETHUSD"],
+        strategy=strategy,
+        settings=CHECKED,
+        progress=lambda done, total: told.append((done, total)),
+    )
+    assert told == [(0, 10), (10, 10)]  # the first point, then the end (every 4,096)
     assert strategy.seen == ["BTCUSD", "ETHUSD"] * 5
     fills = {(e["market"], e["price"]) for e in result.executions}
     assert fills == {("BTCUSD", "41750.00"), ("ETHUSD", "2275.00")}

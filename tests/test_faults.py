@@ -230,7 +230,7 @@ def test_a_decision_that_raises_a_bug_answers_500_and_the_writer_lives_on(
     ("make", "words"),
     [
         (lambda p: p / "missing" / "dir" / "x.db", "unable to open"),
-        (lambda p: (p / "adir").mkdir() or p / "adir", "unable to open"),
+        (lambda p: (p / "adir").mkdir() or p / "adir", "it is a directory"),
         (lambda p: _truncated(p), "malformed"),
     ],
 )

@@ -181,5 +181,5 @@ def test_the_progress_bar_runs_under_the_lines() -> None:
     printer = _Printer(total_steps=2, progress=True)
     printer.step(StepResult(1, "advance 1s", True, status=200))
     printer.step(StepResult(2, "GET /x", False, ["status: expected 200, got 404"], 404))
-    assert printer.progress.tasks[0].completed == 2
+    assert printer.progress is not None and printer.progress.completed == 2
     printer.stop()
