@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from engine.clock import format_time
@@ -55,6 +56,26 @@ class Timers:
         return len(self._heap)
 
 
+class Caches:
+    """What one state's appliers remember for speed: texts and numbers that recur (an
+    order's time, a fee rate, a posting's amount) kept as one object each, and the last
+    order views built. Each state has its own, so engines in one process (and a replay
+    on the snapshot thread) never meet in them. Not part of the state's value: a pickled
+    or copied state starts with empty caches."""
+
+    __slots__ = ("order_time", "rates", "amounts", "views")
+
+    def __init__(self) -> None:
+        self.order_time = ""
+        self.rates: dict[str, Decimal] = {}
+        self.amounts: dict[str, Decimal] = {}
+        # The last two order views built and what they were built from (engine/orders.py).
+        self.views: list[tuple[Any, ...] | None] = [None, None]
+
+    def __reduce__(self) -> tuple[type[Caches], tuple[()]]:
+        return (Caches, ())
+
+
 @dataclass
 class State:
     ledger: Ledger = field(default_factory=Ledger)
@@ -82,6 +103,7 @@ class State:
     # the next commit. None when nobody will write them: a start-up replay, whose tables
     # already hold them, skips computing them at all (most of a replay's cost otherwise).
     appended: list[tuple[str, dict[str, Any]]] | None = None
+    caches: Caches = field(default_factory=Caches, compare=False, repr=False)
 
     def mark(self, kind: str, key: Any) -> None:
         if self.live:
