@@ -117,20 +117,6 @@ class State:
 Applier = Callable[[State, Event], None]
 
 
-_last_time: tuple[datetime | None, str] = (None, "")
-
-
-def _time_text(now: datetime) -> str:
-    """`format_time`, remembering the last answer: on a manual clock many decisions in
-    a row share their time. One tuple, swapped whole, so engines on other threads never
-    pair a time with another's text."""
-    global _last_time
-    last = _last_time
-    if now != last[0]:
-        last = _last_time = (now, format_time(now))
-    return last[1]
-
-
 class Ctx:
     """What one decision sees: state, engine time, the seeded id source, the source of
     secrets (the OS, engine/credentials.py) and settings.
@@ -164,7 +150,7 @@ class Ctx:
     ) -> None:
         self.state = state
         self.now = now
-        self.now_text = _time_text(now)
+        self.now_text = format_time(now)
         self.ids = ids
         self.secrets = secrets
         self.settings = settings
@@ -175,10 +161,11 @@ class Ctx:
 
     def begin(self, now: datetime, meta: dict[str, Any]) -> None:
         """Make this the context of the next decision: the writer keeps one per state
-        rather than building one for every command."""
+        rather than building one for every command. The time's text is kept from the
+        last decision when the time is the same (on a manual clock, many in a row)."""
+        if now != self.now:
+            self.now_text = format_time(now)
         self.now = now
-        last = _last_time
-        self.now_text = last[1] if now == last[0] else _time_text(now)
         self.meta = meta
         self.emitted = []
 
