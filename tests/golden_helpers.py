@@ -20,8 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine.commands import RevokeClient
-from engine.history import log_hash
+from engine.kernel.commands import RevokeClient
+from engine.tools.time_travel import log_hash
 from tests.log_helpers import masked_log
 
 FIXTURES = Path(__file__).parent / "fixtures" / "golden"

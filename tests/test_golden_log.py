@@ -16,8 +16,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from engine.domain import APPLIERS
-from engine.history import log_hash
+from engine.kernel.registry import APPLIERS
+from engine.tools.time_travel import log_hash
 from tests.golden_helpers import UPDATE_ENV, differences, load, play, write
 
 # Event types the engine applies that the golden run cannot produce, with the reason.
@@ -38,7 +38,7 @@ def test_the_golden_run_leaves_the_recorded_log_and_read_models(sandbox_factory:
 
 
 def test_the_recorded_hash_is_the_log_hash_of_the_recorded_events(tmp_path: Path) -> None:
-    """The fixture's hash is what engine.history.log_hash says of its events, so neither
+    """The fixture's hash is what engine.tools.time_travel.log_hash says of its events, so neither
     file can be edited without the other."""
     golden = load()
     db = tmp_path / "events.db"
