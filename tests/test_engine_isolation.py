@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from engine import Engine
-from engine.clock import to_millis
-from engine.commands import (
+from engine.domain.trading.orders import trading_state
+from engine.kernel.clock import to_millis
+from engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CancelOrder,
@@ -23,8 +24,7 @@ from engine.commands import (
     SandboxDeposit,
     SetMarketPrice,
 )
-from engine.errors import DomainError
-from engine.orders import trading_state
+from engine.kernel.errors import DomainError
 from tests.conftest import make_settings
 from tests.log_helpers import masked_log
 
