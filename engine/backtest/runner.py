@@ -547,7 +547,8 @@ class _Runner:
         self.delivering = True
         try:
             notices = self.notices
-            tr = trading_state(self.engine.state)
+            state = self.engine.state
+            tr = trading_state(state)
             on_fill = getattr(self.strategy, "on_fill", None)
             on_order = getattr(self.strategy, "on_order", None)
             while notices:
@@ -556,7 +557,7 @@ class _Runner:
                     if on_fill is not None:
                         on_fill(value)
                 elif on_order is not None:
-                    on_order(order_view(tr.orders[value]))
+                    on_order(order_view(state, tr.orders[value]))
         finally:
             self.delivering = False
 

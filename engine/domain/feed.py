@@ -125,13 +125,13 @@ def _order(state: State, e: Event) -> None:
                     o.customer_id,
                     "order.partially_filled",
                     ORDER_OBJECT,
-                    shown_view(o),
+                    shown_view(state, o),
                 )
         return
     order_id = e.data["order"]["id"] if e.type == "OrderPlaced" else e.data["order_id"]
     o = orders[order_id]
     kind = f"order.{o.status.lower()}" if e.type == "OrderPlaced" else _ORDER_TYPES[e.type]
-    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(o))
+    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(state, o))
 
 
 def observe(state: State, e: Event) -> None:

@@ -71,7 +71,7 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
     """Apply an event's postings to the ledger and mark the balances they touched."""
     if not raw_postings:
         return
-    touched = state.ledger.post_encoded(raw_postings)
+    touched = state.ledger.post_encoded(raw_postings, state.caches.amounts)
     if state.live:
         for account, asset in touched:
             if is_profile_account(account):
@@ -133,7 +133,7 @@ def _created_run(
         i += 1
     transfers.add_encoded(settled)
     versions.update(dict.fromkeys(map(_STREAM, rows[start:i]), 1))
-    state.ledger.apply_encoded(postings)
+    state.ledger.apply_encoded(postings, state.caches.amounts)
     return i
 
 
