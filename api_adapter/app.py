@@ -11,10 +11,10 @@ from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
 from api_adapter import auth, openapi, problems
-from api_adapter.fastpath import FastLane
-from api_adapter.guard import BodyGuard
 from api_adapter.logging import RequestLog
-from api_adapter.ratelimit import RateLimiter, rate_limit
+from api_adapter.middleware.body_guard import BodyGuard
+from api_adapter.middleware.fast_lane import FastLane
+from api_adapter.rate_limits import RateLimiter, rate_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
     events,
@@ -31,10 +31,10 @@ from api_adapter.routes import (
     webhooks,
     withdrawals,
 )
-from api_adapter.webhooks import Deliverer
+from api_adapter.webhook_delivery import Deliverer
 from engine import Engine
-from engine.cursors import Cursors
-from engine.queries import Queries
+from engine.read.cursors import Cursors
+from engine.read.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]

@@ -1,7 +1,7 @@
 """OAuth2 client credentials: the token endpoint and the bearer check of every operation.
 
 Tokens are stateless and signed with the signing key of the database's key file
-(engine/keys.py), so they survive a restart and are worthless against another
+(engine/runtime/key_file.py), so they survive a restart and are worthless against another
 deployment. `sandex keys rotate` replaces the key: the file is checked on every token
 signed or verified (a stat), so tokens signed before stop working at once, in a running
 server too. Token lifetime is wall time (an HTTP concern): a manual engine clock moved a
@@ -25,14 +25,14 @@ from fastapi import APIRouter, Request, Security
 from fastapi.openapi.models import OAuthFlowClientCredentials, OAuthFlows
 from fastapi.security import OAuth2
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.problems import AuthError
-from api_adapter.ratelimit import TOKEN_FAILURES, RateLimiter
+from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
 from api_adapter.responses import JSONResponse
-from engine.customers import secret_matches
-from engine.keys import KeyFile
-from engine.queries import Queries
-from engine.settings import ALL_SCOPES
+from engine.config.settings import ALL_SCOPES
+from engine.domain.customers import secret_matches
+from engine.read.queries import Queries
+from engine.runtime.key_file import KeyFile
 
 _PREFIX = "sdx1"
 
@@ -140,7 +140,7 @@ router = APIRouter(tags=["OAuth2"])
     "/oauth2/token",
     operation_id="IssueToken",
     summary="Issue an access token (client credentials)",
-    responses=shapes.ok(shapes.TokenResponse),
+    responses=response_shapes.ok(response_shapes.TokenResponse),
 )
 async def issue_token(request: Request) -> JSONResponse:
     try:

@@ -11,10 +11,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from api_adapter.models import ADDRESS_PATTERN, FIAT_AMOUNT_PATTERN, NULL_VALUE
+from api_adapter.request_bodies import ADDRESS_PATTERN, FIAT_AMOUNT_PATTERN, NULL_VALUE
 from api_adapter.responses import ProblemResponse, problem
-from engine.errors import DomainError
-from engine.money import AMOUNT_PATTERN
+from engine.kernel.errors import DomainError
+from engine.kernel.money import AMOUNT_PATTERN
 
 log = structlog.get_logger("sandex.http")
 
@@ -114,7 +114,7 @@ def _describe(error: dict[str, Any]) -> str:
 
 
 def _located(error: dict[str, Any]) -> dict[str, Any]:
-    """A null refused by a body model (api_adapter/models.py) is located at its field."""
+    """A null refused by a body model (api_adapter/request_bodies.py) is located at its field."""
     if error.get("type") == NULL_VALUE:
         field = (error.get("ctx") or {}).get("field")
         return {**error, "loc": (*tuple(error.get("loc", ())), field)}

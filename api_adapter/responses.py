@@ -8,7 +8,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Send
 
-from engine.errors import title_for
+from engine.kernel.errors import title_for
 
 
 class JSONResponse(Response):

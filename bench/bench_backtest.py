@@ -18,7 +18,7 @@ and a moving-average cross on hourly bars against backtesting.py on the same dat
   transaction for the run, as `run` holds), the rest is reading the bars, the walk and
   the report.
 
-Every database a run writes is checked with `sandex verify` (`engine.verify.verify`)
+Every database a run writes is checked with `sandex verify` (`engine.tools.verify.verify`)
 after its timing ends; the last line says so (a problem fails the benchmark).
 """
 
@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine  # noqa: E402
 from engine import Engine  # noqa: E402
-from engine.backtest import Api, Strategy, _engine_settings, _Runner, run  # noqa: E402
-from engine.marketdata import from_micros, load  # noqa: E402
-from engine.verify import verify  # noqa: E402
+from engine.backtest.price_files import from_micros, load  # noqa: E402
+from engine.backtest.runner import Api, Strategy, _engine_settings, _Runner, run  # noqa: E402
+from engine.tools.verify import verify  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = 1_704_067_200

@@ -127,7 +127,7 @@ def run_http(
         py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
         "--clock", "wall", "--durability", "FULL", "--log-level", "WARNING", "--log-format", "json",
     ]  # fmt: skip
-    from engine.settings import Settings
+    from engine.config.settings import Settings
 
     if "rate_limits_enabled" in Settings.model_fields:
         # the sandbox's per-client rate limits would answer most of the load with 429
@@ -186,7 +186,7 @@ def run_http(
     assert trivial_open is not None
     print(open_loop_line("trivial FastAPI endpoint", trivial_open))
     print(open_loop_line("POST orders (FULL)", orders_open))
-    from engine.verify import verify
+    from engine.tools.verify import verify
 
     started = time.perf_counter()
     problems = verify(str(db))

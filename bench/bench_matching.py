@@ -36,8 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import fmt_rate, machine  # noqa: E402
 from engine import Engine, Settings  # noqa: E402
-from engine.book import BUY, SELL  # noqa: E402
-from engine.commands import (  # noqa: E402
+from engine.domain.trading.book import BUY, SELL  # noqa: E402
+from engine.domain.trading.market import MarketConfig, new_markets  # noqa: E402
+from engine.domain.trading.matching import plan  # noqa: E402
+from engine.kernel.commands import (  # noqa: E402
     Actor,
     CancelOrder,
     Command,
@@ -45,10 +47,8 @@ from engine.commands import (  # noqa: E402
     CreateOrder,
     SandboxDeposit,
 )
-from engine.domain import register  # noqa: E402
-from engine.market import MarketConfig, new_markets  # noqa: E402
-from engine.matching import plan  # noqa: E402
-from engine.verify import verify  # noqa: E402
+from engine.kernel.registry import register  # noqa: E402
+from engine.tools.verify import verify  # noqa: E402
 
 MARKETS = ("BTCUSD", "ETHUSD")
 CUSTOMERS = 8
@@ -107,7 +107,7 @@ class _Resting:
 
 
 def run_matching(ops: list[Op]) -> tuple[float, int]:
-    """The book and plan of engine.matching, with the house's ladder and self-match
+    """The book and plan of engine.domain.trading.matching, with the house's ladder and self-match
     prevention, applying each plan as the appliers do."""
     cfg = MarketConfig.of(Settings(market_volatility=Decimal(0)))
     markets = [new_markets()[name] for name in MARKETS]

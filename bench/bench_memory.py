@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, machine  # noqa: E402
 from engine import Engine, Settings  # noqa: E402
-from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
 
 
 def rss() -> int:

@@ -29,10 +29,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from api_adapter.logging import configure  # noqa: E402
-from api_adapter.replay import run_in_process  # noqa: E402
+from api_adapter.scenarios.runner import run_in_process  # noqa: E402
 from bench._common import Timer, fmt_rate, machine  # noqa: E402
 from engine import Engine, Settings  # noqa: E402
-from engine.commands import (  # noqa: E402
+from engine.kernel.commands import (  # noqa: E402
     Actor,
     AdvanceClock,
     CreateCryptoWithdrawal,
@@ -41,9 +41,9 @@ from engine.commands import (  # noqa: E402
     CreateWithdrawalFee,
     SandboxDeposit,
 )
-from engine.history import travel  # noqa: E402
-from engine.scenario import from_data, load_file  # noqa: E402
-from engine.verify import verify  # noqa: E402
+from engine.tools.scenario_file import from_data, load_file  # noqa: E402
+from engine.tools.time_travel import travel  # noqa: E402
+from engine.tools.verify import verify  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BTC = "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2"

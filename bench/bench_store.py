@@ -7,7 +7,7 @@ state snapshot.
 
 Through the writer, each of 8 senders hands its commands over `--together` at a time
 with `Engine.submit_many`, the call the HTTP adapter makes with the requests of one
-event-loop turn (api_adapter/dispatch.py); the same commands handed over one by one
+event-loop turn (api_adapter/writer_bridge.py); the same commands handed over one by one
 (`Engine.submit`) are measured too.
 
 Start-up is measured in fresh processes (as a restarted server starts), twice on the
@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
 from engine import Engine, Settings  # noqa: E402
-from engine.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
-from engine.domain import register  # noqa: E402
-from engine.events import Event  # noqa: E402
-from engine.projections.readmodels import TABLES  # noqa: E402
-from engine.state_snapshots import FORMAT, Snapshotter  # noqa: E402
+from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
+from engine.kernel.events import Event  # noqa: E402
+from engine.kernel.registry import register  # noqa: E402
+from engine.read.readmodels import TABLES  # noqa: E402
+from engine.runtime.startup_cache import FORMAT, Snapshotter  # noqa: E402
 from engine.store import SqliteEventStore  # noqa: E402
-from engine.verify import rebuild, verify  # noqa: E402
+from engine.tools.verify import rebuild, verify  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)

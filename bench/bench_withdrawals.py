@@ -320,7 +320,7 @@ def main() -> int:
     print(open_loop_line(f"POST crypto-withdrawals ({args.durability})", sandex_open))
     print(f"withdrawals in the log by status: {statuses}; {events:,} events")
     if not args.no_verify:
-        from engine.verify import verify
+        from engine.tools.verify import verify
 
         started = time.perf_counter()
         problems = verify(str(db))

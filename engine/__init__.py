@@ -1,9 +1,9 @@
 """sandex engine: the event-sourced domain and its persistence. Knows nothing of HTTP."""
 
-from engine.clock import ManualClock, WallClock, format_time, parse_time
-from engine.engine import Engine, replay
-from engine.errors import DomainError
-from engine.settings import ALL_SCOPES, Settings
+from engine.config.settings import ALL_SCOPES, Settings
+from engine.kernel.clock import ManualClock, WallClock, format_time, parse_time
+from engine.kernel.errors import DomainError
+from engine.runtime.writer import Engine, replay
 
 __all__ = [
     "ALL_SCOPES",

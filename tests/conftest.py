@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from engine import Engine, Settings
-from engine.commands import CreateCustomer
-from engine.verify import verify
+from engine.kernel.commands import CreateCustomer
+from engine.tools.verify import verify
 from tests.conformance import Answer, Observe, conformance_problems
 
 START = datetime(2024, 1, 1, tzinfo=UTC)

@@ -1,8 +1,8 @@
 """The event log as tests compare it: every stored column, credential fields masked.
 
 A client's salt and secret hash and a webhook's sealed secret come from the OS, so two
-runs of the same commands differ there by design (engine/credentials.py); everything
-else must be equal byte for byte, which is what `engine.history.log_hash` hashes."""
+runs of the same commands differ there by design (engine/kernel/credentials.py); everything
+else must be equal byte for byte, which is what `engine.tools.time_travel.log_hash` hashes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from engine.credentials import EVENT_FIELDS, redact
+from engine.kernel.credentials import EVENT_FIELDS, redact
 
 
 def masked_log(db: Path | str) -> list[tuple[Any, ...]]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from engine.settings import ALL_SCOPES
+from engine.config.settings import ALL_SCOPES
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 

@@ -17,11 +17,11 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from engine import Engine
-from engine.backtest import Api, ApiError, BacktestError, Strategy, _Runner, run
-from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.credentials import REDACTED
-from engine.history import travel
-from engine.verify import verify
+from engine.backtest.runner import Api, ApiError, BacktestError, Strategy, _Runner, run
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.kernel.credentials import REDACTED
+from engine.tools.time_travel import travel
+from engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.log_helpers import masked_log
 
@@ -452,9 +452,9 @@ def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path
 def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine import domain
+    from engine.kernel import registry
 
-    deposit = domain.DECIDERS[SandboxDeposit]
+    deposit = registry.DECIDERS[SandboxDeposit]
 
     def breaking(ctx: Any, command: SandboxDeposit) -> Any:
         deposit(ctx, command)
@@ -473,7 +473,7 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
                 actor=me, profile_id="default", asset="USD", amount=amount
             )
             engine.run_inline(pay("100"))
-            monkeypatch.setitem(domain.DECIDERS, SandboxDeposit, breaking)
+            monkeypatch.setitem(registry.DECIDERS, SandboxDeposit, breaking)
             with pytest.raises(RuntimeError):
                 engine.run_inline(pay("7"))
             engine.run_inline(pay("5"))
@@ -489,9 +489,9 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
 def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine import domain
+    from engine.kernel import registry
 
-    create = domain.DECIDERS[CreateOrder]
+    create = registry.DECIDERS[CreateOrder]
 
     def breaking(ctx: Any, command: CreateOrder) -> Any:
         answer = create(ctx, command)
@@ -499,7 +499,7 @@ def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
             raise RuntimeError("a bug after emitting")
         return answer
 
-    monkeypatch.setitem(domain.DECIDERS, CreateOrder, breaking)
+    monkeypatch.setitem(registry.DECIDERS, CreateOrder, breaking)
     caught: list[str] = []
 
     def broken_then_fine(api: Api) -> Any:

@@ -9,10 +9,10 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.book import BUY, SELL, Book
-from engine.market import MarketConfig, Noise, Window, exp, new_markets
-from engine.matching import house_plan, plan, self_match
-from engine.settings import Settings
+from engine.config.settings import Settings
+from engine.domain.trading.book import BUY, SELL, Book
+from engine.domain.trading.market import MarketConfig, Noise, Window, exp, new_markets
+from engine.domain.trading.matching import house_plan, plan, self_match
 
 NO_DB = settings(database=None, deadline=None, derandomize=True)
 

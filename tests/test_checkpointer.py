@@ -14,7 +14,7 @@ import structlog
 import structlog.testing
 
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, SandboxDeposit
+from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from engine.store import checkpointer
 from tests.conftest import make_settings
 

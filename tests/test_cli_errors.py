@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api_adapter.cli import main
+from api_adapter.cli.commands import main
 from engine import Engine
-from engine.commands import CreateCustomer
+from engine.kernel.commands import CreateCustomer
 from tests.conftest import make_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -419,7 +419,7 @@ def test_serve_does_not_overwrite_an_earlier_recording(tmp_path: Path) -> None:
 
 
 def test_serve_force_overwrites_an_earlier_recording(tmp_path: Path) -> None:
-    from engine.scenario import load_file
+    from engine.tools.scenario_file import load_file
 
     earlier = tmp_path / "session.yaml"
     earlier.write_text("# yesterday's session\n")
@@ -448,7 +448,7 @@ def test_serve_force_overwrites_an_earlier_recording(tmp_path: Path) -> None:
 def test_ctrl_c_ends_quietly_and_a_bug_keeps_its_traceback(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from api_adapter.cli_errors import reported
+    from api_adapter.cli.errors import reported
 
     with reported() as outcome:
         raise KeyboardInterrupt

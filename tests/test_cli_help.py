@@ -1,6 +1,6 @@
 """`sandex --version`, and every option of every subcommand documented with its default.
 
-The walk covers whatever parsers and flags `api_adapter.cli.parser()` holds, so a flag
+The walk covers whatever parsers and flags `api_adapter.cli.commands.parser()` holds, so a flag
 added later fails here until it has help text that says its default."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from api_adapter.cli import main, parser
+from api_adapter.cli.commands import main, parser
 
 SKIP = (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
 

@@ -1,5 +1,5 @@
 """Progress of the long commands: the engine reports through a callback (verify, rebuild,
-backtest), the command line draws one bar for all of them (api_adapter/progress.py),
+backtest), the command line draws one bar for all of them (api_adapter/cli/progress.py),
 on stderr, and only on a terminal."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-import engine.progress
+import engine.kernel.progress as progress
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.verify import rebuild, verify
+from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def test_verify_and_rebuild_report_the_position_reached(
 ) -> None:
     db, last = _database(tmp_path / "log.db")
     told: list[tuple[int, int]] = []
-    monkeypatch.setattr(engine.progress, "EVERY", 3)
+    monkeypatch.setattr(progress, "EVERY", 3)
     run(str(db), progress=lambda done, total: told.append((done, total)))
     assert told, "the callback was never called"
     assert all(total == last for _, total in told)

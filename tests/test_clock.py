@@ -7,7 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from freezegun import freeze_time
 
-from engine.clock import ManualClock, WallClock, format_time, from_millis, parse_time, to_millis
+from engine.kernel.clock import (
+    ManualClock,
+    WallClock,
+    format_time,
+    from_millis,
+    parse_time,
+    to_millis,
+)
 
 
 def test_a_manual_clock_moves_only_forward_when_told() -> None:

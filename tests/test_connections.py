@@ -1,4 +1,4 @@
-"""Connection limits of a real `sandex serve` on loopback (api_adapter/connections.py).
+"""Connection limits of a real `sandex serve` on loopback (api_adapter/server/connections.py).
 
 Slow clients held connections for ever (3,000 that never finished their body were held
 70 s and more, a file descriptor each); a request line over 64 KB got uvicorn's plain
@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.cli import _settings, parser
+from api_adapter.cli.commands import _settings, parser
 from tests.test_cli import ROOT, SANDEX, _free_port
 
 MAX_CONNECTIONS = 6

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine
-from engine.commands import (
+from engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCustomer,
@@ -22,8 +22,8 @@ from engine.commands import (
     InitiateFiatDeposit,
     SandboxDeposit,
 )
-from engine.errors import DomainError
-from engine.verify import verify
+from engine.kernel.errors import DomainError
+from engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.log_helpers import masked_log
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from engine import Engine
-from engine.commands import (
+from engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCustomer,
@@ -21,7 +21,7 @@ from engine.commands import (
     InitiateFiatDeposit,
     SandboxDeposit,
 )
-from engine.errors import Conflict, Invalid, Unavailable
+from engine.kernel.errors import Conflict, Invalid, Unavailable
 from engine.store import StoreUnavailable
 from tests.conftest import START, make_settings
 from tests.log_helpers import masked_log

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.verify import rebuild
+from engine.tools.verify import rebuild
 from tests.reference import assert_matches, response_schema
 from tests.trading_helpers import limit, placed, set_price, still
 from tests.transfer_helpers import problem, withdraw

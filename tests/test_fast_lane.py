@@ -1,4 +1,4 @@
-"""The fast lane (api_adapter/fastpath.py) answers exactly what FastAPI's routes answer.
+"""The fast lane (api_adapter/middleware/fast_lane.py) answers exactly what FastAPI's routes answer.
 
 Two sandboxes on the same seed and manual clock, one served with the lane and one
 without, take the same requests in the same order: every answer (status, headers but
@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
-from engine.history import log_hash
+from engine.tools.time_travel import log_hash
 from tests.conftest import Sandbox, make_settings
 from tests.test_cli import ROOT, Server
 from tests.test_security import SANDEX
@@ -152,7 +152,7 @@ def test_the_lane_keeps_the_rate_limits(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize("path", [ORDERS, WITHDRAWALS])
 def test_a_revoked_client_is_refused_by_the_lane_at_once(sandbox: Any, path: str) -> None:
-    from engine.commands import RevokeClient
+    from engine.kernel.commands import RevokeClient
 
     headers, creds = sandbox.tenant()
     body = LIMIT if path == ORDERS else WITHDRAWAL

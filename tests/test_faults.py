@@ -21,7 +21,7 @@ import pytest
 from freezegun import freeze_time
 
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
+from engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
 from tests import test_cli
 from tests.conftest import make_settings
 from tests.test_cli import ROOT, Server, _free_port
@@ -212,7 +212,7 @@ def test_a_log_that_cannot_be_read_back_stops_every_decision_until_it_can(
 def test_a_decision_that_raises_a_bug_answers_500_and_the_writer_lives_on(
     sandbox: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.domain import DECIDERS
+    from engine.kernel.registry import DECIDERS
 
     sandbox.deposit("BTC", "1")
 

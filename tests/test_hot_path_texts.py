@@ -9,12 +9,12 @@ import uuid
 from decimal import Decimal, localcontext
 from typing import Any
 
-from engine import orders
-from engine.events import Event
-from engine.feed import event_id
-from engine.market import BUY, UNIT
-from engine.money import MARKETS, format_normal
-from engine.orders import Order, _gross_text
+from engine.domain.feed import event_id
+from engine.domain.trading import orders
+from engine.domain.trading.market import BUY, UNIT
+from engine.domain.trading.orders import Order, _gross_text
+from engine.kernel.events import Event
+from engine.kernel.money import MARKETS, format_normal
 
 
 def _gross_by_decimal(market: str, ticks: int, units: int) -> str:

@@ -18,13 +18,14 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from api_adapter.auth import Tokens
-from api_adapter.cli import main
-from api_adapter.webhooks import Deliverer
-from engine import Engine, private_files
-from engine.commands import CreateCustomer
-from engine.credentials import unseal
-from engine.history import travel
-from engine.keys import KeyFile
+from api_adapter.cli.commands import main
+from api_adapter.webhook_delivery import Deliverer
+from engine import Engine
+from engine.kernel.commands import CreateCustomer
+from engine.kernel.credentials import unseal
+from engine.runtime.key_file import KeyFile
+from engine.store import private_files
+from engine.tools.time_travel import travel
 from tests.conftest import make_settings
 from tests.file_helpers import database_bytes, file_mode, usual_umask
 from tests.test_cli import SANDEX, Server, servers  # noqa: F401 - a fixture

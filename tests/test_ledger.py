@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.ledger import (
+from engine.domain.ledger import (
     WORLD,
     Ledger,
     LedgerViolation,

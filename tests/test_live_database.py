@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import pytest
 
-import engine.engine as engine_module
-import engine.verify as verify_module
+import engine.runtime.writer as engine_module
+import engine.tools.verify as verify_module
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.store import LeaseHeld
 from engine.store.lease import lock_path
-from engine.verify import rebuild, verify
+from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.test_cli import ROOT, SANDEX, Server, _free_port
 from tests.test_store_migration import _OLD_FEED_DDL, _indexes

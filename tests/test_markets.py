@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.money import MARKETS
+from engine.kernel.money import MARKETS
 from tests.log_helpers import masked_log
 from tests.reference import assert_matches, response_schema
 from tests.trading_helpers import (

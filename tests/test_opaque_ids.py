@@ -1,11 +1,11 @@
 """Opaque ids (issue 14): paging cursors and execution ids show no log position and no
 count of what other tenants did, yet page and filter as before.
 
-- A cursor is sealed (engine/cursors.py): it holds no position in any spelling, a
+- A cursor is sealed (engine/read/cursors.py): it holds no position in any spelling, a
   changed one or one of another list or tenant is a 400 naming `page_cursor`, and paging
   by it still gives every row exactly once, in both orders.
 - An execution id is a keyed permutation of the engine's counter
-  (engine/execution_ids.py): unique uint64 numbers that do not count, mapped back by
+  (engine/kernel/execution_ids.py): unique uint64 numbers that do not count, mapped back by
   `since_execution_id`, the same after a restart, and from a random key per database
   unless the database asked for seeded ones.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from engine.commands import Actor, CreateProfile
-from engine.execution_ids import LIMIT, ExecutionIds, new_key
-from engine.scenario import ScenarioError, engine_settings, load
+from engine.kernel.commands import Actor, CreateProfile
+from engine.kernel.execution_ids import LIMIT, ExecutionIds, new_key
+from engine.tools.scenario_file import ScenarioError, engine_settings, load
 from tests.trading_helpers import placed, set_price, still
 
 # -- helpers -------------------------------------------------------------------------

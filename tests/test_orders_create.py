@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.clock import to_millis
+from engine.kernel.clock import to_millis
 from tests.conftest import START
 from tests.reference import assert_matches, response_schema
 from tests.trading_helpers import PROBLEMS, get_order, limit, money, place, placed, still

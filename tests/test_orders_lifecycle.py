@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.clock import to_millis
+from engine.kernel.clock import to_millis
 from tests.conftest import START
 from tests.trading_helpers import (
     best,

@@ -20,16 +20,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine
-from engine.commands import (
+from engine.kernel.commands import (
     Actor,
     CreateCustomer,
     CreateInternalTransfer,
     CreateProfile,
     SandboxDeposit,
 )
-from engine.errors import InsufficientFunds, Unavailable
+from engine.kernel.errors import InsufficientFunds, Unavailable
 from engine.store import StoreUnavailable
-from engine.verify import verify
+from engine.tools.verify import verify
 from tests.conftest import make_settings
 
 ops = st.lists(

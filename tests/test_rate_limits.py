@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import auth
-from api_adapter.cli import _settings, parser
-from api_adapter.ratelimit import RateLimiter, address_of
+from api_adapter.cli.commands import _settings, parser
+from api_adapter.rate_limits import RateLimiter, address_of
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 WRONG = {**FORM, "client_secret": "a guess"}

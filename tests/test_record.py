@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.replay import run_in_process
-from engine.scenario import load_file
+from api_adapter.scenarios.runner import run_in_process
+from engine.tools.scenario_file import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]

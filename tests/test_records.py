@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import pickle
 
-from engine.records import Records
+from engine.kernel.compact_records import Records
 
 
 def _records() -> Records:

@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
-from engine import state_snapshots
-from engine.engine import Cancelled, replay, replay_log
-from engine.ledger import Ledger, LedgerViolation
-from engine.projections.readmodels import all_rows
-from engine.state import State
+from engine.domain.ledger import Ledger, LedgerViolation
+from engine.kernel.state import State
+from engine.read.readmodels import all_rows
+from engine.runtime import startup_cache
+from engine.runtime.writer import Cancelled, replay, replay_log
 from engine.store import SqliteEventStore
 from tests.test_state_snapshots import assert_same, busy, canon, more
 from tests.transfer_helpers import withdraw
@@ -111,7 +111,7 @@ def test_a_snapshot_of_the_start_up_replay_and_its_tail_give_the_full_replay(
     for cut in range(0, last + 1, 7):
         head = _fast(db, until=cut)
         assert head[0].position == cut
-        state, versions = state_snapshots.decode(state_snapshots.encode(*head))
+        state, versions = startup_cache.decode(startup_cache.encode(*head))
         tail = _fast(db, state=state, versions=versions, after=cut)
         assert_same(tail, _generic(db))
 

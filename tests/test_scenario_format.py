@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from api_adapter.cli import main
-from api_adapter.replay import StepResult, _Printer, run_in_process
-from engine.scenario import ScenarioError, compare, load, parse_duration, substitute
+from api_adapter.cli.commands import main
+from api_adapter.scenarios.runner import StepResult, _Printer, run_in_process
+from engine.tools.scenario_file import ScenarioError, compare, load, parse_duration, substitute
 
 MINIMAL = """
 version: 1

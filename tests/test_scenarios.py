@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from api_adapter.replay import ScenarioResult, run_in_process
-from engine.scenario import load_file
-from engine.verify import verify
+from api_adapter.scenarios.runner import ScenarioResult, run_in_process
+from engine.tools.scenario_file import load_file
+from engine.tools.verify import verify
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 

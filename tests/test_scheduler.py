@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 
 from engine import Engine
-from engine.commands import (
+from engine.kernel.commands import (
     Actor,
     CreateCustomer,
     CreateFiatDepositInstructions,
     InitiateFiatDeposit,
 )
-from engine.scheduler import Scheduler
+from engine.runtime.scheduler import Scheduler
 from tests.conftest import make_settings
 
 

@@ -19,16 +19,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
-from api_adapter.cli import _bootstrap
-from api_adapter.record import Recorder
-from api_adapter.replay import InProcess, Runner, run_in_process
+from api_adapter.cli.commands import _bootstrap
+from api_adapter.scenarios.recorder import Recorder
+from api_adapter.scenarios.runner import InProcess, Runner, run_in_process
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.credentials import REDACTED, SealError, Secrets, seal, unseal
-from engine.customers import secret_matches
-from engine.history import log_hash
-from engine.ids import IdSource
-from engine.scenario import load, load_file
+from engine.domain.customers import secret_matches
+from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from engine.kernel.credentials import REDACTED, SealError, Secrets, seal, unseal
+from engine.kernel.ids import IdSource
+from engine.tools.scenario_file import load, load_file
+from engine.tools.time_travel import log_hash
 from tests.conftest import make_settings
 from tests.file_helpers import database_bytes, file_mode, usual_umask
 from tests.test_cli import SANDEX

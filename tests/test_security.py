@@ -21,7 +21,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from engine.settings import ALL_SCOPES, BOOTSTRAP_SCOPES
+from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES
 from tests.reference import document
 from tests.test_cli import ROOT as ROOT_DIR
 from tests.test_cli import Server

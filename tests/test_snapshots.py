@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from engine.history import log_hash
+from engine.tools.time_travel import log_hash
 from tests.trading_helpers import get_order, limit, placed, set_price, still
 from tests.transfer_helpers import problem, withdraw
 

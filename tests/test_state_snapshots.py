@@ -1,4 +1,4 @@
-"""State snapshots for start-up (engine/state_snapshots.py): a snapshot and the tail of
+"""State snapshots for start-up (engine/runtime/startup_cache.py): a snapshot and the tail of
 the log give exactly the state a full replay gives, and an engine started from one
 behaves exactly as one started from the whole log."""
 
@@ -15,14 +15,14 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from engine import state_snapshots
-from engine.engine import replay
-from engine.history import log_hash
-from engine.projections.readmodels import all_rows
-from engine.records import Records
-from engine.state import State
+from engine.kernel.compact_records import Records
+from engine.kernel.state import State
+from engine.read.readmodels import all_rows
+from engine.runtime import startup_cache
+from engine.runtime.writer import replay
 from engine.store import SqliteEventStore
-from engine.verify import verify
+from engine.tools.time_travel import log_hash
+from engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
 from tests.trading_helpers import limit, placed, set_price
 from tests.transfer_helpers import quote, withdraw
@@ -158,7 +158,7 @@ def test_a_snapshot_at_any_position_and_the_tail_give_the_full_replay(sandbox_fa
         head = replay(e for e in _events(db) if e.position <= cut)
         # Through the bytes, as start-up reads them: pickle keeps an order that sits in
         # `orders` and in its book level one object.
-        state, versions = state_snapshots.decode(state_snapshots.encode(*head))
+        state, versions = startup_cache.decode(startup_cache.encode(*head))
         tail = [e for e in _events(db) if e.position > cut]
         assert_same(replay(tail, state=state, versions=versions), full)
 
@@ -177,11 +177,11 @@ def test_the_writer_snapshots_in_the_background_and_start_up_replays_only_the_ta
     sb.engine.wait_for_snapshot(30)
     sb.close()
     store = SqliteEventStore(sb.db)
-    taken = store.state_snapshots(state_snapshots.FORMAT)
+    taken = store.state_snapshots(startup_cache.FORMAT)
     last = store.last_position()
     store.close()
     assert taken and 0 < taken[0][0] <= last
-    assert len(taken) <= state_snapshots.KEEP
+    assert len(taken) <= startup_cache.KEEP
 
     # Two copies of the database: one starts from the snapshot, one replays everything.
     shutil.copy(sb.db, tmp_path / "full.db")
@@ -213,26 +213,24 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(sandbox_factory: Any) -
     head = replay(store.read(until=position, with_meta=False))
     check = store.event_check(position)
     assert check is not None
-    store.save_state_snapshot(
-        position, state_snapshots.FORMAT, check, state_snapshots.encode(*head)
-    )
-    assert state_snapshots.load(store)[2] == position
-    assert_same(state_snapshots.load(store)[:2], replay(store.read(with_meta=False)))
+    store.save_state_snapshot(position, startup_cache.FORMAT, check, startup_cache.encode(*head))
+    assert startup_cache.load(store)[2] == position
+    assert_same(startup_cache.load(store)[:2], replay(store.read(with_meta=False)))
 
     # Another log under the same position (time travel elsewhere, a rewritten file).
     conn = sqlite3.connect(db)
     conn.execute("UPDATE state_snapshots SET event_check = 'other'")
     conn.commit()
-    assert state_snapshots.load(store)[2] == 0
+    assert startup_cache.load(store)[2] == 0
     # Another version of the code: another format.
     conn.execute("UPDATE state_snapshots SET event_check = ?, format = '0:old'", (check,))
     conn.commit()
-    assert state_snapshots.load(store)[2] == 0
+    assert startup_cache.load(store)[2] == 0
     # Unreadable bytes cost a full replay, nothing else.
-    conn.execute("UPDATE state_snapshots SET format = ?, data = x'00'", (state_snapshots.FORMAT,))
+    conn.execute("UPDATE state_snapshots SET format = ?, data = x'00'", (startup_cache.FORMAT,))
     conn.commit()
     conn.close()
-    loaded = state_snapshots.load(store)
+    loaded = startup_cache.load(store)
     assert loaded[2] == 0
     assert_same(loaded[:2], replay(store.read(with_meta=False)))
     store.close()
@@ -262,7 +260,7 @@ def test_verify_replays_the_whole_log_whatever_the_snapshots(
 def test_a_settled_transfer_loaded_from_a_snapshot_reads_as_it_was_written(
     sandbox_factory: Any,
 ) -> None:
-    """Settled transfers are stored compactly in a snapshot (engine/records.py): an
+    """Settled transfers are stored compactly in a snapshot (engine/kernel/compact_records.py): an
     idempotent retry after such a start-up still answers with the whole transfer."""
     sb = sandbox_factory("settled.db", snapshot_every_events=5)
     sb.deposit("USDC", "500")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.events import SCHEMA_VERSIONS, UPCASTERS, Event
+from engine.kernel.events import SCHEMA_VERSIONS, UPCASTERS, Event
 from engine.store import Concurrency, EventStore, SqliteEventStore
 
 TABLES: dict[str, dict[str, Any]] = {

@@ -6,9 +6,9 @@ import sqlite3
 from pathlib import Path
 
 from engine import Engine
-from engine.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.projections.readmodels import TABLES
-from engine.verify import rebuild, verify
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.read.readmodels import TABLES
+from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 
 # The event feed's indexes as the schema before the merge into one index made them.

@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
-from api_adapter.cli import main
-from engine.clock import parse_time
-from engine.history import log_hash, travel
-from engine.projections.readmodels import TABLES
-from engine.verify import verify
+from api_adapter.cli.commands import main
+from engine.kernel.clock import parse_time
+from engine.read.readmodels import TABLES
+from engine.tools.time_travel import log_hash, travel
+from engine.tools.verify import verify
 from tests.conftest import START, Sandbox, make_settings
 from tests.transfer_helpers import withdraw
 

@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, replay
-from engine.book import BUY, SELL
-from engine.commands import (
+from engine.domain.trading.book import BUY, SELL
+from engine.domain.trading.orders import order_view, trading_state
+from engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CancelOrder,
@@ -29,11 +30,10 @@ from engine.commands import (
     SandboxDeposit,
     SetMarketPrice,
 )
-from engine.errors import DomainError
-from engine.invariants import check_state
-from engine.money import MARKETS
-from engine.orders import order_view, trading_state
-from engine.verify import verify
+from engine.kernel.errors import DomainError
+from engine.kernel.invariants import check_state
+from engine.kernel.money import MARKETS
+from engine.tools.verify import verify
 from tests.conftest import make_settings
 
 MARKETS_USED = ("BTCUSD", "ETHUSD")

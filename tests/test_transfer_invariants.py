@@ -22,7 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, format_time, parse_time
-from engine.commands import (
+from engine.domain.ledger import FEES, WORLD, available, withdrawing
+from engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
+from engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCryptoWithdrawal,
@@ -32,7 +34,7 @@ from engine.commands import (
     CreateWithdrawalFee,
     SandboxDeposit,
 )
-from engine.errors import (
+from engine.kernel.errors import (
     AlreadyExists,
     DomainError,
     ExceedMaxWithdraw,
@@ -40,9 +42,7 @@ from engine.errors import (
     InsufficientFunds,
     Invalid,
 )
-from engine.ledger import FEES, WORLD, available, withdrawing
-from engine.verify import verify
-from engine.withdrawals import DEFAULT_CONFIRMATION_SECONDS
+from engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.transfer_helpers import ADDRESSES
 

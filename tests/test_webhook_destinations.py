@@ -18,10 +18,10 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from api_adapter.cli import _settings, parser
-from api_adapter.webhooks import NOT_DELIVERED
-from engine.destinations import Destinations
-from engine.settings import Settings
+from api_adapter.cli.commands import _settings, parser
+from api_adapter.webhook_delivery import NOT_DELIVERED
+from engine.config.destinations import Destinations
+from engine.config.settings import Settings
 from tests.conftest import make_settings
 from tests.transfer_helpers import problem
 from tests.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait

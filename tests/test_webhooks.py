@@ -17,7 +17,7 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
-from api_adapter.webhooks import NOT_DELIVERED, RESPONSE_CAP
+from api_adapter.webhook_delivery import NOT_DELIVERED, RESPONSE_CAP
 from tests.transfer_helpers import problem, withdraw
 from tests.webhook_receivers import (
     LOCAL,

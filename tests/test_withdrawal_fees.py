@@ -175,7 +175,7 @@ def test_unknown_fields_are_refused(sandbox: Any) -> None:
 def test_settings_refuse_negative_fees_delays_and_caps(bad: dict[str, Any]) -> None:
     from pydantic import ValidationError
 
-    from engine.settings import Settings
+    from engine.config.settings import Settings
 
     with pytest.raises(ValidationError):
         Settings(**bad)

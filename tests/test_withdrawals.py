@@ -8,8 +8,8 @@ from typing import Any
 import base58
 import pytest
 
-from engine.ledger import FEES, WORLD, withdrawing
-from engine.withdrawals import CONVERSION
+from engine.domain.ledger import FEES, WORLD, withdrawing
+from engine.domain.transfers.withdrawals import CONVERSION
 from tests.reference import component_schemas
 from tests.transfer_helpers import (
     ADDRESSES,
@@ -83,9 +83,9 @@ def test_notional_value_is_the_usd_value_of_amount_plus_fee(sandbox: Any) -> Non
 
 
 def test_a_price_source_sets_the_notional_value(sandbox: Any, monkeypatch: Any) -> None:
-    from engine import prices
+    from engine.domain.transfers import notional_prices
 
-    monkeypatch.setattr(prices, "SOURCES", [lambda state, asset: Decimal("50000")])
+    monkeypatch.setattr(notional_prices, "SOURCES", [lambda state, asset: Decimal("50000")])
     sandbox.deposit("BTC", "1")
     assert _ok(withdraw(sandbox, amount="0.001"))["notional_value"] == "51.00"
 

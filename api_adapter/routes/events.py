@@ -10,19 +10,23 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
 from api_adapter.paging import strict_int
 from api_adapter.responses import JSONResponse
-from api_adapter.webhooks import delivered_through
-from engine import feed
+from api_adapter.webhook_delivery import delivered_through
+from engine.domain import feed
 
 router = APIRouter(prefix="/v2", tags=["Events"])
 
 Read = Annotated[Principal, Depends(require("events:read_event"))]
 
 
-@router.get("/events", operation_id="ListEvents", responses=shapes.ok(shapes.ListEventsResponse))
+@router.get(
+    "/events",
+    operation_id="ListEvents",
+    responses=response_shapes.ok(response_shapes.ListEventsResponse),
+)
 async def list_events(
     request: Request,
     who: Read,
@@ -65,7 +69,9 @@ async def list_events(
     return JSONResponse({"events": events}, headers=headers)
 
 
-@router.get("/events/{id}", operation_id="GetEvent", responses=shapes.ok(shapes.Event))
+@router.get(
+    "/events/{id}", operation_id="GetEvent", responses=response_shapes.ok(response_shapes.Event)
+)
 async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
     conn = request.app.state.queries.conn
     through = delivered_through(request.app, who.customer_id)

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit, checked_time
 from api_adapter.responses import JSONResponse
-from engine.queries import Page, checked_limit
+from engine.read.queries import Page, checked_limit
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
@@ -35,7 +35,9 @@ def execution_page(
 
 
 @router.get(
-    "/executions", operation_id="ListExecutions", responses=shapes.ok(shapes.ListExecutionsResponse)
+    "/executions",
+    operation_id="ListExecutions",
+    responses=response_shapes.ok(response_shapes.ListExecutionsResponse),
 )
 async def list_executions(
     request: Request,
@@ -61,7 +63,7 @@ async def list_executions(
 @router.get(
     "/profiles/{profile_id}/executions",
     operation_id="ListProfileExecutions",
-    responses=shapes.ok(shapes.ListExecutionsResponse),
+    responses=response_shapes.ok(response_shapes.ListExecutionsResponse),
 )
 async def list_profile_executions(
     request: Request,

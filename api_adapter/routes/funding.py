@@ -6,23 +6,23 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import (
+from api_adapter.paging import created_page
+from api_adapter.request_bodies import (
     CreateFiatDepositInstructionsRequest,
     InitiateSandboxFiatDepositRequest,
     SandboxDepositRequest,
 )
-from api_adapter.paging import created_page
 from api_adapter.responses import JSONResponse
-from engine.commands import (
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import (
     Actor,
     CreateFiatDepositInstructions,
     InitiateFiatDeposit,
     SandboxDeposit,
 )
-from engine.queries import Page
+from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Funding"])
 # Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
@@ -33,7 +33,7 @@ DEPOSIT_SCOPE = "funding:read_profile"
 @router.post(
     "/sandbox/profiles/{profile_id}/deposit",
     operation_id=CREATE_DEPOSIT,
-    responses=shapes.ok(shapes.CreateSandboxDepositResponse),
+    responses=response_shapes.ok(response_shapes.CreateSandboxDepositResponse),
 )
 async def sandbox_deposit(
     request: Request,
@@ -59,7 +59,7 @@ def deposit_command(actor: Actor, profile_id: str, body: SandboxDepositRequest) 
 @router.post(
     "/transfer/fiat-deposit-instructions",
     operation_id="CreateFiatDepositInstructions",
-    responses=shapes.ok(shapes.FiatDepositInstructions),
+    responses=response_shapes.ok(response_shapes.FiatDepositInstructions),
 )
 async def create_instructions(
     request: Request,
@@ -85,7 +85,7 @@ ReadInstructions = Annotated[Principal, Depends(require("transfer:read_fiat_depo
 @router.get(
     "/transfer/fiat-deposit-instructions",
     operation_id="ListFiatDepositInstructions",
-    responses=shapes.ok(shapes.ListFiatDepositInstructionsResponse),
+    responses=response_shapes.ok(response_shapes.ListFiatDepositInstructionsResponse),
 )
 async def list_instructions(
     request: Request,
@@ -102,7 +102,7 @@ async def list_instructions(
 @router.get(
     "/transfer/fiat-deposit-instructions/{id}",
     operation_id="GetFiatDepositInstructions",
-    responses=shapes.ok(shapes.FiatDepositInstructions),
+    responses=response_shapes.ok(response_shapes.FiatDepositInstructions),
 )
 async def get_instructions(request: Request, who: ReadInstructions, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.fiat_instructions(who.customer_id, id))
@@ -111,7 +111,7 @@ async def get_instructions(request: Request, who: ReadInstructions, id: str) -> 
 @router.post(
     "/sandbox/fiat-deposits",
     operation_id="InitiateSandboxFiatDeposit",
-    responses=shapes.ok(shapes.InitiateSandboxFiatDepositResponse),
+    responses=response_shapes.ok(response_shapes.InitiateSandboxFiatDepositResponse),
 )
 async def initiate_fiat_deposit(
     request: Request,

@@ -13,9 +13,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.responses import JSONResponse, problem
-from engine.clock import format_time
+from engine.kernel.clock import format_time
 
 router = APIRouter(tags=["Health"])
 
@@ -25,7 +25,7 @@ router = APIRouter(tags=["Health"])
     operation_id="GetHealth",
     summary="Health check",
     responses={
-        **shapes.ok(shapes.Health, "Healthy: the sandbox takes writes"),
+        **response_shapes.ok(response_shapes.Health, "Healthy: the sandbox takes writes"),
         503: {"description": "Unhealthy: `meta` holds the checks, as a 200 answer shows them"},
     },
 )

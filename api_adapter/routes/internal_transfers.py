@@ -6,18 +6,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import CreateInternalTransferRequest
+from api_adapter.request_bodies import CreateInternalTransferRequest
 from api_adapter.responses import JSONResponse
-from engine.commands import CreateInternalTransfer
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import CreateInternalTransfer
 
 router = APIRouter(prefix="/v2/transfer", tags=["Internal Transfers"])
 
 
 @router.post(
-    "/internal", operation_id="CreateInternalTransfer", responses=shapes.ok(shapes.Transfer)
+    "/internal",
+    operation_id="CreateInternalTransfer",
+    responses=response_shapes.ok(response_shapes.Transfer),
 )
 async def create_internal_transfer(
     request: Request,

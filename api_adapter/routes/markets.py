@@ -10,13 +10,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import MarketPriceRequest
+from api_adapter.request_bodies import MarketPriceRequest
 from api_adapter.responses import JSONResponse
-from engine.commands import ReadMarket, SetMarketPrice
-from engine.money import MARKETS, format_amount
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import ReadMarket, SetMarketPrice
+from engine.kernel.money import MARKETS, format_amount
 
 router = APIRouter(prefix="/v2", tags=["Market Data"])
 
@@ -37,7 +37,11 @@ async def _read(request: Request, view: str, market: str = "") -> JSONResponse:
     return JSONResponse(await run(request, ReadMarket(view=view, market=market)))
 
 
-@router.get("/markets", operation_id="ListMarkets", responses=shapes.ok(shapes.ListMarketsResponse))
+@router.get(
+    "/markets",
+    operation_id="ListMarkets",
+    responses=response_shapes.ok(response_shapes.ListMarketsResponse),
+)
 async def list_markets() -> JSONResponse:
     return JSONResponse(_MARKETS)
 
@@ -45,14 +49,16 @@ async def list_markets() -> JSONResponse:
 @router.get(
     "/markets/{market}/order-book",
     operation_id="GetOrderBook",
-    responses=shapes.ok(shapes.GetOrderBookResponse),
+    responses=response_shapes.ok(response_shapes.GetOrderBookResponse),
 )
 async def order_book(request: Request, market: str) -> JSONResponse:
     return await _read(request, "book", market)
 
 
 @router.get(
-    "/markets/{market}/ticker", operation_id="GetTicker", responses=shapes.ok(shapes.TickerRecord)
+    "/markets/{market}/ticker",
+    operation_id="GetTicker",
+    responses=response_shapes.ok(response_shapes.TickerRecord),
 )
 async def ticker(request: Request, market: str) -> JSONResponse:
     return await _read(request, "ticker", market)
@@ -61,7 +67,7 @@ async def ticker(request: Request, market: str) -> JSONResponse:
 @router.get(
     "/markets/{market}/recent-executions",
     operation_id="ListRecentExecutions",
-    responses=shapes.ok(shapes.ListRecentExecutionsResponse),
+    responses=response_shapes.ok(response_shapes.ListRecentExecutionsResponse),
 )
 async def recent_executions(request: Request, market: str) -> JSONResponse:
     return await _read(request, "recent", market)
@@ -70,7 +76,7 @@ async def recent_executions(request: Request, market: str) -> JSONResponse:
 @router.get(
     "/all-markets/ticker",
     operation_id="ListTickers",
-    responses=shapes.ok(shapes.ListTickersResponse),
+    responses=response_shapes.ok(response_shapes.ListTickersResponse),
 )
 async def all_tickers(request: Request) -> JSONResponse:
     return await _read(request, "tickers")
@@ -79,7 +85,7 @@ async def all_tickers(request: Request) -> JSONResponse:
 @router.get(
     "/sandbox/markets/{market}/price",
     operation_id="GetSandboxMarketPrice",
-    responses=shapes.ok(shapes.SandboxMarketPrice),
+    responses=response_shapes.ok(response_shapes.SandboxMarketPrice),
     tags=["Sandbox"],
 )
 async def get_price(request: Request, market: str) -> JSONResponse:
@@ -89,7 +95,7 @@ async def get_price(request: Request, market: str) -> JSONResponse:
 @router.post(
     "/sandbox/markets/{market}/price",
     operation_id="SetSandboxMarketPrice",
-    responses=shapes.ok(shapes.SandboxMarketPrice),
+    responses=response_shapes.ok(response_shapes.SandboxMarketPrice),
     tags=["Sandbox"],
 )
 async def set_price(

@@ -7,15 +7,15 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import CreateOrderRequest, MarketName
 from api_adapter.paging import Limit, checked_time
+from api_adapter.request_bodies import CreateOrderRequest, MarketName
 from api_adapter.responses import JSONResponse
-from engine.commands import Actor, CancelOrder, CreateOrder
-from engine.queries import Page
-from engine.settings import SELF_MATCH_PREVENTION
+from api_adapter.writer_bridge import actor, run
+from engine.config.settings import SELF_MATCH_PREVENTION
+from engine.kernel.commands import Actor, CancelOrder, CreateOrder
+from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
@@ -71,7 +71,9 @@ def create_order_command(
 
 
 @router.post(
-    "/profiles/{profile_id}/orders", operation_id=CREATE_ORDER, responses=shapes.ok(shapes.Order)
+    "/profiles/{profile_id}/orders",
+    operation_id=CREATE_ORDER,
+    responses=response_shapes.ok(response_shapes.Order),
 )
 async def create_order(
     request: Request, who: Write, profile_id: str, body: CreateOrderRequest
@@ -99,7 +101,9 @@ async def _await_fill(request: Request, who: Principal, order: dict, millis: int
 
 
 @router.get(
-    "/profiles/{profile_id}/orders/{id}", operation_id="GetOrder", responses=shapes.ok(shapes.Order)
+    "/profiles/{profile_id}/orders/{id}",
+    operation_id="GetOrder",
+    responses=response_shapes.ok(response_shapes.Order),
 )
 async def get_order(request: Request, who: Read, profile_id: str, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.order(who.customer_id, profile_id, id))
@@ -108,7 +112,7 @@ async def get_order(request: Request, who: Read, profile_id: str, id: str) -> JS
 @router.delete(
     "/profiles/{profile_id}/orders/{id}",
     operation_id="CancelOrder",
-    responses=shapes.ok(shapes.CancelOrderResponse),
+    responses=response_shapes.ok(response_shapes.CancelOrderResponse),
 )
 async def cancel_order(request: Request, who: Write, profile_id: str, id: str) -> JSONResponse:
     command = CancelOrder(actor=actor(request, who), profile_id=profile_id, order_id=id)
@@ -118,7 +122,7 @@ async def cancel_order(request: Request, who: Write, profile_id: str, id: str) -
 @router.get(
     "/profiles/{profile_id}/orders",
     operation_id="ListProfileOrders",
-    responses=shapes.ok(shapes.ListOrdersResponse),
+    responses=response_shapes.ok(response_shapes.ListOrdersResponse),
 )
 async def list_profile_orders(
     request: Request,
@@ -141,7 +145,11 @@ async def list_profile_orders(
     )
 
 
-@router.get("/orders", operation_id="ListOrders", responses=shapes.ok(shapes.ListOrdersResponse))
+@router.get(
+    "/orders",
+    operation_id="ListOrders",
+    responses=response_shapes.ok(response_shapes.ListOrdersResponse),
+)
 async def list_orders(
     request: Request,
     who: Read,

@@ -6,14 +6,14 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import CreateProfileRequest
 from api_adapter.paging import created_page
+from api_adapter.request_bodies import CreateProfileRequest
 from api_adapter.responses import JSONResponse
-from engine.commands import CreateProfile
-from engine.queries import Page
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import CreateProfile
+from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Profiles"])
 
@@ -25,7 +25,9 @@ Deactivated = Annotated[bool | None, Query()]
 
 
 @router.get(
-    "/profiles", operation_id="ListProfiles", responses=shapes.ok(shapes.ListProfilesResponse)
+    "/profiles",
+    operation_id="ListProfiles",
+    responses=response_shapes.ok(response_shapes.ListProfilesResponse),
 )
 async def list_profiles(
     request: Request,
@@ -41,7 +43,9 @@ async def list_profiles(
     )
 
 
-@router.post("/profiles", operation_id="CreateProfile", responses=shapes.ok(shapes.Profile))
+@router.post(
+    "/profiles", operation_id="CreateProfile", responses=response_shapes.ok(response_shapes.Profile)
+)
 async def create_profile(request: Request, who: Write, body: CreateProfileRequest) -> JSONResponse:
     command = CreateProfile(
         actor=actor(request, who), nickname=body.nickname, description=body.description
@@ -50,7 +54,9 @@ async def create_profile(request: Request, who: Write, body: CreateProfileReques
 
 
 @router.get(
-    "/profiles/{profile_id}", operation_id="GetProfile", responses=shapes.ok(shapes.Profile)
+    "/profiles/{profile_id}",
+    operation_id="GetProfile",
+    responses=response_shapes.ok(response_shapes.Profile),
 )
 async def get_profile(
     request: Request, who: Read, profile_id: str, include_deactivated: Deactivated = None
@@ -61,7 +67,7 @@ async def get_profile(
 @router.get(
     "/profiles/{profile_id}/balances",
     operation_id="ListProfileBalances",
-    responses=shapes.ok(shapes.ListProfileBalancesResponse),
+    responses=response_shapes.ok(response_shapes.ListProfileBalancesResponse),
 )
 async def list_balances(
     request: Request,
@@ -79,7 +85,7 @@ async def list_balances(
 @router.get(
     "/profiles/{profile_id}/balances/{asset}",
     operation_id="GetProfileBalance",
-    responses=shapes.ok(shapes.ProfileBalance),
+    responses=response_shapes.ok(response_shapes.ProfileBalance),
 )
 async def get_balance(request: Request, who: Read, profile_id: str, asset: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.balance(who.customer_id, profile_id, asset))

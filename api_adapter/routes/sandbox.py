@@ -7,25 +7,33 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import ClockMoveRequest, CreateCustomerRequest
+from api_adapter.request_bodies import ClockMoveRequest, CreateCustomerRequest
 from api_adapter.responses import JSONResponse
-from engine.clock import format_time, parse_time
-from engine.commands import AdvanceClock, CreateCustomer
-from engine.errors import Invalid
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.clock import format_time, parse_time
+from engine.kernel.commands import AdvanceClock, CreateCustomer
+from engine.kernel.errors import Invalid
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
 
-@router.get("/clock", operation_id="GetSandboxClock", responses=shapes.ok(shapes.SandboxClock))
+@router.get(
+    "/clock",
+    operation_id="GetSandboxClock",
+    responses=response_shapes.ok(response_shapes.SandboxClock),
+)
 async def get_clock(request: Request) -> JSONResponse:
     engine = request.app.state.engine
     return JSONResponse({"now": format_time(engine.clock.now()), "mode": engine.clock.mode})
 
 
-@router.post("/clock", operation_id="MoveSandboxClock", responses=shapes.ok(shapes.SandboxClock))
+@router.post(
+    "/clock",
+    operation_id="MoveSandboxClock",
+    responses=response_shapes.ok(response_shapes.SandboxClock),
+)
 async def move_clock(
     request: Request,
     who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
@@ -52,7 +60,9 @@ async def move_clock(
 
 
 @router.post(
-    "/customers", operation_id="CreateSandboxCustomer", responses=shapes.ok(shapes.SandboxCustomer)
+    "/customers",
+    operation_id="CreateSandboxCustomer",
+    responses=response_shapes.ok(response_shapes.SandboxCustomer),
 )
 async def create_customer(
     request: Request,

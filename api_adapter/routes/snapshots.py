@@ -9,12 +9,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import Body, ShortText
+from api_adapter.request_bodies import Body, ShortText
 from api_adapter.responses import JSONResponse
-from engine.snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
+from api_adapter.writer_bridge import actor, run
+from engine.domain.sandbox_snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
@@ -26,7 +26,9 @@ class SnapshotRequest(Body):
 
 
 @router.post(
-    "/snapshots", operation_id="TakeSandboxSnapshot", responses=shapes.ok(shapes.SandboxSnapshot)
+    "/snapshots",
+    operation_id="TakeSandboxSnapshot",
+    responses=response_shapes.ok(response_shapes.SandboxSnapshot),
 )
 async def take_snapshot(request: Request, who: Admin, body: SnapshotRequest) -> JSONResponse:
     return JSONResponse(await run(request, TakeSnapshot(actor=actor(request, who), name=body.name)))
@@ -35,7 +37,7 @@ async def take_snapshot(request: Request, who: Admin, body: SnapshotRequest) -> 
 @router.get(
     "/snapshots",
     operation_id="ListSandboxSnapshots",
-    responses=shapes.ok(shapes.ListSandboxSnapshotsResponse),
+    responses=response_shapes.ok(response_shapes.ListSandboxSnapshotsResponse),
 )
 async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
     rows = request.app.state.queries.conn.execute(
@@ -47,12 +49,16 @@ async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
 @router.post(
     "/snapshots/{name}/restore",
     operation_id="RestoreSandboxSnapshot",
-    responses=shapes.ok(shapes.RestoredSandboxSnapshot),
+    responses=response_shapes.ok(response_shapes.RestoredSandboxSnapshot),
 )
 async def restore_snapshot(request: Request, who: Admin, name: str) -> JSONResponse:
     return JSONResponse(await run(request, RestoreSnapshot(actor=actor(request, who), name=name)))
 
 
-@router.post("/reset", operation_id="ResetSandbox", responses=shapes.ok(shapes.SandboxReset))
+@router.post(
+    "/reset",
+    operation_id="ResetSandbox",
+    responses=response_shapes.ok(response_shapes.SandboxReset),
+)
 async def reset(request: Request, who: Admin) -> JSONResponse:
     return JSONResponse(await run(request, ResetSandbox(actor=actor(request, who))))

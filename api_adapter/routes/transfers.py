@@ -6,12 +6,12 @@ from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.models import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.paging import created_page, updated_times
+from api_adapter.request_bodies import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.responses import JSONResponse
-from engine.queries import Page
+from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Transfers"])
 
@@ -24,7 +24,7 @@ Many = Annotated[list[T] | None, Query()]
 @router.get(
     "/transfer/transfers",
     operation_id="ListTransfers",
-    responses=shapes.ok(shapes.ListTransfersResponse),
+    responses=response_shapes.ok(response_shapes.ListTransfersResponse),
 )
 async def list_transfers(
     request: Request,
@@ -61,7 +61,9 @@ async def list_transfers(
 
 
 @router.get(
-    "/transfer/transfers/{id}", operation_id="GetTransfer", responses=shapes.ok(shapes.Transfer)
+    "/transfer/transfers/{id}",
+    operation_id="GetTransfer",
+    responses=response_shapes.ok(response_shapes.Transfer),
 )
 async def get_transfer(request: Request, who: Read, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.transfer(who.customer_id, id))

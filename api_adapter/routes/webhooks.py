@@ -9,13 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from pydantic import StringConstraints
 
-from api_adapter import shapes, webhooks
+from api_adapter import response_shapes, webhook_delivery
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import Body
+from api_adapter.request_bodies import Body
 from api_adapter.responses import JSONResponse
-from engine.errors import NotFound
-from engine.webhooks import RegisterWebhook, RemoveWebhook
+from api_adapter.writer_bridge import actor, run
+from engine.domain.webhook_registrations import RegisterWebhook, RemoveWebhook
+from engine.kernel.errors import NotFound
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
@@ -29,7 +29,7 @@ class WebhookRequest(Body):
 @router.post(
     "/webhooks",
     operation_id="RegisterSandboxWebhook",
-    responses=shapes.ok(shapes.SandboxWebhookRegistration),
+    responses=response_shapes.ok(response_shapes.SandboxWebhookRegistration),
 )
 async def register(request: Request, who: Events, body: WebhookRequest) -> JSONResponse:
     return JSONResponse(
@@ -38,17 +38,21 @@ async def register(request: Request, who: Events, body: WebhookRequest) -> JSONR
 
 
 @router.get(
-    "/webhooks", operation_id="GetSandboxWebhook", responses=shapes.ok(shapes.SandboxWebhookStatus)
+    "/webhooks",
+    operation_id="GetSandboxWebhook",
+    responses=response_shapes.ok(response_shapes.SandboxWebhookStatus),
 )
 async def get(request: Request, who: Events) -> JSONResponse:
-    view = webhooks.status(request.app, who.customer_id)
+    view = webhook_delivery.status(request.app, who.customer_id)
     if view is None:
         raise NotFound("no webhook is registered")
     return JSONResponse(view)
 
 
 @router.delete(
-    "/webhooks", operation_id="RemoveSandboxWebhook", responses=shapes.ok(shapes.SandboxWebhook)
+    "/webhooks",
+    operation_id="RemoveSandboxWebhook",
+    responses=response_shapes.ok(response_shapes.SandboxWebhook),
 )
 async def remove(request: Request, who: Events) -> JSONResponse:
     return JSONResponse(await run(request, RemoveWebhook(actor=actor(request, who))))

@@ -6,12 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import shapes
+from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.dispatch import actor, run
-from api_adapter.models import CreateCryptoWithdrawalFeeRequest, CreateCryptoWithdrawalRequest
+from api_adapter.request_bodies import (
+    CreateCryptoWithdrawalFeeRequest,
+    CreateCryptoWithdrawalRequest,
+)
 from api_adapter.responses import JSONResponse
-from engine.commands import Actor, CreateCryptoWithdrawal, CreateWithdrawalFee
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import Actor, CreateCryptoWithdrawal, CreateWithdrawalFee
 
 router = APIRouter(prefix="/v2/transfer", tags=["Crypto Withdrawals"])
 # Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
@@ -22,7 +25,7 @@ WITHDRAW_SCOPE = "transfer:write_crypto_withdrawal"
 @router.post(
     "/fees/crypto-withdrawal",
     operation_id="CreateCryptoWithdrawalFee",
-    responses=shapes.ok(shapes.CryptoWithdrawalFee),
+    responses=response_shapes.ok(response_shapes.CryptoWithdrawalFee),
     tags=["Fees"],
 )
 async def create_fee(
@@ -65,7 +68,9 @@ def create_withdrawal_command(
 
 
 @router.post(
-    "/crypto-withdrawals", operation_id=CREATE_WITHDRAWAL, responses=shapes.ok(shapes.Transfer)
+    "/crypto-withdrawals",
+    operation_id=CREATE_WITHDRAWAL,
+    responses=response_shapes.ok(response_shapes.Transfer),
 )
 async def create_withdrawal(
     request: Request,

@@ -4,8 +4,8 @@
 implementation must pass `tests/test_store_contract.py`.
 """
 
-from engine.store.base import Concurrency, EventStore, StoreUnavailable
 from engine.store.lease import LeaseHeld
+from engine.store.port import Concurrency, EventStore, StoreUnavailable
 from engine.store.sqlite import SqliteEventStore
 
 __all__ = ["Concurrency", "EventStore", "LeaseHeld", "SqliteEventStore", "StoreUnavailable"]

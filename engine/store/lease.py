@@ -19,7 +19,7 @@ import contextlib
 import fcntl
 import os
 
-from engine.store.base import StoreUnavailable
+from engine.store.port import StoreUnavailable
 
 
 class LeaseHeld(StoreUnavailable):

@@ -16,11 +16,11 @@ import orjson
 import sqlite_utils
 import structlog
 
-from engine import private_files
-from engine.events import SCHEMA_VERSIONS, Event, upcast
-from engine.store.base import Concurrency, StoreUnavailable, TableWrites
+from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
 from engine.store.lease import WriterLease
+from engine.store.port import Concurrency, StoreUnavailable, TableWrites
 
 _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
 

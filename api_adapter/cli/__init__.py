@@ -1,0 +1,5 @@
+"""The `sandex` command line."""
+
+from api_adapter.cli.commands import main
+
+__all__ = ["main"]

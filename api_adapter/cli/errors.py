@@ -1,0 +1,136 @@
+"""One line on stderr, not a traceback: how the command line reports what it cannot do.
+
+A command (or a check it calls) raises `CliError` with the whole message; `reported`,
+around `main`, prints it as `sandex: <message>` and turns it into the exit status.
+Errors of the environment that no check foresaw (an SQLite error deeper in a file, a
+store that cannot be written, a file that cannot be read) are reported the same way.
+
+`sandex_database` is the check of every `--db` that must already hold a sandex
+database: run before anything opens the file, so a mistaken path is never created,
+locked (`<db>.lock`) or given sandex tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+from types import TracebackType
+
+# Every SQLite 3 database file starts so (https://sqlite.org/fileformat.html).
+SQLITE_HEADER = b"SQLite format 3\x00"
+# The columns `sandex events` and a replay read: a table named `events` without them is
+# some other program's.
+_EVENT_COLUMNS = {"position", "stream", "version", "type", "data"}
+
+
+class CliError(Exception):
+    """What a command cannot do, said in one line; `code` is the exit status."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def sandex_database(path: str) -> str:
+    """`path` when it is a sandex database; `CliError` naming what it is otherwise: no
+    file, a directory, an unreadable or empty file, not SQLite, or SQLite without the
+    sandex event log. Read-only: nothing is created or changed."""
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"cannot open database {path}: it is a directory")
+    if not p.exists():
+        raise CliError(f"no database at {path}")
+    try:
+        with p.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise CliError(f"cannot open database {path}: {exc.strerror}") from None
+    if not head:
+        raise CliError(f"cannot open database {path}: an empty file, not a sandex database")
+    if head != SQLITE_HEADER:
+        raise CliError(
+            f"cannot open database {path}: not an SQLite file (corrupt, or another kind of file)"
+        )
+    try:
+        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise CliError(f"cannot open database {path}: {exc}") from None
+    if not columns >= _EVENT_COLUMNS:
+        some = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        held = f"its tables: {some}" if tables else "it has no tables"
+        raise CliError(
+            f"cannot open database {path}: an SQLite database, but not a sandex one"
+            f" (no event log; {held})"
+        )
+    return path
+
+
+def new_or_sandex_database(path: str) -> str:
+    """For `sandex serve --db`: a file that does not exist yet (it will be created) or an
+    empty one (what `touch` makes; SQLite takes it as a new database), else a sandex
+    database as `sandex_database` checks it."""
+    p = Path(path)
+    if (p.exists() or p.is_symlink()) and not (p.is_file() and p.stat().st_size == 0):
+        sandex_database(path)
+    return path
+
+
+class reported:  # noqa: N801 - used as `with reported() as outcome:`
+    """Around a command: a `CliError`, or an error of the environment, becomes one line
+    on stderr and `outcome.code`; Ctrl-C ends a long command quietly with 130."""
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.database: str | None = None  # the command's --db, named in an SQLite error
+
+    def __enter__(self) -> reported:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if exc is None:
+            return False
+        if isinstance(exc, KeyboardInterrupt):
+            self.code = 130
+            return True
+        message = _message(exc, self.database)
+        if message is None:
+            return False  # a bug: its traceback is what helps
+        print(f"sandex: {message}", file=sys.stderr, flush=True)
+        self.code = exc.code if isinstance(exc, CliError) else 2
+        return True
+
+
+def _message(exc: BaseException, database: str | None) -> str | None:
+    if isinstance(exc, CliError):
+        return str(exc)
+    if isinstance(exc, sqlite3.DatabaseError):
+        return f"cannot read database {database}: {exc}" if database else f"SQLite: {exc}"
+    if isinstance(exc, OSError):
+        if exc.strerror and exc.filename:
+            return f"{exc.filename}: {exc.strerror}"
+        return str(exc) or type(exc).__name__
+    # Looked up, not imported: a module that was never imported raised nothing.
+    for module, name in (
+        ("engine.store.port", "StoreUnavailable"),  # a store that cannot be written
+        ("engine.config.settings_file", "SettingsFileError"),  # a --config file (serve, backtest)
+    ):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, name)):
+            return str(exc)
+    return None

@@ -1,0 +1,1 @@
+"""Pure ASGI layers in front of the routes."""

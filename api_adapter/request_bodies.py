@@ -1,0 +1,265 @@
+"""Request bodies as the reference shapes them. Unknown fields are refused (a typo in a
+user's integration should fail here, not silently in production); amounts are strings
+and a JSON number is never coerced into one. An optional field may be left out but not
+sent as null: the reference makes no field nullable, so `"total": null` is a 400 naming
+`total`, not a request without a total."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from engine.domain.transfers.networks import CRYPTO_NETWORKS
+from engine.kernel.money import AMOUNT_PATTERN, MARKETS
+
+FIAT_AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]{1,2}$"
+ADDRESS_PATTERN = r"^[0-9A-Za-z /?:().,&'+-]+$"
+Amount = Annotated[str, StringConstraints(pattern=AMOUNT_PATTERN.pattern, max_length=64)]
+FiatAmount = Annotated[str, StringConstraints(pattern=FIAT_AMOUNT_PATTERN, max_length=64)]
+AddressField = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]
+Text = Annotated[str, StringConstraints(max_length=1000)]
+ShortText = Annotated[str, StringConstraints(max_length=200)]
+
+CryptoNetwork = Literal[CRYPTO_NETWORKS]  # type: ignore[valid-type]
+# Transfer filters: the interface's list of types (it adds PLATFORM_TRANSFER_* and
+# RTP_DEPOSIT to the OpenAPI document's), statuses, and secondary statuses.
+TransferType = Literal[
+    "INTERNAL_TRANSFER_DEBIT",
+    "INTERNAL_TRANSFER_CREDIT",
+    "CRYPTO_DEPOSIT",
+    "CRYPTO_WITHDRAWAL",
+    "WIRE_DEPOSIT",
+    "WIRE_WITHDRAWAL",
+    "SEN_DEPOSIT",
+    "SEN_WITHDRAWAL",
+    "BANK_DEPOSIT",
+    "BANK_WITHDRAWAL",
+    "PLATFORM_TRANSFER_DEBIT",
+    "PLATFORM_TRANSFER_CREDIT",
+    "SIGNET_DEPOSIT",
+    "SIGNET_WITHDRAWAL",
+    "CBIT_WITHDRAWAL",
+    "CBIT_DEPOSIT",
+    "CUBIX_DEPOSIT",
+    "CUBIX_WITHDRAWAL",
+    "RTP_DEPOSIT",
+]
+TransferStatus = Literal["PENDING", "COMPLETED", "FAILED"]
+SecondaryStatus = Literal["TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED"]
+RoutingNumberType = Literal["ABA", "SWIFT"]
+
+
+# The error type of a null sent for a declared field (api_adapter/problems.py words it).
+NULL_VALUE = "null_value"
+
+
+def _not_nullable(schema: dict[str, Any]) -> None:
+    """The JSON schema of a body says what the model takes: optional, never null."""
+    for prop in schema.get("properties", {}).values():
+        options = prop.get("anyOf")
+        if options and {"type": "null"} in options:
+            options.remove({"type": "null"})
+            if len(options) == 1:
+                del prop["anyOf"]
+                prop.update(options[0])
+        if prop.get("default", "") is None:
+            del prop["default"]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_not_nullable)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict) and None in data.values():
+            for name, value in data.items():
+                if value is None and name in cls.model_fields:
+                    raise PydanticCustomError(NULL_VALUE, "{field} is null", {"field": name})
+        return data
+
+
+class CreateProfileRequest(Body):
+    nickname: ShortText
+    description: Text | None = None
+
+
+class SandboxDepositRequest(Body):
+    asset: ShortText
+    amount: Amount
+    crypto_network: CryptoNetwork | None = None
+    crypto_address: ShortText | None = None
+
+
+class CreateFiatDepositInstructionsRequest(Body):
+    profile_id: ShortText
+    fiat_network: Literal["WIRE", "DBS_ACT", "CUBIX", "SCB"]
+    ref_id: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    routing_number_type: RoutingNumberType | None = None
+    metadata: dict[str, str] | None = None
+
+
+class MailingAddress(Body):
+    country: AddressField
+    address1: AddressField | None = None
+    address2: AddressField | None = None
+    city: AddressField | None = None
+    province: AddressField | None = None
+    zip_code: AddressField | None = None
+
+
+class WireRoutingDetails(Body):
+    routing_number_type: RoutingNumberType
+    routing_number: ShortText
+    bank_name: ShortText
+    bank_address: MailingAddress
+
+
+class WireInstructions(Body):
+    account_number: ShortText
+    fiat_account_owner_address: MailingAddress
+    routing_details: WireRoutingDetails
+    intermediary_routing_details: WireRoutingDetails | None = None
+
+
+class SandboxFiatNetworkInstructions(Body):
+    """Named apart from the answers' `FiatNetworkInstructions*` shapes: a client generator
+    names this model's inline members `<Model><Field>`, which would collide with them."""
+
+    wire: WireInstructions | None = None
+    cbit: dict[str, object] | None = None
+    dbs_act: dict[str, object] | None = None
+    cubix: dict[str, object] | None = None
+    scb: dict[str, object] | None = None
+
+
+class InstitutionDetails(Body):
+    name: ShortText
+
+
+class PersonDetails(Body):
+    first_name: ShortText
+    last_name: ShortText
+
+
+class FiatAccountOwner(Body):
+    person_details: PersonDetails | None = None
+    institution_details: InstitutionDetails | None = None
+
+
+class Beneficiary(Body):
+    """Who receives a crypto withdrawal, in the reference's shape (its `Beneficiary`; the
+    required names of `BeneficiaryPerson` are its camelCase fault, fixed here): nothing
+    else is stored, where any JSON up to the body limit was."""
+
+    person_details: PersonDetails | None = None
+    institution_details: InstitutionDetails | None = None
+
+
+class InitiateSandboxFiatDepositRequest(Body):
+    amount: FiatAmount
+    asset: ShortText
+    memo_id: ShortText
+    fiat_network_instructions: SandboxFiatNetworkInstructions
+    fiat_account_owner: FiatAccountOwner | None = None
+
+
+class ClockMoveRequest(Body):
+    advance_seconds: Annotated[int, Field(ge=0, le=10 * 365 * 24 * 3600)] | None = None
+    set_to: ShortText | None = None
+
+
+class CreateCustomerRequest(Body):
+    scopes: list[ShortText] | None = None
+    # The permission self_match_prevention_id needs, which the real service grants to
+    # some accounts only: without it an order naming that field is a 403.
+    self_match_prevention: bool = False
+
+
+class CreateCryptoWithdrawalFeeRequest(Body):
+    asset: ShortText
+    destination_address: ShortText
+    crypto_network: CryptoNetwork
+    amount: Amount | None = None
+    total: Amount | None = None
+
+
+class CreateCryptoWithdrawalRequest(Body):
+    profile_id: ShortText
+    asset: ShortText
+    destination_address: ShortText
+    crypto_network: CryptoNetwork
+    amount: Amount | None = None
+    total: Amount | None = None
+    fee_id: ShortText | None = None
+    ref_id: ShortText | None = None
+    balance_asset: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    memo: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    beneficiary: Beneficiary | None = None
+
+
+class CreateInternalTransferRequest(Body):
+    from_profile_id: ShortText
+    to_profile_id: ShortText
+    asset: ShortText
+    amount: Amount
+    ref_id: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    recipient_metadata: dict[str, str] | None = None
+    from_identity_id: ShortText | None = None
+    from_account_id: ShortText | None = None
+    to_identity_id: ShortText | None = None
+    to_account_id: ShortText | None = None
+
+
+def _digits(value: object) -> object:
+    return str(value) if type(value) is int else value
+
+
+# Unix milliseconds: the reference types it as a string; a JSON integer is taken too (as
+# its digits, so that an error names the field and not a member of a union of types).
+ExpirationDate = Annotated[ShortText, BeforeValidator(_digits)]
+Side = Literal["BUY", "SELL"]
+if TYPE_CHECKING:  # a Literal built from a dict's keys is no type to mypy
+    MarketName = str
+else:
+    MarketName = Literal[tuple(MARKETS)]
+OrderType = Literal["LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT"]
+TimeInForce = Literal["GTC", "FOK", "IOC", "GTT"]
+
+
+class CreateOrderRequest(Body):
+    side: Side
+    market: MarketName
+    type: OrderType
+    ref_id: ShortText | None = None
+    base_amount: Amount | None = None
+    price: Amount | None = None
+    quote_amount: Amount | None = None
+    metadata: dict[str, str] | None = None
+    await_fill_millis: int | None = None
+    time_in_force: TimeInForce | None = None
+    expiration_date: ExpirationDate | None = None
+    identity_id: ShortText | None = None
+    identity_account_id: ShortText | None = None
+    stop_price: Amount | None = None
+    recipient_profile_id: ShortText | None = None
+    self_match_prevention_id: ShortText | None = None
+
+
+class MarketPriceRequest(Body):
+    price: Amount

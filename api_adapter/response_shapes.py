@@ -1,0 +1,503 @@
+"""Response shapes, as the reference's schemas type them, for sandex's own OpenAPI
+document: one model per answer, the same field names, types, formats and enums as the
+reference's schema of the same operation, with examples a reader can use.
+
+They document; they do not serialize. The routes answer with their own pre-serialized
+`JSONResponse`, and each route names its model in `responses={200: ...}` (`ok` below),
+which FastAPI only reads to write the document: no answer is validated or re-encoded on
+its way out. The test suite holds every answer it sees to these shapes
+(tests/conformance.py), and the shapes to the reference (tests/test_openapi.py).
+
+A field that may be absent is documented as optional, never as nullable: sandex leaves
+out what it has no value for and never sends `null`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api_adapter import request_bodies
+from engine.domain.transfers.networks import CRYPTO_NETWORKS
+from engine.kernel.money import MARKETS
+
+AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]+$"
+UUID_EXAMPLE = "5f8a2a3c-93d1-4c0e-9a8e-2b8f6c1d7e40"
+TIME_EXAMPLE = "2024-01-28T00:48:00.222744Z"
+
+Id = Annotated[str, Field(examples=[UUID_EXAMPLE])]
+Time = Annotated[str, Field(json_schema_extra={"format": "date-time"}, examples=[TIME_EXAMPLE])]
+Amount = Annotated[str, Field(examples=["0.01"])]
+Price = Annotated[str, Field(examples=["42000.25"])]
+# the reference's transfer and fee amounts carry the request pattern
+PatternAmount = Annotated[str, Field(pattern=AMOUNT_PATTERN, examples=["0.01"])]
+Asset = Annotated[str, Field(examples=["BTC"])]
+Metadata = Annotated[dict[str, str], Field(examples=[{"desk": "alpha"}])]
+
+
+def _no_nulls(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """An optional field is `X`, not `X or null`, and has no `default: null` (nor a
+    title made of its own name)."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+        kinds = prop.get("anyOf")
+        if kinds and {"type": "null"} in kinds:
+            rest = [k for k in kinds if k != {"type": "null"}]
+            del prop["anyOf"]
+            if len(rest) == 1:
+                prop.update(rest[0])
+            else:
+                prop["anyOf"] = rest
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+
+
+class Shape(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_no_nulls)
+
+
+def _enum(name: str, values: Any) -> Any:
+    return Enum(name, {v: v for v in values}, type=str)  # type: ignore[misc]
+
+
+if TYPE_CHECKING:  # mypy sees the values as the strings they are; pydantic sees enums
+    Market = str
+    CryptoNetwork = str
+    OrderSide = str
+    OrderStatus = str
+    OrderType = str
+    TimeInForce = str
+    ProfileType = str
+    TransferDirection = str
+    TransferStatus = str
+    TransferType = str
+    SecondaryStatusName = str
+    FiatDepositInstructionsStatus = str
+    FiatWireAccountType = str
+else:
+    Market = _enum("Market", MARKETS)
+    CryptoNetwork = _enum("CryptoNetwork", CRYPTO_NETWORKS)
+    OrderSide = _enum("OrderSide", ("BUY", "SELL"))
+    OrderStatus = _enum(
+        "OrderStatus",
+        ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"),
+    )
+    OrderType = _enum(
+        "OrderType", ("LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT")
+    )
+    TimeInForce = _enum("TimeInForce", ("GTC", "FOK", "IOC", "GTT"))
+    ProfileType = _enum("ProfileType", ("NORMAL", "DEFAULT"))
+    TransferDirection = _enum("TransferDirection", ("CREDIT", "DEBIT"))
+    TransferStatus = _enum("TransferStatus", ("PENDING", "COMPLETED", "FAILED"))
+    # as the service interface lists them, the same list the transfer filter takes
+    TransferType = _enum("TransferType", get_args(request_bodies.TransferType))
+    SecondaryStatusName = _enum(
+        "SecondaryStatusName", ("TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED")
+    )
+    FiatDepositInstructionsStatus = _enum("FiatDepositInstructionsStatus", ("VALID", "DEPRECATED"))
+    FiatWireAccountType = _enum("FiatWireAccountType", ("ABA", "SWIFT"))
+
+# -- profiles and balances ---------------------------------------------------------------
+
+
+class Profile(Shape):
+    id: Id
+    nickname: Annotated[str, Field(examples=["desk"])]
+    type: ProfileType
+    description: str | None = None
+    account_id: str | None = None
+
+
+class ListProfilesResponse(Shape):
+    items: list[Profile] | None = None
+    next_page_cursor: str | None = None
+
+
+class ProfileBalance(Shape):
+    asset: Asset
+    available: Amount
+    trading: Amount
+
+
+class ListProfileBalancesResponse(Shape):
+    items: list[ProfileBalance]
+
+
+# -- funding ------------------------------------------------------------------------------
+
+
+class CreateSandboxDepositResponse(Shape):
+    activity_id: Id | None = None
+
+
+AddressText = Annotated[str, Field(pattern=r"^[0-9A-Za-z /?:().,&'+-]+$")]
+
+
+class MailingAddressDetails(Shape):
+    country: Annotated[AddressText, Field(examples=["US"])]
+    address1: AddressText | None = None
+    address2: AddressText | None = None
+    city: AddressText | None = None
+    province: AddressText | None = None
+    zip_code: AddressText | None = None
+
+
+class FiatNetworkInstructionsWireRoutingDetails(Shape):
+    routing_number_type: FiatWireAccountType
+    routing_number: Annotated[str, Field(examples=["021000021"])]
+    bank_name: str
+    bank_address: MailingAddressDetails
+
+
+class FiatNetworkInstructionsWire(Shape):
+    account_number: str
+    fiat_account_owner_address: MailingAddressDetails
+    routing_details: FiatNetworkInstructionsWireRoutingDetails
+    intermediary_routing_details: FiatNetworkInstructionsWireRoutingDetails | None = None
+
+
+class FiatNetworkInstructionsCbit(Shape):
+    wallet_address: str
+
+
+class FiatNetworkInstructionsAccount(Shape):
+    account_number: str
+
+
+class FiatNetworkInstructionsCubix(Shape):
+    account_id: str
+
+
+class FiatNetworkInstructionsDetails(Shape):
+    wire: FiatNetworkInstructionsWire | None = None
+    cbit: FiatNetworkInstructionsCbit | None = None
+    dbs_act: FiatNetworkInstructionsAccount | None = None
+    cubix: FiatNetworkInstructionsCubix | None = None
+    scb: FiatNetworkInstructionsAccount | None = None
+
+
+class FiatAccountOwnerPersonDetails(Shape):
+    first_name: str
+    last_name: str
+
+
+class FiatAccountOwnerInstitutionDetails(Shape):
+    name: str
+
+
+class FiatAccountOwnerDetails(Shape):
+    person_details: FiatAccountOwnerPersonDetails | None = None
+    institution_details: FiatAccountOwnerInstitutionDetails | None = None
+
+
+class FiatDepositInstructions(Shape):
+    id: Id
+    profile_id: Id
+    identity_id: str
+    account_id: str | None = None
+    ref_id: str | None = None
+    status: FiatDepositInstructionsStatus
+    memo_id: Annotated[str, Field(examples=["BQWECTNYX9"])]
+    fiat_network_instructions: FiatNetworkInstructionsDetails
+    fiat_account_owner: FiatAccountOwnerDetails | None = None
+    metadata: Metadata | None = None
+    created_at: Time
+
+
+class ListFiatDepositInstructionsResponse(Shape):
+    items: list[FiatDepositInstructions] | None = None
+    next_page_cursor: str | None = None
+
+
+class InitiateSandboxFiatDepositResponse(Shape):
+    """Empty: the deposit shows up as a WIRE_DEPOSIT transfer."""
+
+
+# -- transfers ----------------------------------------------------------------------------
+
+
+class AutoConversion(Shape):
+    from_transfer_id: str | None = None
+    to_transfer_id: str | None = None
+
+
+class SecondaryStatus(Shape):
+    name: SecondaryStatusName | None = None
+    detail: str | None = None
+
+
+class Transfer(Shape):
+    id: Id
+    customer_id: Id
+    profile_id: Id
+    identity_id: str | None = None
+    ref_id: str | None = None
+    amount: PatternAmount
+    total: PatternAmount
+    fee: Annotated[str, Field(pattern=AMOUNT_PATTERN, examples=["0"])]
+    asset: Asset
+    balance_asset: Asset | None = None
+    direction: TransferDirection
+    type: TransferType
+    status: TransferStatus
+    created_at: Time
+    updated_at: Time
+    metadata: Metadata | None = None
+    destination_address: str | None = None
+    crypto_network: CryptoNetwork | None = None
+    crypto_tx_hash: str | None = None
+    crypto_tx_index: str | None = None
+    account_id: str | None = None
+    auto_conversion: AutoConversion | None = None
+    group_id: str | None = None
+    fiat_account_id: str | None = None
+    secondary_status: SecondaryStatus | None = None
+    notional_value: Annotated[str, Field(examples=["420.50"])] | None = None
+    memo: str | None = None
+    # what went wrong, by kind: {"sandbox_forced_failure": {"message": ..., "memo": ...}}
+    status_details: dict[str, Any] | None = None
+
+
+class ListTransfersResponse(Shape):
+    items: list[Transfer] | None = None
+    next_page_cursor: str | None = None
+
+
+class CryptoWithdrawalFee(Shape):
+    id: Id
+    fee: Annotated[str, Field(pattern=AMOUNT_PATTERN, examples=["0.00002"])]
+    asset: Asset
+    expires_at: Time
+    destination_address: Annotated[
+        str, Field(examples=["bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"])
+    ]
+    crypto_network: CryptoNetwork
+    amount: PatternAmount | None = None
+    total: PatternAmount | None = None
+
+
+# -- orders and executions ----------------------------------------------------------------
+
+
+class Order(Shape):
+    id: Id | None = None
+    profile_id: Id | None = None
+    ref_id: str | None = None
+    status: OrderStatus | None = None
+    side: OrderSide | None = None
+    market: Market | None = None
+    type: OrderType | None = None
+    base_amount: Amount | None = None
+    price: Price | None = None
+    quote_amount: str | None = None
+    metadata: Metadata | None = None
+    created_at: Time | None = None
+    modified_at: Time | None = None
+    amount_filled: Amount | None = None
+    volume_weighted_average_price: Price | None = None
+    time_in_force: TimeInForce | None = None
+    expiration_date: Time | None = None
+    identity_id: str | None = None
+    identity_account_id: str | None = None
+    stop_price: Price | None = None
+    recipient_profile_id: str | None = None
+    is_triggered: bool | None = None
+
+
+class ListOrdersResponse(Shape):
+    items: list[Order] | None = None
+    next_page_cursor: str | None = None
+
+
+class CancelOrderResponse(Shape):
+    """Empty: get the order to see it CANCELLED."""
+
+
+class Execution(Shape):
+    execution_id: (
+        Annotated[
+            str, Field(json_schema_extra={"format": "uint64"}, examples=["1651319660962859803"])
+        ]
+        | None
+    ) = None
+    order_id: Id | None = None
+    executed_at: Time | None = None
+    market: Market | None = None
+    side: OrderSide | None = None
+    amount: Amount | None = None
+    price: Price | None = None
+    commission: Amount | None = None
+    commission_asset: Asset | None = None
+    rebate: Amount | None = None
+    rebate_asset: Asset | None = None
+    account_id: str | None = None
+    gross_trade_amount: Amount | None = None
+
+
+class ListExecutionsResponse(Shape):
+    items: list[Execution] | None = None
+    next_page_cursor: str | None = None
+
+
+# -- market data --------------------------------------------------------------------------
+
+
+class MarketDetails(Shape):
+    market: Market | None = None
+    base_asset: Asset | None = None
+    quote_asset: Annotated[str, Field(examples=["USD"])] | None = None
+    tick_rate: Annotated[str, Field(examples=["0.25"])] | None = None
+
+
+class ListMarketsResponse(Shape):
+    markets: list[MarketDetails] | None = None
+
+
+class BookLevel(Shape):
+    price: Price | None = None
+    amount: Amount | None = None
+
+
+class GetOrderBookResponse(Shape):
+    asks: list[BookLevel] | None = None
+    bids: list[BookLevel] | None = None
+    market: Market | None = None
+
+
+class TimestampRange(Shape):
+    begin: Time | None = None
+    end: Time | None = None
+
+
+class ExchangeStats(Shape):
+    high: Price | None = None
+    low: Price | None = None
+    open: Price | None = None
+    volume: Amount | None = None
+    volume_weighted_average_price: Price | None = None
+    range: TimestampRange | None = None
+
+
+class TickerRecord(Shape):
+    market: Market | None = None
+    best_bid: BookLevel | None = None
+    best_ask: BookLevel | None = None
+    last_execution: BookLevel | None = None
+    last_day: ExchangeStats | None = None
+    today: ExchangeStats | None = None
+    snapshot_at: Time | None = None
+
+
+class ListTickersResponse(Shape):
+    tickers: list[TickerRecord] | None = None
+
+
+class RecentExecution(Shape):
+    match_number: Annotated[str, Field(examples=["100000000001"])] | None = None
+    price: Price | None = None
+    amount: Amount | None = None
+    executed_at: Time | None = None
+
+
+class ListRecentExecutionsResponse(Shape):
+    items: list[RecentExecution] | None = None
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+class Event(Shape):
+    id: Id | None = None
+    type: Annotated[str, Field(examples=["transfer.crypto_deposit.completed"])] | None = None
+    object_type: Annotated[str, Field(examples=["transfer_status_change"])] | None = None
+    object: dict[str, Any] | None = None
+    created_at: Time | None = None
+    undelivered_webhooks: Annotated[int, Field(json_schema_extra={"format": "int32"})] | None = None
+
+
+class ListEventsResponse(Shape):
+    events: list[Event] | None = None
+
+
+# -- sandex's own operations ----------------------------------------------------------------
+
+
+class TokenResponse(Shape):
+    access_token: str
+    expires_in: Annotated[int, Field(examples=[3599])]
+    scope: Annotated[str, Field(examples=["funding:read_profile exchange:write_order"])]
+    token_type: Literal["bearer"]
+
+
+class SandboxClock(Shape):
+    now: Time
+    mode: Literal["wall", "manual"]
+
+
+class SandboxCustomer(Shape):
+    customer_id: Id
+    client_id: Id
+    client_secret: str
+    profile_id: Id
+
+
+class SandboxMarketPrice(Shape):
+    market: Market
+    reference_price: Price
+    last_price: Price
+    as_of: Time
+
+
+class SandboxSnapshot(Shape):
+    name: Annotated[str, Field(examples=["before-test"])]
+    position: int
+    taken_at: Time
+
+
+class RestoredSandboxSnapshot(SandboxSnapshot):
+    restored_at: Time
+
+
+class ListSandboxSnapshotsResponse(Shape):
+    items: list[SandboxSnapshot]
+
+
+class SandboxReset(Shape):
+    position: int
+    reset_at: Time
+
+
+class SandboxWebhook(Shape):
+    id: Id
+    url: Annotated[str, Field(examples=["http://127.0.0.1:9000/hooks"])]
+    created_at: Time
+
+
+class SandboxWebhookRegistration(SandboxWebhook):
+    secret: Annotated[str, Field(description="signs each delivery; shown once")]
+
+
+class SandboxWebhookStatus(SandboxWebhook):
+    undelivered_webhooks: int
+    failed_attempts: int
+    last_error: str | None = None
+
+
+class Health(Shape):
+    status: Literal["ok", "unavailable"]
+    writer: Annotated[
+        Literal["running", "stopped"], Field(description="the writer thread that decides")
+    ]
+    last_commit: Annotated[
+        Literal["ok", "failed"], Field(description="whether the last group commit was durable")
+    ]
+    store: Annotated[Literal["ok", "unavailable"], Field(description="whether the log can be read")]
+    position: Annotated[int, Field(description="position of the last committed event")]
+    clock: SandboxClock
+
+
+def ok(model: type[BaseModel], description: str = "Success") -> dict[int | str, dict[str, Any]]:
+    """A route's `responses`: the model of its 200 answer, for the document only."""
+    return {200: {"model": model, "description": description}}

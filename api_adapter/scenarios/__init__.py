@@ -1,0 +1,1 @@
+"""Scenario tools: the runner and the session recorder."""

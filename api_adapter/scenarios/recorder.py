@@ -1,0 +1,432 @@
+"""`sandex serve --record FILE`: every request and response of a session, written as a
+scenario that `sandex replay` runs green against a fresh sandbox with the same seed.
+
+The recorder is pure ASGI middleware around the whole app. It writes the scenario's
+header (format version, seed, clock start and the other settings that differ from the
+defaults) at start, then appends one step per answered request, so the file is a valid
+scenario after every request, even if the server is killed.
+
+How requests become steps:
+
+- a token request is not a step: its answer is signed with this deployment's secret;
+  the replay logs each actor in itself;
+- `POST /v2/sandbox/customers` becomes `create_actor: customerN`, and that customer's
+  client is then `customerN`, the bootstrap client `admin`, no token `anonymous`; a token
+  narrowed to fewer scopes than its client holds is recorded as `scopes`;
+- `POST /v2/sandbox/clock` becomes `advance` or `set_to`;
+- every other request becomes a `request` step expecting the exact status and body
+  that were answered; an id a response shows for the first time is saved as `vN`, and
+  every later mention of it (in a path, a body, an expected body) is written `{vN}`, as
+  are a recorded customer's ids (`{customerN.profile_id}`);
+- a 429 (a rate limit counts wall time, which a replay does not follow) and a request
+  whose body is not JSON are left out, with a comment: neither changed anything;
+- a secret an answer shows once (a webhook's `secret`) is left out of the expected body
+  and ignored: the file keeps no secret, and a replay draws a new one. The file is
+  created private (0600): it holds every request's body.
+
+On a wall clock, the engine time that passed between two requests is recorded as an
+`advance`, and fields that hold times are ignored, since a replay runs on a manual
+clock; a session on a manual clock is recorded exactly. Requests are recorded in the
+order their answers complete, which is the order the writer decided them when the
+client sends one request at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+import yaml
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api_adapter.auth import Tokens
+from api_adapter.problems import AuthError
+from engine.config.settings import SELF_MATCH_PREVENTION
+from engine.kernel.clock import format_time, parse_time
+from engine.store import private_files
+from engine.tools.scenario_file import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
+
+# Settings that are not the scenario's to choose (see engine.scenario).
+_NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
+_NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants", "execution_ids"}
+# Fields holding a time: ignored when the session ran on a wall clock.
+TIME_FIELDS = [
+    "created_at",
+    "updated_at",
+    "modified_at",
+    "expires_at",
+    "expiration_date",
+    "executed_at",
+    "taken_at",
+    "restored_at",
+    "reset_at",
+    "as_of",
+    "snapshot_at",
+    "now",
+    "range",
+    "notional_value",
+]
+# Fields of an answer that hold a secret shown once: never written to a recording.
+SECRET_FIELDS = frozenset({"secret", "client_secret"})
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
+_ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+        default_flow_style=False,
+    )
+
+
+def check_target(path: str | Path, *, force: bool = False) -> None:
+    """Refuse, before the server starts, a recording file that would be lost or cannot be
+    written: an existing file unless `force` (`sandex serve --force`), a directory, a
+    folder that cannot be written. `CliError`, one line.
+
+    There is no appending: a recording names each id a response showed by a variable
+    (`vN`, `customerN`) that only this recorder's memory maps back to the id; the file
+    keeps the names, not the ids. A second session on the same database would mention
+    the first one's ids, which a continuation could not write as variables, and its
+    replay would not find them; nor can the file tell whether the database changed in
+    between. Record each session to a file of its own."""
+    from api_adapter.cli.errors import CliError
+
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"--record {path}: a directory; a recording is a file")
+    if p.exists() or p.is_symlink():
+        if not force:
+            raise CliError(
+                f"--record {path} exists already; it is not overwritten (--force overwrites"
+                " it; a recording cannot be continued: record to a new file)"
+            )
+        if not os.access(p, os.W_OK):
+            raise CliError(f"--record {path}: cannot write it (permission denied)")
+        return
+    folder = next((f for f in [p.parent, *p.parent.parents] if f.exists()), Path("."))
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"--record {path}: cannot create it in {folder}")
+
+
+class Recorder:
+    def __init__(self, app: ASGIApp, *, path: str | Path, engine: Any) -> None:
+        self.app = app
+        self.path = Path(path)
+        self.engine = engine
+        self.wall = engine.clock.mode == "wall"
+        self.actors: dict[str, str] = {}  # client_id -> actor name
+        self.ids: dict[str, str] = {}  # an id seen -> the variable that names it
+        self.captured: list[str] = []
+        self.scopes: dict[str, set[str]] = {}  # client_id -> the scopes it holds
+        self._last_time: datetime = engine.clock.now()
+        self._tokens: Tokens | None = None
+        self._bootstrap = {
+            c["client_id"] for c in engine.state.clients.values() if _is_bootstrap(engine, c)
+        }
+        if len(engine.state.customers) > 1 or engine.state.position > 3:
+            print(
+                f"sandex: recording to {self.path} on a database that already holds"
+                f" {engine.state.position} events; the recording replays only against"
+                " this same history",
+                file=sys.stderr,
+            )
+        self._write_header()
+
+    # -- the file --
+
+    def _write_header(self) -> None:
+        settings = self.engine.settings.model_dump(mode="json", exclude_defaults=True)
+        recorded = {k: v for k, v in settings.items() if k not in _NOT_RECORDED}
+        recorded["seed"] = self.engine.seed
+        recorded["clock_start"] = format_time(self.engine.clock.now())
+        header = {
+            "version": FORMAT_VERSION,
+            "purpose": "a session recorded by sandex serve --record",
+            "settings": recorded,
+        }
+        mode = "wall" if self.wall else "manual"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_files.write(  # it holds every request's body: the owner's only
+            self.path,
+            (
+                f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
+                + _dump(header)
+                + "steps: []\n"
+            ).encode(),
+        )
+        self._empty = True
+
+    def _append(self, step: dict[str, Any], comment: str | None = None) -> None:
+        text = self.path.read_text() if self._empty else None
+        if text is not None:  # the first step replaces the empty list
+            self.path.write_text(text[: -len("steps: []\n")] + "steps:\n")
+            self._empty = False
+        block = _dump([step])
+        if comment:
+            block = f"# {comment}\n" + block
+        with self.path.open("a") as f:
+            f.write(block)
+
+    def _comment(self, text: str) -> None:
+        if self._empty:
+            return  # nothing to attach it to yet; a note before the first step is noise
+        with self.path.open("a") as f:
+            f.write(f"# {text}\n")
+
+    # -- ASGI --
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v2"):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        answer: dict[str, Any] = {"status": 0, "body": []}
+
+        async def receive_recorded() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+            return message
+
+        async def send_recorded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                answer["body"].append(message.get("body", b""))
+            await send(message)
+
+        started = self.engine.clock.now()
+        await self.app(scope, receive_recorded, send_recorded)
+        try:
+            self._record(
+                scope, b"".join(chunks), answer["status"], b"".join(answer["body"]), started
+            )
+        except Exception as exc:  # noqa: BLE001 - a recording problem must not fail the request
+            print(
+                f"sandex: could not record {scope['method']} {scope['path']}: {exc}",
+                file=sys.stderr,
+            )
+
+    # -- requests into steps --
+
+    def _tokens_of(self, scope: Scope) -> Tokens:
+        if self._tokens is None:
+            self._tokens = scope["app"].state.tokens
+        assert self._tokens is not None
+        return self._tokens
+
+    def _record(
+        self, scope: Scope, raw: bytes, status: int, answer: bytes, started: datetime
+    ) -> None:
+        method, path = scope["method"], scope["path"]
+        if status == 429:
+            self._comment(f"left out: {method} {path} answered 429 (a wall-time rate limit)")
+            return
+        try:
+            body = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            self._comment(f"left out: {method} {path} with a body that is not JSON")
+            return
+        try:
+            response = orjson.loads(answer) if answer else None
+        except orjson.JSONDecodeError:
+            response = answer.decode("utf-8", "replace")
+        if self.wall:
+            elapsed = started - self._last_time
+            if elapsed > timedelta(0):
+                self._append({"advance": format_duration(elapsed)})
+            self._last_time = max(self._last_time, self.engine.clock.now())
+        request: dict[str, Any] = {"method": method, "path": self._ids(path)}
+        headers = dict(scope.get("headers", ()))
+        actor, scopes, auth = self._who(scope, headers.get(b"authorization"))
+        if actor != ADMIN:
+            request["actor"] = actor
+        if scopes is not None:
+            request["scopes"] = scopes
+        query = parse_qsl(scope.get("query_string", b"").decode(), keep_blank_values=True)
+        if query:
+            merged: dict[str, Any] = {}
+            for key, value in query:
+                value = self._ids(value)
+                if key in merged:
+                    previous = merged[key]
+                    merged[key] = (
+                        [*previous, value] if isinstance(previous, list) else [previous, value]
+                    )
+                else:
+                    merged[key] = value
+            request["query"] = merged
+        extra = {}
+        if auth is not None:
+            extra["Authorization"] = auth
+        if b"x-request-id" in headers:
+            extra["X-Request-ID"] = headers[b"x-request-id"].decode("latin-1")
+        if extra:
+            request["headers"] = extra
+        if body is not None:
+            request["body"] = self._ids(body)
+
+        if method == "POST" and path == "/v2/sandbox/customers" and isinstance(response, dict):
+            self._append(self._new_actor(body, response))
+            return
+        if method == "POST" and path == "/v2/sandbox/clock" and status == 200 and actor == ADMIN:
+            if isinstance(body, dict) and body.get("advance_seconds") is not None:
+                self._append({"advance": f"{body['advance_seconds']}s"})
+                return
+            if isinstance(body, dict) and body.get("set_to") is not None:
+                self._append({"set_to": format_time(parse_time(body["set_to"]))})
+                return
+        response, hidden = _without_secrets(response)
+        saves = self._capture(response)
+        expect: dict[str, Any] = {"status": status}
+        if response is not None:
+            expect["body"] = self._ids(response)
+            expect["match"] = "exact"
+            ignore = [*hidden, *(TIME_FIELDS if self.wall else ())]
+            if ignore:
+                expect["ignore"] = ignore
+        step: dict[str, Any] = {"request": request, "expect": expect}
+        if saves:
+            step["save"] = saves
+        self._append(step)
+
+    def _capture(self, response: Any) -> dict[str, str]:
+        """Name each id a response shows for the first time, so later steps refer to it by
+        name: a replay that draws other ids (another sandbox, or a wall-clock session
+        replayed on a manual clock) still follows the same objects."""
+        saves: dict[str, str] = {}
+
+        def walk(node: Any, path: str) -> None:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    sub = f"{path}.{key}" if path else str(key)
+                    if isinstance(value, str) and value not in self.ids and _is_id(key, value):
+                        name = f"v{len(self.captured) + 1}"
+                        self.captured.append(name)
+                        self.ids[value] = f"{{{name}}}"
+                        saves[name] = sub
+                    else:
+                        walk(value, sub)
+            elif isinstance(node, list):
+                for i, value in enumerate(node):
+                    walk(value, f"{path}.{i}" if path else str(i))
+
+        walk(response, "")
+        return saves
+
+    def _who(self, scope: Scope, header: bytes | None) -> tuple[str, list[str] | None, str | None]:
+        """(actor, narrowed scopes or None, an Authorization header to send as is)."""
+        if header is None:
+            return ANONYMOUS, None, None
+        text = header.decode("latin-1")
+        kind, _, token = text.partition(" ")
+        if kind.lower() != "bearer":
+            return ANONYMOUS, None, text
+        try:
+            claims = self._tokens_of(scope).verify(token.strip())
+        except AuthError:
+            return ANONYMOUS, None, text
+        client_id = claims.get("c", "")
+        if client_id in self._bootstrap:
+            actor = ADMIN
+        elif client_id in self.actors:
+            actor = self.actors[client_id]
+        else:
+            return ANONYMOUS, None, text
+        held = self.scopes.get(client_id)
+        if held is None:
+            client = self.engine.state.clients.get(client_id)
+            held = set(client["scopes"]) if client else set()
+            self.scopes[client_id] = held
+        granted = [s for s in claims.get("s", ()) if s in held]
+        return actor, (granted if set(granted) != held else None), None
+
+    def _new_actor(self, body: Any, made: dict[str, Any]) -> dict[str, Any]:
+        name = f"customer{len(self.actors) + 1}"
+        self.actors[made["client_id"]] = name
+        for key in ("customer_id", "profile_id", "client_id"):
+            self.ids[made[key]] = f"{{{name}.{key}}}"
+        step: dict[str, Any] = {"create_actor": name}
+        body = body if isinstance(body, dict) else {}
+        if body.get("scopes"):
+            step["scopes"] = body["scopes"]
+            self.scopes[made["client_id"]] = set(body["scopes"])
+        if body.get("self_match_prevention") is True:
+            step["self_match_prevention"] = True
+            self.scopes.get(made["client_id"], set()).add(SELF_MATCH_PREVENTION)
+        return step
+
+    def _ids(self, value: Any) -> Any:
+        """`value` as a scenario template: its braces escaped, and a recorded customer's
+        ids written as variables wherever they appear."""
+        if isinstance(value, str):
+            if value in self.ids:
+                return self.ids[value]
+            value = value.replace("{", "{{").replace("}", "}}")
+            for known, variable in self.ids.items():
+                if known in value:
+                    value = value.replace(known, variable)
+            return value
+        if isinstance(value, dict):
+            return {self._ids(k): self._ids(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._ids(v) for v in value]
+        return value
+
+
+def _without_secrets(body: Any) -> tuple[Any, list[str]]:
+    """`body` without the secrets an answer shows once (a webhook's `secret`), and the
+    names left out: the recording keeps no secret, and a replay draws other ones, so
+    its expectation ignores them."""
+    hidden: list[str] = []
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            kept = {}
+            for key, value in node.items():
+                if key in SECRET_FIELDS and isinstance(value, str):
+                    if key not in hidden:
+                        hidden.append(key)
+                else:
+                    kept[key] = strip(value)
+            return kept
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(body), hidden
+
+
+def _is_id(key: str, value: str) -> bool:
+    if len(value) < 8:  # too short to be unique: replacing it could touch an amount
+        return False
+    return key in _ID_KEYS or key.endswith("_id") or bool(_UUID.match(value))
+
+
+def _is_bootstrap(engine: Any, client: dict[str, Any]) -> bool:
+    customer = engine.state.customers.get(client["customer_id"])
+    return bool(customer and customer.get("bootstrap"))

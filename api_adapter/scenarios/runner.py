@@ -1,0 +1,679 @@
+"""The scenario runner: drives a sandbox over HTTP, step by step, and reports what
+differs from what the scenario expects.
+
+It runs against a fresh sandbox in-process (a new database in a temporary folder, a
+manual clock, the real ASGI app through an in-memory transport) or against a running
+sandbox at a URL. Either way every step is an HTTP request, so a scenario exercises
+exactly what an integration would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from api_adapter.webhook_delivery import Deliverer
+from engine.config.settings import Settings
+from engine.kernel.clock import format_time, parse_time
+from engine.store import private_files
+from engine.tools.scenario_file import (
+    ADMIN,
+    ANONYMOUS,
+    Actor,
+    ActorStep,
+    AdvanceStep,
+    BalancesStep,
+    OrderStep,
+    PriceStep,
+    RequestStep,
+    Scenario,
+    SetToStep,
+    UnknownVariable,
+    clock_variables,
+    compare,
+    extract,
+    format_duration,
+    references,
+    same_amount,
+    substitute,
+)
+
+BOOTSTRAP_CLIENT = "sandex"
+BOOTSTRAP_SECRET = "sandex-secret"
+
+
+@dataclass
+class StepResult:
+    index: int
+    label: str
+    ok: bool
+    diffs: list[str] = field(default_factory=list)
+    status: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    steps: list[StepResult] = field(default_factory=list)
+    log_hash: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[StepResult]:
+        return [s for s in self.steps if not s.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class StepFailed(Exception):
+    """A step could not be carried out (as opposed to a response that differs)."""
+
+
+# -- targets --------------------------------------------------------------------------
+
+
+class Target:
+    """Where requests go: an httpx-compatible client and the bootstrap credentials."""
+
+    client: httpx.Client
+    client_id: str = BOOTSTRAP_CLIENT
+    client_secret: str = BOOTSTRAP_SECRET
+
+    def close(self) -> None:
+        self.client.close()
+
+    def log_hash(self) -> str | None:
+        return None
+
+
+class _ASGI(httpx.BaseTransport):
+    """Requests straight into the ASGI app on an event loop of this thread: no socket,
+    no thread hop per request (a test client's portal costs milliseconds a request)."""
+
+    def __init__(self, app: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.inner = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        async def call() -> httpx.Response:
+            forwarded = httpx.Request(
+                request.method, request.url, headers=request.headers, content=request.read()
+            )
+            answer = await self.inner.handle_async_request(forwarded)
+            content = await answer.aread()
+            return httpx.Response(answer.status_code, headers=answer.headers, content=content)
+
+        return self.loop.run_until_complete(call())
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+class InProcess(Target):
+    """A fresh sandbox: a new database in a temporary folder, the real app in-process."""
+
+    def __init__(self, settings: Settings, keep_db: str | Path | None = None) -> None:
+        from api_adapter.app import create_app
+        from engine import Engine
+        from engine.kernel.commands import CreateCustomer
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="sandex-replay-")
+        self.db = Path(self._tmp.name) / "sandex.db"
+        self.keep_db = Path(keep_db) if keep_db is not None else None
+        self.engine = Engine(self.db, settings).start()
+        self.engine.execute(
+            CreateCustomer(
+                client_id=self.client_id, client_secret=self.client_secret, bootstrap=True
+            )
+        )
+        self.app = create_app(self.engine)
+        self.app.state.webhooks = _NoDelivery(str(self.db))
+        self.client = httpx.Client(transport=_ASGI(self.app), base_url="http://sandex")
+        self._closed = False
+        self._hash: str | None = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        from engine.tools.time_travel import log_hash
+
+        self.client.close()
+        self.app.state.queries.close()
+        self.engine.stop()
+        self._hash = log_hash(self.db)
+        if self.keep_db is not None:
+            self.keep_db.parent.mkdir(parents=True, exist_ok=True)
+            private_files.copy(self.db, self.keep_db)
+            private_files.copy(f"{self.db}.key", f"{self.keep_db}.key")
+        self._tmp.cleanup()
+
+    def log_hash(self) -> str | None:
+        return self._hash
+
+
+class _NoDelivery(Deliverer):
+    """A replay records webhook registrations but POSTs nothing: it has no effect
+    outside its own sandbox."""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+class Remote(Target):
+    """A running sandbox at `url`; the bootstrap credentials create the actors."""
+
+    def __init__(self, url: str, client_id: str, client_secret: str) -> None:
+        self.client = httpx.Client(base_url=url.rstrip("/"), timeout=30)
+        self.client_id = client_id
+        self.client_secret = client_secret
+
+
+# -- the runner ------------------------------------------------------------------------
+
+
+def _body(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+class Runner:
+    def __init__(
+        self,
+        scenario: Scenario,
+        target: Target,
+        on_step: Callable[[StepResult], None] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.target = target
+        self.http = target.client
+        self.on_step = on_step
+        self.variables: dict[str, Any] = {}
+        self.credentials: dict[str, tuple[str, str]] = {
+            ADMIN: (target.client_id, target.client_secret)
+        }
+        self._tokens: dict[tuple[str, tuple[str, ...] | None], str] = {}
+        self.default_actor = next(iter(scenario.actors), ADMIN)
+        self.clock_mode = "manual"
+
+    # -- HTTP helpers --
+
+    def _token(self, actor: str, scopes: list[str] | None = None) -> str:
+        key = (actor, tuple(scopes) if scopes is not None else None)
+        if key not in self._tokens:
+            if actor not in self.credentials:
+                raise StepFailed(f"unknown actor {actor!r}: declare it under actors")
+            client_id, secret = self.credentials[actor]
+            form = {
+                "grant_type": "client_credentials",
+                "client_id": client_id,
+                "client_secret": secret,
+            }
+            if scopes is not None:
+                form["scope"] = " ".join(scopes)
+            r = self.http.post("/oauth2/token", data=form)
+            for _ in range(3):  # a served sandbox may limit logins per client
+                if r.status_code != 429:
+                    break
+                time.sleep(float(r.headers.get("Retry-After", "1")))
+                r = self.http.post("/oauth2/token", data=form)
+            if r.status_code != 200:
+                raise StepFailed(f"login of {actor} refused: {r.status_code} {r.text[:200]}")
+            self._tokens[key] = r.json()["access_token"]
+        return self._tokens[key]
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        actor: str | None,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        scopes: list[str] | None = None,
+        expected: int = 200,
+    ) -> httpx.Response:
+        """Send as `actor`. A 429 is refused before any work is done, so unless the step
+        expects one it is waited out and sent again (a served sandbox limits rates)."""
+        sent = dict(headers or {})
+        who = actor or self.default_actor
+        if who != ANONYMOUS and not any(k.lower() == "authorization" for k in sent):
+            sent["Authorization"] = f"Bearer {self._token(who, scopes)}"
+        kwargs: dict[str, Any] = {"headers": sent}
+        if query:
+            kwargs["params"] = query
+        if body is not None:
+            kwargs["json"] = body
+        try:
+            r = self.http.request(method, path, **kwargs)
+            for _ in range(5):
+                if r.status_code != 429 or expected == 429:
+                    break
+                time.sleep(float(r.headers.get("Retry-After", "1")))
+                r = self.http.request(method, path, **kwargs)
+            return r
+        except httpx.HTTPError as exc:
+            raise StepFailed(f"{method} {path}: {exc}") from exc
+
+    def _with_clock(self, value: Any) -> Any:
+        if {"now", "now_ms"} & references(value):
+            r = self.http.get("/v2/sandbox/clock")
+            self.variables.update(clock_variables(parse_time(r.json()["now"])))
+        return substitute(value, self.variables)
+
+    # -- steps --
+
+    def run(self) -> ScenarioResult:
+        result = ScenarioResult(self.scenario)
+        started = time.perf_counter()
+        r = self.http.get("/v2/sandbox/clock")
+        if r.status_code == 200:
+            self.clock_mode = r.json().get("mode", "manual")
+        work: list[tuple[str, Callable[[], int | None]]] = []
+        for name, spec in self.scenario.actors.items():
+            work.append((f"actor {name}", partial(self._create_actor, name, spec)))
+        for step in self.scenario.steps:
+            work.append((_label(step), partial(self._step, step)))
+        for index, (label, action) in enumerate(work, start=1):
+            t0 = time.perf_counter()
+            diffs: list[str] = []
+            status: int | None = None
+            try:
+                status = action()
+            except _Mismatch as exc:
+                diffs, status = exc.diffs, exc.status
+            except (StepFailed, UnknownVariable, ValueError, KeyError) as exc:
+                diffs = [_describe(exc)]
+            step_result = StepResult(
+                index, label, not diffs, diffs, status, time.perf_counter() - t0
+            )
+            result.steps.append(step_result)
+            if self.on_step is not None:
+                self.on_step(step_result)
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _step(self, step: Any) -> int | None:
+        if isinstance(step, RequestStep):
+            return self._request(step)
+        if isinstance(step, AdvanceStep):
+            return self._advance(step.advance)
+        if isinstance(step, SetToStep):
+            return self._set_to(format_time(step.set_to))
+        if isinstance(step, PriceStep):
+            market = substitute(step.price.market, self.variables)
+            price = substitute(step.price.price, self.variables)
+            r = self._send(
+                "POST", f"/v2/sandbox/markets/{market}/price", actor=ADMIN, body={"price": price}
+            )
+            _expect_ok(r)
+            return r.status_code
+        if isinstance(step, ActorStep):
+            return self._create_actor(step.create_actor, step)
+        if isinstance(step, BalancesStep):
+            return self._balances(step)
+        if isinstance(step, OrderStep):
+            return self._order(step)
+        raise StepFailed(f"unknown step {type(step).__name__}")
+
+    def _create_actor(self, name: str, spec: Actor | ActorStep) -> int:
+        if name in self.credentials:
+            raise StepFailed(f"actor {name} exists already")
+        body: dict[str, Any] = {"scopes": spec.scopes} if spec.scopes else {}
+        if spec.self_match_prevention:
+            body["self_match_prevention"] = True
+        r = self._send("POST", "/v2/sandbox/customers", actor=ADMIN, body=body or None)
+        _expect_ok(r)
+        made = r.json()
+        self.credentials[name] = (made["client_id"], made["client_secret"])
+        for key in ("customer_id", "client_id", "client_secret", "profile_id"):
+            self.variables[f"{name}.{key}"] = made[key]
+        return r.status_code
+
+    def _request(self, step: RequestStep) -> int:
+        req = step.request
+        path = self._with_clock(req.path)
+        actor = substitute(req.actor, self.variables) if req.actor else None
+        r = self._send(
+            req.method,
+            path,
+            actor=actor,
+            body=self._with_clock(req.body),
+            query=self._with_clock(req.query),
+            headers=self._with_clock(req.headers),
+            scopes=req.scopes,
+            expected=step.expect.status,
+        )
+        body = _body(r)
+        expect = step.expect
+        diffs: list[str] = []
+        if r.status_code != expect.status:
+            diffs.append(f"status: expected {expect.status}, got {r.status_code}")
+        # Saved first, so that the expected body may name what this very response defines.
+        for name, where in step.save.items():
+            try:
+                self.variables[name] = extract(body, where)
+            except KeyError:
+                diffs.append(f"save {name}: the response has no {where}")
+        if expect.body is not None:
+            wanted = self._with_clock(expect.body)
+            diffs += compare(wanted, body, mode=expect.match, ignore=expect.ignore)
+        if diffs:
+            if r.status_code != expect.status and isinstance(body, dict) and "detail" in body:
+                diffs.append(f"detail: {body['detail']}")
+            raise _Mismatch(diffs, r.status_code)
+        return r.status_code
+
+    def _advance(self, delta: timedelta) -> int | None:
+        if self.clock_mode == "wall":
+            time.sleep(delta.total_seconds())
+            return None
+        if delta % timedelta(seconds=1) == timedelta(0):
+            r = self._send(
+                "POST",
+                "/v2/sandbox/clock",
+                actor=ADMIN,
+                body={"advance_seconds": delta // timedelta(seconds=1)},
+            )
+            _expect_ok(r)
+            return r.status_code
+        now = parse_time(self.http.get("/v2/sandbox/clock").json()["now"])
+        return self._set_to(format_time(now + delta))
+
+    def _set_to(self, when: str) -> int:
+        if self.clock_mode == "wall":
+            raise StepFailed("set_to needs a manual clock; this sandbox runs on a wall clock")
+        r = self._send("POST", "/v2/sandbox/clock", actor=ADMIN, body={"set_to": when})
+        _expect_ok(r)
+        return r.status_code
+
+    def _balances(self, step: BalancesStep) -> int:
+        check = step.expect_balances
+        profile = substitute(check.profile, self.variables)
+        r = self._send("GET", f"/v2/profiles/{profile}/balances", actor=check.actor)
+        _expect_ok(r)
+        have = {item["asset"]: item for item in r.json()["items"]}
+        diffs: list[str] = []
+        for asset, wanted in check.balances.items():
+            item = have.get(asset)
+            if item is None:
+                diffs.append(f"{asset}: no such balance")
+                continue
+            pairs = (
+                [("available", wanted)]
+                if isinstance(wanted, str)
+                else [("available", wanted.available), ("trading", wanted.trading)]
+            )
+            for name, amount in pairs:
+                if amount is None:
+                    continue
+                amount = substitute(amount, self.variables)
+                if not same_amount(amount, item[name]):
+                    diffs.append(f"{asset}.{name}: expected {amount}, got {item[name]}")
+        if diffs:
+            raise _Mismatch(diffs, r.status_code)
+        return r.status_code
+
+    def _order(self, step: OrderStep) -> int:
+        check = step.expect_order
+        profile = substitute(check.profile, self.variables)
+        order_id = substitute(check.id, self.variables)
+        r = self._send("GET", f"/v2/profiles/{profile}/orders/{order_id}", actor=check.actor)
+        _expect_ok(r)
+        diffs = compare(
+            self._with_clock(check.body), r.json(), mode=check.match, ignore=check.ignore
+        )
+        if diffs:
+            raise _Mismatch(diffs, r.status_code)
+        return r.status_code
+
+
+class _Mismatch(Exception):
+    def __init__(self, diffs: list[str], status: int | None) -> None:
+        super().__init__(diffs[0] if diffs else "")
+        self.diffs = diffs
+        self.status = status
+
+
+def _expect_ok(r: httpx.Response) -> None:
+    if r.status_code != 200:
+        body = _body(r)
+        detail = body.get("detail") if isinstance(body, dict) else body
+        raise _Mismatch([f"status: expected 200, got {r.status_code}: {detail}"], r.status_code)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, UnknownVariable):
+        return f"unknown variable {{{exc.args[0]}}}: save it or declare the actor first"
+    if isinstance(exc, KeyError):
+        return f"missing {exc.args[0]}"
+    return str(exc)
+
+
+def _label(step: Any) -> str:
+    note = f"  ({step.note})" if getattr(step, "note", None) else ""
+    if isinstance(step, RequestStep):
+        who = f" as {step.request.actor}" if step.request.actor else ""
+        return f"{step.request.method} {step.request.path}{who}{note}"
+    if isinstance(step, AdvanceStep):
+        return f"advance {format_duration(step.advance)}{note}"
+    if isinstance(step, SetToStep):
+        return f"set_to {format_time(step.set_to)}{note}"
+    if isinstance(step, PriceStep):
+        return f"price {step.price.market} {step.price.price}{note}"
+    if isinstance(step, ActorStep):
+        return f"actor {step.create_actor}{note}"
+    if isinstance(step, BalancesStep):
+        assets = ", ".join(step.expect_balances.balances)
+        return f"expect_balances {step.expect_balances.profile} {assets}{note}"
+    if isinstance(step, OrderStep):
+        return f"expect_order {step.expect_order.id}{note}"
+    return type(step).__name__
+
+
+def run_in_process(
+    scenario: Scenario,
+    *,
+    on_step: Callable[[StepResult], None] | None = None,
+    keep_db: str | Path | None = None,
+    check_invariants: bool = False,
+) -> ScenarioResult:
+    """Run on a fresh sandbox; the result carries the hash of the log it wrote."""
+    # A throwaway database need not survive a power cut: no fsync per commit.
+    settings = scenario.settings_model().model_copy(update={"durability": "NORMAL"})
+    if check_invariants:
+        settings = settings.model_copy(update={"assert_invariants": True})
+    target = InProcess(settings, keep_db=keep_db)
+    try:
+        result = Runner(scenario, target, on_step).run()
+    finally:
+        target.close()
+    result.log_hash = target.log_hash()
+    return result
+
+
+def run_remote(
+    scenario: Scenario,
+    url: str,
+    *,
+    client_id: str = BOOTSTRAP_CLIENT,
+    client_secret: str = BOOTSTRAP_SECRET,
+    on_step: Callable[[StepResult], None] | None = None,
+) -> ScenarioResult:
+    target = Remote(url, client_id, client_secret)
+    try:
+        return Runner(scenario, target, on_step).run()
+    finally:
+        target.close()
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def _until(text: str) -> tuple[int | None, Any]:
+    if text.strip().isdigit():
+        return int(text), None
+    try:
+        return None, parse_time(text)
+    except ValueError as exc:
+        raise ValueError(
+            f"--until {text!r} invalid: a log position (an integer) or an RFC 3339 time"
+        ) from exc
+
+
+def time_travel(db: str, until: str, out: str) -> int:
+    """`sandex replay --db F --until POSITION|TIME --out G`."""
+    import sys
+
+    from engine.tools.time_travel import travel
+
+    try:
+        position, when = _until(until)
+        done = travel(db, out, position=position, until=when)
+    except (ValueError, FileExistsError, FileNotFoundError) as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
+    moved = (
+        f" (position {done.asked} falls inside a decision; cut at its start)"
+        if done.asked != done.position
+        else ""
+    )
+    at = f", last event at {done.occurred_at}" if done.occurred_at else ""
+    base = f"; state from the snapshot at {done.base} and the tail" if done.base else ""
+    print(f"wrote {out}: {done.events} events up to position {done.position}{moved}{at}{base}")
+    return 0
+
+
+class _Printer:
+    """One line per step, the diffs of a failed one, and for long runs the command
+    line's progress bar (api_adapter/cli/progress.py), under the lines."""
+
+    def __init__(self, total_steps: int, progress: bool) -> None:
+        from rich.console import Console
+
+        from api_adapter.cli.progress import Bar
+
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.progress: Bar | None = Bar("replaying", "steps", total_steps) if progress else None
+
+    def line(self, text: str) -> None:
+        self.console.print(text, markup=False)
+
+    def step(self, r: StepResult) -> None:
+        status = f" -> {r.status}" if r.status is not None else ""
+        self.line(f"  {'ok  ' if r.ok else 'FAIL'} {r.index:>3}  {r.label}{status}")
+        for diff in r.diffs:
+            self.line(f"            {diff}")
+        if self.progress is not None:
+            self.progress.advance()
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+PROGRESS_FROM_STEPS = 40
+
+
+def command(args: Any) -> int:
+    """`sandex replay FILE... [--url URL] [--log-hash]`: 0 all green, 1 a mismatch, 2 a
+    scenario that cannot be read."""
+    import sys
+
+    from api_adapter.cli.progress import wanted
+    from api_adapter.logging import configure
+    from engine.tools.scenario_file import ScenarioError, load_file
+
+    if args.db or args.until:
+        if not (args.db and args.until and args.out) or args.files:
+            print(
+                "sandex: time travel is `sandex replay --db F --until POSITION|TIME --out G`",
+                file=sys.stderr,
+            )
+            return 2
+        return time_travel(args.db, args.until, args.out)
+    if not args.files:
+        print("sandex: give scenario files, or --db F --until X --out G", file=sys.stderr)
+        return 2
+    if args.out and (len(args.files) != 1 or args.url):
+        print("sandex: --out keeps the database of one scenario run in-process", file=sys.stderr)
+        return 2
+    if args.out and Path(args.out).exists():  # before the run, which would overwrite it
+        print(f"sandex: {args.out} exists already; --out writes a new database", file=sys.stderr)
+        return 2
+    configure(json_lines=False, level="WARNING")  # the access log would drown the report
+    scenarios = []
+    unreadable = 0
+    for path in args.files:
+        try:
+            scenarios.append(load_file(path))
+        except ScenarioError as exc:
+            print(f"sandex: {exc}", file=sys.stderr)
+            unreadable += 1
+    total = sum(s.step_count() for s in scenarios)
+    show_bar = total >= PROGRESS_FROM_STEPS and wanted(args.no_progress)
+    printer = _Printer(total, show_bar)
+    results: list[ScenarioResult] = []
+    try:
+        for scenario in scenarios:
+            printer.line(f"{scenario.source}: {scenario.purpose}")
+            if args.url:
+                result = run_remote(
+                    scenario,
+                    args.url,
+                    client_id=args.client_id,
+                    client_secret=args.client_secret,
+                    on_step=printer.step,
+                )
+            else:
+                result = run_in_process(scenario, on_step=printer.step, keep_db=args.out)
+            results.append(result)
+            verdict = (
+                f"passed, {len(result.steps)} steps"
+                if result.ok
+                else f"FAILED, {len(result.failed)} of {len(result.steps)} steps differ"
+            )
+            printer.line(f"  {verdict} in {result.seconds:.2f} s")
+            if args.log_hash:
+                printer.line(
+                    f"  log {result.log_hash}"
+                    if result.log_hash
+                    else "  log hash: only for an in-process run (no --url)"
+                )
+    finally:
+        printer.stop()
+    steps = sum(len(r.steps) for r in results)
+    failed_steps = sum(len(r.failed) for r in results)
+    failed = sum(not r.ok for r in results)
+    summary = (
+        f"{len(results)} scenarios, {steps} steps: {steps - failed_steps} passed,"
+        f" {failed_steps} failed"
+    )
+    if failed:
+        summary += f" (in {failed} scenarios)"
+    if unreadable:
+        summary += f"; {unreadable} unreadable"
+    printer.line(summary)
+    if unreadable:
+        return 2
+    return 1 if failed else 0

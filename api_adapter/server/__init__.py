@@ -1,0 +1,1 @@
+"""The listening socket and connection limits of `sandex serve`."""

@@ -1,0 +1,206 @@
+"""Connection limits of `sandex serve`: uvicorn's httptools protocol with deadlines, a
+connection cap and size limits on a request's head.
+
+uvicorn bounds none of them. A client that opened connections and sent nothing, or a
+byte now and then, held a file descriptor each for as long as it liked (3,000 such
+connections were held 70 s and more); a header of 2 MB was read whole; a request line
+over 64 KB met httptools' own limit as a plain-text 400. Here:
+
+- a request's head (request line and headers) must arrive within `header_timeout`
+  of the connection's opening, or of the request's first byte on a kept-alive
+  connection, and its body within `body_timeout` of the end of its head: a total, not
+  an idle time, so a byte now and then does not keep a request alive. A deadline does
+  not run out while the server itself is not reading (a pipelined request waits its
+  turn, a body waits for the app to read it); the time between requests is uvicorn's
+  keep-alive timeout;
+- a connection beyond `max_connections` is answered 503 as it opens, and closed;
+- a request line over `max_url_bytes` is refused 414 as it arrives, a head over
+  `max_header_bytes` 431 (checked after each read, so within one read of the limit).
+
+Each refusal is a problem document (application/problem+json) sent on the connection,
+which is then closed; a request the app is still reading sees a disconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+import structlog
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from engine.config.settings import Settings
+from engine.kernel.errors import title_for
+
+log = structlog.get_logger("sandex.http")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    header_timeout: float
+    body_timeout: float
+    max_connections: int
+    max_url_bytes: int
+    max_header_bytes: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> ConnectionLimits:
+        return cls(
+            header_timeout=settings.header_timeout_seconds,
+            body_timeout=settings.body_timeout_seconds,
+            max_connections=settings.max_connections,
+            max_url_bytes=settings.max_url_bytes,
+            max_header_bytes=settings.max_header_bytes,
+        )
+
+
+@dataclass(slots=True)
+class _AtLimit:
+    """Connections refused since the limit was reached: logged once when it is reached
+    and once when a connection is taken again, not once per refusal (a flood of them)."""
+
+    refused: int = 0
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `uvicorn.run` that set the limits of `settings`."""
+    attributes = {"limits": ConnectionLimits.of(settings), "at_limit": _AtLimit()}
+    protocol = type("SandexHttpProtocol", (LimitedHttpProtocol,), attributes)
+    return {"http": protocol, "timeout_keep_alive": settings.keep_alive_timeout_seconds}
+
+
+class _TooLong(Exception):
+    """Raised in a parser callback to stop parsing a request refused for its size."""
+
+
+class LimitedHttpProtocol(HttpToolsProtocol):
+    """A subclass per server sets `limits` (see `uvicorn_options`)."""
+
+    limits: ClassVar[ConnectionLimits]
+    at_limit: ClassVar[_AtLimit]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._in_head = True
+        self._head_bytes = 0
+        self._refusal: tuple[int, str] | None = None
+
+    # -- the connection ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        most = self.limits.max_connections
+        if len(self.connections) > most:
+            if not self.at_limit.refused:
+                log.warning("connection limit reached: refusing connections", limit=most)
+            self.at_limit.refused += 1
+            self._refuse(503, f"too many connections: at most {most} are held; retry shortly")
+            return
+        if self.at_limit.refused:
+            log.warning("connections taken again", refused=self.at_limit.refused)
+            self.at_limit.refused = 0
+        self._arm(self.limits.header_timeout, "headers")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        # Counted after parsing: when the head ends within this read, the rest is body.
+        if self._in_head and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > self.limits.max_header_bytes:
+                most = self.limits.max_header_bytes
+                self._refuse(431, f"request head too large: at most {most} bytes")
+
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # the connection is the WebSocket protocol's from here on
+        super().handle_websocket_upgrade()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request the parser refused: a problem, not plain text."""
+        status, detail = self._refusal or (400, "the request is not valid HTTP/1.1")
+        self._refuse(status, detail)
+
+    # -- parser callbacks -------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        self._head_bytes = 0
+        if self._deadline is None:
+            self._arm(self.limits.header_timeout, "headers")
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > self.limits.max_url_bytes:
+            most = self.limits.max_url_bytes
+            self._refusal = (414, f"request line too long: a URL of at most {most} bytes")
+            raise _TooLong
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._disarm()
+        self._arm(self.limits.body_timeout, "body")
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    # -- deadlines and refusals -------------------------------------------------------
+
+    def _arm(self, seconds: float, part: str) -> None:
+        self._deadline = self.loop.call_later(seconds, self._late, seconds, part)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _late(self, seconds: float, part: str) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self.flow.read_paused:  # the server is not reading: not the client's delay
+            self._arm(seconds, part)
+            return
+        self._refuse(408, f"request {part} not received within {seconds:g} s")
+
+    def _refuse(self, status: int, detail: str) -> None:
+        """Answer `status` with a problem (unless a response is under way) and close."""
+        self._disarm()
+        cycle = self.cycle
+        started = False
+        if cycle is not None and not cycle.response_complete:
+            started = cycle.response_started
+            cycle.disconnected = True  # the app's receive() answers http.disconnect
+            cycle.message_event.set()
+        if not started:
+            body = orjson.dumps(
+                {
+                    "type": "about:blank",
+                    "title": title_for(status),
+                    "status": status,
+                    "detail": detail,
+                }
+            )
+            head = [STATUS_LINE[status]]
+            for name, value in self.server_state.default_headers:
+                head += [name, b": ", value, b"\r\n"]
+            head += [
+                b"content-type: application/problem+json\r\n",
+                b"content-length: %d\r\n" % len(body),
+                b"connection: close\r\n",
+                b"retry-after: 1\r\n" if status == 503 else b"",
+                b"\r\n",
+            ]
+            self.transport.write(b"".join(head) + body)
+        self.transport.close()
+        if status != 503:  # refusals at the connection limit are logged by their count
+            client = self.client[0] if self.client else None
+            log.info("request refused", status=status, detail=detail, client=client)

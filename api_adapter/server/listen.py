@@ -1,0 +1,61 @@
+"""The listening socket of `sandex serve`: bound first, served by uvicorn.
+
+`sandex serve` binds its address before it opens (or creates) the database and prints
+the banner, so a port that is taken is one line and exit 2, with no new database and no
+banner that promises a server that never runs. The socket is then handed to uvicorn as
+it is, not closed and bound again, so no other program can take the port in between.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from typing import Any
+
+from api_adapter.cli.errors import CliError
+
+# uvicorn's own backlog (its `--backlog` default).
+BACKLOG = 2048
+# uvicorn's exit status when the server did not start (uvicorn.server.STARTUP_FAILURE).
+STARTUP_FAILURE = 3
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `host`:`port` and listening, or `CliError` (exit 2) saying
+    why not: the port is in use, the address is not this machine's, the name is unknown.
+    Port 0 takes a free port; `getsockname()` tells which."""
+    if not 0 <= port <= 65535:  # getaddrinfo would take 70000 as 4464
+        raise CliError(f"cannot listen on {host}:{port}: a port is 0 to 65535")
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    try:
+        return socket.create_server(address, family=family, backlog=BACKLOG)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(
+                f"cannot listen on {host}:{port}: the port is in use by another program"
+                " (another sandex serve?); choose another with --port"
+            ) from None
+        why = (exc.strerror or str(exc)).split(" (while attempting")[0]
+        raise CliError(f"cannot listen on {host}:{port}: {why}") from None
+
+
+def serve_on(listener: socket.socket, app: Any, **options: Any) -> None:
+    """`uvicorn.run(app, **options)` on the socket `listen` made; returns when the server
+    stops (Ctrl-C, SIGTERM). A server that did not start (uvicorn logged why) is
+    `CliError` with uvicorn's own exit status."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, **options))
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C is how a server is stopped
+        pass
+    finally:
+        listener.close()
+    if not server.started:
+        raise CliError("the server did not start (see the log above)", code=STARTUP_FAILURE)

@@ -1,0 +1,427 @@
+"""Webhook delivery: each customer's feed events POSTed to its URL, in order, at least once.
+
+The deliverer runs in its own thread with its own event loop and its own database
+connections; it reads the committed `event_feed` and `webhooks` tables and never submits
+a command, so the writer never waits for a receiver. Per customer, one event is in
+flight at a time: the next is sent only once the previous was answered 2xx, and a
+failure is retried with exponential backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as
+long as it fails. Progress (the last delivered `seq` per customer) is kept outside the
+log, in a small JSON file beside the database (`<db>.webhooks.json`, replaced
+atomically): a restart resumes where delivery stopped and may send the event that was
+in flight again (at least once, never skipped). Not in the database itself: a commit
+by any other connection makes the writer reload its state from the log.
+
+Each POST carries the event as its JSON body and these headers: `X-Sandex-Event-Id`,
+`X-Sandex-Event-Type`, `X-Sandex-Delivery-Attempt` and `X-Sandex-Signature:
+sha256=<hex HMAC-SHA256 of the body with the webhook's secret>`.
+
+A receiver is someone else's server, perhaps hostile, and the URL a tenant's choice:
+- Destinations (engine/config/destinations.py): the deliverer resolves the name itself, keeps
+  only the addresses the policy allows and connects to one of those by address, with
+  the name in the Host header and in TLS's SNI and certificate check; so a DNS answer
+  that changes between the check and the connection (rebinding) cannot redirect it. No
+  proxy from the environment (it would connect to the name, unchecked) and no redirect
+  is followed (a receiver answers 2xx; a 3xx is a failure).
+- Resources: connect, write, read and pool timeouts, a deadline for a whole attempt,
+  at most `RESPONSE_CAP` bytes of a response body read (the status alone decides), one
+  HTTP client per registration so that no receiver can take connections from another.
+- What the customer sees (`last_error`) is only `failed: HTTP <status>` or `failed: not
+  delivered`: how a connection failed would tell an open port from a closed one. The
+  operator's log says why, with the URL's credentials and query string redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import socket
+import sqlite3
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict, dataclass
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import structlog
+
+from engine.config.destinations import Destinations
+from engine.domain.webhook_registrations import redact_url
+from engine.kernel.credentials import SealError, unseal
+from engine.runtime.key_file import KeyFile, KeyFileError
+from engine.store import private_files
+
+log = structlog.get_logger("sandex.webhooks")
+
+# The most of a response body read: enough to keep a connection that answered briefly,
+# never a receiver's whole (perhaps endless) answer. One network read may hold 64 KiB.
+RESPONSE_CAP = 4096
+# How long the body of an answered request is read, at most, before the connection is
+# dropped: the status decided already.
+_DRAIN_SECONDS = 1.0
+NOT_DELIVERED = "failed: not delivered"
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+class _Refused(Exception):
+    """No address of the destination may be reached under the destination policy."""
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    """The addresses of `host`, in the resolver's order of preference."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@dataclass
+class _Progress:
+    webhook_id: str
+    delivered_seq: int
+    attempts: int = 0
+    last_error: str | None = None
+
+
+class Deliverer:
+    def __init__(
+        self,
+        db_path: str,
+        *,
+        poll_seconds: float = 0.1,
+        backoff_first: float = 0.5,
+        backoff_max: float = 60.0,
+        timeout: float = 5.0,
+        attempt_seconds: float = 15.0,
+        allowed_hosts: Iterable[str] = (),
+        resolve: Resolver = _resolve,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """`timeout` bounds each connect, write, read and wait for a pooled connection;
+        `attempt_seconds` a whole attempt. `allowed_hosts`: the operator's exceptions to
+        the destination policy. `resolve` and `transport` replace the system resolver and
+        the network (tests)."""
+        self.db_path = db_path
+        self.poll = poll_seconds
+        self.backoff_first = backoff_first
+        self.backoff_max = backoff_max
+        self.timeout = timeout
+        self.attempt_seconds = attempt_seconds
+        self.destinations = Destinations(allowed_hosts)
+        self._resolve = resolve
+        self._transport = transport
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self.progress_path = Path(f"{db_path}.webhooks.json")
+        self._keys: KeyFile | None = None  # opened at the first delivery
+        self._progress: dict[str, _Progress] = self._load_progress()
+        self._dirty = False
+        self._ready = threading.Event()
+
+    def _load_progress(self) -> dict[str, _Progress]:
+        try:
+            raw = orjson.loads(self.progress_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        return {customer: _Progress(**p) for customer, p in raw.items()}
+
+    def delivered_through(self, customer_id: str, webhook_id: str, since: int) -> int:
+        """The seq up to which a registration's events are delivered."""
+        p = self._progress.get(customer_id)
+        if p is None or p.webhook_id != webhook_id:
+            return since
+        return max(since, p.delivered_seq)
+
+    def failures(self, customer_id: str) -> tuple[int, str | None]:
+        p = self._progress.get(customer_id)
+        return (p.attempts, p.last_error) if p is not None else (0, None)
+
+    # -- lifecycle --
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._ready.clear()
+            self._thread = threading.Thread(target=self._run, name="sandex-webhooks", daemon=True)
+            self._thread.start()
+            self._ready.wait(5)
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                loop.call_soon_threadsafe(stopping.set)
+        self._thread.join(10)
+        self._thread = None
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    # -- the loop --
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        self.read = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
+        self.read.execute("PRAGMA busy_timeout=5000")
+        # One TLS context (CA certificates: certifi's, or SSL_CERT_FILE/SSL_CERT_DIR) for all
+        # the clients, rather than a copy of the CA store each.
+        self._tls = httpx.create_ssl_context()
+        self._ready.set()
+        workers: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        try:
+            while not self._stopping.is_set():
+                registered = {
+                    row[0]: row
+                    for row in self.read.execute(
+                        "SELECT customer_id, id, url, secret, since FROM webhooks"
+                    )
+                }
+                for customer_id, (webhook_id, task) in list(workers.items()):
+                    row = registered.get(customer_id)
+                    if row is None or row[1] != webhook_id or task.done():
+                        task.cancel()
+                        del workers[customer_id]
+                for customer_id, row in registered.items():
+                    if customer_id not in workers:
+                        task = asyncio.create_task(self._worker(*row))
+                        workers[customer_id] = (row[1], task)
+                self._flush()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self.poll)
+        finally:
+            for _, task in workers.values():
+                task.cancel()
+            await asyncio.gather(*(t for _, t in workers.values()), return_exceptions=True)
+            self._flush()
+            self.read.close()
+
+    async def _worker(self, *row: Any) -> None:
+        """One registration's delivery, with an HTTP client of its own: its pooled
+        connections serve only this destination (a TLS connection opened for one host
+        never carries another's events) and a slow receiver holds only its own."""
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout),
+            follow_redirects=False,
+            trust_env=False,
+            verify=self._tls,
+            transport=self._transport,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+        )
+        async with client:
+            await self._deliver(client, *row)
+
+    async def _deliver(
+        self,
+        client: httpx.AsyncClient,
+        customer_id: str,
+        webhook_id: str,
+        url: str,
+        secret: str,
+        since: int,
+    ) -> None:
+        progress = self._progress.get(customer_id)
+        if progress is None or progress.webhook_id != webhook_id:
+            progress = _Progress(webhook_id, since)
+            self._progress[customer_id] = progress
+            self._dirty = True
+        try:
+            key = self._secret(webhook_id, secret).encode()
+        except SealError:
+            # the key file was replaced since the registration: nothing can be signed
+            log.error("webhook secret cannot be opened; register the webhook again")
+            progress.last_error = "the webhook secret is lost; register the webhook again"
+            self._dirty = True
+            await asyncio.Future()  # until the registration changes or delivery stops
+        while True:
+            rows = self.read.execute(
+                "SELECT seq, id, type, body FROM event_feed WHERE customer_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT 100",
+                (customer_id, progress.delivered_seq),
+            ).fetchall()
+            if not rows:
+                await asyncio.sleep(self.poll)
+                continue
+            for seq, event_id, kind, body in rows:
+                payload = body.encode()
+                signature = hmac.new(key, payload, hashlib.sha256).hexdigest()
+                attempt = 0
+                while True:
+                    attempt += 1
+                    outcome = await self._post(
+                        client,
+                        url,
+                        payload,
+                        {
+                            "Content-Type": "application/json",
+                            "X-Sandex-Event-Id": event_id,
+                            "X-Sandex-Event-Type": kind,
+                            "X-Sandex-Delivery-Attempt": str(attempt),
+                            "X-Sandex-Signature": f"sha256={signature}",
+                        },
+                    )
+                    if outcome is None:
+                        break
+                    error, reason = outcome
+                    progress.attempts, progress.last_error = attempt, error
+                    self._dirty = True
+                    delay = min(self.backoff_max, self.backoff_first * 2 ** (attempt - 1))
+                    log.info(
+                        "webhook delivery failed",
+                        customer_id=customer_id,
+                        webhook_id=webhook_id,
+                        destination=redact_url(url, query=False),
+                        event_id=event_id,
+                        error=error,
+                        reason=reason,
+                        retry_in=delay,
+                    )
+                    await asyncio.sleep(delay)
+                progress.delivered_seq, progress.attempts, progress.last_error = seq, 0, None
+                self._dirty = True
+
+    def _secret(self, webhook_id: str, stored: str) -> str:
+        """The secret to sign with: the table holds it sealed (engine/kernel/credentials.py)."""
+        if self._keys is None:
+            try:
+                self._keys = KeyFile.existing(self.db_path)
+            except KeyFileError as exc:
+                raise SealError(str(exc)) from exc
+        return unseal(self._keys.current().sealing, stored, webhook_id)
+
+    async def _post(
+        self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
+    ) -> tuple[str, str] | None:
+        """None when the receiver took the event (2xx), else what the customer is told
+        (the status, or only that it was not delivered) and why, for the operator."""
+        try:
+            async with asyncio.timeout(self.attempt_seconds):
+                status = await self._send(client, url, payload, headers)
+        except _Refused as exc:
+            return NOT_DELIVERED, str(exc)
+        except TimeoutError:
+            return NOT_DELIVERED, "no answer within the attempt's deadline"
+        except Exception as exc:  # whatever went wrong, this attempt failed; retry later
+            return NOT_DELIVERED, type(exc).__name__
+        if 200 <= status < 300:
+            return None
+        return f"failed: HTTP {status}", f"HTTP {status}"
+
+    async def _send(
+        self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
+    ) -> int:
+        """POST to an allowed address of the URL's host; the answer's status."""
+        target = httpx.URL(url)
+        if target.scheme not in ("http", "https"):
+            raise _Refused(f"scheme {target.scheme!r} refused")
+        host = target.host
+        addresses = await self._addresses(host, target.port or _PORTS[target.scheme])
+        # The name travels in the Host header and in TLS (SNI, certificate check); the
+        # connection goes to the address that passed the check.
+        headers = {**headers, "Host": target.netloc.decode("ascii")}
+        extensions = {} if _is_address(host) else {"sni_hostname": host}
+        failure: Exception = _Refused(f"{host}: no address")
+        for address in addresses:
+            try:
+                async with client.stream(
+                    "POST",
+                    target.copy_with(host=address),
+                    content=payload,
+                    headers=headers,
+                    extensions=extensions,
+                ) as response:
+                    await _drain(response)
+                    return response.status_code
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                failure = exc  # the next address may answer (localhost: ::1, 127.0.0.1)
+        raise failure
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        """The addresses of `host` that the destination policy lets a webhook reach."""
+        resolved = await self._resolve(host, port)
+        if self.destinations.allows_name(host):
+            return resolved
+        allowed = [a for a in resolved if self.destinations.allows_address(ip_address(a))]
+        if not allowed:
+            raise _Refused(f"destination refused: {host} is {', '.join(resolved) or 'unknown'}")
+        return allowed
+
+    def _flush(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        data = {c: asdict(p) for c, p in list(self._progress.items())}
+        try:
+            private_files.write(self.progress_path, orjson.dumps(data))
+        except OSError as exc:  # kept in memory; written at the next flush
+            log.warning("webhook progress not saved", error=str(exc))
+            self._dirty = True
+
+
+_PORTS = {"http": 80, "https": 443}
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+async def _drain(response: httpx.Response) -> None:
+    """Read at most `RESPONSE_CAP` bytes of the body, for at most `_DRAIN_SECONDS`: a
+    brief answer leaves the connection reusable, a huge or endless one is dropped. Raw
+    bytes, so a compressed body is never inflated."""
+    if response.is_stream_consumed:  # a transport that read it already
+        return
+    read = 0
+    with contextlib.suppress(httpx.HTTPError, TimeoutError):
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for chunk in response.aiter_raw():
+                read += len(chunk)
+                if read >= RESPONSE_CAP:
+                    return
+
+
+def delivered_through(app: Any, customer_id: str) -> int | None:
+    """With a webhook registered, the seq up to which its events were delivered."""
+    row = app.state.queries.conn.execute(
+        "SELECT id, since FROM webhooks WHERE customer_id = ?", (customer_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    return int(app.state.webhooks.delivered_through(customer_id, row[0], row[1]))
+
+
+def status(app: Any, customer_id: str) -> dict[str, Any] | None:
+    """A customer's registration with its delivery backlog, for `GET /v2/sandbox/webhooks`."""
+    conn = app.state.queries.conn
+    row = conn.execute(
+        "SELECT id, url, since, created_at FROM webhooks WHERE customer_id = ?", (customer_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    webhook_id, url, since, created_at = row
+    deliverer: Deliverer = app.state.webhooks
+    delivered = deliverer.delivered_through(customer_id, webhook_id, since)
+    attempts, error = deliverer.failures(customer_id)
+    backlog = conn.execute(
+        "SELECT count(*) FROM event_feed WHERE customer_id = ? AND seq > ?",
+        (customer_id, delivered),
+    ).fetchone()[0]
+    view: dict[str, Any] = {
+        "id": webhook_id,
+        "url": redact_url(url),
+        "created_at": created_at,
+        "undelivered_webhooks": backlog,
+        "failed_attempts": attempts,
+    }
+    if error:
+        view["last_error"] = error
+    return view

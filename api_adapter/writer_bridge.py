@@ -1,0 +1,121 @@
+"""Hand a command to the engine's writer and await its answer without blocking the loop.
+
+The loop and the writer meet through one bridge per event loop, which batches both ways:
+
+- Commands submitted while the loop runs one iteration (the requests that arrived
+  together) reach the writer's queue together, at the end of it, in one
+  `Engine.submit_many` (one queue operation and one future for all of them). The
+  writer starts a batch the moment its queue holds anything, so a command queued alone
+  would make it decide and commit a batch of one while the rest of the wave waits for
+  the next commit.
+- Answers come back with one wake-up of the loop per batch rather than one per command
+  (asyncio.wrap_future schedules a callback into the loop for each), which is work the
+  writer does between its commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections import deque
+from functools import partial
+from typing import Any
+
+from fastapi import Request
+
+from api_adapter.auth import Principal
+from engine import Engine
+from engine.kernel.commands import Actor, Command
+from engine.runtime.reply import Batch
+
+
+def actor(request: Request, principal: Principal) -> Actor:
+    return actor_of(principal, getattr(request.state, "client_request_id", "") or "")
+
+
+def actor_of(principal: Principal, client_request_id: str) -> Actor:
+    """The command's actor; only a request id the client sent enters the log."""
+    return Actor(
+        customer_id=principal.customer_id,
+        client_id=principal.client_id,
+        request_id=client_request_id,
+    )
+
+
+async def run(request: Request, command: Command) -> Any:
+    return await submit(request.app.state.engine, command)
+
+
+def submit(engine: Engine, command: Command) -> asyncio.Future[Any]:
+    """The answer to `command`, to be awaited on the running loop."""
+    loop = asyncio.get_running_loop()
+    bridge = _bridges.get(loop)
+    if bridge is None:
+        bridge = _bridges[loop] = _Bridge(loop)
+    return bridge.submit(engine, command)
+
+
+class _Bridge:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.outbox: list[tuple[Engine, Command, asyncio.Future[Any]]] = []
+        self.inbox: deque[tuple[list[asyncio.Future[Any]], Batch]] = deque()
+        self.waking = False
+
+    def submit(self, engine: Engine, command: Command) -> asyncio.Future[Any]:
+        waiter = self.loop.create_future()
+        if not self.outbox:
+            self.loop.call_soon(self._flush)
+        self.outbox.append((engine, command, waiter))
+        return waiter
+
+    def _flush(self) -> None:
+        outbox, self.outbox = self.outbox, []
+        per_engine: dict[Engine, list[tuple[Command, asyncio.Future[Any]]]] = {}
+        for engine, command, waiter in outbox:
+            per_engine.setdefault(engine, []).append((command, waiter))
+        for engine, entries in per_engine.items():
+            self._hand_over(engine, entries)
+
+    def _hand_over(
+        self, engine: Engine, entries: list[tuple[Command, asyncio.Future[Any]]]
+    ) -> None:
+        """One queue operation and one future for the turn's commands to `engine`."""
+        waiters = [waiter for _, waiter in entries]
+        try:
+            batch = engine.submit_many([command for command, _ in entries])
+        except BaseException as exc:  # noqa: BLE001 - the callers get it, not the loop
+            for waiter in waiters:
+                waiter.set_exception(exc)
+            return
+        batch.add_done_callback(partial(self._answered, waiters))
+
+    def _answered(self, waiters: list[asyncio.Future[Any]], batch: Batch) -> None:
+        """Run by whoever answers (the writer thread): queue it, wake the loop once."""
+        self.inbox.append((waiters, batch))
+        if not self.waking:
+            self.waking = True
+            # a closed loop: nobody awaits the answer any more
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        self.waking = False  # before draining: an answer queued from now on wakes again
+        inbox = self.inbox
+        while inbox:
+            waiters, batch = inbox.popleft()
+            values, errors = batch.result(), batch.errors
+            for i, waiter in enumerate(waiters):
+                if waiter.done():  # the request was cancelled; its command was still decided
+                    continue
+                error = errors.get(i) if errors else None
+                if error is None:
+                    waiter.set_result(values[i])
+                else:
+                    waiter.set_exception(error)
+
+
+_bridges: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge] = (
+    weakref.WeakKeyDictionary()
+)

@@ -1,0 +1,1 @@
+"""Backtests: an order flow run against historical prices on the sandbox's engine."""

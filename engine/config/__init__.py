@@ -1,0 +1,1 @@
+"""Settings: how a sandbox behaves, and the files they are read from."""

@@ -1,0 +1,136 @@
+"""Engine settings: how the sandbox behaves. Loadable from a YAML config file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.config.destinations import parse_allowed
+
+ALL_SCOPES: tuple[str, ...] = (
+    "funding:read_profile",
+    "funding:write_profile",
+    "exchange:read_order",
+    "exchange:write_order",
+    "exchange:self_match_prevention",
+    "fee:write_crypto_withdrawal_fee",
+    "transfer:read_transfer",
+    "transfer:write_crypto_withdrawal",
+    "transfer:write_internal_transfer",
+    "transfer:read_fiat_deposit_instructions",
+    "transfer:write_fiat_deposit_instructions",
+    "transfer:write_sandbox_fiat_deposit",
+    "events:read_event",
+    "sandbox:write_customer",
+)
+
+# The permission `self_match_prevention_id` needs. The real service grants it only to
+# some accounts, so no client holds it unless asked for (a customer's creation option,
+# the `bootstrap_self_match_prevention` setting): code that sends the field would
+# otherwise pass here and fail in production.
+SELF_MATCH_PREVENTION = "exchange:self_match_prevention"
+# Scopes the bootstrap client receives: every one but that permission.
+BOOTSTRAP_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != SELF_MATCH_PREVENTION)
+# Scopes a customer created through the sandbox endpoint receives: everything a user's
+# integration needs, but not the power to create further tenants.
+CUSTOMER_SCOPES: tuple[str, ...] = tuple(
+    s for s in BOOTSTRAP_SCOPES if s != "sandbox:write_customer"
+)
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    # The key of the execution id permutation (engine/execution_ids.py), chosen when the
+    # database is created: "random" (from the OS CSPRNG) hides the sandbox's trading
+    # volume from tenants; "seeded" derives it from the seed, so the same seed and
+    # commands show the same ids (backtests and scenario replays), and anyone who knows
+    # the seed can count executions from them.
+    execution_ids: Literal["random", "seeded"] = "random"
+    clock: Literal["wall", "manual"] = "wall"
+    clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
+    durability: Literal["FULL", "NORMAL"] = "FULL"
+    token_ttl_seconds: int = 3599
+    # Whether the bootstrap client, made with a new database, holds the permission that
+    # self_match_prevention_id needs (SELF_MATCH_PREVENTION above).
+    bootstrap_self_match_prevention: bool = False
+    # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
+    # body, and average requests per second per address by family, operation id or
+    # "default" (the families without a figure of the real service's).
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Connections of `sandex serve` (api_adapter/connections.py): seconds a client has to
+    # send a request's head and then its body, seconds an idle kept-alive connection is
+    # held, the most connections held at once, the longest request line and request head.
+    header_timeout_seconds: float = Field(default=10, gt=0)
+    body_timeout_seconds: float = Field(default=30, gt=0)
+    keep_alive_timeout_seconds: int = Field(default=5, ge=1)
+    max_connections: int = Field(default=1000, ge=1)
+    max_url_bytes: int = Field(default=16 * 1024, ge=1024, le=65535)
+    max_header_bytes: int = Field(default=64 * 1024, ge=4096)
+    rate_limits_enabled: bool = True
+    rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    # Sandbox wires (engine/funding.py), as the real sandbox does them: credited about a
+    # minute after they are sent, less its wire fee (its own example: amount 150.33,
+    # fee 30, total 120.33).
+    fiat_deposit_delay_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    wire_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
+    # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these
+    # override them entry by entry): asset -> network -> flat fee, network -> seconds
+    # from request to COMPLETED, asset -> largest amount of one withdrawal.
+    withdrawal_fee_ttl_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    withdrawal_fees: dict[str, dict[str, Annotated[Decimal, Field(ge=0)]]] = Field(
+        default_factory=dict
+    )
+    withdrawal_confirmation_seconds: dict[str, Annotated[Decimal, Field(ge=0)]] = Field(
+        default_factory=dict
+    )
+    withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
+    # Trading (engine/market.py, engine/orders.py). Reference prices: starting prices
+    # per market (overrides of engine.market.START_PRICES), daily volatility of the seeded
+    # path (0 keeps prices still until set) and its step. Synthetic liquidity: the full
+    # spread, the number of levels per side, their spacing and the quote value of each.
+    market_prices: dict[str, Decimal] = Field(default_factory=dict)
+    market_volatility: Decimal = Decimal("0.03")
+    market_step_seconds: int = Field(default=1, ge=1)
+    market_spread_bps: Decimal = Decimal(10)
+    market_levels: int = Field(default=10, ge=1, le=100)
+    market_level_step_bps: Decimal = Decimal(5)
+    market_level_notional: Decimal = Decimal(50000)
+    # How many future steps one scan of the path looks at for resting orders to fill.
+    market_watch_steps: int = Field(default=900, ge=32)
+    # Trading fees as fractions of the notional (0.001 = 10 bps), in the quote asset.
+    maker_fee_rate: Decimal = Decimal(0)
+    taker_fee_rate: Decimal = Decimal(0)
+    # Delay between an order's creation (PENDING_SUBMISSION) and its submission.
+    order_submission_latency_ms: int = Field(default=0, ge=0)
+    group_commit_max: int = 512
+    # Start-up: the writer has a snapshot of the state built every this many events, and
+    # start-up replays only the log after the newest (engine/state_snapshots.py); 0: never.
+    snapshot_every_events: int = Field(default=100_000, ge=0)
+    tick_interval_seconds: float = 0.1
+    # Webhook destinations (engine/destinations.py): besides public addresses, the host
+    # names, addresses and networks a webhook may reach. Empty: loopback, private,
+    # link-local and other non-public destinations are refused.
+    webhook_allowed_hosts: list[str] = Field(default_factory=list)
+    # Check every invariant after every command (the test suite turns this on).
+    assert_invariants: bool = False
+
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            parse_allowed(entry)
+        return entries
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: object) -> Settings:
+        """The file's settings, `overrides` (None left out) over them; a file that cannot
+        be read or holds a wrong setting is a `SettingsFileError` naming line and key."""
+        from engine.config.settings_file import load
+
+        return load(path, overrides)

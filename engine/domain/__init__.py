@@ -1,0 +1,1 @@
+"""The domain: pure decisions and appliers. No SQL, no HTTP, no wall clock."""

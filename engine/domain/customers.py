@@ -1,0 +1,217 @@
+"""Customers, their API clients and their profiles."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from engine.config.settings import (
+    ALL_SCOPES,
+    BOOTSTRAP_SCOPES,
+    CUSTOMER_SCOPES,
+    SELF_MATCH_PREVENTION,
+)
+from engine.kernel.commands import CreateCustomer, CreateProfile, RevokeClient
+from engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from engine.kernel.events import Event
+from engine.kernel.state import Ctx, State
+
+_HASH_ROUNDS = 20_000
+
+
+def hash_secret(secret: str, salt: str) -> str:
+    return hashlib.pbkdf2_hmac("sha256", secret.encode(), salt.encode(), _HASH_ROUNDS).hex()
+
+
+def secret_matches(secret: str, salt: str, expected_hash: str) -> bool:
+    return hmac.compare_digest(hash_secret(secret, salt), expected_hash)
+
+
+def profile_view(profile: dict[str, Any]) -> dict[str, Any]:
+    view = {"id": profile["id"], "nickname": profile["nickname"], "type": profile["type"]}
+    if profile.get("description") is not None:
+        view["description"] = profile["description"]
+    return view
+
+
+def resolve_profile(state: State, customer_id: str, profile_id: str) -> dict[str, Any]:
+    """The caller's profile by id or the `default` alias; another customer's is 'not found'."""
+    if profile_id == "default":
+        pid = state.customers.get(customer_id, {}).get("default_profile_id")
+        profile = state.profiles.get(pid) if pid else None
+    else:
+        profile = state.profiles.get(profile_id)
+    if profile is None or profile["customer_id"] != customer_id:
+        raise NotFound(f"profile not found with id {profile_id}")
+    return profile
+
+
+# -- decisions ----------------------------------------------------------------------
+
+
+def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
+    state = ctx.state
+    client_id = cmd.client_id or ctx.ids.uuid()
+    if client_id in state.clients:
+        raise AlreadyExists(
+            f"client already exists with id '{client_id}'", {"client_id": client_id}
+        )
+    unknown = [s for s in cmd.scopes if s not in ALL_SCOPES]
+    if unknown:
+        raise Invalid(f"scopes invalid: unknown scope {unknown[0]}", field="scopes")
+    if cmd.scopes:
+        scopes = cmd.scopes
+    elif cmd.bootstrap:
+        scopes = ALL_SCOPES if ctx.settings.bootstrap_self_match_prevention else BOOTSTRAP_SCOPES
+    else:
+        scopes = CUSTOMER_SCOPES
+    if cmd.self_match_prevention and SELF_MATCH_PREVENTION not in scopes:
+        scopes = (*scopes, SELF_MATCH_PREVENTION)
+    # From the OS, not the seeded ids: a tenant who knows the seed must learn nothing.
+    secret = cmd.client_secret or ctx.secrets.token(40)
+    salt = ctx.secrets.salt()
+    customer_id = ctx.ids.uuid()
+    profile_id = ctx.ids.uuid()
+    ctx.emit(
+        "CustomerCreated",
+        f"customer-{customer_id}",
+        {"customer_id": customer_id, "bootstrap": cmd.bootstrap},
+    )
+    ctx.emit(
+        "ClientCreated",
+        f"client-{client_id}",
+        {
+            "client_id": client_id,
+            "customer_id": customer_id,
+            "salt": salt,
+            "secret_hash": hash_secret(secret, salt),
+            "scopes": list(scopes),
+        },
+    )
+    ctx.emit(
+        "ProfileCreated",
+        f"profile-{profile_id}",
+        {
+            "profile_id": profile_id,
+            "customer_id": customer_id,
+            "nickname": "default",
+            "type": "DEFAULT",
+            "description": None,
+        },
+    )
+    return {
+        "customer_id": customer_id,
+        "client_id": client_id,
+        "client_secret": secret,
+        "profile_id": profile_id,
+    }
+
+
+def revoke_client(ctx: Ctx, cmd: RevokeClient) -> dict[str, Any]:
+    client = ctx.state.clients.get(cmd.client_id)
+    if client is None:
+        raise NotFound(f"client not found with id {cmd.client_id}")
+    if not client["revoked"]:
+        ctx.emit("ClientRevoked", f"client-{cmd.client_id}", {"client_id": cmd.client_id})
+    return {"client_id": cmd.client_id, "revoked": True}
+
+
+def create_profile(ctx: Ctx, cmd: CreateProfile) -> dict[str, Any]:
+    state = ctx.state
+    nickname = cmd.nickname
+    if not nickname or not nickname.strip():
+        raise Invalid("nickname invalid: must not be empty", field="nickname")
+    if len(nickname) > 100:
+        raise Invalid("nickname invalid: at most 100 characters", field="nickname")
+    if cmd.description is not None and len(cmd.description) > 1000:
+        raise Invalid("description invalid: at most 1000 characters", field="description")
+    customer = state.customers.get(cmd.actor.customer_id)
+    if customer is None:
+        raise NotFound(f"customer not found with id {cmd.actor.customer_id}")
+    for pid in customer["profile_ids"]:
+        existing = state.profiles[pid]
+        if existing["nickname"] == nickname:
+            raise AlreadyExists(
+                f"profile already exists with nickname '{nickname}'", profile_view(existing)
+            )
+    profile_id = ctx.ids.uuid()
+    ctx.emit(
+        "ProfileCreated",
+        f"profile-{profile_id}",
+        {
+            "profile_id": profile_id,
+            "customer_id": customer["id"],
+            "nickname": nickname,
+            "type": "NORMAL",
+            "description": cmd.description,
+        },
+    )
+    return profile_view(state.profiles[profile_id])
+
+
+# -- appliers -------------------------------------------------------------------------
+
+
+def _customer_created(state: State, e: Event) -> None:
+    cid = e.data["customer_id"]
+    state.customers[cid] = {
+        "id": cid,
+        "created_at": e.occurred_at,
+        "profile_ids": [],
+        "default_profile_id": None,
+        "bootstrap": e.data.get("bootstrap", False),
+    }
+    state.mark("customer", cid)
+
+
+def _client_created(state: State, e: Event) -> None:
+    d = e.data
+    state.clients[d["client_id"]] = {
+        "client_id": d["client_id"],
+        "customer_id": d["customer_id"],
+        "salt": d["salt"],
+        "secret_hash": d["secret_hash"],
+        "scopes": tuple(d["scopes"]),
+        "revoked": False,
+        "created_at": e.occurred_at,
+    }
+    state.mark("client", d["client_id"])
+
+
+def _client_revoked(state: State, e: Event) -> None:
+    state.clients[e.data["client_id"]]["revoked"] = True
+    state.mark("client", e.data["client_id"])
+
+
+def _profile_created(state: State, e: Event) -> None:
+    d = e.data
+    pid = d["profile_id"]
+    state.profiles[pid] = {
+        "id": pid,
+        "customer_id": d["customer_id"],
+        "nickname": d["nickname"],
+        "type": d["type"],
+        "description": d.get("description"),
+        "created_at": e.occurred_at,
+        "seq": e.position,
+    }
+    customer = state.customers[d["customer_id"]]
+    customer["profile_ids"].append(pid)
+    if d["type"] == "DEFAULT":
+        customer["default_profile_id"] = pid
+    state.mark("profile", pid)
+
+
+DECIDERS = {
+    CreateCustomer: create_customer,
+    RevokeClient: revoke_client,
+    CreateProfile: create_profile,
+}
+
+APPLIERS = {
+    "CustomerCreated": _customer_created,
+    "ClientCreated": _client_created,
+    "ClientRevoked": _client_revoked,
+    "ProfileCreated": _profile_created,
+}

@@ -1,0 +1,236 @@
+"""The public event feed: every change of an order or a transfer, as its customer sees it.
+
+The feed is a projection of the log like any read model. It follows the events of other
+modules (`TransferCreated`, `OrderFilled`, ...) through `domain.observe`, and turns each
+into the service's Event shape: `type` (`transfer.crypto_withdrawal.completed`,
+`order.filled`), `object_type`, the object as it stood right after the change, and
+`created_at`, the time of the log event. Feed ids are derived from the log event's
+stream and version, so a replay gives the same ids and nothing needs drawing.
+
+`seq` orders the feed: twice the log position, plus one for the second side of a trade.
+The feed is append-only: an item, once written, never changes, and a restore of a
+snapshot leaves it (what was announced stays announced). So the writer's state does
+not keep the items: each goes to the `event_feed` table in the commit of the event that
+produced it (`State.append`), a start-up replay skips them, and a rebuild collects them
+from the whole log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import orjson
+
+from engine.domain.trading.orders import shown_view, trading_state
+from engine.domain.transfers.transfer_records import transfer_view
+from engine.kernel.errors import Invalid, NotFound
+from engine.kernel.events import Event
+from engine.kernel.state import State
+from engine.read import readmodels
+from engine.read.queries import checked_limit, time_conditions
+
+TRANSFER_EVENTS = ("TransferCreated", "TransferCompleted", "TransferFailed")
+ORDER_EVENTS = (
+    "OrderPlaced",
+    "OrderSubmitted",
+    "OrderOpened",
+    "OrderTriggered",
+    "TradeExecuted",
+    "OrderFilled",
+    "OrderCancelled",
+    "OrderRejected",
+)
+WATCHED = TRANSFER_EVENTS + ORDER_EVENTS
+
+TRANSFER_OBJECT = "transfer_status_change"
+ORDER_OBJECT = "order"
+
+
+def event_id(e: Event, rank: int) -> str:
+    """A version-4 UUID drawn from the log event; what `uuid.UUID(bytes=…, version=4)`
+    gives, without building the object (it runs for every feed item of a replay)."""
+    h = hashlib.blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).hexdigest()
+    # the version nibble (byte 6's high half) is 4, the variant bits of byte 8 are 10
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+# A hex digit with its top two bits set to 10: byte 8's high nibble after `& 0x3F | 0x80`.
+_VARIANT = {f"{k:x}": f"{(k & 0x3) | 0x8:x}" for k in range(16)}
+
+
+def _add(
+    state: State,
+    e: Event,
+    rank: int,
+    customer_id: str,
+    kind: str,
+    object_type: str,
+    obj: dict[str, Any],
+) -> None:
+    item_id = event_id(e, rank)
+    body = {
+        "id": item_id,
+        "type": kind,
+        "object_type": object_type,
+        "object": obj,
+        "created_at": e.occurred_at,
+    }
+    state.append(
+        "event_feed",
+        {
+            "id": item_id,
+            "customer_id": customer_id,
+            "type": kind,
+            "created_at": e.occurred_at,
+            "seq": e.position * 2 + rank,
+            "body": orjson.dumps(body).decode(),
+        },
+    )
+
+
+def _transfer(state: State, e: Event) -> None:
+    tid = e.data["transfer"]["id"] if e.type == "TransferCreated" else e.data["transfer_id"]
+    t = state.transfers[tid]
+    kind = f"transfer.{t['type'].lower()}.{t['status'].lower()}"
+    _add(state, e, 0, t["customer_id"], kind, TRANSFER_OBJECT, transfer_view(t))
+
+
+_ORDER_TYPES = {
+    "OrderSubmitted": "order.submitted",
+    "OrderOpened": "order.open",
+    "OrderTriggered": "order.triggered",
+    "OrderFilled": "order.filled",
+    "OrderCancelled": "order.cancelled",
+    "OrderRejected": "order.rejected",
+}
+
+
+def _order(state: State, e: Event) -> None:
+    orders = trading_state(state).orders
+    if e.type == "TradeExecuted":
+        # A trade that leaves an order open is news; one that completes it is announced
+        # by the `order.filled` that follows in the same decision.
+        for rank, side in enumerate(("buy", "sell")):
+            part = e.data.get(side)
+            if part is None:
+                continue
+            o = orders[part["order_id"]]
+            if o.qty and o.filled < o.qty:
+                _add(
+                    state,
+                    e,
+                    rank,
+                    o.customer_id,
+                    "order.partially_filled",
+                    ORDER_OBJECT,
+                    shown_view(o),
+                )
+        return
+    order_id = e.data["order"]["id"] if e.type == "OrderPlaced" else e.data["order_id"]
+    o = orders[order_id]
+    kind = f"order.{o.status.lower()}" if e.type == "OrderPlaced" else _ORDER_TYPES[e.type]
+    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(o))
+
+
+def observe(state: State, e: Event) -> None:
+    """Runs after the applier of every watched event type."""
+    if state.appended is None:
+        return
+    if e.type in TRANSFER_EVENTS:
+        _transfer(state, e)
+    else:
+        _order(state, e)
+
+
+# -- read model -----------------------------------------------------------------------
+
+
+readmodels.register_append(
+    "event_feed",
+    {
+        "columns": {
+            "id": str,
+            "customer_id": str,
+            "type": str,
+            "created_at": str,
+            "seq": int,
+            "body": str,
+        },
+        "pk": ["id"],
+        # One index serves both listings: with a type asked, the type is read from the
+        # index entry and only matching rows are fetched. A (customer, type, seq) index
+        # beside it cost a page write per customer and type at every commit.
+        "indexes": [["customer_id", "seq", "type"]],
+    },
+    "seq / 2",
+)
+
+
+# -- the read side ----------------------------------------------------------------------
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 100
+
+
+def _public(body: str, undelivered: int) -> dict[str, Any]:
+    event: dict[str, Any] = orjson.loads(body)
+    event["undelivered_webhooks"] = undelivered
+    return event
+
+
+def list_events(
+    conn: Any,
+    customer_id: str,
+    *,
+    limit: int | None = None,
+    after_seq: int | None = None,
+    type: str | None = None,
+    times: dict[str, str] | None = None,
+    delivered_through: int | None = None,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """A customer's events in ascending order, and the seq to continue after (or None).
+
+    `delivered_through`: with a webhook registered, the seq up to which its events were
+    delivered; each later event counts one undelivered webhook."""
+    limit = checked_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
+    where = ["f.customer_id = ?"]
+    params: list[Any] = [customer_id]
+    if type is not None:
+        where.append("f.type = ?")
+        params.append(type)
+    time_where, time_params = time_conditions(
+        {("created_at", op): text for op, text in (times or {}).items()}, table="f."
+    )
+    where += time_where
+    params += time_params
+    if after_seq is not None:
+        where.append("f.seq > ?")
+        params.append(after_seq)
+    sql = (
+        f"SELECT f.seq, f.body FROM event_feed f WHERE {' AND '.join(where)} ORDER BY f.seq LIMIT ?"
+    )
+    rows = conn.execute(sql, [*params, limit + 1]).fetchall()
+    events = [_public(body, _undelivered(seq, delivered_through)) for seq, body in rows[:limit]]
+    return events, (rows[limit - 1][0] if len(rows) > limit else None)
+
+
+def _undelivered(seq: int, delivered_through: int | None) -> int:
+    return 0 if delivered_through is None or seq <= delivered_through else 1
+
+
+def get_event(
+    conn: Any, customer_id: str, event_id: str, delivered_through: int | None = None
+) -> dict[str, Any]:
+    try:
+        uuid.UUID(event_id)
+    except ValueError as exc:
+        raise Invalid("id invalid: an event id is a UUID", field="id") from exc
+    row = conn.execute(
+        "SELECT seq, body FROM event_feed WHERE id = ? AND customer_id = ?",
+        (event_id, customer_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"event not found with id {event_id}")
+    return _public(row[1], _undelivered(row[0], delivered_through))

@@ -1,0 +1,1 @@
+"""Trading: orders, the book, matching, markets."""

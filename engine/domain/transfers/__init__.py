@@ -1,0 +1,1 @@
+"""Transfers: funding, withdrawals and their fees, internal transfers."""

@@ -1,0 +1,272 @@
+"""Funding a profile: sandbox deposits, fiat deposit instructions and sandbox wires."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from engine.domain.customers import resolve_profile
+from engine.domain.ledger import FEES, WORLD, available
+from engine.domain.metadata import check_metadata
+from engine.domain.transfers import transfer_records
+from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_asset_network
+from engine.kernel.clock import format_time, parse_time
+from engine.kernel.commands import (
+    CreateFiatDepositInstructions,
+    InitiateFiatDeposit,
+    SandboxDeposit,
+)
+from engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from engine.kernel.events import Event
+from engine.kernel.money import ASSETS, ZERO, check_precision, decimals, format_amount, parse_amount
+from engine.kernel.state import Ctx, State
+
+FIAT_NETWORKS = ("WIRE", "DBS_ACT", "CUBIX", "SCB")
+ROUTING_TYPES = ("ABA", "SWIFT")
+
+# Where a sandbox customer is told to send a wire: the simulated platform's bank.
+_PLATFORM_BANK = {
+    "ABA": {"routing_number": "021000021", "bank_name": "Sandex Sandbox Bank"},
+    "SWIFT": {"routing_number": "SNDXUS33XXX", "bank_name": "Sandex Sandbox Bank"},
+}
+_BANK_ADDRESS = {
+    "country": "US",
+    "address1": "1 Sandbox Plaza",
+    "city": "New York",
+    "province": "NY",
+    "zip_code": "10004",
+}
+
+
+def instructions_view(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if v is not None and k not in ("seq", "customer_id")}
+
+
+# -- decisions ----------------------------------------------------------------------
+
+
+def sandbox_deposit(ctx: Ctx, cmd: SandboxDeposit) -> dict[str, Any]:
+    profile = resolve_profile(ctx.state, cmd.actor.customer_id, cmd.profile_id)
+    asset = cmd.asset
+    if asset not in ASSETS:
+        raise Invalid(f"asset invalid: unknown asset '{asset}'", field="asset")
+    amount = parse_amount(cmd.amount, "amount")
+    check_precision(amount, asset, "amount")
+    network = cmd.crypto_network
+    if network is not None:
+        if network not in CRYPTO_NETWORKS:
+            raise Invalid(
+                f"crypto_network invalid: unknown network '{network}'", field="crypto_network"
+            )
+        problem = check_asset_network(asset, network)
+        if problem:
+            raise Invalid(f"crypto_network invalid: {problem}", field="crypto_network")
+    record = {
+        "customer_id": profile["customer_id"],
+        "profile_id": profile["id"],
+        "amount": format_amount(amount),
+        "total": format_amount(amount),
+        "fee": "0",
+        "asset": asset,
+        "balance_asset": asset,
+        "direction": "CREDIT",
+        "type": "CRYPTO_DEPOSIT" if network else "WIRE_DEPOSIT",
+        "status": "COMPLETED",
+        "crypto_network": network,
+        "crypto_tx_hash": ctx.ids.hex() if network else None,
+        "crypto_tx_index": "0" if network else None,
+        "destination_address": cmd.crypto_address if network else None,
+    }
+    transfer = transfer_records.create(
+        ctx, record, [(WORLD, available(profile["id"]), asset, amount)]
+    )
+    return {"activity_id": transfer["id"]}
+
+
+def create_fiat_deposit_instructions(
+    ctx: Ctx, cmd: CreateFiatDepositInstructions
+) -> dict[str, Any]:
+    state = ctx.state
+    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    if cmd.fiat_network not in FIAT_NETWORKS:
+        raise Invalid(
+            f"fiat_network invalid: unknown network '{cmd.fiat_network}'", field="fiat_network"
+        )
+    if cmd.fiat_network != "WIRE":
+        raise Invalid(
+            f"fiat_network invalid: only WIRE is simulated by this sandbox, not {cmd.fiat_network}",
+            field="fiat_network",
+        )
+    routing_type = cmd.routing_number_type or "ABA"
+    if routing_type not in ROUTING_TYPES:
+        raise Invalid(
+            f"routing_number_type invalid: unknown value '{routing_type}'",
+            field="routing_number_type",
+        )
+    metadata = check_metadata(cmd.metadata)
+    if cmd.ref_id is not None:
+        if not cmd.ref_id or len(cmd.ref_id) > 128:
+            raise Invalid("ref_id invalid: 1 to 128 characters", field="ref_id")
+        for record in state.fiat_instructions.values():
+            if (
+                record["customer_id"] == profile["customer_id"]
+                and record.get("ref_id") == cmd.ref_id
+            ):
+                raise AlreadyExists(
+                    f"fiat deposit instructions already exist with ref_id '{cmd.ref_id}'",
+                    instructions_view(record),
+                )
+    memo_id = ctx.ids.code(10)
+    while memo_id in state.memos:
+        memo_id = ctx.ids.code(10)
+    instructions_id = ctx.ids.uuid()
+    record = {
+        "id": instructions_id,
+        "customer_id": profile["customer_id"],
+        "profile_id": profile["id"],
+        "identity_id": cmd.identity_id or "",
+        "account_id": cmd.account_id,
+        "ref_id": cmd.ref_id,
+        "status": "VALID",
+        "memo_id": memo_id,
+        "fiat_network_instructions": {
+            "wire": {
+                "account_number": "4000" + ctx.ids.code(8).translate(_DIGITS),
+                "fiat_account_owner_address": dict(_BANK_ADDRESS),
+                "routing_details": {
+                    "routing_number_type": routing_type,
+                    **_PLATFORM_BANK[routing_type],
+                    "bank_address": dict(_BANK_ADDRESS),
+                },
+            }
+        },
+        "fiat_account_owner": {"institution_details": {"name": "Sandex Sandbox Trust"}},
+        "metadata": metadata,
+        "created_at": ctx.now_text,
+    }
+    ctx.emit(
+        "FiatDepositInstructionsCreated",
+        f"fiat-instructions-{instructions_id}",
+        {"instructions": record},
+    )
+    return instructions_view(state.fiat_instructions[instructions_id])
+
+
+_DIGITS = str.maketrans("ABCDEFGHJKLMNPQRSTUVWXYZ23456789", "01234567890123456789012345678901")
+
+
+def initiate_fiat_deposit(ctx: Ctx, cmd: InitiateFiatDeposit) -> dict[str, Any]:
+    state = ctx.state
+    if cmd.asset != "USD":
+        raise Invalid(f"asset invalid: only USD is supported, not '{cmd.asset}'", field="asset")
+    amount = parse_amount(cmd.amount, "amount")
+    if decimals(amount) > 2:
+        raise Invalid("amount invalid: at most 2 decimal places", field="amount")
+    if not cmd.fiat_network_instructions or not cmd.fiat_network_instructions.get("wire"):
+        raise Invalid("fiat network instructions required", field="fiat_network_instructions")
+    instructions_id = state.memos.get(cmd.memo_id)
+    record = state.fiat_instructions.get(instructions_id) if instructions_id else None
+    if record is None or record["customer_id"] != cmd.actor.customer_id:
+        raise NotFound(f"fiat deposit instructions not found with memo_id {cmd.memo_id}")
+    deposit_id = ctx.ids.uuid()
+    delay = ctx.settings.fiat_deposit_delay_seconds
+    due = ctx.now + timedelta(microseconds=int(delay * 1_000_000))
+    ctx.emit(
+        "FiatDepositInitiated",
+        f"fiat-deposit-{deposit_id}",
+        {
+            "deposit_id": deposit_id,
+            "memo_id": cmd.memo_id,
+            "profile_id": record["profile_id"],
+            "customer_id": record["customer_id"],
+            "amount": format_amount(amount),
+            "fee": format_amount(ctx.settings.wire_fee),
+            "due_at": format_time(due),
+            "fiat_network_instructions": cmd.fiat_network_instructions,
+            "fiat_account_owner": cmd.fiat_account_owner,
+        },
+    )
+    if due <= ctx.now:
+        credit_fiat_deposit(ctx, deposit_id)
+    return {}
+
+
+def credit_fiat_deposit(ctx: Ctx, deposit_id: str) -> None:
+    """The wire arrives: a WIRE_DEPOSIT credit, the fee to the platform."""
+    pending = ctx.state.pending_fiat.get(deposit_id)
+    if pending is None:
+        return
+    amount = Decimal(pending["amount"])
+    fee = Decimal(pending["fee"])
+    total = amount - fee
+    profile_id = pending["profile_id"]
+    instructions = ctx.state.fiat_instructions[ctx.state.memos[pending["memo_id"]]]
+    record: dict[str, Any] = {
+        "customer_id": pending["customer_id"],
+        "profile_id": profile_id,
+        "amount": format_amount(amount),
+        "fee": format_amount(fee),
+        "total": format_amount(total if total > ZERO else ZERO),
+        "asset": "USD",
+        "balance_asset": "USD",
+        "direction": "CREDIT",
+        "type": "WIRE_DEPOSIT",
+        "status": "PENDING",
+        "memo": pending["memo_id"],
+        "metadata": instructions.get("metadata"),
+        "identity_id": instructions.get("identity_id") or None,
+    }
+    transfer = transfer_records.create(ctx, record, [])
+    if total <= ZERO:
+        transfer_records.fail(
+            ctx,
+            transfer["id"],
+            {"status_details": {"reason": "the wire amount does not cover the wire fee"}},
+            [],
+        )
+    else:
+        postings = [(WORLD, available(profile_id), "USD", total)]
+        if fee > ZERO:
+            postings.append((WORLD, FEES, "USD", fee))
+        transfer_records.complete(ctx, transfer["id"], {}, postings)
+    ctx.emit(
+        "FiatDepositCredited",
+        f"fiat-deposit-{deposit_id}",
+        {"deposit_id": deposit_id, "transfer_id": transfer["id"]},
+    )
+
+
+# -- appliers -------------------------------------------------------------------------
+
+
+def _instructions_created(state: State, e: Event) -> None:
+    record = dict(e.data["instructions"])
+    record["seq"] = e.position
+    state.fiat_instructions[record["id"]] = record
+    state.memos[record["memo_id"]] = record["id"]
+    state.mark("fiat_instructions", record["id"])
+
+
+def _fiat_initiated(state: State, e: Event) -> None:
+    state.pending_fiat[e.data["deposit_id"]] = dict(e.data)
+    state.timers.add(parse_time(e.data["due_at"]), "fiat_deposit", e.data["deposit_id"])
+
+
+def _fiat_credited(state: State, e: Event) -> None:
+    state.pending_fiat.pop(e.data["deposit_id"], None)
+
+
+DECIDERS = {
+    SandboxDeposit: sandbox_deposit,
+    CreateFiatDepositInstructions: create_fiat_deposit_instructions,
+    InitiateFiatDeposit: initiate_fiat_deposit,
+}
+
+APPLIERS = {
+    "FiatDepositInstructionsCreated": _instructions_created,
+    "FiatDepositInitiated": _fiat_initiated,
+    "FiatDepositCredited": _fiat_credited,
+}
+
+TIMERS = {"fiat_deposit": credit_fiat_deposit}

@@ -1,0 +1,114 @@
+"""Internal transfers: an asset moved at once between two profiles of one customer.
+
+The move is two COMPLETED transfer records sharing a `group_id`, the debit side of the
+sender and the credit side of the recipient, so each profile's transfer list explains
+its own balance. Each side carries its own posting through a transit account that is
+empty again once the command is decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.domain.customers import resolve_profile
+from engine.domain.ledger import available
+from engine.domain.metadata import check_metadata
+from engine.domain.transfers import transfer_records
+from engine.kernel.commands import CreateInternalTransfer
+from engine.kernel.errors import AlreadyExists, InsufficientFunds, Invalid
+from engine.kernel.invariants import CHECKS
+from engine.kernel.money import (
+    ASSET_PRECISION,
+    ZERO,
+    check_precision,
+    format_amount,
+    format_normal,
+    parse_amount,
+)
+from engine.kernel.state import Ctx, State
+
+TRANSIT = "internal-transit"
+_MAX_REF_ID = 128
+
+
+def create_internal_transfer(ctx: Ctx, cmd: CreateInternalTransfer) -> dict[str, Any]:
+    state = ctx.state
+    asset = cmd.asset
+    if asset not in ASSET_PRECISION:
+        raise Invalid(f"asset invalid: unknown asset '{asset[:32]}'", field="asset")
+    amount = parse_amount(cmd.amount, "amount")
+    check_precision(amount, asset, "amount")
+    metadata = check_metadata(cmd.metadata)
+    recipient_metadata = check_metadata(cmd.recipient_metadata, "recipient_metadata")
+    if cmd.ref_id is not None and not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
+        raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
+    customer_id = cmd.actor.customer_id
+    sender = resolve_profile(state, customer_id, cmd.from_profile_id)
+    recipient = resolve_profile(state, customer_id, cmd.to_profile_id)
+    if sender["id"] == recipient["id"]:
+        raise Invalid(
+            "to_profile_id invalid: the recipient must be another profile than the sender",
+            field="to_profile_id",
+        )
+    if cmd.ref_id is not None:
+        existing = state.transfer_refs.get((sender["id"], cmd.ref_id))
+        if existing is not None:
+            raise AlreadyExists(
+                f"transfer already exists with ref_id '{cmd.ref_id}'",
+                transfer_records.transfer_view(state.transfers[existing]),
+            )
+    funds = state.ledger.balance(available(sender["id"]), asset)
+    if funds < amount:
+        raise InsufficientFunds(sender["id"], asset, format_normal(funds), format_normal(amount))
+    group_id = ctx.ids.uuid()
+    common = {
+        "customer_id": customer_id,
+        "amount": format_amount(amount),
+        "total": format_amount(amount),
+        "fee": "0",
+        "asset": asset,
+        "balance_asset": asset,
+        "status": "COMPLETED",
+        "group_id": group_id,
+    }
+    debit = transfer_records.create(
+        ctx,
+        {
+            **common,
+            "profile_id": sender["id"],
+            "ref_id": cmd.ref_id,
+            "direction": "DEBIT",
+            "type": "INTERNAL_TRANSFER_DEBIT",
+            "identity_id": cmd.from_identity_id,
+            "account_id": cmd.from_account_id,
+            "metadata": metadata,
+        },
+        [(available(sender["id"]), TRANSIT, asset, amount)],
+    )
+    transfer_records.create(
+        ctx,
+        {
+            **common,
+            "profile_id": recipient["id"],
+            "direction": "CREDIT",
+            "type": "INTERNAL_TRANSFER_CREDIT",
+            "identity_id": cmd.to_identity_id,
+            "account_id": cmd.to_account_id,
+            "metadata": recipient_metadata,
+        },
+        [(TRANSIT, available(recipient["id"]), asset, amount)],
+    )
+    return transfer_records.transfer_view(debit)
+
+
+def check_transit(state: State) -> list[str]:
+    """Nothing stays in transit between the two sides of an internal transfer."""
+    return [
+        f"{TRANSIT} holds {value} {asset} after a command"
+        for (account, asset), value in state.ledger.balances.items()
+        if account == TRANSIT and value != ZERO
+    ]
+
+
+DECIDERS = {CreateInternalTransfer: create_internal_transfer}
+CHECKS.append(check_transit)

@@ -1,0 +1,57 @@
+"""USD prices of assets, for the notional value of crypto transfers.
+
+The trading engine owns the markets' reference prices; this module only answers "what
+is one unit of this asset worth in USD now" for code outside trading. A module that
+knows better (the market) adds a source to `SOURCES`; the first source that answers
+wins, and the defaults below answer otherwise, so that a withdrawal never depends on
+whether a market has ticked yet. Sources read the state only, never a clock, so a
+decision is the same live and in replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
+
+from engine.kernel.state import State
+
+# Stablecoins redeemable 1:1 for USD are worth exactly one dollar.
+USD_STABLECOINS: frozenset[str] = frozenset({"USDP", "PYUSD", "USDG", "USDC"})
+
+# Starting prices of early 2024, the sandbox's default epoch.
+DEFAULT_USD_PRICES: dict[str, Decimal] = {
+    "USD": Decimal(1),
+    "BTC": Decimal("42500"),
+    "ETH": Decimal("2300"),
+    "BCH": Decimal("250"),
+    "LTC": Decimal("72"),
+    "SOL": Decimal("100"),
+    "LINK": Decimal("15"),
+    "AAVE": Decimal("105"),
+    "UNI": Decimal("6.50"),
+    "MATIC": Decimal("0.90"),
+    "PAXG": Decimal("2050"),
+    "EUR": Decimal("1.10"),
+    "SGD": Decimal("0.75"),
+}
+
+PriceSource = Callable[[State, str], Decimal | None]
+
+SOURCES: list[PriceSource] = []
+
+CENT = Decimal("0.01")
+
+
+def usd_price(state: State, asset: str) -> Decimal:
+    if asset in USD_STABLECOINS:
+        return Decimal(1)
+    for source in SOURCES:
+        price = source(state, asset)
+        if price is not None:
+            return price
+    return DEFAULT_USD_PRICES.get(asset, Decimal(0))
+
+
+def usd_value(state: State, asset: str, amount: Decimal) -> Decimal:
+    """`amount` of `asset` in USD, to the cent, half-up as money is rounded."""
+    return (amount * usd_price(state, asset)).quantize(CENT, rounding=ROUND_HALF_UP)

@@ -1,0 +1,257 @@
+"""Crypto withdrawals: a hold at once, then COMPLETED or FAILED after a network's delay.
+
+A withdrawal moves `total` from the profile's available balance into its withdrawal
+hold in the same event that creates the PENDING transfer, so the funds can never be
+spent twice. A timer at the network's confirmation delay then either posts the hold to
+the outside world (`amount`) and to the platform's fee income (`fee`), with an on-chain
+hash drawn from the seeded id source, or voids it back to the profile.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from engine.config.settings import Settings
+from engine.domain.customers import resolve_profile
+from engine.domain.ledger import FEES, WORLD, Posting, available, withdrawing
+from engine.domain.metadata import check_metadata
+from engine.domain.transfers import transfer_records, withdrawal_fees
+from engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
+from engine.kernel.clock import format_time, parse_time
+from engine.kernel.commands import CreateCryptoWithdrawal
+from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
+from engine.kernel.events import Event
+from engine.kernel.invariants import CHECKS
+from engine.kernel.money import ZERO, check_precision, format_amount, format_normal
+from engine.kernel.state import Ctx, State
+
+# A memo with this value makes the withdrawal end FAILED, for users testing that path.
+FAIL_MEMO = "sandbox:fail"
+
+# Where a withdrawal paid from another balance (USD for a USDC withdrawal) is converted
+# at par: an external account, like `world`, whose per-asset balances net each other.
+CONVERSION = "conversion"
+
+# Seconds from request to COMPLETED per network: a few blocks, compressed for a sandbox.
+DEFAULT_CONFIRMATION_SECONDS: dict[str, Decimal] = {
+    "BITCOIN": Decimal(6),
+    "BITCOIN_CASH": Decimal(5),
+    "LITECOIN": Decimal(4),
+    "ETHEREUM": Decimal(4),
+    "POLYGON_POS": Decimal(2),
+    "BASE": Decimal(2),
+    "ARBITRUM_ONE": Decimal(2),
+    "INK": Decimal(2),
+    "XLAYER": Decimal(2),
+    "SOLANA": Decimal(1),
+    "STELLAR": Decimal(1),
+}
+
+_EVM = frozenset({"ETHEREUM", "POLYGON_POS", "BASE", "ARBITRUM_ONE", "INK", "XLAYER"})
+_MAX_REF_ID = 128
+
+
+def confirmation_delay(settings: Settings, network: str) -> Decimal:
+    override = settings.withdrawal_confirmation_seconds.get(network)
+    return override if override is not None else DEFAULT_CONFIRMATION_SECONDS.get(network, ZERO)
+
+
+def _balance_asset(asset: str, balance_asset: str | None) -> str:
+    if balance_asset is None or balance_asset == asset:
+        return asset
+    if asset in USD_STABLECOINS and (balance_asset == "USD" or balance_asset in USD_STABLECOINS):
+        return balance_asset
+    if asset in USD_STABLECOINS:
+        allowed = ", ".join(["USD", *sorted(USD_STABLECOINS - {asset})])
+        reason = f"a {asset} withdrawal may debit {asset} or one of {allowed}"
+    else:
+        reason = f"only withdrawals of a USD stablecoin may debit another balance than {asset}"
+    raise Invalid(
+        f"balance_asset invalid: {reason}, not '{balance_asset[:32]}'", field="balance_asset"
+    )
+
+
+def _quoted_fee(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
+    """The guaranteed fee `fee_id` names, if the caller may use it for this withdrawal."""
+    fee_id = cmd.fee_id or ""
+    quote = withdrawal_fees.quotes(ctx.state).get(fee_id)
+    if quote is None or quote["customer_id"] != cmd.actor.customer_id:
+        raise NotFound(f"fee not found with id {fee_id[:64]}")
+    if withdrawal_fees.is_expired(ctx, quote):
+        raise Expired(f"fee {fee_id} expired at {quote['expires_at']}", quote["expires_at"])
+    for name in ("asset", "crypto_network", "destination_address"):
+        if quote[name] != getattr(cmd, name):
+            raise Invalid(
+                f"fee_id invalid: fee {fee_id} was quoted for {name} {quote[name]},"
+                f" not {str(getattr(cmd, name))[:128]}",
+                field="fee_id",
+            )
+    return quote
+
+
+def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
+    state = ctx.state
+    asset = cmd.asset
+    withdrawal_fees.check_destination(asset, cmd.crypto_network, cmd.destination_address)
+    sizing = withdrawal_fees.parse_sizing(cmd.amount, cmd.total, asset)
+    metadata = check_metadata(cmd.metadata)
+    balance_asset = _balance_asset(asset, cmd.balance_asset)
+    if cmd.ref_id is not None and not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
+        raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
+    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    profile_id = profile["id"]
+    if cmd.ref_id is not None:
+        existing = state.transfer_refs.get((profile_id, cmd.ref_id))
+        if existing is not None:
+            raise AlreadyExists(
+                f"transfer already exists with ref_id '{cmd.ref_id}'",
+                transfer_records.transfer_view(state.transfers[existing]),
+            )
+    if cmd.fee_id is not None:
+        quote = _quoted_fee(ctx, cmd)
+        fee = Decimal(quote["fee"])
+    else:
+        quote = None
+        fee = withdrawal_fees.scheduled_fee(ctx.settings, asset, cmd.crypto_network)
+    amount, total = sizing.priced(fee, asset)
+    if quote is not None and amount > Decimal(quote["amount"]):
+        raise Invalid(
+            f"amount invalid: {format_amount(amount)} {asset} is above the amount"
+            f" {quote['amount']} {asset} that fee {quote['id']} guarantees",
+            field="amount" if sizing.amount is not None else "total",
+        )
+    withdrawal_fees.check_cap(ctx.settings, asset, amount)
+    if balance_asset != asset:
+        check_precision(total, balance_asset, "total" if sizing.total is not None else "amount")
+    held = state.ledger.balance(available(profile_id), balance_asset)
+    if held < total:
+        raise InsufficientFunds(
+            profile_id, balance_asset, format_normal(held), format_normal(total)
+        )
+    record = {
+        "customer_id": profile["customer_id"],
+        "profile_id": profile_id,
+        "ref_id": cmd.ref_id,
+        "identity_id": cmd.identity_id,
+        "account_id": cmd.account_id,
+        "amount": format_amount(amount),
+        "total": format_amount(total),
+        "fee": format_amount(fee),
+        "asset": asset,
+        "balance_asset": balance_asset,
+        "direction": "DEBIT",
+        "type": "CRYPTO_WITHDRAWAL",
+        "status": "PENDING",
+        "destination_address": cmd.destination_address,
+        "crypto_network": cmd.crypto_network,
+        "memo": cmd.memo,
+        "metadata": metadata,
+        "notional_value": format_amount(usd_value(state, asset, amount + fee)),
+    }
+    hold: list[Posting] = [(available(profile_id), withdrawing(profile_id), balance_asset, total)]
+    transfer = transfer_records.create(ctx, record, hold)
+    delay = confirmation_delay(ctx.settings, cmd.crypto_network)
+    due = ctx.now + timedelta(microseconds=int(delay * 1_000_000))
+    ctx.emit(
+        "CryptoWithdrawalRequested",
+        f"transfer-{transfer['id']}",
+        {
+            "transfer_id": transfer["id"],
+            "due_at": format_time(due),
+            "fee_id": cmd.fee_id,
+            "beneficiary": cmd.beneficiary,
+        },
+    )
+    if due <= ctx.now:
+        confirm(ctx, transfer["id"])
+    return transfer_records.transfer_view(state.transfers[transfer["id"]])
+
+
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+_BASE58_PAIRS = [a + b for a in _BASE58 for b in _BASE58]
+
+
+def _base58(data: bytes) -> str:
+    """Bitcoin-alphabet base58, two digits per division: a tx hash on every confirmation."""
+    n = int.from_bytes(data, "big")
+    pairs = []
+    while n:
+        n, r = divmod(n, 3364)
+        pairs.append(_BASE58_PAIRS[r])
+    zeros = len(data) - len(data.lstrip(b"\0"))
+    return "1" * zeros + "".join(reversed(pairs)).lstrip("1")
+
+
+def _tx_hash(ctx: Ctx, network: str) -> str:
+    """A transaction id shaped as the network writes them (a Solana signature: 64 bytes)."""
+    if network in _EVM:
+        return "0x" + ctx.ids.hex()
+    if network == "SOLANA":
+        return _base58(bytes.fromhex(ctx.ids.hex() + ctx.ids.hex()))
+    return ctx.ids.hex()
+
+
+def confirm(ctx: Ctx, transfer_id: str) -> None:
+    """The network's verdict: post the hold to the world, or void it (sandbox:fail)."""
+    t = ctx.state.transfers.get(transfer_id)
+    if t is None or t["type"] != "CRYPTO_WITHDRAWAL" or t["status"] != "PENDING":
+        return
+    profile_id = t["profile_id"]
+    asset, paid_from = t["asset"], t["balance_asset"]
+    amount, fee, total = Decimal(t["amount"]), Decimal(t["fee"]), Decimal(t["total"])
+    hold = withdrawing(profile_id)
+    if t.get("memo") == FAIL_MEMO:
+        details = {
+            "sandbox_forced_failure": {
+                "message": f"withdrawal failed because its memo is '{FAIL_MEMO}';"
+                " the held funds are returned",
+                "memo": FAIL_MEMO,
+            }
+        }
+        transfer_records.fail(
+            ctx,
+            transfer_id,
+            {"status_details": details},
+            [(hold, available(profile_id), paid_from, total)],
+        )
+        return
+    source = hold
+    postings: list[Posting] = []
+    if paid_from != asset:
+        postings.append((hold, CONVERSION, paid_from, total))
+        source = CONVERSION
+    postings.append((source, WORLD, asset, amount))
+    if fee > ZERO:
+        postings.append((source, FEES, asset, fee))
+    changes = {"crypto_tx_hash": _tx_hash(ctx, t["crypto_network"]), "crypto_tx_index": "0"}
+    transfer_records.complete(ctx, transfer_id, changes, postings)
+
+
+def _requested(state: State, e: Event) -> None:
+    state.timers.add(parse_time(e.data["due_at"]), "withdrawal_confirmation", e.data["transfer_id"])
+
+
+def check_holds(state: State) -> list[str]:
+    """Every profile's withdrawal hold equals the totals of its PENDING withdrawals."""
+    expected: dict[tuple[str, str], Decimal] = {}
+    for t in state.transfers.values():
+        if t["type"] == "CRYPTO_WITHDRAWAL" and t["status"] == "PENDING":
+            key = (withdrawing(t["profile_id"]), t["balance_asset"])
+            expected[key] = expected.get(key, ZERO) + Decimal(t["total"])
+    problems = []
+    for (account, asset), value in state.ledger.balances.items():
+        if account.endswith(":withdrawing") and value != expected.pop((account, asset), ZERO):
+            problems.append(f"hold {account} {asset} is {value}, pending withdrawals differ")
+    for (account, asset), value in expected.items():
+        problems.append(f"hold {account} {asset} missing, pending withdrawals total {value}")
+    return problems
+
+
+DECIDERS = {CreateCryptoWithdrawal: create_withdrawal}
+APPLIERS = {"CryptoWithdrawalRequested": _requested}
+TIMERS = {"withdrawal_confirmation": confirm}
+CHECKS.append(check_holds)

@@ -1,0 +1,182 @@
+"""Commands: what a caller asks the engine to do. Plain data, decided by the writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who is asking: the customer the client belongs to, and the client."""
+
+    customer_id: str
+    client_id: str
+    request_id: str = ""
+
+
+SYSTEM = Actor(customer_id="", client_id="system")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    actor: Actor = field(default=SYSTEM, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateCustomer(Command):
+    """A new isolated customer with one client and a DEFAULT profile."""
+
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)  # never in a log line
+    scopes: tuple[str, ...] = ()
+    bootstrap: bool = False
+    # Grant the permission self_match_prevention_id needs, on top of the scopes.
+    self_match_prevention: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeClient(Command):
+    client_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateProfile(Command):
+    nickname: str = ""
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxDeposit(Command):
+    profile_id: str = ""
+    asset: str = ""
+    amount: str = ""
+    crypto_network: str | None = None
+    crypto_address: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateFiatDepositInstructions(Command):
+    profile_id: str = ""
+    fiat_network: str = "WIRE"
+    routing_number_type: str | None = None
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    metadata: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InitiateFiatDeposit(Command):
+    amount: str = ""
+    asset: str = ""
+    memo_id: str = ""
+    fiat_network_instructions: dict[str, Any] = field(default_factory=dict)
+    fiat_account_owner: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateWithdrawalFee(Command):
+    """Quote a guaranteed crypto withdrawal fee; exactly one of amount and total."""
+
+    asset: str = ""
+    destination_address: str = ""
+    crypto_network: str = ""
+    amount: str | None = None
+    total: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateCryptoWithdrawal(Command):
+    profile_id: str = ""
+    asset: str = ""
+    destination_address: str = ""
+    crypto_network: str = ""
+    amount: str | None = None
+    total: str | None = None
+    fee_id: str | None = None
+    ref_id: str | None = None
+    balance_asset: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    memo: str | None = None
+    metadata: dict[str, str] | None = None
+    beneficiary: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateInternalTransfer(Command):
+    from_profile_id: str = ""
+    to_profile_id: str = ""
+    asset: str = ""
+    amount: str = ""
+    ref_id: str | None = None
+    metadata: dict[str, str] | None = None
+    recipient_metadata: dict[str, str] | None = None
+    from_identity_id: str | None = None
+    from_account_id: str | None = None
+    to_identity_id: str | None = None
+    to_account_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOrder(Command):
+    """An order as the client sent it: raw strings, checked by engine.domain.trading.orders."""
+
+    profile_id: str = ""
+    side: str = ""
+    market: str = ""
+    type: str = ""
+    ref_id: str | None = None
+    base_amount: str | None = None
+    price: str | None = None
+    quote_amount: str | None = None
+    metadata: dict[str, str] | None = None
+    await_fill_millis: int | None = None
+    time_in_force: str | None = None
+    expiration_date: str | None = None
+    identity_id: str | None = None
+    identity_account_id: str | None = None
+    stop_price: str | None = None
+    recipient_profile_id: str | None = None
+    self_match_prevention_id: str | None = None
+    # Whether the client holds the permission that self_match_prevention_id needs.
+    may_prevent_self_match: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CancelOrder(Command):
+    profile_id: str = ""
+    order_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SetMarketPrice(Command):
+    """Move a market's reference price now (sandbox only)."""
+
+    market: str = ""
+    price: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMarket(Command):
+    """Market data at engine time "now", answered by the writer from its state."""
+
+    view: str = ""  # book | ticker | tickers | recent | price
+    market: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceClock(Command):
+    """Move a manual clock forward to `to`, or `by` a duration, firing every deadline on
+    the way. `by` is added to the clock in the writer, so that advances sent at the same
+    time add up instead of all aiming at the same target."""
+
+    to: datetime | None = None
+    by: timedelta | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(Command):
+    """Fire what is due now; sent by the scheduler on a wall clock."""

@@ -1,0 +1,172 @@
+"""The writer's in-memory state, and the context a decision runs in.
+
+State is a projection of the log: appliers (one per event type, in the domain modules)
+are the only code that changes it, both live and when the log is replayed on start-up.
+Appliers also mark what they touched as dirty so that the writer upserts exactly those
+read-model rows in the same transaction as the events.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.config.settings import Settings
+from engine.domain.ledger import Ledger
+from engine.kernel.clock import format_time
+from engine.kernel.compact_records import Records
+from engine.kernel.credentials import Secrets
+from engine.kernel.events import Event
+from engine.kernel.ids import IdSource
+
+
+class Timers:
+    """Deadlines (GTT expiry, fee expiry, confirmations, delayed credits) in time order.
+
+    Entries are never removed when their subject closes; the handler of a fired entry
+    checks that it still applies (lazy deletion keeps appliers simple)."""
+
+    __slots__ = ("_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[datetime, int, str, str]] = []
+        self._seq = 0
+
+    def add(self, deadline: datetime, kind: str, key: str) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (deadline, self._seq, kind, key))
+
+    def next_deadline(self) -> datetime | None:
+        return self._heap[0][0] if self._heap else None
+
+    def due(self, until: datetime) -> bool:
+        return bool(self._heap) and self._heap[0][0] <= until
+
+    def pop_due(self, until: datetime) -> tuple[datetime, str, str] | None:
+        if self._heap and self._heap[0][0] <= until:
+            deadline, _, kind, key = heapq.heappop(self._heap)
+            return deadline, kind, key
+        return None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+@dataclass
+class State:
+    ledger: Ledger = field(default_factory=Ledger)
+    customers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    clients: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    transfers: Records = field(default_factory=Records)  # settled ones compact (records.py)
+    # (profile_id, ref_id) -> transfer id, for idempotence of transfers.
+    transfer_refs: dict[tuple[str, str], str] = field(default_factory=dict)
+    fiat_instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    memos: dict[str, str] = field(default_factory=dict)
+    pending_fiat: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timers: Timers = field(default_factory=Timers)
+    # Read-model rows to rewrite at the next commit: (kind, key).
+    dirty: set[tuple[str, Any]] = field(default_factory=set)
+    # Domain extensions keep their own state here, keyed by module name.
+    ext: dict[str, Any] = field(default_factory=dict)
+    last_time: str = ""
+    position: int = 0
+    # False while the log is replayed: nothing is marked dirty (read models are already
+    # written), and appliers may keep the event's data as their own, since a replayed
+    # event is never encoded again; live, the data is encoded after it is applied.
+    live: bool = True
+    # Rows of append-only read models (the event feed) that applied events produced, for
+    # the next commit. None when nobody will write them: a start-up replay, whose tables
+    # already hold them, skips computing them at all (most of a replay's cost otherwise).
+    appended: list[tuple[str, dict[str, Any]]] | None = None
+
+    def mark(self, kind: str, key: Any) -> None:
+        if self.live:
+            self.dirty.add((kind, key))
+
+    def append(self, table: str, row: dict[str, Any]) -> None:
+        if self.appended is not None:
+            self.appended.append((table, row))
+
+
+Applier = Callable[[State, Event], None]
+
+
+_last_time: tuple[datetime | None, str] = (None, "")
+
+
+def _time_text(now: datetime) -> str:
+    """`format_time`, remembering the last answer: on a manual clock many decisions in
+    a row share their time. One tuple, swapped whole, so engines on other threads never
+    pair a time with another's text."""
+    global _last_time
+    last = _last_time
+    if now != last[0]:
+        last = _last_time = (now, format_time(now))
+    return last[1]
+
+
+class Ctx:
+    """What one decision sees: state, engine time, the seeded id source, the source of
+    secrets (the OS, engine/kernel/credentials.py) and settings.
+
+    `emit` applies the event to the state at once, so later steps of the same command
+    (a second fill, say) see the first; a decision validates before it emits."""
+
+    __slots__ = (
+        "state",
+        "now",
+        "now_text",
+        "ids",
+        "secrets",
+        "settings",
+        "meta",
+        "emitted",
+        "_appliers",
+        "_versions",
+    )
+
+    def __init__(
+        self,
+        state: State,
+        now: datetime,
+        ids: IdSource,
+        secrets: Secrets,
+        settings: Settings,
+        appliers: dict[str, Applier],
+        versions: dict[str, int],
+        meta: dict[str, Any],
+    ) -> None:
+        self.state = state
+        self.now = now
+        self.now_text = _time_text(now)
+        self.ids = ids
+        self.secrets = secrets
+        self.settings = settings
+        self.meta = meta
+        self.emitted: list[Event] = []
+        self._appliers = appliers
+        self._versions = versions  # each stream's last version, advanced as events emit
+
+    def begin(self, now: datetime, meta: dict[str, Any]) -> None:
+        """Make this the context of the next decision: the writer keeps one per state
+        rather than building one for every command."""
+        self.now = now
+        last = _last_time
+        self.now_text = last[1] if now == last[0] else _time_text(now)
+        self.meta = meta
+        self.emitted = []
+
+    def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
+        state = self.state
+        versions = self._versions
+        version = versions[stream] = versions.get(stream, 0) + 1
+        event = Event(type, stream, data, state.position + 1, version, self.now_text, self.meta)
+        self._appliers[type](state, event)
+        state.position = event.position
+        state.last_time = event.occurred_at
+        self.emitted.append(event)
+        return event

@@ -1,5 +1,0 @@
-"""Projections: the in-memory state (appliers) and the read-model tables derived from it."""
-
-from engine.projections.readmodels import TABLES, all_rows, rows_for
-
-__all__ = ["TABLES", "all_rows", "rows_for"]

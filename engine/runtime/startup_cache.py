@@ -1,0 +1,208 @@
+"""State snapshots: start-up loads the newest one and replays only the tail of the log.
+
+Not to be confused with the sandbox's own snapshots (engine/domain/sandbox_snapshots.py, events in the
+log that users take and restore): these are a cache of the writer's state, kept in the
+`state_snapshots` table of the same database, never a source of truth. Dropping the
+table costs one full replay at the next start-up; `sandex verify` and `sandex rebuild`
+never read it (they are the audit: they replay the whole log).
+
+What a snapshot holds is exactly what a replay of the log up to its position produces,
+not the live state: live decisions also keep things no event records (the market watch
+a decision armed, caches), and a start-up from a snapshot must equal a start-up from a
+full replay. So the writer never pickles its own state. When the log has grown by
+`snapshot_every_events` since the last snapshot, a background thread loads that
+snapshot through its own read-only connection, replays the events since, pickles the
+result and hands the bytes to the writer, which stores them in one short transaction
+of its own (the writer stays the only connection that writes). The writer's cost is
+that insert; the thread's replay and pickling share the GIL with it, which shows as
+latency while a snapshot is being built (docs/performance.md has the figures).
+
+Format: `pickle` (protocol 5) of `(State, stream versions as marshal bytes)`,
+compressed with zlib at level 1; settled transfers are kept as tuples
+(engine/kernel/compact_records.py). The state is plain data (dicts, lists, slotted classes, Decimals,
+SortedDicts); pickle keeps the sharing between them (an order in `orders` and in its
+book level is one object), which a JSON form would have to rebuild by hand. Unpickling
+runs code named in the data, so a snapshot must come from a trusted writer: it is read
+only from the user's own database, the same file whose log the engine trusts anyway. A snapshot is
+used only when its format matches this code exactly (FORMAT hashes the engine's
+sources, the Python version and sortedcontainers': after an upgrade the old snapshots
+are ignored and start-up replays the whole log once) and when the event at its position
+is still the event it was taken after (time travel or a rewritten log cannot pair a
+state with the wrong events).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import marshal
+import pickle
+import sys
+import threading
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sortedcontainers
+import structlog
+
+from engine.domain.transfers.transfer_records import SETTLED
+from engine.kernel.state import State
+from engine.store import SqliteEventStore
+
+log = structlog.get_logger("sandex.snapshots")
+
+KEEP = 2  # snapshots kept: the newest, and one before it should the newest be unusable
+
+
+def _format() -> str:
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    digest.update(f"{sys.version_info[:3]}:{sortedcontainers.__version__}".encode())
+    return "1:" + digest.hexdigest()[:20]
+
+
+FORMAT = _format()
+
+
+def encode(state: State, versions: dict[str, int]) -> bytes:
+    """The bytes of a snapshot. `state` must be the caller's own (the snapshot thread's
+    replay): its settled transfers are made compact first (engine/kernel/compact_records.py), with their
+    equal short strings made one object, which pickle then writes once and start-up
+    builds once."""
+    state.transfers.settle(_settled)
+    # Stream versions (one per transfer and order ever made) as marshal: a flat dict of
+    # str to int loads in less than half pickle's time.
+    return zlib.compress(pickle.dumps((state, marshal.dumps(versions)), protocol=5), 1)
+
+
+def _settled(transfer: dict[str, Any]) -> bool:
+    return transfer.get("status") in SETTLED
+
+
+def decode(data: bytes) -> tuple[State, dict[str, int]]:
+    collecting = gc.isenabled()
+    gc.disable()  # millions of long-lived objects at once: no cyclic collection midway
+    try:
+        state, packed = pickle.loads(zlib.decompress(data))  # noqa: S301 - see above
+        versions = marshal.loads(packed)
+    finally:
+        if collecting:
+            gc.enable()
+    if not isinstance(state, State) or not isinstance(versions, dict):
+        raise ValueError("not a state snapshot")
+    return state, versions
+
+
+def newest(store: SqliteEventStore, upto: int | None = None) -> tuple[State, dict[str, int]] | None:
+    """The newest usable snapshot at or before `upto` (the log's end when None), or None."""
+    for position, check in store.state_snapshots(FORMAT):
+        if upto is not None and position > upto:
+            continue
+        if store.event_check(position) != check:
+            log.warning("a state snapshot does not match the log; ignored", position=position)
+            continue
+        data = store.state_snapshot_data(position)
+        if data is None:
+            continue
+        try:
+            state, versions = decode(data)
+        except Exception as exc:  # noqa: BLE001 - a bad cache costs a longer replay only
+            log.warning(
+                "a state snapshot cannot be read; ignored", position=position, error=str(exc)
+            )
+            continue
+        if state.position != position:
+            continue
+        return state, versions
+    return None
+
+
+def load(
+    store: SqliteEventStore, *, upto: int | None = None, use_snapshots: bool = True
+) -> tuple[State, dict[str, int], int]:
+    """(state, stream versions, position of the snapshot used or 0): the newest snapshot
+    and the log after it, replayed up to `upto` (the end when None)."""
+    from engine.runtime.writer import replay_log
+
+    found = newest(store, upto) if use_snapshots else None
+    state, versions = found if found is not None else (None, None)
+    base = state.position if state is not None else 0
+    state, versions = replay_log(store, state, versions, after=base, until=upto)
+    return state, versions, base
+
+
+class Snapshotter:
+    """Builds one snapshot at a time in a background thread, from the log alone."""
+
+    def __init__(self, db_path: str, deliver: Callable[[int, str, bytes], None]) -> None:
+        self.db_path = db_path
+        self.deliver = deliver
+        self._thread: threading.Thread | None = None
+        self._cancel = threading.Event()
+        self.built = 0  # snapshots handed to the writer (tests and benchmarks read it)
+
+    @property
+    def busy(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def request(self, position: int) -> bool:
+        """Start building the snapshot at `position` (committed); False while one is built."""
+        if self.busy or self._cancel.is_set():
+            return False
+        self._thread = threading.Thread(
+            target=self._build, args=(position,), name="sandex-snapshot", daemon=True
+        )
+        self._thread.start()
+        return True
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        self.wait()
+
+    def _build(self, position: int) -> None:
+        from engine.runtime import writer as engine_module
+
+        try:
+            store = SqliteEventStore.reader(self.db_path)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("state snapshot skipped: cannot open the log", error=str(exc))
+            return
+        try:
+            found = newest(store, position)
+            state, versions = found if found is not None else (None, None)
+            base = state.position if state is not None else 0
+            cancel = self._cancel
+            state, versions = engine_module.replay_log(
+                store,
+                state,
+                versions,
+                after=base,
+                until=position,
+                pause_gc=False,
+                cancelled=cancel.is_set,
+            )
+            if state.position != position:
+                return  # the log does not reach it (rolled back): nothing to snapshot
+            check = store.event_check(position)
+            if check is None or cancel.is_set():
+                return
+            data = encode(state, versions)
+            del state, versions
+            if not cancel.is_set():
+                self.deliver(position, check, data)
+                self.built += 1
+        except engine_module.Cancelled:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation only
+            log.warning("state snapshot failed", position=position, error=repr(exc))
+        finally:
+            store.close()

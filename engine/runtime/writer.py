@@ -1,0 +1,846 @@
+"""The engine: one writer thread that owns the state, with group commit.
+
+Every command, from HTTP or from a timer, goes through one queue into one thread. The
+thread drains what is queued, decides each command in order (applying its events to the
+in-memory state at once), writes all their events and the read-model rows they touched
+in ONE transaction, and hands its COMMIT to a committer thread, which answers each
+waiting caller once it returns; meanwhile the writer decides the next group. A caller is
+never answered before its events are durable; if the commit fails, nobody in the batch
+(nor in the group decided behind it) is told "done" and the state is rebuilt from the
+log.
+"""
+
+from __future__ import annotations
+
+import decimal
+import gc
+import queue
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import structlog
+
+from engine.config.settings import Settings
+from engine.kernel.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
+from engine.kernel.commands import AdvanceClock, Command, Tick
+from engine.kernel.credentials import Secrets
+from engine.kernel.errors import Conflict, DomainError, Invalid, Unavailable
+from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
+from engine.kernel.execution_ids import database_key
+from engine.kernel.execution_ids import new_key as new_execution_key
+from engine.kernel.ids import IdSource
+from engine.kernel.invariants import check_state
+from engine.kernel.money import CONTEXT
+from engine.kernel.progress import Progress, reporting
+from engine.kernel.registry import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
+from engine.kernel.state import Ctx, State
+from engine.read.readmodels import TABLES, all_rows, rows_for
+from engine.runtime.key_file import KeyFile, KeyFileError
+from engine.runtime.reply import Batch, Single
+from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
+from engine.runtime.startup_cache import Snapshotter
+from engine.runtime.startup_cache import load as load_state
+from engine.store import Concurrency, SqliteEventStore, StoreUnavailable
+
+log = structlog.get_logger("sandex.engine")
+
+_STOP = object()
+
+
+class _SnapshotBuilt:
+    """Queued by the snapshot thread: the writer stores it (it alone writes the file)."""
+
+    __slots__ = ("position", "check", "data")
+
+    def __init__(self, position: int, check: str, data: bytes) -> None:
+        self.position = position
+        self.check = check
+        self.data = data
+
+
+class EngineStopped(Unavailable):
+    pass
+
+
+class NotDecided(Unavailable):
+    """A command of a chain (`Engine.run_inline_chain`) after one that failed."""
+
+
+class Engine:
+    def __init__(
+        self,
+        db_path: str | Path,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+        *,
+        lease: bool = True,
+    ):
+        """`lease=False` is for a brief writer beside a running one (`sandex clients
+        revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
+        in SQLite's write lock, each reloading what the other wrote before it decides."""
+        self.settings = settings or Settings()
+        self.db_path = str(db_path)
+        self.store = SqliteEventStore(
+            self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
+        )
+        seed = self.store.get_meta("seed")
+        new_database = seed is None
+        if seed is None:
+            seed = str(self.settings.seed)
+            with self.store.db.atomic():  # one commit, and a database never half-labelled
+                self.store.set_meta("seed", seed)
+                self.store.set_meta("created_with_clock", self.settings.clock)
+        self.seed = int(seed)
+        key = self.store.get_meta(EXECUTION_KEY)
+        if key is None:  # a new database, or one from before execution ids were permuted
+            key = new_execution_key(self.settings.execution_ids, self.seed)
+            self.store.set_meta(EXECUTION_KEY, key)
+        self.execution_ids = database_key(key)
+        self.keys = self._open_keys(new_database)
+        # Secrets come from the OS, never from the seeded ids (engine/credentials.py).
+        self.secrets = Secrets(self.keys.current().sealing)
+        if clock is None:
+            clock = (
+                ManualClock(self.settings.clock_start)
+                if self.settings.clock == "manual"
+                else WallClock()
+            )
+        self.clock = clock
+        self.ids = IdSource(self.seed)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pending: list[Event] = []
+        self._ctx: Ctx | None = None  # one context for every decision on this state
+        # The events the last batch committed (or wrote into a held transaction,
+        # `one_transaction`), in order: a run_inline driver (a backtest) follows them
+        # without reading them back from the store.
+        self.committed: list[Event] = []
+        # The pipelined writer (`_process`): the group whose COMMIT is under way, and the
+        # committer thread's queue while the writer thread runs.
+        self._inflight: _Written | None = None
+        self._committer: queue.SimpleQueue[_Written | None] | None = None
+        self._stale = False
+        # Whether the last group commit reached the disk (a health check reads it).
+        self.last_commit_ok = True
+        # State snapshots (engine/state_snapshots.py): none for an in-memory database,
+        # which a second connection cannot see.
+        self._snapshot_every = self.settings.snapshot_every_events
+        if self.db_path == ":memory:" or self.db_path.startswith("file::memory:"):
+            self._snapshot_every = 0
+        self._snapshotter = Snapshotter(self.db_path, self._snapshot_built)
+        self.snapshot_base = 0  # position of the newest snapshot written or loaded
+        self.loaded_from = 0  # position of the snapshot the last load started from
+        self._load()
+
+    # -- start-up ---------------------------------------------------------------------
+
+    def _open_keys(self, new_database: bool) -> KeyFile:
+        """The database's key file (engine/runtime/key_file.py), made on first open; a signing key
+        that an older sandex kept in the database moves there and is erased."""
+        legacy = self.store.get_meta("signing_secret")
+        try:
+            keys = KeyFile.open(self.db_path, legacy_signing=legacy, new_database=new_database)
+        except (KeyFileError, OSError) as exc:
+            self.store.close()
+            raise StoreUnavailable(f"cannot open the key file of {self.db_path}: {exc}") from exc
+        if legacy is not None:
+            self.store.erase_meta("signing_secret")
+            log.warning("signing key moved out of the database", key_file=str(keys.path))
+        return keys
+
+    def _load(self) -> None:
+        """Rebuild the state from the newest state snapshot and the log after it; bring
+        read models up if they lag behind."""
+        if hasattr(self, "state"):  # the state being replaced was frozen: let it go
+            gc.unfreeze()
+        # Collected before loading, not after: the same garbage, without walking the
+        # millions of objects the load is about to make.
+        gc.collect()
+        collecting = gc.isenabled()
+        gc.disable()  # until the load is frozen: no collection may walk it halfway
+        try:
+            self._load_state()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _load_state(self) -> None:
+        state, versions, base = load_state(self.store, use_snapshots=self._snapshot_every > 0)
+        self.state = state
+        self._versions = versions
+        self.loaded_from = base
+        self.snapshot_base = max(self.snapshot_base, base)
+        if state.last_time:
+            self.clock.observe(parse_time(state.last_time))
+        if state.ext.get("clock_to"):
+            self.clock.observe(parse_time(state.ext["clock_to"]))
+        if self.store.checkpoint() != state.position:
+            log.warning(
+                "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
+            )
+            rebuild_read_models(self.store)
+        state.appended = []
+        self._data_version = self.store.data_version()
+        # Millions of long-lived objects: out of the collector's sight from now on, or
+        # every full collection would walk them all.
+        gc.freeze()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> Engine:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
+            self._thread.start()
+            self.store.start_checkpoints()
+            self._maybe_snapshot(self.state.position)
+        return self
+
+    def stop(self) -> None:
+        self._snapshotter.cancel()
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._thread = None
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the writer's front door -------------------------------------------------------
+
+    def submit(self, command: Command) -> Future[Any]:
+        reply = Single((command,))
+        if self._thread is None:
+            reply.set_exception(EngineStopped("the engine is not running"))
+            return reply
+        self._queue.put(reply)
+        return reply
+
+    def submit_many(self, commands: Sequence[Command]) -> Batch:
+        """Queue `commands` in this order with one queue operation and one future, as
+        the HTTP adapter does with the requests of one event-loop turn. The writer
+        decides them as if submitted one by one (a group commit may end among them), and
+        answers the batch once the last is durable: `Batch.answer(i)` per command."""
+        batch = Batch(list(commands))  # the caller's list may change once handed over
+        if self._thread is None:
+            _answer_all(batch, EngineStopped("the engine is not running"))
+        elif not commands:
+            batch._complete()
+        else:
+            self._queue.put(batch)
+        return batch
+
+    def execute(self, command: Command, timeout: float | None = 30) -> Any:
+        return self.submit(command).result(timeout)
+
+    def run_inline(self, command: Command) -> Any:
+        """Decide and commit `command` in the calling thread, with no writer thread: a
+        driver that owns the engine alone (a backtest) is then the one writer, and skips
+        a thread hop per command, which costs more than most decisions."""
+        if self._thread is not None:
+            raise RuntimeError("the writer thread is running: submit commands to it instead")
+        reply = Single((command,))
+        with decimal.localcontext(CONTEXT):
+            self._process([reply])
+        return reply.result()
+
+    def run_inline_chain(self, commands: Sequence[Command]) -> Batch:
+        """`run_inline` for commands that belong together (a backtest sets a market's
+        price, then places the order that needs it): decided in order as one batch, one
+        write; once one fails, those after it are not decided (answered NotDecided)."""
+        if self._thread is not None:
+            raise RuntimeError("the writer thread is running: submit commands to it instead")
+        chain = _Chain(tuple(commands))
+        with decimal.localcontext(CONTEXT):
+            self._process([chain] * len(chain.commands))
+        return chain
+
+    @contextmanager
+    def one_transaction(self) -> Iterator[None]:
+        """Hold every `run_inline` commit in one SQLite transaction, committed when the
+        block ends: a driver acknowledged once, at its end (a backtest), pays one commit
+        instead of one per command. Each command still writes its events and rows as a
+        savepoint, so a failed command or a broken decision is undone alone and the
+        state reloads from what the transaction holds; leaving the block on an exception
+        commits the whole commands before it, as per-command commits would have."""
+        if self._thread is not None:
+            raise RuntimeError("the writer thread is running: one transaction is for run_inline")
+        self.store.hold()
+        try:
+            yield
+        finally:
+            self.store.release()
+
+    def health(self) -> dict[str, bool]:
+        """Whether the engine can take writes, for a health check (no tenant's data):
+        the writer thread is alive, the last group commit reached the disk (False from
+        a failed one until one succeeds), and the log could be read back into state."""
+        thread = self._thread
+        return {
+            "writer_alive": thread is not None and thread.is_alive(),
+            "last_commit_ok": self.last_commit_ok,
+            "log_readable": not self._stale,
+        }
+
+    def next_deadline(self) -> datetime | None:
+        return self.state.timers.next_deadline()
+
+    # -- the writer thread ------------------------------------------------------------
+
+    def _run(self) -> None:
+        decimal.setcontext(CONTEXT.copy())
+        self._committer = queue.SimpleQueue()
+        committer = threading.Thread(target=self._commit_loop, name="sandex-commit", daemon=True)
+        committer.start()
+        try:
+            self._drain()
+        finally:
+            self._settle()
+            self._committer.put(None)
+            committer.join()
+            self._committer = None
+
+    def _drain(self) -> None:
+        q = self._queue
+        limit = self.settings.group_commit_max
+        carry: Batch | None = None  # a batch that the last group commit ended within
+        stopping = False
+        while True:
+            if carry is not None:
+                item, carry = carry, None
+            elif stopping:
+                break
+            else:
+                item = q.get()
+            # One entry per command, naming its batch: a batch's next command is the
+            # first it holds no value for.
+            work: list[Batch] = []
+            snapshots: list[_SnapshotBuilt] = []
+            room = limit
+            while True:
+                if isinstance(item, Batch):
+                    left = len(item.commands) - len(item.values)
+                    if left > room:
+                        work += [item] * room
+                        carry = item
+                        break
+                    work += [item] * left
+                    room -= left
+                    if not room:
+                        break
+                elif item is _STOP:
+                    stopping = True  # what was queued after the stop is refused below
+                    break
+                else:
+                    snapshots.append(item)
+                if stopping:  # a batch cut short by the stop: take nothing queued after it
+                    break
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+            if work:
+                self._process(work)
+            if snapshots:
+                self._settle()  # the connection is the writer's alone again
+            for built in snapshots:
+                self._store_snapshot(built)
+        while True:  # refuse what arrived after the stop
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, Batch):
+                _answer_all(item, EngineStopped("the engine is stopping"))
+
+    def _process(self, work: list[Batch]) -> None:
+        """Decide one group commit's commands and write their events, then make them
+        durable and answer: `work` holds one entry per command, naming its batch
+        (engine/runtime/reply.py), in order.
+
+        With the writer thread running, the group's COMMIT is handed to the committer
+        thread (`_finish`) and this returns at once: the next group is decided while the
+        disk syncs this one, on a state that already holds it. Nothing is answered before
+        its COMMIT returns, and a failed COMMIT fails the group decided behind it too (its
+        decisions rest on events that are not in the log) and the state reloads."""
+        inflight = self._inflight
+        if inflight is not None and not inflight.done.locked():
+            self._settle()
+            inflight = None
+        if inflight is None and (self._stale or self._changed_elsewhere()):
+            self._recover()
+        spans = _spans(work)
+        if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
+            for batch in work:
+                _fail(batch, Unavailable("the event store cannot be read; retry"))
+            _complete(spans)
+            return
+        self._pending = []
+        self.committed = []
+        broken = False
+        suspect = False  # a decision raised unexpectedly: reload the state after the commit
+        handle = self._handle
+        for batch in work:  # a Batch cannot be cancelled (engine/reply.py)
+            values = batch.values
+            if batch.errors and type(batch) is _Chain:
+                _fail(batch, NotDecided("not decided: the chain broke"))
+                continue
+            if broken:
+                _fail(batch, Unavailable("the engine is recovering; retry"))
+                continue
+            command = batch.commands[len(values)]
+            try:
+                values.append(handle(command))
+            except DomainError as exc:
+                _fail(batch, exc)
+            except _Broken as exc:
+                log.error("decision failed after emitting events", error=repr(exc.cause))
+                _fail(batch, exc.cause)
+                broken = True
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer
+                log.error("decision failed", command=type(command).__name__, error=repr(exc))
+                _fail(batch, exc)
+                suspect = True
+        events, self._pending = self._pending, []
+        state = self.state
+        if broken:
+            self._settle()
+            _overrule(spans, lambda old: old or Unavailable("the engine is recovering; retry"))
+            self._recover()
+            _complete(spans)
+            return
+        if not events and not state.dirty:
+            if suspect:
+                self._settle()
+                self._recover()
+            _complete(spans)
+            return
+        writes = rows_for(state, state.dirty)
+        state.dirty.clear()
+        state.appended = []
+        if not self._settle():  # the group before failed: this one was decided on it
+            _overrule(spans, lambda _: Unavailable("the event store is unavailable; retry"))
+            _complete(spans)
+            return
+        written = _Written(spans, events, state.position)
+        try:
+            self.store.write(events, writes, state.position)
+        except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
+            self._failed(written, exc)
+            self._recover()
+            _complete(spans)
+            return
+        if self._committer is None or suspect:
+            self._finish(written)
+            if suspect or not written.ok:
+                self._recover()
+        else:
+            self._inflight = written
+            self._committer.put(written)
+            # Until the committer is inside its COMMIT, which runs without the GIL, it
+            # cannot start while this thread decides: hand the GIL over first.
+            written.started.acquire()
+
+    def _finish(self, written: _Written) -> None:
+        """Make a written group durable, then answer it (on the committer thread, or on
+        the writer's when it runs inline)."""
+        written.started.release()
+        try:
+            try:
+                self.store.finish()
+                written.ok = True
+                self.last_commit_ok = True
+                self.committed = written.events
+                if self._snapshot_every and self._thread is not None:
+                    self._maybe_snapshot(written.position)
+            except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
+                self._failed(written, exc)
+            _complete(written.spans)
+        finally:
+            written.done.release()  # the writer waits on it whatever happened
+
+    def _failed(self, written: _Written, exc: BaseException) -> None:
+        log.error("commit failed", error=str(exc))
+        self.last_commit_ok = False
+        reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
+        _overrule(written.spans, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
+
+    def _settle(self) -> bool:
+        """Wait for the group in flight, if any; False if its COMMIT failed, in which case
+        the state, which holds its events, has been reloaded from the log."""
+        written = self._inflight
+        if written is None:
+            return True
+        written.done.acquire()  # released by `_finish`; only this thread waits on it
+        self._inflight = None
+        if not written.ok:
+            self._recover()
+            return False
+        return True
+
+    def _commit_loop(self) -> None:
+        """The committer thread: ends each written group's transaction, in order."""
+        jobs = self._committer
+        assert jobs is not None
+        while (written := jobs.get()) is not None:
+            try:
+                self._finish(written)
+            except Exception as exc:  # noqa: BLE001 - a bug must not stop the commits
+                log.error("answering a group failed", error=repr(exc))
+
+    # -- state snapshots ----------------------------------------------------------------
+
+    def _maybe_snapshot(self, position: int) -> None:
+        """Every `snapshot_every_events`, have the snapshot thread build the state at the
+        committed `position` from the log (it never touches this state)."""
+        every = self._snapshot_every
+        due = every and position - self.snapshot_base >= every and not self._stale
+        if due and self._snapshotter.request(position):
+            self.snapshot_base = position
+
+    def _snapshot_built(self, position: int, check: str, data: bytes) -> None:
+        self._queue.put(_SnapshotBuilt(position, check, data))
+
+    def _store_snapshot(self, built: _SnapshotBuilt) -> None:
+        try:
+            self.store.save_state_snapshot(built.position, SNAPSHOT_FORMAT, built.check, built.data)
+            log.info("state snapshot written", position=built.position, bytes=len(built.data))
+        except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation only
+            log.warning("state snapshot not written", position=built.position, error=str(exc))
+
+    def wait_for_snapshot(self, timeout: float | None = None) -> None:
+        """Block until a snapshot being built has been handed to the writer (tests)."""
+        self._snapshotter.wait(timeout)
+
+    def _changed_elsewhere(self) -> bool:
+        """Another process wrote the log (`sandex clients revoke` on a live database):
+        decide on the state it left, or the commit would collide with its events."""
+        try:
+            changed = self.store.data_version() != self._data_version
+        except Exception:  # noqa: BLE001 - a failing store shows itself at the commit
+            return False
+        if changed:
+            log.warning("the log changed outside the writer; reloading it")
+        return changed
+
+    def _recover(self) -> None:
+        self.state.dirty.clear()
+        self.state.appended = []
+        try:
+            self._load()
+            self._stale = False
+        except Exception as exc:  # noqa: BLE001
+            log.error("recovery from the log failed", error=str(exc))
+            self._stale = True  # the state may hold what the log does not: use none of it
+
+    def _now(self) -> datetime:
+        """Engine time; never before the last event (clocks are floored on load)."""
+        return self.clock.now()
+
+    def _handle(self, command: Command) -> Any:
+        decider = DECIDERS.get(type(command))
+        if decider is None and isinstance(command, AdvanceClock):
+            return self._advance(command)
+        clock = self.clock
+        now = clock.now()
+        if self.state.timers.due(now):
+            self._fire_due(now)
+            now = clock.now()
+        if decider is None:
+            if isinstance(command, Tick):
+                return None
+            raise Invalid(f"unknown command {type(command).__name__}")
+        actor = command.actor
+        meta = {"command": type(command).__name__, "client_id": actor.client_id}
+        if actor.request_id:
+            meta["request_id"] = actor.request_id
+        return self._decide(decider, command, now, meta)
+
+    def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
+        # Every event of one decision names the position of its first: a decision is the
+        # unit the state is consistent after, so time travel cuts the log only there.
+        state = self.state
+        position = meta["command_position"] = state.position + 1  # `meta` is its own
+        self.ids.start(position)
+        ctx = self._ctx
+        if ctx is None or ctx.state is not state:
+            ctx = self._ctx = Ctx(
+                state, now, self.ids, self.secrets, self.settings, APPLIERS, self._versions, meta
+            )
+        else:
+            ctx.begin(now, meta)
+        try:
+            reply = decider(ctx, arg)
+            if ctx.emitted and self.settings.assert_invariants:
+                broken = check_state(state)
+                if broken:
+                    raise AssertionError(f"invariant broken: {broken[0]}")
+            return reply
+        except Exception as exc:
+            if ctx.emitted:
+                raise _Broken(exc) from exc
+            raise
+        finally:
+            self._pending += ctx.emitted
+
+    def _fire_due(self, until: datetime) -> None:
+        timers = self.state.timers
+        while (due := timers.pop_due(until)) is not None:
+            deadline, kind, key = due
+            if isinstance(self.clock, ManualClock) and deadline > self.clock.now():
+                self.clock.set(deadline)
+            at = max(deadline, self._now())
+            self._decide(TIMERS[kind], key, at, {"command": "Timer", "timer": kind})
+
+    def _advance(self, command: AdvanceClock) -> dict[str, str]:
+        clock = self.clock
+        if not isinstance(clock, ManualClock):
+            raise Conflict("the sandbox runs on a wall clock; only a manual clock can be moved")
+        target, field = _clock_target(command, clock.now())
+        if target < clock.now():
+            raise Invalid(
+                f"{field} invalid: the clock never moves backwards (now {format_time(clock.now())})",
+                field=field,
+            )
+        if target > LATEST:
+            raise Invalid(
+                f"{field} invalid: the clock cannot move past {format_time(LATEST)}",
+                field=field,
+            )
+        self._fire_due(target)
+        clock.set(target)
+        self._decide(
+            lambda ctx, _: ctx.emit("ClockAdvanced", "clock", {"to": ctx.now_text}),
+            None,
+            target,
+            {"command": "AdvanceClock", "client_id": command.actor.client_id},
+        )
+        return {"now": format_time(target), "mode": "manual"}
+
+
+def _clock_target(command: AdvanceClock, now: datetime) -> tuple[datetime, str]:
+    """Where `command` moves a clock that reads `now`, and the request field it came
+    from (for the error that refuses it)."""
+    if (command.to is None) == (command.by is None):
+        raise Invalid("exactly one of advance_seconds and set_to is required", field="set_to")
+    if command.to is not None:
+        return command.to, "set_to"
+    try:
+        return now + command.by, "advance_seconds"  # type: ignore[operator]
+    except OverflowError:
+        return datetime.max.replace(tzinfo=now.tzinfo), "advance_seconds"
+
+
+def _fail(batch: Batch, error: BaseException) -> None:
+    """Give the batch's next command `error` for an answer."""
+    batch.errors[len(batch.values)] = error
+    batch.values.append(None)
+
+
+# The commands one group commit holds of a batch: (batch, first index, end index). A
+# batch may span groups, and the writer decides the next group's part of it while the
+# committer answers this one's: each side works by the indexes fixed here.
+_Span = tuple[Batch, int, int]
+
+
+def _spans(work: list[Batch]) -> list[_Span]:
+    return [
+        (batch, len(batch.values), len(batch.values) + count)
+        for batch, count in Counter(work).items()
+    ]
+
+
+def _overrule(spans: list[_Span], error: Any) -> None:
+    """Answer every command of the group with `error(its own error or None)`: nothing of
+    this group commit is durable."""
+    for batch, start, end in spans:
+        for i in range(start, end):
+            batch.errors[i] = error(batch.errors.get(i))
+            batch.values[i] = None
+
+
+def _complete(spans: list[_Span]) -> None:
+    """Answer each batch whose last command this group holds."""
+    for batch, _, end in spans:
+        if end == len(batch.commands):
+            batch._complete()
+
+
+class _Written:
+    """A group commit written and waiting for its COMMIT (`Engine._finish`)."""
+
+    __slots__ = ("spans", "events", "position", "ok", "done", "started")
+
+    def __init__(self, spans: list[_Span], events: list[Event], position: int) -> None:
+        self.spans = spans
+        self.events = events
+        self.position = position
+        self.ok = False
+        # Bare locks, held until the committer releases them: a `threading.Event` builds a
+        # Condition, a cost every inline command (a backtest's) would pay.
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.started = threading.Lock()
+        self.started.acquire()
+
+
+def _answer_all(batch: Batch, error: BaseException) -> None:
+    while len(batch.values) < len(batch.commands):
+        _fail(batch, error)
+    batch._complete()
+
+
+class _Chain(Batch):
+    """Commands of `Engine.run_inline_chain`: after one fails, the rest are not decided."""
+
+    __slots__ = ()
+
+
+class _Broken(Exception):
+    """A decision raised after it emitted: the in-memory state is no longer trustworthy."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(repr(cause))
+        self.cause = cause
+
+
+@contextmanager
+def _folding(state: State, pause_gc: bool) -> Iterator[None]:
+    """What both replays fold the log under: the domain's decimal context, `state.live`
+    off (appliers mark nothing for a commit), and, with `pause_gc`, the collector off."""
+    collecting = pause_gc and gc.isenabled()
+    if collecting:
+        gc.disable()
+    state.live = False
+    try:
+        with decimal.localcontext(CONTEXT):
+            yield
+    finally:
+        state.live = True
+        if collecting:
+            gc.enable()
+
+
+def replay(
+    events: Iterable[Event],
+    state: State | None = None,
+    versions: dict[str, int] | None = None,
+    *,
+    pause_gc: bool = True,
+) -> tuple[State, dict[str, int]]:
+    """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
+    after it); the same code path as live application.
+
+    `pause_gc` turns the cyclic collector off meanwhile: a replay allocates millions of
+    long-lived objects and no cyclic garbage. The switch is process-wide, so a replay in
+    a background thread, beside a running writer, leaves it alone."""
+    state = State() if state is None else state
+    versions = {} if versions is None else versions
+    appliers = APPLIERS if state.appended is not None else STATE_APPLIERS
+    event = None
+    with _folding(state, pause_gc):
+        for event in events:
+            appliers[event.type](state, event)
+            versions[event.stream] = event.version
+    if event is not None:
+        state.position = event.position
+        state.last_time = event.occurred_at
+    state.dirty.clear()
+    return state, versions
+
+
+def replay_log(
+    store: SqliteEventStore,
+    state: State | None = None,
+    versions: dict[str, int] | None = None,
+    *,
+    after: int = 0,
+    until: int | None = None,
+    pause_gc: bool = True,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[State, dict[str, int]]:
+    """`replay` of the log after `after` (up to `until`), read as raw rows: the same
+    state, faster. A run of events whose type has a replayer (domain.REPLAYERS) goes to
+    it as rows, with no `Event` built; any other event goes through its applier as
+    `replay` does. Replayers apply a state-only replay (`state.appended` None): one that
+    collects read-model rows takes the appliers and their observers for every event.
+    `cancelled` is asked between chunks of rows; when it answers true, `Cancelled`."""
+    state = State() if state is None else state
+    versions = {} if versions is None else versions
+    collecting = state.appended is not None
+    appliers = APPLIERS if collecting else STATE_APPLIERS
+    current = SCHEMA_VERSIONS
+    # Only events at schema 1 of types still at schema 1 skip upcasting unchecked.
+    fast = {} if collecting else {t: f for t, f in REPLAYERS.items() if current.get(t, 1) == 1}
+    first = tuple(fast)
+    replayers = tuple(fast.values())
+    loads = orjson.loads
+    last: tuple[Any, ...] | None = None
+    at: str | None = None
+    with _folding(state, pause_gc):
+        for rows in store.scan(after, until, first):
+            if cancelled is not None and cancelled():
+                raise Cancelled
+            i, n = 0, len(rows)
+            while i < n:
+                position, stream, data, rest = rows[i]
+                if type(rest) is int:
+                    i = replayers[rest](state, versions, rows, i)
+                    continue
+                version, typ, schema, at = loads(rest)
+                versions[stream] = version
+                event = Event(typ, stream, loads(data), position, version, at, {}, schema)
+                if schema != current.get(typ, 1):
+                    event = upcast(event)
+                appliers[typ](state, event)
+                i += 1
+            last = rows[-1]
+    if last is not None:
+        state.position = last[0]
+        if type(last[3]) is int:  # a brief row carries no time
+            at = store.occurred_at(last[0])
+        state.last_time = at or state.last_time
+    state.dirty.clear()
+    return state, versions
+
+
+class Cancelled(Exception):
+    """A replay was asked to stop (the snapshot thread, when the engine stops)."""
+
+
+def rebuild_read_models(store: SqliteEventStore, progress: Progress | None = None) -> State:
+    """Replay the whole log, collecting the append-only rows too, and rewrite every
+    read-model table from it in one transaction; the state replayed.
+
+    The rewrite commits only if the log still ends where the replay did: a writer that
+    holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
+    from the shorter log would drop what it wrote. The replay then goes on from where
+    it stopped, and the rewrite is tried again. `progress(position, last)` is told how
+    far the replay has got (engine/kernel/progress.py)."""
+    state = State()
+    state.appended = []
+    while True:
+        total = store.last_position() if progress is not None else 0
+        events = store.read(after=state.position, with_meta=False)
+        replay(reporting(events, progress, total), state)
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in all_rows(state):
+            rows.setdefault(table, ([], []))[0].append(row)
+        try:
+            store.replace_read_models(rows, state.position)
+        except Concurrency:
+            log.warning("the log grew during a read-model rewrite; replaying its tail")
+            continue
+        state.appended = None
+        return state

@@ -1,0 +1,1 @@
+"""Tools over a log: verify, rebuild, time travel, scenario files."""

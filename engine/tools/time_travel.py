@@ -1,0 +1,202 @@
+"""The log as history: its fingerprint, and the database as it was at a past point.
+
+`log_hash` is what "byte-identical" means for a replayed scenario: SHA-256 over every
+stored column of every event, in position order, with the credential fields of
+`engine.kernel.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
+sealed secret: drawn from the OS, they differ on every run by design). `travel` writes
+a new database that holds the log up to a past position (or time) and read models
+rebuilt from it: the state as it was then, which `sandex verify` accepts like any other
+database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.kernel.clock import format_time
+from engine.kernel.credentials import EVENT_FIELDS, redact
+from engine.runtime import key_file
+from engine.store import private_files
+
+_COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
+
+
+def _read_only(path: str | Path) -> sqlite3.Connection:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no database at {path}")
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def log_hash(db_path: str | Path) -> str:
+    """`sha256:<hex>` of the whole event log as stored, credential fields masked."""
+    digest = hashlib.sha256()
+    conn = _read_only(db_path)
+    try:
+        cursor = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
+        while rows := cursor.fetchmany(5000):
+            for row in rows:
+                if row[3] in EVENT_FIELDS:
+                    data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+                    row = (*row[:5], data, *row[6:])
+                digest.update(orjson.dumps(row))
+                digest.update(b"\n")
+    finally:
+        conn.close()
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Travelled:
+    position: int  # the last event kept
+    asked: int  # the position asked for (or the last one at the time asked for)
+    occurred_at: str  # the time of the last event kept ("" for an empty log)
+    events: int
+    base: int = 0  # the position of the state snapshot it started from (0: none)
+
+
+def cut_position(
+    conn: sqlite3.Connection, *, position: int | None = None, until: datetime | None = None
+) -> tuple[int, int]:
+    """(position to keep up to, position asked for): the cut is moved back to the end of
+    the decision it falls in, since a state is consistent only between decisions."""
+    last = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    if (position is None) == (until is None):
+        raise ValueError("give exactly one of a position and a time")
+    if position is not None:
+        if position < 0:
+            raise ValueError("a position is 0 or more")
+        asked = min(position, last)
+    else:
+        assert until is not None
+        row = conn.execute(
+            "SELECT coalesce(max(position), 0) FROM events WHERE occurred_at <= ?",
+            (format_time(until),),
+        ).fetchone()
+        asked = row[0]
+    cut = asked
+    following = conn.execute("SELECT meta FROM events WHERE position = ?", (cut + 1,)).fetchone()
+    if following is not None:
+        first = orjson.loads(following[0]).get("command_position")
+        if isinstance(first, int) and first <= cut:
+            cut = first - 1
+    return cut, asked
+
+
+def travel(
+    source: str | Path,
+    out: str | Path,
+    *,
+    position: int | None = None,
+    until: datetime | None = None,
+) -> Travelled:
+    """Write `out`: the events of `source` up to the cut, its seed, a copy of its key
+    file (the same token signing and webhook sealing keys), and read models rebuilt
+    from those events.
+
+    The state at the cut is the source's newest state snapshot at or before it (the
+    start-up cache of engine/runtime/startup_cache.py, used only when it still matches the
+    log) and the events after it, or a replay of the whole prefix when there is none.
+    The file is built under another name without a journal (nothing in it is worth
+    protecting until it is complete) and renamed into place when done, so `out` either
+    does not exist or is a whole database."""
+    from engine.read.readmodels import TABLES, all_rows
+    from engine.runtime.startup_cache import load as load_state
+    from engine.store import SqliteEventStore
+
+    out_path = Path(out)
+    if out_path.exists():
+        raise FileExistsError(f"{out} exists already; time travel writes a new database")
+    if not out_path.parent.is_dir():
+        raise FileNotFoundError(f"{out}: no folder {out_path.parent} to write it in")
+    conn = _read_only(source)
+    try:
+        cut, asked = cut_position(conn, position=position, until=until)
+        meta = dict(conn.execute("SELECT key, value FROM sandex_meta").fetchall())
+    finally:
+        conn.close()
+    # A signing key an older sandex kept in the database goes to the key file, not along.
+    legacy_signing = meta.pop("signing_secret", None)
+    partial = out_path.with_name(out_path.name + ".partial")
+    for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+        leftover.unlink(missing_ok=True)
+    store = SqliteEventStore(partial, durability="NORMAL", tables=TABLES)
+    try:
+        db = store.conn
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("PRAGMA cache_size=-262144")
+        for key, value in meta.items():
+            store.set_meta(key, value)
+        db.execute("ATTACH DATABASE ? AS src", (str(source),))
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            f"INSERT INTO main.events ({_COLUMNS}) SELECT {_COLUMNS} FROM src.events"
+            " WHERE position <= ? ORDER BY position",
+            (cut,),
+        )
+        db.execute("COMMIT")
+        db.execute("DETACH DATABASE src")
+        reader = SqliteEventStore.reader(source)
+        try:
+            state, _, base = load_state(reader, upto=cut)
+        finally:
+            reader.close()
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in all_rows(state):
+            rows.setdefault(table, ([], []))[0].append(row)
+        store.replace_read_models(rows, state.position)
+        _copy_appended(db, source, cut)
+        db.execute("PRAGMA journal_mode=WAL")
+        events, last = db.execute(
+            "SELECT count(*), coalesce(max(occurred_at), '') FROM events"
+        ).fetchone()
+    except BaseException:
+        store.close()
+        partial.unlink(missing_ok=True)
+        raise
+    store.close()
+    _copy_keys(source, out_path, legacy_signing)
+    partial.rename(out_path)
+    return Travelled(position=cut, asked=asked, occurred_at=last, events=events, base=base)
+
+
+def _copy_keys(source: str | Path, out: Path, legacy_signing: str | None) -> None:
+    """Give `out` the keys of `source`: tokens stay valid and the webhook secrets sealed
+    in the copied log still open. A source an older sandex wrote, with no key file, has
+    its signing key in its database: `out` gets a key file holding that one."""
+    source_keys = key_file.path_for(source)
+    out_keys = key_file.path_for(out)
+    assert source_keys is not None and out_keys is not None
+    if source_keys.exists():
+        private_files.copy(source_keys, out_keys)
+    else:
+        out_keys.unlink(missing_ok=True)  # a stale one, left by a database removed since
+        key_file.KeyFile.open(out, legacy_signing=legacy_signing)
+
+
+def _copy_appended(db: sqlite3.Connection, source: str | Path, cut: int) -> None:
+    """The append-only read models' rows produced by the events kept: the state does not
+    hold them (engine/domain/feed.py), and rows never change once written, so the source's rows
+    up to the cut are exactly what a rebuild of the cut log writes."""
+    from engine.read.readmodels import APPEND_ONLY, TABLES
+
+    db.execute("ATTACH DATABASE ? AS src", (str(source),))
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        for table, position in APPEND_ONLY.items():
+            columns = ", ".join(TABLES[table]["columns"])
+            db.execute(
+                f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM src.{table}"
+                f" WHERE {position} <= ?",
+                (cut,),
+            )
+        db.execute("COMMIT")
+    finally:
+        db.execute("DETACH DATABASE src")
