@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.book import BUY, SELL
-from engine.market import Market, MarketConfig
-from engine.money import MARKETS
-from engine.settings import Settings
+from engine.config.settings import Settings
+from engine.domain.trading.book import BUY, SELL
+from engine.domain.trading.market import Market, MarketConfig
+from engine.kernel.money import MARKETS
 
 NAMES = sorted(MARKETS)
 

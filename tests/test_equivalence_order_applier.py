@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, Settings, orders
-from engine.clock import to_millis
-from engine.commands import Actor, CreateCustomer, CreateOrder, CreateProfile, SandboxDeposit
-from engine.engine import replay
-from engine.events import Event
-from engine.orders import Order, trading_state
+from engine import Engine, Settings
+from engine.domain.trading import orders
+from engine.domain.trading.orders import Order, trading_state
+from engine.kernel.clock import to_millis
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, CreateProfile, SandboxDeposit
+from engine.kernel.events import Event
+from engine.runtime.writer import replay
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 # Keys of an order record the applier's general path reads, and one it reads apart

@@ -18,11 +18,11 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import orders
-from engine.book import BUY, SELL
-from engine.money import MARKETS
-from engine.orders import Order, trading_state
-from engine.state import State
+from engine.domain.trading import orders
+from engine.domain.trading.book import BUY, SELL
+from engine.domain.trading.orders import Order, trading_state
+from engine.kernel.money import MARKETS
+from engine.kernel.state import State
 from tests import equivalence_helpers as plain
 
 STATUSES = ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED")

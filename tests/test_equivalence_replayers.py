@@ -1,6 +1,7 @@
-"""Every replayer (domain.REPLAYERS, the start-up replay's fast appliers of stream-opening
-events) leaves exactly the state its type's applier leaves in a state-only replay, and
-stops at the first row that is not a brief row of its type, on generated runs of rows.
+"""Every replayer (REPLAYERS in engine/kernel/registry.py: the start-up replay's fast
+appliers of stream-opening events) leaves exactly the state its type's applier leaves in a
+state-only replay, and stops at the first row that is not a brief row of its type, on
+generated runs of rows.
 
 Already covered: tests/test_replay_log.py compares whole start-up replays with the
 generic replay and the live state on one recorded session, and the scan's brief rows
@@ -18,10 +19,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain import REPLAYERS, STATE_APPLIERS
-from engine.events import Event
-from engine.money import CONTEXT
-from engine.state import State
+from engine.kernel.events import Event
+from engine.kernel.money import CONTEXT
+from engine.kernel.registry import REPLAYERS, STATE_APPLIERS
+from engine.kernel.state import State
 
 STATUSES = ("PENDING", "PROCESSING", "COMPLETED", "FAILED")
 amounts = st.decimals(min_value=Decimal("1E-8"), max_value=Decimal(10**9), places=8).map(
@@ -31,7 +32,7 @@ amounts = st.decimals(min_value=Decimal("1E-8"), max_value=Decimal(10**9), place
 
 @st.composite
 def transfer_created(draw: st.DrawFn, n: int) -> dict[str, Any]:
-    """A TransferCreated event's data: the record as `transfers.create` writes it, and
+    """A TransferCreated event's data: the record as `transfer_records.create` writes it, and
     postings that can never be refused (from outside the platform)."""
     profile = draw(st.sampled_from(("p1", "p2")))
     asset = draw(st.sampled_from(("BTC", "USD")))

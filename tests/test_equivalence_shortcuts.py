@@ -18,13 +18,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine import orders
-from engine.commands import CreateOrder
-from engine.errors import DomainError, ExceedPrecision
-from engine.market import new_markets
-from engine.marketdata import parse_timestamp
-from engine.money import CONTEXT, MARKETS, check_step
-from engine.params import MAX_INT64, int_fault
+from engine.backtest.price_files import parse_timestamp
+from engine.domain.trading import orders
+from engine.domain.trading.market import new_markets
+from engine.kernel.commands import CreateOrder
+from engine.kernel.errors import DomainError, ExceedPrecision
+from engine.kernel.money import CONTEXT, MARKETS, check_step
+from engine.read.params import MAX_INT64, int_fault
 
 FIELDS = ("price", "base_amount", "quote_amount", "stop_price")
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine import orders
-from engine.market import new_markets
-from engine.money import CONTEXT, MARKETS, MarketSpec
-from engine.orders import price_text, units_text, vwap_text
+from engine.domain.trading import orders
+from engine.domain.trading.market import new_markets
+from engine.domain.trading.orders import price_text, units_text, vwap_text
+from engine.kernel.money import CONTEXT, MARKETS, MarketSpec
 from tests import equivalence_helpers as plain
 
 MARKET_NAMES = sorted(MARKETS)
