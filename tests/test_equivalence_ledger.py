@@ -99,9 +99,9 @@ def one_at_a_time(raws: list[Raw], encoded: bool) -> tuple[Ledger, list[tuple[in
         before = shown(ledger.balances)
         try:
             if encoded:
-                ledger.post_encoded(raw)
+                ledger.post_encoded(raw, {})
             else:
-                ledger.post(decode_postings(raw))
+                ledger.post(decode_postings(raw, {}))
         except LedgerViolation as e:
             refusals.append((k, str(e)))
             assert shown(ledger.balances) == before, "a refused event left a trace"
@@ -139,7 +139,7 @@ def test_the_replay_path_gives_what_one_posting_at_a_time_gives(
         replayed = Ledger()
         bounds = sorted({0, len(accepted), *(c for c in cuts if c < len(accepted))})
         for lo, hi in zip(bounds, bounds[1:], strict=False):
-            replayed.apply_encoded(accepted[lo:hi])
+            replayed.apply_encoded(accepted[lo:hi], {})
         assert shown(replayed.balances) == shown(one_by_one.balances)
         if not refusals:
             return
@@ -149,7 +149,7 @@ def test_the_replay_path_gives_what_one_posting_at_a_time_gives(
         before = [raw for j, raw in enumerate(raws[:k]) if j not in refused]
         start = data.draw(st.integers(0, len(before)))
         rerun = Ledger()
-        rerun.apply_encoded(before[:start])
+        rerun.apply_encoded(before[:start], {})
         with pytest.raises(LedgerViolation) as refusal:
-            rerun.apply_encoded([*before[start:], raws[k]])
+            rerun.apply_encoded([*before[start:], raws[k]], {})
         assert str(refusal.value) == refused[k]

@@ -71,10 +71,10 @@ def make_order(
 
 def assert_shown_as_defined(o: Order) -> None:
     expected = list(plain.order_view(o).items())
-    assert list(orders._build_view(o).items()) == expected
-    assert list(orders.shown_view(o).items()) == expected
-    assert list(orders.order_view(o).items()) == expected
     state = State()
+    assert list(orders._build_view(o).items()) == expected
+    assert list(orders.shown_view(state, o).items()) == expected
+    assert list(orders.order_view(state, o).items()) == expected
     trading_state(state).orders[o.id] = o
     row = orders._order_row(state, o.id)
     assert row is not None
@@ -172,6 +172,7 @@ def test_views_cached_and_patched_between_changes_stay_as_defined(
     """Orders shown in any interleaving, each changed by events between its views: the
     cached or patched view is always the fresh one, a copy handed out and changed by its
     caller changes nothing shown later, and a view once shown stays as it was shown."""
+    state = State()
     for o in three:
         assert_shown_as_defined(o)
     held: list[tuple[dict[str, Any], list[tuple[str, Any]]]] = []
@@ -191,17 +192,17 @@ def test_views_cached_and_patched_between_changes_stay_as_defined(
             o.triggered = value
         expected = list(plain.order_view(o).items())
         if reader == "shown":
-            shown = orders.shown_view(o)
+            shown = orders.shown_view(state, o)
             assert list(shown.items()) == expected
             held.append((shown, expected))
         elif reader == "copy":
-            view = orders.order_view(o)
+            view = orders.order_view(state, o)
             assert list(view.items()) == expected
             view["status"] = "SCRIBBLED"
             view["amount_filled"] = "-1"
         else:
             assert list(orders._build_view(o).items()) == expected
     for o in three:
-        assert list(orders.shown_view(o).items()) == list(plain.order_view(o).items())
+        assert list(orders.shown_view(state, o).items()) == list(plain.order_view(o).items())
     for shown, expected in held:
         assert list(shown.items()) == expected
