@@ -12,24 +12,21 @@ The feed is append-only: an item, once written, never changes, and a restore of 
 snapshot leaves it (what was announced stays announced). So the writer's state does
 not keep the items: each goes to the `event_feed` table in the commit of the event that
 produced it (`State.append`), a start-up replay skips them, and a rebuild collects them
-from the whole log.
+from the whole log. Their listing is the read side's (engine/read/feed.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from typing import Any
 
 import orjson
 
 from engine.domain.trading.orders import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
-from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
 from engine.kernel.state import State
 from engine.read import readmodels
-from engine.read.queries import checked_limit, time_conditions
 
 TRANSFER_EVENTS = ("TransferCreated", "TransferCompleted", "TransferFailed")
 ORDER_EVENTS = (
@@ -166,71 +163,3 @@ readmodels.register_append(
     },
     "seq / 2",
 )
-
-
-# -- the read side ----------------------------------------------------------------------
-
-MAX_LIMIT = 100
-DEFAULT_LIMIT = 100
-
-
-def _public(body: str, undelivered: int) -> dict[str, Any]:
-    event: dict[str, Any] = orjson.loads(body)
-    event["undelivered_webhooks"] = undelivered
-    return event
-
-
-def list_events(
-    conn: Any,
-    customer_id: str,
-    *,
-    limit: int | None = None,
-    after_seq: int | None = None,
-    type: str | None = None,
-    times: dict[str, str] | None = None,
-    delivered_through: int | None = None,
-) -> tuple[list[dict[str, Any]], int | None]:
-    """A customer's events in ascending order, and the seq to continue after (or None).
-
-    `delivered_through`: with a webhook registered, the seq up to which its events were
-    delivered; each later event counts one undelivered webhook."""
-    limit = checked_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
-    where = ["f.customer_id = ?"]
-    params: list[Any] = [customer_id]
-    if type is not None:
-        where.append("f.type = ?")
-        params.append(type)
-    time_where, time_params = time_conditions(
-        {("created_at", op): text for op, text in (times or {}).items()}, table="f."
-    )
-    where += time_where
-    params += time_params
-    if after_seq is not None:
-        where.append("f.seq > ?")
-        params.append(after_seq)
-    sql = (
-        f"SELECT f.seq, f.body FROM event_feed f WHERE {' AND '.join(where)} ORDER BY f.seq LIMIT ?"
-    )
-    rows = conn.execute(sql, [*params, limit + 1]).fetchall()
-    events = [_public(body, _undelivered(seq, delivered_through)) for seq, body in rows[:limit]]
-    return events, (rows[limit - 1][0] if len(rows) > limit else None)
-
-
-def _undelivered(seq: int, delivered_through: int | None) -> int:
-    return 0 if delivered_through is None or seq <= delivered_through else 1
-
-
-def get_event(
-    conn: Any, customer_id: str, event_id: str, delivered_through: int | None = None
-) -> dict[str, Any]:
-    try:
-        uuid.UUID(event_id)
-    except ValueError as exc:
-        raise Invalid("id invalid: an event id is a UUID", field="id") from exc
-    row = conn.execute(
-        "SELECT seq, body FROM event_feed WHERE id = ? AND customer_id = ?",
-        (event_id, customer_id),
-    ).fetchone()
-    if row is None:
-        raise NotFound(f"event not found with id {event_id}")
-    return _public(row[1], _undelivered(row[0], delivered_through))
