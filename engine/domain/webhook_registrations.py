@@ -22,6 +22,7 @@ from engine.config.destinations import Destinations
 from engine.kernel.commands import Command
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 from engine.read import readmodels
 
@@ -175,3 +176,4 @@ readmodels.register(
     ("customer_id",),
     lambda s: registrations(s).keys(),
 )
+REGISTRATION = Registration(DECIDERS, APPLIERS)
