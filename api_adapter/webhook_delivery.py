@@ -50,8 +50,7 @@ import orjson
 import structlog
 
 from engine.config.destinations import Destinations
-from engine.domain.webhook_registrations import redact_url
-from engine.kernel.credentials import SealError, unseal
+from engine.kernel.credentials import SealError, redact_url, unseal
 from engine.read import webhook_status
 from engine.read.connections import ReadConnections
 from engine.runtime.key_file import KeyFile, KeyFileError

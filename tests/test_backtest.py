@@ -452,9 +452,9 @@ def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path
 def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.kernel import registry
+    from engine.domain.transfers import funding
 
-    deposit = registry.DECIDERS[SandboxDeposit]
+    deposit = funding.DECIDERS[SandboxDeposit]
 
     def breaking(ctx: Any, command: SandboxDeposit) -> Any:
         deposit(ctx, command)
@@ -473,7 +473,7 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
                 actor=me, profile_id="default", asset="USD", amount=amount
             )
             engine.run_inline(pay("100"))
-            monkeypatch.setitem(registry.DECIDERS, SandboxDeposit, breaking)
+            monkeypatch.setitem(engine.registry.deciders, SandboxDeposit, breaking)
             with pytest.raises(RuntimeError):
                 engine.run_inline(pay("7"))
             engine.run_inline(pay("5"))
@@ -489,9 +489,9 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
 def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.kernel import registry
+    from engine.domain.trading import orders
 
-    create = registry.DECIDERS[CreateOrder]
+    create = orders.DECIDERS[CreateOrder]
 
     def breaking(ctx: Any, command: CreateOrder) -> Any:
         answer = create(ctx, command)
@@ -499,7 +499,7 @@ def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
             raise RuntimeError("a bug after emitting")
         return answer
 
-    monkeypatch.setitem(registry.DECIDERS, CreateOrder, breaking)
+    monkeypatch.setitem(orders.DECIDERS, CreateOrder, breaking)  # read by the next engine
     caught: list[str] = []
 
     def broken_then_fine(api: Api) -> Any:

@@ -1,7 +1,7 @@
 """The public event feed: every change of an order or a transfer, as its customer sees it.
 
 The feed is a projection of the log like any read model. It follows the events of other
-modules (`TransferCreated`, `OrderFilled`, ...) through `domain.observe`, and turns each
+modules (`TransferCreated`, `OrderFilled`, ...) through its registration's observers, and turns each
 into the service's Event shape: `type` (`transfer.crypto_withdrawal.completed`,
 `order.filled`), `object_type`, the object as it stood right after the change, and
 `created_at`, the time of the log event. Feed ids are derived from the log event's
@@ -25,6 +25,7 @@ import orjson
 from engine.domain.trading.orders import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import State
 from engine.read import readmodels
 
@@ -139,6 +140,9 @@ def observe(state: State, e: Event) -> None:
         _transfer(state, e)
     else:
         _order(state, e)
+
+
+REGISTRATION = Registration(observers=dict.fromkeys(WATCHED, observe))
 
 
 # -- read model -----------------------------------------------------------------------

@@ -53,6 +53,7 @@ from engine.kernel.errors import (
 from engine.kernel.events import Event
 from engine.kernel.invariants import CHECKS
 from engine.kernel.money import MARKETS, ZERO, check_step, decimals, format_normal, parse_amount
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 from engine.read import readmodels
 
@@ -1540,5 +1541,7 @@ TIMERS = {
     "order_expire": expire_due,
     "market_watch": watch_due,
 }
+
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
 
 __all__ = ["NO_ASK", "NO_BID", "Order", "Trading", "order_view", "trading_state"]

@@ -14,6 +14,7 @@ import orjson
 
 from engine.domain.ledger import Posting, encode_postings, is_profile_account
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 # Statuses a transfer never leaves.
@@ -152,3 +153,4 @@ APPLIERS = {
 }
 
 REPLAYERS = {"TransferCreated": _created_run}
+REGISTRATION = Registration(appliers=APPLIERS, replayers=REPLAYERS)
