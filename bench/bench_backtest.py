@@ -143,7 +143,7 @@ def walk(data: Path, strategy: Any, folder: Path) -> dict[str, float]:
     db = Path(tempfile.mkdtemp(dir=folder)) / "bt.db"
     first = series["BTCUSD"].times[0]
     engine = Engine(db, engine_settings(None, from_micros(first), 0, {}))
-    runner = Runner(engine, series, strategy, False, ["USD", "BTC"])
+    runner = Runner(engine, series, strategy, None, ["USD", "BTC"])
     prepared = time.perf_counter()
     with engine.one_transaction():  # as `run` holds it: its commit ends the walk
         runner.setup({"USD": "10000000"})
