@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from engine import Engine
-from engine.backtest.runner import Api, ApiError, BacktestError, Strategy, _Runner, run
+from engine.backtest import Api, ApiError, BacktestError, Strategy, run
+from engine.backtest.runner import Runner
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.kernel.credentials import REDACTED
 from engine.tools.time_travel import travel
@@ -417,7 +418,7 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
     with monkeypatch.context() as m:
         m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
         # and no chains: each price setting decided and committed on its own
-        m.setattr(_Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
+        m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
         each = ma_cross(tmp_path / "each.db")
     assert held.summary["orders"]["total"] >= 3
     assert held.log_hash == each.log_hash and held.summary == each.summary
