@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.backtest.price_files import Series, from_micros
 from engine.config.settings import Settings
-from engine.domain.trading.orders import trading_state
+from engine.domain.trading import trading_state
 from engine.kernel.clock import format_time
 from engine.kernel.money import MARKETS
 

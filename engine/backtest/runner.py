@@ -43,8 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.backtest.price_files import MarketDataError, Series, from_micros, load_many, to_micros
 from engine.config.settings import Settings
 from engine.config.yaml_errors import describe as describe_yaml_error
+from engine.domain.trading import execution_view, order_view, trading_state
 from engine.domain.trading.market import MarketConfig
-from engine.domain.trading.orders import execution_view, order_view, trading_state
 from engine.kernel.clock import ManualClock, format_time, parse_time
 from engine.kernel.commands import (
     Actor,

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from engine.domain import customers, feed, sandbox_snapshots, webhook_registrations
-from engine.domain.trading import orders
+from engine.domain import customers, feed, sandbox_snapshots, trading, webhook_registrations
 from engine.domain.transfers import (
     funding,
     internal_transfers,
@@ -84,7 +83,7 @@ register(funding.DECIDERS, funding.APPLIERS, funding.TIMERS)
 register(withdrawal_fees.DECIDERS, withdrawal_fees.APPLIERS, withdrawal_fees.TIMERS)
 register(withdrawals.DECIDERS, withdrawals.APPLIERS, withdrawals.TIMERS)
 register(internal_transfers.DECIDERS)
-register(orders.DECIDERS, orders.APPLIERS, orders.TIMERS)
+register(trading.DECIDERS, trading.APPLIERS, trading.TIMERS)
 register(appliers={"ClockAdvanced": _clock_advanced})
 register(webhook_registrations.DECIDERS, webhook_registrations.APPLIERS)
 register(sandbox_snapshots.DECIDERS, sandbox_snapshots.APPLIERS)
