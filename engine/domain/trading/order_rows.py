@@ -1,5 +1,6 @@
 """The orders and executions read models: one row per order and per execution, a pure
-function of the trading state."""
+function of the trading state. Their indexes are the store's tuning
+(engine.store.read_model_indexes), not part of the rows."""
 
 from __future__ import annotations
 
@@ -69,8 +70,6 @@ readmodels.register(
             "body": str,
         },
         "pk": ["id"],
-        "indexes": [["customer_id", "seq"], ["profile_id", "seq"]],
-        "fixed": ["customer_id", "profile_id", "seq"],
     },
     _order_row,
     ("id",),
@@ -91,8 +90,6 @@ readmodels.register(
             "body": str,
         },
         "pk": ["execution_id"],
-        "indexes": [["customer_id", "seq"], ["profile_id", "seq"], ["order_id"]],
-        "fixed": ["customer_id", "profile_id", "order_id", "seq"],
     },
     _execution_row,
     ("execution_id",),
