@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from decimal import Decimal
+from itertools import product
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine import Engine
+from engine.domain.trading import placement
 from engine.domain.trading.order_types import (
     ALL_TIF,
     AMOUNT_FIELDS,
@@ -38,6 +40,27 @@ def test_every_row_is_consistent() -> None:
             assert hold != HOLD_BASE or "base_amount" in needed, name
         if len(row.fields) < 2:
             assert row.side_refused, name
+
+
+def _refusal(check: Any, *args: Any) -> str | None:
+    try:
+        check(*args)
+    except Invalid as exc:
+        return str(exc)
+    return None
+
+
+def test_the_shapes_shortcut_answers_what_the_field_checks_answer() -> None:
+    """Every type, side (known or not) and combination of amount fields sent."""
+    actor = Actor("c", "c")
+    for row, side, given in product(
+        ORDER_TYPES.values(), ("BUY", "SELL", "HOLD"), product((False, True), repeat=4)
+    ):
+        amounts = {f: "1" for f, sent in zip(AMOUNT_FIELDS, given, strict=True) if sent}
+        cmd = _order(actor, row.name, side, **amounts)
+        fast = _refusal(placement._check_fields, cmd, row)
+        assert fast == _refusal(placement._field_checks, cmd, row, given), (row.name, side, given)
+        assert (fast is None) == (row.shapes.get(side) == given)
 
 
 def _engine_with_money(tmp_path: Path) -> tuple[Engine, Actor]:

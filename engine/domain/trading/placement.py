@@ -75,8 +75,13 @@ def _check_fields(cmd: CreateOrder, row: OrderType) -> None:
         cmd.quote_amount is not None,
         cmd.stop_price is not None,
     )
-    if row.shapes.get(cmd.side) == given:
-        return  # what almost every order sends; anything else is told what is wrong
+    if row.shapes.get(cmd.side) != given:
+        # what almost every order sends is its shape; anything else is told what is wrong
+        _field_checks(cmd, row, given)
+
+
+def _field_checks(cmd: CreateOrder, row: OrderType, given: tuple[bool, ...]) -> None:
+    """The checks the row's shapes shortcut, one by one, each with its own words."""
     kind = row.name
     needed = row.fields.get(cmd.side)
     if needed is None:
