@@ -490,9 +490,9 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
 def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.domain.trading import orders
+    from engine.domain import trading
 
-    create = orders.DECIDERS[CreateOrder]
+    create = trading.DECIDERS[CreateOrder]
 
     def breaking(ctx: Any, command: CreateOrder) -> Any:
         answer = create(ctx, command)
@@ -500,7 +500,7 @@ def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
             raise RuntimeError("a bug after emitting")
         return answer
 
-    monkeypatch.setitem(orders.DECIDERS, CreateOrder, breaking)  # read by the next engine
+    monkeypatch.setitem(trading.DECIDERS, CreateOrder, breaking)  # read by the next engine
     caught: list[str] = []
 
     def broken_then_fine(api: Api) -> Any:

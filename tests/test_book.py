@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from engine.config.settings import Settings
 from engine.domain.trading.book import BUY, SELL, Book
-from engine.domain.trading.market import MarketConfig, Noise, Window, exp, new_markets
+from engine.domain.trading.ladder import Window
+from engine.domain.trading.market import MarketConfig, new_markets
 from engine.domain.trading.matching import house_plan, plan, self_match
+from engine.domain.trading.reference_price import Noise, exp
 
 NO_DB = settings(database=None, deadline=None, derandomize=True)
 

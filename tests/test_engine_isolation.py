@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Engine
-from engine.domain.trading.orders import trading_state
+from engine.domain.trading import trading_state
 from engine.kernel.clock import to_millis
 from engine.kernel.commands import (
     Actor,

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from engine import Engine, Settings
-from engine.domain.trading import orders
-from engine.domain.trading.orders import Order, trading_state
+from engine.domain.trading import Order, appliers, trading_state
+from engine.domain.trading.order_types import ORDER_TYPES
 from engine.kernel.clock import to_millis
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, CreateProfile, SandboxDeposit
 from engine.kernel.events import Event
@@ -104,7 +104,7 @@ def _log(db: Path, latency_ms: int) -> list[Event]:
             expires = str(to_millis(START + timedelta(hours=1)))
             refs = itertools.count()
             for kind, side, amounts in SHAPES:
-                for tif in sorted(orders.TIME_IN_FORCE[kind][1]):
+                for tif in sorted(ORDER_TYPES[kind].tifs):
                     for extra in _extras(desk):
                         fields = {**amounts, **extra}
                         if "ref_id" in fields:
@@ -140,7 +140,7 @@ def _records(log: list[Event]) -> list[dict[str, Any]]:
 def _takes_shortcut(record: dict[str, Any]) -> bool:
     """The applier's own test, as it reads the record."""
     counted = ("price" in record) + ("base_amount" in record)
-    return len(record) == orders._PLAIN_FIELDS + counted
+    return len(record) == appliers._PLAIN_FIELDS + counted
 
 
 def test_the_applier_counts_exactly_the_keys_create_order_always_writes(
@@ -155,9 +155,9 @@ def test_the_applier_counts_exactly_the_keys_create_order_always_writes(
     for record in records:
         unconditional = set(record) - OPTIONAL - COUNTED
         assert unconditional == always, sorted(unconditional ^ always)
-        assert len(unconditional) == orders._PLAIN_FIELDS, (
+        assert len(unconditional) == appliers._PLAIN_FIELDS, (
             f"create_order writes {len(unconditional)} keys for every order "
-            f"({sorted(unconditional)}); the OrderPlaced applier counts {orders._PLAIN_FIELDS}"
+            f"({sorted(unconditional)}); the OrderPlaced applier counts {appliers._PLAIN_FIELDS}"
         )
         assert _takes_shortcut(record) == (not set(record) & OPTIONAL), record
     shortcuts = sum(map(_takes_shortcut, records))
@@ -175,7 +175,7 @@ def test_the_applier_s_shortcut_builds_the_order_the_general_path_builds(
     for log in logs:
         short, _ = replay(iter(log))
         with monkeypatch.context() as m:
-            m.setattr(orders, "_PLAIN_FIELDS", -1)  # no record matches: the general path
+            m.setattr(appliers, "_PLAIN_FIELDS", -1)  # no record matches: the general path
             general, _ = replay(iter(log))
         short_orders = trading_state(short).orders
         general_orders = trading_state(general).orders

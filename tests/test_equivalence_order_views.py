@@ -18,18 +18,18 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading import orders
+from engine.domain.trading import Order, order_rows, order_views, trading_state
 from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.orders import Order, trading_state
+from engine.domain.trading.order_types import ORDER_TYPES
 from engine.kernel.money import MARKETS
 from engine.kernel.state import State
 from tests import equivalence_helpers as plain
 
 STATUSES = ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED")
-TYPES = tuple(orders.TIME_IN_FORCE)
+TYPES = tuple(ORDER_TYPES)
 # The fields a view shows only when the order has them, and what `_build_view` tests.
 OPTIONAL = ("ref_id", "expires", "identity", "stop", "recipient")
-TIME_IN_FORCE_OF = {kind: sorted(allowed) for kind, (_, allowed) in orders.TIME_IN_FORCE.items()}
+TIME_IN_FORCE_OF = {kind: sorted(row.tifs) for kind, row in ORDER_TYPES.items()}
 T0 = "2024-01-01T00:00:00.000000Z"
 
 
@@ -72,11 +72,11 @@ def make_order(
 def assert_shown_as_defined(o: Order) -> None:
     expected = list(plain.order_view(o).items())
     state = State()
-    assert list(orders._build_view(o).items()) == expected
-    assert list(orders.shown_view(state, o).items()) == expected
-    assert list(orders.order_view(state, o).items()) == expected
+    assert list(order_views._build_view(o).items()) == expected
+    assert list(order_views.shown_view(state, o).items()) == expected
+    assert list(order_views.order_view(state, o).items()) == expected
     trading_state(state).orders[o.id] = o
-    row = orders._order_row(state, o.id)
+    row = order_rows._order_row(state, o.id)
     assert row is not None
     assert row["body"] == orjson.dumps(dict(expected)).decode()
 
@@ -192,17 +192,17 @@ def test_views_cached_and_patched_between_changes_stay_as_defined(
             o.triggered = value
         expected = list(plain.order_view(o).items())
         if reader == "shown":
-            shown = orders.shown_view(state, o)
+            shown = order_views.shown_view(state, o)
             assert list(shown.items()) == expected
             held.append((shown, expected))
         elif reader == "copy":
-            view = orders.order_view(state, o)
+            view = order_views.order_view(state, o)
             assert list(view.items()) == expected
             view["status"] = "SCRIBBLED"
             view["amount_filled"] = "-1"
         else:
-            assert list(orders._build_view(o).items()) == expected
+            assert list(order_views._build_view(o).items()) == expected
     for o in three:
-        assert list(orders.shown_view(state, o).items()) == list(plain.order_view(o).items())
+        assert list(order_views.shown_view(state, o).items()) == list(plain.order_view(o).items())
     for shown, expected in held:
         assert list(shown.items()) == expected

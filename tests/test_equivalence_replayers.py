@@ -1,4 +1,4 @@
-"""Every replayer (REPLAYERS in engine/kernel/registry.py: the start-up replay's fast
+"""Every replayer (a Registration's replayers, engine/kernel/registry.py: the start-up replay's fast
 appliers of stream-opening events) leaves exactly the state its type's applier leaves in a
 state-only replay, and stops at the first row that is not a brief row of its type, on
 generated runs of rows.
@@ -19,10 +19,14 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.domain.registrations import domain_registry
 from engine.kernel.events import Event
 from engine.kernel.money import CONTEXT
-from engine.kernel.registry import REPLAYERS, STATE_APPLIERS
 from engine.kernel.state import State
+
+_REGISTRY = domain_registry()
+REPLAYERS = _REGISTRY.replayers
+STATE_APPLIERS = _REGISTRY.state_appliers
 
 STATUSES = ("PENDING", "PROCESSING", "COMPLETED", "FAILED")
 amounts = st.decimals(min_value=Decimal("1E-8"), max_value=Decimal(10**9), places=8).map(

@@ -1,12 +1,11 @@
-"""Smaller shortcuts that had no equivalence test: the order request's shape table
-(`_SHAPES`) before the general field checks, the amount precision check that reads the
+"""Smaller shortcuts that had no equivalence test (the order types' shapes shortcut is
+pinned by tests/test_order_types.py): the amount precision check that reads the
 text before normalizing, the tick check by `divmod`, the integer parameters' digit count
 before any conversion, and the market data timestamp's quick parse. Each against its
 general path or a plain definition, on every combination or generated values."""
 
 from __future__ import annotations
 
-import itertools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,37 +18,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.backtest.price_files import parse_timestamp
-from engine.domain.trading import orders
+from engine.domain.trading import placement
+from engine.domain.trading.amount_texts import price_ticks
 from engine.domain.trading.market import new_markets
-from engine.kernel.commands import CreateOrder
 from engine.kernel.errors import DomainError, ExceedPrecision
 from engine.kernel.money import CONTEXT, MARKETS, check_step
 from engine.read.params import MAX_INT64, int_fault
-
-FIELDS = ("price", "base_amount", "quote_amount", "stop_price")
-
-
-def _outcome(cmd: CreateOrder) -> str | None:
-    """What `_check_fields` says of a request: nothing, or its refusal's words."""
-    try:
-        orders._check_fields(cmd)
-    except DomainError as e:
-        return f"{type(e).__name__}: {e} ({e.field})"
-    return None
-
-
-def test_the_shape_table_answers_what_the_general_field_checks_answer() -> None:
-    for kind, side, given_ in itertools.product(
-        orders.TIME_IN_FORCE, ("BUY", "SELL", "HOLD"), itertools.product((False, True), repeat=4)
-    ):
-        cmd = CreateOrder(
-            side=side, type=kind, **{f: "1" for f, on in zip(FIELDS, given_, strict=True) if on}
-        )
-        shortcut = _outcome(cmd)
-        with pytest.MonkeyPatch.context() as m:
-            m.setattr(orders, "_SHAPES", {})  # every request takes the general checks
-            assert _outcome(cmd) == shortcut, (kind, side, given_)
-
 
 amount_texts = st.builds(
     lambda whole, fraction, zeros: f"{whole}.{fraction}{'0' * zeros}" if fraction else whole,
@@ -75,9 +49,9 @@ def test_the_precision_check_from_the_text_is_the_normalized_decimal_s(
     too_precise = -exponent > places
     if too_precise:
         with pytest.raises(ExceedPrecision):
-            orders._amount(text, "base_amount", "BTC", places)
+            placement._amount(text, "base_amount", "BTC", places)
     else:
-        assert orders._amount(text, "base_amount", "BTC", places) == value
+        assert placement._amount(text, "base_amount", "BTC", places) == value
 
 
 @settings(max_examples=500, derandomize=True, deadline=None)
@@ -103,12 +77,12 @@ def test_the_tick_check_by_divmod_is_the_exact_quotient(
         value = Decimal(text)
         quotient = Fraction(value) / Fraction(mk.tick)
         if quotient.denominator == 1:
-            assert orders._price(text, "price", mk) == quotient.numerator
+            assert price_ticks(text, "price", mk.tick) == quotient.numerator
         else:
             with pytest.raises(DomainError) as expected:
                 check_step(value, mk.tick, "price", "tick size")
             with pytest.raises(DomainError) as refused:
-                orders._price(text, "price", mk)
+                price_ticks(text, "price", mk.tick)
             assert str(refused.value) == str(expected.value)
 
 

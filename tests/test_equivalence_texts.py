@@ -17,9 +17,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading import orders
+from engine.domain.trading import amount_texts
+from engine.domain.trading.amount_texts import price_text, units_text, vwap_text
 from engine.domain.trading.market import new_markets
-from engine.domain.trading.orders import price_text, units_text, vwap_text
 from engine.kernel.money import CONTEXT, MARKETS, MarketSpec
 from tests import equivalence_helpers as plain
 
@@ -54,7 +54,7 @@ def market_with_tick(tick: Decimal) -> Iterator[str]:
     name = "TESTUSD"
     with pytest.MonkeyPatch.context() as m:
         m.setitem(MARKETS, name, MarketSpec(name, "TEST", "USD", tick))
-        m.setitem(orders._TICKS, name, orders._tick_text(tick))
+        m.setitem(amount_texts._TICKS, name, amount_texts._tick_text(tick))
         yield name
 
 
@@ -75,7 +75,9 @@ def test_texts_of_any_tick_size_are_exact(
 ) -> None:
     with market_with_tick(tick) as name, localcontext(CONTEXT):
         assert price_text(name, ticks) == plain.price_text(tick, ticks)
-        assert orders._vwap(name, spent, filled) == plain.vwap_text(tick, spent, filled)
+        assert amount_texts.order_vwap_text(name, spent, filled) == plain.vwap_text(
+            tick, spent, filled
+        )
 
 
 @settings(max_examples=500, derandomize=True, deadline=None)
@@ -92,7 +94,7 @@ def test_vwap_text_is_the_exact_quotient_rounded_half_up(
     """Exact, and the same as the 60-digit Decimal division and quantize it replaces."""
     mk = new_markets()[market]
     expected = plain.vwap_text(mk.tick, spent, filled)
-    assert orders._vwap(market, spent, filled) == expected
+    assert amount_texts.order_vwap_text(market, spent, filled) == expected
     assert vwap_text(mk, spent, filled) == expected
     if filled:
         with localcontext() as c:

@@ -10,9 +10,10 @@ from decimal import Decimal, localcontext
 from typing import Any
 
 from engine.domain.feed import event_id
-from engine.domain.trading import orders
-from engine.domain.trading.market import BUY, UNIT
-from engine.domain.trading.orders import Order, _gross_text
+from engine.domain.trading import order_views
+from engine.domain.trading.amount_texts import UNIT, gross_text
+from engine.domain.trading.book import BUY
+from engine.domain.trading.order import Order
 from engine.kernel.events import Event
 from engine.kernel.money import MARKETS, format_normal
 from engine.kernel.state import State
@@ -32,12 +33,12 @@ def test_gross_text_is_the_normalized_decimal_product() -> None:
                 with localcontext() as c:
                     c.prec = prec
                     expected = _gross_by_decimal(market, ticks, units)
-                assert _gross_text(market, ticks, units) == expected, (market, ticks, units)
+                assert gross_text(market, ticks, units) == expected, (market, ticks, units)
 
 
 def test_gross_text_of_a_huge_product_takes_the_decimal_path() -> None:
     ticks, units = 10**15, 10**15  # 30 digits: past the exact integer shortcut
-    assert _gross_text("BTCUSD", ticks, units) == _gross_by_decimal("BTCUSD", ticks, units)
+    assert gross_text("BTCUSD", ticks, units) == _gross_by_decimal("BTCUSD", ticks, units)
 
 
 def test_event_id_is_the_version_4_uuid_of_the_digest() -> None:
@@ -63,18 +64,18 @@ def _order(k: int) -> Order:
 
 def test_a_taker_and_its_maker_shown_in_turn_are_built_once_each(monkeypatch: Any) -> None:
     built: list[str] = []
-    build = orders._build_view
+    build = order_views._build_view
 
     def counted(o: Order) -> dict[str, Any]:
         built.append(o.id)
         return build(o)
 
-    monkeypatch.setattr(orders, "_build_view", counted)
+    monkeypatch.setattr(order_views, "_build_view", counted)
     state, taker, maker = State(), _order(1), _order(2)
     for k in range(1, 4):
         for o in (taker, maker):
             o.filled, o.spent = k * 1000, k * 1000 * 168_000
             o.modified_at = f"2024-01-01T00:00:0{k}.000000Z"
-            assert orders.shown_view(state, o) == build(o)
-            assert orders.order_view(state, o) == build(o)
+            assert order_views.shown_view(state, o) == build(o)
+            assert order_views.order_view(state, o) == build(o)
     assert built == ["o1", "o2"]

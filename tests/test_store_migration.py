@@ -8,6 +8,7 @@ from pathlib import Path
 from engine import Engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.read.readmodels import TABLES
+from engine.store.read_model_indexes import with_indexes
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 
@@ -63,7 +64,7 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
 
     with Engine(db, make_settings()) as engine:
         _trade(engine, "second")
-    for table, spec in TABLES.items():
+    for table, spec in with_indexes(TABLES).items():
         assert _indexes(db, table) == {
             f"idx_{table}_{'_'.join(cols)}" for cols in spec.get("indexes", ())
         }, table
@@ -85,3 +86,21 @@ def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
         _trade(engine, "second")
     assert "by_status" in _indexes(db, "orders")
     assert verify(str(db)) == []
+
+
+def test_orders_and_executions_get_the_store_s_indexes_and_name_none_themselves(
+    tmp_path: Path,
+) -> None:
+    """Index tuning is the store's (engine.store.read_model_indexes): the read models
+    name none, and a new database has the indexes the read side's queries use."""
+    assert "indexes" not in TABLES["orders"] and "fixed" not in TABLES["orders"]
+    assert "indexes" not in TABLES["executions"] and "fixed" not in TABLES["executions"]
+    db = tmp_path / "fresh.db"
+    with Engine(db, make_settings()) as engine:
+        _trade(engine, "first")
+    assert _indexes(db, "orders") == {"idx_orders_customer_id_seq", "idx_orders_profile_id_seq"}
+    assert _indexes(db, "executions") == {
+        "idx_executions_customer_id_seq",
+        "idx_executions_profile_id_seq",
+        "idx_executions_order_id",
+    }

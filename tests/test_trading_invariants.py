@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, replay
+from engine.domain.trading import order_view, trading_state
 from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.orders import order_view, trading_state
 from engine.kernel.commands import (
     Actor,
     AdvanceClock,

@@ -41,8 +41,8 @@ from engine.backtest.result import BacktestResult, Fill
 from engine.backtest.strategy import Api, ApiError, Strategy, amount_text, load_strategy
 from engine.backtest.timeline import merge
 from engine.config.settings import Settings
+from engine.domain.trading import execution_view, order_view, trading_state
 from engine.domain.trading.market import MarketConfig
-from engine.domain.trading.orders import execution_view, order_view, trading_state
 from engine.kernel.clock import ManualClock, parse_time
 from engine.kernel.commands import (
     Actor,

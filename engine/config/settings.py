@@ -90,9 +90,9 @@ class Settings(BaseModel):
         default_factory=dict
     )
     withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
-    # Trading (engine/market.py, engine/orders.py). Reference prices: starting prices
-    # per market (overrides of engine.market.START_PRICES), daily volatility of the seeded
-    # path (0 keeps prices still until set) and its step. Synthetic liquidity: the full
+    # Trading (engine/domain/trading/). Reference prices: starting prices per market
+    # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
+    # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full
     # spread, the number of levels per side, their spacing and the quote value of each.
     market_prices: dict[str, Decimal] = Field(default_factory=dict)
     market_volatility: Decimal = Decimal("0.03")

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from engine.domain.trading.orders import shown_view, trading_state
+from engine.domain.trading import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
 from engine.kernel.events import Event
 from engine.kernel.registry import Registration

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain import customers, feed, sandbox_snapshots, webhook_registrations
-from engine.domain.trading import orders
+from engine.domain import customers, feed, sandbox_snapshots, trading, webhook_registrations
 from engine.domain.transfers import (
     funding,
     internal_transfers,
@@ -32,7 +31,7 @@ REGISTRATIONS: tuple[Registration, ...] = (
     withdrawal_fees.REGISTRATION,
     withdrawals.REGISTRATION,
     internal_transfers.REGISTRATION,
-    orders.REGISTRATION,
+    trading.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
     sandbox_snapshots.REGISTRATION,

@@ -111,7 +111,7 @@ def _keep_counters(old: Any, state: State) -> None:
     """Execution and trade numbers only grow: a number once shown is never reused."""
     if old is None:
         return
-    from engine.domain.trading.orders import trading_state
+    from engine.domain.trading import trading_state
 
     new = trading_state(state)
     new.next_execution = max(new.next_execution, old.next_execution)

@@ -122,7 +122,7 @@ class CreateInternalTransfer(Command):
 
 @dataclass(frozen=True, slots=True)
 class CreateOrder(Command):
-    """An order as the client sent it: raw strings, checked by engine.domain.trading.orders."""
+    """An order as the client sent it: raw strings, checked by engine.domain.trading.placement."""
 
     profile_id: str = ""
     side: str = ""

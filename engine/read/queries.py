@@ -290,7 +290,7 @@ class Queries(ReadConnections):
                 params.extend(values)
         return self.page("fiat_instructions", where, params, page, owner=customer_id)
 
-    # -- orders and executions (tables written by engine/orders.py) -------------------
+    # -- orders and executions (rows of engine/domain/trading/order_rows.py) ----------
 
     def order(self, customer_id: str, profile_id: str, order_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)

@@ -21,6 +21,7 @@ from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
 from engine.store.lease import WriterLease
 from engine.store.port import Concurrency, StoreUnavailable, TableWrites
+from engine.store.read_model_indexes import with_indexes
 
 _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
 
@@ -95,6 +96,7 @@ class SqliteEventStore:
         """`lease`: hold the database's writer lease (engine/store/lease.py) until `close`,
         or raise `LeaseHeld`: for a writer that runs, or a tool that rewrites the read
         models; taken before the schema is touched."""
+        tables = with_indexes(tables or {})
         self.path = str(path)
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {sorted(_DURABILITY)}")

@@ -1,1 +1,53 @@
-"""Trading: orders, the book, matching, markets."""
+"""Trading: orders, their types, placement and execution, the book, matching, markets.
+
+One module per concept: the order (`order`), its types' rules (`order_types`), texts of
+amounts (`amount_texts`), views (`order_views`), placement, cancellation, execution,
+the deadlines (`order_timers`), a market and its reference price path, synthetic ladder
+and watch, market data (`market_views`), the appliers, invariants and read-model rows.
+This package is their public face; importing it registers the read models, the
+invariants and the USD price source.
+"""
+
+from engine.domain.trading import order_rows, trading_invariants, usd_prices
+from engine.domain.trading.appliers import APPLIERS
+from engine.domain.trading.cancellation import cancel_order
+from engine.domain.trading.ladder import NO_ASK, NO_BID
+from engine.domain.trading.market_views import read_market
+from engine.domain.trading.order import Order
+from engine.domain.trading.order_timers import TIMERS
+from engine.domain.trading.order_types import ORDER_TYPES, OrderType
+from engine.domain.trading.order_views import execution_view, order_view, shown_view
+from engine.domain.trading.placement import create_order
+from engine.domain.trading.price_setting import set_market_price
+from engine.domain.trading.trading_state import Trading, trading_state
+from engine.kernel.commands import CancelOrder, CreateOrder, ReadMarket, SetMarketPrice
+from engine.kernel.registry import Registration
+
+DECIDERS = {
+    CreateOrder: create_order,
+    CancelOrder: cancel_order,
+    SetMarketPrice: set_market_price,
+    ReadMarket: read_market,
+}
+
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
+
+__all__ = [
+    "APPLIERS",
+    "DECIDERS",
+    "NO_ASK",
+    "NO_BID",
+    "ORDER_TYPES",
+    "REGISTRATION",
+    "TIMERS",
+    "Order",
+    "OrderType",
+    "Trading",
+    "execution_view",
+    "order_rows",
+    "order_view",
+    "shown_view",
+    "trading_state",
+    "trading_invariants",
+    "usd_prices",
+]

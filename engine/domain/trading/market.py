@@ -1,21 +1,9 @@
-"""A market: its reference price path, the house's synthetic ladder around it, its book
-and its statistics.
+"""A market: its settings (`MarketConfig`), its book, the state of its reference price
+and synthetic ladder, and its statistics.
 
-Reference price. Time is cut into steps (`market_step_seconds`); at step k the price is
-`anchor_price * exp(x(k) - x(anchor_step))`, where x is seeded multi-scale value noise:
-ten octaves of linearly interpolated hashed values with periods 1, 4, 16 ... 4^9 steps
-and amplitudes growing as the square root of the period, so the path moves like a
-random walk of the configured daily volatility over minutes to days, and stays within a
-few volatilities of its anchor beyond. Unlike a sequential random walk it can be
-evaluated at any step in O(octaves) with no stored state, so an idle market writes no
-events and a clock moved a year ahead costs nothing. Only integer arithmetic and
-IEEE-exact float operations are used (no libm), so the path is the same on every
-machine. An explicit price (`MarketPriceSet`) moves the anchor.
-
-Synthetic liquidity. Around the reference price the house shows `market_levels` levels
-per side, the first at half the spread, then every `market_level_step_bps`, each worth
-`market_level_notional` of the quote asset. What sandbox orders take from a level is
-remembered for that step (and anchor) only: the next step shows a fresh ladder.
+The path itself is engine.domain.trading.reference_price and the ladder's levels
+engine.domain.trading.ladder; a market holds what they are computed from (the anchor,
+what was taken from this step's ladder) and caches their answers.
 
 Last price. The house trades with the outside world at the reference price once per
 step; the market's last price is that, unless a sandbox trade or an explicit price came
@@ -24,7 +12,6 @@ later in the same step.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -33,119 +20,14 @@ from decimal import Decimal
 from typing import Any
 
 from engine.config.settings import Settings
-from engine.domain.trading.book import BUY, SELL, Book
+from engine.domain.trading.amount_texts import UNIT
+from engine.domain.trading.book import SELL, Book
+from engine.domain.trading.ladder import NO_ASK, NO_BID, Window, fresh_levels, window_ahead
+from engine.domain.trading.reference_price import START_PRICES, Noise, exp
 from engine.kernel.clock import EPOCH
 from engine.kernel.money import MARKETS, MarketSpec
 
-# Realistic starting prices (early 2024, the sandbox's default epoch).
-START_PRICES: dict[str, Decimal] = {
-    "BTCUSD": Decimal("42500"),
-    "ETHUSD": Decimal("2300"),
-    "BCHUSD": Decimal("250"),
-    "LTCUSD": Decimal("72"),
-    "LINKUSD": Decimal("15"),
-    "AAVEUSD": Decimal("105"),
-    "PAXGUSD": Decimal("2050"),
-    "UNIUSD": Decimal("6.5"),
-    "MATICUSD": Decimal("0.9"),
-    "USDPUSD": Decimal("1"),
-    "BTCEUR": Decimal("38750"),
-    "BTCSGD": Decimal("56500"),
-    "ETHEUR": Decimal("2100"),
-    "ETHSGD": Decimal("3060"),
-}
-
-UNIT = Decimal("0.00000001")  # one base unit
-UNITS_PER_BASE = 100_000_000
-_MASK = (1 << 64) - 1
-_OCTAVES = 10
-_BLOCK = 32
-NO_BID = -1
-NO_ASK = 1 << 62
 MINUTES_KEPT = 25 * 60
-
-
-def _mix(z: int) -> int:
-    """splitmix64: a well-mixed 64-bit hash of an integer, in pure integer arithmetic."""
-    z = (z + 0x9E3779B97F4A7C15) & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    return z ^ (z >> 31)
-
-
-def _value(base: int, cell: int) -> float:
-    """A hashed value in [-1, 1) for a lattice cell."""
-    return (_mix(base ^ (cell & _MASK)) >> 11) * (2.0 / 9007199254740992.0) - 1.0
-
-
-def exp(y: float) -> float:
-    """e**y with + - * / only (no libm), so every machine computes the same bits."""
-    halvings = 0
-    while y > 0.5 or y < -0.5:
-        y /= 2.0
-        halvings += 1
-    term = 1.0
-    total = 1.0
-    for n in range(1, 18):
-        term = term * y / n
-        total += term
-    for _ in range(halvings):
-        total *= total
-    return total
-
-
-class Noise:
-    """x(k): the seeded log-price offset of a market at step k."""
-
-    __slots__ = ("bases", "amps", "periods")
-
-    def __init__(self, seed: int, market: str, sigma_step: float) -> None:
-        raw = hashlib.shake_256(f"{seed}:{market}:price-path".encode()).digest(8 * _OCTAVES)
-        self.bases = [int.from_bytes(raw[8 * o : 8 * o + 8], "big") for o in range(_OCTAVES)]
-        self.periods = [4**o for o in range(_OCTAVES)]
-        # With amp_o^2 = c * period_o the variance of a change over d steps (d well under
-        # the longest period) measures about 0.65 * c * d.
-        c = sigma_step * sigma_step / 0.65
-        self.amps = [math.sqrt(c * p) for p in self.periods]
-
-    def at(self, k: int) -> float:
-        x = 0.0
-        for base, amp, period in zip(self.bases, self.amps, self.periods, strict=True):
-            cell, offset = divmod(k, period)
-            v0 = _value(base, cell)
-            if offset:
-                v1 = _value(base, cell + 1)
-                v0 += (v1 - v0) * (offset / period)
-            x += amp * v0
-        return x
-
-    def run(self, k0: int, n: int) -> list[float]:
-        """x(k0) ... x(k0 + n - 1), reusing lattice values between steps."""
-        bases, amps, periods = self.bases, self.amps, self.periods
-        cells = [(k0 // p) for p in periods]
-        v0s = [_value(b, c) for b, c in zip(bases, cells, strict=True)]
-        v1s = [_value(b, c + 1) for b, c in zip(bases, cells, strict=True)]
-        out = []
-        octaves = range(_OCTAVES)
-        for k in range(k0, k0 + n):
-            x = 0.0
-            for o in octaves:
-                period = periods[o]
-                cell, offset = divmod(k, period)
-                if cell != cells[o]:
-                    if cell == cells[o] + 1:
-                        v0s[o] = v1s[o]
-                    else:
-                        v0s[o] = _value(bases[o], cell)
-                    v1s[o] = _value(bases[o], cell + 1)
-                    cells[o] = cell
-                if offset:
-                    v0 = v0s[o]
-                    x += amps[o] * (v0 + (v1s[o] - v0) * (offset / period))
-                else:
-                    x += amps[o] * v0s[o]
-            out.append(x)
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,75 +79,6 @@ class MarketConfig:
 
     def time_of(self, step: int) -> datetime:
         return EPOCH + timedelta(microseconds=step * self.step_us)
-
-
-def _suffix(values: list[int], pick: Any) -> list[int]:
-    """pick(values[b:]) for every b."""
-    out = list(values)
-    for b in range(len(out) - 2, -1, -1):
-        out[b] = pick(out[b], out[b + 1])
-    return out
-
-
-class Window:
-    """The fresh ladder's best prices and the last price over a run of future steps,
-    with per-block extremes, to find the first step that crosses resting interest."""
-
-    __slots__ = (
-        "start",
-        "ask",
-        "bid",
-        "last",
-        "b_ask",
-        "b_bid",
-        "b_last",
-        "s_ask",
-        "s_bid",
-        "s_last",
-    )
-
-    def __init__(self, start: int, ask: list[int], bid: list[int], last: list[int]) -> None:
-        self.start = start
-        self.ask = ask
-        self.bid = bid
-        self.last = last
-        self.b_ask = [min(ask[i : i + _BLOCK]) for i in range(0, len(ask), _BLOCK)]
-        self.b_bid = [max(bid[i : i + _BLOCK]) for i in range(0, len(bid), _BLOCK)]
-        self.b_last = [min(last[i : i + _BLOCK]) for i in range(0, len(last), _BLOCK)]
-        # The same extremes from each block to the window's end: a step that crosses
-        # nothing (most orders) is answered without walking the blocks.
-        self.s_ask = _suffix(self.b_ask, min)
-        self.s_bid = _suffix(self.b_bid, max)
-        self.s_last = _suffix(self.b_last, min)
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.ask)
-
-    def first_cross(self, k: int, best_bid: int, best_ask: int, top_stop: int) -> int | None:
-        """The first step >= k in the window where the ladder's ask reaches the best real
-        bid, its bid reaches the best real ask, or the last price falls to a stop."""
-        ask, bid, last = self.ask, self.bid, self.last
-        i = k - self.start
-        n = len(ask)
-        if 0 <= i < n:
-            b = i // _BLOCK
-            if self.s_ask[b] > best_bid and self.s_bid[b] < best_ask and self.s_last[b] > top_stop:
-                return None
-        while i < n:
-            if i % _BLOCK == 0:
-                b = i // _BLOCK
-                if (
-                    self.b_ask[b] > best_bid
-                    and self.b_bid[b] < best_ask
-                    and self.b_last[b] > top_stop
-                ):
-                    i += _BLOCK
-                    continue
-            if ask[i] <= best_bid or bid[i] >= best_ask or last[i] <= top_stop:
-                return self.start + i
-            i += 1
-        return None
 
 
 class Market:
@@ -378,30 +191,12 @@ class Market:
 
     # -- the house's ladder -------------------------------------------------------------
 
-    def _fresh_ladder(
-        self, cfg: MarketConfig, ref: float
-    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-        tick = self.tick_f
-        asks: list[tuple[int, int]] = []
-        bids: list[tuple[int, int]] = []
-        prev_ask = 0
-        prev_bid = NO_ASK
-        for i in range(cfg.levels):
-            offset = cfg.half_spread + i * cfg.level_step
-            a = max(math.ceil(ref * (1.0 + offset) / tick), prev_ask + 1)
-            b = min(math.floor(ref * (1.0 - offset) / tick), prev_bid - 1)
-            asks.append((a, int(cfg.level_notional / (a * tick) * UNITS_PER_BASE)))
-            if b >= 1:
-                bids.append((b, int(cfg.level_notional / (b * tick) * UNITS_PER_BASE)))
-            prev_ask, prev_bid = a, b
-        return asks, bids
-
     def fresh_ladder(
         self, cfg: MarketConfig, seed: int, step: int
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         key = (self.anchor_pos, step)
         if self.ladder_key != key:
-            self.ladder = self._fresh_ladder(cfg, self.reference(cfg, seed, step))
+            self.ladder = fresh_levels(cfg, self.reference(cfg, seed, step), self.tick_f)
             self.ladder_key = key
         return self.ladder
 
@@ -441,25 +236,13 @@ class Market:
         window = self.window
         if window is not None and window.start <= step < window.end:
             return window
-        n = cfg.watch_steps
-        tick = self.tick_f
-        h = cfg.half_spread
-        if cfg.sigma_step == 0.0:
-            # A still path shows one ladder at every step: compute it once, not n times
-            # (a backtest sets a price, and so rebuilds the window, at each crossing).
-            r = float(self.base_price(cfg))
-            ask = [math.ceil(r * (1.0 + h) / tick)] * n
-            bid = [math.floor(r * (1.0 - h) / tick)] * n
-            last = [max(1, round(r / tick))] * n
-        else:
+        base = float(self.base_price(cfg))
+        refs = None
+        if cfg.sigma_step != 0.0:
             noise = self._noise(cfg, seed)
-            base = float(self.base_price(cfg))
             ax = self.anchor_x
-            refs = [base * exp(x - ax) for x in noise.run(step, n)]
-            ask = [math.ceil(r * (1.0 + h) / tick) for r in refs]
-            bid = [math.floor(r * (1.0 - h) / tick) for r in refs]
-            last = [max(1, round(r / tick)) for r in refs]
-        self.window = Window(step, ask, bid, last)
+            refs = [base * exp(x - ax) for x in noise.run(step, cfg.watch_steps)]
+        self.window = window_ahead(cfg, step, self.tick_f, base, refs)
         return self.window
 
     def thresholds(self) -> tuple[int, int, int]:
@@ -499,4 +282,4 @@ def new_markets() -> dict[str, Market]:
     return {name: Market(spec) for name, spec in MARKETS.items()}
 
 
-__all__ = ["BUY", "SELL", "Market", "MarketConfig", "Noise", "Window", "exp", "new_markets"]
+__all__ = ["Market", "MarketConfig", "new_markets"]

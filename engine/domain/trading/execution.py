@@ -1,0 +1,224 @@
+"""Carrying an order forward: a submitted order waits as a stop or takes liquidity, its
+trades are recorded with their fees and postings, the stops they trigger follow, and
+the house takes resting orders its moving ladder crosses.
+
+How an order takes liquidity (at any price, up to its price, never) and whether it
+waits for a stop is its type's rule (engine.domain.trading.order_types).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from engine.domain.ledger import FEES, HOUSE, available, trading
+from engine.domain.trading.amount_texts import UNIT, decimal_text, ticks_text, units_text
+from engine.domain.trading.book import BUY, SELL
+from engine.domain.trading.ladder import best_price
+from engine.domain.trading.market import Market
+from engine.domain.trading.market_watch import arm
+from engine.domain.trading.matching import crosses, house_plan, plan
+from engine.domain.trading.order import Order
+from engine.domain.trading.order_types import NEVER_TAKES, ORDER_TYPES, TAKES_AT_ANY_PRICE
+from engine.domain.trading.trading_state import Trading, market_config
+from engine.kernel.money import ZERO
+from engine.kernel.state import Ctx
+
+
+def carry_forward(ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int) -> None:
+    """A SUBMITTED order: wait as a stop, or take liquidity; then the cascade of stops
+    its trades may trigger, and the market's watch."""
+    if ORDER_TYPES[order.type].stop and not order.triggered:
+        if mk.last_price(market_config(tr), tr.seed, step) <= order.stop_ticks:
+            ctx.emit("OrderTriggered", f"order-{order.id}", {"order_id": order.id})
+            _take(ctx, tr, mk, order, step)
+        else:
+            ctx.emit("OrderOpened", f"order-{order.id}", {"order_id": order.id})
+    else:
+        _take(ctx, tr, mk, order, step)
+    _cascade(ctx, tr, mk, step)
+    arm(ctx, tr, mk, step + 1)
+
+
+def close_order(ctx: Ctx, o: Order, kind: str, reason: str | None = None) -> None:
+    """Close `o` with event `kind` (filled, cancelled, rejected); what it still holds goes
+    back to available."""
+    data: dict[str, Any] = {"order_id": o.id}
+    if reason is not None:
+        data["reason"] = reason
+    if o.hold > ZERO:
+        amount = decimal_text(o.hold)
+        data["release"] = amount
+        data["postings"] = [[trading(o.profile_id), available(o.profile_id), o.hold_asset, amount]]
+    ctx.emit(kind, f"order-{o.id}", data)
+
+
+def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
+    """`o` meets the book and the house's ladder as the taker."""
+    cfg = market_config(tr)
+    opposite = SELL if o.side == BUY else BUY
+    ladder = mk.ladder_side(cfg, tr.seed, step, opposite)
+    taking = ORDER_TYPES[o.type].taking
+    acts_as_market = taking == TAKES_AT_ANY_PRICE
+    if taking == NEVER_TAKES:
+        if crosses(mk.book, o.side, o.ticks, best_price(None, ladder, opposite)):
+            close_order(ctx, o, "OrderRejected", "POST_ONLY_WOULD_TAKE_LIQUIDITY")
+        elif o.tif in ("IOC", "FOK"):
+            close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
+        else:
+            ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
+        return
+    if not acts_as_market and not crosses(
+        mk.book, o.side, o.ticks, best_price(None, ladder, opposite)
+    ):
+        if o.tif in ("IOC", "FOK"):
+            close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
+        else:
+            ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
+        return
+    if o.quote is not None:
+        p = plan(mk.book, o.side, None, None, o.budget - o.spent, ladder, o.customer_id, o.smp_id)
+    else:
+        left = o.qty - o.filled
+        limit = None if acts_as_market else o.ticks
+        p = plan(mk.book, o.side, limit, left, None, ladder, o.customer_id, o.smp_id)
+        if o.tif == "FOK" and p.filled < left:
+            close_order(ctx, o, "OrderCancelled", "FILL_OR_KILL_NOT_FILLED")
+            return
+    for resting, ticks, units in p.steps:
+        maker: Order | None = resting  # type: ignore[assignment]
+        if maker is not None and units == 0:
+            close_order(ctx, maker, "OrderCancelled", "SELF_MATCH_PREVENTED")
+            continue
+        if o.side == BUY:
+            _trade(ctx, tr, mk, step, ticks, units, o, maker, BUY)
+        else:
+            _trade(ctx, tr, mk, step, ticks, units, maker, o, SELL)
+        if maker is not None and maker.filled == maker.qty:
+            close_order(ctx, maker, "OrderFilled")
+    complete = p.exhausted if o.quote is not None else o.filled == o.qty
+    if complete:
+        close_order(ctx, o, "OrderFilled")
+    elif acts_as_market or o.tif in ("IOC", "FOK"):
+        close_order(ctx, o, "OrderCancelled", "IMMEDIATE_OR_CANCEL_REMAINDER")
+    else:
+        ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
+
+
+def _trade(
+    ctx: Ctx,
+    tr: Trading,
+    mk: Market,
+    step: int,
+    ticks: int,
+    units: int,
+    buy: Order | None,
+    sell: Order | None,
+    aggressor: int | None,
+    house: list[list[int]] | None = None,
+) -> None:
+    """Record one trade at `ticks` for `units` between two orders, or an order and the
+    house (None); `aggressor` is the side that took liquidity (None: the house did, and
+    `house` lists the ladder levels it used, which may be better than `ticks`)."""
+    cfg = market_config(tr)
+    spec = mk.spec
+    notional = Decimal(ticks * units) * mk.unit
+    base_amount = Decimal(units) * UNIT
+    postings: list[list[str]] = []
+    amount_text = units_text(units)  # the text of base_amount
+    data: dict[str, Any] = {
+        "market": mk.name,
+        "step": step,
+        "trade": tr.next_trade,
+        "price": ticks_text(mk, ticks),
+        "amount": amount_text,
+    }
+    execution = tr.next_execution
+    fee_buy = fee_sell = ZERO
+    if buy is not None:
+        # never more than the rate its hold covers (the schedule may change while it rests)
+        rate = cfg.taker_fee if aggressor == BUY else cfg.maker_fee
+        fee_buy = notional * min(rate, buy.hold_rate)
+        if buy.quote is not None:
+            held = notional + fee_buy
+        else:
+            held = mk.tick * buy.ticks * base_amount * (1 + buy.hold_rate)
+        data["buy"] = {
+            "order_id": buy.id,
+            "execution_id": execution,
+            "commission": decimal_text(fee_buy),
+            "held": decimal_text(held),
+            "liquidity": "TAKER" if aggressor == BUY else "MAKER",
+        }
+        execution += 1
+    if sell is not None:
+        fee_sell = notional * (cfg.taker_fee if aggressor == SELL else cfg.maker_fee)
+        data["sell"] = {
+            "order_id": sell.id,
+            "execution_id": execution,
+            "commission": decimal_text(fee_sell),
+            "held": amount_text,
+            "liquidity": "TAKER" if aggressor == SELL else "MAKER",
+        }
+    payer = trading(buy.profile_id) if buy is not None else HOUSE
+    postings.append(
+        [
+            trading(sell.profile_id) if sell is not None else HOUSE,
+            available(buy.recipient or buy.profile_id) if buy is not None else HOUSE,
+            spec.base,
+            amount_text,
+        ]
+    )
+    proceeds = notional - fee_sell
+    if proceeds > ZERO:
+        seller = available(sell.recipient or sell.profile_id) if sell is not None else HOUSE
+        postings.append([payer, seller, spec.quote, decimal_text(proceeds)])
+    fees = fee_buy + fee_sell
+    if fees > ZERO:
+        postings.append([payer, FEES, spec.quote, decimal_text(fees)])
+    if buy is not None:
+        release = Decimal(data["buy"]["held"]) - notional - fee_buy
+        if release > ZERO:
+            postings.append([payer, available(buy.profile_id), spec.quote, decimal_text(release)])
+    if buy is None or sell is None:
+        data["house"] = house or [[ticks, units]]
+    data["postings"] = postings
+    stream = buy if aggressor == BUY else sell if aggressor == SELL else buy or sell
+    assert stream is not None
+    ctx.emit("TradeExecuted", f"order-{stream.id}", data)
+
+
+def _cascade(ctx: Ctx, tr: Trading, mk: Market, step: int) -> None:
+    """Trigger every stop whose condition the last price now meets, highest stop first;
+    each triggered stop trades, which may move the last price and trigger more."""
+    cfg = market_config(tr)
+    while mk.stops:
+        last = mk.last_price(cfg, tr.seed, step)
+        due = [o for o in mk.stops.values() if o.stop_ticks >= last]
+        if not due:
+            return
+        o = max(due, key=lambda s: (s.stop_ticks, -s.seq))
+        ctx.emit("OrderTriggered", f"order-{o.id}", {"order_id": o.id})
+        _take(ctx, tr, mk, o, step)
+
+
+def house_crossing(ctx: Ctx, tr: Trading, mk: Market, step: int) -> None:
+    """The house takes the resting orders its ladder crosses at `step`, at their prices."""
+    cfg = market_config(tr)
+    for side in (BUY, SELL):
+        best = mk.book.best_bid() if side == BUY else mk.book.best_ask()
+        if best is None:
+            continue
+        ladder = mk.ladder_side(cfg, tr.seed, step, SELL if side == BUY else BUY)
+        top = best_price(None, ladder, SELL if side == BUY else BUY)
+        if top is None or (top > best if side == BUY else top < best):
+            continue
+        for order, units, taken in house_plan(mk.book, side, ladder):
+            o: Order = order  # type: ignore[assignment]
+            if side == BUY:
+                _trade(ctx, tr, mk, step, o.ticks, units, o, None, None, taken)
+            else:
+                _trade(ctx, tr, mk, step, o.ticks, units, None, o, None, taken)
+            if o.filled == o.qty:
+                close_order(ctx, o, "OrderFilled")
+    _cascade(ctx, tr, mk, step)

@@ -1,0 +1,151 @@
+"""The house's synthetic ladder: the liquidity it shows around the reference price.
+
+Around the reference price the house shows `market_levels` levels per side, the first
+at half the spread, then every `market_level_step_bps`, each worth
+`market_level_notional` of the quote asset. What sandbox orders take from a level is
+remembered for that step (and anchor) only: the next step shows a fresh ladder (the
+market keeps the ladder of its step and what was taken from it).
+
+A `Window` holds the fresh ladder's best prices and the last price over a run of future
+steps, so that the market's watch finds the first step that crosses resting interest
+without building a ladder per step.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from engine.domain.trading.amount_texts import UNITS_PER_BASE
+from engine.domain.trading.book import BUY
+
+if TYPE_CHECKING:
+    from engine.domain.trading.market import MarketConfig
+
+# The thresholds of a side with no resting interest: no price crosses them.
+NO_BID = -1
+NO_ASK = 1 << 62
+_BLOCK = 32
+
+
+def fresh_levels(
+    cfg: MarketConfig, ref: float, tick: float
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The ladder around the reference price `ref`: (asks, bids), best first, as (ticks,
+    units); a level never shares a price with the one before it."""
+    asks: list[tuple[int, int]] = []
+    bids: list[tuple[int, int]] = []
+    prev_ask = 0
+    prev_bid = NO_ASK
+    for i in range(cfg.levels):
+        offset = cfg.half_spread + i * cfg.level_step
+        a = max(math.ceil(ref * (1.0 + offset) / tick), prev_ask + 1)
+        b = min(math.floor(ref * (1.0 - offset) / tick), prev_bid - 1)
+        asks.append((a, int(cfg.level_notional / (a * tick) * UNITS_PER_BASE)))
+        if b >= 1:
+            bids.append((b, int(cfg.level_notional / (b * tick) * UNITS_PER_BASE)))
+        prev_ask, prev_bid = a, b
+    return asks, bids
+
+
+def best_price(real: int | None, ladder: list[list[int]], side: int) -> int | None:
+    """The better of a side's best real price and its best ladder level with units left."""
+    synth = None
+    for t, u in ladder:
+        if u > 0:
+            synth = t
+            break
+    if real is None:
+        return synth
+    if synth is None:
+        return real
+    return max(real, synth) if side == BUY else min(real, synth)
+
+
+def _suffix(values: list[int], pick: Any) -> list[int]:
+    """pick(values[b:]) for every b."""
+    out = list(values)
+    for b in range(len(out) - 2, -1, -1):
+        out[b] = pick(out[b], out[b + 1])
+    return out
+
+
+class Window:
+    """The fresh ladder's best prices and the last price over a run of future steps,
+    with per-block extremes, to find the first step that crosses resting interest."""
+
+    __slots__ = (
+        "start",
+        "ask",
+        "bid",
+        "last",
+        "b_ask",
+        "b_bid",
+        "b_last",
+        "s_ask",
+        "s_bid",
+        "s_last",
+    )
+
+    def __init__(self, start: int, ask: list[int], bid: list[int], last: list[int]) -> None:
+        self.start = start
+        self.ask = ask
+        self.bid = bid
+        self.last = last
+        self.b_ask = [min(ask[i : i + _BLOCK]) for i in range(0, len(ask), _BLOCK)]
+        self.b_bid = [max(bid[i : i + _BLOCK]) for i in range(0, len(bid), _BLOCK)]
+        self.b_last = [min(last[i : i + _BLOCK]) for i in range(0, len(last), _BLOCK)]
+        # The same extremes from each block to the window's end: a step that crosses
+        # nothing (most orders) is answered without walking the blocks.
+        self.s_ask = _suffix(self.b_ask, min)
+        self.s_bid = _suffix(self.b_bid, max)
+        self.s_last = _suffix(self.b_last, min)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.ask)
+
+    def first_cross(self, k: int, best_bid: int, best_ask: int, top_stop: int) -> int | None:
+        """The first step >= k in the window where the ladder's ask reaches the best real
+        bid, its bid reaches the best real ask, or the last price falls to a stop."""
+        ask, bid, last = self.ask, self.bid, self.last
+        i = k - self.start
+        n = len(ask)
+        if 0 <= i < n:
+            b = i // _BLOCK
+            if self.s_ask[b] > best_bid and self.s_bid[b] < best_ask and self.s_last[b] > top_stop:
+                return None
+        while i < n:
+            if i % _BLOCK == 0:
+                b = i // _BLOCK
+                if (
+                    self.b_ask[b] > best_bid
+                    and self.b_bid[b] < best_ask
+                    and self.b_last[b] > top_stop
+                ):
+                    i += _BLOCK
+                    continue
+            if ask[i] <= best_bid or bid[i] >= best_ask or last[i] <= top_stop:
+                return self.start + i
+            i += 1
+        return None
+
+
+def window_ahead(
+    cfg: MarketConfig, step: int, tick: float, base: float, refs: list[float] | None
+) -> Window:
+    """The window of `cfg.watch_steps` steps from `step`: `refs` are the reference prices
+    at those steps, None for a still path (at `base` throughout)."""
+    n = cfg.watch_steps
+    h = cfg.half_spread
+    if refs is None:
+        # A still path shows one ladder at every step: compute it once, not n times
+        # (a backtest sets a price, and so rebuilds the window, at each crossing).
+        ask = [math.ceil(base * (1.0 + h) / tick)] * n
+        bid = [math.floor(base * (1.0 - h) / tick)] * n
+        last = [max(1, round(base / tick))] * n
+    else:
+        ask = [math.ceil(r * (1.0 + h) / tick) for r in refs]
+        bid = [math.floor(r * (1.0 - h) / tick) for r in refs]
+        last = [max(1, round(r / tick)) for r in refs]
+    return Window(step, ask, bid, last)

@@ -1,0 +1,97 @@
+"""The orders and executions read models: one row per order and per execution, a pure
+function of the trading state. Their indexes are the store's tuning
+(engine.store.read_model_indexes), not part of the rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from engine.domain.trading.order_views import execution_view, shown_view
+from engine.domain.trading.trading_state import trading_state
+from engine.kernel.state import State
+from engine.read import readmodels
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _order_row(state: State, key: str) -> dict[str, Any] | None:
+    o = trading_state(state).orders.get(key)
+    if o is None:
+        return None
+    return {
+        "id": o.id,
+        "customer_id": o.customer_id,
+        "profile_id": o.profile_id,
+        "market": o.market,
+        "status": o.status,
+        "ref_id": o.ref_id,
+        "account_id": o.identity_account_id,
+        "created_at": o.created_at,
+        "seq": o.seq,
+        "body": _json(shown_view(state, o)),
+    }
+
+
+def _execution_row(state: State, key: int) -> dict[str, Any] | None:
+    record = trading_state(state).executions.get(key)
+    if record is None:
+        return None
+    o = record[0]
+    return {
+        "execution_id": key,
+        "customer_id": o.customer_id,
+        "profile_id": o.profile_id,
+        "order_id": o.id,
+        "account_id": o.identity_account_id,
+        "executed_at": record[1],
+        "seq": key,
+        "body": _json(execution_view(key, record)),
+    }
+
+
+readmodels.register(
+    "order",
+    "orders",
+    {
+        "columns": {
+            "id": str,
+            "customer_id": str,
+            "profile_id": str,
+            "market": str,
+            "status": str,
+            "ref_id": str,
+            "account_id": str,
+            "created_at": str,
+            "seq": int,
+            "body": str,
+        },
+        "pk": ["id"],
+    },
+    _order_row,
+    ("id",),
+    lambda s: trading_state(s).orders.keys(),
+)
+readmodels.register(
+    "execution",
+    "executions",
+    {
+        "columns": {
+            "execution_id": int,
+            "customer_id": str,
+            "profile_id": str,
+            "order_id": str,
+            "account_id": str,
+            "executed_at": str,
+            "seq": int,
+            "body": str,
+        },
+        "pk": ["execution_id"],
+    },
+    _execution_row,
+    ("execution_id",),
+    lambda s: trading_state(s).executions.keys(),
+)

@@ -1,0 +1,35 @@
+"""Setting a market's reference price by request (`MarketPriceSet`): the path is
+anchored at the new price, the house takes the resting orders it now crosses, and the
+market's watch is armed again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.domain.trading.amount_texts import price_ticks, ticks_text
+from engine.domain.trading.execution import house_crossing
+from engine.domain.trading.market_views import price_view
+from engine.domain.trading.market_watch import arm
+from engine.domain.trading.trading_state import live_trading, market_config
+from engine.kernel.commands import SetMarketPrice
+from engine.kernel.errors import NotFound
+from engine.kernel.state import Ctx
+
+
+def set_market_price(ctx: Ctx, cmd: SetMarketPrice) -> dict[str, Any]:
+    """Decider of SetMarketPrice: answers the price view after the crossing."""
+    tr = live_trading(ctx)
+    mk = tr.markets.get(cmd.market)
+    if mk is None:
+        raise NotFound(f"market not found: {cmd.market}")
+    ticks = price_ticks(cmd.price, "price", mk.tick)
+    cfg = market_config(tr)
+    step = cfg.step_of(ctx.now)
+    ctx.emit(
+        "MarketPriceSet",
+        f"market-{mk.name}",
+        {"market": mk.name, "price": ticks_text(mk, ticks), "step": step},
+    )
+    house_crossing(ctx, tr, mk, step)
+    arm(ctx, tr, mk, step + 1, force=True)
+    return price_view(ctx, tr, mk, step)

@@ -1,0 +1,53 @@
+"""The trading state: every order, market and execution, as one projection of the log
+inside `State.ext["trading"]`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from engine.config.settings import Settings
+from engine.domain.trading.market import Market, MarketConfig, new_markets
+from engine.domain.trading.order import Order
+from engine.kernel.state import Ctx, State
+
+
+@dataclass
+class Trading:
+    """The trading state inside `State.ext["trading"]`."""
+
+    orders: dict[str, Order] = field(default_factory=dict)
+    markets: dict[str, Market] = field(default_factory=new_markets)
+    # (profile_id, ref_id) -> order id
+    refs: dict[tuple[str, str], str] = field(default_factory=dict)
+    # execution id -> (order, executed_at, ticks, units, commission, liquidity)
+    executions: dict[int, tuple[Order, str, int, int, Decimal, str]] = field(default_factory=dict)
+    next_execution: int = 1
+    next_trade: int = 1
+    cfg: MarketConfig | None = None
+    settings: Settings | None = None
+    seed: int = 0
+
+
+def trading_state(state: State) -> Trading:
+    """The trading state of `state`, made empty on first use."""
+    tr = state.ext.get("trading")
+    if tr is None:
+        tr = state.ext["trading"] = Trading()
+    return tr  # type: ignore[no-any-return]
+
+
+def live_trading(ctx: Ctx) -> Trading:
+    """The trading state for a decision, its market settings made from the decision's."""
+    tr = trading_state(ctx.state)
+    if tr.settings is not ctx.settings:
+        tr.cfg = MarketConfig.of(ctx.settings)
+        tr.settings = ctx.settings
+        tr.seed = ctx.ids.seed
+    return tr
+
+
+def market_config(tr: Trading) -> MarketConfig:
+    """The market settings of a state a decision has seen (`live_trading`)."""
+    assert tr.cfg is not None
+    return tr.cfg

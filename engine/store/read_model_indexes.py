@@ -1,0 +1,30 @@
+"""The read-model tables' indexes: tuning of this store, not part of a read model.
+
+A read model (engine.read.readmodels, the domain's row functions) says what a table
+holds: its columns and key. How SQLite finds rows fast is the store's business:
+`indexes` are the indexes a table gets (the read side's queries filter and order on
+them); `fixed` lists indexed columns that never change once a row exists (the owner,
+the seq), which an update leaves out so that it rewrites no entry of their indexes
+(`sandex verify` compares every row with a rebuild, so a column wrongly listed shows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+INDEXES: dict[str, dict[str, Any]] = {
+    "orders": {
+        "indexes": [["customer_id", "seq"], ["profile_id", "seq"]],
+        "fixed": ["customer_id", "profile_id", "seq"],
+    },
+    "executions": {
+        "indexes": [["customer_id", "seq"], ["profile_id", "seq"], ["order_id"]],
+        "fixed": ["customer_id", "profile_id", "order_id", "seq"],
+    },
+}
+
+
+def with_indexes(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`tables` with this store's indexes added to the spec of each table it tunes (a
+    spec that names its own indexes keeps them)."""
+    return {name: {**INDEXES.get(name, {}), **spec} for name, spec in tables.items()}
