@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import fmt_rate, machine  # noqa: E402
-from engine import Engine, Settings  # noqa: E402
+from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.domain.trading.book import BUY, SELL  # noqa: E402
 from engine.domain.trading.market import MarketConfig, new_markets  # noqa: E402
 from engine.domain.trading.matching import plan  # noqa: E402
@@ -200,7 +200,7 @@ register(appliers={"BenchNoop": lambda state, event: None})
 
 def _engine(path: Path, durability: str) -> tuple[Engine, list[Actor]]:
     settings = Settings(clock="manual", seed=1, durability=durability, market_volatility=Decimal(0))
-    engine = Engine(path, settings).start()
+    engine = open_engine(path, settings).start()
     actors = []
     for _ in range(CUSTOMERS):
         made = engine.execute(CreateCustomer())

@@ -35,7 +35,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
-from engine import Engine, Settings  # noqa: E402
+from engine import Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.kernel.events import Event  # noqa: E402
 from engine.kernel.registry import register  # noqa: E402
@@ -93,7 +93,7 @@ def through_writer(
     hands its commands over `together` at a time: one by one (`Engine.submit`), or in
     slices through `Engine.submit_many`, as the HTTP adapter hands over the requests of
     one event-loop turn."""
-    engine = Engine(path, Settings(clock="manual", durability="FULL")).start()
+    engine = open_engine(path, Settings(clock="manual", durability="FULL")).start()
     boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     actor = Actor(boot["customer_id"], "b")
     commands = [
@@ -133,7 +133,7 @@ def through_writer(
 
 def build_log(path: Path, n: int) -> None:
     """A log of `n` realistic events (sandbox deposits), written in bulk."""
-    engine = Engine(path, Settings(clock="manual", snapshot_every_events=0))
+    engine = open_engine(path, Settings(clock="manual", snapshot_every_events=0))
     engine.start()
     engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     engine.stop()
@@ -206,9 +206,9 @@ _STARTUP = """
 import sys, time
 started = time.perf_counter()
 sys.path.insert(0, {root!r})
-from engine import Engine, Settings
+from engine import Engine, Settings, open_engine
 imported = time.perf_counter()
-engine = Engine({path!r}, Settings(clock="manual", snapshot_every_events={every}))
+engine = open_engine({path!r}, Settings(clock="manual", snapshot_every_events={every}))
 opened = time.perf_counter()
 print(opened - imported, engine.state.position - engine.loaded_from, engine.loaded_from,
       imported - started)

@@ -63,7 +63,9 @@ from engine.kernel.money import MARKETS
 from engine.kernel.progress import EVERY as _PROGRESS_EVERY
 from engine.kernel.progress import Progress
 from engine.read.queries import Page, Queries
+from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, NotDecided
+from engine.store import SqliteEventStore
 
 INF = 1 << 62
 CLIENT_ID = "backtest"
@@ -666,7 +668,9 @@ class _WriterQueries(Queries):
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine.db_path)
-        self._writer = engine.store.conn
+        store = engine.store
+        assert isinstance(store, SqliteEventStore)  # a backtest writes a SQLite file
+        self._writer = store.conn
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -1093,7 +1097,7 @@ def run(
     else:
         db_path = Path(db)  # checked by _check_outputs
     try:
-        engine = Engine(db_path, engine_settings)
+        engine = open_engine(db_path, engine_settings)
         runner = _Runner(engine, series, strategy, _progress_of(progress), _assets(names, chosen))
         try:
             # Acknowledged once, when it returns: one transaction, one commit.

@@ -49,7 +49,7 @@ import structlog
 
 from engine.domain.transfers.transfer_records import SETTLED
 from engine.kernel.state import State
-from engine.store import SqliteEventStore
+from engine.store import EventStore
 
 log = structlog.get_logger("sandex.snapshots")
 
@@ -98,7 +98,7 @@ def decode(data: bytes) -> tuple[State, dict[str, int]]:
     return state, versions
 
 
-def newest(store: SqliteEventStore, upto: int | None = None) -> tuple[State, dict[str, int]] | None:
+def newest(store: EventStore, upto: int | None = None) -> tuple[State, dict[str, int]] | None:
     """The newest usable snapshot at or before `upto` (the log's end when None), or None."""
     for position, check in store.state_snapshots(FORMAT):
         if upto is not None and position > upto:
@@ -123,7 +123,7 @@ def newest(store: SqliteEventStore, upto: int | None = None) -> tuple[State, dic
 
 
 def load(
-    store: SqliteEventStore, *, upto: int | None = None, use_snapshots: bool = True
+    store: EventStore, *, upto: int | None = None, use_snapshots: bool = True
 ) -> tuple[State, dict[str, int], int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
@@ -139,8 +139,9 @@ def load(
 class Snapshotter:
     """Builds one snapshot at a time in a background thread, from the log alone."""
 
-    def __init__(self, db_path: str, deliver: Callable[[int, str, bytes], None]) -> None:
-        self.db_path = db_path
+    def __init__(self, store: EventStore, deliver: Callable[[int, str, bytes], None]) -> None:
+        """`store` is the writer's: the thread reads through a handle of its own on it."""
+        self.store = store
         self.deliver = deliver
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -172,7 +173,7 @@ class Snapshotter:
         from engine.runtime import writer as engine_module
 
         try:
-            store = SqliteEventStore.reader(self.db_path)
+            store = self.store.read_only()
         except Exception as exc:  # noqa: BLE001
             log.warning("state snapshot skipped: cannot open the log", error=str(exc))
             return
