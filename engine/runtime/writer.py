@@ -289,7 +289,7 @@ class Engine:
         a failed one until one succeeds), and the log could be read back into state."""
         thread = self._thread
         return {
-            "writer_alive": thread is not None and thread.is_alive(),
+            "writer_alive": thread is not None and thread.is_alive() and self._died is None,
             "last_commit_ok": self.last_commit_ok,
             "log_readable": not self._stale,
         }
