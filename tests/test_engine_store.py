@@ -138,3 +138,10 @@ def test_open_engine_hands_the_engine_a_sqlite_store_on_the_path(tmp_path: Path)
         assert engine.store.path == engine.db_path == str(db)
         _customer(engine)
     assert db.exists()
+
+
+def test_the_snapshot_format_hashes_every_engine_source_not_only_the_runtimes() -> None:
+    """A snapshot pickles domain and kernel objects: after the move into folders the
+    format hashed engine/runtime alone, so a changed domain class met an old pickle."""
+    names = {p.relative_to(startup_cache._ROOT).as_posix() for p in startup_cache._sources()}
+    assert {"domain/ledger.py", "kernel/state.py", "runtime/writer.py"} <= names

@@ -56,11 +56,19 @@ log = structlog.get_logger("sandex.snapshots")
 KEEP = 2  # snapshots kept: the newest, and one before it should the newest be unusable
 
 
+# The engine package: a snapshot pickles its classes (domain, kernel), not only ours.
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sources() -> list[Path]:
+    """The files whose text FORMAT hashes."""
+    return sorted(_ROOT.rglob("*.py"))
+
+
 def _format() -> str:
     digest = hashlib.sha256()
-    root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode())
+    for path in _sources():
+        digest.update(str(path.relative_to(_ROOT)).encode())
         digest.update(path.read_bytes())
     digest.update(f"{sys.version_info[:3]}:{sortedcontainers.__version__}".encode())
     return "1:" + digest.hexdigest()[:20]

@@ -289,6 +289,9 @@ class SqliteEventStore:
             self._undo()
             self._note_fault(exc)
             raise StoreUnavailable(str(exc)) from exc
+        except BaseException:  # whatever it was, the next write must find no transaction
+            self._undo()
+            raise
 
     def hold(self) -> None:
         """Open one transaction that every commit joins (as a savepoint) until `release`:
