@@ -206,7 +206,7 @@ _STARTUP = """
 import sys, time
 started = time.perf_counter()
 sys.path.insert(0, {root!r})
-from engine import Engine, Settings, open_engine
+from engine import Settings, open_engine
 imported = time.perf_counter()
 engine = open_engine({path!r}, Settings(clock="manual", snapshot_every_events={every}))
 opened = time.perf_counter()
