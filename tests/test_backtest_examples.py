@@ -11,8 +11,8 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from api_adapter.cli.commands import main
-from engine.backtest.runner import run
+from api_adapter.cli import main
+from engine.backtest import run
 from engine.tools.verify import verify
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "scenarios" / "backtests"

@@ -233,7 +233,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_backtest(args: argparse.Namespace) -> int:
     from api_adapter.cli.progress import progress_bar
-    from engine.backtest.runner import ApiError, BacktestError, run
+    from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
     for item in args.deposit or []:

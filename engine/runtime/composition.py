@@ -7,6 +7,7 @@ from pathlib import Path
 
 from engine.config.settings import Settings
 from engine.kernel.clock import Clock
+from engine.kernel.registry import Registry
 from engine.read.readmodels import TABLES
 from engine.runtime.writer import Engine
 from engine.store import SqliteEventStore
@@ -18,16 +19,18 @@ def open_engine(
     clock: Clock | None = None,
     *,
     lease: bool = True,
+    registry: Registry | None = None,
 ) -> Engine:
     """An engine on the database at `path` (made if new), not started.
 
     `lease=False` is for a brief writer beside a running one (`sandex clients revoke`):
     it takes no writer lease (engine/store/lease.py), and the two meet only in SQLite's
-    write lock, each reloading what the other wrote before it decides."""
+    write lock, each reloading what the other wrote before it decides. `registry`: the
+    deciders, appliers and timers (the domain's when None)."""
     settings = settings or Settings()
     store = SqliteEventStore(path, durability=settings.durability, tables=TABLES, lease=lease)
     try:
-        return Engine(store, settings, clock)
+        return Engine(store, settings, clock, registry=registry)
     except BaseException:
         store.close()
         raise

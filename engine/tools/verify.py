@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from engine.domain.ledger import LedgerViolation
+from engine.domain.registrations import domain_registry
 from engine.kernel.events import Event
 from engine.kernel.invariants import CHECKS, check_state
 from engine.kernel.progress import Progress, reporting
-from engine.kernel.registry import APPLIERS
+from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.read.readmodels import TABLES, all_rows
 from engine.runtime.writer import rebuild_read_models, replay
@@ -29,7 +30,7 @@ def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
     return expected
 
 
-def _checked_events(store: EventStore, problems: list[str]) -> Any:
+def _checked_events(store: EventStore, problems: list[str], registry: Registry) -> Any:
     """Yield the log while checking that positions and stream versions have no gaps."""
     expected_position = 1
     versions: dict[str, int] = {}
@@ -42,30 +43,37 @@ def _checked_events(store: EventStore, problems: list[str]) -> Any:
             problems.append(
                 f"stream {event.stream}: version {event.version} out of order at position {event.position}"
             )
-        if event.type not in APPLIERS:
+        if event.type not in registry.appliers:
             problems.append(f"unknown event type {event.type} at position {event.position}")
         versions[event.stream] = event.version
         expected_position = event.position + 1
         yield event
 
 
-def verify(db_path: str, progress: Progress | None = None) -> list[str]:
+def verify(
+    db_path: str, progress: Progress | None = None, registry: Registry | None = None
+) -> list[str]:
     """Every broken invariant found, first one first; empty when the database is sound.
 
     Read-only, and in one read transaction: the log and the read models come from one
     snapshot of the database (WAL), so a verify beside a running writer compares the
     read models with exactly the log they were written from. `progress(position, last)`
-    is told how far the replay of the log has got (engine/kernel/progress.py)."""
+    is told how far the replay of the log has got (engine/kernel/progress.py). `registry`:
+    the appliers (the domain's when None)."""
+    registry = domain_registry() if registry is None else registry
     store = SqliteEventStore.reader(db_path)
     try:
         with store.consistent():  # the snapshot starts at the first read, the log's
-            return store_problems(store, progress)
+            return store_problems(store, progress, registry)
     finally:
         store.close()
 
 
-def store_problems(store: EventStore, progress: Progress | None = None) -> list[str]:
+def store_problems(
+    store: EventStore, progress: Progress | None = None, registry: Registry | None = None
+) -> list[str]:
     """`verify` of any store, read as it is now."""
+    registry = domain_registry() if registry is None else registry
     problems: list[str] = []
     last: list[Event] = []
 
@@ -78,8 +86,8 @@ def store_problems(store: EventStore, progress: Progress | None = None) -> list[
     state.appended = []
     try:
         total = store.last_position() if progress is not None else 0
-        events = reporting(_checked_events(store, problems), progress, total)
-        replay(tracking(events), state)
+        events = reporting(_checked_events(store, problems, registry), progress, total)
+        replay(tracking(events), state, registry=registry)
     except LedgerViolation as exc:
         at = last[0].position if last else 0
         return [*problems, f"ledger invariant broken at position {at}: {exc}"]
@@ -107,12 +115,14 @@ def store_problems(store: EventStore, progress: Progress | None = None) -> list[
     return problems
 
 
-def rebuild(db_path: str, progress: Progress | None = None) -> int:
+def rebuild(
+    db_path: str, progress: Progress | None = None, registry: Registry | None = None
+) -> int:
     """Drop the read models and write them again from the log; answer the position reached.
     Under the writer lease: `LeaseHeld` while a writer runs on the database.
     `progress(position, last)` is told how far the replay has got."""
     store = SqliteEventStore(db_path, tables=TABLES, lease=True)
     try:
-        return rebuild_read_models(store, progress).position
+        return rebuild_read_models(store, progress, registry).position
     finally:
         store.close()
