@@ -35,7 +35,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
-from engine import Engine, Settings, open_engine  # noqa: E402
+from engine import Settings, open_engine  # noqa: E402
 from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.kernel.events import Event  # noqa: E402
