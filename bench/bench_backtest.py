@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine  # noqa: E402
-from engine import Engine  # noqa: E402
+from engine import Engine, open_engine  # noqa: E402
 from engine.backtest import Api, Strategy, run  # noqa: E402
 from engine.backtest.price_files import from_micros, load  # noqa: E402
 from engine.backtest.runner import Runner, engine_settings  # noqa: E402
@@ -142,7 +142,7 @@ def walk(data: Path, strategy: Any, folder: Path) -> dict[str, float]:
     loaded = time.perf_counter()
     db = Path(tempfile.mkdtemp(dir=folder)) / "bt.db"
     first = series["BTCUSD"].times[0]
-    engine = Engine(db, engine_settings(None, from_micros(first), 0, {}))
+    engine = open_engine(db, engine_settings(None, from_micros(first), 0, {}))
     runner = Runner(engine, series, strategy, None, ["USD", "BTC"])
     prepared = time.perf_counter()
     with engine.one_transaction():  # as `run` holds it: its commit ends the walk

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import fmt_rate, machine  # noqa: E402
-from engine import Engine, Settings  # noqa: E402
+from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.domain.trading.book import BUY, SELL  # noqa: E402
 from engine.domain.trading.market import MarketConfig, new_markets  # noqa: E402
@@ -209,7 +209,7 @@ _REGISTRY = build_registry(
 
 def _engine(path: Path, durability: str) -> tuple[Engine, list[Actor]]:
     settings = Settings(clock="manual", seed=1, durability=durability, market_volatility=Decimal(0))
-    engine = Engine(path, settings, registry=_REGISTRY).start()
+    engine = open_engine(path, settings, registry=_REGISTRY).start()
     actors = []
     for _ in range(CUSTOMERS):
         made = engine.execute(CreateCustomer())

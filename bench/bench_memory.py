@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, machine  # noqa: E402
-from engine import Engine, Settings  # noqa: E402
+from engine import Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def main() -> None:
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(clock="manual", market_volatility=Decimal(0), snapshot_every_events=0)
-        engine = Engine(Path(tmp) / "memory.db", settings).start()
+        engine = open_engine(Path(tmp) / "memory.db", settings).start()
         made = engine.execute(CreateCustomer(client_id="m", client_secret="m", bootstrap=True))
         actor = Actor(customer_id=made["customer_id"], client_id="m")
         engine.execute(

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from api_adapter.logging import configure  # noqa: E402
 from api_adapter.scenarios.runner import run_in_process  # noqa: E402
 from bench._common import Timer, fmt_rate, machine  # noqa: E402
-from engine import Engine, Settings  # noqa: E402
+from engine import Settings, open_engine  # noqa: E402
 from engine.kernel.commands import (  # noqa: E402
     Actor,
     AdvanceClock,
@@ -140,7 +140,7 @@ def long_scenario(rounds: int) -> dict[str, Any]:
 def build_log(path: Path, events: int) -> float:
     """Write about `events` events through the engine; answer events per second."""
     settings = Settings(clock="manual", seed=3, durability="NORMAL", market_volatility=0)
-    engine = Engine(path, settings).start()
+    engine = open_engine(path, settings).start()
     boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     actors = []
     for _ in range(50):

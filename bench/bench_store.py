@@ -35,7 +35,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
-from engine import Engine, Settings  # noqa: E402
+from engine import Settings, open_engine  # noqa: E402
 from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.kernel.events import Event  # noqa: E402
@@ -102,7 +102,7 @@ def through_writer(
     slices through `Engine.submit_many`, as the HTTP adapter hands over the requests of
     one event-loop turn."""
     settings = Settings(clock="manual", durability="FULL")
-    engine = Engine(path, settings, registry=_REGISTRY).start()
+    engine = open_engine(path, settings, registry=_REGISTRY).start()
     boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     actor = Actor(boot["customer_id"], "b")
     commands = [
@@ -142,7 +142,7 @@ def through_writer(
 
 def build_log(path: Path, n: int) -> None:
     """A log of `n` realistic events (sandbox deposits), written in bulk."""
-    engine = Engine(path, Settings(clock="manual", snapshot_every_events=0))
+    engine = open_engine(path, Settings(clock="manual", snapshot_every_events=0))
     engine.start()
     engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     engine.stop()
@@ -215,9 +215,9 @@ _STARTUP = """
 import sys, time
 started = time.perf_counter()
 sys.path.insert(0, {root!r})
-from engine import Engine, Settings
+from engine import Settings, open_engine
 imported = time.perf_counter()
-engine = Engine({path!r}, Settings(clock="manual", snapshot_every_events={every}))
+engine = open_engine({path!r}, Settings(clock="manual", snapshot_every_events={every}))
 opened = time.perf_counter()
 print(opened - imported, engine.state.position - engine.loaded_from, engine.loaded_from,
       imported - started)

@@ -3,6 +3,7 @@
 from engine.config.settings import ALL_SCOPES, Settings
 from engine.kernel.clock import ManualClock, WallClock, format_time, parse_time
 from engine.kernel.errors import DomainError
+from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, replay
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Settings",
     "WallClock",
     "format_time",
+    "open_engine",
     "parse_time",
     "replay",
 ]

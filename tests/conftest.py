@@ -17,7 +17,7 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
-from engine import Engine, Settings
+from engine import Settings, open_engine
 from engine.kernel.commands import CreateCustomer
 from engine.tools.verify import verify
 from tests.conformance import Answer, Observe, conformance_problems
@@ -44,7 +44,7 @@ class Sandbox:
 
     def __init__(self, db: Path, settings: Settings) -> None:
         self.db = db
-        self.engine = Engine(db, settings).start()
+        self.engine = open_engine(db, settings).start()
         if not self.engine.state.customers:
             self.engine.execute(
                 CreateCustomer(client_id="sandex", client_secret="sandex-secret", bootstrap=True)

@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
-from engine import Engine
+from engine import Engine, open_engine
 from engine.backtest import Api, ApiError, BacktestError, Strategy, run
 from engine.backtest.runner import Runner
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
@@ -96,7 +96,7 @@ def test_idle_points_write_no_event(tmp_path: Path) -> None:
 def test_a_still_path_arms_no_watch_for_an_order_it_cannot_reach(tmp_path: Path) -> None:
     for volatility, armed in (("0", False), ("0.03", True)):
         settings = make_settings(market_volatility=volatility)
-        with Engine(tmp_path / f"e{volatility}.db", settings) as engine:
+        with open_engine(tmp_path / f"e{volatility}.db", settings) as engine:
             made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
             me = Actor(made["customer_id"], "c")
             engine.execute(
@@ -212,7 +212,7 @@ class Recorder(Strategy):
 def test_the_strategy_api_answers_what_the_http_api_answers(tmp_path: Path) -> None:
     strategy = Recorder()
     result = backtest(tmp_path, ["42000", "42100"], strategy)
-    engine = Engine(Path(result.db), make_settings(market_volatility="0")).start()
+    engine = open_engine(Path(result.db), make_settings(market_volatility="0")).start()
     http = TestClient(create_app(engine))
     try:
         form = {"grant_type": "client_credentials", "client_id": "backtest"}
@@ -428,7 +428,7 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
 
 def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path) -> None:
     db = tmp_path / "one.db"
-    engine = Engine(db, make_settings())
+    engine = open_engine(db, make_settings())
     try:
         with engine.one_transaction():
             made = engine.run_inline(
@@ -463,7 +463,7 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
             raise RuntimeError("a bug after emitting")
 
     db = tmp_path / "broken.db"
-    engine = Engine(db, make_settings())
+    engine = open_engine(db, make_settings())
     try:
         with engine.one_transaction():
             made = engine.run_inline(

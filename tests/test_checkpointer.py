@@ -13,7 +13,7 @@ import pytest
 import structlog
 import structlog.testing
 
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from engine.store import checkpointer
 from tests.conftest import make_settings
@@ -28,7 +28,7 @@ def test_a_running_engine_copies_its_log_into_the_database_in_the_background(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "c.db"
-    engine = Engine(db, make_settings())
+    engine = open_engine(db, make_settings())
     before = os.path.getsize(db)
     others = _checkpointers()
     engine.start()
@@ -54,7 +54,7 @@ def test_a_running_engine_copies_its_log_into_the_database_in_the_background(
 
 def test_an_engine_that_never_starts_runs_no_checkpointer(tmp_path: Path) -> None:
     others = _checkpointers()
-    engine = Engine(tmp_path / "n.db", make_settings())
+    engine = open_engine(tmp_path / "n.db", make_settings())
     assert _checkpointers() <= others
     engine.store.close()
 

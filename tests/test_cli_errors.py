@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from api_adapter.cli.commands import main
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import CreateCustomer
 from tests.conftest import make_settings
 
@@ -53,7 +53,7 @@ def _one_line(stderr: str) -> str:
 
 
 def _sandex_db(path: Path) -> Path:
-    with Engine(path, make_settings()) as engine:
+    with open_engine(path, make_settings()) as engine:
         engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
     return path
 

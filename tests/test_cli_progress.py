@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import engine.kernel.progress as progress
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
@@ -26,7 +26,7 @@ SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 
 def _database(path: Path, deposits: int = 20) -> tuple[Path, int]:
     """A database and its last position."""
-    with Engine(path, make_settings()) as engine:
+    with open_engine(path, make_settings()) as engine:
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         actor = Actor(made["customer_id"], "c")
         for _ in range(deposits):

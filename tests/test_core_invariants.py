@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import (
     Actor,
     AdvanceClock,
@@ -46,7 +46,7 @@ steps = st.lists(
 
 
 def _run(db: Path, plan: list[tuple[str, str, str]]) -> bytes:
-    with Engine(db, make_settings(wire_fee="1", fiat_deposit_delay_seconds=2)) as engine:
+    with open_engine(db, make_settings(wire_fee="1", fiat_deposit_delay_seconds=2)) as engine:
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         actor = Actor(made["customer_id"], "c")
         memos: list[str] = []

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine import Engine
+from engine import Engine, open_engine
 from engine.kernel.commands import (
     Actor,
     AdvanceClock,
@@ -53,9 +53,9 @@ def _log(db: Path) -> bytes:
 
 
 def test_group_commit_puts_many_queued_commands_in_one_transaction(tmp_path: Path) -> None:
-    with Engine(tmp_path / "g.db", make_settings()) as engine:
+    with open_engine(tmp_path / "g.db", make_settings()) as engine:
         actor = _boot(engine)
-    engine = Engine(tmp_path / "g.db", make_settings())
+    engine = open_engine(tmp_path / "g.db", make_settings())
     commits = _count_writes(engine)
     # Queue everything before the writer starts, so that it finds one full queue.
     engine._thread = threading.current_thread()  # submit() only checks that it is set
@@ -72,7 +72,7 @@ def test_group_commit_puts_many_queued_commands_in_one_transaction(tmp_path: Pat
 
 
 def test_a_caller_is_answered_only_after_its_events_are_committed(tmp_path: Path) -> None:
-    engine = Engine(tmp_path / "a.db", make_settings()).start()
+    engine = open_engine(tmp_path / "a.db", make_settings()).start()
     actor = _boot(engine)
     gate = threading.Event()
     real_finish = engine.store.finish
@@ -93,7 +93,7 @@ def test_a_caller_is_answered_only_after_its_events_are_committed(tmp_path: Path
 
 
 def test_a_failed_commit_answers_unavailable_and_leaves_no_trace(tmp_path: Path) -> None:
-    engine = Engine(tmp_path / "f.db", make_settings()).start()
+    engine = open_engine(tmp_path / "f.db", make_settings()).start()
     actor = _boot(engine)
     before = engine.state.position
 
@@ -114,7 +114,7 @@ def test_a_failed_commit_answers_unavailable_and_leaves_no_trace(tmp_path: Path)
 
 
 def test_domain_errors_reach_their_caller_only(tmp_path: Path) -> None:
-    with Engine(tmp_path / "e.db", make_settings()) as engine:
+    with open_engine(tmp_path / "e.db", make_settings()) as engine:
         actor = _boot(engine)
         good = engine.submit(CreateProfile(actor=actor, nickname="one"))
         bad = engine.submit(CreateProfile(actor=actor, nickname=""))
@@ -125,7 +125,7 @@ def test_domain_errors_reach_their_caller_only(tmp_path: Path) -> None:
 
 def test_advance_fires_deadlines_in_order_at_their_exact_time(tmp_path: Path) -> None:
     settings = make_settings(fiat_deposit_delay_seconds=2, wire_fee=0)
-    with Engine(tmp_path / "t.db", settings) as engine:
+    with open_engine(tmp_path / "t.db", settings) as engine:
         actor = _boot(engine)
         memo = engine.execute(CreateFiatDepositInstructions(actor=actor, profile_id="default"))[
             "memo_id"
@@ -156,16 +156,19 @@ def test_advance_fires_deadlines_in_order_at_their_exact_time(tmp_path: Path) ->
 
 
 def test_a_manual_clock_never_moves_backwards_and_a_wall_clock_is_not_moved(tmp_path: Path) -> None:
-    with Engine(tmp_path / "m.db", make_settings()) as engine:
+    with open_engine(tmp_path / "m.db", make_settings()) as engine:
         engine.execute(AdvanceClock(to=START + timedelta(seconds=10)))
         with pytest.raises(Invalid, match="backwards"):
             engine.execute(AdvanceClock(to=START))
-    with Engine(tmp_path / "w.db", make_settings(clock="wall")) as engine, pytest.raises(Conflict):
+    with (
+        open_engine(tmp_path / "w.db", make_settings(clock="wall")) as engine,
+        pytest.raises(Conflict),
+    ):
         engine.execute(AdvanceClock(to=START))
 
 
 def _session(db: Path) -> None:
-    with Engine(db, make_settings(seed=99)) as engine:
+    with open_engine(db, make_settings(seed=99)) as engine:
         actor = _boot(engine)
         engine.execute(CreateProfile(actor=actor, nickname="desk"))
         engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="ETH", amount="2"))
@@ -195,7 +198,7 @@ def test_the_same_seed_and_commands_give_a_byte_identical_log(tmp_path: Path) ->
 def test_a_restart_keeps_state_ids_and_clock(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     _session(db)
-    with Engine(db, make_settings(seed=99)) as engine:
+    with open_engine(db, make_settings(seed=99)) as engine:
         assert engine.clock.now() == START + timedelta(minutes=1)
         (customer,) = engine.state.customers.values()
         assert len(customer["profile_ids"]) == 2
@@ -207,7 +210,7 @@ def test_a_restart_keeps_state_ids_and_clock(tmp_path: Path) -> None:
 
 
 def test_submit_on_a_stopped_engine_fails_fast(tmp_path: Path) -> None:
-    engine = Engine(tmp_path / "s.db", make_settings())
+    engine = open_engine(tmp_path / "s.db", make_settings())
     future: Future[Any] = engine.submit(CreateProfile(nickname="x"))
     with pytest.raises(Unavailable):
         future.result(1)
@@ -215,9 +218,9 @@ def test_submit_on_a_stopped_engine_fails_fast(tmp_path: Path) -> None:
 
 
 def test_submit_many_answers_each_command_in_order_across_group_commits(tmp_path: Path) -> None:
-    with Engine(tmp_path / "b.db", make_settings()) as engine:
+    with open_engine(tmp_path / "b.db", make_settings()) as engine:
         actor = _boot(engine)
-    engine = Engine(tmp_path / "b.db", make_settings(group_commit_max=4))
+    engine = open_engine(tmp_path / "b.db", make_settings(group_commit_max=4))
     commits = _count_writes(engine)
     deposit = SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="1")
     commands = [deposit] * 3 + [CreateProfile(actor=actor, nickname="")] + [deposit] * 6
@@ -242,7 +245,7 @@ def test_submit_many_answers_each_command_in_order_across_group_commits(tmp_path
 def test_submit_many_on_a_stopped_engine_answers_every_command_unavailable(
     tmp_path: Path,
 ) -> None:
-    engine = Engine(tmp_path / "s.db", make_settings())
+    engine = open_engine(tmp_path / "s.db", make_settings())
     batch = engine.submit_many([CreateProfile(nickname="x"), CreateProfile(nickname="y")])
     assert batch.done() and batch.result(0) == [None, None]
     assert all(isinstance(batch.errors[i], Unavailable) for i in (0, 1))
@@ -251,9 +254,9 @@ def test_submit_many_on_a_stopped_engine_answers_every_command_unavailable(
 
 
 def test_a_failed_commit_fails_only_the_part_of_a_batch_it_held(tmp_path: Path) -> None:
-    with Engine(tmp_path / "f.db", make_settings()) as engine:
+    with open_engine(tmp_path / "f.db", make_settings()) as engine:
         actor = _boot(engine)
-    engine = Engine(tmp_path / "f.db", make_settings(group_commit_max=2))
+    engine = open_engine(tmp_path / "f.db", make_settings(group_commit_max=2))
     real_write = engine.store.write
     calls: list[int] = []
 
@@ -273,7 +276,7 @@ def test_a_failed_commit_fails_only_the_part_of_a_batch_it_held(tmp_path: Path) 
     engine.stop()
     assert sorted(batch.errors) == [2, 3]  # the second commit's two commands
     assert all(isinstance(e, Unavailable) for e in batch.errors.values())
-    with Engine(tmp_path / "f.db", make_settings()) as engine:
+    with open_engine(tmp_path / "f.db", make_settings()) as engine:
         pid = engine.state.customers[actor.customer_id]["default_profile_id"]
         assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == "3"
 
@@ -283,7 +286,7 @@ def test_a_failed_commit_after_the_write_answers_unavailable_and_leaves_no_trace
 ) -> None:
     """The COMMIT itself fails (the disk refuses the sync): the written group is undone,
     its caller told to retry, and the state holds nothing of it."""
-    engine = Engine(tmp_path / "c.db", make_settings()).start()
+    engine = open_engine(tmp_path / "c.db", make_settings()).start()
     actor = _boot(engine)
     before = engine.state.position
     real_finish = engine.store.finish
@@ -318,9 +321,9 @@ def test_the_next_group_is_decided_while_the_last_one_commits(tmp_path: Path) ->
     """While one group's COMMIT waits on the disk, the writer decides the next: those
     commands are applied, but no caller of either group is answered before its own
     COMMIT has returned."""
-    with Engine(tmp_path / "p.db", make_settings()) as engine:
+    with open_engine(tmp_path / "p.db", make_settings()) as engine:
         actor = _boot(engine)
-    engine = Engine(tmp_path / "p.db", make_settings())
+    engine = open_engine(tmp_path / "p.db", make_settings())
     gate = threading.Event()
     waiting = threading.Event()
     real_finish = engine.store.finish
@@ -358,9 +361,9 @@ def test_a_failed_commit_fails_the_group_decided_behind_it_and_keeps_what_was_an
     """A group is decided on the state the group before it left, before that one is
     durable: if that COMMIT fails, every command resting on it is refused too, and what
     was answered success is exactly what the log holds."""
-    with Engine(tmp_path / "q.db", make_settings()) as engine:
+    with open_engine(tmp_path / "q.db", make_settings()) as engine:
         actor = _boot(engine)
-    engine = Engine(tmp_path / "q.db", make_settings(group_commit_max=2))
+    engine = open_engine(tmp_path / "q.db", make_settings(group_commit_max=2))
     real_finish = engine.store.finish
     calls: list[int] = []
 
@@ -383,7 +386,7 @@ def test_a_failed_commit_fails_the_group_decided_behind_it_and_keeps_what_was_an
         isinstance(e, Unavailable) for e in batch.errors.values()
     )
     answered = [v for v in batch.result(0) if v is not None]
-    with Engine(tmp_path / "q.db", make_settings()) as engine:
+    with open_engine(tmp_path / "q.db", make_settings()) as engine:
         pid = engine.state.customers[actor.customer_id]["default_profile_id"]
         assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == str(len(answered))
         made = {e.stream for e in engine_log(tmp_path / "q.db") if e.type == "TransferCreated"}

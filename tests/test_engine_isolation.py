@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine import Engine
+from engine import Engine, open_engine
 from engine.domain.trading import trading_state
 from engine.kernel.clock import to_millis
 from engine.kernel.commands import (
@@ -95,7 +95,7 @@ def _engine(tmp_path: Path, plan: Plan, tag: str) -> Engine:
         maker_fee_rate=plan.maker,
         taker_fee_rate=plan.taker,
     )
-    return Engine(tmp_path / f"{plan.name}-{tag}.db", settings)
+    return open_engine(tmp_path / f"{plan.name}-{tag}.db", settings)
 
 
 class _Driver:

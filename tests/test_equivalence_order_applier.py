@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, Settings
+from engine import Settings, open_engine
 from engine.domain.trading import Order, appliers, trading_state
 from engine.domain.trading.order_types import ORDER_TYPES
 from engine.kernel.clock import to_millis
@@ -89,7 +89,7 @@ def _log(db: Path, latency_ms: int) -> list[Event]:
         assert_invariants=True,
         rate_limits_enabled=False,
     )
-    engine = Engine(db, settings)
+    engine = open_engine(db, settings)
     try:
         with engine.one_transaction():
             made = engine.run_inline(

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from freezegun import freeze_time
 
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
 from tests import test_cli
 from tests.conftest import make_settings
@@ -250,7 +250,7 @@ def test_a_database_that_cannot_be_opened_is_a_clear_start_up_error(
 def _truncated(tmp: Path) -> Path:
     """A real database cut in half, as a crashed copy or a full disk can leave one."""
     db = tmp / "whole.db"
-    engine = Engine(db, make_settings())
+    engine = open_engine(db, make_settings())
     with engine:
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         actor = Actor(made["customer_id"], "c")
@@ -281,7 +281,7 @@ def test_a_wall_clock_stepping_back_reorders_nothing_and_expires_nothing_early(
     freezer = freeze_time(noon)
     freezer.ignore = tuple(m for m in freezer.ignore if m != "threading")
     with freezer as frozen:
-        engine = Engine(db, settings).start()
+        engine = open_engine(db, settings).start()
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         actor = Actor(made["customer_id"], "c")
         engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
@@ -300,7 +300,7 @@ def test_a_wall_clock_stepping_back_reorders_nothing_and_expires_nothing_early(
                 SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
             )
         engine.stop()
-        engine = Engine(db, settings).start()  # a restart while the wall clock is behind
+        engine = open_engine(db, settings).start()  # a restart while the wall clock is behind
         engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
         frozen.move_to(noon + timedelta(seconds=59))
         engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))

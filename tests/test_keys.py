@@ -20,7 +20,7 @@ from api_adapter import create_app
 from api_adapter.auth import Tokens
 from api_adapter.cli.commands import main
 from api_adapter.webhook_delivery import Deliverer
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import CreateCustomer
 from engine.kernel.credentials import unseal
 from engine.runtime.key_file import KeyFile
@@ -37,7 +37,7 @@ def test_the_database_its_companions_and_key_file_are_private_under_umask_022(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "private.db"
-    with usual_umask(), Engine(db, make_settings()) as engine:
+    with usual_umask(), open_engine(db, make_settings()) as engine:
         engine.execute(CreateCustomer(client_id="x", client_secret="y", bootstrap=True))
         reader = sqlite3.connect(db)  # a reader keeps the -wal and -shm in place
         reader.execute("SELECT count(*) FROM events").fetchone()
@@ -59,15 +59,15 @@ def test_the_database_its_companions_and_key_file_are_private_under_umask_022(
 
 def test_a_database_readable_by_others_is_made_private_at_open(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    Engine(db, make_settings()).stop()
+    open_engine(db, make_settings()).stop()
     os.chmod(db, 0o644)
     with structlog.testing.capture_logs() as logs:
-        Engine(db, make_settings()).stop()
+        open_engine(db, make_settings()).stop()
     assert file_mode(db) == 0o600
     warned = [e for e in logs if e["log_level"] == "warning" and "private" in e["event"]]
     assert [e["path"] for e in warned] == [str(db)]
     os.chmod(f"{db}.key", 0o640)
-    Engine(db, make_settings()).stop()
+    open_engine(db, make_settings()).stop()
     assert file_mode(f"{db}.key") == 0o600
     os.chmod(db, 0o444)  # the owner's bits stay: a read-only file stays read-only
     private_files.tighten_database(db)
@@ -92,7 +92,7 @@ def test_an_old_database_has_its_signing_key_moved_out_and_tokens_keep_working(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "legacy.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         engine.execute(CreateCustomer(client_id="x", client_secret="y", bootstrap=True))
     legacy = os.urandom(32).hex()
     conn = sqlite3.connect(db)  # as an older sandex left it: the key in the database
@@ -103,7 +103,7 @@ def test_an_old_database_has_its_signing_key_moved_out_and_tokens_keep_working(
     old = Tokens(KeyFile.open(":memory:", legacy_signing=legacy), 3600).issue(
         "x", ["funding:read_profile"]
     )
-    engine = Engine(db, make_settings()).start()
+    engine = open_engine(db, make_settings()).start()
     try:
         app = create_app(engine)
         with TestClient(app) as http:
@@ -127,10 +127,10 @@ def test_an_old_database_has_its_signing_key_moved_out_and_tokens_keep_working(
 
 def test_a_new_database_does_not_take_over_a_key_file_left_behind(tmp_path: Path) -> None:
     db = tmp_path / "again.db"
-    Engine(db, make_settings()).stop()
+    open_engine(db, make_settings()).stop()
     left = Path(f"{db}.key").read_bytes()
     db.unlink()
-    Engine(db, make_settings()).stop()
+    open_engine(db, make_settings()).stop()
     assert Path(f"{db}.key").read_bytes() != left
 
 

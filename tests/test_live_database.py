@@ -24,7 +24,7 @@ import pytest
 
 import engine.runtime.writer as engine_module
 import engine.tools.verify as verify_module
-from engine import Engine
+from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.store import LeaseHeld
 from engine.store.lease import lock_path
@@ -106,18 +106,18 @@ def test_rebuild_and_a_second_server_refuse_while_a_server_writes_and_nothing_ac
 
 def test_an_engine_holds_the_lease_from_opening_to_stop(tmp_path: Path) -> None:
     db = tmp_path / "lease.db"
-    first = Engine(db, make_settings()).start()
+    first = open_engine(db, make_settings()).start()
     try:
         with pytest.raises(LeaseHeld, match="in use by another sandex writer"):
-            Engine(db, make_settings())
+            open_engine(db, make_settings())
         with pytest.raises(LeaseHeld):
             rebuild(str(db))
         # A writer without the lease (`sandex clients revoke`) may open it beside.
-        guest = Engine(db, make_settings(), lease=False)
+        guest = open_engine(db, make_settings(), lease=False)
         guest.stop()
     finally:
         first.stop()
-    with Engine(db, make_settings()):
+    with open_engine(db, make_settings()):
         pass
     assert rebuild(str(db)) == 0  # an empty log; the lease was free again
 
@@ -126,14 +126,14 @@ def test_a_read_model_rewrite_keeps_what_a_writer_without_the_lease_appended_mea
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "guest.db"
-    with Engine(db, make_settings()) as owner:
+    with open_engine(db, make_settings()) as owner:
         made = owner.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         actor = Actor(made["customer_id"], "c")
         for _ in range(3):
             owner.execute(
                 SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
             )
-    guest = Engine(db, make_settings(), lease=False).start()
+    guest = open_engine(db, make_settings(), lease=False).start()
     rows_of = engine_module.all_rows
     appended: list[Any] = []
 
@@ -180,7 +180,7 @@ def test_verify_reads_the_log_and_the_read_models_in_one_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "snapshot.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         actor = _customer(engine)
         _trade(engine, actor)
         checks = verify_module.check_state
@@ -201,7 +201,7 @@ def test_verify_reads_the_log_and_the_read_models_in_one_snapshot(
 
 def test_verify_beside_a_writer_that_commits_all_the_time_is_always_ok(tmp_path: Path) -> None:
     db = tmp_path / "busy.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         actor = _customer(engine)
         stop = threading.Event()
 
@@ -230,7 +230,7 @@ def test_events_and_verify_only_read_the_database(tmp_path: Path) -> None:
     """Tools that read never write: not even the index migration a writer's open does,
     which beside a running server would be a second writer."""
     db = tmp_path / "read.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         _trade(engine, _customer(engine))
     conn = sqlite3.connect(db)
     for statement in _OLD_FEED_DDL:

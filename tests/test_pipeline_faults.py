@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import (
     Actor,
     CreateCustomer,
@@ -50,12 +50,12 @@ def test_what_was_answered_success_is_what_the_log_holds(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "p.db"
-        with Engine(db, make_settings()) as engine:
+        with open_engine(db, make_settings()) as engine:
             made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
             actor = Actor(made["customer_id"], "c")
             payer = engine.state.customers[actor.customer_id]["default_profile_id"]
             payee = engine.execute(CreateProfile(actor=actor, nickname="payee"))["id"]
-        engine = Engine(db, make_settings(group_commit_max=3))
+        engine = open_engine(db, make_settings(group_commit_max=3))
         real_finish = engine.store.finish
         commits = [0]
 
@@ -104,7 +104,7 @@ def test_what_was_answered_success_is_what_the_log_holds(
                 else:
                     assert isinstance(error, (Unavailable, InsufficientFunds)), error
         engine.stop()
-        with Engine(db, make_settings()) as again:
+        with open_engine(db, make_settings()) as again:
             ledger = again.state.ledger
             assert ledger.balance(f"{payer}:available", "USD") == paid_in - paid_over
             assert ledger.balance(f"{payee}:available", "USD") == paid_over

@@ -28,7 +28,11 @@ def test_connections_come_from_the_store_in_one_place() -> None:
     askers, openers = [], []
     for path in sorted(READ.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Name) and node.id == "SqliteEventStore":
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "SqliteEventStore"
+            ):  # SqliteEventStore.reader(...): a type annotation asks for nothing
                 askers.append(path.name)
             if isinstance(node, ast.Attribute) and node.attr == "connect":
                 openers.append(path.name)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine import Engine
+from engine import open_engine
 from engine.domain.registrations import REGISTRATIONS, domain_registry
 from engine.kernel.commands import Command
 from engine.kernel.errors import Invalid
@@ -57,8 +57,8 @@ def test_each_build_is_its_own_and_the_domain_registers_every_module() -> None:
 def test_two_engines_in_one_process_have_their_own_registries(tmp_path: Path) -> None:
     extended = build_registry([*REGISTRATIONS, _NOTE])
     with (
-        Engine(tmp_path / "a.db", make_settings(), registry=extended) as noting,
-        Engine(tmp_path / "b.db", make_settings()) as plain,
+        open_engine(tmp_path / "a.db", make_settings(), registry=extended) as noting,
+        open_engine(tmp_path / "b.db", make_settings()) as plain,
     ):
         noting.execute(_Note(n=7))
         assert noting.state.ext["noted"] == 7

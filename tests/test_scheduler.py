@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from engine import Engine
+from engine import open_engine
 from engine.kernel.commands import (
     Actor,
     CreateCustomer,
@@ -20,7 +20,7 @@ def test_a_wall_clock_deadline_fires_through_the_scheduler(tmp_path: Path) -> No
     settings = make_settings(
         clock="wall", fiat_deposit_delay_seconds="0.2", tick_interval_seconds=0.02, wire_fee=0
     )
-    with Engine(tmp_path / "wall.db", settings) as engine:
+    with open_engine(tmp_path / "wall.db", settings) as engine:
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         actor = Actor(made["customer_id"], "c")
         memo = engine.execute(CreateFiatDepositInstructions(actor=actor, profile_id="default"))[

@@ -22,7 +22,7 @@ from api_adapter import create_app
 from api_adapter.cli.commands import _bootstrap
 from api_adapter.scenarios.recorder import Recorder
 from api_adapter.scenarios.runner import InProcess, Runner, run_in_process
-from engine import Engine
+from engine import open_engine
 from engine.domain.customers import secret_matches
 from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from engine.kernel.credentials import REDACTED, SealError, Secrets, seal, unseal
@@ -261,7 +261,7 @@ def test_the_log_hash_still_sees_every_other_change(tmp_path: Path) -> None:
     settings = make_settings(durability="NORMAL")
     hashes = []
     for name, amount in (("a.db", "1"), ("b.db", "1"), ("c.db", "2")):
-        with Engine(tmp_path / name, settings) as engine:
+        with open_engine(tmp_path / name, settings) as engine:
             engine.execute(CreateCustomer(client_id="x", client_secret="y", bootstrap=True))
             customer = next(iter(engine.state.customers))
             engine.execute(
@@ -275,7 +275,7 @@ def test_the_log_hash_still_sees_every_other_change(tmp_path: Path) -> None:
 
 def test_a_recording_keeps_no_secret_and_replays_green(tmp_path: Path) -> None:
     recording = tmp_path / "session.yaml"
-    engine = Engine(tmp_path / "live.db", make_settings(seed=5)).start()
+    engine = open_engine(tmp_path / "live.db", make_settings(seed=5)).start()
     try:
         engine.execute(
             CreateCustomer(client_id="sandex", client_secret="sandex-secret", bootstrap=True)
@@ -315,10 +315,10 @@ def test_the_bootstrap_secret_is_the_default_on_loopback_and_random_elsewhere(
 ) -> None:
     monkeypatch.delenv("SANDEX_CLIENT_SECRET", raising=False)
     monkeypatch.delenv("SANDEX_CLIENT_ID", raising=False)
-    with Engine(tmp_path / "local.db", make_settings()) as engine:
+    with open_engine(tmp_path / "local.db", make_settings()) as engine:
         assert _bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")
         assert _bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")  # a restart
-    with Engine(tmp_path / "open.db", make_settings()) as engine:
+    with open_engine(tmp_path / "open.db", make_settings()) as engine:
         client_id, shown = _bootstrap(engine, "0.0.0.0")
         secret = shown.split()[0]
         assert secret != "sandex-secret" and len(secret) >= 40 and "once" in shown
@@ -326,12 +326,12 @@ def test_the_bootstrap_secret_is_the_default_on_loopback_and_random_elsewhere(
         assert secret_matches(secret, client["salt"], client["secret_hash"])
         again = _bootstrap(engine, "0.0.0.0")[1]  # a restart cannot show it again
         assert secret not in again and "not shown" in again
-    with Engine(tmp_path / "v6.db", make_settings()) as engine:
+    with open_engine(tmp_path / "v6.db", make_settings()) as engine:
         assert _bootstrap(engine, "::1")[1] == "sandex-secret"
         warned = _bootstrap(engine, "192.0.2.7")[1]  # the default, served beyond loopback
         assert warned.startswith("sandex-secret") and "anyone" in warned
     monkeypatch.setenv("SANDEX_CLIENT_SECRET", "from-env-456")
-    with Engine(tmp_path / "env.db", make_settings()) as engine:
+    with open_engine(tmp_path / "env.db", make_settings()) as engine:
         client_id, shown = _bootstrap(engine, "0.0.0.0")
         assert "from-env-456" not in shown
         client = engine.state.clients[client_id]

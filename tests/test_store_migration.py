@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from engine import Engine
+from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.read.readmodels import TABLES
 from engine.store.read_model_indexes import with_indexes
@@ -50,7 +50,7 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "old.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         _trade(engine, "first")
     conn = sqlite3.connect(db)
     for statement in _OLD_FEED_DDL:
@@ -62,7 +62,7 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
         "idx_event_feed_customer_id_type_seq",
     }
 
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         _trade(engine, "second")
     for table, spec in with_indexes(TABLES).items():
         assert _indexes(db, table) == {
@@ -75,14 +75,14 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
 
 def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
     db = tmp_path / "theirs.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         _trade(engine, "first")
     conn = sqlite3.connect(db)
     conn.execute("CREATE INDEX by_status ON orders (status)")
     conn.commit()
     conn.close()
 
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         _trade(engine, "second")
     assert "by_status" in _indexes(db, "orders")
     assert verify(str(db)) == []

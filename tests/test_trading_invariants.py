@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Engine, replay
+from engine import open_engine, replay
 from engine.domain.trading import order_view, trading_state
 from engine.domain.trading.book import BUY, SELL
 from engine.kernel.commands import (
@@ -64,7 +64,7 @@ OPS = st.one_of(
 
 class World:
     def __init__(self, path: Path) -> None:
-        self.engine = Engine(
+        self.engine = open_engine(
             path,
             make_settings(
                 market_volatility="0.05",
@@ -223,7 +223,7 @@ def test_random_trading_keeps_every_invariant_and_replays_to_the_same_state(
         finally:
             world.engine.stop()
         assert verify(str(db)) == []
-        again = Engine(db, make_settings())
+        again = open_engine(db, make_settings())
         try:
             rebuilt, _ = replay(again.store.read())
         finally:

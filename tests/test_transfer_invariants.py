@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Engine, format_time, parse_time
+from engine import format_time, open_engine, parse_time
 from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
 from engine.kernel.commands import (
@@ -94,7 +94,7 @@ class Run:
     """One engine and the test's own model of the balances it should hold."""
 
     def __init__(self, db: Path) -> None:
-        self.engine = Engine(db, make_settings(durability="NORMAL")).start()
+        self.engine = open_engine(db, make_settings(durability="NORMAL")).start()
         made = self.engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         self.actor = Actor(made["customer_id"], "c")
         self.profiles = [made["profile_id"]] + [

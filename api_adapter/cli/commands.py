@@ -49,7 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from api_adapter.logging import configure
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
-    from engine import Engine
+    from engine import open_engine
     from engine.runtime.scheduler import Scheduler
     from engine.store import StoreUnavailable
 
@@ -64,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     listener = listen(args.host, args.port)  # a busy port: no database made, no banner
     args.port = listener.getsockname()[1]  # the one taken, for --port 0
     try:
-        engine = Engine(args.db, settings).start()  # type: ignore[arg-type]
+        engine = open_engine(args.db, settings).start()  # type: ignore[arg-type]
     except StoreUnavailable as exc:
         listener.close()
         print(f"sandex: {exc}", file=sys.stderr)
@@ -287,13 +287,13 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 
 def cmd_clients_revoke(args: argparse.Namespace) -> int:
-    from engine import Engine
+    from engine import open_engine
     from engine.kernel.commands import RevokeClient
     from engine.kernel.errors import DomainError
 
     # Beside a running server, which holds the writer lease: one event, through SQLite's
     # write lock; the server reloads the log it finds changed before deciding again.
-    engine = Engine(args.db, lease=False).start()
+    engine = open_engine(args.db, lease=False).start()
     try:
         engine.execute(RevokeClient(client_id=args.client_id))
     except DomainError as exc:

@@ -126,13 +126,13 @@ class InProcess(Target):
 
     def __init__(self, settings: Settings, keep_db: str | Path | None = None) -> None:
         from api_adapter.app import create_app
-        from engine import Engine
+        from engine import open_engine
         from engine.kernel.commands import CreateCustomer
 
         self._tmp = tempfile.TemporaryDirectory(prefix="sandex-replay-")
         self.db = Path(self._tmp.name) / "sandex.db"
         self.keep_db = Path(keep_db) if keep_db is not None else None
-        self.engine = Engine(self.db, settings).start()
+        self.engine = open_engine(self.db, settings).start()
         self.engine.execute(
             CreateCustomer(
                 client_id=self.client_id, client_secret=self.client_secret, bootstrap=True

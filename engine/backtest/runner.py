@@ -57,7 +57,9 @@ from engine.kernel.progress import EVERY as _PROGRESS_EVERY
 from engine.kernel.progress import Progress
 from engine.read.queries import Queries
 from engine.read.writer_queries import WriterQueries
+from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, NotDecided
+from engine.store import SqliteEventStore
 
 INF = 1 << 62
 CLIENT_ID = "backtest"
@@ -219,7 +221,9 @@ class Runner:
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
-            self.queries = WriterQueries(self.engine.store)
+            store = self.engine.store
+            assert isinstance(store, SqliteEventStore)  # a backtest writes a SQLite file
+            self.queries = WriterQueries(store)
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:
@@ -613,7 +617,7 @@ def run(
     else:
         db_path = Path(db)  # checked by _check_outputs
     try:
-        engine = Engine(db_path, the_settings)
+        engine = open_engine(db_path, the_settings)
         runner = Runner(engine, series, strategy, _progress_of(progress), _assets(names, chosen))
         try:
             # Acknowledged once, when it returns: one transaction, one commit.

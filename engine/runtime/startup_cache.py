@@ -50,18 +50,26 @@ import structlog
 from engine.domain.transfers.transfer_records import SETTLED
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
-from engine.store import SqliteEventStore
+from engine.store import EventStore
 
 log = structlog.get_logger("sandex.snapshots")
 
 KEEP = 2  # snapshots kept: the newest, and one before it should the newest be unusable
 
 
+# The engine package: a snapshot pickles its classes (domain, kernel), not only ours.
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sources() -> list[Path]:
+    """The files whose text FORMAT hashes."""
+    return sorted(_ROOT.rglob("*.py"))
+
+
 def _format() -> str:
     digest = hashlib.sha256()
-    root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode())
+    for path in _sources():
+        digest.update(str(path.relative_to(_ROOT)).encode())
         digest.update(path.read_bytes())
     digest.update(f"{sys.version_info[:3]}:{sortedcontainers.__version__}".encode())
     return "1:" + digest.hexdigest()[:20]
@@ -99,7 +107,7 @@ def decode(data: bytes) -> tuple[State, dict[str, int]]:
     return state, versions
 
 
-def newest(store: SqliteEventStore, upto: int | None = None) -> tuple[State, dict[str, int]] | None:
+def newest(store: EventStore, upto: int | None = None) -> tuple[State, dict[str, int]] | None:
     """The newest usable snapshot at or before `upto` (the log's end when None), or None."""
     for position, check in store.state_snapshots(FORMAT):
         if upto is not None and position > upto:
@@ -124,7 +132,7 @@ def newest(store: SqliteEventStore, upto: int | None = None) -> tuple[State, dic
 
 
 def load(
-    store: SqliteEventStore,
+    store: EventStore,
     *,
     upto: int | None = None,
     use_snapshots: bool = True,
@@ -146,11 +154,12 @@ class Snapshotter:
 
     def __init__(
         self,
-        db_path: str,
+        store: EventStore,
         deliver: Callable[[int, str, bytes], None],
         registry: Registry | None = None,
     ) -> None:
-        self.db_path = db_path
+        """`store` is the writer's: the thread reads through a handle of its own on it."""
+        self.store = store
         self.registry = registry
         self.deliver = deliver
         self._thread: threading.Thread | None = None
@@ -183,7 +192,7 @@ class Snapshotter:
         from engine.runtime import writer as engine_module
 
         try:
-            store = SqliteEventStore.reader(self.db_path)
+            store = self.store.read_only()
         except Exception as exc:  # noqa: BLE001
             log.warning("state snapshot skipped: cannot open the log", error=str(exc))
             return

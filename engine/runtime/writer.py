@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -43,13 +42,13 @@ from engine.kernel.money import CONTEXT
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx, State
-from engine.read.readmodels import TABLES, all_rows, rows_for
+from engine.read.readmodels import all_rows, rows_for
 from engine.runtime.key_file import KeyFile, KeyFileError
 from engine.runtime.reply import Batch, Single
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
-from engine.store import Concurrency, SqliteEventStore, StoreUnavailable
+from engine.store import Concurrency, EventStore, StoreUnavailable, in_memory
 
 log = structlog.get_logger("sandex.engine")
 
@@ -71,6 +70,11 @@ class EngineStopped(Unavailable):
     pass
 
 
+class WriterDied(EngineStopped):
+    """The writer thread ended on an error nothing expected: the engine decides nothing
+    more until it is started again (every caller is told so at once, none waits)."""
+
+
 class NotDecided(Unavailable):
     """A command of a chain (`Engine.run_inline_chain`) after one that failed."""
 
@@ -78,30 +82,25 @@ class NotDecided(Unavailable):
 class Engine:
     def __init__(
         self,
-        db_path: str | Path,
+        store: EventStore,
         settings: Settings | None = None,
         clock: Clock | None = None,
         *,
-        lease: bool = True,
         registry: Registry | None = None,
     ):
-        """`lease=False` is for a brief writer beside a running one (`sandex clients
-        revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
-        in SQLite's write lock, each reloading what the other wrote before it decides.
+        """`store` is the engine's from now on: `stop` closes it. A composition root
+        builds it (engine/runtime/composition.py: `open_engine` for a database file).
         `registry`: the deciders, appliers and timers (the domain's when None)."""
         self.registry = domain_registry() if registry is None else registry
         self.settings = settings or Settings()
-        self.db_path = str(db_path)
-        self.store = SqliteEventStore(
-            self.db_path, durability=self.settings.durability, tables=TABLES, lease=lease
-        )
+        self.store = store
+        self.db_path = store.path
         seed = self.store.get_meta("seed")
         new_database = seed is None
         if seed is None:
             seed = str(self.settings.seed)
-            with self.store.db.atomic():  # one commit, and a database never half-labelled
-                self.store.set_meta("seed", seed)
-                self.store.set_meta("created_with_clock", self.settings.clock)
+            # One commit, and a database never half-labelled.
+            self.store.set_metas({"seed": seed, "created_with_clock": self.settings.clock})
         self.seed = int(seed)
         key = self.store.get_meta(EXECUTION_KEY)
         if key is None:  # a new database, or one from before execution ids were permuted
@@ -132,14 +131,16 @@ class Engine:
         self._inflight: _Written | None = None
         self._committer: queue.SimpleQueue[_Written | None] | None = None
         self._stale = False
+        self._died: WriterDied | None = None  # why the writer thread ended, if it did
+        self._group: list[_Span] = []  # the spans of the group being decided
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
-        # State snapshots (engine/state_snapshots.py): none for an in-memory database,
-        # which a second connection cannot see.
+        # State snapshots (engine/runtime/startup_cache.py): none for an in-memory
+        # database, which a second connection cannot see.
         self._snapshot_every = self.settings.snapshot_every_events
-        if self.db_path == ":memory:" or self.db_path.startswith("file::memory:"):
+        if in_memory(self.db_path):
             self._snapshot_every = 0
-        self._snapshotter = Snapshotter(self.db_path, self._snapshot_built, self.registry)
+        self._snapshotter = Snapshotter(self.store, self._snapshot_built, self.registry)
         self.snapshot_base = 0  # position of the newest snapshot written or loaded
         self.loaded_from = 0  # position of the snapshot the last load started from
         self._load()
@@ -231,6 +232,8 @@ class Engine:
             reply.set_exception(EngineStopped("the engine is not running"))
             return reply
         self._queue.put(reply)
+        if self._died is not None:  # after the put: the dying writer may have drained
+            self._refuse_queued()
         return reply
 
     def submit_many(self, commands: Sequence[Command]) -> Batch:
@@ -245,6 +248,8 @@ class Engine:
             batch._complete()
         else:
             self._queue.put(batch)
+            if self._died is not None:
+                self._refuse_queued()
         return batch
 
     def execute(self, command: Command, timeout: float | None = 30) -> Any:
@@ -294,7 +299,7 @@ class Engine:
         a failed one until one succeeds), and the log could be read back into state."""
         thread = self._thread
         return {
-            "writer_alive": thread is not None and thread.is_alive(),
+            "writer_alive": thread is not None and thread.is_alive() and self._died is None,
             "last_commit_ok": self.last_commit_ok,
             "log_readable": not self._stale,
         }
@@ -311,11 +316,48 @@ class Engine:
         committer.start()
         try:
             self._drain()
+        except BaseException as exc:  # noqa: BLE001 - callers must hear of it, not wait
+            log.error("the writer thread died", error=repr(exc))
+            if self._died is None:
+                self._died = WriterDied(f"the engine's writer stopped on an error: {exc!r}")
         finally:
             self._settle()
             self._committer.put(None)
             committer.join()
             self._committer = None
+            if self._died is not None:
+                self._refuse_queued()
+
+    def _refuse_queued(self) -> None:
+        """Answer everything queued with why the writer died (from either side of the
+        queue: the dying writer, or a caller who queued after it drained)."""
+        error = self._died or EngineStopped("the engine is not running")
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, Batch) and not item.done():
+                _answer_all(item, error)
+
+    def _abandon(self, work: list[Batch], exc: BaseException) -> None:
+        """The writer is dying inside a group (`work`, whose spans `_process` noted):
+        once the group in flight is answered, answer every command of this one with the
+        cause (nothing of it is durable), and the rest of a batch it cut short."""
+        died = self._died = WriterDied(f"the engine's writer stopped on an error: {exc!r}")
+        try:
+            self._settle()
+        finally:
+            for batch, start, _ in self._group:
+                if batch.done():
+                    continue
+                for i in range(start, len(batch.values)):
+                    batch.errors[i] = died
+                    batch.values[i] = None
+                _answer_all(batch, died)
+            for batch in work:
+                if not batch.done():
+                    _answer_all(batch, died)
 
     def _drain(self) -> None:
         q = self._queue
@@ -357,7 +399,11 @@ class Engine:
                 except queue.Empty:
                     break
             if work:
-                self._process(work)
+                try:
+                    self._process(work)
+                except BaseException as exc:
+                    self._abandon(work, exc)
+                    raise
             if snapshots:
                 self._settle()  # the connection is the writer's alone again
             for built in snapshots:
@@ -380,13 +426,13 @@ class Engine:
         disk syncs this one, on a state that already holds it. Nothing is answered before
         its COMMIT returns, and a failed COMMIT fails the group decided behind it too (its
         decisions rest on events that are not in the log) and the state reloads."""
+        spans = self._group = _spans(work)
         inflight = self._inflight
         if inflight is not None and not inflight.done.locked():
             self._settle()
             inflight = None
         if inflight is None and (self._stale or self._changed_elsewhere()):
             self._recover()
-        spans = _spans(work)
         if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
             for batch in work:
                 _fail(batch, Unavailable("the event store cannot be read; retry"))
@@ -470,7 +516,7 @@ class Engine:
                 self.committed = written.events
                 if self._snapshot_every and self._thread is not None:
                     self._maybe_snapshot(written.position)
-            except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
+            except BaseException as exc:  # noqa: BLE001 - any failure: nothing is durable
                 self._failed(written, exc)
             _complete(written.spans)
         finally:
@@ -776,7 +822,7 @@ def replay(
 
 
 def replay_log(
-    store: SqliteEventStore,
+    store: EventStore,
     state: State | None = None,
     versions: dict[str, int] | None = None,
     *,
@@ -841,7 +887,7 @@ class Cancelled(Exception):
 
 
 def rebuild_read_models(
-    store: SqliteEventStore, progress: Progress | None = None, registry: Registry | None = None
+    store: EventStore, progress: Progress | None = None, registry: Registry | None = None
 ) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
     read-model table from it in one transaction; the state replayed.

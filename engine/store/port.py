@@ -1,8 +1,13 @@
-"""The event-store port."""
+"""The event-store port: everything the engine, the start-up cache and the tools ask of
+a store, so that an implementation (SQLite, memory, later PostgreSQL) is one door.
+
+Every implementation passes the contract suite (tests/store_contract.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from engine.kernel.events import Event
@@ -19,10 +24,32 @@ class Concurrency(Exception):
     """An append collided with an event already at that position or stream version."""
 
 
+class NoSuchTable(LookupError):
+    """A read-model table the store does not hold (a database older than the table)."""
+
+
 class EventStore(Protocol):
+    """The log, its meta values, the read-model tables and the start-up cache's blobs.
+
+    `path` names where the store lives: a file for SQLite, ":memory:" for a store no
+    other connection or process can open (no key file, no snapshot thread, no lease)."""
+
+    path: str
+
+    # -- positions --------------------------------------------------------------------
+
     def last_position(self) -> int: ...
 
     def stream_version(self, stream: str) -> int: ...
+
+    def checkpoint(self) -> int:
+        """The position the read-model tables were last written at."""
+
+    def data_version(self) -> int:
+        """Changes whenever another connection or process commits; not on this store's own
+        commits (the writer reloads the log when it sees a change)."""
+
+    # -- appending --------------------------------------------------------------------
 
     def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
         """Append `events` (positions and versions already assigned), apply the read-model
@@ -34,18 +61,93 @@ class EventStore(Protocol):
     def finish(self) -> None:
         """End the transaction `write` opened: durable, or undone and raising."""
 
+    def hold(self) -> None:
+        """One transaction that every commit joins until `release` (a backtest)."""
+
+    def release(self) -> None:
+        """Make everything since `hold` durable at once."""
+
+    def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
+        """Empty every read-model table and fill it from `writes`, all or nothing;
+        `Concurrency` if the log does not end at `checkpoint`."""
+
+    # -- reading ----------------------------------------------------------------------
+
     def read(
         self,
         after: int = 0,
         stream: str | None = None,
         limit: int | None = None,
         until: int | None = None,
-    ) -> Iterator[Event]: ...
+        with_meta: bool = True,
+    ) -> Iterator[Event]:
+        """Events after `after` in position order, upcast; replay asks no meta."""
+
+    def scan(
+        self, after: int = 0, until: int | None = None, first: Sequence[str] = ()
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """The log as raw rows in chunks for the fast replay: `(position, stream, data
+        as JSON text, rest)`, `rest` the index in `first` of the type of a stream's first
+        event at schema 1, else the JSON text of `[version, type, schema, occurred_at]`."""
+
+    def occurred_at(self, position: int) -> str | None: ...
+
+    def position_at(self, time: str) -> int:
+        """The last position whose event occurred at or before `time` (0: none)."""
+
+    def stored_rows(self) -> Iterator[tuple[Any, ...]]:
+        """The log as stored, in position order, not upcast: `(position, stream, version,
+        type, schema, data, meta, occurred_at)`, data and meta as JSON text (what the log
+        hash fingerprints)."""
+
+    def event_check(self, position: int) -> str | None:
+        """A fingerprint of the event at `position` (None when there is none)."""
+
+    def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Every row of a read-model table as a tuple of `columns`; `NoSuchTable`."""
+
+    def consistent(self) -> AbstractContextManager[None]:
+        """Reads inside the block see one state of the store (verify compares the read
+        models with exactly the log they were written from)."""
+
+    def read_only(self) -> EventStore:
+        """Another, read-only handle on the same store, for a thread that only reads (the
+        snapshot thread); the caller closes it."""
+
+    def read_connection(self) -> sqlite3.Connection:
+        """A new read-only SQL connection for the read side's queries;
+        `StoreUnavailable` where the store has none."""
+
+    # -- meta values ------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None: ...
 
+    def all_meta(self) -> dict[str, str]: ...
+
     def set_meta(self, key: str, value: str) -> None: ...
 
-    def checkpoint(self) -> int: ...
+    def set_metas(self, values: Mapping[str, str]) -> None:
+        """Several values at once, all or nothing (a new database is never half-labelled)."""
 
-    def close(self) -> None: ...
+    def erase_meta(self, key: str) -> None:
+        """Delete a value so that its bytes are gone from the storage too (a secret)."""
+
+    # -- the start-up cache's blobs ---------------------------------------------------
+
+    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
+        """(position, event check) of the blobs saved in format `fmt`, newest first."""
+
+    def state_snapshot_data(self, position: int) -> bytes | None: ...
+
+    def save_state_snapshot(
+        self, position: int, fmt: str, event_check: str, data: bytes, keep: int = 2
+    ) -> None:
+        """Save a blob and prune all but the newest `keep`, all or nothing."""
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start_checkpoints(self) -> None:
+        """Tidy the storage off the writer's path from now on (SQLite: copy the WAL)."""
+
+    def close(self) -> None:
+        """Release everything, the writer lease included."""

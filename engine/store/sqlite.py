@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
 from engine.store.lease import WriterLease
-from engine.store.port import Concurrency, StoreUnavailable, TableWrites
+from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
 from engine.store.read_model_indexes import with_indexes
 
 _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
@@ -56,6 +58,16 @@ _SCAN_MMAP = 1 << 40
 # With a background checkpointer, the writer checkpoints itself only past this many log
 # pages (128 MB): about every two seconds of orders at full speed.
 _BACKSTOP_PAGES = 32_000
+
+
+_COLUMNS = ", ".join(_EVENT_COLUMNS)
+
+
+def connect_read_only(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection to the database at `path`, whatever characters the path
+    holds: in a URI `?`, `#` and `%` would start a query, a fragment or an escape."""
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
 
 
 def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
@@ -105,7 +117,7 @@ class SqliteEventStore:
         self._faulted = False  # the last write failed by a fault of the file
         self._version_base = 0  # `data_version` across `_reopen`
         self._lease = WriterLease.take(self.path) if lease else None
-        if not _in_memory(self.path) and not private_files.create(self.path):
+        if not in_memory(self.path) and not private_files.create(self.path):
             private_files.tighten_database(self.path)
         try:
             conn = self._open_writer()
@@ -279,6 +291,9 @@ class SqliteEventStore:
             self._undo()
             self._note_fault(exc)
             raise StoreUnavailable(str(exc)) from exc
+        except BaseException:  # whatever it was, the next write must find no transaction
+            self._undo()
+            raise
 
     def hold(self) -> None:
         """Open one transaction that every commit joins (as a savepoint) until `release`:
@@ -429,8 +444,11 @@ class SqliteEventStore:
         other event it is the JSON text of `[version, type, schema, occurred_at]`. Four
         columns, not seven: making each column's Python object was a third of the scan."""
         conn = self.conn
-        mapped = conn.execute("PRAGMA mmap_size").fetchone()[0]
-        conn.execute(f"PRAGMA mmap_size={_SCAN_MMAP}")
+        # An in-memory database has no file to map: SQLite answers no row at all.
+        row = conn.execute("PRAGMA mmap_size").fetchone()
+        mapped = None if row is None else int(row[0])
+        if mapped is not None:
+            conn.execute(f"PRAGMA mmap_size={_SCAN_MMAP}")
         whens = "".join(f" WHEN {_quote(t)} THEN {k}" for k, t in enumerate(first))
         brief = f"CASE type{whens} END" if first else "NULL"
         rest = (
@@ -440,7 +458,8 @@ class SqliteEventStore:
         try:  # 512 rows a chunk: one that stays in the CPU's cache
             yield from self._chunks(f"position, stream, data, {rest}", after, until, 512)
         finally:
-            conn.execute(f"PRAGMA mmap_size={int(mapped)}")
+            if mapped is not None:
+                conn.execute(f"PRAGMA mmap_size={mapped}")
 
     def occurred_at(self, position: int) -> str | None:
         """The time of the event at `position` (None when there is none)."""
@@ -544,9 +563,7 @@ class SqliteEventStore:
         process that only reads the log."""
         store = cls.__new__(cls)
         store.path = str(path)
-        store.conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-        )
+        store.conn = connect_read_only(path)
         store.conn.execute("PRAGMA busy_timeout=5000")
         store.db = sqlite_utils.Database(store.conn)
         store._columns = {}
@@ -561,6 +578,116 @@ class SqliteEventStore:
         store._faulted = False
         store._version_base = 0
         return store
+
+    def read_only(self) -> SqliteEventStore:
+        """A read-only store on this database, on a connection of its own."""
+        if in_memory(self.path):
+            raise StoreUnavailable("an in-memory database has no second connection")
+        return SqliteEventStore.reader(self.path)
+
+    def read_connection(self) -> sqlite3.Connection:
+        """A read-only connection for the read side's SQL (engine/read)."""
+        if in_memory(self.path):
+            raise StoreUnavailable("an in-memory database has no second connection")
+        return connect_read_only(self.path)
+
+    def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        try:
+            cursor = self.conn.execute(f"SELECT {', '.join(columns)} FROM {table}")
+        except sqlite3.OperationalError as exc:  # a database older than the table
+            raise NoSuchTable(str(exc)) from exc
+        for row in cursor:
+            yield tuple(row)
+
+    @contextmanager
+    def consistent(self) -> Iterator[None]:
+        """One read transaction (WAL): its snapshot starts at the first read."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def position_at(self, time: str) -> int:
+        """The last position whose event occurred at or before `time` (0: none)."""
+        row = self.conn.execute(
+            "SELECT coalesce(max(position), 0) FROM events WHERE occurred_at <= ?", (time,)
+        ).fetchone()
+        return int(row[0])
+
+    def stored_rows(self) -> Iterator[tuple[Any, ...]]:
+        """The log as stored, in position order and not upcast: `(position, stream,
+        version, type, schema, data, meta, occurred_at)`, data and meta as JSON text."""
+        for rows in self._chunks(_COLUMNS, 0, None, 5000):
+            yield from rows
+
+    def all_meta(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.conn.execute("SELECT key, value FROM sandex_meta")}
+
+    def set_metas(self, values: Mapping[str, str]) -> None:
+        with self.db.atomic():
+            for key, value in values.items():
+                self.set_meta(key, value)
+
+    # -- time travel (engine/tools/time_travel.py): a new database from another -------
+
+    @contextmanager
+    def bulk_loading(self) -> Iterator[None]:
+        """No journal and no sync while a new database is filled (nothing in it is worth
+        protecting until it is whole); WAL again at the end."""
+        conn = self.conn
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-262144")
+        yield
+        conn.execute("PRAGMA journal_mode=WAL")
+
+    def copy_log(self, source: str | Path, upto: int) -> None:
+        """Append the events of the database at `source` up to position `upto`."""
+        with self._attached(source) as conn:
+            conn.execute(
+                f"INSERT INTO main.events ({_COLUMNS}) SELECT {_COLUMNS} FROM src.events"
+                " WHERE position <= ? ORDER BY position",
+                (upto,),
+            )
+
+    def copy_rows(self, source: str | Path, tables: Mapping[str, str], upto: int) -> None:
+        """Copy the rows of `source`'s tables (name: its position column) made by the
+        events up to `upto`: append-only read models, whose rows never change."""
+        with self._attached(source) as conn:
+            for table, position in tables.items():
+                columns = ", ".join(self._columns[table])
+                conn.execute(
+                    f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM src.{table}"
+                    f" WHERE {position} <= ?",
+                    (upto,),
+                )
+
+    @contextmanager
+    def _attached(self, source: str | Path) -> Iterator[sqlite3.Connection]:
+        """The database at `source` attached as `src`, inside one transaction."""
+        conn = self.conn
+        conn.execute("ATTACH DATABASE ? AS src", (str(source),))
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.execute("DETACH DATABASE src")
+
+    def log_summary(self) -> tuple[int, str]:
+        """(events held, time of the last one or "")."""
+        count, last = self.conn.execute(
+            "SELECT count(*), coalesce(max(occurred_at), '') FROM events"
+        ).fetchone()
+        return int(count), str(last)
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM sandex_meta WHERE key = ?", (key,)).fetchone()
@@ -590,7 +717,7 @@ class SqliteEventStore:
     def start_checkpoints(self) -> None:
         """Copy the WAL into the database from a thread of its own from now on
         (engine/store/checkpointer.py); `close` stops it."""
-        if self._checkpointer is None and not _in_memory(self.path):
+        if self._checkpointer is None and not in_memory(self.path):
             self._checkpointer = Checkpointer(self.path)
             self._checkpointer.start()
             # The writer's own checkpoint becomes the backstop that lets the log start
@@ -611,5 +738,6 @@ class SqliteEventStore:
             lease.release()
 
 
-def _in_memory(path: str) -> bool:
+def in_memory(path: str) -> bool:
+    """A database no second connection can open (no lease, no reader, no snapshots)."""
     return path == ":memory:" or path.startswith("file::memory:") or "mode=memory" in path

@@ -12,7 +12,6 @@ database.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,32 +22,33 @@ import orjson
 from engine.kernel.clock import format_time
 from engine.kernel.credentials import EVENT_FIELDS, redact
 from engine.runtime import key_file
-from engine.store import private_files
-
-_COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
+from engine.store import EventStore, SqliteEventStore, private_files
 
 
-def _read_only(path: str | Path) -> sqlite3.Connection:
+def _read_only(path: str | Path) -> SqliteEventStore:
     if not Path(path).exists():
         raise FileNotFoundError(f"no database at {path}")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return SqliteEventStore.reader(path)
 
 
 def log_hash(db_path: str | Path) -> str:
     """`sha256:<hex>` of the whole event log as stored, credential fields masked."""
-    digest = hashlib.sha256()
-    conn = _read_only(db_path)
+    store = _read_only(db_path)
     try:
-        cursor = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
-        while rows := cursor.fetchmany(5000):
-            for row in rows:
-                if row[3] in EVENT_FIELDS:
-                    data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
-                    row = (*row[:5], data, *row[6:])
-                digest.update(orjson.dumps(row))
-                digest.update(b"\n")
+        return store_log_hash(store)
     finally:
-        conn.close()
+        store.close()
+
+
+def store_log_hash(store: EventStore) -> str:
+    """`log_hash` of any store's log."""
+    digest = hashlib.sha256()
+    for row in store.stored_rows():
+        if row[3] in EVENT_FIELDS:
+            data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+            row = (*row[:5], data, *row[6:])
+        digest.update(orjson.dumps(row))
+        digest.update(b"\n")
     return "sha256:" + digest.hexdigest()
 
 
@@ -62,11 +62,11 @@ class Travelled:
 
 
 def cut_position(
-    conn: sqlite3.Connection, *, position: int | None = None, until: datetime | None = None
+    store: EventStore, *, position: int | None = None, until: datetime | None = None
 ) -> tuple[int, int]:
     """(position to keep up to, position asked for): the cut is moved back to the end of
     the decision it falls in, since a state is consistent only between decisions."""
-    last = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+    last = store.last_position()
     if (position is None) == (until is None):
         raise ValueError("give exactly one of a position and a time")
     if position is not None:
@@ -75,15 +75,11 @@ def cut_position(
         asked = min(position, last)
     else:
         assert until is not None
-        row = conn.execute(
-            "SELECT coalesce(max(position), 0) FROM events WHERE occurred_at <= ?",
-            (format_time(until),),
-        ).fetchone()
-        asked = row[0]
+        asked = store.position_at(format_time(until))
     cut = asked
-    following = conn.execute("SELECT meta FROM events WHERE position = ?", (cut + 1,)).fetchone()
-    if following is not None:
-        first = orjson.loads(following[0]).get("command_position")
+    following = next(store.read(after=cut, limit=1), None)
+    if following is not None and following.position == cut + 1:
+        first = following.meta.get("command_position")
         if isinstance(first, int) and first <= cut:
             cut = first - 1
     return cut, asked
@@ -106,21 +102,21 @@ def travel(
     The file is built under another name without a journal (nothing in it is worth
     protecting until it is complete) and renamed into place when done, so `out` either
     does not exist or is a whole database."""
-    from engine.read.readmodels import TABLES, all_rows
+    from engine.read.readmodels import APPEND_ONLY, TABLES, all_rows
     from engine.runtime.startup_cache import load as load_state
-    from engine.store import SqliteEventStore
 
     out_path = Path(out)
     if out_path.exists():
         raise FileExistsError(f"{out} exists already; time travel writes a new database")
     if not out_path.parent.is_dir():
         raise FileNotFoundError(f"{out}: no folder {out_path.parent} to write it in")
-    conn = _read_only(source)
+    reader = _read_only(source)
     try:
-        cut, asked = cut_position(conn, position=position, until=until)
-        meta = dict(conn.execute("SELECT key, value FROM sandex_meta").fetchall())
+        cut, asked = cut_position(reader, position=position, until=until)
+        meta = reader.all_meta()
+        state, _, base = load_state(reader, upto=cut)
     finally:
-        conn.close()
+        reader.close()
     # A signing key an older sandex kept in the database goes to the key file, not along.
     legacy_signing = meta.pop("signing_secret", None)
     partial = out_path.with_name(out_path.name + ".partial")
@@ -128,35 +124,21 @@ def travel(
         leftover.unlink(missing_ok=True)
     store = SqliteEventStore(partial, durability="NORMAL", tables=TABLES)
     try:
-        db = store.conn
-        db.execute("PRAGMA journal_mode=OFF")
-        db.execute("PRAGMA synchronous=OFF")
-        db.execute("PRAGMA cache_size=-262144")
-        for key, value in meta.items():
-            store.set_meta(key, value)
-        db.execute("ATTACH DATABASE ? AS src", (str(source),))
-        db.execute("BEGIN IMMEDIATE")
-        db.execute(
-            f"INSERT INTO main.events ({_COLUMNS}) SELECT {_COLUMNS} FROM src.events"
-            " WHERE position <= ? ORDER BY position",
-            (cut,),
-        )
-        db.execute("COMMIT")
-        db.execute("DETACH DATABASE src")
-        reader = SqliteEventStore.reader(source)
-        try:
-            state, _, base = load_state(reader, upto=cut)
-        finally:
-            reader.close()
-        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-        for table, row in all_rows(state):
-            rows.setdefault(table, ([], []))[0].append(row)
-        store.replace_read_models(rows, state.position)
-        _copy_appended(db, source, cut)
-        db.execute("PRAGMA journal_mode=WAL")
-        events, last = db.execute(
-            "SELECT count(*), coalesce(max(occurred_at), '') FROM events"
-        ).fetchone()
+        with store.bulk_loading():
+            for key, value in meta.items():
+                store.set_meta(key, value)
+            store.copy_log(source, cut)
+            rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+            for table, row in all_rows(state):
+                rows.setdefault(table, ([], []))[0].append(row)
+            reached = state.position
+            del state
+            store.replace_read_models(rows, reached)
+            # The append-only read models' rows produced by the events kept: the state
+            # does not hold them (engine/domain/feed.py), and rows never change once
+            # written, so the source's rows up to the cut are what a rebuild writes.
+            store.copy_rows(source, APPEND_ONLY, cut)
+        events, last = store.log_summary()
     except BaseException:
         store.close()
         partial.unlink(missing_ok=True)
@@ -179,24 +161,3 @@ def _copy_keys(source: str | Path, out: Path, legacy_signing: str | None) -> Non
     else:
         out_keys.unlink(missing_ok=True)  # a stale one, left by a database removed since
         key_file.KeyFile.open(out, legacy_signing=legacy_signing)
-
-
-def _copy_appended(db: sqlite3.Connection, source: str | Path, cut: int) -> None:
-    """The append-only read models' rows produced by the events kept: the state does not
-    hold them (engine/domain/feed.py), and rows never change once written, so the source's rows
-    up to the cut are exactly what a rebuild of the cut log writes."""
-    from engine.read.readmodels import APPEND_ONLY, TABLES
-
-    db.execute("ATTACH DATABASE ? AS src", (str(source),))
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        for table, position in APPEND_ONLY.items():
-            columns = ", ".join(TABLES[table]["columns"])
-            db.execute(
-                f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM src.{table}"
-                f" WHERE {position} <= ?",
-                (cut,),
-            )
-        db.execute("COMMIT")
-    finally:
-        db.execute("DETACH DATABASE src")

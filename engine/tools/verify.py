@@ -6,7 +6,6 @@ zero, or a read-model table that differs from a rebuild."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from engine.domain.ledger import LedgerViolation
@@ -18,9 +17,9 @@ from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.read.readmodels import TABLES, all_rows
 from engine.runtime.writer import rebuild_read_models, replay
-from engine.store import SqliteEventStore
+from engine.store import EventStore, NoSuchTable, SqliteEventStore
 
-__all__ = ["CHECKS", "rebuild", "verify"]
+__all__ = ["CHECKS", "rebuild", "store_problems", "verify"]
 
 
 def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
@@ -31,7 +30,7 @@ def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
     return expected
 
 
-def _checked_events(store: SqliteEventStore, problems: list[str], registry: Registry) -> Any:
+def _checked_events(store: EventStore, problems: list[str], registry: Registry) -> Any:
     """Yield the log while checking that positions and stream versions have no gaps."""
     expected_position = 1
     versions: dict[str, int] = {}
@@ -64,17 +63,17 @@ def verify(
     registry = domain_registry() if registry is None else registry
     store = SqliteEventStore.reader(db_path)
     try:
-        store.conn.execute("BEGIN")  # the snapshot starts at the first read, the log's
-        return _problems(store, registry, progress)
+        with store.consistent():  # the snapshot starts at the first read, the log's
+            return store_problems(store, progress, registry)
     finally:
-        if store.conn.in_transaction:
-            store.conn.execute("ROLLBACK")
         store.close()
 
 
-def _problems(
-    store: SqliteEventStore, registry: Registry, progress: Progress | None = None
+def store_problems(
+    store: EventStore, progress: Progress | None = None, registry: Registry | None = None
 ) -> list[str]:
+    """`verify` of any store, read as it is now."""
+    registry = domain_registry() if registry is None else registry
     problems: list[str] = []
     last: list[Event] = []
 
@@ -103,10 +102,8 @@ def _problems(
     for table, rows in expected.items():
         columns = list(TABLES[table]["columns"])
         try:
-            actual = {
-                tuple(r) for r in store.conn.execute(f"SELECT {', '.join(columns)} FROM {table}")
-            }
-        except sqlite3.OperationalError as exc:  # a database older than the table
+            actual = set(store.read_model_rows(table, columns))
+        except NoSuchTable as exc:  # a database older than the table
             problems.append(f"read model {table} cannot be read: {exc}")
             continue
         if actual != rows:
