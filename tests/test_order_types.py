@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine import Engine
+from engine import Engine, open_engine
 from engine.domain.trading import placement
 from engine.domain.trading.order_types import (
     ALL_TIF,
@@ -64,7 +64,7 @@ def test_the_shapes_shortcut_answers_what_the_field_checks_answer() -> None:
 
 
 def _engine_with_money(tmp_path: Path) -> tuple[Engine, Actor]:
-    engine = Engine(tmp_path / "types.db", make_settings(market_volatility=Decimal(0)))
+    engine = open_engine(tmp_path / "types.db", make_settings(market_volatility=Decimal(0)))
     engine.start()
     made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
     actor = Actor(made["customer_id"], "c")

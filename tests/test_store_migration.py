@@ -96,7 +96,7 @@ def test_orders_and_executions_get_the_store_s_indexes_and_name_none_themselves(
     assert "indexes" not in TABLES["orders"] and "fixed" not in TABLES["orders"]
     assert "indexes" not in TABLES["executions"] and "fixed" not in TABLES["executions"]
     db = tmp_path / "fresh.db"
-    with Engine(db, make_settings()) as engine:
+    with open_engine(db, make_settings()) as engine:
         _trade(engine, "first")
     assert _indexes(db, "orders") == {"idx_orders_customer_id_seq", "idx_orders_profile_id_seq"}
     assert _indexes(db, "executions") == {
