@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from api_adapter.auth import Tokens
-from api_adapter.cli.commands import main
+from api_adapter.cli import main
 from api_adapter.webhook_delivery import Deliverer
 from engine import Engine
 from engine.kernel.commands import CreateCustomer

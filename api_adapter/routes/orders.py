@@ -51,7 +51,7 @@ async def create_order(
     request: Request, who: Write, profile_id: str, body: CreateOrderRequest
 ) -> JSONResponse:
     order = await run(request, CREATE.build(actor(request, who), who, profile_id, body))
-    if CREATE.route_only(body):
+    if body.await_fill_millis:  # CREATE.route_only: the fast lane hands these on
         order = await _await_fill(request, who, order, body.await_fill_millis)
     return JSONResponse(order)
 
