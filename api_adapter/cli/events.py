@@ -10,18 +10,16 @@ def events(args: argparse.Namespace) -> int:
     """`sandex events`."""
     import orjson
 
-    from engine.kernel.credentials import redact
-    from engine.store import SqliteEventStore
+    from engine.read.event_listing import redacted_events
 
-    store = SqliteEventStore.reader(args.db)  # read-only: safe beside a running server
+    # read-only: safe beside a running server
+    listing = redacted_events(args.db, after=args.after, stream=args.stream, limit=args.limit)
     out = sys.stdout.buffer
     try:
-        for event in store.read(after=args.after, stream=args.stream, limit=args.limit):
-            shown = event.as_json()
-            shown["data"] = redact(event.type, event.data)  # no salt, hash or secret
+        for shown in listing:
             out.write(orjson.dumps(shown) + b"\n")
     except BrokenPipeError:
         pass
     finally:
-        store.close()
+        listing.close()
     return 0
