@@ -21,7 +21,8 @@ from fastapi.testclient import TestClient
 from api_adapter import create_app
 from api_adapter.cli.bootstrap import bootstrap
 from api_adapter.scenarios.recorder import Recorder
-from api_adapter.scenarios.runner import InProcess, Runner, run_in_process
+from api_adapter.scenarios.runner import Runner, run_in_process
+from api_adapter.scenarios.targets import InProcess
 from engine import Engine
 from engine.domain.customers import secret_matches
 from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
