@@ -7,18 +7,21 @@ store that cannot be written, a file that cannot be read) are reported the same 
 
 `sandex_database` is the check of every `--db` that must already hold a sandex
 database: run before anything opens the file, so a mistaken path is never created,
-locked (`<db>.lock`) or given sandex tables. What the file holds is read by the read
-side (engine/read/database_probe.py): the command line opens no connection.
+locked (`<db>.lock`) or given sandex tables.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from types import TracebackType
 
 # Every SQLite 3 database file starts so (https://sqlite.org/fileformat.html).
 SQLITE_HEADER = b"SQLite format 3\x00"
+# The columns `sandex events` and a replay read: a table named `events` without them is
+# some other program's.
+_EVENT_COLUMNS = {"position", "stream", "version", "type", "data"}
 
 
 class CliError(Exception):
@@ -49,14 +52,21 @@ def sandex_database(path: str) -> str:
         raise CliError(
             f"cannot open database {path}: not an SQLite file (corrupt, or another kind of file)"
         )
-    from engine.read.database_probe import UnreadableDatabase, probe
-
     try:
-        found = probe(p)
-    except UnreadableDatabase as exc:
+        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
         raise CliError(f"cannot open database {path}: {exc}") from None
-    if not found.has_event_log:
-        tables = found.tables
+    if not columns >= _EVENT_COLUMNS:
         some = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
         held = f"its tables: {some}" if tables else "it has no tables"
         raise CliError(
@@ -109,8 +119,7 @@ class reported:  # noqa: N801 - used as `with reported() as outcome:`
 def _message(exc: BaseException, database: str | None) -> str | None:
     if isinstance(exc, CliError):
         return str(exc)
-    sqlite = sys.modules.get("sqlite3")  # looked up: the command line opens no database
-    if sqlite is not None and isinstance(exc, sqlite.DatabaseError):
+    if isinstance(exc, sqlite3.DatabaseError):
         return f"cannot read database {database}: {exc}" if database else f"SQLite: {exc}"
     if isinstance(exc, OSError):
         if exc.strerror and exc.filename:
