@@ -34,12 +34,23 @@ from api_adapter.writer_bridge import actor_of, submit
 from engine.kernel.commands import Command
 from engine.kernel.errors import DomainError
 
+# The table read once into what a request is matched against: whole paths by lookup,
+# paths with a parameter by their head and tail.
+_EXACT = {(r.method, r.path): r for r in WRITE_ROUTES if not r.has_param}
+_PARAMETRIC = tuple((r.method, r.head, r.tail, r) for r in WRITE_ROUTES if r.has_param)
+
 
 def lane_of(method: str, path: str) -> tuple[WriteRoute, str] | None:
-    """The write route of a request and its path parameter ("" if none), if any."""
-    for route in WRITE_ROUTES:
-        if route.method == method and (param := route.match(path)) is not None:
-            return route, param
+    """The write route of a request and its path parameter ("" if none), if any. A
+    parameter matches as Starlette's `{name}` does: one non-empty segment."""
+    exact = _EXACT.get((method, path))
+    if exact is not None:
+        return exact, ""
+    for route_method, head, tail, route in _PARAMETRIC:
+        if route_method == method and path.startswith(head) and path.endswith(tail):
+            param = path[len(head) : len(path) - len(tail)]
+            if param and "/" not in param:
+                return route, param
     return None
 
 

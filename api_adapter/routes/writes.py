@@ -41,8 +41,8 @@ def _never(body: Any) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class WriteRoute:
-    """One write route. `path` is the full path; at most one `{parameter}`, a whole
-    segment, matched as Starlette matches it (one non-empty segment)."""
+    """One write route. `path` is the full path, with at most one `{parameter}`, a whole
+    segment (the fast lane matches it as Starlette does: one non-empty segment)."""
 
     method: str
     path: str
@@ -52,31 +52,22 @@ class WriteRoute:
     build: Build
     # A body whose answer is more than the command's result: only the route serves it.
     route_only: Callable[[Any], bool] = _never
-    _head: str = field(init=False, repr=False, compare=False)
-    _tail: str = field(init=False, repr=False, compare=False)
+    # The path around its parameter: `head` is the whole path when it has none.
+    head: str = field(init=False, repr=False, compare=False)
+    tail: str = field(init=False, repr=False, compare=False)
+    has_param: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         head, brace, rest = self.path.partition("{")
-        tail = rest.partition("}")[2] if brace else ""
-        object.__setattr__(self, "_head", head if brace else self.path)
-        object.__setattr__(self, "_tail", tail)
+        object.__setattr__(self, "head", head if brace else self.path)
+        object.__setattr__(self, "tail", rest.partition("}")[2] if brace else "")
+        object.__setattr__(self, "has_param", bool(brace))
 
     def under(self, prefix: str) -> str:
         """The path below a router's `prefix`, for the route's decorator."""
         if not self.path.startswith(prefix):
             raise ValueError(f"{self.path} is not under {prefix}")
         return self.path[len(prefix) :]
-
-    def match(self, path: str) -> str | None:
-        """The path parameter of a request to `path` ("" when the route has none), or
-        None when `path` is not this route's."""
-        head, tail = self._head, self._tail
-        if head == self.path:
-            return "" if path == head else None
-        if not (path.startswith(head) and path.endswith(tail)):
-            return None
-        param = path[len(head) : len(path) - len(tail)]
-        return param if param and "/" not in param else None
 
 
 def create_order_command(
