@@ -22,7 +22,7 @@ import pytest
 
 from api_adapter.cli.parser import parser
 from api_adapter.cli.serve import serve_settings
-from tests.test_cli import ROOT, SANDEX, _free_port
+from tests.server_helpers import ROOT, SANDEX, free_port
 
 MAX_CONNECTIONS = 6
 CUT_WITHIN = 6.0  # seconds: the deadlines are 1 s; a connection held longer is a failure
@@ -30,7 +30,7 @@ CUT_WITHIN = 6.0  # seconds: the deadlines are 1 s; a connection held longer is 
 
 class Server:
     def __init__(self, tmp: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = tmp / "server.log"
         self.log = self.log_path.open("ab")
         flags = ["--header-timeout", "1", "--body-timeout", "1"]

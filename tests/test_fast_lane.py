@@ -29,8 +29,7 @@ from api_adapter.middleware.fast_lane import lane_of
 from api_adapter.routes.writes import WRITE_ROUTES, WriteRoute
 from engine.tools.time_travel import log_hash
 from tests.conftest import Sandbox, make_settings
-from tests.test_cli import ROOT, Server
-from tests.test_security import SANDEX
+from tests.server_helpers import ROOT, SANDEX, Server
 
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 ORDERS = "/v2/profiles/default/orders"

@@ -24,7 +24,7 @@ from engine import Engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
 from tests import test_cli
 from tests.conftest import make_settings
-from tests.test_cli import ROOT, Server, _free_port
+from tests.server_helpers import ROOT, Server, free_port
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
@@ -239,7 +239,7 @@ def test_a_database_that_cannot_be_opened_is_a_clear_start_up_error(
 ) -> None:
     db = make(tmp_path)
     done = subprocess.run(
-        [*SANDEX, "serve", "--db", str(db), "--port", str(_free_port())],
+        [*SANDEX, "serve", "--db", str(db), "--port", str(free_port())],
         cwd=ROOT,
         capture_output=True,
         text=True,

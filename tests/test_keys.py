@@ -28,7 +28,7 @@ from engine.store import private_files
 from engine.tools.time_travel import travel
 from tests.conftest import make_settings
 from tests.file_helpers import database_bytes, file_mode, usual_umask
-from tests.test_cli import SANDEX, Server, servers  # noqa: F401 - a fixture
+from tests.server_helpers import SANDEX, Server, servers  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -32,7 +32,7 @@ from engine.tools.scenario_file import load, load_file
 from engine.tools.time_travel import log_hash
 from tests.conftest import make_settings
 from tests.file_helpers import database_bytes, file_mode, usual_umask
-from tests.test_cli import SANDEX
+from tests.server_helpers import SANDEX
 from tests.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait
 
 ROOT = Path(__file__).resolve().parents[1]
