@@ -22,7 +22,7 @@ from freezegun import freeze_time
 
 from engine import Engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
-from tests import test_cli
+from tests import server_helpers
 from tests.conftest import make_settings
 from tests.server_helpers import ROOT, Server, free_port
 
@@ -117,7 +117,7 @@ def test_a_server_started_on_a_read_only_file_writes_again_once_the_file_is_writ
     assert first.stop()[0] == 0
     files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
     db.chmod(0o444)
-    monkeypatch.setattr(test_cli, "SANDEX", [*_AS_A_USER, *test_cli.SANDEX])
+    monkeypatch.setattr(server_helpers, "SANDEX", [*_AS_A_USER, *server_helpers.SANDEX])
     server = Server(db, "--no-rate-limits")
     try:
         url = f"{server.base}{DEPOSIT}"
