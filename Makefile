@@ -11,7 +11,7 @@ DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyprojec
 # Extra arguments for `sandex serve`, e.g. make serve ARGS="--port 9000 --clock manual"
 ARGS ?=
 
-.PHONY: serve test lint typecheck deps unit slow browser bench fuzz soak lock clean
+.PHONY: serve test lint imports typecheck deps unit slow browser bench fuzz soak lock clean
 
 $(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,11 +30,16 @@ serve: $(RUNTIME)
 
 # The fast suite in parallel, then the slow tests (a server from the built wheel in a fresh
 # venv, the suite without the reference documents, recordings) one at a time.
-test: lint typecheck deps unit slow
+test: lint imports typecheck deps unit slow
 
 lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The import contracts of pyproject.toml's [tool.importlinter]: the engine's layers, no
+# adapter import, no I/O or wall clock in the domain.
+imports: $(DEV)
+	$(BIN)/lint-imports
 
 typecheck: $(DEV)
 	$(BIN)/mypy engine api_adapter

@@ -14,7 +14,6 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,8 @@ from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
 from api_adapter.responses import JSONResponse
 from engine.config.settings import ALL_SCOPES
 from engine.domain.customers import secret_matches
-from engine.read.queries import Queries
+from engine.read import clients as client_rows
+from engine.read.connections import ReadConnections
 from engine.runtime.key_file import KeyFile
 
 _PREFIX = "sdx1"
@@ -170,7 +170,7 @@ async def issue_token(request: Request) -> JSONResponse:
     limiter: RateLimiter | None = request.app.state.limiter
     if limiter is not None:
         limiter.hold(request.scope, TOKEN_FAILURES)
-    client = request.app.state.queries.client(client_id)
+    client = client_rows.client(request.app.state.queries, client_id)
     if (
         client is None
         or client["revoked"]
@@ -203,7 +203,7 @@ class Clients:
     """The clients table as the bearer check reads it: the database is asked whether it
     changed at most once per event-loop iteration, and a client's row only after it did.
 
-    The question is `PRAGMA data_version` of the loop thread's read connection, which
+    The question is the data version of the loop thread's read connection, which
     changes whenever any other connection commits: the writer of this process (a client
     created or revoked) or another process (`sandex clients revoke` on a live
     database). A revocation therefore still takes effect at once: the answer is taken
@@ -218,24 +218,21 @@ class Clients:
 
     _MAX_ROWS = 4096
 
-    def __init__(self, queries: Queries) -> None:
-        self.queries = queries
+    def __init__(self, reads: ReadConnections) -> None:
+        self.reads = reads
         self._rows: dict[str, dict[str, Any]] = {}
         # the principal of a token, with the client row it was made from
         self._principals: dict[str, tuple[dict[str, Any], Principal]] = {}
-        self._version: tuple[sqlite3.Connection, int] | None = None
+        self._version: tuple[object, int] | None = None
         self._checked_in: asyncio.AbstractEventLoop | None = None  # the iteration's loop
 
     def get(self, client_id: str) -> dict[str, Any] | None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return self.queries.client(client_id)
+            return client_rows.client(self.reads, client_id)
         if self._checked_in is not loop:
-            # data_version is a per-connection counter: the loop thread's connection
-            # (a new thread, or one reopened after close(), starts its own count)
-            conn = self.queries.conn
-            version = (conn, conn.execute("PRAGMA data_version").fetchone()[0])
+            version = self.reads.data_version()
             if version != self._version:
                 self._rows.clear()
                 self._version = version
@@ -243,7 +240,7 @@ class Clients:
             loop.call_soon(self._next_iteration)
         row = self._rows.get(client_id)
         if row is None:
-            row = self.queries.client(client_id)
+            row = client_rows.client(self.reads, client_id)
             if row is not None and len(self._rows) < self._MAX_ROWS:
                 self._rows[client_id] = row
         return row

@@ -1,15 +1,16 @@
 """Webhook delivery: each customer's feed events POSTed to its URL, in order, at least once.
 
 The deliverer runs in its own thread with its own event loop and its own database
-connections; it reads the committed `event_feed` and `webhooks` tables and never submits
-a command, so the writer never waits for a receiver. Per customer, one event is in
-flight at a time: the next is sent only once the previous was answered 2xx, and a
-failure is retried with exponential backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as
-long as it fails. Progress (the last delivered `seq` per customer) is kept outside the
-log, in a small JSON file beside the database (`<db>.webhooks.json`, replaced
-atomically): a restart resumes where delivery stopped and may send the event that was
-in flight again (at least once, never skipped). Not in the database itself: a commit
-by any other connection makes the writer reload its state from the log.
+connection; it reads the committed `event_feed` and `webhooks` tables through the read
+side (engine/read/webhook_status.py) and never submits a command, so the writer never
+waits for a receiver. Per customer, one event is in flight at a time: the next is sent
+only once the previous was answered 2xx, and a failure is retried with exponential
+backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as long as it fails. Progress (the last
+delivered `seq` per customer) is kept outside the log, in a small JSON file beside the
+database (`<db>.webhooks.json`, replaced atomically): a restart resumes where delivery
+stopped and may send the event that was in flight again (at least once, never skipped).
+Not in the database itself: a commit by any other connection makes the writer reload its
+state from the log.
 
 Each POST carries the event as its JSON body and these headers: `X-Sandex-Event-Id`,
 `X-Sandex-Event-Type`, `X-Sandex-Delivery-Attempt` and `X-Sandex-Signature:
@@ -37,7 +38,6 @@ import contextlib
 import hashlib
 import hmac
 import socket
-import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -50,8 +50,9 @@ import orjson
 import structlog
 
 from engine.config.destinations import Destinations
-from engine.domain.webhook_registrations import redact_url
-from engine.kernel.credentials import SealError, unseal
+from engine.kernel.credentials import SealError, redact_url, unseal
+from engine.read import webhook_status
+from engine.read.connections import ReadConnections
 from engine.runtime.key_file import KeyFile, KeyFileError
 from engine.store import private_files
 
@@ -167,8 +168,7 @@ class Deliverer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        self.read = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
-        self.read.execute("PRAGMA busy_timeout=5000")
+        self._reads = ReadConnections(self.db_path)  # this thread's, for every worker
         # One TLS context (CA certificates: certifi's, or SSL_CERT_FILE/SSL_CERT_DIR) for all
         # the clients, rather than a copy of the CA store each.
         self._tls = httpx.create_ssl_context()
@@ -176,12 +176,7 @@ class Deliverer:
         workers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         try:
             while not self._stopping.is_set():
-                registered = {
-                    row[0]: row
-                    for row in self.read.execute(
-                        "SELECT customer_id, id, url, secret, since FROM webhooks"
-                    )
-                }
+                registered = webhook_status.deliveries(self._reads)
                 for customer_id, (webhook_id, task) in list(workers.items()):
                     row = registered.get(customer_id)
                     if row is None or row[1] != webhook_id or task.done():
@@ -199,7 +194,7 @@ class Deliverer:
                 task.cancel()
             await asyncio.gather(*(t for _, t in workers.values()), return_exceptions=True)
             self._flush()
-            self.read.close()
+            self._reads.close()
 
     async def _worker(self, *row: Any) -> None:
         """One registration's delivery, with an HTTP client of its own: its pooled
@@ -239,11 +234,7 @@ class Deliverer:
             self._dirty = True
             await asyncio.Future()  # until the registration changes or delivery stops
         while True:
-            rows = self.read.execute(
-                "SELECT seq, id, type, body FROM event_feed WHERE customer_id = ? AND seq > ?"
-                " ORDER BY seq LIMIT 100",
-                (customer_id, progress.delivered_seq),
-            ).fetchall()
+            rows = webhook_status.pending(self._reads, customer_id, progress.delivered_seq)
             if not rows:
                 await asyncio.sleep(self.poll)
                 continue
@@ -391,30 +382,23 @@ async def _drain(response: httpx.Response) -> None:
 
 def delivered_through(app: Any, customer_id: str) -> int | None:
     """With a webhook registered, the seq up to which its events were delivered."""
-    row = app.state.queries.conn.execute(
-        "SELECT id, since FROM webhooks WHERE customer_id = ?", (customer_id,)
-    ).fetchone()
-    if row is None:
+    registered = webhook_status.registration(app.state.queries, customer_id)
+    if registered is None:
         return None
-    return int(app.state.webhooks.delivered_through(customer_id, row[0], row[1]))
+    return int(app.state.webhooks.delivered_through(customer_id, registered.id, registered.since))
 
 
 def status(app: Any, customer_id: str) -> dict[str, Any] | None:
     """A customer's registration with its delivery backlog, for `GET /v2/sandbox/webhooks`."""
-    conn = app.state.queries.conn
-    row = conn.execute(
-        "SELECT id, url, since, created_at FROM webhooks WHERE customer_id = ?", (customer_id,)
-    ).fetchone()
-    if row is None:
+    reads = app.state.queries
+    registered = webhook_status.registration(reads, customer_id)
+    if registered is None:
         return None
-    webhook_id, url, since, created_at = row
+    webhook_id, url, since, created_at = registered
     deliverer: Deliverer = app.state.webhooks
     delivered = deliverer.delivered_through(customer_id, webhook_id, since)
     attempts, error = deliverer.failures(customer_id)
-    backlog = conn.execute(
-        "SELECT count(*) FROM event_feed WHERE customer_id = ? AND seq > ?",
-        (customer_id, delivered),
-    ).fetchone()[0]
+    backlog = webhook_status.backlog(reads, customer_id, delivered)
     view: dict[str, Any] = {
         "id": webhook_id,
         "url": redact_url(url),

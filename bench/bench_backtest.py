@@ -42,8 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine  # noqa: E402
 from engine import Engine  # noqa: E402
+from engine.backtest import Api, Strategy, run  # noqa: E402
 from engine.backtest.price_files import from_micros, load  # noqa: E402
-from engine.backtest.runner import Api, Strategy, _engine_settings, _Runner, run  # noqa: E402
+from engine.backtest.runner import Runner, engine_settings  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,8 +142,8 @@ def walk(data: Path, strategy: Any, folder: Path) -> dict[str, float]:
     loaded = time.perf_counter()
     db = Path(tempfile.mkdtemp(dir=folder)) / "bt.db"
     first = series["BTCUSD"].times[0]
-    engine = Engine(db, _engine_settings(None, from_micros(first), 0, {}))
-    runner = _Runner(engine, series, strategy, False, ["USD", "BTC"])
+    engine = Engine(db, engine_settings(None, from_micros(first), 0, {}))
+    runner = Runner(engine, series, strategy, None, ["USD", "BTC"])
     prepared = time.perf_counter()
     with engine.one_transaction():  # as `run` holds it: its commit ends the walk
         runner.setup({"USD": "10000000"})

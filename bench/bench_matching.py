@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import fmt_rate, machine  # noqa: E402
 from engine import Engine, Settings  # noqa: E402
+from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.domain.trading.book import BUY, SELL  # noqa: E402
 from engine.domain.trading.market import MarketConfig, new_markets  # noqa: E402
 from engine.domain.trading.matching import plan  # noqa: E402
@@ -47,7 +48,7 @@ from engine.kernel.commands import (  # noqa: E402
     CreateOrder,
     SandboxDeposit,
 )
-from engine.kernel.registry import register  # noqa: E402
+from engine.kernel.registry import Registration, build_registry  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
 MARKETS = ("BTCUSD", "ETHUSD")
@@ -194,13 +195,21 @@ class _Noop(Command):
     n: int = 0
 
 
-register({_Noop: lambda ctx, cmd: ctx.emit("BenchNoop", "bench", {"n": cmd.n})})
-register(appliers={"BenchNoop": lambda state, event: None})
+# The domain's registry and the no-op: every engine of this benchmark is built with it.
+_REGISTRY = build_registry(
+    [
+        *REGISTRATIONS,
+        Registration(
+            {_Noop: lambda ctx, cmd: ctx.emit("BenchNoop", "bench", {"n": cmd.n})},
+            {"BenchNoop": lambda state, event: None},
+        ),
+    ]
+)
 
 
 def _engine(path: Path, durability: str) -> tuple[Engine, list[Actor]]:
     settings = Settings(clock="manual", seed=1, durability=durability, market_volatility=Decimal(0))
-    engine = Engine(path, settings).start()
+    engine = Engine(path, settings, registry=_REGISTRY).start()
     actors = []
     for _ in range(CUSTOMERS):
         made = engine.execute(CreateCustomer())

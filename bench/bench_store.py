@@ -36,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
 from engine import Engine, Settings  # noqa: E402
+from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.kernel.events import Event  # noqa: E402
-from engine.kernel.registry import register  # noqa: E402
+from engine.kernel.registry import Registration, build_registry  # noqa: E402
 from engine.read.readmodels import TABLES  # noqa: E402
 from engine.runtime.startup_cache import FORMAT, Snapshotter  # noqa: E402
 from engine.store import SqliteEventStore  # noqa: E402
@@ -56,8 +57,15 @@ def _noted(state: Any, event: Event) -> None:
     state.ext["notes"] = event.data["n"]
 
 
-register(
-    {_Note: lambda ctx, cmd: ctx.emit("BenchNoted", "bench", {"n": cmd.n})}, {"BenchNoted": _noted}
+# The domain's registry and the note: the writer benchmarks' engines are built with it.
+_REGISTRY = build_registry(
+    [
+        *REGISTRATIONS,
+        Registration(
+            {_Note: lambda ctx, cmd: ctx.emit("BenchNoted", "bench", {"n": cmd.n})},
+            {"BenchNoted": _noted},
+        ),
+    ]
 )
 
 
@@ -93,7 +101,8 @@ def through_writer(
     hands its commands over `together` at a time: one by one (`Engine.submit`), or in
     slices through `Engine.submit_many`, as the HTTP adapter hands over the requests of
     one event-loop turn."""
-    engine = Engine(path, Settings(clock="manual", durability="FULL")).start()
+    settings = Settings(clock="manual", durability="FULL")
+    engine = Engine(path, settings, registry=_REGISTRY).start()
     boot = engine.execute(CreateCustomer(client_id="b", client_secret="b", bootstrap=True))
     actor = Actor(boot["customer_id"], "b")
     commands = [

@@ -129,12 +129,13 @@ def test_a_principal_is_made_once_per_token_and_client_row(sandbox: Any) -> None
     """The bearer check reuses a token's principal while its client row is the same, and
     makes it again from a row read anew (what a revocation or a scope change gives)."""
     from api_adapter.auth import principal_of
+    from engine.read.clients import client
 
     state = sandbox.app.state
     clients = state.clients
     header = sandbox.login("sandex", "sandex-secret")["Authorization"]
     token = header.partition(" ")[2]
-    row = clients.queries.client("sandex")
+    row = client(clients.reads, "sandex")
     claims = state.tokens.verify(token)
     first = clients.principal(token, claims, row)
     assert clients.principal(token, claims, row) is first

@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from engine import Engine
-from engine.backtest.runner import Api, ApiError, BacktestError, Strategy, _Runner, run
+from engine.backtest import Api, ApiError, BacktestError, Strategy, run
+from engine.backtest.runner import Runner
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.kernel.credentials import REDACTED
 from engine.tools.time_travel import travel
@@ -417,7 +418,7 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
     with monkeypatch.context() as m:
         m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
         # and no chains: each price setting decided and committed on its own
-        m.setattr(_Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
+        m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
         each = ma_cross(tmp_path / "each.db")
     assert held.summary["orders"]["total"] >= 3
     assert held.log_hash == each.log_hash and held.summary == each.summary
@@ -452,9 +453,9 @@ def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path
 def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.kernel import registry
+    from engine.domain.transfers import funding
 
-    deposit = registry.DECIDERS[SandboxDeposit]
+    deposit = funding.DECIDERS[SandboxDeposit]
 
     def breaking(ctx: Any, command: SandboxDeposit) -> Any:
         deposit(ctx, command)
@@ -473,7 +474,7 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
                 actor=me, profile_id="default", asset="USD", amount=amount
             )
             engine.run_inline(pay("100"))
-            monkeypatch.setitem(registry.DECIDERS, SandboxDeposit, breaking)
+            monkeypatch.setitem(engine.registry.deciders, SandboxDeposit, breaking)
             with pytest.raises(RuntimeError):
                 engine.run_inline(pay("7"))
             engine.run_inline(pay("5"))
@@ -489,9 +490,9 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
 def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.kernel import registry
+    from engine.domain.trading import orders
 
-    create = registry.DECIDERS[CreateOrder]
+    create = orders.DECIDERS[CreateOrder]
 
     def breaking(ctx: Any, command: CreateOrder) -> Any:
         answer = create(ctx, command)
@@ -499,7 +500,7 @@ def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
             raise RuntimeError("a bug after emitting")
         return answer
 
-    monkeypatch.setitem(registry.DECIDERS, CreateOrder, breaking)
+    monkeypatch.setitem(orders.DECIDERS, CreateOrder, breaking)  # read by the next engine
     caught: list[str] = []
 
     def broken_then_fine(api: Api) -> Any:

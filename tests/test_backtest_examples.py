@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from api_adapter.cli import main
-from engine.backtest.runner import run
+from engine.backtest import run
 from engine.tools.verify import verify
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "scenarios" / "backtests"

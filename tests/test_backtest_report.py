@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.backtest.runner import Api, Strategy, run
+from engine.backtest import Api, Strategy, run
 
 T0 = 1_704_067_200
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

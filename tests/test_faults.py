@@ -212,14 +212,12 @@ def test_a_log_that_cannot_be_read_back_stops_every_decision_until_it_can(
 def test_a_decision_that_raises_a_bug_answers_500_and_the_writer_lives_on(
     sandbox: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.kernel.registry import DECIDERS
-
     sandbox.deposit("BTC", "1")
 
     def bug(ctx: Any, cmd: Any) -> Any:
         raise KeyError("a bug")
 
-    monkeypatch.setitem(DECIDERS, SandboxDeposit, bug)
+    monkeypatch.setitem(sandbox.engine.registry.deciders, SandboxDeposit, bug)
     r = sandbox.post(DEPOSIT, {"asset": "BTC", "amount": "1"})
     assert r.status_code == 500 and "a bug" not in r.text
     monkeypatch.undo()

@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from engine.kernel.registry import APPLIERS
+from engine.domain.registrations import domain_registry
 from engine.tools.time_travel import log_hash
 from tests.golden_helpers import UPDATE_ENV, differences, load, play, write
 
@@ -55,6 +55,7 @@ def test_the_recorded_hash_is_the_log_hash_of_the_recorded_events(tmp_path: Path
 
 def test_the_golden_run_produces_every_event_type_the_engine_applies() -> None:
     produced = {event[3] for event in load().events}
+    APPLIERS = domain_registry().appliers
     assert produced <= set(APPLIERS), produced - set(APPLIERS)
     missing = set(APPLIERS) - produced
     assert missing == set(NOT_PRODUCED), (

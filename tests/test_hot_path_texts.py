@@ -15,6 +15,7 @@ from engine.domain.trading.market import BUY, UNIT
 from engine.domain.trading.orders import Order, _gross_text
 from engine.kernel.events import Event
 from engine.kernel.money import MARKETS, format_normal
+from engine.kernel.state import State
 
 
 def _gross_by_decimal(market: str, ticks: int, units: int) -> str:
@@ -69,11 +70,11 @@ def test_a_taker_and_its_maker_shown_in_turn_are_built_once_each(monkeypatch: An
         return build(o)
 
     monkeypatch.setattr(orders, "_build_view", counted)
-    taker, maker = _order(1), _order(2)
+    state, taker, maker = State(), _order(1), _order(2)
     for k in range(1, 4):
         for o in (taker, maker):
             o.filled, o.spent = k * 1000, k * 1000 * 168_000
             o.modified_at = f"2024-01-01T00:00:0{k}.000000Z"
-            assert orders.shown_view(o) == build(o)
-            assert orders.order_view(o) == build(o)
+            assert orders.shown_view(state, o) == build(o)
+            assert orders.order_view(state, o) == build(o)
     assert built == ["o1", "o2"]

@@ -51,7 +51,7 @@ def test_check_reports_an_unbalanced_asset() -> None:
 def test_postings_round_trip_through_their_encoding_exactly() -> None:
     postings = [(WORLD, available("p"), "ETH", Decimal("0.000000000000000001"))]
     assert encode_postings(postings) == [["world", "p:available", "ETH", "0.000000000000000001"]]
-    assert decode_postings(encode_postings(postings)) == postings
+    assert decode_postings(encode_postings(postings), {}) == postings
 
 
 amounts = st.decimals(min_value=Decimal("0.00000001"), max_value=Decimal(1000), places=8)

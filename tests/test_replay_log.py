@@ -163,12 +163,12 @@ def test_a_replay_s_run_of_postings_leaves_the_balances_one_by_one_posting_leave
     ]
     one_by_one, in_runs = Ledger(), Ledger()
     for raw in raws:
-        one_by_one.post_encoded(raw)
-    in_runs.apply_encoded(raws)
+        one_by_one.post_encoded(raw, {})
+    in_runs.apply_encoded(raws, {})
     assert list(in_runs.balances.items()) == list(one_by_one.balances.items())
     assert canon(in_runs.balances) == canon(one_by_one.balances)
     with pytest.raises(LedgerViolation, match="p2:available would go negative"):
-        in_runs.apply_encoded([[[b, a, "BTC", "0.6"]], [[b, a, "BTC", "0.6"]]])
+        in_runs.apply_encoded([[[b, a, "BTC", "0.6"]], [[b, a, "BTC", "0.6"]]], {})
 
 
 def test_the_scan_leaves_the_connection_unmapped(sandbox_factory: Any) -> None:

@@ -199,7 +199,7 @@ def snapshot(state: Any) -> dict[str, Any]:
             for side in (BUY, SELL)
         ] + [sorted(mk.stops)]
     return {
-        "orders": {oid: order_view(o) for oid, o in tr.orders.items()},
+        "orders": {oid: order_view(state, o) for oid, o in tr.orders.items()},
         "holds": {oid: o.hold for oid, o in tr.orders.items()},
         "balances": dict(state.ledger.balances),
         "books": books,

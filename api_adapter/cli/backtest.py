@@ -10,7 +10,7 @@ from pathlib import Path
 def backtest(args: argparse.Namespace) -> int:
     """`sandex backtest`: 0 with a summary, 2 when the run cannot be made."""
     from api_adapter.cli.progress import progress_bar
-    from engine.backtest.runner import ApiError, BacktestError, run
+    from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
     for item in args.deposit or []:

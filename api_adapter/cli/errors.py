@@ -52,18 +52,11 @@ def sandex_database(path: str) -> str:
         raise CliError(
             f"cannot open database {path}: not an SQLite file (corrupt, or another kind of file)"
         )
+    # imported here: the engine package is not loaded by a command that never checks a --db
+    from engine.read.database_contents import database_contents
+
     try:
-        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
-            tables = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-                )
-            ]
-        finally:
-            conn.close()
+        columns, tables = database_contents(p)
     except sqlite3.DatabaseError as exc:
         raise CliError(f"cannot open database {path}: {exc}") from None
     if not columns >= _EVENT_COLUMNS:

@@ -15,7 +15,7 @@ from api_adapter.auth import Principal, require
 from api_adapter.paging import strict_int
 from api_adapter.responses import JSONResponse
 from api_adapter.webhook_delivery import delivered_through
-from engine.domain import feed
+from engine.read import feed
 
 router = APIRouter(prefix="/v2", tags=["Events"])
 
@@ -52,20 +52,17 @@ async def list_events(
         )
         if value is not None
     }
-    queries = request.app.state.queries
-    cursors, owner = queries.cursors, who.customer_id
-    events, next_seq = feed.list_events(
-        queries.conn,
+    owner = who.customer_id
+    events, next_cursor = feed.list_events(
+        request.app.state.queries,
         owner,
         limit=limit,
-        after_seq=cursors.decode(page_cursor, "event_feed", owner) if page_cursor else None,
+        page_cursor=page_cursor,
         type=type,
         times=times,
         delivered_through=delivered_through(request.app, owner),
     )
-    headers = None
-    if next_seq is not None:
-        headers = {"X-Next-Page-Cursor": cursors.encode(next_seq, "event_feed", owner)}
+    headers = None if next_cursor is None else {"X-Next-Page-Cursor": next_cursor}
     return JSONResponse({"events": events}, headers=headers)
 
 
@@ -73,6 +70,5 @@ async def list_events(
     "/events/{id}", operation_id="GetEvent", responses=response_shapes.ok(response_shapes.Event)
 )
 async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
-    conn = request.app.state.queries.conn
     through = delivered_through(request.app, who.customer_id)
-    return JSONResponse(feed.get_event(conn, who.customer_id, id, through))
+    return JSONResponse(feed.get_event(request.app.state.queries, who.customer_id, id, through))

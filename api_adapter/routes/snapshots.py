@@ -15,6 +15,7 @@ from api_adapter.request_bodies import Body, ShortText
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.domain.sandbox_snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
+from engine.read import sandbox_snapshots
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
@@ -40,10 +41,7 @@ async def take_snapshot(request: Request, who: Admin, body: SnapshotRequest) -> 
     responses=response_shapes.ok(response_shapes.ListSandboxSnapshotsResponse),
 )
 async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
-    rows = request.app.state.queries.conn.execute(
-        "SELECT name, position, taken_at FROM snapshots ORDER BY position"
-    ).fetchall()
-    return JSONResponse({"items": [{"name": n, "position": p, "taken_at": t} for n, p, t in rows]})
+    return JSONResponse({"items": sandbox_snapshots.list_snapshots(request.app.state.queries)})
 
 
 @router.post(

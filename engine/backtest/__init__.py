@@ -1,1 +1,34 @@
-"""Backtests: an order flow run against historical prices on the sandbox's engine."""
+"""Backtests: an order flow run against historical prices on the sandbox's engine.
+
+The public face: `run` (what `sandex backtest` calls), the strategy API (`Strategy`,
+its `Api`, `ApiError`), order-flow files, price files and the `BacktestResult` a run
+answers. Modules, one concept each: strategy, flows, price_files, timeline, runner,
+result, statistics, charts, page, report."""
+
+from engine.backtest.errors import BacktestError
+from engine.backtest.flows import Flow, FlowStep, FlowStrategy, flow_from_data, load_flow
+from engine.backtest.price_files import Bar, MarketDataError, Series, load, load_many
+from engine.backtest.result import BacktestResult, Fill
+from engine.backtest.runner import run
+from engine.backtest.strategy import Api, ApiError, Strategy, load_strategy
+
+__all__ = [
+    "Api",
+    "ApiError",
+    "BacktestError",
+    "BacktestResult",
+    "Bar",
+    "Fill",
+    "Flow",
+    "FlowStep",
+    "FlowStrategy",
+    "MarketDataError",
+    "Series",
+    "Strategy",
+    "flow_from_data",
+    "load",
+    "load_flow",
+    "load_many",
+    "load_strategy",
+    "run",
+]

@@ -24,37 +24,30 @@ caused them has returned, so strategy code is never re-entered.
 from __future__ import annotations
 
 import heapq
-import importlib
-import importlib.util
 import math
-import sqlite3
-import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
+from engine.backtest.errors import BacktestError
+from engine.backtest.flows import Flow, FlowStrategy, load_flow
 from engine.backtest.price_files import MarketDataError, Series, from_micros, load_many, to_micros
+from engine.backtest.result import BacktestResult, Fill
+from engine.backtest.strategy import Api, ApiError, Strategy, amount_text, load_strategy
+from engine.backtest.timeline import merge
 from engine.config.settings import Settings
-from engine.config.yaml_errors import describe as describe_yaml_error
 from engine.domain.trading.market import MarketConfig
 from engine.domain.trading.orders import execution_view, order_view, trading_state
-from engine.kernel.clock import ManualClock, format_time, parse_time
+from engine.kernel.clock import ManualClock, parse_time
 from engine.kernel.commands import (
     Actor,
     AdvanceClock,
-    CancelOrder,
-    CreateCryptoWithdrawal,
     CreateCustomer,
-    CreateOrder,
-    CreateWithdrawalFee,
-    ReadMarket,
     SandboxDeposit,
     SetMarketPrice,
 )
@@ -62,7 +55,8 @@ from engine.kernel.errors import DomainError
 from engine.kernel.money import MARKETS
 from engine.kernel.progress import EVERY as _PROGRESS_EVERY
 from engine.kernel.progress import Progress
-from engine.read.queries import Page, Queries
+from engine.read.queries import Queries
+from engine.read.writer_queries import WriterQueries
 from engine.runtime.writer import Engine, NotDecided
 
 INF = 1 << 62
@@ -71,259 +65,10 @@ CLIENT_ID = "backtest"
 _FIXED = ("clock", "clock_start", "market_volatility", "seed", "execution_ids")
 
 
-class BacktestError(ValueError):
-    """A backtest that cannot start: bad data, flow, strategy or settings."""
+class Runner:
+    """Drives the engine over a timeline for one strategy: the walk, the strategy's
+    commands and reads, its notifications, and the record the result is made of."""
 
-
-class ApiError(Exception):
-    """What the HTTP API would answer as a problem: `problem` is that body."""
-
-    def __init__(self, problem: dict[str, Any]) -> None:
-        super().__init__(f"{problem.get('status')} {problem.get('detail')}")
-        self.problem = problem
-        self.status: int = problem.get("status", 400)
-        self.detail: str = problem.get("detail", "")
-
-
-class Strategy:
-    """Base class of an order flow written in Python; every callback is optional.
-
-    `self.api` (also passed to `on_start`) places and reads orders with the HTTP API's
-    operations and shapes. Callbacks run one at a time; fills and order changes caused
-    by a callback are delivered after it returns."""
-
-    api: Api
-
-    def on_start(self, api: Api) -> None:
-        """Before the first price point is delivered; the market stands at its first price."""
-
-    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
-        """Each reference price point, in time order (bar data: four per bar)."""
-
-    def on_bar(self, market: str, bar: Any) -> None:
-        """Bar data only: a bar (`engine.backtest.price_files.Bar`) once its close point is set."""
-
-    def on_fill(self, execution: dict[str, Any]) -> None:
-        """One execution of one of this flow's orders, as `GET /v2/executions` shows it."""
-
-    def on_order(self, order: dict[str, Any]) -> None:
-        """An order changed (created, opened, triggered, filled, cancelled...): its view."""
-
-    def on_timer(self, name: str, time: datetime) -> None:
-        """A timer set with `api.set_timer` is due."""
-
-    def on_end(self, api: Api) -> None:
-        """After the last price point, at its time."""
-
-
-def _text(value: Any, name: str) -> str | None:
-    """Amounts travel as text, as in JSON bodies; a float would carry binary noise."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise TypeError(f"{name}: give a string or a Decimal, not {type(value).__name__}")
-
-
-class Api:
-    """The HTTP API's operations for one customer, over the backtest's engine.
-
-    Each method is named after its HTTP operation and takes the request body's fields
-    as keywords; it answers the dict the HTTP API answers, or raises `ApiError` with the
-    problem body the HTTP API would send."""
-
-    def __init__(self, runner: _Runner) -> None:
-        self._r = runner
-
-    # -- time and prices ---------------------------------------------------------------
-
-    @property
-    def now(self) -> datetime:
-        return from_micros(self._r.now_us)
-
-    def price(self, market: str) -> Decimal:
-        """The market's latest reference price point."""
-        r = self._r
-        m = r.market_index(market)
-        return r.prices[r.seen[m]]
-
-    def set_timer(
-        self, name: str, *, at: datetime | None = None, after: timedelta | None = None
-    ) -> None:
-        """Call `on_timer(name, time)` at a time (between price points too)."""
-        if (at is None) == (after is None):
-            raise ValueError("give exactly one of at and after")
-        if at is not None:
-            when = to_micros(at)
-        else:
-            assert after is not None
-            when = self._r.now_us + after // timedelta(microseconds=1)
-        self._r.add_timer(max(when, self._r.now_us), name)
-
-    # -- orders ------------------------------------------------------------------------
-
-    def create_order(
-        self,
-        profile_id: str = "default",
-        *,
-        side: str,
-        market: str,
-        type: str,
-        base_amount: Any = None,
-        price: Any = None,
-        quote_amount: Any = None,
-        stop_price: Any = None,
-        time_in_force: str | None = None,
-        expiration_date: Any = None,
-        ref_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        identity_id: str | None = None,
-        identity_account_id: str | None = None,
-        recipient_profile_id: str | None = None,
-        self_match_prevention_id: str | None = None,
-        await_fill_millis: int | None = None,
-    ) -> dict[str, Any]:
-        """POST /v2/profiles/{profile_id}/orders"""
-        r = self._r
-        command = CreateOrder(
-            actor=r.actor,
-            profile_id=profile_id,
-            side=side,
-            market=market,
-            type=type,
-            ref_id=ref_id,
-            base_amount=_text(base_amount, "base_amount"),
-            price=_text(price, "price"),
-            quote_amount=_text(quote_amount, "quote_amount"),
-            metadata=metadata,
-            await_fill_millis=await_fill_millis,
-            time_in_force=time_in_force,
-            expiration_date=_text(expiration_date, "expiration_date"),
-            identity_id=identity_id,
-            identity_account_id=identity_account_id,
-            stop_price=_text(stop_price, "stop_price"),
-            recipient_profile_id=recipient_profile_id,
-            self_match_prevention_id=self_match_prevention_id,
-            may_prevent_self_match=True,
-        )
-        order: dict[str, Any] = r.act(command)
-        return order
-
-    def cancel_order(self, id: str, profile_id: str = "default") -> dict[str, Any]:
-        """DELETE /v2/profiles/{profile_id}/orders/{id}"""
-        result: dict[str, Any] = self._r.act(
-            CancelOrder(actor=self._r.actor, profile_id=profile_id, order_id=id)
-        )
-        return result
-
-    def get_order(self, id: str, profile_id: str = "default") -> dict[str, Any]:
-        """GET /v2/profiles/{profile_id}/orders/{id}"""
-        return self._r.read(lambda q, c: q.order(c, profile_id, id))
-
-    def list_profile_orders(
-        self,
-        profile_id: str = "default",
-        *,
-        market: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> dict[str, Any]:
-        """GET /v2/profiles/{profile_id}/orders"""
-        page = Page(limit=limit)
-        return self._r.read(
-            lambda q, c: q.list_orders(c, page, profile_id=profile_id, market=market, status=status)
-        )
-
-    def list_executions(
-        self,
-        profile_id: str | None = None,
-        *,
-        order_id: str | None = None,
-        limit: int | None = None,
-    ) -> dict[str, Any]:
-        """GET /v2/executions"""
-        page = Page(limit=limit)
-        return self._r.read(
-            lambda q, c: q.list_executions(c, page, profile_id=profile_id, order_id=order_id)
-        )
-
-    # -- balances and transfers ----------------------------------------------------------
-
-    def list_profile_balances(
-        self, profile_id: str = "default", assets: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """GET /v2/profiles/{profile_id}/balances"""
-        result = self._r.read(lambda q, c: q.balances(c, profile_id))
-        if assets:
-            wanted = set(assets)
-            result["items"] = [b for b in result["items"] if b["asset"] in wanted]
-        return result
-
-    def get_profile_balance(self, asset: str, profile_id: str = "default") -> dict[str, Any]:
-        """GET /v2/profiles/{profile_id}/balances/{asset}"""
-        return self._r.read(lambda q, c: q.balance(c, profile_id, asset))
-
-    def create_sandbox_deposit(
-        self, asset: str, amount: Any, profile_id: str = "default"
-    ) -> dict[str, Any]:
-        """POST /v2/sandbox/profiles/{profile_id}/deposit"""
-        result: dict[str, Any] = self._r.act(
-            SandboxDeposit(
-                actor=self._r.actor,
-                profile_id=profile_id,
-                asset=asset,
-                amount=_text(amount, "amount") or "",
-            )
-        )
-        return result
-
-    def create_crypto_withdrawal_fee(self, **body: Any) -> dict[str, Any]:
-        """POST /v2/transfer/fees/crypto-withdrawal"""
-        for name in ("amount", "total"):
-            body[name] = _text(body.get(name), name)
-        result: dict[str, Any] = self._r.act(CreateWithdrawalFee(actor=self._r.actor, **body))
-        return result
-
-    def create_crypto_withdrawal(self, **body: Any) -> dict[str, Any]:
-        """POST /v2/transfer/crypto-withdrawals"""
-        for name in ("amount", "total"):
-            body[name] = _text(body.get(name), name)
-        result: dict[str, Any] = self._r.act(CreateCryptoWithdrawal(actor=self._r.actor, **body))
-        return result
-
-    def get_transfer(self, id: str) -> dict[str, Any]:
-        """GET /v2/transfer/transfers/{id}"""
-        return self._r.read(lambda q, c: q.transfer(c, id))
-
-    # -- market data -----------------------------------------------------------------------
-
-    def get_ticker(self, market: str) -> dict[str, Any]:
-        """GET /v2/markets/{market}/ticker"""
-        result: dict[str, Any] = self._r.act(ReadMarket(view="ticker", market=market))
-        return result
-
-    def get_order_book(self, market: str) -> dict[str, Any]:
-        """GET /v2/markets/{market}/order-book"""
-        result: dict[str, Any] = self._r.act(ReadMarket(view="book", market=market))
-        return result
-
-
-# -- the runner ------------------------------------------------------------------------------
-
-
-@dataclass
-class Fill:
-    """An execution as the report needs it."""
-
-    view: dict[str, Any]
-    order_type: str
-    reference: Decimal | None  # the reference price when the order was created
-    liquidity: str
-
-
-class _Runner:
     def __init__(
         self,
         engine: Engine,
@@ -340,7 +85,7 @@ class _Runner:
         cfg = MarketConfig.of(engine.settings)
         self.half_spread = cfg.half_spread
         self.ticks_of = [MARKETS[name].tick for name in self.markets]
-        self.times, self.mks, self.prices, self.ticks, self.bars = _merge(series, self.ticks_of)
+        self.times, self.mks, self.prices, self.ticks, self.bars = merge(series, self.ticks_of)
         self.seen = [self.mks.index(m) for m in range(len(self.markets))]
         self.set_at = [-1] * len(self.markets)
         self.lo = [-1] * len(self.markets)
@@ -474,7 +219,7 @@ class _Runner:
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
-            self.queries = _WriterQueries(self.engine)
+            self.queries = WriterQueries(self.engine.store)
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:
@@ -547,7 +292,8 @@ class _Runner:
         self.delivering = True
         try:
             notices = self.notices
-            tr = trading_state(self.engine.state)
+            state = self.engine.state
+            tr = trading_state(state)
             on_fill = getattr(self.strategy, "on_fill", None)
             on_order = getattr(self.strategy, "on_order", None)
             while notices:
@@ -556,7 +302,7 @@ class _Runner:
                     if on_fill is not None:
                         on_fill(value)
                 elif on_order is not None:
-                    on_order(order_view(tr.orders[value]))
+                    on_order(order_view(state, tr.orders[value]))
         finally:
             self.delivering = False
 
@@ -658,19 +404,40 @@ class _Runner:
             self.queries.close()
             self.queries = None
 
+    # -- the record ---------------------------------------------------------------------
 
-class _WriterQueries(Queries):
-    """The HTTP API's queries on the writer's own connection: the runner is the only
-    writer, and its connection sees the commands of a held transaction
-    (`Engine.one_transaction`) that a read-only connection would not see yet."""
-
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine.db_path)
-        self._writer = engine.store.conn
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        return self._writer
+    def result(
+        self, bars: int, settings: Settings, log_hash: str, db: str | None, errors: list[Any]
+    ) -> BacktestResult:
+        """What the run recorded, as plain values (the engine's state is read here, once),
+        and the figures computed from it."""
+        tr = trading_state(self.engine.state)
+        pid = self.profile_id
+        ledger = self.engine.state.ledger
+        held = sorted({a for (account, a) in ledger.balances if account.startswith(pid + ":")})
+        return BacktestResult(
+            markets=self.markets,
+            assets=self.assets,
+            times=self.times,
+            mks=self.mks,
+            prices=self.prices,
+            bars=bars,
+            holdings=self.holdings,
+            flows=self.flows,
+            fills=self.fills,
+            orders=[(o.status, o.type) for o in tr.orders.values() if o.profile_id == pid],
+            balances={
+                asset: {
+                    kind: ledger.balance(f"{pid}:{kind}", asset)
+                    for kind in ("available", "trading", "withdrawing")
+                }
+                for asset in held
+            },
+            settings=settings,
+            log_hash=log_hash,
+            db=db,
+            errors=errors,
+        )
 
 
 def _hook(strategy: Any, name: str) -> Callable[..., Any] | None:
@@ -681,254 +448,6 @@ def _hook(strategy: Any, name: str) -> Callable[..., Any] | None:
     if getattr(type(strategy), name, None) is getattr(Strategy, name):
         return None
     return method  # type: ignore[no-any-return]
-
-
-def _merge(
-    series: dict[str, Series], ticks: list[Decimal]
-) -> tuple[list[int], list[int], list[Decimal], list[int], list[Any]]:
-    """One timeline of every market's points: times, market index, price on the tick,
-    price in ticks, and the bar each point closes (None for most)."""
-    per_market = []
-    for m, s in enumerate(series.values()):
-        tick = ticks[m]
-        # Half up to the nearest tick: prices are positive, so the integer part of
-        # (price + tick / 2) / tick is the rounded quotient, exactly.
-        half = tick / 2
-        in_ticks = [int((price + half) // tick) for price in s.prices]
-        if in_ticks and min(in_ticks) <= 0:
-            k = next(k for k, units in enumerate(in_ticks) if units <= 0)
-            raise BacktestError(
-                f"{s.market}: price {s.prices[k]} at point {k + 1} rounds to zero on the tick {tick}"
-            )
-        on_tick = [units * tick for units in in_ticks]
-        closing: dict[int, Any] = dict(zip(s.closes, s.bars, strict=True))
-        per_market.append((s, on_tick, in_ticks, closing))
-    if len(per_market) == 1:
-        s, on_tick, in_ticks, closing = per_market[0]
-        bars: list[Any] = [None] * len(s.times)
-        for k, bar in closing.items():
-            bars[k] = bar
-        return list(s.times), [0] * len(s.times), on_tick, in_ticks, bars
-    keyed = heapq.merge(*(_keyed(m, entry[0].times) for m, entry in enumerate(per_market)))
-    times: list[int] = []
-    mks: list[int] = []
-    prices: list[Decimal] = []
-    in_all: list[int] = []
-    bars_all: list[Any] = []
-    for t, m, k in keyed:
-        _, on_tick, in_ticks, closing = per_market[m]
-        times.append(t)
-        mks.append(m)
-        prices.append(on_tick[k])
-        in_all.append(in_ticks[k])
-        bars_all.append(closing.get(k))
-    return times, mks, prices, in_all, bars_all
-
-
-def _keyed(m: int, times: list[int]) -> Iterator[tuple[int, int, int]]:
-    return ((t, m, k) for k, t in enumerate(times))
-
-
-# -- order-flow files ------------------------------------------------------------------------
-
-
-class _FlowModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FlowStep(_FlowModel):
-    """One timed action: exactly one of order, cancel, withdraw, deposit."""
-
-    note: str | None = None
-    at: str | None = None
-    after: Any = None
-    order: dict[str, Any] | None = None
-    cancel: str | None = None
-    cancel_all: bool = False
-    withdraw: dict[str, Any] | None = None
-    deposit: dict[str, Any] | None = None
-    save: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("at")
-    @classmethod
-    def _at(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_time(str(v))
-        return v
-
-
-class Flow(_FlowModel):
-    """A YAML order flow: timed orders, in the style of a scenario file."""
-
-    version: int = 1
-    purpose: str = ""
-    market: str | None = None
-    data: str | None = None
-    seed: int | None = None
-    deposits: dict[str, str] = Field(default_factory=dict)
-    settings: dict[str, Any] = Field(default_factory=dict)
-    steps: list[FlowStep]
-    source: str = Field(default="<flow>", exclude=True)
-
-
-_ACTIONS = ("order", "cancel", "cancel_all", "withdraw", "deposit")
-
-
-def load_flow(path: str | Path) -> Flow:
-    p = Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BacktestError(f"{p}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise BacktestError(f"{p}: not an order flow (not UTF-8 text)") from None
-    except yaml.YAMLError as exc:
-        raise BacktestError(f"{p}{describe_yaml_error(exc)}") from None
-    return flow_from_data(raw, str(p))
-
-
-def flow_from_data(raw: Any, source: str = "<flow>") -> Flow:
-    if not isinstance(raw, dict):
-        raise BacktestError(f"{source}: an order flow is a mapping with steps")
-    if raw.get("version", 1) != 1:
-        raise BacktestError(f"{source}: version {raw.get('version')!r} is not supported (1 is)")
-    for k, step in enumerate(raw.get("steps") or []):
-        if not isinstance(step, dict):
-            raise BacktestError(f"{source}: step {k + 1} is not a mapping")
-        kinds = [a for a in _ACTIONS if step.get(a)]
-        if len(kinds) != 1:
-            raise BacktestError(
-                f"{source}: step {k + 1} needs exactly one of {', '.join(_ACTIONS)}"
-                f" (found {', '.join(kinds) or 'none'})"
-            )
-        if ("at" in step) == ("after" in step):
-            raise BacktestError(f"{source}: step {k + 1} needs exactly one of at and after")
-    try:
-        flow = Flow.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BacktestError(f"{source}: {where}: {first['msg']}") from None
-    flow.source = source
-    return flow
-
-
-class FlowStrategy(Strategy):
-    """Runs a `Flow`: each step at its time, variables saved from answers as scenarios do."""
-
-    def __init__(self, flow: Flow, default_market: str) -> None:
-        from engine.tools.scenario_file import parse_duration
-
-        self.flow = flow
-        self.market = flow.market or default_market
-        self.variables: dict[str, Any] = {}
-        self.errors: list[dict[str, Any]] = []
-        self.opened: list[str] = []
-        self._offsets = []
-        for k, step in enumerate(flow.steps):
-            try:
-                if step.at is not None:
-                    self._offsets.append(("at", to_micros(parse_time(step.at))))
-                else:
-                    delta = parse_duration(step.after)
-                    self._offsets.append(("after", delta // timedelta(microseconds=1)))
-            except ValueError as exc:
-                raise BacktestError(f"{flow.source}: step {k + 1}: {exc}") from None
-
-    def on_start(self, api: Api) -> None:
-        start = to_micros(api.now)
-        for k, (kind, value) in enumerate(self._offsets):
-            when = value if kind == "at" else start + value
-            api.set_timer(str(k), at=from_micros(max(when, start)))
-
-    def on_order(self, order: dict[str, Any]) -> None:
-        if order["status"] in ("PENDING_SUBMISSION", "SUBMITTED", "OPEN"):
-            if order["id"] not in self.opened:
-                self.opened.append(order["id"])
-        elif order["id"] in self.opened:
-            self.opened.remove(order["id"])
-
-    def on_timer(self, name: str, time: datetime) -> None:
-        from engine.tools.scenario_file import clock_variables, extract, substitute
-
-        index = int(name)
-        step = self.flow.steps[index]
-        api = self.api
-        variables = {**self.variables, **clock_variables(time)}
-        try:
-            if step.order is not None:
-                body = substitute(step.order, variables)
-                body.setdefault("market", self.market)
-                answer: Any = api.create_order(**_flow_body(body))
-            elif step.cancel is not None:
-                answer = api.cancel_order(str(substitute(step.cancel, variables)))
-            elif step.cancel_all:
-                answer = {"cancelled": []}
-                for order_id in list(self.opened):
-                    api.cancel_order(order_id)
-                    answer["cancelled"].append(order_id)
-            elif step.withdraw is not None:
-                answer = api.create_crypto_withdrawal(**substitute(step.withdraw, variables))
-            else:
-                assert step.deposit is not None
-                answer = api.create_sandbox_deposit(**substitute(step.deposit, variables))
-        except ApiError as exc:
-            self.errors.append(
-                {"step": index + 1, "time": format_time(time), "note": step.note, **exc.problem}
-            )
-            return
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BacktestError(f"{self.flow.source}: step {index + 1}: {exc}") from None
-        for variable, path in step.save.items():
-            try:
-                self.variables[variable] = extract(answer, path)
-            except KeyError:
-                raise BacktestError(
-                    f"{self.flow.source}: step {index + 1}: save {variable}: no {path} in the answer"
-                ) from None
-
-
-def _flow_body(body: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, value in body.items():
-        if isinstance(value, float):
-            raise BacktestError(f"{key}: write amounts as quoted strings, not {value!r}")
-        out[key] = str(value) if isinstance(value, int) and key != "await_fill_millis" else value
-    return out
-
-
-# -- loading strategies -------------------------------------------------------------------
-
-
-def load_strategy(spec: str) -> Any:
-    """`path/to/file.py:ClassName` or `package.module:ClassName`, instantiated."""
-    target, _, name = spec.rpartition(":")
-    if not target or not name:
-        raise BacktestError(f"strategy {spec!r}: write it as path.py:ClassName")
-    if target.endswith(".py"):
-        path = Path(target)
-        if not path.is_file():
-            what = "a directory" if path.is_dir() else "no such file"
-            raise BacktestError(f"strategy {spec!r}: {path}: {what}")
-        module_name = f"sandex_strategy_{abs(hash(str(path.resolve())))}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        assert loader_spec is not None and loader_spec.loader is not None
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[module_name] = module
-        loader_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not (target + ".").startswith(exc.name + "."):
-                raise  # the strategy's own import of something missing: its traceback helps
-            raise BacktestError(
-                f"strategy {spec!r}: no module {target} (a file is written path.py:ClassName)"
-            ) from None
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise BacktestError(f"strategy {spec!r}: no {name} in {target}")
-    return cls()
 
 
 # -- running -------------------------------------------------------------------------------
@@ -947,12 +466,14 @@ def _assets(markets: Sequence[str], deposits: Mapping[str, str]) -> list[str]:
     return found
 
 
-def _engine_settings(
+def engine_settings(
     base: Settings | Mapping[str, Any] | None,
     start: datetime,
     seed: int,
     overrides: Mapping[str, Any],
 ) -> Settings:
+    """The engine's settings for a run: the caller's, with the clock, its start, the
+    seed, the volatility and the execution ids the backtest's own (refused if given)."""
     values: dict[str, Any] = base.model_dump() if isinstance(base, Settings) else dict(base or {})
     fixed = sorted(k for k in _FIXED if k in values and not isinstance(base, Settings))
     if fixed:
@@ -1013,13 +534,12 @@ def run(
     out: str | Path | None = None,
     progress: Progress | bool | None = None,
     bar_seconds: float | None = None,
-) -> Any:
+) -> BacktestResult:
     """Run an order flow (a `Strategy` instance or class, `path.py:Class`, or a flow
-    file) over price data and answer the `engine.backtest.report.BacktestResult`.
+    file) over price data and answer its `engine.backtest.result.BacktestResult`.
 
     Fees and liquidity default to the engine's settings; `settings` takes any other
     engine setting. Without `db` the log is kept in a temporary file and dropped."""
-    from engine.backtest.report import build_result
     from engine.tools.time_travel import log_hash
 
     if (strategy is None) == (flow is None):
@@ -1061,23 +581,23 @@ def run(
     names = list(series)
     quote = MARKETS[names[0]].quote
     chosen = dict(the_flow.deposits) if the_flow is not None else {}
-    chosen.update({k: _text(v, k) or "" for k, v in (deposits or {}).items()})
+    chosen.update({k: amount_text(v, k) or "" for k, v in (deposits or {}).items()})
     if not chosen:
         chosen = {quote: "100000"}
     base_settings: Any = settings
     if the_flow is not None and the_flow.settings:
         base_settings = {**the_flow.settings, **dict(settings or {})}
-    engine_settings = _engine_settings(
+    the_settings = engine_settings(
         base_settings,
         from_micros(first),
         seed if seed is not None else (the_flow.seed if the_flow and the_flow.seed else 0),
         {
-            "maker_fee_rate": _text(maker_fee, "maker_fee"),
-            "taker_fee_rate": _text(taker_fee, "taker_fee"),
-            "market_spread_bps": _text(spread_bps, "spread_bps"),
+            "maker_fee_rate": amount_text(maker_fee, "maker_fee"),
+            "taker_fee_rate": amount_text(taker_fee, "taker_fee"),
+            "market_spread_bps": amount_text(spread_bps, "spread_bps"),
             "market_levels": levels,
-            "market_level_step_bps": _text(level_step_bps, "level_step_bps"),
-            "market_level_notional": _text(level_notional, "level_notional"),
+            "market_level_step_bps": amount_text(level_step_bps, "level_step_bps"),
+            "market_level_notional": amount_text(level_notional, "level_notional"),
         },
     )
     if isinstance(strategy, str):
@@ -1093,8 +613,8 @@ def run(
     else:
         db_path = Path(db)  # checked by _check_outputs
     try:
-        engine = Engine(db_path, engine_settings)
-        runner = _Runner(engine, series, strategy, _progress_of(progress), _assets(names, chosen))
+        engine = Engine(db_path, the_settings)
+        runner = Runner(engine, series, strategy, _progress_of(progress), _assets(names, chosen))
         try:
             # Acknowledged once, when it returns: one transaction, one commit.
             with engine.one_transaction():
@@ -1103,10 +623,9 @@ def run(
         finally:
             runner.close()
             engine.stop()
-        result = build_result(
-            runner,
-            series,
-            engine_settings,
+        result = runner.result(
+            sum(len(s.bars) for s in series.values()),
+            the_settings,
             log_hash(db_path),
             str(db_path) if scratch is None else None,
             getattr(strategy, "errors", []),
@@ -1119,14 +638,4 @@ def run(
     return result
 
 
-__all__ = [
-    "Api",
-    "ApiError",
-    "BacktestError",
-    "Flow",
-    "FlowStrategy",
-    "Strategy",
-    "load_flow",
-    "load_strategy",
-    "run",
-]
+__all__ = ["CLIENT_ID", "Runner", "engine_settings", "run"]

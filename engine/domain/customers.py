@@ -15,6 +15,7 @@ from engine.config.settings import (
 from engine.kernel.commands import CreateCustomer, CreateProfile, RevokeClient
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 _HASH_ROUNDS = 20_000
@@ -215,3 +216,4 @@ APPLIERS = {
     "ClientRevoked": _client_revoked,
     "ProfileCreated": _profile_created,
 }
+REGISTRATION = Registration(DECIDERS, APPLIERS)

@@ -1,7 +1,7 @@
 """The public event feed: every change of an order or a transfer, as its customer sees it.
 
 The feed is a projection of the log like any read model. It follows the events of other
-modules (`TransferCreated`, `OrderFilled`, ...) through `domain.observe`, and turns each
+modules (`TransferCreated`, `OrderFilled`, ...) through its registration's observers, and turns each
 into the service's Event shape: `type` (`transfer.crypto_withdrawal.completed`,
 `order.filled`), `object_type`, the object as it stood right after the change, and
 `created_at`, the time of the log event. Feed ids are derived from the log event's
@@ -12,24 +12,22 @@ The feed is append-only: an item, once written, never changes, and a restore of 
 snapshot leaves it (what was announced stays announced). So the writer's state does
 not keep the items: each goes to the `event_feed` table in the commit of the event that
 produced it (`State.append`), a start-up replay skips them, and a rebuild collects them
-from the whole log.
+from the whole log. Their listing is the read side's (engine/read/feed.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from typing import Any
 
 import orjson
 
 from engine.domain.trading.orders import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
-from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import State
 from engine.read import readmodels
-from engine.read.queries import checked_limit, time_conditions
 
 TRANSFER_EVENTS = ("TransferCreated", "TransferCompleted", "TransferFailed")
 ORDER_EVENTS = (
@@ -125,13 +123,13 @@ def _order(state: State, e: Event) -> None:
                     o.customer_id,
                     "order.partially_filled",
                     ORDER_OBJECT,
-                    shown_view(o),
+                    shown_view(state, o),
                 )
         return
     order_id = e.data["order"]["id"] if e.type == "OrderPlaced" else e.data["order_id"]
     o = orders[order_id]
     kind = f"order.{o.status.lower()}" if e.type == "OrderPlaced" else _ORDER_TYPES[e.type]
-    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(o))
+    _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(state, o))
 
 
 def observe(state: State, e: Event) -> None:
@@ -142,6 +140,9 @@ def observe(state: State, e: Event) -> None:
         _transfer(state, e)
     else:
         _order(state, e)
+
+
+REGISTRATION = Registration(observers=dict.fromkeys(WATCHED, observe))
 
 
 # -- read model -----------------------------------------------------------------------
@@ -166,71 +167,3 @@ readmodels.register_append(
     },
     "seq / 2",
 )
-
-
-# -- the read side ----------------------------------------------------------------------
-
-MAX_LIMIT = 100
-DEFAULT_LIMIT = 100
-
-
-def _public(body: str, undelivered: int) -> dict[str, Any]:
-    event: dict[str, Any] = orjson.loads(body)
-    event["undelivered_webhooks"] = undelivered
-    return event
-
-
-def list_events(
-    conn: Any,
-    customer_id: str,
-    *,
-    limit: int | None = None,
-    after_seq: int | None = None,
-    type: str | None = None,
-    times: dict[str, str] | None = None,
-    delivered_through: int | None = None,
-) -> tuple[list[dict[str, Any]], int | None]:
-    """A customer's events in ascending order, and the seq to continue after (or None).
-
-    `delivered_through`: with a webhook registered, the seq up to which its events were
-    delivered; each later event counts one undelivered webhook."""
-    limit = checked_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
-    where = ["f.customer_id = ?"]
-    params: list[Any] = [customer_id]
-    if type is not None:
-        where.append("f.type = ?")
-        params.append(type)
-    time_where, time_params = time_conditions(
-        {("created_at", op): text for op, text in (times or {}).items()}, table="f."
-    )
-    where += time_where
-    params += time_params
-    if after_seq is not None:
-        where.append("f.seq > ?")
-        params.append(after_seq)
-    sql = (
-        f"SELECT f.seq, f.body FROM event_feed f WHERE {' AND '.join(where)} ORDER BY f.seq LIMIT ?"
-    )
-    rows = conn.execute(sql, [*params, limit + 1]).fetchall()
-    events = [_public(body, _undelivered(seq, delivered_through)) for seq, body in rows[:limit]]
-    return events, (rows[limit - 1][0] if len(rows) > limit else None)
-
-
-def _undelivered(seq: int, delivered_through: int | None) -> int:
-    return 0 if delivered_through is None or seq <= delivered_through else 1
-
-
-def get_event(
-    conn: Any, customer_id: str, event_id: str, delivered_through: int | None = None
-) -> dict[str, Any]:
-    try:
-        uuid.UUID(event_id)
-    except ValueError as exc:
-        raise Invalid("id invalid: an event id is a UUID", field="id") from exc
-    row = conn.execute(
-        "SELECT seq, body FROM event_feed WHERE id = ? AND customer_id = ?",
-        (event_id, customer_id),
-    ).fetchone()
-    if row is None:
-        raise NotFound(f"event not found with id {event_id}")
-    return _public(row[1], _undelivered(row[0], delivered_through))

@@ -73,20 +73,24 @@ class Ledger:
         balances.update(changed)
         return set(changed)
 
-    def post_encoded(self, raw: Sequence[list[str]]) -> set[tuple[str, str]]:
+    def post_encoded(
+        self, raw: Sequence[list[str]], amounts: dict[str, Decimal]
+    ) -> set[tuple[str, str]]:
         """`post` of an event's postings as recorded (amounts as text): one posting, the
-        common case, is applied without building the decoded list."""
+        common case, is applied without building the decoded list. `amounts` is the
+        state's cache of amount texts (`decode_postings`)."""
         if len(raw) != 1:
-            return self.post(decode_postings(raw))
+            return self.post(decode_postings(raw, amounts))
         ((source, target, asset, text),) = raw
-        return self._post_one(source, target, asset, _AMOUNTS.get(text) or _amount(text))
+        return self._post_one(source, target, asset, amounts.get(text) or _amount(amounts, text))
 
-    def apply_encoded(self, raws: Iterable[Sequence[list[str]]]) -> None:
+    def apply_encoded(
+        self, raws: Iterable[Sequence[list[str]]], amounts: dict[str, Decimal]
+    ) -> None:
         """`post_encoded` of many events' postings, in order, answering nothing: a replay.
         A run of single postings between the same two accounts keeps both balances in
         hand instead of looking them up for each (the same sums, in the same order)."""
         balances = self.balances
-        amounts = _AMOUNTS
         held: tuple[str, str, str] | None = None  # (source, target, asset) in hand
         key_s = key_t = ("", "")
         source_balance = target_balance = amount = ZERO
@@ -98,11 +102,11 @@ class Ledger:
                     balances[key_s] = source_balance
                     balances[key_t] = target_balance
                     held = None
-                self.post(decode_postings(raw))
+                self.post(decode_postings(raw, amounts))
                 continue
             ((source, target, asset, text),) = raw
             if text != last_text:
-                amount = amounts.get(text) or _amount(text)
+                amount = amounts.get(text) or _amount(amounts, text)
                 if amount <= ZERO:
                     raise LedgerViolation(f"posting of non-positive amount {amount} {asset}")
                 last_text = text
@@ -162,19 +166,18 @@ def encode_postings(postings: Iterable[Posting]) -> list[list[str]]:
     return [[s, t, a, format(v, "f")] for s, t, a, v in postings]
 
 
-# Amount text -> Decimal: sandboxes move the same few amounts again and again, and a
-# dict lookup is a fifth of parsing a Decimal. Decimals are immutable, so sharing one is
-# safe; the cache is bounded by being emptied when full.
-_AMOUNTS: dict[str, Decimal] = {}
-
-
-def _amount(text: str) -> Decimal:
-    if len(_AMOUNTS) >= 4096:
-        _AMOUNTS.clear()
-    amount = _AMOUNTS[text] = Decimal(text)
+def _amount(amounts: dict[str, Decimal], text: str) -> Decimal:
+    """Parse `text` and remember it in `amounts`, which is bounded by being emptied when
+    full."""
+    if len(amounts) >= 4096:
+        amounts.clear()
+    amount = amounts[text] = Decimal(text)
     return amount
 
 
-def decode_postings(raw: Iterable[list[str]]) -> list[Posting]:
-    amounts = _AMOUNTS
-    return [(s, t, a, amounts.get(v) or _amount(v)) for s, t, a, v in raw]
+def decode_postings(raw: Iterable[list[str]], amounts: dict[str, Decimal]) -> list[Posting]:
+    """Postings as recorded, decoded. `amounts` maps amount texts to their Decimal (the
+    state's cache, engine/state.py): sandboxes move the same few amounts again and again,
+    and a dict lookup is a fifth of parsing a Decimal; Decimals are immutable, so sharing
+    one is safe."""
+    return [(s, t, a, amounts.get(v) or _amount(amounts, v)) for s, t, a, v in raw]

@@ -28,6 +28,7 @@ from engine.kernel.commands import Command
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
 from engine.kernel.money import ZERO
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 from engine.read import readmodels
 
@@ -197,3 +198,4 @@ readmodels.register(
     ("name",),
     lambda s: snapshots(s).keys(),
 )
+REGISTRATION = Registration(DECIDERS, APPLIERS)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from engine.config.destinations import Destinations
 from engine.kernel.commands import Command
+from engine.kernel.credentials import redact_url
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 from engine.read import readmodels
 
@@ -52,18 +54,6 @@ def webhook_view(record: dict[str, Any]) -> dict[str, Any]:
         "url": redact_url(record["url"]),
         "created_at": record["created_at"],
     }
-
-
-def redact_url(url: str, *, query: bool = True) -> str:
-    """`url` fit to show or log: credentials (`user:pass@`) become `***@`, and without
-    `query` the query string becomes `?***`, since receivers often put a token there."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
-    if query:
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
 
 
 def check_url(url: str, destinations: Destinations) -> None:
@@ -175,3 +165,4 @@ readmodels.register(
     ("customer_id",),
     lambda s: registrations(s).keys(),
 )
+REGISTRATION = Registration(DECIDERS, APPLIERS)

@@ -1,1 +1,1 @@
-"""The kernel: clock, ids, events, commands, errors, the writer's state and the registry."""
+"""The kernel: clock, ids, events and their catalogue, commands, errors, the writer's state and the registry."""

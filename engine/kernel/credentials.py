@@ -10,8 +10,8 @@ needs: a client secret's salted hash, a webhook secret sealed with AES-256-GCM u
 deployment's sealing key (engine/runtime/key_file.py; the deliverer opens it to sign). A replay
 applies those recorded values and never draws.
 
-Those fields therefore differ from run to run of the same scenario: `EVENT_FIELDS`
-names them, `redact` replaces them with `REDACTED` wherever events are shown, and the
+Those fields therefore differ from run to run of the same scenario: the event catalogue
+(engine/kernel/event_catalogue.py) names them, `EVENT_FIELDS` gathers them, `redact` replaces them with `REDACTED` wherever events are shown, and the
 log hash (engine/tools/time_travel.py) masks them the same way.
 """
 
@@ -20,15 +20,21 @@ from __future__ import annotations
 import base64
 import secrets
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from Crypto.Cipher import AES
+
+from engine.kernel.event_catalogue import CATALOGUE
 
 REDACTED = "<redacted>"
 
 # Event type -> the fields of its data that hold credential material.
 EVENT_FIELDS: dict[str, frozenset[str]] = {
-    "ClientCreated": frozenset({"salt", "secret_hash"}),
-    "WebhookRegistered": frozenset({"secret"}),
+    t: s.credentials for t, s in CATALOGUE.items() if s.credentials
+}
+# Event type -> its URL fields, shown without their credentials.
+_URL_FIELDS: dict[str, frozenset[str]] = {
+    t: s.credential_urls for t, s in CATALOGUE.items() if s.credential_urls
 }
 
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"  # no 0/O, 1/l/I
@@ -96,10 +102,19 @@ def redact(type: str, data: dict[str, Any]) -> dict[str, Any]:
     if not fields:
         return data
     shown = {k: REDACTED if k in fields else v for k, v in data.items()}
-    if isinstance(shown.get("url"), str):  # a webhook URL's user:pass and query
-        from engine.domain.webhook_registrations import (
-            redact_url,  # webhooks -> state -> credentials
-        )
-
-        shown["url"] = redact_url(shown["url"], query=False)
+    for name in _URL_FIELDS.get(type, ()):
+        if isinstance(shown.get(name), str):  # a webhook URL's user:pass and query
+            shown[name] = redact_url(shown[name], query=False)
     return shown
+
+
+def redact_url(url: str, *, query: bool = True) -> str:
+    """`url` fit to show or log: credentials (`user:pass@`) become `***@`, and without
+    `query` the query string becomes `?***`, since receivers often put a token there."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    if query:
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))

@@ -6,8 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# Current schema version per event type; a type absent here is at version 1.
-SCHEMA_VERSIONS: dict[str, int] = {}
+from engine.kernel.event_catalogue import CATALOGUE
+
+# Current schema version per event type past version 1 (engine/kernel/event_catalogue.py
+# says each type's); a type absent here is at version 1.
+SCHEMA_VERSIONS: dict[str, int] = {t: s.schema for t, s in CATALOGUE.items() if s.schema != 1}
 
 # (type, from_version) -> function turning that version's data into the next version's.
 UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}

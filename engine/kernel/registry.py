@@ -1,32 +1,20 @@
-"""The domain's registries: which function decides each command, which applies each
-event, which handles each kind of deadline. Each domain module contributes its own."""
+"""The registry: which function decides each command, which applies each event, which
+handles each kind of deadline. Each domain module exports its `Registration`; whoever
+composes an engine builds one `Registry` from the list (engine/domain/registrations.py
+gives the domain's), so importing a module registers nothing and two engines may run
+with different registries."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from engine.domain import customers, feed, sandbox_snapshots, webhook_registrations
-from engine.domain.trading import orders
-from engine.domain.transfers import (
-    funding,
-    internal_transfers,
-    transfer_records,
-    withdrawal_fees,
-    withdrawals,
-)
 from engine.kernel.state import Applier, Ctx
 
 Decider = Callable[[Ctx, Any], Any]
 TimerHandler = Callable[[Ctx, str], None]
-
-DECIDERS: dict[type, Decider] = {}
-APPLIERS: dict[str, Applier] = {}
-# The appliers without their observers: observers only produce append-only read-model
-# rows (State.append), so a replay that collects none skips them and their calls.
-STATE_APPLIERS: dict[str, Applier] = {}
-TIMERS: dict[str, TimerHandler] = {}
-# Fast appliers for a state-only replay of the log (engine.replay_log), of events that
+# Fast appliers for a state-only replay of the log (runtime's replay_log), of events that
 # open their stream (version 1). A replayer takes (state, stream versions, rows, i): rows
 # as SqliteEventStore.scan gives them, rows[i] brief and of its type (an int `rest`, at
 # schema 1 and version 1). It applies rows[i] and those after it while they are brief
@@ -34,59 +22,64 @@ TIMERS: dict[str, TimerHandler] = {}
 # first row it left. It must leave exactly the state that its type's applier leaves when
 # `state.live` is false.
 Replayer = Callable[[Any, dict[str, int], list[tuple[Any, ...]], int], int]
-REPLAYERS: dict[str, Replayer] = {}
 
 
-def _clock_advanced(state: Any, event: Any) -> None:
-    state.ext["clock_to"] = event.data["to"]
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What one domain module contributes. `observers` run after the applier of their
+    event type: a projection that follows other modules' events (the public event feed)
+    without their knowing; an observer must change nothing but `State.append`'s rows."""
+
+    # Loosely typed: each module's dict maps its command classes to deciders of them.
+    deciders: Mapping[Any, Any] = field(default_factory=dict)
+    appliers: Mapping[str, Applier] = field(default_factory=dict)
+    timers: Mapping[str, TimerHandler] = field(default_factory=dict)
+    replayers: Mapping[str, Replayer] = field(default_factory=dict)
+    observers: Mapping[str, Applier] = field(default_factory=dict)
 
 
-def register(
-    deciders: Mapping[Any, Any] | None = None,
-    appliers: Mapping[str, Any] | None = None,
-    timers: Mapping[str, Any] | None = None,
-    replayers: Mapping[str, Any] | None = None,
-) -> None:
-    """Add a domain module's functions; a name registered twice is a programming error."""
-    _merge(DECIDERS, deciders)
-    _merge(APPLIERS, appliers)
-    _merge(STATE_APPLIERS, appliers)
-    _merge(TIMERS, timers)
-    _merge(REPLAYERS, replayers)
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """The merged registrations of one engine. `state_appliers` are the appliers without
+    their observers: a replay that collects no read-model rows skips them."""
+
+    deciders: dict[type, Decider]
+    appliers: dict[str, Applier]
+    state_appliers: dict[str, Applier]
+    timers: dict[str, TimerHandler]
+    replayers: dict[str, Replayer]
 
 
-def observe(types: Iterable[str], observer: Applier) -> None:
-    """Run `observer` after the applier of each of `types`: a projection that follows
-    other modules' events (the public event feed) without their knowing. An observer
-    must change nothing but `State.append`'s rows (see STATE_APPLIERS)."""
-    for name in types:
-        inner = APPLIERS[name]
+def build_registry(registrations: Iterable[Registration]) -> Registry:
+    """One registry from `registrations`, in order; a name registered twice is a
+    programming error. Observers chain after every registration's appliers are in."""
+    registrations = tuple(registrations)
+    deciders: dict[type, Decider] = {}
+    appliers: dict[str, Applier] = {}
+    timers: dict[str, TimerHandler] = {}
+    replayers: dict[str, Replayer] = {}
+    for r in registrations:
+        _merge(deciders, r.deciders)
+        _merge(appliers, r.appliers)
+        _merge(timers, r.timers)
+        _merge(replayers, r.replayers)
+    state_appliers = dict(appliers)
+    for r in registrations:
+        for name, observer in r.observers.items():
+            appliers[name] = _chained(appliers[name], observer)
+    return Registry(deciders, appliers, state_appliers, timers, replayers)
 
-        def chained(state: Any, event: Any, inner: Applier = inner) -> None:
-            inner(state, event)
-            observer(state, event)
 
-        APPLIERS[name] = chained
+def _chained(inner: Applier, observer: Applier) -> Applier:
+    def chained(state: Any, event: Any) -> None:
+        inner(state, event)
+        observer(state, event)
+
+    return chained
 
 
-def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any] | None) -> None:
-    if not extra:
-        return
+def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any]) -> None:
     clash = set(registry) & set(extra)
     if clash:
         raise ValueError(f"registered twice: {sorted(map(str, clash))}")
     registry.update(extra)
-
-
-register(customers.DECIDERS, customers.APPLIERS)
-register(appliers=transfer_records.APPLIERS, replayers=transfer_records.REPLAYERS)
-register(funding.DECIDERS, funding.APPLIERS, funding.TIMERS)
-register(withdrawal_fees.DECIDERS, withdrawal_fees.APPLIERS, withdrawal_fees.TIMERS)
-register(withdrawals.DECIDERS, withdrawals.APPLIERS, withdrawals.TIMERS)
-register(internal_transfers.DECIDERS)
-register(orders.DECIDERS, orders.APPLIERS, orders.TIMERS)
-register(appliers={"ClockAdvanced": _clock_advanced})
-register(webhook_registrations.DECIDERS, webhook_registrations.APPLIERS)
-register(sandbox_snapshots.DECIDERS, sandbox_snapshots.APPLIERS)
-# Last: the feed follows events that every module above has registered.
-observe(feed.WATCHED, feed.observe)

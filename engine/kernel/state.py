@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from engine.config.settings import Settings
@@ -55,6 +56,26 @@ class Timers:
         return len(self._heap)
 
 
+class Caches:
+    """What one state's appliers remember for speed: texts and numbers that recur (an
+    order's time, a fee rate, a posting's amount) kept as one object each, and the last
+    order views built. Each state has its own, so engines in one process (and a replay
+    on the snapshot thread) never meet in them. Not part of the state's value: a pickled
+    or copied state starts with empty caches."""
+
+    __slots__ = ("order_time", "rates", "amounts", "views")
+
+    def __init__(self) -> None:
+        self.order_time = ""
+        self.rates: dict[str, Decimal] = {}
+        self.amounts: dict[str, Decimal] = {}
+        # The last two order views built and what they were built from (engine/orders.py).
+        self.views: list[tuple[Any, ...] | None] = [None, None]
+
+    def __reduce__(self) -> tuple[type[Caches], tuple[()]]:
+        return (Caches, ())
+
+
 @dataclass
 class State:
     ledger: Ledger = field(default_factory=Ledger)
@@ -82,6 +103,7 @@ class State:
     # the next commit. None when nobody will write them: a start-up replay, whose tables
     # already hold them, skips computing them at all (most of a replay's cost otherwise).
     appended: list[tuple[str, dict[str, Any]]] | None = None
+    caches: Caches = field(default_factory=Caches, compare=False, repr=False)
 
     def mark(self, kind: str, key: Any) -> None:
         if self.live:
@@ -93,20 +115,6 @@ class State:
 
 
 Applier = Callable[[State, Event], None]
-
-
-_last_time: tuple[datetime | None, str] = (None, "")
-
-
-def _time_text(now: datetime) -> str:
-    """`format_time`, remembering the last answer: on a manual clock many decisions in
-    a row share their time. One tuple, swapped whole, so engines on other threads never
-    pair a time with another's text."""
-    global _last_time
-    last = _last_time
-    if now != last[0]:
-        last = _last_time = (now, format_time(now))
-    return last[1]
 
 
 class Ctx:
@@ -142,7 +150,7 @@ class Ctx:
     ) -> None:
         self.state = state
         self.now = now
-        self.now_text = _time_text(now)
+        self.now_text = format_time(now)
         self.ids = ids
         self.secrets = secrets
         self.settings = settings
@@ -153,10 +161,11 @@ class Ctx:
 
     def begin(self, now: datetime, meta: dict[str, Any]) -> None:
         """Make this the context of the next decision: the writer keeps one per state
-        rather than building one for every command."""
+        rather than building one for every command. The time's text is kept from the
+        last decision when the time is the same (on a manual clock, many in a row)."""
+        if now != self.now:
+            self.now_text = format_time(now)
         self.now = now
-        last = _last_time
-        self.now_text = last[1] if now == last[0] else _time_text(now)
         self.meta = meta
         self.emitted = []
 

@@ -6,7 +6,6 @@ a row of another customer is answered as absent."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,6 +17,7 @@ from engine.kernel.clock import EPOCH, format_time, parse_time
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.execution_ids import META_KEY, ExecutionIds, database_key
 from engine.kernel.money import ASSETS
+from engine.read.connections import ReadConnections
 from engine.read.cursors import Cursors
 from engine.read.params import parse_int
 
@@ -69,37 +69,16 @@ def checked_limit(limit: int | None, default: int = DEFAULT_LIMIT, most: int = M
     return limit
 
 
-class Queries:
+class Queries(ReadConnections):
+    """The API's resources as their customer reads them: profiles, balances, transfers,
+    fiat deposit instructions, orders and executions, one page at a time."""
+
     def __init__(self, db_path: str, *, cursors: Cursors | None = None) -> None:
         """`cursors`: what seals paging cursors (the API's, keyed from its sealing key);
         None: a key of this object's own, so its cursors do not outlive it."""
-        self.db_path = db_path
+        super().__init__(db_path)
         self.cursors = cursors if cursors is not None else Cursors()
         self._execution_ids: ExecutionIds | None = None
-        self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(
-                f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False
-            )
-            conn.execute("PRAGMA busy_timeout=5000")
-            self._local.conn = conn
-            with self._lock:
-                self._opened.append(conn)
-        return conn
-
-    def close(self) -> None:
-        """Close the connections of every thread, so the writer can checkpoint the WAL."""
-        with self._lock:
-            for conn in self._opened:
-                conn.close()
-            self._opened.clear()
-        self._local = threading.local()
 
     def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
@@ -168,7 +147,7 @@ class Queries:
             result["next_page_cursor"] = cursor
         return result
 
-    # -- clients and profiles -------------------------------------------------------
+    # -- the log and profiles -------------------------------------------------------
 
     def log_position(self) -> int | None:
         """The last position of the log as this connection reads it; None when the store
@@ -178,23 +157,6 @@ class Queries:
         except sqlite3.Error:
             return None
         return int(row[0])
-
-    def client(self, client_id: str) -> dict[str, Any] | None:
-        row = self._one(
-            "SELECT client_id, customer_id, salt, secret_hash, scopes, revoked FROM clients"
-            " WHERE client_id = ?",
-            (client_id,),
-        )
-        if row is None:
-            return None
-        return {
-            "client_id": row[0],
-            "customer_id": row[1],
-            "salt": row[2],
-            "secret_hash": row[3],
-            "scopes": tuple(row[4].split()),
-            "revoked": bool(row[5]),
-        }
 
     def profile_row(self, customer_id: str, profile_id: str) -> tuple[str, dict[str, Any]]:
         if profile_id == "default":

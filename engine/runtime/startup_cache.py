@@ -48,6 +48,7 @@ import sortedcontainers
 import structlog
 
 from engine.domain.transfers.transfer_records import SETTLED
+from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.store import SqliteEventStore
 
@@ -123,7 +124,11 @@ def newest(store: SqliteEventStore, upto: int | None = None) -> tuple[State, dic
 
 
 def load(
-    store: SqliteEventStore, *, upto: int | None = None, use_snapshots: bool = True
+    store: SqliteEventStore,
+    *,
+    upto: int | None = None,
+    use_snapshots: bool = True,
+    registry: Registry | None = None,
 ) -> tuple[State, dict[str, int], int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
@@ -132,15 +137,21 @@ def load(
     found = newest(store, upto) if use_snapshots else None
     state, versions = found if found is not None else (None, None)
     base = state.position if state is not None else 0
-    state, versions = replay_log(store, state, versions, after=base, until=upto)
+    state, versions = replay_log(store, state, versions, after=base, until=upto, registry=registry)
     return state, versions, base
 
 
 class Snapshotter:
     """Builds one snapshot at a time in a background thread, from the log alone."""
 
-    def __init__(self, db_path: str, deliver: Callable[[int, str, bytes], None]) -> None:
+    def __init__(
+        self,
+        db_path: str,
+        deliver: Callable[[int, str, bytes], None],
+        registry: Registry | None = None,
+    ) -> None:
         self.db_path = db_path
+        self.registry = registry
         self.deliver = deliver
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -189,6 +200,7 @@ class Snapshotter:
                 until=position,
                 pause_gc=False,
                 cancelled=cancel.is_set,
+                registry=self.registry,
             )
             if state.position != position:
                 return  # the log does not reach it (rolled back): nothing to snapshot

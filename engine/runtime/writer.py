@@ -28,6 +28,7 @@ import orjson
 import structlog
 
 from engine.config.settings import Settings
+from engine.domain.registrations import domain_registry
 from engine.kernel.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
 from engine.kernel.commands import AdvanceClock, Command, Tick
 from engine.kernel.credentials import Secrets
@@ -40,7 +41,7 @@ from engine.kernel.ids import IdSource
 from engine.kernel.invariants import check_state
 from engine.kernel.money import CONTEXT
 from engine.kernel.progress import Progress, reporting
-from engine.kernel.registry import APPLIERS, DECIDERS, REPLAYERS, STATE_APPLIERS, TIMERS
+from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx, State
 from engine.read.readmodels import TABLES, all_rows, rows_for
 from engine.runtime.key_file import KeyFile, KeyFileError
@@ -82,10 +83,13 @@ class Engine:
         clock: Clock | None = None,
         *,
         lease: bool = True,
+        registry: Registry | None = None,
     ):
         """`lease=False` is for a brief writer beside a running one (`sandex clients
         revoke`): it takes no writer lease (engine/store/lease.py), and the two meet only
-        in SQLite's write lock, each reloading what the other wrote before it decides."""
+        in SQLite's write lock, each reloading what the other wrote before it decides.
+        `registry`: the deciders, appliers and timers (the domain's when None)."""
+        self.registry = domain_registry() if registry is None else registry
         self.settings = settings or Settings()
         self.db_path = str(db_path)
         self.store = SqliteEventStore(
@@ -135,7 +139,7 @@ class Engine:
         self._snapshot_every = self.settings.snapshot_every_events
         if self.db_path == ":memory:" or self.db_path.startswith("file::memory:"):
             self._snapshot_every = 0
-        self._snapshotter = Snapshotter(self.db_path, self._snapshot_built)
+        self._snapshotter = Snapshotter(self.db_path, self._snapshot_built, self.registry)
         self.snapshot_base = 0  # position of the newest snapshot written or loaded
         self.loaded_from = 0  # position of the snapshot the last load started from
         self._load()
@@ -173,7 +177,9 @@ class Engine:
                 gc.enable()
 
     def _load_state(self) -> None:
-        state, versions, base = load_state(self.store, use_snapshots=self._snapshot_every > 0)
+        state, versions, base = load_state(
+            self.store, use_snapshots=self._snapshot_every > 0, registry=self.registry
+        )
         self.state = state
         self._versions = versions
         self.loaded_from = base
@@ -186,7 +192,7 @@ class Engine:
             log.warning(
                 "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
             )
-            rebuild_read_models(self.store)
+            rebuild_read_models(self.store, registry=self.registry)
         state.appended = []
         self._data_version = self.store.data_version()
         # Millions of long-lived objects: out of the collector's sight from now on, or
@@ -549,7 +555,7 @@ class Engine:
         return self.clock.now()
 
     def _handle(self, command: Command) -> Any:
-        decider = DECIDERS.get(type(command))
+        decider = self.registry.deciders.get(type(command))
         if decider is None and isinstance(command, AdvanceClock):
             return self._advance(command)
         clock = self.clock
@@ -576,7 +582,14 @@ class Engine:
         ctx = self._ctx
         if ctx is None or ctx.state is not state:
             ctx = self._ctx = Ctx(
-                state, now, self.ids, self.secrets, self.settings, APPLIERS, self._versions, meta
+                state,
+                now,
+                self.ids,
+                self.secrets,
+                self.settings,
+                self.registry.appliers,
+                self._versions,
+                meta,
             )
         else:
             ctx.begin(now, meta)
@@ -601,7 +614,7 @@ class Engine:
             if isinstance(self.clock, ManualClock) and deadline > self.clock.now():
                 self.clock.set(deadline)
             at = max(deadline, self._now())
-            self._decide(TIMERS[kind], key, at, {"command": "Timer", "timer": kind})
+            self._decide(self.registry.timers[kind], key, at, {"command": "Timer", "timer": kind})
 
     def _advance(self, command: AdvanceClock) -> dict[str, str]:
         clock = self.clock
@@ -738,6 +751,7 @@ def replay(
     versions: dict[str, int] | None = None,
     *,
     pause_gc: bool = True,
+    registry: Registry | None = None,
 ) -> tuple[State, dict[str, int]]:
     """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
     after it); the same code path as live application.
@@ -747,7 +761,8 @@ def replay(
     a background thread, beside a running writer, leaves it alone."""
     state = State() if state is None else state
     versions = {} if versions is None else versions
-    appliers = APPLIERS if state.appended is not None else STATE_APPLIERS
+    registry = domain_registry() if registry is None else registry
+    appliers = registry.appliers if state.appended is not None else registry.state_appliers
     event = None
     with _folding(state, pause_gc):
         for event in events:
@@ -769,9 +784,10 @@ def replay_log(
     until: int | None = None,
     pause_gc: bool = True,
     cancelled: Callable[[], bool] | None = None,
+    registry: Registry | None = None,
 ) -> tuple[State, dict[str, int]]:
     """`replay` of the log after `after` (up to `until`), read as raw rows: the same
-    state, faster. A run of events whose type has a replayer (domain.REPLAYERS) goes to
+    state, faster. A run of events whose type has a replayer (`Registry.replayers`) goes to
     it as rows, with no `Event` built; any other event goes through its applier as
     `replay` does. Replayers apply a state-only replay (`state.appended` None): one that
     collects read-model rows takes the appliers and their observers for every event.
@@ -779,10 +795,15 @@ def replay_log(
     state = State() if state is None else state
     versions = {} if versions is None else versions
     collecting = state.appended is not None
-    appliers = APPLIERS if collecting else STATE_APPLIERS
+    registry = domain_registry() if registry is None else registry
+    appliers = registry.appliers if collecting else registry.state_appliers
     current = SCHEMA_VERSIONS
     # Only events at schema 1 of types still at schema 1 skip upcasting unchecked.
-    fast = {} if collecting else {t: f for t, f in REPLAYERS.items() if current.get(t, 1) == 1}
+    fast = (
+        {}
+        if collecting
+        else {t: f for t, f in registry.replayers.items() if current.get(t, 1) == 1}
+    )
     first = tuple(fast)
     replayers = tuple(fast.values())
     loads = orjson.loads
@@ -819,7 +840,9 @@ class Cancelled(Exception):
     """A replay was asked to stop (the snapshot thread, when the engine stops)."""
 
 
-def rebuild_read_models(store: SqliteEventStore, progress: Progress | None = None) -> State:
+def rebuild_read_models(
+    store: SqliteEventStore, progress: Progress | None = None, registry: Registry | None = None
+) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
     read-model table from it in one transaction; the state replayed.
 
@@ -828,12 +851,13 @@ def rebuild_read_models(store: SqliteEventStore, progress: Progress | None = Non
     from the shorter log would drop what it wrote. The replay then goes on from where
     it stopped, and the rewrite is tried again. `progress(position, last)` is told how
     far the replay has got (engine/kernel/progress.py)."""
+    registry = domain_registry() if registry is None else registry
     state = State()
     state.appended = []
     while True:
         total = store.last_position() if progress is not None else 0
         events = store.read(after=state.position, with_meta=False)
-        replay(reporting(events, progress, total), state)
+        replay(reporting(events, progress, total), state, registry=registry)
         rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
         for table, row in all_rows(state):
             rows.setdefault(table, ([], []))[0].append(row)

@@ -10,10 +10,11 @@ import sqlite3
 from typing import Any
 
 from engine.domain.ledger import LedgerViolation
+from engine.domain.registrations import domain_registry
 from engine.kernel.events import Event
 from engine.kernel.invariants import CHECKS, check_state
 from engine.kernel.progress import Progress, reporting
-from engine.kernel.registry import APPLIERS
+from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.read.readmodels import TABLES, all_rows
 from engine.runtime.writer import rebuild_read_models, replay
@@ -30,7 +31,7 @@ def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
     return expected
 
 
-def _checked_events(store: SqliteEventStore, problems: list[str]) -> Any:
+def _checked_events(store: SqliteEventStore, problems: list[str], registry: Registry) -> Any:
     """Yield the log while checking that positions and stream versions have no gaps."""
     expected_position = 1
     versions: dict[str, int] = {}
@@ -43,31 +44,37 @@ def _checked_events(store: SqliteEventStore, problems: list[str]) -> Any:
             problems.append(
                 f"stream {event.stream}: version {event.version} out of order at position {event.position}"
             )
-        if event.type not in APPLIERS:
+        if event.type not in registry.appliers:
             problems.append(f"unknown event type {event.type} at position {event.position}")
         versions[event.stream] = event.version
         expected_position = event.position + 1
         yield event
 
 
-def verify(db_path: str, progress: Progress | None = None) -> list[str]:
+def verify(
+    db_path: str, progress: Progress | None = None, registry: Registry | None = None
+) -> list[str]:
     """Every broken invariant found, first one first; empty when the database is sound.
 
     Read-only, and in one read transaction: the log and the read models come from one
     snapshot of the database (WAL), so a verify beside a running writer compares the
     read models with exactly the log they were written from. `progress(position, last)`
-    is told how far the replay of the log has got (engine/kernel/progress.py)."""
+    is told how far the replay of the log has got (engine/kernel/progress.py). `registry`:
+    the appliers (the domain's when None)."""
+    registry = domain_registry() if registry is None else registry
     store = SqliteEventStore.reader(db_path)
     try:
         store.conn.execute("BEGIN")  # the snapshot starts at the first read, the log's
-        return _problems(store, progress)
+        return _problems(store, registry, progress)
     finally:
         if store.conn.in_transaction:
             store.conn.execute("ROLLBACK")
         store.close()
 
 
-def _problems(store: SqliteEventStore, progress: Progress | None = None) -> list[str]:
+def _problems(
+    store: SqliteEventStore, registry: Registry, progress: Progress | None = None
+) -> list[str]:
     problems: list[str] = []
     last: list[Event] = []
 
@@ -80,8 +87,8 @@ def _problems(store: SqliteEventStore, progress: Progress | None = None) -> list
     state.appended = []
     try:
         total = store.last_position() if progress is not None else 0
-        events = reporting(_checked_events(store, problems), progress, total)
-        replay(tracking(events), state)
+        events = reporting(_checked_events(store, problems, registry), progress, total)
+        replay(tracking(events), state, registry=registry)
     except LedgerViolation as exc:
         at = last[0].position if last else 0
         return [*problems, f"ledger invariant broken at position {at}: {exc}"]
@@ -111,12 +118,14 @@ def _problems(store: SqliteEventStore, progress: Progress | None = None) -> list
     return problems
 
 
-def rebuild(db_path: str, progress: Progress | None = None) -> int:
+def rebuild(
+    db_path: str, progress: Progress | None = None, registry: Registry | None = None
+) -> int:
     """Drop the read models and write them again from the log; answer the position reached.
     Under the writer lease: `LeaseHeld` while a writer runs on the database.
     `progress(position, last)` is told how far the replay has got."""
     store = SqliteEventStore(db_path, tables=TABLES, lease=True)
     try:
-        return rebuild_read_models(store, progress).position
+        return rebuild_read_models(store, progress, registry).position
     finally:
         store.close()

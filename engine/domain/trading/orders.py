@@ -53,6 +53,7 @@ from engine.kernel.errors import (
 from engine.kernel.events import Event
 from engine.kernel.invariants import CHECKS
 from engine.kernel.money import MARKETS, ZERO, check_step, decimals, format_normal, parse_amount
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 from engine.read import readmodels
 
@@ -297,23 +298,22 @@ def _gross_text(market: str, ticks: int, units: int) -> str:
 _EXACT = 10**27
 
 
-# The last two views built and what they were built from, the latest first. A decision
-# shows an order to the feed after each of its events and then answers it: the next
-# view of the same order differs only in the fields an event changes, or not at all.
-# Two, because a trade between two orders shows the taker and the maker in turn. Each
-# entry is one tuple, swapped whole.
-_LAST_VIEWS: list[tuple[Any, ...] | None] = [None, None]
+def order_view(state: State, o: Order) -> dict[str, Any]:
+    """The order as the API shows it (a dict of the caller's own); `o` is an order of
+    `state`."""
+    return dict(shown_view(state, o))
 
 
-def order_view(o: Order) -> dict[str, Any]:
-    """The order as the API shows it (a dict of the caller's own)."""
-    return dict(shown_view(o))
-
-
-def shown_view(o: Order) -> dict[str, Any]:
+def shown_view(state: State, o: Order) -> dict[str, Any]:
     """`order_view` for a reader that only serializes it (the event feed, the read
-    model): the view shared with the cache, without the copy. Never to be changed."""
-    views = _LAST_VIEWS
+    model): the view shared with the cache, without the copy. Never to be changed.
+
+    The cache (`state.caches.views`) holds the last two views built and what they were
+    built from, the latest first. A decision shows an order to the feed after each of its
+    events and then answers it: the next view of the same order differs only in the
+    fields an event changes, or not at all. Two, because a trade between two orders
+    shows the taker and the maker in turn. Each entry is one tuple, swapped whole."""
+    views = state.caches.views
     last = views[0]
     if last is None or last[0] is not o:
         last = views[1]
@@ -617,7 +617,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     if cmd.recipient_profile_id is not None:
         recipient = resolve_profile(state, cmd.actor.customer_id, cmd.recipient_profile_id)["id"]
     if cmd.ref_id is not None:
-        _check_ref(tr, profile["id"], cmd.ref_id, ctx.now)
+        _check_ref(ctx.state, tr, profile["id"], cmd.ref_id, ctx.now)
     step = cfg.step_of(ctx.now)
     _check_notional(tr, mk, kind, side, base, quote, ticks, stop_ticks, step)
     if kind == "LIMIT" and crosses(
@@ -697,17 +697,17 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     order = tr.orders[order_id]
     if not latency:
         _run(ctx, tr, mk, order, step)
-    return order_view(order)
+    return order_view(ctx.state, order)
 
 
-def _check_ref(tr: Trading, profile_id: str, ref_id: str, now: datetime) -> None:
+def _check_ref(state: State, tr: Trading, profile_id: str, ref_id: str, now: datetime) -> None:
     existing_id = tr.refs.get((profile_id, ref_id))
     if existing_id is None:
         return
     existing = tr.orders[existing_id]
     if existing.closed_at is not None and now - parse_time(existing.closed_at) > REF_REUSE_AFTER:
         return
-    raise AlreadyExists(f"order already exists with ref_id '{ref_id}'", order_view(existing))
+    raise AlreadyExists(f"order already exists with ref_id '{ref_id}'", order_view(state, existing))
 
 
 def _check_notional(
@@ -1198,10 +1198,10 @@ def _placed(state: State, e: Event) -> None:
         o.identity_account_id = get("identity_account_id")
         o.recipient = get("recipient_profile_id")
         o.smp_id = get("self_match_prevention_id")
-    o.created_at = o.modified_at = _time(e.occurred_at)
+    o.created_at = o.modified_at = _time(state, e.occurred_at)
     o.hold = Decimal(d["hold"])
     o.hold_asset = intern(d["hold_asset"])
-    o.hold_rate = _rate(d["hold_rate"])
+    o.hold_rate = _rate(state, d["hold_rate"])
     o.seq = e.position
     tr.orders[o.id] = o
     if o.ref_id is not None:
@@ -1214,29 +1214,25 @@ def _placed(state: State, e: Event) -> None:
     state.mark("order", o.id)
 
 
-_LAST_TIME = [""]
-
-
-def _time(at: str) -> str:
+def _time(state: State, at: str) -> str:
     """One string for one time: orders placed or changed at the same time (a manual
     clock, a backtest, a burst) keep one text of it between them, not one each."""
-    last = _LAST_TIME[0]
+    caches = state.caches
+    last = caches.order_time
     if at == last:
         return last
-    _LAST_TIME[0] = at
+    caches.order_time = at
     return at
 
 
-_RATES: dict[str, Decimal] = {}
-
-
-def _rate(text: str) -> Decimal:
+def _rate(state: State, text: str) -> Decimal:
     """A fee rate: a handful of values shared by every order (a Decimal is 104 bytes)."""
-    rate = _RATES.get(text)
+    rates = state.caches.rates
+    rate = rates.get(text)
     if rate is None:
         rate = Decimal(text)
-        if len(_RATES) < 1024:
-            _RATES[text] = rate
+        if len(rates) < 1024:
+            rates[text] = rate
     return rate
 
 
@@ -1244,7 +1240,7 @@ def _changed(state: State, e: Event, status: str | None = None) -> Order:
     o = trading_state(state).orders[e.data["order_id"]]
     if status is not None:
         o.status = status
-    o.modified_at = _time(e.occurred_at)
+    o.modified_at = _time(state, e.occurred_at)
     state.mark("order", o.id)
     return o
 
@@ -1302,7 +1298,7 @@ def _traded(state: State, e: Event) -> None:
     mk = tr.markets[d["market"]]
     ticks = int(Decimal(d["price"]) / mk.tick)
     units = int(Decimal(d["amount"]) / UNIT)
-    at = _time(e.occurred_at)
+    at = _time(state, e.occurred_at)
     orders = tr.orders
     first_execution = 0
     for key in ("buy", "sell"):
@@ -1440,7 +1436,7 @@ def _order_row(state: State, key: str) -> dict[str, Any] | None:
         "account_id": o.identity_account_id,
         "created_at": o.created_at,
         "seq": o.seq,
-        "body": _json(shown_view(o)),
+        "body": _json(shown_view(state, o)),
     }
 
 
@@ -1545,5 +1541,7 @@ TIMERS = {
     "order_expire": expire_due,
     "market_watch": watch_due,
 }
+
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
 
 __all__ = ["NO_ASK", "NO_BID", "Order", "Trading", "order_view", "trading_state"]

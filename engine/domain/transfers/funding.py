@@ -20,6 +20,7 @@ from engine.kernel.commands import (
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
 from engine.kernel.money import ASSETS, ZERO, check_precision, decimals, format_amount, parse_amount
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 FIAT_NETWORKS = ("WIRE", "DBS_ACT", "CUBIX", "SCB")
@@ -270,3 +271,4 @@ APPLIERS = {
 }
 
 TIMERS = {"fiat_deposit": credit_fiat_deposit}
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)

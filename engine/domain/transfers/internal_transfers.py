@@ -25,6 +25,7 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 TRANSIT = "internal-transit"
@@ -112,3 +113,4 @@ def check_transit(state: State) -> list[str]:
 
 DECIDERS = {CreateInternalTransfer: create_internal_transfer}
 CHECKS.append(check_transit)
+REGISTRATION = Registration(DECIDERS)

@@ -14,6 +14,7 @@ import orjson
 
 from engine.domain.ledger import Posting, encode_postings, is_profile_account
 from engine.kernel.events import Event
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 # Statuses a transfer never leaves.
@@ -71,7 +72,7 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
     """Apply an event's postings to the ledger and mark the balances they touched."""
     if not raw_postings:
         return
-    touched = state.ledger.post_encoded(raw_postings)
+    touched = state.ledger.post_encoded(raw_postings, state.caches.amounts)
     if state.live:
         for account, asset in touched:
             if is_profile_account(account):
@@ -133,7 +134,7 @@ def _created_run(
         i += 1
     transfers.add_encoded(settled)
     versions.update(dict.fromkeys(map(_STREAM, rows[start:i]), 1))
-    state.ledger.apply_encoded(postings)
+    state.ledger.apply_encoded(postings, state.caches.amounts)
     return i
 
 
@@ -152,3 +153,4 @@ APPLIERS = {
 }
 
 REPLAYERS = {"TransferCreated": _created_run}
+REGISTRATION = Registration(appliers=APPLIERS, replayers=REPLAYERS)

@@ -30,6 +30,7 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 from engine.read import readmodels
 
@@ -293,3 +294,4 @@ readmodels.register(
     ("id",),
     lambda s: quotes(s).keys(),
 )
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)

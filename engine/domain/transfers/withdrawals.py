@@ -25,6 +25,7 @@ from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Inva
 from engine.kernel.events import Event
 from engine.kernel.invariants import CHECKS
 from engine.kernel.money import ZERO, check_precision, format_amount, format_normal
+from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 # A memo with this value makes the withdrawal end FAILED, for users testing that path.
@@ -255,3 +256,4 @@ DECIDERS = {CreateCryptoWithdrawal: create_withdrawal}
 APPLIERS = {"CryptoWithdrawalRequested": _requested}
 TIMERS = {"withdrawal_confirmation": confirm}
 CHECKS.append(check_holds)
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)

@@ -1,0 +1,83 @@
+"""What a backtest answers: the run's record (its timeline, holdings, fills, orders and
+balances, as plain values, no engine) and the figures computed from it.
+
+The figures (`summary`, `executions`) are computed when the result is made, by
+`engine.backtest.statistics`; equity.csv's text rows only when asked for (most runs
+never are); the charts and the page only when the report is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from engine.backtest import statistics
+from engine.backtest.report import write_report
+from engine.config.settings import Settings
+
+
+@dataclass
+class Fill:
+    """An execution as the report needs it."""
+
+    view: dict[str, Any]
+    order_type: str
+    reference: Decimal | None  # the reference price when the order was created
+    liquidity: str
+
+
+@dataclass(eq=False)
+class BacktestResult:
+    # -- the run's record
+    markets: list[str]
+    # every asset the run holds or moves, in the order holdings list them
+    assets: list[str] = field(repr=False)
+    # the timeline walked: time in us, market index, price (on the tick)
+    times: list[int] = field(repr=False)
+    mks: list[int] = field(repr=False)
+    prices: list[Decimal] = field(repr=False)
+    bars: int = field(repr=False)
+    # (time in us, holdings per asset in `assets` order), whenever they changed
+    holdings: list[tuple[int, tuple[Decimal, ...]]] = field(repr=False)
+    # (time in us, asset, amount) moved in or (negative) out other than by trading
+    flows: list[tuple[int, str, Decimal]] = field(repr=False)
+    fills: list[Fill] = field(repr=False)
+    # (status, type) of each of the flow's orders, at the end
+    orders: list[tuple[str, str]] = field(repr=False)
+    # the flow's ledger at the end: asset -> available, trading, withdrawing
+    balances: dict[str, dict[str, Decimal]] = field(repr=False)
+    settings: Settings = field(repr=False)
+    log_hash: str
+    db: str | None
+    errors: list[dict[str, Any]] = field(repr=False)
+    # -- figures, computed from the record when the result is made
+    summary: dict[str, Any] = field(init=False)
+    executions: list[dict[str, Any]] = field(init=False)
+    # Equity rows as computed (time, price, market, equity, peak, holdings, cash), made
+    # into text only when asked for.
+    raw_equity: list[tuple[Any, ...]] = field(init=False, repr=False)
+    # equity.csv's columns: the markets, (index, asset) of each position, the currency
+    equity_columns: tuple[list[str], list[tuple[int, str]], str] = field(init=False)
+    _equity: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        figures = statistics.compute(self)
+        self.summary = figures.summary
+        self.executions = figures.executions
+        self.raw_equity = figures.equity
+        self.equity_columns = figures.equity_columns
+
+    @property
+    def equity(self) -> list[dict[str, Any]]:
+        """equity.csv's rows: time, price, market, equity, drawdown, positions, cash."""
+        if self._equity is None:
+            self._equity = statistics.equity_rows(self.raw_equity, self.equity_columns)
+        return self._equity
+
+    def write(self, out: str | Path) -> Path:
+        """summary.json, executions.csv, equity.csv and report.html in `out`."""
+        return write_report(self, out)
+
+
+__all__ = ["BacktestResult", "Fill"]

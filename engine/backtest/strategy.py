@@ -1,0 +1,300 @@
+"""The strategy API: the class a Python order flow subclasses and the `Api` it trades
+through, the HTTP API's operations for one customer over the backtest's engine."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.backtest.errors import BacktestError
+from engine.backtest.price_files import from_micros, to_micros
+from engine.kernel.commands import (
+    CancelOrder,
+    CreateCryptoWithdrawal,
+    CreateOrder,
+    CreateWithdrawalFee,
+    ReadMarket,
+    SandboxDeposit,
+)
+from engine.read.queries import Page
+
+if TYPE_CHECKING:
+    from engine.backtest.runner import Runner
+
+
+class ApiError(Exception):
+    """What the HTTP API would answer as a problem: `problem` is that body."""
+
+    def __init__(self, problem: dict[str, Any]) -> None:
+        super().__init__(f"{problem.get('status')} {problem.get('detail')}")
+        self.problem = problem
+        self.status: int = problem.get("status", 400)
+        self.detail: str = problem.get("detail", "")
+
+
+class Strategy:
+    """Base class of an order flow written in Python; every callback is optional.
+
+    `self.api` (also passed to `on_start`) places and reads orders with the HTTP API's
+    operations and shapes. Callbacks run one at a time; fills and order changes caused
+    by a callback are delivered after it returns."""
+
+    api: Api
+
+    def on_start(self, api: Api) -> None:
+        """Before the first price point is delivered; the market stands at its first price."""
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        """Each reference price point, in time order (bar data: four per bar)."""
+
+    def on_bar(self, market: str, bar: Any) -> None:
+        """Bar data only: a bar (`engine.backtest.price_files.Bar`) once its close point is set."""
+
+    def on_fill(self, execution: dict[str, Any]) -> None:
+        """One execution of one of this flow's orders, as `GET /v2/executions` shows it."""
+
+    def on_order(self, order: dict[str, Any]) -> None:
+        """An order changed (created, opened, triggered, filled, cancelled...): its view."""
+
+    def on_timer(self, name: str, time: datetime) -> None:
+        """A timer set with `api.set_timer` is due."""
+
+    def on_end(self, api: Api) -> None:
+        """After the last price point, at its time."""
+
+
+def amount_text(value: Any, name: str) -> str | None:
+    """Amounts travel as text, as in JSON bodies; a float would carry binary noise."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError(f"{name}: give a string or a Decimal, not {type(value).__name__}")
+
+
+class Api:
+    """The HTTP API's operations for one customer, over the backtest's engine.
+
+    Each method is named after its HTTP operation and takes the request body's fields
+    as keywords; it answers the dict the HTTP API answers, or raises `ApiError` with the
+    problem body the HTTP API would send."""
+
+    def __init__(self, runner: Runner) -> None:
+        self._r = runner
+
+    # -- time and prices ---------------------------------------------------------------
+
+    @property
+    def now(self) -> datetime:
+        return from_micros(self._r.now_us)
+
+    def price(self, market: str) -> Decimal:
+        """The market's latest reference price point."""
+        r = self._r
+        m = r.market_index(market)
+        return r.prices[r.seen[m]]
+
+    def set_timer(
+        self, name: str, *, at: datetime | None = None, after: timedelta | None = None
+    ) -> None:
+        """Call `on_timer(name, time)` at a time (between price points too)."""
+        if (at is None) == (after is None):
+            raise ValueError("give exactly one of at and after")
+        if at is not None:
+            when = to_micros(at)
+        else:
+            assert after is not None
+            when = self._r.now_us + after // timedelta(microseconds=1)
+        self._r.add_timer(max(when, self._r.now_us), name)
+
+    # -- orders ------------------------------------------------------------------------
+
+    def create_order(
+        self,
+        profile_id: str = "default",
+        *,
+        side: str,
+        market: str,
+        type: str,
+        base_amount: Any = None,
+        price: Any = None,
+        quote_amount: Any = None,
+        stop_price: Any = None,
+        time_in_force: str | None = None,
+        expiration_date: Any = None,
+        ref_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        identity_id: str | None = None,
+        identity_account_id: str | None = None,
+        recipient_profile_id: str | None = None,
+        self_match_prevention_id: str | None = None,
+        await_fill_millis: int | None = None,
+    ) -> dict[str, Any]:
+        """POST /v2/profiles/{profile_id}/orders"""
+        r = self._r
+        command = CreateOrder(
+            actor=r.actor,
+            profile_id=profile_id,
+            side=side,
+            market=market,
+            type=type,
+            ref_id=ref_id,
+            base_amount=amount_text(base_amount, "base_amount"),
+            price=amount_text(price, "price"),
+            quote_amount=amount_text(quote_amount, "quote_amount"),
+            metadata=metadata,
+            await_fill_millis=await_fill_millis,
+            time_in_force=time_in_force,
+            expiration_date=amount_text(expiration_date, "expiration_date"),
+            identity_id=identity_id,
+            identity_account_id=identity_account_id,
+            stop_price=amount_text(stop_price, "stop_price"),
+            recipient_profile_id=recipient_profile_id,
+            self_match_prevention_id=self_match_prevention_id,
+            may_prevent_self_match=True,
+        )
+        order: dict[str, Any] = r.act(command)
+        return order
+
+    def cancel_order(self, id: str, profile_id: str = "default") -> dict[str, Any]:
+        """DELETE /v2/profiles/{profile_id}/orders/{id}"""
+        result: dict[str, Any] = self._r.act(
+            CancelOrder(actor=self._r.actor, profile_id=profile_id, order_id=id)
+        )
+        return result
+
+    def get_order(self, id: str, profile_id: str = "default") -> dict[str, Any]:
+        """GET /v2/profiles/{profile_id}/orders/{id}"""
+        return self._r.read(lambda q, c: q.order(c, profile_id, id))
+
+    def list_profile_orders(
+        self,
+        profile_id: str = "default",
+        *,
+        market: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """GET /v2/profiles/{profile_id}/orders"""
+        page = Page(limit=limit)
+        return self._r.read(
+            lambda q, c: q.list_orders(c, page, profile_id=profile_id, market=market, status=status)
+        )
+
+    def list_executions(
+        self,
+        profile_id: str | None = None,
+        *,
+        order_id: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """GET /v2/executions"""
+        page = Page(limit=limit)
+        return self._r.read(
+            lambda q, c: q.list_executions(c, page, profile_id=profile_id, order_id=order_id)
+        )
+
+    # -- balances and transfers ----------------------------------------------------------
+
+    def list_profile_balances(
+        self, profile_id: str = "default", assets: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """GET /v2/profiles/{profile_id}/balances"""
+        result = self._r.read(lambda q, c: q.balances(c, profile_id))
+        if assets:
+            wanted = set(assets)
+            result["items"] = [b for b in result["items"] if b["asset"] in wanted]
+        return result
+
+    def get_profile_balance(self, asset: str, profile_id: str = "default") -> dict[str, Any]:
+        """GET /v2/profiles/{profile_id}/balances/{asset}"""
+        return self._r.read(lambda q, c: q.balance(c, profile_id, asset))
+
+    def create_sandbox_deposit(
+        self, asset: str, amount: Any, profile_id: str = "default"
+    ) -> dict[str, Any]:
+        """POST /v2/sandbox/profiles/{profile_id}/deposit"""
+        result: dict[str, Any] = self._r.act(
+            SandboxDeposit(
+                actor=self._r.actor,
+                profile_id=profile_id,
+                asset=asset,
+                amount=amount_text(amount, "amount") or "",
+            )
+        )
+        return result
+
+    def create_crypto_withdrawal_fee(self, **body: Any) -> dict[str, Any]:
+        """POST /v2/transfer/fees/crypto-withdrawal"""
+        for name in ("amount", "total"):
+            body[name] = amount_text(body.get(name), name)
+        result: dict[str, Any] = self._r.act(CreateWithdrawalFee(actor=self._r.actor, **body))
+        return result
+
+    def create_crypto_withdrawal(self, **body: Any) -> dict[str, Any]:
+        """POST /v2/transfer/crypto-withdrawals"""
+        for name in ("amount", "total"):
+            body[name] = amount_text(body.get(name), name)
+        result: dict[str, Any] = self._r.act(CreateCryptoWithdrawal(actor=self._r.actor, **body))
+        return result
+
+    def get_transfer(self, id: str) -> dict[str, Any]:
+        """GET /v2/transfer/transfers/{id}"""
+        return self._r.read(lambda q, c: q.transfer(c, id))
+
+    # -- market data -----------------------------------------------------------------------
+
+    def get_ticker(self, market: str) -> dict[str, Any]:
+        """GET /v2/markets/{market}/ticker"""
+        result: dict[str, Any] = self._r.act(ReadMarket(view="ticker", market=market))
+        return result
+
+    def get_order_book(self, market: str) -> dict[str, Any]:
+        """GET /v2/markets/{market}/order-book"""
+        result: dict[str, Any] = self._r.act(ReadMarket(view="book", market=market))
+        return result
+
+
+# -- loading strategies -------------------------------------------------------------------
+
+
+def load_strategy(spec: str) -> Any:
+    """`path/to/file.py:ClassName` or `package.module:ClassName`, instantiated."""
+    target, _, name = spec.rpartition(":")
+    if not target or not name:
+        raise BacktestError(f"strategy {spec!r}: write it as path.py:ClassName")
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "no such file"
+            raise BacktestError(f"strategy {spec!r}: {path}: {what}")
+        module_name = f"sandex_strategy_{abs(hash(str(path.resolve())))}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        assert loader_spec is not None and loader_spec.loader is not None
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module
+        loader_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (target + ".").startswith(exc.name + "."):
+                raise  # the strategy's own import of something missing: its traceback helps
+            raise BacktestError(
+                f"strategy {spec!r}: no module {target} (a file is written path.py:ClassName)"
+            ) from None
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise BacktestError(f"strategy {spec!r}: no {name} in {target}")
+    return cls()
+
+
+__all__ = ["Api", "ApiError", "Strategy", "amount_text", "load_strategy"]

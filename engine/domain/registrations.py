@@ -1,0 +1,45 @@
+"""The domain's registrations, in the order the registry merges them: the list an engine
+is built with (engine/kernel/registry.py). The feed comes last: its observers follow
+events that the modules before it apply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.domain import customers, feed, sandbox_snapshots, webhook_registrations
+from engine.domain.trading import orders
+from engine.domain.transfers import (
+    funding,
+    internal_transfers,
+    transfer_records,
+    withdrawal_fees,
+    withdrawals,
+)
+from engine.kernel.registry import Registration, Registry, build_registry
+
+
+def _clock_advanced(state: Any, event: Any) -> None:
+    state.ext["clock_to"] = event.data["to"]
+
+
+# The runtime records a clock move (AdvanceClock); no domain module owns its event.
+CLOCK = Registration(appliers={"ClockAdvanced": _clock_advanced})
+
+REGISTRATIONS: tuple[Registration, ...] = (
+    customers.REGISTRATION,
+    transfer_records.REGISTRATION,
+    funding.REGISTRATION,
+    withdrawal_fees.REGISTRATION,
+    withdrawals.REGISTRATION,
+    internal_transfers.REGISTRATION,
+    orders.REGISTRATION,
+    CLOCK,
+    webhook_registrations.REGISTRATION,
+    sandbox_snapshots.REGISTRATION,
+    feed.REGISTRATION,
+)
+
+
+def domain_registry() -> Registry:
+    """A registry of the domain's registrations, fresh at each call: one per engine."""
+    return build_registry(REGISTRATIONS)

@@ -1,0 +1,102 @@
+"""The event catalogue: every event type the log may hold, its payload's top-level fields
+(required and optional), its current schema version and which of its fields hold
+credential material. One place to read what the log is made of; a test holds every
+event of the golden run and the registered appliers to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """One event type. `credentials`: fields whose values are secrets (hashed or sealed),
+    which every output redacts; `credential_urls`: URL fields whose `user:pass@` and query
+    are redacted the same way."""
+
+    required: frozenset[str]
+    optional: frozenset[str] = frozenset()
+    schema: int = 1
+    credentials: frozenset[str] = frozenset()
+    credential_urls: frozenset[str] = frozenset()
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return self.required | self.optional
+
+
+def _spec(
+    required: str = "",
+    optional: str = "",
+    *,
+    schema: int = 1,
+    credentials: str = "",
+    credential_urls: str = "",
+) -> EventSpec:
+    """An `EventSpec` from space-separated field names: the table below stays readable."""
+    return EventSpec(
+        frozenset(required.split()),
+        frozenset(optional.split()),
+        schema,
+        frozenset(credentials.split()),
+        frozenset(credential_urls.split()),
+    )
+
+
+# An order closes with the reason (none when filled), and releases what it still held.
+_CLOSED = _spec("order_id reason", "release postings")
+
+CATALOGUE: dict[str, EventSpec] = {
+    # customers
+    "CustomerCreated": _spec("customer_id bootstrap"),
+    "ClientCreated": _spec(
+        "client_id customer_id salt secret_hash scopes", credentials="salt secret_hash"
+    ),
+    "ClientRevoked": _spec("client_id"),
+    "ProfileCreated": _spec("profile_id customer_id nickname description type"),
+    # transfers
+    "TransferCreated": _spec("transfer postings"),
+    "TransferCompleted": _spec("transfer_id changes postings"),
+    "TransferFailed": _spec("transfer_id changes postings"),
+    "FiatDepositInstructionsCreated": _spec("instructions"),
+    "FiatDepositInitiated": _spec(
+        "deposit_id memo_id profile_id customer_id amount fee due_at"
+        " fiat_network_instructions fiat_account_owner"
+    ),
+    "FiatDepositCredited": _spec("deposit_id transfer_id"),
+    "WithdrawalFeeQuoted": _spec("quote"),
+    "WithdrawalFeeExpired": _spec("fee_id"),
+    "CryptoWithdrawalRequested": _spec("transfer_id due_at fee_id beneficiary"),
+    # trading
+    "OrderPlaced": _spec("order postings"),
+    "OrderSubmitted": _spec("order_id"),
+    "OrderOpened": _spec("order_id"),
+    "OrderTriggered": _spec("order_id"),
+    # a side is absent when the house's ladder took it; `house` names the ladder's fills
+    "TradeExecuted": _spec("market step trade price amount postings", "buy sell house"),
+    "OrderFilled": _spec("order_id", "release postings"),
+    "OrderCancelled": _CLOSED,
+    "OrderRejected": _CLOSED,
+    "MarketPriceSet": _spec("market price step"),
+    # the sandbox
+    "ClockAdvanced": _spec("to"),
+    "WebhookRegistered": _spec(
+        "customer_id webhook_id url secret", credentials="secret", credential_urls="url"
+    ),
+    "WebhookRemoved": _spec("customer_id"),
+    "SnapshotTaken": _spec("name"),
+    "SnapshotRestored": _spec("name position"),
+    "SandboxReset": _spec(),
+}
+
+
+def payload_problems(type: str, data: dict[str, object]) -> list[str]:
+    """What in an event's payload the catalogue does not allow (empty when it fits)."""
+    spec = CATALOGUE.get(type)
+    if spec is None:
+        return [f"{type}: not in the catalogue"]
+    problems = [f"{type}: {name} missing" for name in sorted(spec.required - data.keys())]
+    problems += [
+        f"{type}: {name} not in the catalogue" for name in sorted(data.keys() - spec.fields)
+    ]
+    return problems

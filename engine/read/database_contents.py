@@ -1,0 +1,34 @@
+"""What an SQLite file holds: the columns of its `events` table and its table names.
+
+The command line asks this of a `--db` before anything opens it as a store, to tell a
+sandex database from another program's; the file may be anything SQLite reads, so it
+is opened here read-only by its own `file:` URI (escaped, so any path works), not
+through the store's reader, which expects a sandex database. Nothing is created or
+changed; an SQLite error (a corrupt file) reaches the caller."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import NamedTuple
+
+
+class DatabaseContents(NamedTuple):
+    event_columns: set[str]  # empty when there is no `events` table
+    tables: list[str]  # by name
+
+
+def database_contents(path: str | Path) -> DatabaseContents:
+    """The contents of the SQLite file at `path`, read-only."""
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+    finally:
+        conn.close()
+    return DatabaseContents(columns, tables)

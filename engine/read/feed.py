@@ -1,0 +1,90 @@
+"""The event feed as its customer lists it: oldest first, a page at a time.
+
+The rows are the projection of engine/domain/feed.py (the `event_feed` table); this is
+their listing: filters, the sealed page cursor and the count of undelivered webhooks
+that each event carries."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+
+from engine.kernel.errors import Invalid, NotFound
+from engine.read.connections import ReadConnections
+from engine.read.queries import Queries, checked_limit, time_conditions
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 100
+# what a feed cursor is bound to, beside its customer
+_CURSOR_TABLE = "event_feed"
+
+
+def _public(body: str, undelivered: int) -> dict[str, Any]:
+    event: dict[str, Any] = orjson.loads(body)
+    event["undelivered_webhooks"] = undelivered
+    return event
+
+
+def _undelivered(seq: int, delivered_through: int | None) -> int:
+    return 0 if delivered_through is None or seq <= delivered_through else 1
+
+
+def list_events(
+    queries: Queries,
+    customer_id: str,
+    *,
+    limit: int | None = None,
+    page_cursor: str | None = None,
+    type: str | None = None,
+    times: dict[str, str] | None = None,
+    delivered_through: int | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """A customer's events in ascending order, and the cursor of the next page (or None).
+
+    `times`: created_at filters by operator (`gte` -> RFC 3339 text). `delivered_through`:
+    with a webhook registered, the seq up to which its events were delivered; each later
+    event counts one undelivered webhook."""
+    cursors = queries.cursors
+    # the cursor is checked before the other parameters: its fault is the one reported
+    after_seq = cursors.decode(page_cursor, _CURSOR_TABLE, customer_id) if page_cursor else None
+    limit = checked_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
+    where = ["f.customer_id = ?"]
+    params: list[Any] = [customer_id]
+    if type is not None:
+        where.append("f.type = ?")
+        params.append(type)
+    time_where, time_params = time_conditions(
+        {("created_at", op): text for op, text in (times or {}).items()}, table="f."
+    )
+    where += time_where
+    params += time_params
+    if after_seq is not None:
+        where.append("f.seq > ?")
+        params.append(after_seq)
+    sql = (
+        f"SELECT f.seq, f.body FROM event_feed f WHERE {' AND '.join(where)} ORDER BY f.seq LIMIT ?"
+    )
+    rows = queries.conn.execute(sql, [*params, limit + 1]).fetchall()
+    events = [_public(body, _undelivered(seq, delivered_through)) for seq, body in rows[:limit]]
+    if len(rows) <= limit:
+        return events, None
+    return events, cursors.encode(rows[limit - 1][0], _CURSOR_TABLE, customer_id)
+
+
+def get_event(
+    reads: ReadConnections, customer_id: str, event_id: str, delivered_through: int | None = None
+) -> dict[str, Any]:
+    """One of the customer's events; NotFound for another customer's or an unknown id."""
+    try:
+        uuid.UUID(event_id)
+    except ValueError as exc:
+        raise Invalid("id invalid: an event id is a UUID", field="id") from exc
+    row = reads.conn.execute(
+        "SELECT seq, body FROM event_feed WHERE id = ? AND customer_id = ?",
+        (event_id, customer_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"event not found with id {event_id}")
+    return _public(row[1], _undelivered(row[0], delivered_through))

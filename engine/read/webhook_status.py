@@ -1,0 +1,63 @@
+"""Webhook registrations and the feed events still to deliver to them.
+
+What the deliverer reads to know where to send what (api_adapter/webhook_delivery.py),
+and what the status of a registration shows. The deliverer's progress (the last
+delivered seq per customer) is not here: it is kept outside the database, in a file
+beside it, which the deliverer writes itself (a commit by another connection would
+make the writer reload its state from the log)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from engine.read.connections import ReadConnections
+
+# how many events a delivery reads ahead
+PENDING_BATCH = 100
+
+
+class Registration(NamedTuple):
+    """A customer's webhook: `since` is the feed seq from which its events are sent."""
+
+    id: str
+    url: str
+    since: int
+    created_at: str
+
+
+def registration(reads: ReadConnections, customer_id: str) -> Registration | None:
+    """The customer's webhook, or None when none is registered."""
+    row = reads.conn.execute(
+        "SELECT id, url, since, created_at FROM webhooks WHERE customer_id = ?", (customer_id,)
+    ).fetchone()
+    return None if row is None else Registration(*row)
+
+
+def deliveries(reads: ReadConnections) -> dict[str, tuple[str, str, str, str, int]]:
+    """Every registration by customer: (customer id, webhook id, url, sealed secret,
+    since), what a delivery worker is started with."""
+    return {
+        row[0]: row
+        for row in reads.conn.execute("SELECT customer_id, id, url, secret, since FROM webhooks")
+    }
+
+
+def pending(
+    reads: ReadConnections, customer_id: str, delivered_seq: int
+) -> list[tuple[int, str, str, str]]:
+    """The customer's next feed events after `delivered_seq`, oldest first, at most
+    `PENDING_BATCH`: (seq, event id, type, body)."""
+    return reads.conn.execute(  # type: ignore[no-any-return]
+        "SELECT seq, id, type, body FROM event_feed WHERE customer_id = ? AND seq > ?"
+        " ORDER BY seq LIMIT ?",
+        (customer_id, delivered_seq, PENDING_BATCH),
+    ).fetchall()
+
+
+def backlog(reads: ReadConnections, customer_id: str, delivered_seq: int) -> int:
+    """How many of the customer's feed events come after `delivered_seq`."""
+    row = reads.conn.execute(
+        "SELECT count(*) FROM event_feed WHERE customer_id = ? AND seq > ?",
+        (customer_id, delivered_seq),
+    ).fetchone()
+    return int(row[0])

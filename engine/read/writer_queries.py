@@ -1,0 +1,25 @@
+"""The HTTP API's queries on a writer's own connection, for a driver that is the only
+writer (a backtest): that connection sees the commands of a transaction it holds open
+(`Engine.one_transaction`), which a read-only connection would not see yet."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.read.queries import Queries
+from engine.store.sqlite import SqliteEventStore
+
+
+class WriterQueries(Queries):
+    """`Queries` reading through the store's writer connection, never opening its own."""
+
+    def __init__(self, store: SqliteEventStore) -> None:
+        super().__init__(store.path)
+        self._writer = store.conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._writer
+
+
+__all__ = ["WriterQueries"]

@@ -1,0 +1,67 @@
+"""The registry: built from explicit registrations, one per engine, nothing registered
+by importing a module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Engine
+from engine.domain.registrations import REGISTRATIONS, domain_registry
+from engine.kernel.commands import Command
+from engine.kernel.errors import Invalid
+from engine.kernel.registry import Registration, build_registry
+from engine.tools.verify import verify
+from tests.conftest import make_settings
+
+
+@dataclass(frozen=True, slots=True)
+class _Note(Command):
+    n: int = 0
+
+
+def _noted(state: Any, event: Any) -> None:
+    state.ext["noted"] = event.data["n"]
+
+
+_NOTE = Registration(
+    {_Note: lambda ctx, cmd: ctx.emit("Noted", "notes", {"n": cmd.n})}, {"Noted": _noted}
+)
+
+
+def test_a_name_registered_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        build_registry([_NOTE, Registration(appliers={"Noted": _noted})])
+
+
+def test_observers_follow_the_appliers_and_a_state_replay_skips_them() -> None:
+    seen: list[str] = []
+    watch = Registration(observers={"Noted": lambda state, event: seen.append("observed")})
+    registry = build_registry([watch, _NOTE])  # an observer may come before its applier
+    state = type("S", (), {"ext": {}})()
+    registry.appliers["Noted"](state, type("E", (), {"data": {"n": 1}})())
+    assert seen == ["observed"] and state.ext == {"noted": 1}
+    registry.state_appliers["Noted"](state, type("E", (), {"data": {"n": 2}})())
+    assert seen == ["observed"] and state.ext == {"noted": 2}
+
+
+def test_each_build_is_its_own_and_the_domain_registers_every_module() -> None:
+    one, two = domain_registry(), domain_registry()
+    assert one.deciders == two.deciders and one.deciders is not two.deciders
+    assert set(one.appliers) == {t for r in REGISTRATIONS for t in r.appliers}
+
+
+def test_two_engines_in_one_process_have_their_own_registries(tmp_path: Path) -> None:
+    extended = build_registry([*REGISTRATIONS, _NOTE])
+    with (
+        Engine(tmp_path / "a.db", make_settings(), registry=extended) as noting,
+        Engine(tmp_path / "b.db", make_settings()) as plain,
+    ):
+        noting.execute(_Note(n=7))
+        assert noting.state.ext["noted"] == 7
+        with pytest.raises(Invalid, match="unknown command _Note"):
+            plain.execute(_Note(n=7))
+    assert verify(str(tmp_path / "a.db"), registry=extended) == []
