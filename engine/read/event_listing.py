@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.kernel.credentials import redact
-from engine.store import SqliteEventStore
+from engine.read.connections import log_reader
 
 
 def redacted_events(
@@ -16,7 +16,7 @@ def redacted_events(
 ) -> Generator[dict[str, Any], None, None]:
     """The events after `after` (of `stream`, at most `limit`), each with no salt, hash
     or secret; closing the iterator closes the store."""
-    store = SqliteEventStore.reader(db)
+    store = log_reader(db)
     try:
         for event in store.read(after=after, stream=stream, limit=limit):
             shown = event.as_json()
