@@ -16,7 +16,7 @@ from pathlib import Path
 ADAPTER = Path(__file__).resolve().parent.parent / "api_adapter"
 
 # Modules that still hold SQL, by path under api_adapter, each with the change that
-# removes it. None today: cli/commands.py reads the log through the store's reader.
+# removes it. None today: `sandex events` reads the log through engine/read/event_listing.py.
 KNOWN: set[str] = set()
 # sqlite3 for `except sqlite3.DatabaseError` and the like, nothing else.
 EXCEPTIONS_ONLY = {"cli/errors.py"}

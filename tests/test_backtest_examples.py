@@ -111,7 +111,9 @@ def test_cli_writes_the_report_and_stays_quiet_without_a_terminal(tmp_path: Path
         assert len(list(csv.DictReader(f))) == summary["executions"]
     assert main(["verify", "--db", str(db)]) == 0
     then = tmp_path / "then.db"
-    assert main(["replay", "--db", str(db), "--until", summary["start"], "--out", str(then)]) == 0
+    assert (
+        main(["time-travel", "--db", str(db), "--until", summary["start"], "--out", str(then)]) == 0
+    )
     assert main(["verify", "--db", str(then)]) == 0
 
 

@@ -5,93 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
-import socket
 import sqlite3
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    def __init__(self, db: Path, *extra: str, env: dict[str, str] | None = None) -> None:
-        self.port = _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [
-                *SANDEX,
-                "serve",
-                "--db",
-                str(db),
-                "--port",
-                str(self.port),
-                "--log-format",
-                "json",
-                *extra,
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-            text=True,
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"server exited: {self.proc.stderr.read() if self.proc.stderr else ''}"
-                )
-            try:
-                httpx.get(f"{self.base}/v2/sandbox/clock", timeout=0.5)
-                return
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise AssertionError("server did not start")
-
-    def token(self, client_id: str = "sandex", secret: str = "sandex-secret") -> dict[str, str]:
-        r = httpx.post(
-            f"{self.base}/oauth2/token",
-            data={
-                "grant_type": "client_credentials",
-                "client_id": client_id,
-                "client_secret": secret,
-            },
-        )
-        assert r.status_code == 200, r.text
-        return {"Authorization": f"Bearer {r.json()['access_token']}"}
-
-    def stop(self) -> tuple[int, str, str]:
-        self.proc.send_signal(signal.SIGINT)
-        out, err = self.proc.communicate(timeout=20)
-        return self.proc.returncode, out, err
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.communicate()
+from tests.server_helpers import ROOT, SANDEX, Server, free_port, readme_blocks, servers  # noqa: F401 - a fixture
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -99,7 +22,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_serve_bootstraps_prints_credentials_restarts_with_everything_and_stops_cleanly(
-    tmp_path: Path, servers: list[Server]
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
 ) -> None:
     db = tmp_path / "live.db"
     server = Server(db)
@@ -133,7 +57,8 @@ def test_serve_bootstraps_prints_credentials_restarts_with_everything_and_stops_
 
 
 def test_bootstrap_credentials_come_from_the_environment(
-    tmp_path: Path, servers: list[Server]
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
 ) -> None:
     server = Server(
         tmp_path / "env.db", env={"SANDEX_CLIENT_ID": "me", "SANDEX_CLIENT_SECRET": "pw"}
@@ -153,19 +78,16 @@ def test_bootstrap_credentials_come_from_the_environment(
     assert r.status_code == 401
 
 
-def _readme_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-    return [b for b in blocks if "curl" in b]
-
-
-def test_the_readme_curl_examples_work_as_written(tmp_path: Path, servers: list[Server]) -> None:
+def test_the_readme_curl_examples_work_as_written(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
+) -> None:
     # With the default rate limits: each block logs in, back to back within a second,
     # which the real service's limit (1/s per address on average over five minutes)
     # allows. The wire example moves the clock, as the README starts that sandbox to.
     server = Server(tmp_path / "readme.db", "--clock", "manual")
     servers.append(server)
-    blocks = _readme_blocks()
+    blocks = readme_blocks()
     assert len(blocks) >= 2
     outputs = []
     for block in blocks:
@@ -185,14 +107,17 @@ def test_the_readme_curl_examples_work_as_written(tmp_path: Path, servers: list[
     assert '"asset":"USD","available":"120.33"' in outputs[1]
 
 
-def test_a_readme_block_whose_login_fails_says_why(tmp_path: Path, servers: list[Server]) -> None:
+def test_a_readme_block_whose_login_fails_says_why(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
+) -> None:
     """A refused login (here a 401: the server's bootstrap secret is another) stops the
     block with curl's status and a message, not a Python traceback, and sends nothing
     more; also in a shell without -e."""
     server = Server(tmp_path / "other.db", env={"SANDEX_CLIENT_SECRET": "another-secret"})
     servers.append(server)
     done = subprocess.run(
-        ["bash", "-c", _readme_blocks()[0]],
+        ["bash", "-c", readme_blocks()[0]],
         env={**os.environ, "BASE": server.base},
         capture_output=True,
         text=True,
@@ -303,7 +228,7 @@ def test_verify_finds_a_gap_in_the_log(sandbox_factory: Any) -> None:
 def test_a_corrupt_database_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
     db = tmp_path / "corrupt.db"
     db.write_bytes(b"this is not a database" * 100)
-    done = _run("serve", "--db", str(db), "--port", str(_free_port()))
+    done = _run("serve", "--db", str(db), "--port", str(free_port()))
     assert done.returncode == 2
     assert "cannot open database" in done.stderr
     assert "Traceback" not in done.stderr

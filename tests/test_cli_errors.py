@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api_adapter.cli.commands import main
+from api_adapter.cli import main
 from engine import open_engine
 from engine.kernel.commands import CreateCustomer
 from tests.conftest import make_settings
@@ -114,7 +114,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "events": lambda db, tmp: ["events", "--db", str(db)],
     "rebuild": lambda db, tmp: ["rebuild", "--db", str(db)],
     "time travel": lambda db, tmp: [
-        "replay",
+        "time-travel",
         "--db",
         str(db),
         "--until",
@@ -303,7 +303,7 @@ def _file_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
             "kept.db exists already; --out writes a new database",
         ),
         "time travel out folder missing": (
-            ["replay", "--db", "DB", "--until", "1", "--out", str(tmp / "no" / "then.db")],
+            ["time-travel", "--db", "DB", "--until", "1", "--out", str(tmp / "no" / "then.db")],
             "then.db: no folder",
         ),
     }
@@ -457,3 +457,27 @@ def test_ctrl_c_ends_quietly_and_a_bug_keeps_its_traceback(
     with pytest.raises(ZeroDivisionError), reported():
         _ = 1 / 0  # not an error of the environment: not turned into a line
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "--db", "DB", "--until", "1", "--out", "OUT"],
+        ["replay", "--until", "1"],
+        ["replay", "--until"],
+        ["replay", "x.yaml", "--db", "DB"],
+    ],
+)
+def test_replay_until_names_the_time_travel_verb_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Time travel moved to its own verb: the old spelling says where, and does nothing."""
+    source = str(_sandex_db(tmp_path / "source.db"))
+    out = tmp_path / "then.db"
+    argv = [source if a == "DB" else str(out) if a == "OUT" else a for a in argv]
+    before = _files(tmp_path)
+    assert main(argv) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "sandex time-travel --db F --until POSITION|TIME --out G" in line, line
+    assert line.startswith("sandex: replay --"), line
+    assert _unchanged(before, _files(tmp_path), "damaged")

@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.cli.commands import _settings, parser
-from tests.test_cli import ROOT, SANDEX, _free_port
+from api_adapter.cli.parser import parser
+from api_adapter.cli.serve import serve_settings
+from tests.server_helpers import ROOT, SANDEX, free_port
 
 MAX_CONNECTIONS = 6
 CUT_WITHIN = 6.0  # seconds: the deadlines are 1 s; a connection held longer is a failure
@@ -29,7 +30,7 @@ CUT_WITHIN = 6.0  # seconds: the deadlines are 1 s; a connection held longer is 
 
 class Server:
     def __init__(self, tmp: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = tmp / "server.log"
         self.log = self.log_path.open("ab")
         flags = ["--header-timeout", "1", "--body-timeout", "1"]
@@ -191,13 +192,13 @@ def test_a_request_that_is_not_http_is_a_400_problem(server: Server) -> None:
 
 
 def test_the_limits_are_settings_with_serve_flags() -> None:
-    defaults = _settings(parser().parse_args(["serve"]))
+    defaults = serve_settings(parser().parse_args(["serve"]))
     assert defaults.header_timeout_seconds == 10  # type: ignore[attr-defined]
     assert defaults.body_timeout_seconds == 30  # type: ignore[attr-defined]
     assert defaults.keep_alive_timeout_seconds == 5  # type: ignore[attr-defined]
     assert defaults.max_connections == 1000  # type: ignore[attr-defined]
     flags = ["--header-timeout", "2.5", "--body-timeout", "7", "--keep-alive-timeout", "3"]
-    tuned = _settings(parser().parse_args(["serve", *flags, "--max-connections", "50"]))
+    tuned = serve_settings(parser().parse_args(["serve", *flags, "--max-connections", "50"]))
     assert tuned.header_timeout_seconds == 2.5  # type: ignore[attr-defined]
     assert tuned.body_timeout_seconds == 7  # type: ignore[attr-defined]
     assert tuned.keep_alive_timeout_seconds == 3  # type: ignore[attr-defined]

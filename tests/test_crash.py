@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from tests.test_cli import ROOT, _free_port
+from tests.server_helpers import ROOT, free_port
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
@@ -37,7 +37,7 @@ class Process:
     """`sandex serve` with its log in a file (a pipe nobody reads would fill and block)."""
 
     def __init__(self, db: Path, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log.open("ab")
         self.proc = subprocess.Popen(

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.test_cli import Server
+from tests.server_helpers import Server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = ("/docs", "/docs/oauth2-redirect")

@@ -1,5 +1,9 @@
 """The fast lane (api_adapter/middleware/fast_lane.py) answers exactly what FastAPI's routes answer.
 
+Both read one table (api_adapter/routes/writes.py): each FastAPI route serves its
+entry's path, operation, scope and body model, and the lane takes the paths the route
+takes, no more and no fewer.
+
 Two sandboxes on the same seed and manual clock, one served with the lane and one
 without, take the same requests in the same order: every answer (status, headers but
 the generated request id, body) and the event logs must be identical, for requests the
@@ -8,19 +12,24 @@ domain errors, await_fill_millis)."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from starlette.routing import Match
 
 from api_adapter import create_app
+from api_adapter.app import ROUTERS
+from api_adapter.middleware.fast_lane import lane_of
+from api_adapter.routes.writes import WRITE_ROUTES, WriteRoute
 from engine.tools.time_travel import log_hash
 from tests.conftest import Sandbox, make_settings
-from tests.test_cli import ROOT, Server
-from tests.test_security import SANDEX
+from tests.server_helpers import ROOT, SANDEX, Server
 
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 ORDERS = "/v2/profiles/default/orders"
@@ -65,6 +74,8 @@ def _same(lane: Sandbox, plain: Sandbox, path: str, body: Any, auth: Any = "own"
             headers = sb.headers
         elif auth == "scoped":
             headers = sb.login("sandex", "sandex-secret", "funding:read_profile")
+        elif auth == "scoped-out":  # a token without the deposit's scope
+            headers = sb.login("sandex", "sandex-secret", "exchange:read_order")
         elif "X-Request-ID" in auth:
             headers = {**sb.headers, **auth}
         else:
@@ -95,6 +106,16 @@ REQUESTS: list[tuple[str, Any, Any]] = [
     (ORDERS, {**LIMIT, "expiration_date": 1893456000000, "time_in_force": "GTT"}, "own"),
     (ORDERS, [LIMIT], "own"),
     (ORDERS, "null", "own"),
+    (ORDERS, "{", "own"),  # not JSON
+    (ORDERS, "", "own"),  # no body
+    (ORDERS, {"side": "BUY", "market": "BTCUSD", "type": "LIMIT"}, "own"),  # no amount
+    (DEPOSIT, {"asset": "BTC"}, "own"),  # no amount
+    (DEPOSIT, {"asset": "BTC", "amount": "-1"}, "own"),
+    (DEPOSIT, {"asset": "BTC", "amount": "1", "crypto_network": "MOON"}, "own"),
+    (DEPOSIT, {"asset": "BTC", "amount": "1", "colour": "red"}, "own"),
+    (DEPOSIT, {"asset": "BTC", "amount": "1"}, "scoped-out"),
+    (WITHDRAWALS, {**WITHDRAWAL, "amount": None}, "own"),
+    (WITHDRAWALS, '{"profile_id": "default"', "own"),
     ("/v2/profiles/nobody/orders", LIMIT, "own"),
     ("/v2/profiles/default/orders/", LIMIT, "own"),
     (WITHDRAWALS, WITHDRAWAL, "own"),
@@ -191,3 +212,73 @@ def test_a_client_revoked_by_another_process_is_refused_by_the_next_request(
     finally:
         code, _, err = server.stop()
     assert code == 0, err
+
+
+def _route_of(write: WriteRoute) -> APIRoute:
+    """The FastAPI route of `write` among every router the app includes."""
+    found = [
+        r
+        for router in ROUTERS
+        for r in router.routes
+        if isinstance(r, APIRoute) and r.path == write.path and write.method in r.methods
+    ]
+    assert len(found) == 1, write.path
+    return found[0]
+
+
+def _scope_required(route: APIRoute) -> str:
+    """The scope of the route's `require` dependency (api_adapter.auth.require)."""
+    scopes = [
+        inspect.getclosurevars(d.call).nonlocals["scope"]
+        for d in route.dependant.dependencies
+        if d.call is not None and d.call.__name__.startswith("require_")
+    ]
+    assert len(scopes) == 1, route.path
+    return scopes[0]
+
+
+@pytest.mark.parametrize("write", WRITE_ROUTES, ids=lambda w: w.operation)
+def test_each_lane_route_is_the_fastapi_route_of_its_table_entry(write: WriteRoute) -> None:
+    route = _route_of(write)
+    assert route.operation_id == write.operation
+    assert _scope_required(route) == write.scope
+    assert route.body_field is not None
+    assert route.body_field.field_info.annotation is write.model
+    # the route module serves the table's own entry object
+    module = inspect.getmodule(route.endpoint)
+    assert write in vars(module).values(), module
+
+
+SAMPLE_PATHS = [
+    ORDERS,
+    WITHDRAWALS,
+    DEPOSIT,
+    "/v2/profiles/p-1/orders",
+    "/v2/profiles//orders",
+    "/v2/profiles/a/b/orders",
+    "/v2/profiles/orders",
+    "/v2/profiles/default/orders/",
+    "/v2/profiles/default/orders/x",
+    "/v2/transfer/crypto-withdrawals/",
+    "/v2/transfer/crypto-withdrawals/x",
+    "/v2/sandbox/profiles/default/deposit",
+    "/v2/sandbox/profiles//deposit",
+    "/v2/sandbox/profiles/deposit",
+    "/v2/sandbox/profiles/a/b/deposit",
+    "/v2/profiles/default/deposit",
+    "/v2/sandbox/customers",
+    "/v2/profiles",
+]
+
+
+@pytest.mark.parametrize("method", ["POST", "GET", "DELETE"])
+def test_the_lane_takes_the_paths_its_routes_take(method: str) -> None:
+    for path in SAMPLE_PATHS:
+        scope = {"type": "http", "method": method, "path": path, "root_path": ""}
+        expected = None
+        for write in WRITE_ROUTES:
+            match, child = _route_of(write).matches(scope)
+            if match == Match.FULL:
+                params = child["path_params"]
+                expected = (write, next(iter(params.values()), ""))
+        assert lane_of(method, path) == expected, (method, path)

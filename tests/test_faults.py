@@ -22,9 +22,9 @@ from freezegun import freeze_time
 
 from engine import open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
-from tests import test_cli
+from tests import server_helpers
 from tests.conftest import make_settings
-from tests.test_cli import ROOT, Server, _free_port
+from tests.server_helpers import ROOT, Server, free_port
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
@@ -117,7 +117,7 @@ def test_a_server_started_on_a_read_only_file_writes_again_once_the_file_is_writ
     assert first.stop()[0] == 0
     files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
     db.chmod(0o444)
-    monkeypatch.setattr(test_cli, "SANDEX", [*_AS_A_USER, *test_cli.SANDEX])
+    monkeypatch.setattr(server_helpers, "SANDEX", [*_AS_A_USER, *server_helpers.SANDEX])
     server = Server(db, "--no-rate-limits")
     try:
         url = f"{server.base}{DEPOSIT}"
@@ -237,7 +237,7 @@ def test_a_database_that_cannot_be_opened_is_a_clear_start_up_error(
 ) -> None:
     db = make(tmp_path)
     done = subprocess.run(
-        [*SANDEX, "serve", "--db", str(db), "--port", str(_free_port())],
+        [*SANDEX, "serve", "--db", str(db), "--port", str(free_port())],
         cwd=ROOT,
         capture_output=True,
         text=True,

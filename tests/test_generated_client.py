@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_cli import ROOT, Server, _readme_blocks
+from tests.server_helpers import ROOT, Server, readme_blocks
 
 PACKAGE = "sandex_client"
 
@@ -60,7 +60,7 @@ def test_a_generated_client_parses_every_answer_of_the_readme_walkthrough(tmp_pa
             "SANDEX_OPENAPI": str(doc),
             "SANDEX_CLIENT_LOG": str(log),
         }
-        blocks = _readme_blocks()
+        blocks = readme_blocks()
         for block in blocks:
             done = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", block],

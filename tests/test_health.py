@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.test_cli import Server
+from tests.server_helpers import Server
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 

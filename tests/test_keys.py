@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from api_adapter import create_app
 from api_adapter.auth import Tokens
-from api_adapter.cli.commands import main
+from api_adapter.cli import main
 from api_adapter.webhook_delivery import Deliverer
 from engine import open_engine
 from engine.kernel.commands import CreateCustomer
@@ -28,7 +28,7 @@ from engine.store import private_files
 from engine.tools.time_travel import travel
 from tests.conftest import make_settings
 from tests.file_helpers import database_bytes, file_mode, usual_umask
-from tests.test_cli import SANDEX, Server, servers  # noqa: F401 - a fixture
+from tests.server_helpers import SANDEX, Server, servers  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 

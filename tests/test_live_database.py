@@ -30,7 +30,7 @@ from engine.store import LeaseHeld
 from engine.store.lease import lock_path
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
-from tests.test_cli import ROOT, SANDEX, Server, _free_port
+from tests.server_helpers import ROOT, SANDEX, Server, free_port
 from tests.test_store_migration import _OLD_FEED_DDL, _indexes
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
@@ -76,7 +76,7 @@ def test_rebuild_and_a_second_server_refuse_while_a_server_writes_and_nothing_ac
     writer.start()
     try:
         refused = _sandex("rebuild", "--db", str(db))
-        second = _sandex("serve", "--db", str(db), "--port", str(_free_port()))
+        second = _sandex("serve", "--db", str(db), "--port", str(free_port()))
     finally:
         stop.set()
         writer.join()

@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import auth
-from api_adapter.cli.commands import _settings, parser
+from api_adapter.cli.parser import parser
+from api_adapter.cli.serve import serve_settings
 from api_adapter.rate_limits import RateLimiter, address_of
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
@@ -336,8 +337,8 @@ def test_limits_are_configured_by_family_and_operation(
 
 
 def test_no_rate_limits_is_a_serve_flag_and_the_suite_default(sandbox: Any) -> None:
-    assert _settings(parser().parse_args(["serve"])).rate_limits_enabled  # type: ignore[attr-defined]
-    off = _settings(parser().parse_args(["serve", "--no-rate-limits"]))
+    assert serve_settings(parser().parse_args(["serve"])).rate_limits_enabled  # type: ignore[attr-defined]
+    off = serve_settings(parser().parse_args(["serve", "--no-rate-limits"]))
     assert off.rate_limits_enabled is False  # type: ignore[attr-defined]
     assert sandbox.app.state.limiter is None
     assert set(statuses(lambda: sandbox.get("/v2/profiles"), 120)) == {200}

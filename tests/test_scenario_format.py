@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from api_adapter.cli.commands import main
-from api_adapter.scenarios.runner import StepResult, _Printer, run_in_process
+from api_adapter.cli import main
+from api_adapter.cli.replay import _Printer
+from api_adapter.scenarios.runner import StepResult, run_in_process
 from engine.tools.scenario_file import ScenarioError, compare, load, parse_duration, substitute
 
 MINIMAL = """

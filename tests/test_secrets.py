@@ -19,9 +19,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
-from api_adapter.cli.commands import _bootstrap
+from api_adapter.cli.bootstrap import bootstrap
 from api_adapter.scenarios.recorder import Recorder
-from api_adapter.scenarios.runner import InProcess, Runner, run_in_process
+from api_adapter.scenarios.runner import Runner, run_in_process
+from api_adapter.scenarios.targets import InProcess
 from engine import open_engine
 from engine.domain.customers import secret_matches
 from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
@@ -31,7 +32,7 @@ from engine.tools.scenario_file import load, load_file
 from engine.tools.time_travel import log_hash
 from tests.conftest import make_settings
 from tests.file_helpers import database_bytes, file_mode, usual_umask
-from tests.test_cli import SANDEX
+from tests.server_helpers import SANDEX
 from tests.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,23 +317,23 @@ def test_the_bootstrap_secret_is_the_default_on_loopback_and_random_elsewhere(
     monkeypatch.delenv("SANDEX_CLIENT_SECRET", raising=False)
     monkeypatch.delenv("SANDEX_CLIENT_ID", raising=False)
     with open_engine(tmp_path / "local.db", make_settings()) as engine:
-        assert _bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")
-        assert _bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")  # a restart
+        assert bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")
+        assert bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")  # a restart
     with open_engine(tmp_path / "open.db", make_settings()) as engine:
-        client_id, shown = _bootstrap(engine, "0.0.0.0")
+        client_id, shown = bootstrap(engine, "0.0.0.0")
         secret = shown.split()[0]
         assert secret != "sandex-secret" and len(secret) >= 40 and "once" in shown
         client = engine.state.clients[client_id]
         assert secret_matches(secret, client["salt"], client["secret_hash"])
-        again = _bootstrap(engine, "0.0.0.0")[1]  # a restart cannot show it again
+        again = bootstrap(engine, "0.0.0.0")[1]  # a restart cannot show it again
         assert secret not in again and "not shown" in again
     with open_engine(tmp_path / "v6.db", make_settings()) as engine:
-        assert _bootstrap(engine, "::1")[1] == "sandex-secret"
-        warned = _bootstrap(engine, "192.0.2.7")[1]  # the default, served beyond loopback
+        assert bootstrap(engine, "::1")[1] == "sandex-secret"
+        warned = bootstrap(engine, "192.0.2.7")[1]  # the default, served beyond loopback
         assert warned.startswith("sandex-secret") and "anyone" in warned
     monkeypatch.setenv("SANDEX_CLIENT_SECRET", "from-env-456")
     with open_engine(tmp_path / "env.db", make_settings()) as engine:
-        client_id, shown = _bootstrap(engine, "0.0.0.0")
+        client_id, shown = bootstrap(engine, "0.0.0.0")
         assert "from-env-456" not in shown
         client = engine.state.clients[client_id]
         assert secret_matches("from-env-456", client["salt"], client["secret_hash"])

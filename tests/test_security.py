@@ -23,8 +23,8 @@ from freezegun import freeze_time
 
 from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES
 from tests.reference import document
-from tests.test_cli import ROOT as ROOT_DIR
-from tests.test_cli import Server
+from tests.server_helpers import ROOT as ROOT_DIR
+from tests.server_helpers import Server
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"

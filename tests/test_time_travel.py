@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from api_adapter.cli.commands import main
+from api_adapter.cli import main
 from engine.kernel.clock import parse_time
 from engine.read.readmodels import TABLES
 from engine.tools.time_travel import log_hash, travel
@@ -100,12 +100,12 @@ def test_the_command_line_writes_a_database_that_verifies(
     sandbox.close()
     out = tmp_path / "then.db"
     when = "2024-01-01T00:00:05Z"
-    assert main(["replay", "--db", str(sandbox.db), "--until", when, "--out", str(out)]) == 0
+    assert main(["time-travel", "--db", str(sandbox.db), "--until", when, "--out", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     assert main(["verify", "--db", str(out)]) == 0
     assert capsys.readouterr().out.startswith("OK")
     assert _balance(out, "BTC")["available"] == "1"
-    bad = ["replay", "--db", str(sandbox.db), "--until", "next tuesday", "--out", "x.db"]
+    bad = ["time-travel", "--db", str(sandbox.db), "--until", "next tuesday", "--out", "x.db"]
     assert main(bad) == 2
     assert "--until" in capsys.readouterr().err
 

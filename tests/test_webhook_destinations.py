@@ -18,7 +18,8 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from api_adapter.cli.commands import _settings, parser
+from api_adapter.cli.parser import parser
+from api_adapter.cli.serve import serve_settings
 from api_adapter.webhook_delivery import NOT_DELIVERED
 from engine.config.destinations import Destinations
 from engine.config.settings import Settings
@@ -136,7 +137,7 @@ def test_the_allow_setting_and_flag_refuse_what_they_cannot_read() -> None:
     args = parser().parse_args(
         ["serve", "--webhook-allow", "127.0.0.1, localhost", "--webhook-allow", "::1"]
     )
-    settings = _settings(args)
+    settings = serve_settings(args)
     assert isinstance(settings, Settings)
     assert settings.webhook_allowed_hosts == ["127.0.0.1", "localhost", "::1"]
     with pytest.raises(SystemExit):

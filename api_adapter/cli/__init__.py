@@ -1,5 +1,6 @@
-"""The `sandex` command line."""
+"""The `sandex` command line: one module per verb, `parser` assembles them, `main` runs
+one (`python -m api_adapter.cli` and the `sandex` entry point)."""
 
-from api_adapter.cli.commands import main
+from api_adapter.cli.main import main
 
 __all__ = ["main"]

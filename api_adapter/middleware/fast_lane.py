@@ -5,10 +5,11 @@ FastAPI's route matching over every route, dependency solving and request object
 several times the adapter's own work per request (profiled: ~0.4 ms of ~0.5 ms on the
 event loop for an order), and the loop is what feeds the writer's group commit. The
 lane does the route's own steps directly: the bearer check and its scope, the body
-model, the rate limit, the same command (built by the route module's own function),
-the same answer. It answers only what it is sure of: a request it does not know, or
-one with a missing or bad token, a missing scope or a body its model refuses, goes on
-to the app untouched (body replayed), whose handlers answer it exactly as before. The
+model, the rate limit, the same command, the same answer, all read from the route's
+own entry in the table of write routes (api_adapter/routes/writes.py), which the route
+reads too. It answers only what it is sure of: a request it does not know, or one with
+a missing or bad token, a missing scope or a body its model refuses, goes on to the
+app untouched (body replayed), whose handlers answer it exactly as before. The
 errors the lane renders itself (the engine's domain errors, the limiter's 429) go
 through the same functions as the app's handlers; anything else propagates to the
 app's error middleware (a 500 problem naming the request id).
@@ -16,12 +17,10 @@ app's error middleware (a 500 problem naming the request id).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,63 +28,29 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api_adapter.auth import Clients, Principal, Tokens, principal_of
 from api_adapter.problems import AuthError, domain_problem, http_problem
 from api_adapter.rate_limits import RateLimiter
-from api_adapter.request_bodies import (
-    CreateCryptoWithdrawalRequest,
-    CreateOrderRequest,
-    SandboxDepositRequest,
-)
 from api_adapter.responses import send_json
-from api_adapter.routes import funding, orders, withdrawals
+from api_adapter.routes.writes import WRITE_ROUTES, WriteRoute
 from api_adapter.writer_bridge import actor_of, submit
-from engine.kernel.commands import Actor, Command
+from engine.kernel.commands import Command
 from engine.kernel.errors import DomainError
 
-# The command of a request, or None when the route has more to do than submit it.
-Build = Callable[[Actor, Principal, str, Any], Command | None]
+# The table read once into what a request is matched against: whole paths by lookup,
+# paths with a parameter by their head and tail.
+_EXACT = {(r.method, r.path): r for r in WRITE_ROUTES if not r.has_param}
+_PARAMETRIC = tuple((r.method, r.head, r.tail, r) for r in WRITE_ROUTES if r.has_param)
 
 
-@dataclass(frozen=True, slots=True)
-class Lane:
-    operation: str  # the route's operation id: the rate limiter's family
-    scope: str  # the scope the route's `require` asks for
-    model: type[BaseModel]
-    build: Build
-
-
-def _order(actor: Actor, who: Principal, profile_id: str, body: CreateOrderRequest) -> Any:
-    if body.await_fill_millis:  # the route holds the answer until the order fills
-        return None
-    return orders.create_order_command(actor, who, profile_id, body)
-
-
-ORDERS = Lane(orders.CREATE_ORDER, orders.WRITE_SCOPE, CreateOrderRequest, _order)
-WITHDRAWALS = Lane(
-    withdrawals.CREATE_WITHDRAWAL,
-    withdrawals.WITHDRAW_SCOPE,
-    CreateCryptoWithdrawalRequest,
-    lambda actor, who, _, body: withdrawals.create_withdrawal_command(actor, body),
-)
-DEPOSITS = Lane(
-    funding.CREATE_DEPOSIT,
-    funding.DEPOSIT_SCOPE,
-    SandboxDepositRequest,
-    lambda actor, who, profile_id, body: funding.deposit_command(actor, profile_id, body),
-)
-
-
-def lane_of(path: str) -> tuple[Lane, str] | None:
-    """The lane of a POST to `path` and its path parameter (a profile id), if any. Path
-    parameters match as Starlette's `{name}` does: one non-empty segment."""
-    if path == "/v2/transfer/crypto-withdrawals":
-        return WITHDRAWALS, ""
-    if path.startswith("/v2/profiles/") and path.endswith("/orders"):
-        profile_id = path[13:-7]
-        if profile_id and "/" not in profile_id:
-            return ORDERS, profile_id
-    elif path.startswith("/v2/sandbox/profiles/") and path.endswith("/deposit"):
-        profile_id = path[21:-8]
-        if profile_id and "/" not in profile_id:
-            return DEPOSITS, profile_id
+def lane_of(method: str, path: str) -> tuple[WriteRoute, str] | None:
+    """The write route of a request and its path parameter ("" if none), if any. A
+    parameter matches as Starlette's `{name}` does: one non-empty segment."""
+    exact = _EXACT.get((method, path))
+    if exact is not None:
+        return exact, ""
+    for route_method, head, tail, route in _PARAMETRIC:
+        if route_method == method and path.startswith(head) and path.endswith(tail):
+            param = path[len(head) : len(path) - len(tail)]
+            if param and "/" not in param:
+                return route, param
     return None
 
 
@@ -97,10 +62,10 @@ class FastLane:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+        if scope["type"] != "http" or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
-        found = lane_of(scope["path"])
+        found = lane_of(scope["method"], scope["path"])
         if found is None:
             await self.app(scope, receive, send)
             return
@@ -123,19 +88,19 @@ class FastLane:
         response: Response
         try:
             if limiter is not None:
-                limiter.admit(scope, lane.operation, "POST")
+                limiter.admit(scope, lane.operation, lane.method)
             result = await submit(self.state.engine, command)
         except DomainError as exc:
             response = domain_problem(exc)
         except HTTPException as exc:
-            response = http_problem(exc, "POST", scope["path"])
+            response = http_problem(exc, lane.method, scope["path"])
         else:
             await send_json(send, result)
             return
         await response(scope, receive, send)
 
     def _take(
-        self, scope: Scope, lane: Lane, param: str, body: bytes
+        self, scope: Scope, lane: WriteRoute, param: str, body: bytes
     ) -> tuple[Principal, Command] | None:
         """The caller and the command, when the lane can serve the request; else None."""
         if not body:
@@ -159,9 +124,12 @@ class FastLane:
             )
         except (ValidationError, orjson.JSONDecodeError):
             return None
+        if lane.route_only(model):
+            return None
         client_request_id = scope.get("state", {}).get("client_request_id", "") or ""
-        command = lane.build(actor_of(principal, client_request_id), principal, param, model)
-        return None if command is None else (principal, command)
+        return principal, lane.build(
+            actor_of(principal, client_request_id), principal, param, model
+        )
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -15,44 +15,29 @@ from api_adapter.request_bodies import (
     SandboxDepositRequest,
 )
 from api_adapter.responses import JSONResponse
+from api_adapter.routes import writes
 from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import (
-    Actor,
-    CreateFiatDepositInstructions,
-    InitiateFiatDeposit,
-    SandboxDeposit,
-)
+from engine.kernel.commands import CreateFiatDepositInstructions, InitiateFiatDeposit
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Funding"])
-# Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
-CREATE_DEPOSIT = "CreateSandboxDeposit"
-DEPOSIT_SCOPE = "funding:read_profile"
+# The fast lane serves this route from the same entry (api_adapter/routes/writes.py).
+DEPOSIT = writes.CREATE_DEPOSIT
 
 
 @router.post(
-    "/sandbox/profiles/{profile_id}/deposit",
-    operation_id=CREATE_DEPOSIT,
+    DEPOSIT.under(router.prefix),
+    operation_id=DEPOSIT.operation,
     responses=response_shapes.ok(response_shapes.CreateSandboxDepositResponse),
 )
 async def sandbox_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require(DEPOSIT_SCOPE))],
+    who: Annotated[Principal, Depends(require(DEPOSIT.scope))],
     profile_id: str,
     body: SandboxDepositRequest,
 ) -> JSONResponse:
-    return JSONResponse(await run(request, deposit_command(actor(request, who), profile_id, body)))
-
-
-def deposit_command(actor: Actor, profile_id: str, body: SandboxDepositRequest) -> SandboxDeposit:
-    """The command of a sandbox deposit request (the route's and the fast lane's)."""
-    return SandboxDeposit(
-        actor=actor,
-        profile_id=profile_id,
-        asset=body.asset,
-        amount=body.amount,
-        crypto_network=body.crypto_network,
-        crypto_address=body.crypto_address,
+    return JSONResponse(
+        await run(request, DEPOSIT.build(actor(request, who), who, profile_id, body))
     )
 
 

@@ -12,18 +12,17 @@ from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit, checked_time
 from api_adapter.request_bodies import CreateOrderRequest, MarketName
 from api_adapter.responses import JSONResponse
+from api_adapter.routes import writes
 from api_adapter.writer_bridge import actor, run
-from engine.config.settings import SELF_MATCH_PREVENTION
-from engine.kernel.commands import Actor, CancelOrder, CreateOrder
+from engine.kernel.commands import CancelOrder
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
 Read = Annotated[Principal, Depends(require("exchange:read_order"))]
-# Named once: the fast lane (api_adapter/fastpath.py) serves this route with them too.
-CREATE_ORDER = "CreateOrder"
-WRITE_SCOPE = "exchange:write_order"
-Write = Annotated[Principal, Depends(require(WRITE_SCOPE))]
+# The fast lane serves this route from the same entry (api_adapter/routes/writes.py).
+CREATE = writes.CREATE_ORDER
+Write = Annotated[Principal, Depends(require(CREATE.scope))]
 OrderStatus = Literal["PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"]
 CLOSED = frozenset({"FILLED", "CANCELLED", "REJECTED"})
 POLL_SECONDS = 0.005
@@ -43,43 +42,16 @@ def order_page(
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
 
-def create_order_command(
-    actor: Actor, who: Principal, profile_id: str, body: CreateOrderRequest
-) -> CreateOrder:
-    """The command of a create-order request (the route's and the fast lane's)."""
-    return CreateOrder(
-        actor=actor,
-        profile_id=profile_id,
-        side=body.side,
-        market=body.market,
-        type=body.type,
-        ref_id=body.ref_id,
-        base_amount=body.base_amount,
-        price=body.price,
-        quote_amount=body.quote_amount,
-        metadata=body.metadata,
-        await_fill_millis=body.await_fill_millis,
-        time_in_force=body.time_in_force,
-        expiration_date=body.expiration_date,
-        identity_id=body.identity_id,
-        identity_account_id=body.identity_account_id,
-        stop_price=body.stop_price,
-        recipient_profile_id=body.recipient_profile_id,
-        self_match_prevention_id=body.self_match_prevention_id,
-        may_prevent_self_match=SELF_MATCH_PREVENTION in who.scopes,
-    )
-
-
 @router.post(
-    "/profiles/{profile_id}/orders",
-    operation_id=CREATE_ORDER,
+    CREATE.under(router.prefix),
+    operation_id=CREATE.operation,
     responses=response_shapes.ok(response_shapes.Order),
 )
 async def create_order(
     request: Request, who: Write, profile_id: str, body: CreateOrderRequest
 ) -> JSONResponse:
-    order = await run(request, create_order_command(actor(request, who), who, profile_id, body))
-    if body.await_fill_millis:
+    order = await run(request, CREATE.build(actor(request, who), who, profile_id, body))
+    if body.await_fill_millis:  # CREATE.route_only: the fast lane hands these on
         order = await _await_fill(request, who, order, body.await_fill_millis)
     return JSONResponse(order)
 

@@ -1,1 +1,1 @@
-"""Scenario tools: the runner and the session recorder."""
+"""Scenario tools: the runner, its targets (in-process or a URL) and the session recorder."""

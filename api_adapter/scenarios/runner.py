@@ -3,14 +3,12 @@ differs from what the scenario expects.
 
 It runs against a fresh sandbox in-process (a new database in a temporary folder, a
 manual clock, the real ASGI app through an in-memory transport) or against a running
-sandbox at a URL. Either way every step is an HTTP request, so a scenario exercises
-exactly what an integration would.
+sandbox at a URL: the targets of api_adapter/scenarios/targets.py. Either way every
+step is an HTTP request, so a scenario exercises exactly what an integration would.
 """
 
 from __future__ import annotations
 
-import asyncio
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,10 +19,14 @@ from typing import Any
 
 import httpx
 
-from api_adapter.webhook_delivery import Deliverer
-from engine.config.settings import Settings
+from api_adapter.scenarios.targets import (
+    BOOTSTRAP_CLIENT,
+    BOOTSTRAP_SECRET,
+    InProcess,
+    Remote,
+    Target,
+)
 from engine.kernel.clock import format_time, parse_time
-from engine.store import private_files
 from engine.tools.scenario_file import (
     ADMIN,
     ANONYMOUS,
@@ -46,9 +48,6 @@ from engine.tools.scenario_file import (
     same_amount,
     substitute,
 )
-
-BOOTSTRAP_CLIENT = "sandex"
-BOOTSTRAP_SECRET = "sandex-secret"
 
 
 @dataclass
@@ -79,109 +78,6 @@ class ScenarioResult:
 
 class StepFailed(Exception):
     """A step could not be carried out (as opposed to a response that differs)."""
-
-
-# -- targets --------------------------------------------------------------------------
-
-
-class Target:
-    """Where requests go: an httpx-compatible client and the bootstrap credentials."""
-
-    client: httpx.Client
-    client_id: str = BOOTSTRAP_CLIENT
-    client_secret: str = BOOTSTRAP_SECRET
-
-    def close(self) -> None:
-        self.client.close()
-
-    def log_hash(self) -> str | None:
-        return None
-
-
-class _ASGI(httpx.BaseTransport):
-    """Requests straight into the ASGI app on an event loop of this thread: no socket,
-    no thread hop per request (a test client's portal costs milliseconds a request)."""
-
-    def __init__(self, app: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.inner = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        async def call() -> httpx.Response:
-            forwarded = httpx.Request(
-                request.method, request.url, headers=request.headers, content=request.read()
-            )
-            answer = await self.inner.handle_async_request(forwarded)
-            content = await answer.aread()
-            return httpx.Response(answer.status_code, headers=answer.headers, content=content)
-
-        return self.loop.run_until_complete(call())
-
-    def close(self) -> None:
-        self.loop.close()
-
-
-class InProcess(Target):
-    """A fresh sandbox: a new database in a temporary folder, the real app in-process."""
-
-    def __init__(self, settings: Settings, keep_db: str | Path | None = None) -> None:
-        from api_adapter.app import create_app
-        from engine import open_engine
-        from engine.kernel.commands import CreateCustomer
-
-        self._tmp = tempfile.TemporaryDirectory(prefix="sandex-replay-")
-        self.db = Path(self._tmp.name) / "sandex.db"
-        self.keep_db = Path(keep_db) if keep_db is not None else None
-        self.engine = open_engine(self.db, settings).start()
-        self.engine.execute(
-            CreateCustomer(
-                client_id=self.client_id, client_secret=self.client_secret, bootstrap=True
-            )
-        )
-        self.app = create_app(self.engine)
-        self.app.state.webhooks = _NoDelivery(str(self.db))
-        self.client = httpx.Client(transport=_ASGI(self.app), base_url="http://sandex")
-        self._closed = False
-        self._hash: str | None = None
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        from engine.tools.time_travel import log_hash
-
-        self.client.close()
-        self.app.state.queries.close()
-        self.engine.stop()
-        self._hash = log_hash(self.db)
-        if self.keep_db is not None:
-            self.keep_db.parent.mkdir(parents=True, exist_ok=True)
-            private_files.copy(self.db, self.keep_db)
-            private_files.copy(f"{self.db}.key", f"{self.keep_db}.key")
-        self._tmp.cleanup()
-
-    def log_hash(self) -> str | None:
-        return self._hash
-
-
-class _NoDelivery(Deliverer):
-    """A replay records webhook registrations but POSTs nothing: it has no effect
-    outside its own sandbox."""
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-
-class Remote(Target):
-    """A running sandbox at `url`; the bootstrap credentials create the actors."""
-
-    def __init__(self, url: str, client_id: str, client_secret: str) -> None:
-        self.client = httpx.Client(base_url=url.rstrip("/"), timeout=30)
-        self.client_id = client_id
-        self.client_secret = client_secret
 
 
 # -- the runner ------------------------------------------------------------------------
@@ -525,155 +421,3 @@ def run_remote(
         return Runner(scenario, target, on_step).run()
     finally:
         target.close()
-
-
-# -- the command line ---------------------------------------------------------------------
-
-
-def _until(text: str) -> tuple[int | None, Any]:
-    if text.strip().isdigit():
-        return int(text), None
-    try:
-        return None, parse_time(text)
-    except ValueError as exc:
-        raise ValueError(
-            f"--until {text!r} invalid: a log position (an integer) or an RFC 3339 time"
-        ) from exc
-
-
-def time_travel(db: str, until: str, out: str) -> int:
-    """`sandex replay --db F --until POSITION|TIME --out G`."""
-    import sys
-
-    from engine.tools.time_travel import travel
-
-    try:
-        position, when = _until(until)
-        done = travel(db, out, position=position, until=when)
-    except (ValueError, FileExistsError, FileNotFoundError) as exc:
-        print(f"sandex: {exc}", file=sys.stderr)
-        return 2
-    moved = (
-        f" (position {done.asked} falls inside a decision; cut at its start)"
-        if done.asked != done.position
-        else ""
-    )
-    at = f", last event at {done.occurred_at}" if done.occurred_at else ""
-    base = f"; state from the snapshot at {done.base} and the tail" if done.base else ""
-    print(f"wrote {out}: {done.events} events up to position {done.position}{moved}{at}{base}")
-    return 0
-
-
-class _Printer:
-    """One line per step, the diffs of a failed one, and for long runs the command
-    line's progress bar (api_adapter/cli/progress.py), under the lines."""
-
-    def __init__(self, total_steps: int, progress: bool) -> None:
-        from rich.console import Console
-
-        from api_adapter.cli.progress import Bar
-
-        self.console = Console(highlight=False, soft_wrap=True)
-        self.progress: Bar | None = Bar("replaying", "steps", total_steps) if progress else None
-
-    def line(self, text: str) -> None:
-        self.console.print(text, markup=False)
-
-    def step(self, r: StepResult) -> None:
-        status = f" -> {r.status}" if r.status is not None else ""
-        self.line(f"  {'ok  ' if r.ok else 'FAIL'} {r.index:>3}  {r.label}{status}")
-        for diff in r.diffs:
-            self.line(f"            {diff}")
-        if self.progress is not None:
-            self.progress.advance()
-
-    def stop(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-
-PROGRESS_FROM_STEPS = 40
-
-
-def command(args: Any) -> int:
-    """`sandex replay FILE... [--url URL] [--log-hash]`: 0 all green, 1 a mismatch, 2 a
-    scenario that cannot be read."""
-    import sys
-
-    from api_adapter.cli.progress import wanted
-    from api_adapter.logging import configure
-    from engine.tools.scenario_file import ScenarioError, load_file
-
-    if args.db or args.until:
-        if not (args.db and args.until and args.out) or args.files:
-            print(
-                "sandex: time travel is `sandex replay --db F --until POSITION|TIME --out G`",
-                file=sys.stderr,
-            )
-            return 2
-        return time_travel(args.db, args.until, args.out)
-    if not args.files:
-        print("sandex: give scenario files, or --db F --until X --out G", file=sys.stderr)
-        return 2
-    if args.out and (len(args.files) != 1 or args.url):
-        print("sandex: --out keeps the database of one scenario run in-process", file=sys.stderr)
-        return 2
-    if args.out and Path(args.out).exists():  # before the run, which would overwrite it
-        print(f"sandex: {args.out} exists already; --out writes a new database", file=sys.stderr)
-        return 2
-    configure(json_lines=False, level="WARNING")  # the access log would drown the report
-    scenarios = []
-    unreadable = 0
-    for path in args.files:
-        try:
-            scenarios.append(load_file(path))
-        except ScenarioError as exc:
-            print(f"sandex: {exc}", file=sys.stderr)
-            unreadable += 1
-    total = sum(s.step_count() for s in scenarios)
-    show_bar = total >= PROGRESS_FROM_STEPS and wanted(args.no_progress)
-    printer = _Printer(total, show_bar)
-    results: list[ScenarioResult] = []
-    try:
-        for scenario in scenarios:
-            printer.line(f"{scenario.source}: {scenario.purpose}")
-            if args.url:
-                result = run_remote(
-                    scenario,
-                    args.url,
-                    client_id=args.client_id,
-                    client_secret=args.client_secret,
-                    on_step=printer.step,
-                )
-            else:
-                result = run_in_process(scenario, on_step=printer.step, keep_db=args.out)
-            results.append(result)
-            verdict = (
-                f"passed, {len(result.steps)} steps"
-                if result.ok
-                else f"FAILED, {len(result.failed)} of {len(result.steps)} steps differ"
-            )
-            printer.line(f"  {verdict} in {result.seconds:.2f} s")
-            if args.log_hash:
-                printer.line(
-                    f"  log {result.log_hash}"
-                    if result.log_hash
-                    else "  log hash: only for an in-process run (no --url)"
-                )
-    finally:
-        printer.stop()
-    steps = sum(len(r.steps) for r in results)
-    failed_steps = sum(len(r.failed) for r in results)
-    failed = sum(not r.ok for r in results)
-    summary = (
-        f"{len(results)} scenarios, {steps} steps: {steps - failed_steps} passed,"
-        f" {failed_steps} failed"
-    )
-    if failed:
-        summary += f" (in {failed} scenarios)"
-    if unreadable:
-        summary += f"; {unreadable} unreadable"
-    printer.line(summary)
-    if unreadable:
-        return 2
-    return 1 if failed else 0

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 from engine.store.sqlite import SqliteEventStore
 
 
+def log_reader(db_path: str | Path) -> SqliteEventStore:
+    """The store's read-only reader of the database at `db_path`: its connection, and the
+    log's events decoded (`sandex events`, engine/read/event_listing.py)."""
+    return SqliteEventStore.reader(db_path)
+
+
 def _open(db_path: str) -> sqlite3.Connection:
     """A read-only connection to the database at `db_path`, from the store's reader."""
-    return SqliteEventStore.reader(db_path).conn
+    return log_reader(db_path).conn
 
 
 class ReadConnections:

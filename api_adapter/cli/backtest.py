@@ -1,0 +1,63 @@
+"""`sandex backtest`: an order flow or a strategy over historical prices, and its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def backtest(args: argparse.Namespace) -> int:
+    """`sandex backtest`: 0 with a summary, 2 when the run cannot be made."""
+    from api_adapter.cli.progress import progress_bar
+    from engine.backtest import ApiError, BacktestError, run
+
+    deposits = {}
+    for item in args.deposit or []:
+        asset, sep, amount = item.partition("=")
+        if not sep or not asset or not amount:
+            print(f"sandex: --deposit {item!r}: write ASSET=AMOUNT", file=sys.stderr)
+            return 2
+        deposits[asset.upper()] = amount
+    settings = None
+    if args.config:
+        from engine.config.settings import Settings
+
+        settings = Settings.from_file(args.config)
+    with progress_bar("backtest", "prices", off=args.no_progress) as shown:
+        try:
+            result = run(
+                args.data,
+                args.market,
+                strategy=args.strategy,
+                flow=args.flow,
+                deposits=deposits or None,
+                maker_fee=args.maker_fee,
+                taker_fee=args.taker_fee,
+                spread_bps=args.spread_bps,
+                levels=args.levels,
+                level_step_bps=args.level_step_bps,
+                level_notional=args.level_notional,
+                settings=settings,
+                seed=args.seed,
+                db=args.db,
+                out=args.out,
+                progress=shown,
+                bar_seconds=args.bar_seconds,
+            )
+        except (BacktestError, ApiError) as exc:
+            print(f"sandex: {exc}", file=sys.stderr)
+            return 2
+    s = result.summary
+    print(
+        f"{' '.join(s['markets'])} {s['start']} .. {s['end']}: {s['points']} points,"
+        f" {s['orders']['total']} orders, {s['executions']} executions\n"
+        f"  pnl {s['pnl']} {s['currency']} (return {s['return']}),"
+        f" max drawdown {s['max_drawdown']}, fees {s['fees']}\n"
+        f"  log {s['log_hash']}"
+    )
+    if s["errors"]:
+        print(f"  {len(s['errors'])} flow steps were refused; see summary.json")
+    if args.out:
+        print(f"  report: {Path(args.out) / 'report.html'}")
+    return 0

@@ -1,0 +1,350 @@
+"""`sandex`'s argument parser: every verb, its flags and their help, assembled.
+
+Each verb's work is in its own module (serve, verify, rebuild, events, replay,
+time_travel, backtest, clients, keys); this module only says which flags reach it.
+The verb modules import nothing heavy at import time, so `sandex --help` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from api_adapter.cli.backtest import backtest as backtest_command
+from api_adapter.cli.clients import revoke as revoke_command
+from api_adapter.cli.events import events as events_command
+from api_adapter.cli.keys import rotate as rotate_command
+from api_adapter.cli.rebuild import rebuild as rebuild_command
+from api_adapter.cli.replay import replay as replay_command
+from api_adapter.cli.serve import serve as serve_command
+from api_adapter.cli.time_travel import time_travel as time_travel_command
+from api_adapter.cli.verify import verify as verify_command
+
+# The spelling of time travel, named where `sandex replay --until` used to take it.
+TIME_TRAVEL = "sandex time-travel --db F --until POSITION|TIME --out G"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sandex")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default; an option whose default is None says
+    in its own words what happens without it (tests/test_cli_help.py checks both)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help = action.help or ""
+        no_default = action.default is None or action.default is False
+        if no_default or action.default == argparse.SUPPRESS or "default" in help:
+            return help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """The formatter for every parser: subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def _existing_db(path: str) -> str:
+    """A sandex database, or one line saying what `path` is instead: `CliError` is not a
+    usage error, so argparse passes it on to `main` (no usage text, nothing opened)."""
+    from api_adapter.cli.errors import sandex_database
+
+    return sandex_database(path)
+
+
+def _allowed_hosts(value: str) -> list[str]:
+    """`--webhook-allow`'s comma-separated hosts, each checked as the setting checks it."""
+    from engine.config.destinations import parse_allowed
+
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for host in hosts:
+        try:
+            parse_allowed(host)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return hosts
+
+
+class MovedOption(argparse.Action):
+    """A spelling that moved to another verb: hidden from help, it stops the command with
+    one line naming the verb that took it over (`CliError` passes through argparse)."""
+
+    def __init__(self, *args: Any, to: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", argparse.SUPPRESS)
+        kwargs.setdefault("nargs", "?")  # with or without its value: the same one line
+        super().__init__(*args, **kwargs)
+        self.to = to
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from api_adapter.cli.errors import CliError
+
+        verb = parser.prog.removeprefix("sandex ")
+        raise CliError(f"{verb} {option_string}: {self.to}")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The `sandex` parser: each verb's parser sets `func`, the verb's function."""
+    p = _Parser(prog="sandex", description="an event-sourced exchange sandbox")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="start the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8080, help="TCP port to listen on")
+    serve.add_argument("--db", default="sandex.db", help="the database (created if missing)")
+    serve.add_argument(
+        "--clock",
+        choices=["wall", "manual"],
+        default=None,
+        help="wall time, or a clock moved only by POST /v2/sandbox/clock"
+        " (default: the --config file's, else wall)",
+    )
+    serve.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of every random choice (default: the --config file's, else 0)",
+    )
+    serve.add_argument(
+        "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"
+    )
+    serve.add_argument(
+        "--durability",
+        choices=["FULL", "NORMAL"],
+        default=None,
+        help="SQLite synchronous mode of the log (default: the --config file's, else FULL)",
+    )
+    serve.add_argument(
+        "--no-rate-limits",
+        action="store_true",
+        help="answer every request however fast it comes (load tests)",
+    )
+    serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        type=_allowed_hosts,
+        default=None,
+        metavar="HOST[,HOST...]",
+        help="let webhooks reach these names, addresses or networks though not public"
+        " (e.g. 127.0.0.1 for a receiver on this machine); replaces the config file's list"
+        " (default: the --config file's list, else none)",
+    )
+    serve.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="write the session as a scenario to FILE (default: no recording)",
+    )
+    serve.add_argument(
+        "--force", action="store_true", help="with --record: overwrite FILE if it exists"
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time a client has to send a request's head (default: 10)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time a client has to send a request's body after its head (default: 30)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="time an idle connection is kept open between requests (default: 5)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections held at once; more are answered 503 (default: 1000)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=["auto", "json", "console"],
+        default="auto",
+        help="log lines on stderr; auto is console on a terminal, else JSON",
+    )
+    serve.add_argument("--log-level", default="INFO", help="the least level logged")
+    serve.set_defaults(func=serve_command)
+
+    rebuild = sub.add_parser("rebuild", help="drop the read models and replay the log")
+    rebuild.add_argument("--db", required=True, type=_existing_db, help="the database")
+    rebuild.set_defaults(func=rebuild_command)
+
+    verify = sub.add_parser("verify", help="check every invariant of a database")
+    verify.add_argument("--db", required=True, type=_existing_db, help="the database")
+    verify.set_defaults(func=verify_command)
+
+    events = sub.add_parser("events", help="print the event log as JSON lines")
+    events.add_argument("--db", required=True, type=_existing_db, help="the database")
+    events.add_argument(
+        "--stream", default=None, help="only this stream's events (default: every stream)"
+    )
+    events.add_argument("--after", type=int, default=0, help="only events after this position")
+    events.add_argument(
+        "--limit", type=int, default=None, help="at most this many events (default: all)"
+    )
+    events.set_defaults(func=events_command)
+
+    replay = sub.add_parser("replay", help="run scenario files")
+    replay.add_argument("files", nargs="*", metavar="FILE", help="scenario YAML files")
+    replay.add_argument(
+        "--url", default=None, help="a running sandbox (default: a new one in-process)"
+    )
+    replay.add_argument(
+        "--client-id",
+        default=os.environ.get("SANDEX_CLIENT_ID", "sandex"),
+        help="bootstrap client of the --url sandbox ($SANDEX_CLIENT_ID)",
+    )
+    replay.add_argument(
+        "--client-secret",
+        default=None,
+        help="its secret (default: $SANDEX_CLIENT_SECRET, else the bootstrap default)",
+    )
+    replay.add_argument("--log-hash", action="store_true", help="print each run's log hash")
+    replay.add_argument("--no-progress", action="store_true", help="no progress bar")
+    replay.add_argument(
+        "--out", default=None, help="keep the database of a run in-process (default: none)"
+    )
+    replay.add_argument(
+        "--db",
+        "--until",
+        action=MovedOption,
+        to=f"time travel is its own verb now: {TIME_TRAVEL}",
+    )
+    replay.set_defaults(func=replay_command)
+
+    travel = sub.add_parser(
+        "time-travel", help="write a new database holding the log as it was at a position or time"
+    )
+    travel.add_argument("--db", required=True, type=_existing_db, help="the source database")
+    travel.add_argument(
+        "--until",
+        required=True,
+        help="a log position, or an RFC 3339 time (every event at or before it)",
+    )
+    travel.add_argument("--out", required=True, help="the new database (must not exist)")
+    travel.set_defaults(func=time_travel_command)
+
+    backtest = sub.add_parser(
+        "backtest", help="run an order flow over historical prices and report on it"
+    )
+    backtest.add_argument(
+        "--data",
+        action="append",
+        default=None,
+        help="CSV or Parquet prices; repeatable (default: the --flow file's data)",
+    )
+    backtest.add_argument(
+        "--market",
+        default=None,
+        help="the market traded, e.g. BTCUSD (default: the flow's, else every one in the data)",
+    )
+    flow_or_strategy = backtest.add_mutually_exclusive_group(required=True)
+    flow_or_strategy.add_argument(
+        "--strategy", default=None, help="path.py:ClassName (default: none; or --flow)"
+    )
+    flow_or_strategy.add_argument(
+        "--flow", default=None, help="a YAML order-flow file (default: none; or --strategy)"
+    )
+    backtest.add_argument(
+        "--deposit",
+        action="append",
+        default=None,
+        metavar="ASSET=AMOUNT",
+        help="starting balance; repeatable (default: the flow's, else 100000 of the quote)",
+    )
+    backtest.add_argument("--out", default=None, help="folder for the report (default: none)")
+    backtest.add_argument(
+        "--db",
+        default=None,
+        help="keep the event log in this new database (default: a temporary one)",
+    )
+    backtest.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of every random choice (default: the flow's, else 0)",
+    )
+    backtest.add_argument(
+        "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"
+    )
+    backtest.add_argument(
+        "--maker-fee",
+        default=None,
+        help="fraction of notional, e.g. 0.0005 (default: the --config or flow setting, else 0)",
+    )
+    backtest.add_argument(
+        "--taker-fee",
+        default=None,
+        help="fraction of notional, e.g. 0.001 (default: the --config or flow setting, else 0)",
+    )
+    backtest.add_argument(
+        "--spread-bps",
+        default=None,
+        help="synthetic spread; 0 allowed (default: the --config or flow setting, else 10)",
+    )
+    backtest.add_argument(
+        "--levels",
+        type=int,
+        default=None,
+        help="synthetic levels per side (default: the --config or flow setting, else 10)",
+    )
+    backtest.add_argument(
+        "--level-step-bps",
+        default=None,
+        help="spacing of the synthetic levels (default: the --config or flow setting, else 5)",
+    )
+    backtest.add_argument(
+        "--level-notional",
+        default=None,
+        help="quote value of each level (default: the --config or flow setting, else 50000)",
+    )
+    backtest.add_argument(
+        "--bar-seconds",
+        type=float,
+        default=None,
+        help="length of a bar (default: the shortest gap between two bars of the file)",
+    )
+    backtest.add_argument("--no-progress", action="store_true", help="no progress bar")
+    backtest.set_defaults(func=backtest_command)
+
+    clients = sub.add_parser("clients", help="manage API clients")
+    clients_sub = clients.add_subparsers(dest="action", required=True)
+    revoke = clients_sub.add_parser("revoke", help="revoke a client: its tokens stop working")
+    revoke.add_argument("client_id", help="the client to revoke")
+    revoke.add_argument("--db", required=True, type=_existing_db, help="the database")
+    revoke.set_defaults(func=revoke_command)
+
+    keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    rotate = keys_sub.add_parser(
+        "rotate", help="a new token signing key: every token issued before stops working"
+    )
+    rotate.add_argument("--db", required=True, type=_existing_db, help="the database")
+    rotate.set_defaults(func=rotate_command)
+    return p

@@ -1,0 +1,97 @@
+"""`sandex serve`: the HTTP API on a database, with its bootstrap client."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from api_adapter.cli.bootstrap import bootstrap
+
+# serve flags that override connection settings (api_adapter/server/connections.py)
+_CONNECTION_FLAGS = {
+    "header_timeout": "header_timeout_seconds",
+    "body_timeout": "body_timeout_seconds",
+    "keep_alive_timeout": "keep_alive_timeout_seconds",
+    "max_connections": "max_connections",
+}
+
+
+def serve_settings(args: argparse.Namespace) -> object:
+    """The engine settings of `sandex serve`'s flags over its --config file."""
+    from engine.config.settings import Settings
+
+    overrides = {"seed": args.seed, "clock": args.clock}
+    if args.durability:
+        overrides["durability"] = args.durability
+    if getattr(args, "no_rate_limits", False):
+        overrides["rate_limits_enabled"] = False
+    for flag, setting in _CONNECTION_FLAGS.items():
+        if getattr(args, flag, None) is not None:
+            overrides[setting] = getattr(args, flag)
+    if getattr(args, "webhook_allow", None):
+        overrides["webhook_allowed_hosts"] = [h for hosts in args.webhook_allow for h in hosts]
+    if args.config:
+        return Settings.from_file(args.config, **overrides)
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def serve(args: argparse.Namespace) -> int:
+    """`sandex serve`."""
+    from api_adapter.app import create_app
+    from api_adapter.cli.errors import new_or_sandex_database
+    from api_adapter.logging import configure
+    from api_adapter.server.connections import uvicorn_options
+    from api_adapter.server.listen import listen, serve_on
+    from engine import open_engine
+    from engine.runtime.scheduler import Scheduler
+    from engine.store import StoreUnavailable
+
+    json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
+    configure(json_lines=json_logs, level=args.log_level)
+    settings = serve_settings(args)
+    new_or_sandex_database(args.db)
+    if args.record:
+        from api_adapter.scenarios.recorder import check_target
+
+        check_target(args.record, force=args.force)
+    listener = listen(args.host, args.port)  # a busy port: no database made, no banner
+    args.port = listener.getsockname()[1]  # the one taken, for --port 0
+    try:
+        engine = open_engine(args.db, settings).start()  # type: ignore[arg-type]
+    except StoreUnavailable as exc:
+        listener.close()
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
+    client_id, shown_secret = bootstrap(engine, args.host)
+    scheduler = (
+        Scheduler(engine, engine.settings.tick_interval_seconds)
+        if engine.clock.mode == "wall"
+        else None
+    )
+    app = create_app(engine, scheduler=scheduler)
+    if args.record:
+        from api_adapter.scenarios.recorder import Recorder
+
+        app.add_middleware(Recorder, path=args.record, engine=engine)
+    base = f"http://{args.host}:{args.port}"
+    print(
+        f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
+        f"  token:       POST {base}/oauth2/token\n"
+        f"  client_id:     {client_id}\n"
+        f"  client_secret: {shown_secret}\n"
+        f"  docs:        {base}/docs",
+        flush=True,
+    )
+    try:
+        serve_on(
+            listener,
+            app,
+            host=args.host,
+            port=args.port,
+            log_config=None,
+            access_log=False,
+            **uvicorn_options(engine.settings),
+        )
+    finally:
+        engine.stop()
+    return 0
