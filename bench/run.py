@@ -622,6 +622,8 @@ def write(out: Path, started: float, quick: bool, load: tuple[float, ...]) -> No
         "",
         "Written by `make bench` (`bench/run.py`); do not edit by hand. Each benchmark is a",
         "plain script of `bench/` that also runs alone; the exact commands are listed below.",
+        "To compare two revisions on these figures, `make bench-ab BASE=rev [HEAD=rev]` (`bench/ab.py`)",
+        "runs base and head alternately, 5 rounds: per figure the paired ratios, **worse** if all agree.",
         "",
         f"Machine: {machine()}. Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())};"
         f" the whole run took {(time.perf_counter() - started) / 60:.1f} minutes. Load average"
