@@ -249,7 +249,9 @@ def report(plans: list[Plan], revs: dict[str, str], args: argparse.Namespace, to
         *("| " + " | ".join(r) + " |" for p in plans for r in rows(p)),
         "",
         "**worse**: every pair agrees (with one pair that means nothing: use 3 rounds or more)."
-        " `reference` figures run no sandex code and show the noise; `count` ones are sizes.",
+        " `reference` figures run no sandex code and show the noise; `count` ones are sizes."
+        " Open-loop latencies are at each side's own offered rate (half its closed-loop"
+        " throughput, `.offered`): a faster side is offered more.",
     ]
     return "\n".join(lines) + "\n"
 
