@@ -171,6 +171,13 @@ def direction(figure: str) -> str:
     return "lower" if LOWER.search(figure) else "higher"
 
 
+def every_pair_worse(way: str, ratios: list[float]) -> bool:
+    """Worse beyond the noise: no pair of runs says head/base went the better way."""
+    if not ratios:
+        return False
+    return (way == "higher" and max(ratios) < 1) or (way == "lower" and min(ratios) > 1)
+
+
 def _fmt(x: float) -> str:
     if abs(x) >= 100:
         return f"{x:,.0f}"
@@ -197,10 +204,7 @@ def rows(p: Plan) -> list[list[str]]:
             if br and hr and figure in br and figure in hr and br[figure]
         ]
         way = direction(figure)
-        every_pair_worse = bool(ratios) and (
-            (way == "higher" and max(ratios) < 1) or (way == "lower" and min(ratios) > 1)
-        )
-        worse = "**worse**" if every_pair_worse else ""
+        worse = "**worse**" if every_pair_worse(way, ratios) else ""
         ratio = (
             "—"
             if not ratios
