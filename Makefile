@@ -11,7 +11,7 @@ DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyprojec
 # Extra arguments for `sandex serve`, e.g. make serve ARGS="--port 9000 --clock manual"
 ARGS ?=
 
-.PHONY: serve test lint imports typecheck deps unit slow browser bench fuzz soak lock clean
+.PHONY: serve test lint imports typecheck deps unit slow browser bench bench-ab fuzz soak lock clean
 
 $(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,15 @@ browser:
 bench: $(DEV)
 	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null) || echo "wrk could not be installed: HTTP throughput from the Python client"
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# A paired A/B of two revisions on bench's figures (bench/ab.py): make bench-ab BASE=rev
+# [HEAD=rev] [ROUNDS=5] [AB_ARGS="--only http_orders --out ab.md"]; about 11 minutes a round.
+HEAD ?= HEAD
+ROUNDS ?= 5
+bench-ab: $(DEV)
+	@test -n "$(BASE)" || (echo "make bench-ab BASE=rev: the revision to compare against" && false)
+	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null) || echo "wrk could not be installed: HTTP throughput from the Python client"
+	$(BIN)/python bench/ab.py --base $(BASE) --head $(HEAD) --rounds $(ROUNDS) $(AB_ARGS)
 
 # Long property-based fuzzing of every operation (the suite runs a few examples each).
 fuzz: $(DEV)

@@ -8,10 +8,38 @@ import os
 import platform
 import re
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+# The benchmark code: this bench/'s parent, first on sys.path (the scripts put it there).
+BENCH_CODE = Path(__file__).resolve().parents[1]
+# The tree whose engine and adapter a benchmark measures, when not BENCH_CODE itself.
+TREE_VARIABLE = "SANDEX_BENCH_TREE"
+
+
+def measured_tree() -> Path:
+    """The source tree to measure: BENCH_CODE, or the one $SANDEX_BENCH_TREE names, put on
+    sys.path right after BENCH_CODE (so `bench.*` stays this copy's and `engine` is the
+    tree's). bench/ab.py runs one copy of bench/ against two revisions this way."""
+    given = os.environ.get(TREE_VARIABLE)
+    if not given:
+        return BENCH_CODE
+    tree = Path(given).resolve()
+    if tree == BENCH_CODE:
+        return tree
+    if (BENCH_CODE / "engine").is_dir():
+        raise SystemExit(
+            f"{TREE_VARIABLE}={tree}: this bench/ sits beside an engine of its own, which"
+            " Python would import instead; run a copy of bench/ alone (as bench/ab.py does)"
+        )
+    code = str(BENCH_CODE)
+    if str(tree) not in sys.path:
+        sys.path.insert(sys.path.index(code) + 1 if code in sys.path else 0, str(tree))
+    return tree
 
 
 def machine() -> str:

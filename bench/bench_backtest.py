@@ -40,14 +40,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import machine  # noqa: E402
+from bench._common import machine, measured_tree  # noqa: E402
+
+ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
+
 from engine import Engine, open_engine  # noqa: E402
 from engine.backtest import Api, Strategy, run  # noqa: E402
 from engine.backtest.price_files import from_micros, load  # noqa: E402
 from engine.backtest.runner import Runner, engine_settings  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 T0 = 1_704_067_200
 VERIFIED: dict[str, Any] = {"databases": 0, "problems": []}
 

@@ -25,16 +25,15 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import machine, open_loop, open_loop_line  # noqa: E402
+from bench._common import BENCH_CODE, machine, open_loop, open_loop_line  # noqa: E402
 from bench.bench_withdrawals import (  # noqa: E402
     TRIVIAL,
+    _cli_verify,
     _free_port,
     _python_load,
     _request,
@@ -103,7 +102,8 @@ def run_http(
     def baseline(rate: float | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
         port = _free_port()
         base = _start(
-            [py, "-m", "uvicorn", "bench._baseline:app", "--port", str(port)]
+            [py, "-m", "uvicorn", "bench._baseline:app", "--app-dir", str(BENCH_CODE)]
+            + ["--port", str(port)]
             + ["--log-level", "warning", "--no-access-log"],
             f"http://127.0.0.1:{port}/openapi.json",
         )
@@ -127,7 +127,7 @@ def run_http(
         py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
         "--clock", "wall", "--durability", "FULL", "--log-level", "WARNING", "--log-format", "json",
     ]  # fmt: skip
-    from engine.config.settings import Settings
+    from engine import Settings
 
     if "rate_limits_enabled" in Settings.model_fields:
         # the sandbox's per-client rate limits would answer most of the load with 429
@@ -186,14 +186,8 @@ def run_http(
     assert trivial_open is not None
     print(open_loop_line("trivial FastAPI endpoint", trivial_open))
     print(open_loop_line("POST orders (FULL)", orders_open))
-    from engine.tools.verify import verify
-
-    started = time.perf_counter()
-    problems = verify(str(db))
-    print(
-        f"  sandex verify: {'OK' if not problems else problems[0]}"
-        f" ({time.perf_counter() - started:.1f} s)"
-    )
+    said, took = _cli_verify(db)
+    print(f"  sandex verify: {said} ({took:.1f} s)")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

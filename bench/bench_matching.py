@@ -31,10 +31,12 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import fmt_rate, machine  # noqa: E402
+from bench._common import fmt_rate, machine, measured_tree  # noqa: E402
+
+ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
+
 from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.domain.trading.book import BUY, SELL  # noqa: E402

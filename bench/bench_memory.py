@@ -21,7 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import Timer, machine  # noqa: E402
+from bench._common import Timer, machine, measured_tree  # noqa: E402
+
+ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
+
 from engine import Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
 

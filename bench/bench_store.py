@@ -34,7 +34,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import Timer, fmt_rate, machine, repeat  # noqa: E402
+from bench._common import Timer, fmt_rate, machine, measured_tree, repeat  # noqa: E402
+
+ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
+
 from engine import Settings, open_engine  # noqa: E402
 from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
@@ -230,9 +233,7 @@ def startup(path: Path, snapshots: bool = False) -> tuple[float, float, int]:
     measure its own heap too), events/s replayed, and the position of the snapshot it
     started from (0: none)."""
     every = 100_000 if snapshots else 0
-    code = _STARTUP.format(
-        root=str(Path(__file__).resolve().parents[1]), path=str(path), every=every
-    )
+    code = _STARTUP.format(root=str(ROOT), path=str(path), every=every)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()

@@ -34,10 +34,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import machine, open_loop, open_loop_line, percentiles  # noqa: E402
+from bench._common import (  # noqa: E402
+    BENCH_CODE,
+    machine,
+    measured_tree,
+    open_loop,
+    open_loop_line,
+    percentiles,
+)
+
+ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 WITHDRAWAL = {
     "profile_id": "default",
@@ -76,6 +84,25 @@ def _start(cmd: list[str], ready_url: str) -> subprocess.Popen[bytes]:
             time.sleep(0.1)
     _stop(proc)
     raise RuntimeError(f"server did not come up: {' '.join(cmd)}")
+
+
+def _cli_verify(db: Path) -> tuple[str, float]:
+    """`sandex verify` through the command line, not engine internals, so that the same
+    script measures any revision (bench/ab.py): "OK" or the first problem, and seconds."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "api_adapter.cli", "verify", "--db", str(db)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    took = time.perf_counter() - started
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == 0 and lines and lines[-1].startswith("OK"):
+        return "OK", took
+    first = next((line for line in lines if line.startswith("FAILED")), None)
+    return first or f"exit {done.returncode}: {done.stderr.strip()[-300:]}", took
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -235,7 +262,8 @@ def main() -> int:
 
     def baseline(rate: float | None = None) -> tuple[dict[str, float], dict[str, Any] | None]:
         port = _free_port()
-        cmd = [py, "-m", "uvicorn", "bench._baseline:app", "--port", str(port)]
+        cmd = [py, "-m", "uvicorn", "bench._baseline:app", "--app-dir", str(BENCH_CODE)]
+        cmd += ["--port", str(port)]
         base = _start(
             [*cmd, "--log-level", "warning", "--no-access-log"],
             f"http://127.0.0.1:{port}/openapi.json",
@@ -320,12 +348,8 @@ def main() -> int:
     print(open_loop_line(f"POST crypto-withdrawals ({args.durability})", sandex_open))
     print(f"withdrawals in the log by status: {statuses}; {events:,} events")
     if not args.no_verify:
-        from engine.tools.verify import verify
-
-        started = time.perf_counter()
-        problems = verify(str(db))
-        took = time.perf_counter() - started
-        print(f"sandex verify: {'OK' if not problems else problems[0]} ({took:.1f} s)")
+        said, took = _cli_verify(db)
+        print(f"sandex verify: {said} ({took:.1f} s)")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -86,25 +86,29 @@ class Bench:
                 self.failed += 1
                 print(out + "\n" + done.stderr[-3000:], file=sys.stderr)
                 continue
-            values: dict[str, float] = {}
-            for name, pattern in self.figures.items():
-                m = re.search(pattern, out, re.MULTILINE)
-                if m:
-                    values[name] = _num(m.group(1))
-                else:
-                    print(f"  {name}: not found in the output", file=sys.stderr)
-            for route, printed in self.routes.items():
-                m = re.search(OPEN.format(name=printed, n=NUM), out)
-                if m:
-                    for key, group in zip(LATENCY_KEYS, m.groups(), strict=True):
-                        values[f"{route}.{key}"] = _num(group)
-                else:
-                    print(f"  open loop of {route}: not found in the output", file=sys.stderr)
-            self.per_run.append(values)
+            self.per_run.append(self.parse(out))
             said = re.findall(r"\bverify\b[^:\n]*: (.*)$", out, re.M)
             if said:
                 bad = [s for s in said if not s.startswith("OK")]
                 self.verified.append(bad[0] if bad else "OK")
+
+    def parse(self, out: str) -> dict[str, float]:
+        """The figures in one run's output (bench/ab.py reads its runs with this too)."""
+        values: dict[str, float] = {}
+        for name, pattern in self.figures.items():
+            m = re.search(pattern, out, re.MULTILINE)
+            if m:
+                values[name] = _num(m.group(1))
+            else:
+                print(f"  {name}: not found in the output", file=sys.stderr)
+        for route, printed in self.routes.items():
+            m = re.search(OPEN.format(name=printed, n=NUM), out)
+            if m:
+                for key, group in zip(LATENCY_KEYS, m.groups(), strict=True):
+                    values[f"{route}.{key}"] = _num(group)
+            else:
+                print(f"  open loop of {route}: not found in the output", file=sys.stderr)
+        return values
 
     def arg(self, name: str) -> str:
         """The value of option `name` in the last command run ("?" when absent)."""
@@ -618,6 +622,8 @@ def write(out: Path, started: float, quick: bool, load: tuple[float, ...]) -> No
         "",
         "Written by `make bench` (`bench/run.py`); do not edit by hand. Each benchmark is a",
         "plain script of `bench/` that also runs alone; the exact commands are listed below.",
+        "To compare two revisions on these figures, `make bench-ab BASE=rev [HEAD=rev]` (`bench/ab.py`)",
+        "runs base and head alternately, 5 rounds: per figure the paired ratios, **worse** if all agree.",
         "",
         f"Machine: {machine()}. Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())};"
         f" the whole run took {(time.perf_counter() - started) / 60:.1f} minutes. Load average"
