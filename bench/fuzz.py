@@ -23,7 +23,7 @@ import structlog  # noqa: E402
 from tests.conftest import Sandbox, make_settings  # noqa: E402
 from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, funded_headers, fuzz  # noqa: E402
 from tests.reference import SUBSET_NAME, document, find, folder  # noqa: E402
-from tests.test_crash import Process  # noqa: E402
+from tests.server_helpers import Process  # noqa: E402
 
 FIXED = {"profile_id": "default", "market": "BTCUSD"}
 

@@ -94,3 +94,39 @@ def readme_blocks() -> list[str]:
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
     return [b for b in blocks if "curl" in b]
+
+
+class Process:
+    """`sandex serve` with its log in a file (a pipe nobody reads would fill and block)."""
+
+    def __init__(self, db: Path, log: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [*SANDEX, "serve", "--db", str(db), "--port", str(self.port), "--no-rate-limits"]
+            + ["--log-format", "json", "--log-level", "WARNING"],
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=self.log,
+            env=os.environ.copy(),
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, log.read_text()[-2000:]
+            try:
+                httpx.get(f"{self.base}/v2/sandbox/clock", timeout=0.5)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise AssertionError("server did not start")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=20)
+        self.log.close()
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=20)
+        self.log.close()

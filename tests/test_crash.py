@@ -11,9 +11,7 @@ rebuild)."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -25,48 +23,12 @@ from typing import Any
 
 import httpx
 
-from tests.server_helpers import ROOT, free_port
+from tests.server_helpers import ROOT, Process
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 ROUNDS = 3
 SEED = 20240601
-
-
-class Process:
-    """`sandex serve` with its log in a file (a pipe nobody reads would fill and block)."""
-
-    def __init__(self, db: Path, log: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = log.open("ab")
-        self.proc = subprocess.Popen(
-            [*SANDEX, "serve", "--db", str(db), "--port", str(self.port), "--no-rate-limits"]
-            + ["--log-format", "json", "--log-level", "WARNING"],
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=self.log,
-            env=os.environ.copy(),
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, log.read_text()[-2000:]
-            try:
-                httpx.get(f"{self.base}/v2/sandbox/clock", timeout=0.5)
-                return
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise AssertionError("server did not start")
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=20)
-        self.log.close()
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=20)
-        self.log.close()
 
 
 @dataclass

@@ -19,7 +19,7 @@ from tests.fuzzing import (
     query_parameters,
 )
 from tests.reference import document
-from tests.test_crash import Process
+from tests.server_helpers import Process
 
 EXAMPLES = 6
 

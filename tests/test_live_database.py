@@ -31,7 +31,7 @@ from engine.store.lease import lock_path
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.server_helpers import ROOT, SANDEX, Server, free_port
-from tests.test_store_migration import _OLD_FEED_DDL, _indexes
+from tests.store_helpers import OLD_FEED_DDL, indexes
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 
@@ -233,11 +233,11 @@ def test_events_and_verify_only_read_the_database(tmp_path: Path) -> None:
     with open_engine(db, make_settings()) as engine:
         _trade(engine, _customer(engine))
     conn = sqlite3.connect(db)
-    for statement in _OLD_FEED_DDL:
+    for statement in OLD_FEED_DDL:
         conn.execute(statement)
     conn.commit()
     conn.close()
-    before = _indexes(db, "event_feed")
+    before = indexes(db, "event_feed")
     assert _sandex("events", "--db", str(db)).stdout.count("\n") == engine.state.position
     assert verify(str(db)) == []
-    assert _indexes(db, "event_feed") == before
+    assert indexes(db, "event_feed") == before

@@ -15,7 +15,7 @@ from engine.read.readmodels import all_rows
 from engine.runtime import startup_cache
 from engine.runtime.writer import Cancelled, replay, replay_log
 from engine.store import SqliteEventStore
-from tests.test_state_snapshots import assert_same, busy, canon, more
+from tests.state_helpers import assert_same, busy, canon, more
 from tests.transfer_helpers import withdraw
 
 

@@ -11,21 +11,7 @@ from engine.read.readmodels import TABLES
 from engine.store.read_model_indexes import with_indexes
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
-
-# The event feed's indexes as the schema before the merge into one index made them.
-_OLD_FEED_DDL = (
-    "DROP INDEX idx_event_feed_customer_id_seq_type",
-    "CREATE INDEX idx_event_feed_customer_id_seq ON event_feed (customer_id, seq)",
-    "CREATE INDEX idx_event_feed_customer_id_type_seq ON event_feed (customer_id, type, seq)",
-)
-
-
-def _indexes(db: Path, table: str) -> set[str]:
-    conn = sqlite3.connect(db)
-    try:
-        return {r[1] for r in conn.execute(f"PRAGMA index_list({table})") if r[3] == "c"}
-    finally:
-        conn.close()
+from tests.store_helpers import OLD_FEED_DDL, indexes
 
 
 def _trade(engine: Engine, client: str) -> None:
@@ -53,11 +39,11 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
     with open_engine(db, make_settings()) as engine:
         _trade(engine, "first")
     conn = sqlite3.connect(db)
-    for statement in _OLD_FEED_DDL:
+    for statement in OLD_FEED_DDL:
         conn.execute(statement)
     conn.commit()
     conn.close()
-    assert _indexes(db, "event_feed") == {
+    assert indexes(db, "event_feed") == {
         "idx_event_feed_customer_id_seq",
         "idx_event_feed_customer_id_type_seq",
     }
@@ -65,7 +51,7 @@ def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
     with open_engine(db, make_settings()) as engine:
         _trade(engine, "second")
     for table, spec in with_indexes(TABLES).items():
-        assert _indexes(db, table) == {
+        assert indexes(db, table) == {
             f"idx_{table}_{'_'.join(cols)}" for cols in spec.get("indexes", ())
         }, table
     assert verify(str(db)) == []
@@ -84,7 +70,7 @@ def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
 
     with open_engine(db, make_settings()) as engine:
         _trade(engine, "second")
-    assert "by_status" in _indexes(db, "orders")
+    assert "by_status" in indexes(db, "orders")
     assert verify(str(db)) == []
 
 
@@ -98,8 +84,8 @@ def test_orders_and_executions_get_the_store_s_indexes_and_name_none_themselves(
     db = tmp_path / "fresh.db"
     with open_engine(db, make_settings()) as engine:
         _trade(engine, "first")
-    assert _indexes(db, "orders") == {"idx_orders_customer_id_seq", "idx_orders_profile_id_seq"}
-    assert _indexes(db, "executions") == {
+    assert indexes(db, "orders") == {"idx_orders_customer_id_seq", "idx_orders_profile_id_seq"}
+    assert indexes(db, "executions") == {
         "idx_executions_customer_id_seq",
         "idx_executions_profile_id_seq",
         "idx_executions_order_id",
