@@ -1,6 +1,6 @@
 """Long schemathesis runs: `make fuzz` (or `python bench/fuzz.py --examples 500`).
 
-The suite runs the same fuzzing with a few examples per operation (tests/test_fuzz.py);
+The suite runs the same fuzzing with a few examples per operation (tests/api/test_fuzz.py);
 this runs many more, against sandex's own /openapi.json in-process and against a running
 `sandex serve` with the reference's v2-subset.json, and prints each operation's count."""
 
@@ -21,9 +21,9 @@ import schemathesis  # noqa: E402
 import structlog  # noqa: E402
 
 from tests.conftest import Sandbox, make_settings  # noqa: E402
-from tests.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, funded_headers, fuzz  # noqa: E402
-from tests.reference import SUBSET_NAME, document, find, folder  # noqa: E402
-from tests.server_helpers import Process  # noqa: E402
+from tests.support.fuzzing import OWN_CHECKS, REFERENCE_CHECKS, funded_headers, fuzz  # noqa: E402
+from tests.support.reference import SUBSET_NAME, document, find, folder  # noqa: E402
+from tests.support.server_helpers import Process  # noqa: E402
 
 FIXED = {"profile_id": "default", "market": "BTCUSD"}
 

@@ -20,7 +20,7 @@ from api_adapter import create_app
 from engine import Settings, open_engine
 from engine.kernel.commands import CreateCustomer
 from engine.tools.verify import verify
-from tests.conformance import Answer, Observe, conformance_problems
+from tests.support.conformance import Answer, Observe, conformance_problems
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -31,7 +31,7 @@ def make_settings(**overrides: Any) -> Settings:
         "clock_start": START,
         "seed": 7,
         "assert_invariants": True,
-        # Tests log in and call far faster than any rate limit; tests/test_rate_limits.py
+        # Tests log in and call far faster than any rate limit; tests/api/test_rate_limits.py
         # turns the limits on where they are the subject.
         "rate_limits_enabled": False,
     }
@@ -123,7 +123,7 @@ def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
         with contextlib.suppress(Exception):  # a test may have closed it already
             sb.close()
     # Every test that drove a sandbox ends with the whole database verified, and every
-    # answer it got described by the OpenAPI document (tests/conformance.py).
+    # answer it got described by the OpenAPI document (tests/support/conformance.py).
     for sb in opened:
         assert sb.verify() == [], f"sandex verify failed on {sb.db}"
     for sb in opened:

@@ -1,0 +1,520 @@
+"""Backtests: fills follow the engine's rules on the data's path, idle points write
+nothing, the strategy API answers what the HTTP API answers, and a run is repeatable."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api_adapter import create_app
+from engine import Engine, open_engine
+from engine.backtest import Api, ApiError, BacktestError, Strategy, run
+from engine.backtest.runner import Runner
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.kernel.credentials import REDACTED
+from engine.tools.time_travel import travel
+from engine.tools.verify import verify
+from tests.conftest import make_settings
+from tests.support.log_helpers import masked_log
+
+T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
+START = datetime(2024, 1, 1, tzinfo=UTC)
+CHECKED = {"assert_invariants": True}
+
+
+def prices_csv(tmp_path: Path, prices: list[str], step: int = 60, name: str = "p.csv") -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / name
+    rows = "".join(f"{T0 + k * step},{p}\n" for k, p in enumerate(prices))
+    path.write_text("timestamp,price\n" + rows)
+    return path
+
+
+class Script(Strategy):
+    """Runs `actions[k](api)` at the k-th price point and records every callback."""
+
+    def __init__(self, actions: dict[int, Callable[[Api], Any]] | None = None) -> None:
+        self.actions = actions or {}
+        self.k = -1
+        self.seen: list[tuple[str, Any]] = []
+        self.answers: list[Any] = []
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        self.k += 1
+        action = self.actions.get(self.k)
+        if action is not None:
+            self.answers.append(action(self.api))
+
+    def on_fill(self, execution: dict[str, Any]) -> None:
+        self.seen.append(("fill", execution))
+
+    def on_order(self, order: dict[str, Any]) -> None:
+        self.seen.append(("order", order))
+
+    def on_timer(self, name: str, time: datetime) -> None:
+        self.seen.append(("timer", (name, time)))
+
+
+def events(db: Path) -> list[tuple[str, dict[str, Any], str]]:
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT type, data, occurred_at FROM events ORDER BY position")
+        return [(t, json.loads(d), at) for t, d, at in rows.fetchall()]
+    finally:
+        conn.close()
+
+
+def backtest(tmp_path: Path, prices: list[str], strategy: Any, **kw: Any) -> Any:
+    kw.setdefault("settings", CHECKED)
+    kw.setdefault("db", tmp_path / "bt.db")
+    step = kw.pop("step", 60)
+    return run(prices_csv(tmp_path, prices, step), "BTCUSD", strategy=strategy, **kw)
+
+
+def limit_buy(price: str, amount: str = "0.1", **kw: Any) -> Callable[[Api], Any]:
+    return lambda api: api.create_order(
+        side="BUY", market="BTCUSD", type="LIMIT", price=price, base_amount=amount, **kw
+    )
+
+
+def test_idle_points_write_no_event(tmp_path: Path) -> None:
+    few = backtest(tmp_path / "a", ["42000"] * 3, Script())
+    many = backtest(tmp_path / "b", [str(42000 + k % 7) for k in range(2000)], Script())
+    assert len(events(Path(many.db))) == len(events(Path(few.db)))
+    assert [t for t, _, _ in events(Path(many.db))][-1] == "MarketPriceSet"
+
+
+def test_a_still_path_arms_no_watch_for_an_order_it_cannot_reach(tmp_path: Path) -> None:
+    for volatility, armed in (("0", False), ("0.03", True)):
+        settings = make_settings(market_volatility=volatility)
+        with open_engine(tmp_path / f"e{volatility}.db", settings) as engine:
+            made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+            me = Actor(made["customer_id"], "c")
+            engine.execute(
+                SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100000")
+            )
+            engine.execute(
+                CreateOrder(
+                    actor=me,
+                    profile_id="default",
+                    side="BUY",
+                    market="BTCUSD",
+                    type="LIMIT",
+                    price="30000",
+                    base_amount="0.1",
+                )
+            )
+            assert (engine.next_deadline() is not None) is armed
+
+
+def test_a_resting_limit_fills_at_its_price_when_a_point_crosses_it(tmp_path: Path) -> None:
+    script = Script({0: limit_buy("41000")})
+    result = backtest(tmp_path, ["42000", "41500", "40900", "42000"], script)
+    order = script.answers[0]
+    assert order["status"] == "OPEN"
+    fills = [v for kind, v in script.seen if kind == "fill"]
+    assert len(fills) == 1
+    assert fills[0]["price"] == "41000.00" and fills[0]["amount"] == "0.10000000"
+    assert fills[0]["executed_at"] == "2024-01-01T00:02:00.000000Z"
+    statuses = [v["status"] for kind, v in script.seen if kind == "order"]
+    assert statuses == ["OPEN", "FILLED"]
+    assert result.summary["orders"]["by_status"] == {"FILLED": 1}
+    assert verify(str(result.db)) == []
+
+
+def test_a_stop_triggers_when_the_last_price_falls_to_it(tmp_path: Path) -> None:
+    def stop(api: Api) -> Any:
+        return api.create_order(
+            side="SELL", market="BTCUSD", type="STOP_MARKET", stop_price="41000", base_amount="0.5"
+        )
+
+    script = Script({0: stop})
+    result = backtest(tmp_path, ["42000", "41200", "40990", "40000"], script, deposits={"BTC": "1"})
+    fills = [v for kind, v in script.seen if kind == "fill"]
+    assert len(fills) == 1 and fills[0]["executed_at"].startswith("2024-01-01T00:02:00")
+    # the ladder's first bid under the reference 40990 at the default 10 bps spread
+    assert Decimal(fills[0]["price"]) < Decimal("40990")
+    triggered = [v for kind, v in script.seen if kind == "order" and v["is_triggered"]]
+    assert triggered and triggered[-1]["status"] == "FILLED"
+    assert result.summary["executions"] == 1
+
+
+def test_gtt_expires_on_engine_time_between_points(tmp_path: Path) -> None:
+    expiry = int((START + timedelta(seconds=90)).timestamp() * 1000)
+    script = Script({0: limit_buy("41000", time_in_force="GTT", expiration_date=str(expiry))})
+    backtest(tmp_path, ["42000", "41500", "41500", "40000"], script)
+    orders = [v for kind, v in script.seen if kind == "order"]
+    assert orders[-1]["status"] == "CANCELLED"
+    assert orders[-1]["modified_at"] == "2024-01-01T00:01:30.000000Z"
+    assert not [v for kind, v in script.seen if kind == "fill"]
+
+
+def test_market_orders_take_the_ladder_and_zero_spread_trades_at_the_reference(
+    tmp_path: Path,
+) -> None:
+    def buy(api: Api) -> Any:
+        return api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount="4200")
+
+    script = Script({1: buy})
+    backtest(tmp_path, ["42000", "42000.25"], script, spread_bps="0", taker_fee="0.001")
+    fill = next(v for kind, v in script.seen if kind == "fill")
+    assert fill["price"] == "42000.25"
+    assert Decimal(fill["commission"]) == Decimal(fill["gross_trade_amount"]) * Decimal("0.001")
+
+
+def test_insufficient_funds_raises_the_problem_the_http_api_sends(tmp_path: Path) -> None:
+    def too_big(api: Api) -> Any:
+        try:
+            limit_buy("40000", "3")(api)
+        except ApiError as exc:
+            return exc.problem
+        raise AssertionError("the order was accepted")
+
+    script = Script({0: too_big})
+    backtest(tmp_path, ["42000"], script)
+    problem = script.answers[0]
+    assert problem["status"] == 403
+    assert problem["type"].endswith("/insufficient-funds")
+    assert (problem["meta"]["available"], problem["meta"]["needed"]) == ("100000", "120000")
+
+
+class Recorder(Strategy):
+    """Places a few orders, then keeps what the API answers at the end."""
+
+    def on_start(self, api: Api) -> None:
+        self.first = api.create_order(
+            side="BUY", market="BTCUSD", type="MARKET", quote_amount="1000"
+        )
+        self.resting = api.create_order(
+            side="BUY", market="BTCUSD", type="LIMIT", price="30000", base_amount="0.01"
+        )
+
+    def on_end(self, api: Api) -> None:
+        self.answers = {
+            "order": api.get_order(self.first["id"]),
+            "resting": api.get_order(self.resting["id"]),
+            "orders": api.list_profile_orders(),
+            "executions": api.list_executions(),
+            "balances": api.list_profile_balances(),
+            "balance": api.get_profile_balance("BTC"),
+        }
+
+
+def test_the_strategy_api_answers_what_the_http_api_answers(tmp_path: Path) -> None:
+    strategy = Recorder()
+    result = backtest(tmp_path, ["42000", "42100"], strategy)
+    engine = open_engine(Path(result.db), make_settings(market_volatility="0")).start()
+    http = TestClient(create_app(engine))
+    try:
+        form = {"grant_type": "client_credentials", "client_id": "backtest"}
+        token = http.post("/oauth2/token", data={**form, "client_secret": "backtest"}).json()
+        headers = {"Authorization": f"Bearer {token['access_token']}"}
+        order = strategy.first
+        paths = {
+            "order": f"/v2/profiles/default/orders/{order['id']}",
+            "resting": f"/v2/profiles/default/orders/{strategy.resting['id']}",
+            "orders": "/v2/profiles/default/orders",
+            "executions": "/v2/executions",
+            "balances": "/v2/profiles/default/balances",
+            "balance": "/v2/profiles/default/balances/BTC",
+        }
+        for name, path in paths.items():
+            response = http.get(path, headers=headers)
+            assert response.status_code == 200, response.text
+            assert response.json() == strategy.answers[name], name
+    finally:
+        http.close()
+        http.app.state.queries.close()  # type: ignore[attr-defined]
+        engine.stop()
+
+
+def test_the_same_data_flow_and_seed_give_the_same_report_and_log(tmp_path: Path) -> None:
+    def twice(seed: int, folder: str) -> Any:
+        script = Script({0: limit_buy("41000"), 2: limit_buy("41500")})
+        prices = [str(42000 - 400 * (k % 5)) for k in range(40)]
+        return backtest(tmp_path / folder, prices, script, seed=seed, db=None)
+
+    a, b, c = twice(3, "a"), twice(3, "b"), twice(4, "c")
+    assert a.summary == b.summary and a.log_hash == b.log_hash
+    assert a.executions == b.executions and a.equity == b.equity
+    assert c.log_hash != a.log_hash  # ids come from the seed
+
+
+def test_the_backtest_database_verifies_and_travels(tmp_path: Path) -> None:
+    script = Script({0: limit_buy("41000"), 3: limit_buy("40000")})
+    result = backtest(tmp_path, ["42000", "40900", "42000", "41000", "39000"], script)
+    assert verify(str(result.db)) == []
+    gone = travel(result.db, tmp_path / "then.db", until=START + timedelta(seconds=90))
+    assert gone.events < len(events(Path(result.db)))
+    assert verify(str(tmp_path / "then.db")) == []
+
+
+def test_callbacks_come_after_the_callback_that_caused_them(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    class Nested(Strategy):
+        def on_start(self, api: Api) -> None:
+            api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount="100")
+            order.append("start returned")
+            api.set_timer("later", after=timedelta(seconds=30))
+
+        def on_fill(self, execution: dict[str, Any]) -> None:
+            order.append("fill")
+
+        def on_order(self, o: dict[str, Any]) -> None:
+            order.append(f"order {o['status']}")
+
+        def on_timer(self, name: str, time: datetime) -> None:
+            order.append(f"timer {name} {time.isoformat()}")
+
+    backtest(tmp_path, ["42000", "42000", "42000"], Nested())
+    assert order == [
+        "start returned",
+        "fill",
+        "order FILLED",
+        "timer later 2024-01-01T00:00:30+00:00",
+    ]
+
+
+def test_bars_fill_a_limit_at_the_low_quarter_of_an_up_bar(tmp_path: Path) -> None:
+    data = tmp_path / "bars.csv"
+    data.write_text(
+        f"timestamp,open,high,low,close\n{T0},42000,43000,40000,42500\n"
+        f"{T0 + 3600},42500,42600,42400,42550\n"
+    )
+    script = Script({0: limit_buy("40500")})
+    run(data, "BTCUSD", strategy=script, settings=CHECKED)
+    fill = next(v for kind, v in script.seen if kind == "fill")
+    assert fill["executed_at"] == "2024-01-01T00:15:00.000000Z"
+
+
+def test_amounts_must_not_be_floats(tmp_path: Path) -> None:
+    def floaty(api: Api) -> Any:
+        with pytest.raises(TypeError, match="Decimal"):
+            api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount=10.5)
+
+    backtest(tmp_path, ["42000"], Script({0: floaty}))
+
+
+def test_bad_inputs_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    data = prices_csv(tmp_path, ["42000"])
+    with pytest.raises(BacktestError, match="exactly one of a strategy and a flow"):
+        run(data, "BTCUSD")
+    with pytest.raises(BacktestError, match="not a sandex market"):
+        run(data, "DOGEUSD", strategy=Script())
+    with pytest.raises(BacktestError, match="bad.csv:2"):
+        run(prices_csv(tmp_path, ["oops"], name="bad.csv"), "BTCUSD", strategy=Script())
+    with pytest.raises(BacktestError, match="decided by the backtest"):
+        run(data, "BTCUSD", strategy=Script(), settings={"clock": "wall"})
+    (tmp_path / "exists.db").write_text("")
+    with pytest.raises(BacktestError, match="exists already"):
+        run(data, "BTCUSD", strategy=Script(), db=tmp_path / "exists.db")
+
+
+def test_withdrawals_leave_pnl_alone_and_complete_on_engine_time(tmp_path: Path) -> None:
+    class Withdraw(Strategy):
+        def on_start(self, api: Api) -> None:
+            self.transfer = api.create_crypto_withdrawal(
+                profile_id="default",
+                asset="BTC",
+                destination_address="bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+                crypto_network="BITCOIN",
+                amount="0.001",
+            )
+
+        def on_end(self, api: Api) -> None:
+            self.final = api.get_transfer(self.transfer["id"])
+
+    strategy = Withdraw()
+    prices = ["42000"] * 120  # two hours of minutes: the withdrawal confirms meanwhile
+    result = backtest(tmp_path, prices, strategy, deposits={"BTC": "1", "USD": "1000"})
+    assert strategy.transfer["status"] == "PENDING"
+    assert strategy.final["status"] == "COMPLETED"
+    s = result.summary
+    assert Decimal(s["final_balances"]["BTC"]["available"]) < Decimal("0.999")  # and its fee
+    assert Decimal(s["external_flows"]) < 0
+    assert s["pnl"] == "0"  # nothing traded, the price never moved
+
+
+def test_two_markets_from_one_file_trade_side_by_side(tmp_path: Path) -> None:
+    data = tmp_path / "two.csv"
+    rows = [f"BTCUSD,{T0 + 60 * k},{42000 - 100 * k}\n" for k in range(5)]
+    rows += [f"ETHUSD,{T0 + 60 * k + 30},{2300 - 10 * k}\n" for k in range(5)]
+    data.write_text("market,timestamp,price\n" + "".join(rows))
+
+    class Both(Strategy):
+        def on_start(self, api: Api) -> None:
+            self.seen: list[str] = []
+            api.create_order(
+                side="BUY", market="BTCUSD", type="LIMIT", price="41750", base_amount="0.1"
+            )
+            api.create_order(
+                side="BUY", market="ETHUSD", type="LIMIT", price="2275", base_amount="1"
+            )
+
+        def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+            self.seen.append(market)
+
+    strategy = Both()
+    told: list[tuple[int, int]] = []
+    result = run(
+        data,
+        ["BTCUSD", "ETHUSD"],
+        strategy=strategy,
+        settings=CHECKED,
+        progress=lambda done, total: told.append((done, total)),
+    )
+    assert told == [(0, 10), (10, 10)]  # the first point, then the end (every 4,096)
+    assert strategy.seen == ["BTCUSD", "ETHUSD"] * 5
+    fills = {(e["market"], e["price"]) for e in result.executions}
+    assert fills == {("BTCUSD", "41750.00"), ("ETHUSD", "2275.00")}
+    assert result.summary["markets"] == ["BTCUSD", "ETHUSD"]
+
+
+def _dump(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table but the meta table, in key order, with the credential
+    material drawn from the OS (a client's salt and secret hash) masked."""
+    conn = sqlite3.connect(db)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        dump = {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+            for t in tables
+            if t != "sandex_meta"
+        }
+    finally:
+        conn.close()
+    dump["events"] = masked_log(db)
+    dump["clients"] = [(*r[:2], REDACTED, REDACTED, *r[4:]) for r in dump["clients"]]
+    return dump
+
+
+def test_one_transaction_writes_what_a_commit_per_command_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    examples = Path(__file__).resolve().parents[2] / "scenarios" / "backtests"
+
+    def ma_cross(db: Path) -> Any:
+        return run(
+            examples / "btcusd_hourly.csv",
+            "BTCUSD",
+            strategy=f"{examples / 'ma_cross.py'}:MaCross",
+            taker_fee="0.001",
+            db=db,
+            seed=5,
+            settings=CHECKED,
+        )
+
+    held = ma_cross(tmp_path / "held.db")
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        # and no chains: each price setting decided and committed on its own
+        m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
+        each = ma_cross(tmp_path / "each.db")
+    assert held.summary["orders"]["total"] >= 3
+    assert held.log_hash == each.log_hash and held.summary == each.summary
+    assert _dump(tmp_path / "held.db") == _dump(tmp_path / "each.db")
+    assert verify(str(tmp_path / "held.db")) == []
+
+
+def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path) -> None:
+    db = tmp_path / "one.db"
+    engine = open_engine(db, make_settings())
+    try:
+        with engine.one_transaction():
+            made = engine.run_inline(
+                CreateCustomer(client_id="me", client_secret="pw", bootstrap=True)
+            )
+            me = Actor(made["customer_id"], "me")
+            engine.run_inline(
+                SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100")
+            )
+            assert engine.store.last_position() == engine.state.position > 0
+            outside = sqlite3.connect(db)
+            try:  # nothing is acknowledged yet: a crash now would leave no event
+                assert outside.execute("SELECT count(*) FROM events").fetchone() == (0,)
+            finally:
+                outside.close()
+        assert len(events(db)) == engine.state.position
+    finally:
+        engine.stop()
+    assert verify(str(db)) == []
+
+
+def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.domain.transfers import funding
+
+    deposit = funding.DECIDERS[SandboxDeposit]
+
+    def breaking(ctx: Any, command: SandboxDeposit) -> Any:
+        deposit(ctx, command)
+        if command.amount == "7":
+            raise RuntimeError("a bug after emitting")
+
+    db = tmp_path / "broken.db"
+    engine = open_engine(db, make_settings())
+    try:
+        with engine.one_transaction():
+            made = engine.run_inline(
+                CreateCustomer(client_id="me", client_secret="pw", bootstrap=True)
+            )
+            me = Actor(made["customer_id"], "me")
+            pay = lambda amount: SandboxDeposit(  # noqa: E731
+                actor=me, profile_id="default", asset="USD", amount=amount
+            )
+            engine.run_inline(pay("100"))
+            monkeypatch.setitem(engine.registry.deciders, SandboxDeposit, breaking)
+            with pytest.raises(RuntimeError):
+                engine.run_inline(pay("7"))
+            engine.run_inline(pay("5"))
+        balance = engine.state.ledger.balance(f"{made['profile_id']}:available", "USD")
+        assert balance == Decimal("105")
+    finally:
+        engine.stop()
+    amounts = [d["transfer"]["amount"] for t, d, _ in events(db) if t == "TransferCreated"]
+    assert amounts == ["100", "5"]
+    assert verify(str(db)) == []
+
+
+def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.domain import trading
+
+    create = trading.DECIDERS[CreateOrder]
+
+    def breaking(ctx: Any, command: CreateOrder) -> Any:
+        answer = create(ctx, command)
+        if command.base_amount == "0.07":
+            raise RuntimeError("a bug after emitting")
+        return answer
+
+    monkeypatch.setitem(trading.DECIDERS, CreateOrder, breaking)  # read by the next engine
+    caught: list[str] = []
+
+    def broken_then_fine(api: Api) -> Any:
+        try:
+            return limit_buy("41000", "0.07")(api)
+        except RuntimeError as exc:
+            caught.append(str(exc))
+        return limit_buy("41000", "0.1")(api)  # at the same point
+
+    script = Script({1: broken_then_fine})
+    result = backtest(tmp_path, ["42000", "42100", "42100", "42200"], script)
+    assert caught == ["a bug after emitting"]
+    logged = [(t, d.get("price")) for t, d, _ in events(Path(result.db))]
+    placed = [k for k, (t, _) in enumerate(logged) if t == "OrderPlaced"]
+    assert len(placed) == 1  # the broken order left nothing; its price was set again
+    assert logged[placed[0] - 1] == ("MarketPriceSet", "42100.00")
+    assert verify(str(result.db)) == []

@@ -1,0 +1,306 @@
+"""Opaque ids (issue 14): paging cursors and execution ids show no log position and no
+count of what other tenants did, yet page and filter as before.
+
+- A cursor is sealed (engine/read/cursors.py): it holds no position in any spelling, a
+  changed one or one of another list or tenant is a 400 naming `page_cursor`, and paging
+  by it still gives every row exactly once, in both orders.
+- An execution id is a keyed permutation of the engine's counter
+  (engine/kernel/execution_ids.py): unique uint64 numbers that do not count, mapped back by
+  `since_execution_id`, the same after a restart, and from a random key per database
+  unless the database asked for seeded ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.kernel.commands import Actor, CreateProfile
+from engine.kernel.execution_ids import LIMIT, ExecutionIds, new_key
+from engine.tools.scenario_file import ScenarioError, engine_settings, load
+from tests.support.trading_helpers import placed, set_price, still
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def _fill_log(sb: Any, n: int) -> None:
+    """Another customer's activity: `n` events, so positions reach four digits."""
+    customer = sb.engine.state.clients["sandex"]["customer_id"]
+    actor = Actor(customer_id=customer, client_id="sandex")
+    done = len(sb.engine.state.profiles)
+    batch = sb.engine.submit_many(
+        [CreateProfile(actor=actor, nickname=f"filler{done + i}") for i in range(n)]
+    )
+    batch.result(timeout=120)
+
+
+def _seqs(db: Path, table: str, customer_id: str) -> list[int]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            f"SELECT seq FROM {table} WHERE customer_id = ? ORDER BY seq", (customer_id,)
+        ).fetchall()
+    finally:
+        conn.close()
+    return [r[0] for r in rows]
+
+
+def _spellings(position: int) -> tuple[list[str], list[bytes]]:
+    """How a position could show: as text in the cursor, as bytes once it is decoded."""
+    texts = [str(position), f"{position:x}", f"{position:X}"]
+    raw = [position.to_bytes(n, "big") for n in (4, 8)]
+    raw += [position.to_bytes(n, "little") for n in (4, 8)]
+    raw += [t.encode() for t in texts]
+    for t in (str(position).encode(), f"seq:{position}".encode(), position.to_bytes(8, "big")):
+        texts.append(base64.urlsafe_b64encode(t).decode().rstrip("="))
+        texts.append(base64.b64encode(t).decode().rstrip("="))
+    return texts, raw
+
+
+def _assert_hidden(cursor: str, position: int) -> None:
+    assert position >= 1000, "the test needs positions of four digits at least"
+    texts, raw = _spellings(position)
+    for text in texts:
+        assert text not in cursor, (cursor, text)
+    try:
+        decoded = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    except (ValueError, binascii.Error):
+        return
+    for spelled in raw:
+        assert spelled not in decoded, (cursor, spelled)
+
+
+def _pages(sb: Any, path: str, headers: Any, order: str, **params: Any) -> list[dict[str, Any]]:
+    """Every page of a list, following its cursors."""
+    pages, cursor = [], None
+    while True:
+        query = {"limit": 2, "order": order, **params}
+        if cursor is not None:
+            query["page_cursor"] = cursor
+        r = sb.get(path, params=query, headers=headers)
+        assert r.status_code == 200, r.text
+        pages.append(r.json())
+        cursor = r.json().get("next_page_cursor")
+        if cursor is None:
+            return pages
+
+
+def _tenant_with_rows(sb: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """A tenant with 5 profiles and 5 transfers, after and among others' events."""
+    _fill_log(sb, 1100)
+    headers, made = sb.tenant()
+    for i in range(4):
+        assert sb.post("/v2/profiles", {"nickname": f"mine{i}"}, headers=headers).is_success
+        sb.deposit("BTC", "1", profile=made["profile_id"], headers=headers)
+        _fill_log(sb, 3)  # others write between my rows
+    sb.deposit("BTC", "1", profile=made["profile_id"], headers=headers)
+    return headers, made
+
+
+# -- cursors -------------------------------------------------------------------------
+
+
+def test_a_cursor_shows_no_log_position(sandbox_factory: Any) -> None:
+    sb = sandbox_factory()
+    headers, made = _tenant_with_rows(sb)
+    for path, table in [("/v2/profiles", "profiles"), ("/v2/transfer/transfers", "transfers")]:
+        seqs = _seqs(sb.db, table, made["customer_id"])
+        for order in ("ASC", "DESC"):
+            pages = _pages(sb, path, headers, order)
+            assert len(pages) == 3
+            ordered = seqs if order == "ASC" else seqs[::-1]
+            for k, page in enumerate(pages[:-1]):
+                _assert_hidden(page["next_page_cursor"], ordered[2 * k + 1])
+    r = sb.get("/v2/events", params={"limit": 2}, headers=headers)
+    cursor = r.headers["x-next-page-cursor"]
+    feed = _seqs(sb.db, "event_feed", made["customer_id"])
+    _assert_hidden(cursor, feed[1])  # the feed's seq: twice the position, plus a rank
+    _assert_hidden(cursor, feed[1] // 2)
+
+
+def test_paging_by_cursor_gives_every_row_exactly_once(sandbox_factory: Any) -> None:
+    sb = sandbox_factory()
+    headers, _ = _tenant_with_rows(sb)
+    for path in ("/v2/profiles", "/v2/transfer/transfers"):
+        # newest first asked for: profiles are listed oldest first by default
+        newest = {"limit": 100, "order": "DESC"}
+        everything = sb.get(path, params=newest, headers=headers).json()["items"]
+        assert len(everything) == 5
+        newest_first = [item["id"] for item in everything]
+        for order, expected in (("DESC", newest_first), ("ASC", newest_first[::-1])):
+            pages = _pages(sb, path, headers, order)
+            assert [item["id"] for page in pages for item in page["items"]] == expected
+    seen, cursor = [], None
+    while True:
+        params: dict[str, Any] = {"limit": 3, **({"page_cursor": cursor} if cursor else {})}
+        r = sb.get("/v2/events", params=params, headers=headers)
+        assert r.status_code == 200, r.text
+        seen += [e["id"] for e in r.json()["events"]]
+        cursor = r.headers.get("x-next-page-cursor")
+        if cursor is None:
+            break
+    everything = sb.get("/v2/events", params={"limit": 100}, headers=headers).json()["events"]
+    assert seen == [e["id"] for e in everything] and len(seen) == 5
+
+
+def _refused(r: Any) -> None:
+    assert r.status_code == 400, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["meta"]["field"] == "page_cursor"
+
+
+def test_a_changed_foreign_or_forged_cursor_is_a_400_naming_page_cursor(
+    sandbox_factory: Any,
+) -> None:
+    sb = sandbox_factory()
+    headers, _ = _tenant_with_rows(sb)
+    other, _ = sb.tenant()
+    for i in range(3):
+        assert sb.post("/v2/profiles", {"nickname": f"theirs{i}"}, headers=other).is_success
+    page = sb.get("/v2/profiles", params={"limit": 2}, headers=headers).json()
+    cursor = page["next_page_cursor"]
+    assert sb.get("/v2/profiles", params={"page_cursor": cursor}, headers=headers).is_success
+    flip = {k: "A" if cursor[k] != "A" else "B" for k in (0, len(cursor) // 2, -1)}
+    changed = [cursor[:k] + c + (cursor[k + 1 :] if k != -1 else "") for k, c in flip.items()]
+    changed += [cursor[:-2], cursor + "AAAA"]
+    # what today's positions would have spelled, and junk
+    forged = [base64.urlsafe_b64encode(f"seq:{n}".encode()).decode().rstrip("=") for n in (1, 99)]
+    for bad in [*changed, *forged, "%%%", "é", "A" * 10_000]:
+        _refused(sb.get("/v2/profiles", params={"page_cursor": bad}, headers=headers))
+    # a cursor of another tenant's list of the same table, and of another table
+    theirs = sb.get("/v2/profiles", params={"limit": 2}, headers=other).json()["next_page_cursor"]
+    _refused(sb.get("/v2/profiles", params={"page_cursor": theirs}, headers=headers))
+    _refused(sb.get("/v2/profiles", params={"page_cursor": cursor}, headers=other))
+    _refused(sb.get("/v2/transfer/transfers", params={"page_cursor": cursor}, headers=headers))
+    _refused(sb.get("/v2/events", params={"page_cursor": cursor}, headers=headers))
+
+
+def test_a_cursor_survives_a_restart(sandbox_factory: Any) -> None:
+    sb = sandbox_factory("kept.db")
+    for i in range(3):
+        sb.post("/v2/profiles", {"nickname": f"p{i}"})
+    first = sb.get("/v2/profiles", params={"limit": 2}).json()
+    rest = sb.get("/v2/profiles", params={"limit": 2, "page_cursor": first["next_page_cursor"]})
+    sb.close()
+    again = sandbox_factory("kept.db")
+    later = again.get("/v2/profiles", params={"limit": 2, "page_cursor": first["next_page_cursor"]})
+    assert later.status_code == 200 and later.json() == rest.json()
+
+
+# -- execution ids -------------------------------------------------------------------
+
+
+def _buy(sb: Any, headers: Any, profile: str) -> None:
+    placed(sb, profile, headers, side="BUY", type="MARKET", market="BTCUSD", quote_amount="10.00")
+
+
+def _execution_ids(sb: Any, headers: Any, **params: Any) -> list[str]:
+    r = sb.get("/v2/executions", params={"limit": 1000, **params}, headers=headers)
+    assert r.status_code == 200, r.text
+    return [e["execution_id"] for e in r.json()["items"]]
+
+
+def _trading_tenant(sb: Any) -> tuple[dict[str, str], str]:
+    headers, made = sb.tenant()
+    sb.deposit("USD", "1000", profile=made["profile_id"], headers=headers)
+    return headers, made["profile_id"]
+
+
+def test_execution_ids_do_not_count_other_tenants_executions(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    set_price(sb, "40000")
+    (me, mine), (them, theirs) = _trading_tenant(sb), _trading_tenant(sb)
+    _buy(sb, me, mine)
+    for _ in range(5):
+        _buy(sb, them, theirs)
+    _buy(sb, me, mine)
+    newer, older = _execution_ids(sb, me)
+    their_ids = _execution_ids(sb, them)
+    everyone = [int(i) for i in [newer, older, *their_ids]]
+    assert len(set(everyone)) == 7  # unique
+    assert all(text.isdigit() for text in [newer, older]) and all(0 < i < LIMIT for i in everyone)
+    # the engine's counter ran 1..7; none of it shows, and my two ids are not 6 apart
+    assert int(newer) - int(older) != 6
+    assert all(i > 2**32 for i in everyone)  # a random 63-bit number: below 2**32 once in 2**31
+    # and the order of my own list is still the order of my executions
+    assert _execution_ids(sb, me, since_execution_id=older) == [newer]
+    assert _execution_ids(sb, me, since_execution_id=newer) == []
+    assert _execution_ids(sb, me, since_execution_id="0") == [newer, older]  # before them all
+
+
+def test_since_execution_id_out_of_range_is_a_400_naming_it(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    for bad in (str(LIMIT), str(2**64 - 1)):
+        r = sb.get("/v2/executions", params={"since_execution_id": bad})
+        assert r.status_code == 400, r.text
+        assert r.json()["meta"]["field"] == "since_execution_id"
+
+
+def test_execution_ids_stay_the_same_after_a_restart_and_a_rebuild(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory, "kept.db")
+    set_price(sb, "40000")
+    sb.deposit("USD", "1000")
+    for _ in range(3):
+        _buy(sb, sb.headers, "default")
+    before = _execution_ids(sb, sb.headers)
+    page = sb.get("/v2/executions", params={"limit": 2}).json()
+    sb.close()
+    again = still(sandbox_factory, "kept.db")
+    assert _execution_ids(again, again.headers) == before
+    cursor = page["next_page_cursor"]
+    rest = again.get("/v2/executions", params={"limit": 2, "page_cursor": cursor}).json()
+    assert [e["execution_id"] for e in page["items"] + rest["items"]] == before
+    assert again.verify() == []
+
+
+def _one_execution(sandbox_factory: Any, name: str, **settings: Any) -> str:
+    sb = still(sandbox_factory, name, **settings)
+    set_price(sb, "40000")
+    sb.deposit("USD", "1000")
+    _buy(sb, sb.headers, "default")
+    (only,) = _execution_ids(sb, sb.headers)
+    return only
+
+
+def test_the_key_is_random_per_database_unless_seeded(sandbox_factory: Any) -> None:
+    """The same seed and commands: random keys give other ids (the seed, which a tenant
+    may guess, does not give them away); seeded keys give the same ids."""
+    first = _one_execution(sandbox_factory, "a.db")
+    second = _one_execution(sandbox_factory, "b.db")
+    assert first != second
+    seeded = [_one_execution(sandbox_factory, f"s{i}.db", execution_ids="seeded") for i in (1, 2)]
+    assert seeded[0] == seeded[1] and seeded[0] not in (first, second)
+
+
+def test_scenarios_run_with_seeded_execution_ids() -> None:
+    assert engine_settings({"seed": 3}).execution_ids == "seeded"
+    text = "version: 1\npurpose: x\nsettings: {execution_ids: random}\nsteps: []"
+    with pytest.raises(ScenarioError, match="execution_ids is not a scenario setting"):
+        load(text, "mine.yaml")
+
+
+# -- the permutation -----------------------------------------------------------------
+
+
+def test_the_permutation_is_a_bijection_with_an_inverse() -> None:
+    ids = ExecutionIds(bytes.fromhex(new_key("random", 0)))
+    numbers = list(range(1, 5001)) + [LIMIT - 1, LIMIT - 2, 2**32, 2**32 - 1]
+    public = [ids.public(n) for n in numbers]
+    assert len(set(public)) == len(numbers)
+    assert all(0 < p < LIMIT for p in public)
+    assert [ids.number(p) for p in public] == numbers
+    assert ids.number(0) == 0  # no execution: before every one
+    for bad in (-1, LIMIT, 2**64):
+        with pytest.raises(ValueError):
+            ids.public(bad)
+        with pytest.raises(ValueError):
+            ids.number(bad)
+    other = ExecutionIds(bytes.fromhex(new_key("random", 0)))
+    assert [other.public(n) for n in range(1, 100)] != public[:99]
+    seeded = new_key("seeded", 7)
+    assert seeded == new_key("seeded", 7) != new_key("seeded", 8)

@@ -1,0 +1,252 @@
+"""sandex's own `/openapi.json`: every answer typed with the reference's shapes, request
+examples that work as they stand, and every status an operation can answer listed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jsonschema
+from fastapi.routing import APIRoute
+
+from api_adapter.app import ROUTERS
+from tests.support.conformance import Document, conformance_problems, problems, resolve
+from tests.support.reference import document as reference_document
+from tests.support.reference import response_schema
+
+# Where the reference's JSON document and sandex's differ on purpose: the service
+# interface wins over the JSON (the reference's README says so).
+INTERFACE_VALUES = {"STELLAR", "XLAYER", "RTP_DEPOSIT", "PLATFORM_TRANSFER_DEBIT"}
+INTERFACE_VALUES |= {"PLATFORM_TRANSFER_CREDIT"}
+# ... which calls the JSON's PAXOS_TRANSFER_* types PLATFORM_TRANSFER_*
+RENAMED_VALUES = {"PAXOS_TRANSFER_DEBIT", "PAXOS_TRANSFER_CREDIT"}
+# sandex serves a ticker for each of its markets; the JSON's ticker enum lists the USD ones
+TICKER_MARKETS = {"BTCEUR", "BTCSGD", "ETHEUR", "ETHSGD"}
+# A failed transfer's details name what failed: a forced withdrawal failure is an object,
+# a wire too small for its fee a reason string (the JSON types every value an object).
+LOOSER = {"status_details"}
+
+
+def _own(sandbox: Any) -> dict[str, Any]:
+    return sandbox.http.get("/openapi.json").json()  # type: ignore[no-any-return]
+
+
+def _operations(doc: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    return {
+        op["operationId"]: (path, method, op)
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
+    }
+
+
+def test_every_operation_documents_a_typed_success_answer(sandbox: Any) -> None:
+    doc = _own(sandbox)
+    schemas = doc["components"]["schemas"]
+    untyped = []
+    for name, (_, _, op) in _operations(doc).items():
+        schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+        ref = schema.get("$ref", "")
+        if not ref or "properties" not in schemas[ref.rsplit("/", 1)[-1]]:
+            untyped.append(name)
+    assert not untyped, f"200 answers typed as a bare object: {untyped}"
+    assert len(_operations(doc)) >= 42
+
+
+def _differences(ours: Any, ref: Any, where: str) -> list[str]:
+    """How sandex's resolved schema departs from the reference's: field names, types,
+    formats, patterns, enums, required fields, at every depth."""
+    found: list[str] = []
+    if not isinstance(ref, dict):
+        return found
+    if not isinstance(ours, dict):
+        ours = {}
+    for key in ("type", "format", "pattern"):
+        if key in ref and ours.get(key) != ref[key]:
+            found.append(f"{where}: {key} {ours.get(key)!r}, the reference {ref[key]!r}")
+    if "enum" in ref:
+        theirs, mine = set(ref["enum"]), set(ours.get("enum", ()))
+        missing = theirs - mine - RENAMED_VALUES
+        extra = mine - theirs - INTERFACE_VALUES - TICKER_MARKETS
+        if missing or extra:
+            found.append(f"{where}: enum lacks {sorted(missing)}, adds {sorted(extra)}")
+    if "properties" in ref:
+        names, theirs = set(ours.get("properties", {})), set(ref["properties"])
+        if names != theirs:
+            found.append(
+                f"{where}: fields lack {sorted(theirs - names)}, add {sorted(names - theirs)}"
+            )
+        for name in names & theirs:
+            found += _differences(
+                ours["properties"][name], ref["properties"][name], f"{where}.{name}"
+            )
+        if set(ours.get("required", ())) != set(ref.get("required", ())):
+            found.append(
+                f"{where}: requires {sorted(ours.get('required', ()))},"
+                f" the reference {sorted(ref.get('required', ()))}"
+            )
+    if isinstance(ref.get("items"), dict):
+        found += _differences(ours.get("items", {}), ref["items"], f"{where}[]")
+    extra_ref = ref.get("additionalProperties")
+    if isinstance(extra_ref, dict) and where.rsplit(".", 1)[-1] not in LOOSER:
+        found += _differences(ours.get("additionalProperties") or {}, extra_ref, f"{where}{{}}")
+    return found
+
+
+def test_every_success_answer_has_the_references_shape(sandbox: Any) -> None:
+    """Matched by operation id: the same fields, types, formats, enums and required
+    fields as the reference's schema of the same operation."""
+    own = _own(sandbox)
+    schemas = own["components"]["schemas"]
+    ours = _operations(own)
+    reference = _operations(reference_document())
+    assert len(reference) == 29
+    found = []
+    for name, (path, method, _) in sorted(reference.items()):
+        assert name in ours, f"sandex does not serve {name}"
+        schema = ours[name][2]["responses"]["200"]["content"]["application/json"]["schema"]
+        label = schema["$ref"].rsplit("/", 1)[-1]
+        found += _differences(resolve(schema, schemas), response_schema(path, method), label)
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_the_shape_comparison_finds_a_renamed_field_a_type_and_an_enum() -> None:
+    ref = {
+        "type": "object",
+        "required": ["id"],
+        "properties": {
+            "id": {"type": "string"},
+            "side": {"type": "string", "enum": ["BUY", "SELL"]},
+            "n": {"type": "integer", "format": "int32"},
+        },
+    }
+    ours = {
+        "type": "object",
+        "properties": {
+            "ident": {"type": "string"},
+            "side": {"type": "string", "enum": ["BUY"]},
+            "n": {"type": "string"},
+        },
+    }
+    found = "\n".join(_differences(ours, ref, "X"))
+    for words in ("lack ['id']", "add ['ident']", "X.n: type 'string'", "X.n: format None"):
+        assert words in found, found
+    assert "enum lacks ['SELL']" in found and "requires []" in found
+
+
+# What only another answer can give: the example's placeholder, then where it comes from.
+# What needs another example's answer first (a webhook to read, a snapshot to restore).
+LATER = ["GetSandboxWebhook", "RemoveSandboxWebhook", "RestoreSandboxSnapshot", "ResetSandbox"]
+FROM_ANSWERS = {
+    "memo_id": "CreateFiatDepositInstructions",
+    "to_profile_id": "CreateProfile",
+}
+
+
+def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> None:
+    """What "Try it out" sends: the document's example body and path parameters, in the
+    document's order, on a sandbox whose DEFAULT profile holds BTC and USD."""
+    doc = _own(sandbox)
+    schemas = doc["components"]["schemas"]
+    sandbox.deposit("BTC", "1")
+    sandbox.deposit("USD", "100000")
+    answers: dict[str, Any] = {}
+    failed = []
+    operations = _operations(doc)
+    order = sorted(operations, key=lambda n: n in LATER and LATER.index(n) + 1)
+    for name in order:
+        path, method, op = operations[name]
+        if name == "IssueToken":
+            form = {k: v["examples"][0] for k, v in _form_fields(op).items()}
+            r = sandbox.http.post(path, data={"grant_type": "client_credentials", **form})
+            assert r.status_code == 200, r.text
+            continue
+        params = {
+            p["name"]: p.get("example") for p in op.get("parameters", []) if p["in"] == "path"
+        }
+        if None in params.values():
+            continue  # an id only an answer gives (GET /v2/transfer/transfers/{id})
+        url = path.format(**params)
+        kwargs: dict[str, Any] = {}
+        if "requestBody" in op:
+            media = op["requestBody"]["content"]["application/json"]
+            assert "example" in media, f"{name} has no request example"
+            body = dict(media["example"])
+            schema = resolve(media["schema"], schemas)
+            jsonschema.Draft202012Validator(schema).validate(body)
+            for field, source in FROM_ANSWERS.items():
+                if field in body:
+                    body[field] = answers[source][field if field != "to_profile_id" else "id"]
+            kwargs["json"] = body
+        r = sandbox.http.request(method.upper(), url, headers=sandbox.headers, **kwargs)
+        if r.status_code != 200:
+            failed.append(f"{name}: {r.status_code} {r.text}")
+        else:
+            answers[name] = r.json()
+    assert not failed, "\n".join(failed)
+    assert {"CreateOrder", "CreateCryptoWithdrawal", "InitiateSandboxFiatDeposit"} <= set(answers)
+
+
+def _form_fields(op: dict[str, Any]) -> dict[str, Any]:
+    form = op["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    return {k: v for k, v in form["properties"].items() if "examples" in v}
+
+
+def test_answers_are_documented_not_validated_on_the_way_out(sandbox: Any) -> None:
+    """The shapes are for the document only: FastAPI validates and re-encodes an answer
+    only through a route's `response_model` (its response field), which none has: each
+    answer stays the route's own pre-serialized body."""
+    routes = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute)]
+    assert len(routes) >= 42
+    assert [r.name for r in routes if r.response_field is not None] == []
+    assert [r.name for r in routes if "model" not in r.responses.get(200, {})] == []
+
+
+def test_every_generic_refusal_of_every_operation_is_documented(sandbox: Any) -> None:
+    """The refusals any operation can meet before its own rules: no token (401), a token
+    without the scope (403), a body too large (413), of another media type (415) or not
+    JSON (400), an unknown id (404). Each answer must be one the document lists."""
+    doc = _own(sandbox)
+    narrow = sandbox.login("sandex", "sandex-secret", scope="funding:read_profile")
+    bearer = sandbox.headers
+    limit = sandbox.engine.settings.max_body_bytes
+    seen: set[int] = set()
+    for path, ops in doc["paths"].items():
+        url = re.sub(r"\{\w+\}", "nope", path)
+        for method in ops:
+            m = method.upper()
+            tries: list[dict[str, Any]] = [
+                {"headers": {}},
+                {"headers": narrow},
+                {"headers": {**bearer, "Content-Length": str(limit + 1)}, "content": b"{}"},
+            ]
+            if m in ("POST", "PUT", "PATCH", "DELETE"):
+                tries.append(
+                    {"headers": {**bearer, "Content-Type": "text/plain"}, "content": b"hello"}
+                )
+                tries.append(
+                    {"headers": {**bearer, "Content-Type": "application/json"}, "content": b"{"}
+                )
+            for kw in tries:
+                seen.add(sandbox.http.request(m, url, **kw).status_code)
+    assert {400, 401, 403, 404, 413, 415} <= seen
+    problems = conformance_problems(sandbox.app, sandbox.answers)
+    sandbox.answers.clear()  # reported here, not again when the test ends
+    assert not problems, "\n".join(problems)
+
+
+def test_the_conformance_check_finds_an_unlisted_status_a_wrong_field_and_an_extra_one(
+    sandbox: Any,
+) -> None:
+    sandbox.get("/v2/profiles/default")
+    sandbox.delete("/v2/profiles/default/orders/nope")
+    assert conformance_problems(sandbox.app, sandbox.answers) == []
+    profile, cancel = sandbox.answers[-2:]
+    cancel.status = 418
+    profile.body = b'{"id": 5, "nickname": "n", "type": "DEFAULT"}'
+    doc = Document(_own(sandbox))
+    found = problems(doc, [profile, cancel])
+    assert "CancelOrder) answered 418, a status its document does not list" in found[0]
+    assert "(GetProfile) answered 200: $['id']: 5 is not of type 'string'" in found[1]
+    profile.body = b'{"id": "x", "nickname": "n", "type": "DEFAULT", "colour": "red"}'
+    assert "fields its schema does not name: ['$.colour']" in problems(doc, [profile])[0]
+    sandbox.answers.clear()

@@ -1,0 +1,273 @@
+"""Bad input of every kind is a clear problem+json 4xx; nothing is a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi import APIRouter
+
+from tests.support.reference import document
+
+PROBLEM = "application/problem+json"
+
+
+def _is_problem(r: Any, status: int) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == PROBLEM
+    body = r.json()
+    assert set(body) >= {"type", "title", "status", "detail"}
+    assert body["status"] == status
+    return body  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "body"),
+        (b"[]", "body"),
+        (b'"a string"', "body"),
+        (b'{"nickname": 5}', "nickname"),
+        (b'{"nickname": null}', "nickname"),
+        (b'{"nickname": "x", "surprise": 1}', "surprise"),
+        (b'{"nickname": "' + b"x" * 300 + b'"}', "nickname"),
+    ],
+)
+def test_malformed_bodies_are_400_problems_naming_the_field(
+    sandbox: Any, content: bytes, needle: str
+) -> None:
+    r = sandbox.post(
+        "/v2/profiles",
+        content=content,
+        headers={**sandbox.headers, "Content-Type": "application/json"},
+    )
+    body = _is_problem(r, 400)
+    assert body["type"] == "about:blank"
+    assert needle in body["detail"]
+
+
+def test_an_unknown_enum_value_is_a_400_listing_the_allowed_ones(sandbox: Any) -> None:
+    r = sandbox.post(
+        "/v2/transfer/fiat-deposit-instructions", {"profile_id": "default", "fiat_network": "ACH"}
+    )
+    body = _is_problem(r, 400)
+    assert "fiat_network" in body["detail"]
+    assert "WIRE" in body["detail"]
+
+
+def test_unknown_paths_and_methods_are_problems(sandbox: Any) -> None:
+    assert _is_problem(sandbox.get("/v2/nothing-here"), 404)["type"] == "about:blank"
+    _is_problem(sandbox.http.put("/v2/profiles", headers=sandbox.headers), 405)
+
+
+def test_an_unknown_id_is_a_404_problem(sandbox: Any) -> None:
+    assert (
+        "transfer not found"
+        in _is_problem(sandbox.get("/v2/transfer/transfers/nope"), 404)["detail"]
+    )
+    _is_problem(sandbox.get("/v2/profiles/nope"), 404)
+    _is_problem(sandbox.get("/v2/transfer/fiat-deposit-instructions/nope"), 404)
+
+
+def test_a_bad_time_filter_is_a_400_naming_it(sandbox: Any) -> None:
+    r = sandbox.get("/v2/transfer/transfers", params={"created_at.gte": "yesterday"})
+    assert "created_at.gte" in _is_problem(r, 400)["detail"]
+
+
+def test_clock_moves_need_exactly_one_of_advance_and_set_to(sandbox: Any) -> None:
+    _is_problem(sandbox.post("/v2/sandbox/clock", {}), 400)
+    _is_problem(
+        sandbox.post("/v2/sandbox/clock", {"advance_seconds": 1, "set_to": "2024-01-02T00:00:00Z"}),
+        400,
+    )
+    _is_problem(sandbox.post("/v2/sandbox/clock", {"set_to": "not a time"}), 400)
+    r = sandbox.post("/v2/sandbox/clock", {"set_to": "2023-01-01T00:00:00Z"})
+    assert "backwards" in _is_problem(r, 400)["detail"]
+    moved = sandbox.post("/v2/sandbox/clock", {"set_to": "2024-03-01T12:00:00Z"}).json()
+    assert moved == {"now": "2024-03-01T12:00:00.000000Z", "mode": "manual"}
+    assert sandbox.get("/v2/sandbox/clock").json() == moved
+
+
+def test_a_wall_clock_cannot_be_moved(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(clock="wall")
+    assert sandbox.get("/v2/sandbox/clock").json()["mode"] == "wall"
+    _is_problem(sandbox.post("/v2/sandbox/clock", {"advance_seconds": 5}), 409)
+
+
+def test_a_bug_is_a_500_problem_that_leaks_nothing(sandbox: Any) -> None:
+    router = APIRouter()
+
+    @router.get("/v2/explode")
+    async def explode() -> None:
+        raise RuntimeError("secret internals /etc/passwd")
+
+    sandbox.app.include_router(router)
+    r = sandbox.get("/v2/explode", headers={"X-Request-ID": "req-123"})
+    body = _is_problem(r, 500)
+    assert "secret" not in r.text and "Traceback" not in r.text
+    assert "req-123" in body["detail"]
+    assert r.headers["x-request-id"] == "req-123"
+
+
+ORDER = {"side": "BUY", "market": "BTCUSD", "type": "LIMIT", "price": "1", "base_amount": "1"}
+# (method, path, query or body, the detail): the API's own words, naming what was sent.
+WORDED = [
+    ("GET", "/v2/profiles", {"limit": "0"}, "limit invalid: must be at least 1"),
+    ("GET", "/v2/profiles", {"limit": "5000"}, "limit invalid: must be at most 1000"),
+    ("GET", "/v2/profiles", {"limit": "ten"}, "limit invalid: must be an integer"),
+    ("GET", "/v2/events", {"limit": "0"}, "limit invalid: must be at least 1"),
+    (
+        "GET",
+        "/v2/profiles/default/executions",
+        {"limit": "501"},
+        "limit invalid: must be at most 500",
+    ),
+    ("GET", "/v2/transfer/transfers", {"order": "UP"}, "order invalid: must be one of ASC, DESC"),
+    (
+        "GET",
+        "/v2/orders",
+        {"status": "DONE"},
+        "status invalid: must be one of PENDING_SUBMISSION, SUBMITTED, OPEN, FILLED,"
+        " CANCELLED, REJECTED",
+    ),
+    (
+        "POST",
+        "/v2/sandbox/profiles/default/deposit",
+        {"asset": "BTC", "amount": 1},
+        "amount invalid: must be a string",
+    ),
+    (
+        "POST",
+        "/v2/sandbox/profiles/default/deposit",
+        {"asset": "BTC", "amount": "-1"},
+        "amount invalid: invalid amount '-1': must be positive decimal",
+    ),
+    (
+        "POST",
+        "/v2/sandbox/clock",
+        {"advance_seconds": -1},
+        "advance_seconds invalid: must be at least 0",
+    ),
+    ("POST", "/v2/sandbox/customers", {"scopes": [5]}, "scopes[0] invalid: must be a string"),
+    (
+        "POST",
+        "/v2/profiles",
+        {"nickname": "x" * 201},
+        "nickname invalid: must be at most 200 characters",
+    ),
+    ("POST", "/v2/profiles", {"nickname": ["x"]}, "nickname invalid: must be a string"),
+    (
+        "POST",
+        "/v2/profiles/default/orders",
+        {**ORDER, "expiration_date": [1]},
+        "expiration_date invalid: must be a string",
+    ),
+    (
+        "POST",
+        "/v2/profiles/default/orders",
+        {**ORDER, "await_fill_millis": "soon"},
+        "await_fill_millis invalid: must be an integer",
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "sent", "detail"), WORDED)
+def test_validation_errors_speak_the_apis_words(
+    sandbox: Any, method: str, path: str, sent: dict[str, Any], detail: str
+) -> None:
+    r = sandbox.get(path, params=sent) if method == "GET" else sandbox.post(path, sent)
+    body = _is_problem(r, 400)
+    assert body["detail"] == detail
+    assert body["meta"]["field"] == detail.split(" ")[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/v2/orders", "order_time.begin"),
+        ("/v2/orders", "order_time.end"),
+        ("/v2/profiles/default/orders", "order_time.begin"),
+        ("/v2/executions", "range.begin"),
+        ("/v2/profiles/default/executions", "range.end"),
+        ("/v2/transfer/transfers", "updated_at.gt"),
+        ("/v2/events", "created_at.lte"),
+    ],
+)
+def test_a_bad_time_names_the_parameter_the_client_sent(sandbox: Any, path: str, name: str) -> None:
+    body = _is_problem(sandbox.get(path, params={name: "yesterday"}), 400)
+    assert body["detail"] == f"{name} invalid: not an RFC 3339 time"
+    assert body["meta"] == {"field": name}
+
+
+def test_a_null_fee_total_is_a_400_not_an_absent_total(sandbox: Any) -> None:
+    body = {
+        "asset": "BTC",
+        "crypto_network": "BITCOIN",
+        "destination_address": "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2",
+        "amount": "0.001",
+    }
+    assert sandbox.post("/v2/transfer/fees/crypto-withdrawal", body).status_code == 200
+    r = sandbox.post("/v2/transfer/fees/crypto-withdrawal", {**body, "total": None})
+    problem = _is_problem(r, 400)
+    assert problem["detail"] == "total invalid: must not be null"
+    assert problem["meta"] == {"field": "total"}
+
+
+def _body_operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(path, operation id, the resolved properties of its JSON body) of every operation."""
+    schemas = doc["components"]["schemas"]
+    found = []
+    for path, operations in doc["paths"].items():
+        for op in operations.values():
+            media = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if media is None:
+                continue
+            schema = media["schema"]
+            for option in schema.get("anyOf", [schema]):
+                if "$ref" in option:
+                    properties = schemas[option["$ref"].rsplit("/", 1)[-1]]["properties"]
+                    found.append((path, op["operationId"], properties))
+    return found
+
+
+def test_null_for_any_declared_field_of_any_body_is_a_400_naming_it(sandbox: Any) -> None:
+    doc = sandbox.get("/openapi.json").json()
+    checked = 0
+    for path, operation, properties in _body_operations(doc):
+        path = path.replace("{profile_id}", "default").replace("{market}", "BTCUSD")
+        for field, schema in properties.items():
+            assert "null" not in str(schema.get("anyOf", "")), f"{operation}.{field} is nullable"
+            r = sandbox.post(path, {field: None})
+            body = _is_problem(r, 400)
+            assert body["detail"] == f"{field} invalid: must not be null", (operation, body)
+            assert body["meta"] == {"field": field}
+            checked += 1
+    assert checked >= 60  # every field of the 14 bodies
+
+
+def test_null_inside_a_nested_object_names_its_path(sandbox: Any) -> None:
+    wire = {"account_number": "1", "fiat_account_owner_address": {"country": "US", "city": None}}
+    body = {
+        "amount": "1",
+        "asset": "USD",
+        "memo_id": "M",
+        "fiat_network_instructions": {"wire": wire},
+    }
+    problem = _is_problem(sandbox.post("/v2/sandbox/fiat-deposits", body), 400)
+    name = "fiat_network_instructions.wire.fiat_account_owner_address.city"
+    assert problem["detail"] == f"{name} invalid: must not be null"
+    assert problem["meta"] == {"field": name}
+
+
+def test_no_field_of_the_references_bodies_takes_null(sandbox: Any) -> None:
+    doc = document()  # skips where the reference is absent
+    checked = 0
+    for path, operation, properties in _body_operations(doc):
+        path = "/v2" + path.replace("{profile_id}", "default")
+        for field, schema in properties.items():
+            assert not schema.get("nullable"), f"the reference makes {operation}.{field} nullable"
+            body = _is_problem(sandbox.post(path, {field: None}), 400)
+            assert body["meta"] == {"field": field}, (operation, body)
+            checked += 1
+    assert checked >= 60

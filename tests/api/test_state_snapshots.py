@@ -1,0 +1,169 @@
+"""State snapshots for start-up (engine/runtime/startup_cache.py): a snapshot and the tail of
+the log give exactly the state a full replay gives, and an engine started from one
+behaves exactly as one started from the whole log."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from engine.runtime import startup_cache
+from engine.runtime.writer import replay
+from engine.store import SqliteEventStore
+from engine.tools.time_travel import log_hash
+from engine.tools.verify import verify
+from tests.conftest import Sandbox, make_settings
+from tests.support.state_helpers import assert_same, busy, more
+from tests.support.transfer_helpers import withdraw
+
+
+def _events(db: Path) -> list[Any]:
+    store = SqliteEventStore(db)
+    try:
+        return list(store.read(with_meta=False))
+    finally:
+        store.close()
+
+
+def test_a_snapshot_at_any_position_and_the_tail_give_the_full_replay(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(snapshot_every_events=0)
+    busy(sb)
+    more(sb)
+    db = sb.db
+    sb.close()
+    events = _events(db)
+    assert len(events) > 40
+    full = replay(_events(db))
+    assert full[0].ext["trading"].orders and len(full[0].timers) > 0
+    for cut in range(len(events) + 1):
+        full = replay(_events(db))  # read-model rows fill caches: a fresh one each time
+        head = replay(e for e in _events(db) if e.position <= cut)
+        # Through the bytes, as start-up reads them: pickle keeps an order that sits in
+        # `orders` and in its book level one object.
+        state, versions = startup_cache.decode(startup_cache.encode(*head))
+        tail = [e for e in _events(db) if e.position > cut]
+        assert_same(replay(tail, state=state, versions=versions), full)
+
+
+def _reopen(db: Path, **settings: Any) -> Sandbox:
+    return Sandbox(db, make_settings(**settings))
+
+
+def test_the_writer_snapshots_in_the_background_and_start_up_replays_only_the_tail(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    sb = sandbox_factory("live.db", snapshot_every_events=10)
+    busy(sb)  # open orders, a pending withdrawal and deposit, timers: then a snapshot
+    sb.engine.wait_for_snapshot(30)
+    sb.deposit("BTC", "1")  # the writer stores the snapshot handed to it
+    sb.engine.wait_for_snapshot(30)
+    sb.close()
+    store = SqliteEventStore(sb.db)
+    taken = store.state_snapshots(startup_cache.FORMAT)
+    last = store.last_position()
+    store.close()
+    assert taken and 0 < taken[0][0] <= last
+    assert len(taken) <= startup_cache.KEEP
+
+    # Two copies of the database: one starts from the snapshot, one replays everything.
+    shutil.copy(sb.db, tmp_path / "full.db")
+    snap = _reopen(sb.db, snapshot_every_events=10)
+    full = _reopen(tmp_path / "full.db", snapshot_every_events=0)
+    try:
+        assert snap.engine.loaded_from == taken[0][0]
+        assert full.engine.loaded_from == 0
+        assert_same(
+            (snap.engine.state, snap.engine._versions), (full.engine.state, full.engine._versions)
+        )
+        # ... and from there they decide alike: the same events, byte for byte.
+        more(snap)
+        more(full)
+    finally:
+        snap.close()
+        full.close()
+    assert log_hash(sb.db) == log_hash(tmp_path / "full.db")
+    assert snap.verify() == [] and full.verify() == []
+
+
+def test_a_snapshot_that_does_not_fit_the_log_is_ignored(sandbox_factory: Any) -> None:
+    sb = sandbox_factory("s.db", snapshot_every_events=0)
+    busy(sb)
+    db = sb.db
+    sb.close()
+    store = SqliteEventStore(db)
+    position = store.last_position() - 5
+    head = replay(store.read(until=position, with_meta=False))
+    check = store.event_check(position)
+    assert check is not None
+    store.save_state_snapshot(position, startup_cache.FORMAT, check, startup_cache.encode(*head))
+    assert startup_cache.load(store)[2] == position
+    assert_same(startup_cache.load(store)[:2], replay(store.read(with_meta=False)))
+
+    # Another log under the same position (time travel elsewhere, a rewritten file).
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE state_snapshots SET event_check = 'other'")
+    conn.commit()
+    assert startup_cache.load(store)[2] == 0
+    # Another version of the code: another format.
+    conn.execute("UPDATE state_snapshots SET event_check = ?, format = '0:old'", (check,))
+    conn.commit()
+    assert startup_cache.load(store)[2] == 0
+    # Unreadable bytes cost a full replay, nothing else.
+    conn.execute("UPDATE state_snapshots SET format = ?, data = x'00'", (startup_cache.FORMAT,))
+    conn.commit()
+    conn.close()
+    loaded = startup_cache.load(store)
+    assert loaded[2] == 0
+    assert_same(loaded[:2], replay(store.read(with_meta=False)))
+    store.close()
+
+
+def test_verify_replays_the_whole_log_whatever_the_snapshots(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    sb = sandbox_factory("v.db", snapshot_every_events=5)
+    busy(sb)
+    sb.engine.wait_for_snapshot(30)
+    sb.deposit("BTC", "1")
+    sb.close()
+    tampered = tmp_path / "tampered.db"
+    shutil.copy(sb.db, tampered)
+    conn = sqlite3.connect(tampered)
+    assert conn.execute("SELECT count(*) FROM state_snapshots").fetchone()[0] >= 1
+    # An event taken out of the log, long before the newest snapshot: a start-up would
+    # not look there, the audit does.
+    conn.execute("DELETE FROM events WHERE position = 3")
+    conn.commit()
+    conn.close()
+    problems = verify(str(tampered))
+    assert problems and "gap" in problems[0]
+
+
+def test_a_settled_transfer_loaded_from_a_snapshot_reads_as_it_was_written(
+    sandbox_factory: Any,
+) -> None:
+    """Settled transfers are stored compactly in a snapshot (engine/kernel/compact_records.py): an
+    idempotent retry after such a start-up still answers with the whole transfer."""
+    sb = sandbox_factory("settled.db", snapshot_every_events=5)
+    sb.deposit("USDC", "500")
+    r = withdraw(sb, asset="USDC", network="SOLANA", amount="10", ref_id="settled-1")
+    assert r.status_code == 200, r.text
+    sb.advance(3600)  # confirmed and completed
+    settled = sb.get(f"/v2/transfer/transfers/{r.json()['id']}").json()
+    assert settled["status"] == "COMPLETED"
+    for _ in range(3):
+        sb.deposit("BTC", "1")
+        sb.engine.wait_for_snapshot(30)
+    sb.close()
+    again = _reopen(sb.db, snapshot_every_events=5)
+    try:
+        assert again.engine.loaded_from > 0
+        stored = dict.__getitem__(again.engine.state.transfers, settled["id"])
+        assert type(stored) is tuple  # the compact form, not a dict
+        retry = withdraw(again, asset="USDC", network="SOLANA", amount="10", ref_id="settled-1")
+        assert retry.status_code == 409, retry.text
+        assert retry.json()["meta"]["existing"] == settled
+    finally:
+        again.close()

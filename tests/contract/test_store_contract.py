@@ -1,0 +1,112 @@
+"""The store contract (tests/support/store_contract.py) run against every implementation, and
+what only the SQLite store promises (its file, its modes, its paths)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engine.kernel.events import Event
+from engine.read.readmodels import TABLES as READ_MODELS
+from engine.store import (
+    EventStore,
+    MemoryEventStore,
+    SqliteEventStore,
+    StoreUnavailable,
+    connect_read_only,
+)
+from tests.support.store_contract import TABLES, StoreContract, event
+
+
+class MemoryStoreTest(StoreContract):
+    __test__ = True
+    has_sql_reader = False  # a choice: engine/store/memory.py says why
+
+    def make_store(self, folder: Path) -> EventStore:
+        return MemoryEventStore(tables=TABLES)
+
+    def test_another_writers_commit_changes_the_data_version(self) -> None:
+        self.skipTest("no second writer can reach a memory store: it lives in one object")
+
+    def test_reads_in_a_consistent_block_see_one_state(self) -> None:
+        self.skipTest(
+            "a memory store keeps no read snapshots: its reads and its one writer share a"
+            " process, and verify runs on it only when nothing writes"
+        )
+
+
+class SqliteStoreTest(StoreContract):
+    __test__ = True
+
+    def make_store(self, folder: Path) -> EventStore:
+        return SqliteEventStore(folder / "contract.db", tables=TABLES)
+
+    def commit_elsewhere(self, events: list[Event]) -> None:
+        other = SqliteEventStore(self.folder / "contract.db", tables=TABLES)
+        try:
+            other.commit(events, {}, events[-1].position)
+        finally:
+            other.close()
+
+
+def test_sqlite_runs_in_wal_mode_with_the_asked_durability(tmp_path: Path) -> None:
+    full = SqliteEventStore(tmp_path / "full.db", durability="FULL")
+    normal = SqliteEventStore(tmp_path / "normal.db", durability="NORMAL")
+    try:
+        assert full.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert full.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert normal.conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    finally:
+        full.close()
+        normal.close()
+
+
+def test_events_survive_reopening(tmp_path: Path) -> None:
+    first = SqliteEventStore(tmp_path / "r.db")
+    first.commit([event(1, "a", 1)], {}, 1)
+    first.close()
+    second = SqliteEventStore(tmp_path / "r.db")
+    try:
+        assert [e.data for e in second.read()] == [{"n": 1, "amount": "0.00000001"}]
+    finally:
+        second.close()
+
+
+def test_an_in_memory_sqlite_store_scans_its_log(tmp_path: Path) -> None:
+    """`PRAGMA mmap_size` answers no row for an in-memory database: the start-up scan
+    failed on it before it asked."""
+    store = SqliteEventStore(":memory:", tables=READ_MODELS)
+    try:
+        store.commit([event(1, "a", 1), event(2, "a", 2)], {}, 2)
+        assert [row[0] for chunk in store.scan() for row in chunk] == [1, 2]
+        with pytest.raises(StoreUnavailable):
+            store.read_only()
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("name", ["what?.db", "hash#tag.db", "per%20cent.db", "all ?#%25.db"])
+def test_a_database_path_with_uri_characters_opens_read_only(tmp_path: Path, name: str) -> None:
+    """The read-only door builds a `file:` URI: a `?`, `#` or `%` in the path was read as
+    the start of a query, a fragment or an escape, and opened another file or none."""
+    path = tmp_path / name
+    store = SqliteEventStore(path, tables=TABLES)
+    try:
+        store.commit([event(1, "a", 1)], {}, 1)
+        reader = store.read_only()
+        try:
+            assert [e.position for e in reader.read()] == [1]
+        finally:
+            reader.close()
+        conn = connect_read_only(path)
+        try:
+            assert conn.execute("SELECT count(*) FROM events").fetchone() == (1,)
+        finally:
+            conn.close()
+    finally:
+        store.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == [name]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (1,)

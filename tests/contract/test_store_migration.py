@@ -1,0 +1,92 @@
+"""A database written by an earlier schema opens with the current one and verifies."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from engine import Engine, open_engine
+from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.read.readmodels import TABLES
+from engine.store.read_model_indexes import with_indexes
+from engine.tools.verify import rebuild, verify
+from tests.conftest import make_settings
+from tests.support.store_helpers import OLD_FEED_DDL, indexes
+
+
+def _trade(engine: Engine, client: str) -> None:
+    made = engine.execute(CreateCustomer(client_id=client, client_secret="s", bootstrap=True))
+    actor = Actor(made["customer_id"], client)
+    engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="USD", amount="100000"))
+    for price in ("30000", "30001", "45000"):
+        engine.execute(
+            CreateOrder(
+                actor=actor,
+                profile_id="default",
+                side="BUY",
+                market="BTCUSD",
+                type="LIMIT",
+                price=price,
+                base_amount="0.0001",
+            )
+        )
+
+
+def test_a_database_with_the_old_feed_indexes_opens_with_the_current_ones(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "old.db"
+    with open_engine(db, make_settings()) as engine:
+        _trade(engine, "first")
+    conn = sqlite3.connect(db)
+    for statement in OLD_FEED_DDL:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    assert indexes(db, "event_feed") == {
+        "idx_event_feed_customer_id_seq",
+        "idx_event_feed_customer_id_type_seq",
+    }
+
+    with open_engine(db, make_settings()) as engine:
+        _trade(engine, "second")
+    for table, spec in with_indexes(TABLES).items():
+        assert indexes(db, table) == {
+            f"idx_{table}_{'_'.join(cols)}" for cols in spec.get("indexes", ())
+        }, table
+    assert verify(str(db)) == []
+    rebuild(str(db))
+    assert verify(str(db)) == []
+
+
+def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
+    db = tmp_path / "theirs.db"
+    with open_engine(db, make_settings()) as engine:
+        _trade(engine, "first")
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE INDEX by_status ON orders (status)")
+    conn.commit()
+    conn.close()
+
+    with open_engine(db, make_settings()) as engine:
+        _trade(engine, "second")
+    assert "by_status" in indexes(db, "orders")
+    assert verify(str(db)) == []
+
+
+def test_orders_and_executions_get_the_store_s_indexes_and_name_none_themselves(
+    tmp_path: Path,
+) -> None:
+    """Index tuning is the store's (engine.store.read_model_indexes): the read models
+    name none, and a new database has the indexes the read side's queries use."""
+    assert "indexes" not in TABLES["orders"] and "fixed" not in TABLES["orders"]
+    assert "indexes" not in TABLES["executions"] and "fixed" not in TABLES["executions"]
+    db = tmp_path / "fresh.db"
+    with open_engine(db, make_settings()) as engine:
+        _trade(engine, "first")
+    assert indexes(db, "orders") == {"idx_orders_customer_id_seq", "idx_orders_profile_id_seq"}
+    assert indexes(db, "executions") == {
+        "idx_executions_customer_id_seq",
+        "idx_executions_profile_id_seq",
+        "idx_executions_order_id",
+    }

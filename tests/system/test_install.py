@@ -1,0 +1,238 @@
+"""Installs that work anywhere: the two locks, the Makefile's venv stamps, `make serve`'s
+arguments, and (slow) the built wheel in a fresh venv with runtime dependencies only."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MAKE_ENV = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "ARGS")
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.M)
+
+
+def _name(requirement: str) -> str:
+    """The normalised project name of a requirement such as `uvicorn[standard]>=0.29`."""
+    name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+    assert name, requirement
+    return re.sub(r"[-_.]+", "-", name.group()).lower()
+
+
+def _pins(lock: str) -> dict[str, str]:
+    return {_name(n): v for n, v in PIN.findall((ROOT / lock).read_text())}
+
+
+def _project() -> dict[str, list[str]]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {"runtime": project["dependencies"], **project["optional-dependencies"]}
+
+
+def test_the_runtime_lock_pins_every_runtime_dependency_and_no_dev_tool() -> None:
+    runtime = _pins("requirements.lock")
+    declared = _project()
+    missing = {_name(r) for r in declared["runtime"]} - set(runtime)
+    assert not missing, f"runtime dependencies not in requirements.lock: {missing}"
+    dev_only = {_name(r) for r in declared["dev"]} - {_name(r) for r in declared["runtime"]}
+    assert not dev_only & set(runtime), "requirements.lock is what `make serve` installs"
+
+
+def test_the_dev_lock_agrees_with_the_runtime_lock_and_pins_every_dev_tool() -> None:
+    runtime, dev = _pins("requirements.lock"), _pins("requirements-dev.lock")
+    differ = {n: (v, dev.get(n)) for n, v in runtime.items() if dev.get(n) != v}
+    assert not differ, f"the dev lock must keep the runtime pins (run make lock): {differ}"
+    missing = {_name(r) for r in _project()["dev"]} - set(dev)
+    assert not missing, f"dev dependencies not in requirements-dev.lock: {missing}"
+    assert "--constraint=requirements.lock" in (ROOT / "requirements-dev.lock").read_text()
+
+
+def _make(cwd: Path, *args: str) -> list[str]:
+    # Run from `make test`, a make would inherit its level and flags and say more.
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_ENV}
+    done = subprocess.run(
+        ["make", "-n", "--no-print-directory", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def _installs(lines: list[str]) -> list[str]:
+    return [line.split(" -r ")[-1] for line in lines if "pip install" in line and " -r " in line]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_installs_the_runtime_lock_for_serve_and_the_dev_lock_for_test_once_each(
+    tmp_path: Path,
+) -> None:
+    for name in ("Makefile", "pyproject.toml", "requirements.lock", "requirements-dev.lock"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch(mode=0o755)
+
+    serve = _make(tmp_path, "serve")
+    assert _installs(serve) == ["requirements.lock"], "serve installs the runtime lock only"
+    assert serve[-1].split() == [".venv/bin/sandex", "serve", "--db", "sandex.db"]
+    assert _installs(_make(tmp_path, "lint")) == ["requirements.lock", "requirements-dev.lock"]
+
+    # Installed: the stamps exist, nothing is installed again.
+    for line in _make(tmp_path, "lint"):
+        if line.startswith("touch .venv/"):
+            (tmp_path / line.split()[-1]).touch()
+    assert _installs(_make(tmp_path, "serve", "lint")) == []
+
+    # make serve passes ARGS through to sandex serve.
+    assert 'make serve ARGS="--port 9000 --clock manual"' in (ROOT / "README.md").read_text()
+    passed = _make(tmp_path, "serve", "ARGS=--port 9000 --clock manual")
+    assert passed[-1].split()[1:] == [
+        "serve",
+        "--db",
+        "sandex.db",
+        "--port",
+        "9000",
+        "--clock",
+        "manual",
+    ]
+
+    # A changed dev lock installs it again, not the runtime lock.
+    with (tmp_path / "requirements-dev.lock").open("a") as f:
+        f.write("# changed\n")
+    assert _installs(_make(tmp_path, "serve")) == []
+    assert _installs(_make(tmp_path, "lint")) == ["requirements-dev.lock"]
+
+    # A changed runtime lock installs both.
+    with (tmp_path / "requirements.lock").open("a") as f:
+        f.write("# changed\n")
+    assert _installs(_make(tmp_path, "serve")) == ["requirements.lock"]
+    assert _installs(_make(tmp_path, "lint")) == ["requirements.lock", "requirements-dev.lock"]
+
+
+# -- the wheel, in a fresh venv with the runtime lock only ---------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(*cmd: str | Path, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
+    done = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None:
+    # Nothing of the source tree may leak in: no PYTHONPATH, no active venv, another cwd.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    src = tmp_path / "src"  # what the wheel is built from: the packages and their metadata
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for package in ("engine", "api_adapter"):
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    # As `pip install .` builds it: in an isolated build environment.
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "-w",
+        tmp_path / "dist",
+        src,
+        cwd=tmp_path,
+        env=env,
+    )
+    (wheel,) = (tmp_path / "dist").glob("sandex-*.whl")
+
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=env)
+    python, sandex = venv / "bin" / "python", venv / "bin" / "sandex"
+    # The lock is closed (pip-compile's), so nothing need be resolved: --no-deps for all.
+    _run(
+        *(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"),
+        *("-r", ROOT / "requirements.lock", wheel),
+        cwd=tmp_path,
+        env=env,
+    )
+    # The runtime lock satisfies every requirement the wheel declares, and every module of
+    # the installed packages imports (a dev-only import fails here, not in a user's hands).
+    _run(python, "-m", "pip", "check", cwd=tmp_path, env=env)
+    imported = _run(
+        python,
+        "-c",
+        "import importlib, pkgutil, engine, api_adapter\n"
+        "for p in (engine, api_adapter):\n"
+        "    for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(engine.__file__)",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert imported.strip().startswith(str(venv)), imported
+
+    assert "serve" in _run(sandex, "--help", cwd=tmp_path, env=env)
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _run(sandex, "--version", cwd=tmp_path, env=env).strip() == f"sandex {version}"
+    assert "(default: 8080)" in _run(sandex, "serve", "--help", cwd=tmp_path, env=env)
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sandex, "serve", "--port", str(port), "--db", tmp_path / "s.db", "--log-format", "json"],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "no answer in 60 s"
+            try:
+                token = httpx.post(
+                    f"{base}/oauth2/token",
+                    data={
+                        "grant_type": "client_credentials",
+                        "client_id": "sandex",
+                        "client_secret": "sandex-secret",
+                    },
+                    timeout=2,
+                )
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert token.status_code == 200, token.text
+        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        profile = httpx.get(f"{base}/v2/profiles/default", headers=headers, timeout=5)
+        assert profile.status_code == 200, profile.text
+        assert profile.json()["type"] == "DEFAULT"
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            code = server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+        log.close()
+    assert code == 0, (tmp_path / "serve.log").read_text()
