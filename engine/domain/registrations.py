@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain import customers, feed, sandbox_snapshots, webhook_registrations
+from engine.domain import balances, customers, feed, sandbox_snapshots, webhook_registrations
 from engine.domain.trading import orders
 from engine.domain.transfers import (
     funding,
@@ -25,8 +25,9 @@ def _clock_advanced(state: Any, event: Any) -> None:
 # The runtime records a clock move (AdvanceClock); no domain module owns its event.
 CLOCK = Registration(appliers={"ClockAdvanced": _clock_advanced})
 
-REGISTRATIONS: tuple[Registration, ...] = (
+_MODULES: tuple[Registration, ...] = (
     customers.REGISTRATION,
+    balances.REGISTRATION,
     transfer_records.REGISTRATION,
     funding.REGISTRATION,
     withdrawal_fees.REGISTRATION,
@@ -35,7 +36,11 @@ REGISTRATIONS: tuple[Registration, ...] = (
     orders.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
-    sandbox_snapshots.REGISTRATION,
+)
+# Snapshots restore the read models of every module before them; the feed follows all.
+REGISTRATIONS: tuple[Registration, ...] = (
+    *_MODULES,
+    sandbox_snapshots.registration(t for r in _MODULES for t in r.tables),
     feed.REGISTRATION,
 )
 
