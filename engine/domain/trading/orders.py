@@ -37,7 +37,6 @@ from engine.domain.metadata import check_metadata
 from engine.domain.trading.book import BUY, SELL
 from engine.domain.trading.market import NO_ASK, NO_BID, UNIT, Market, MarketConfig, new_markets
 from engine.domain.trading.matching import crosses, house_plan, plan
-from engine.domain.transfers import notional_prices
 from engine.domain.transfers.transfer_records import post
 from engine.kernel.clock import format_time, from_millis, parse_time
 from engine.kernel.commands import CancelOrder, CreateOrder, ReadMarket, SetMarketPrice
@@ -51,11 +50,10 @@ from engine.kernel.errors import (
     NotionalTooLarge,
 )
 from engine.kernel.events import Event
-from engine.kernel.invariants import CHECKS
 from engine.kernel.money import MARKETS, ZERO, check_step, decimals, format_normal, parse_amount
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
-from engine.read import readmodels
 
 SIDES = {"BUY": BUY, "SELL": SELL}
 SIDE_NAMES = ("BUY", "SELL")
@@ -1457,11 +1455,10 @@ def _execution_row(state: State, key: int) -> dict[str, Any] | None:
     }
 
 
-readmodels.register(
-    "order",
-    "orders",
-    {
-        "columns": {
+TABLES = (
+    ReadModelTable(
+        "orders",
+        {
             "id": str,
             "customer_id": str,
             "profile_id": str,
@@ -1473,19 +1470,17 @@ readmodels.register(
             "seq": int,
             "body": str,
         },
-        "pk": ["id"],
-        "indexes": [["customer_id", "seq"], ["profile_id", "seq"]],
-        "fixed": ["customer_id", "profile_id", "seq"],
-    },
-    _order_row,
-    ("id",),
-    lambda s: trading_state(s).orders.keys(),
-)
-readmodels.register(
-    "execution",
-    "executions",
-    {
-        "columns": {
+        pk=("id",),
+        indexes=(("customer_id", "seq"), ("profile_id", "seq")),
+        fixed=("customer_id", "profile_id", "seq"),
+        kind="order",
+        row=_order_row,
+        key_columns=("id",),
+        keys=lambda s: trading_state(s).orders.keys(),
+    ),
+    ReadModelTable(
+        "executions",
+        {
             "execution_id": int,
             "customer_id": str,
             "profile_id": str,
@@ -1495,13 +1490,14 @@ readmodels.register(
             "seq": int,
             "body": str,
         },
-        "pk": ["execution_id"],
-        "indexes": [["customer_id", "seq"], ["profile_id", "seq"], ["order_id"]],
-        "fixed": ["customer_id", "profile_id", "order_id", "seq"],
-    },
-    _execution_row,
-    ("execution_id",),
-    lambda s: trading_state(s).executions.keys(),
+        pk=("execution_id",),
+        indexes=(("customer_id", "seq"), ("profile_id", "seq"), ("order_id",)),
+        fixed=("customer_id", "profile_id", "order_id", "seq"),
+        kind="execution",
+        row=_execution_row,
+        key_columns=("execution_id",),
+        keys=lambda s: trading_state(s).executions.keys(),
+    ),
 )
 
 
@@ -1513,9 +1509,6 @@ def _usd_price(state: State, asset: str) -> Decimal | None:
         return None
     return mk.tick * mk.print_ticks
 
-
-notional_prices.SOURCES.append(_usd_price)
-CHECKS.append(check_trading)
 
 DECIDERS = {
     CreateOrder: create_order,
@@ -1542,6 +1535,13 @@ TIMERS = {
     "market_watch": watch_due,
 }
 
-REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
+REGISTRATION = Registration(
+    DECIDERS,
+    APPLIERS,
+    TIMERS,
+    tables=TABLES,
+    checks=(check_trading,),
+    price_sources=(_usd_price,),
+)
 
 __all__ = ["NO_ASK", "NO_BID", "Order", "Trading", "order_view", "trading_state"]
