@@ -16,12 +16,12 @@ from decimal import Decimal
 from typing import Any
 
 from engine.config.settings import Settings
-from engine.domain.ledger import Ledger
 from engine.kernel.clock import format_time
 from engine.kernel.compact_records import Records
 from engine.kernel.credentials import Secrets
 from engine.kernel.events import Event
 from engine.kernel.ids import IdSource
+from engine.kernel.ledger import Ledger
 
 
 class Timers:

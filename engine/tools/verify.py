@@ -9,10 +9,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine.domain.ledger import LedgerViolation
 from engine.domain.registrations import domain_registry
 from engine.kernel.events import Event
 from engine.kernel.invariants import check_state
+from engine.kernel.ledger import LedgerViolation
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from engine.domain.ledger import Posting, encode_postings, is_profile_account
 from engine.kernel.events import Event
+from engine.kernel.ledger import Posting, encode_postings, is_owned_account
 from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
@@ -76,7 +76,7 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
     touched = state.ledger.post_encoded(raw_postings, state.caches.amounts)
     if state.live:
         for account, asset in touched:
-            if is_profile_account(account):
+            if is_owned_account(account):
                 state.mark("balance", (account.split(":", 1)[0], asset))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.config.settings import Settings
 from engine.domain.customers import resolve_profile
-from engine.domain.ledger import FEES, WORLD, Posting, available, withdrawing
+from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records, withdrawal_fees
 from engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
@@ -23,6 +23,7 @@ from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import CreateCryptoWithdrawal
 from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.ledger import Posting
 from engine.kernel.money import ZERO, check_precision, format_amount, format_normal
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
