@@ -233,6 +233,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_backtest(args: argparse.Namespace) -> int:
     from api_adapter.cli.progress import progress_bar
+    from api_adapter.problems import domain_problem_body
     from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
@@ -267,6 +268,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                 out=args.out,
                 progress=shown,
                 bar_seconds=args.bar_seconds,
+                problems=domain_problem_body,
             )
         except (BacktestError, ApiError) as exc:
             print(f"sandex: {exc}", file=sys.stderr)
