@@ -8,7 +8,26 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Send
 
-from engine.kernel.errors import title_for
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Payload Too Large",
+    414: "URI Too Long",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def title_for(status: int) -> str:
+    """A problem's title when its type is about:blank: the status's reason phrase."""
+    return _TITLES.get(status, "Error")
 
 
 class JSONResponse(Response):

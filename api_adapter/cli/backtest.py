@@ -10,6 +10,7 @@ from pathlib import Path
 def backtest(args: argparse.Namespace) -> int:
     """`sandex backtest`: 0 with a summary, 2 when the run cannot be made."""
     from api_adapter.cli.progress import progress_bar
+    from api_adapter.problems import domain_problem_body
     from engine.backtest import ApiError, BacktestError, run
 
     deposits = {}
@@ -44,6 +45,7 @@ def backtest(args: argparse.Namespace) -> int:
                 out=args.out,
                 progress=shown,
                 bar_seconds=args.bar_seconds,
+                problems=domain_problem_body,
             )
         except (BacktestError, ApiError) as exc:
             print(f"sandex: {exc}", file=sys.stderr)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.kernel.errors import title_for
+from api_adapter.responses import title_for
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 MAX_DEPTH = 32

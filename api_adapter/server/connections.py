@@ -31,8 +31,8 @@ import orjson
 import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from api_adapter.responses import title_for
 from engine.config.settings import Settings
-from engine.kernel.errors import title_for
 
 log = structlog.get_logger("sandex.http")
 

@@ -62,6 +62,8 @@ from engine.runtime.writer import Engine, NotDecided
 from engine.store import SqliteEventStore
 
 INF = 1 << 62
+# Renders a refusal as the body a strategy sees in `ApiError.problem`.
+Problems = Callable[[DomainError], dict[str, Any]]
 CLIENT_ID = "backtest"
 # Settings a backtest decides itself: the data is the path, and time is the data's.
 _FIXED = ("clock", "clock_start", "market_volatility", "seed", "execution_ids")
@@ -78,8 +80,10 @@ class Runner:
         strategy: Any,
         progress: Progress | None,
         assets: Sequence[str],
+        problems: Problems | None = None,
     ) -> None:
         self.engine = engine
+        self.problems = problems
         self.strategy = strategy
         self.progress = progress
         self.markets = list(series)
@@ -120,12 +124,16 @@ class Runner:
             raise ValueError(f"market {market} has no price data in this backtest")
         return m
 
+    def refused(self, exc: DomainError) -> ApiError:
+        """The strategy's error for `exc`, with its problem body (see `run`'s `problems`)."""
+        return ApiError(exc, exc.body() if self.problems is None else self.problems(exc))
+
     def _run(self, command: Any) -> Any:
         self.commands += 1
         try:
             return self.engine.run_inline(command)
         except DomainError as exc:
-            raise ApiError(exc.problem()) from None
+            raise self.refused(exc) from None
         finally:
             self._after()
 
@@ -227,7 +235,7 @@ class Runner:
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:
-            raise ApiError(exc.problem()) from None
+            raise self.refused(exc) from None
 
     def act(self, command: Any) -> Any:
         """A strategy's command: the engine first catches up with now. The prices that
@@ -253,7 +261,7 @@ class Runner:
             chain.answer(first)
             return chain.answer(len(prices))
         except DomainError as exc:
-            raise ApiError(exc.problem()) from None
+            raise self.refused(exc) from None
 
     def sync(self) -> None:
         """Bring the engine to `now_us` with every market at its latest point's price."""
@@ -538,12 +546,16 @@ def run(
     out: str | Path | None = None,
     progress: Progress | bool | None = None,
     bar_seconds: float | None = None,
+    problems: Problems | None = None,
 ) -> BacktestResult:
     """Run an order flow (a `Strategy` instance or class, `path.py:Class`, or a flow
     file) over price data and answer its `engine.backtest.result.BacktestResult`.
 
     Fees and liquidity default to the engine's settings; `settings` takes any other
-    engine setting. Without `db` the log is kept in a temporary file and dropped."""
+    engine setting. Without `db` the log is kept in a temporary file and dropped.
+    `problems` renders a refusal's body for the strategy's `ApiError.problem` (the HTTP
+    API's: `api_adapter.problems.domain_problem_body`); without it the body is the
+    engine's code, detail and meta."""
     from engine.tools.time_travel import log_hash
 
     if (strategy is None) == (flow is None):
@@ -618,7 +630,9 @@ def run(
         db_path = Path(db)  # checked by _check_outputs
     try:
         engine = open_engine(db_path, the_settings)
-        runner = Runner(engine, series, strategy, _progress_of(progress), _assets(names, chosen))
+        runner = Runner(
+            engine, series, strategy, _progress_of(progress), _assets(names, chosen), problems
+        )
         try:
             # Acknowledged once, when it returns: one transaction, one commit.
             with engine.one_transaction():

@@ -22,6 +22,7 @@ from engine.kernel.commands import (
     ReadMarket,
     SandboxDeposit,
 )
+from engine.kernel.errors import DomainError
 from engine.read.queries import Page
 
 if TYPE_CHECKING:
@@ -29,13 +30,18 @@ if TYPE_CHECKING:
 
 
 class ApiError(Exception):
-    """What the HTTP API would answer as a problem: `problem` is that body."""
+    """A refused operation. `error` is the engine's `DomainError`; `problem` its body:
+    the HTTP API's problem body when the run was given the adapter's renderer
+    (`run(problems=...)`), else the engine's `{"code", "detail", "meta"}`, without
+    HTTP status."""
 
-    def __init__(self, problem: dict[str, Any]) -> None:
-        super().__init__(f"{problem.get('status')} {problem.get('detail')}")
+    def __init__(self, error: DomainError, problem: dict[str, Any]) -> None:
+        status = problem.get("status")
+        super().__init__(f"{status if status is not None else error.code} {error.detail}")
+        self.error = error
         self.problem = problem
-        self.status: int = problem.get("status", 400)
-        self.detail: str = problem.get("detail", "")
+        self.status: int | None = status
+        self.detail: str = error.detail
 
 
 class Strategy:

@@ -6,6 +6,8 @@ import hashlib
 import hmac
 from typing import Any
 
+import orjson
+
 from engine.config.settings import (
     ALL_SCOPES,
     BOOTSTRAP_SCOPES,
@@ -15,6 +17,7 @@ from engine.config.settings import (
 from engine.kernel.commands import CreateCustomer, CreateProfile, RevokeClient
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
@@ -216,4 +219,90 @@ APPLIERS = {
     "ClientRevoked": _client_revoked,
     "ProfileCreated": _profile_created,
 }
-REGISTRATION = Registration(DECIDERS, APPLIERS)
+
+
+def _customer_row(state: State, key: str) -> dict[str, Any] | None:
+    c = state.customers.get(key)
+    if c is None:
+        return None
+    return {"id": c["id"], "created_at": c["created_at"], "bootstrap": int(bool(c["bootstrap"]))}
+
+
+def _client_row(state: State, key: str) -> dict[str, Any] | None:
+    c = state.clients.get(key)
+    if c is None:
+        return None
+    return {
+        "client_id": c["client_id"],
+        "customer_id": c["customer_id"],
+        "salt": c["salt"],
+        "secret_hash": c["secret_hash"],
+        "scopes": " ".join(c["scopes"]),
+        "revoked": int(c["revoked"]),
+        "created_at": c["created_at"],
+    }
+
+
+def _profile_row(state: State, key: str) -> dict[str, Any] | None:
+    p = state.profiles.get(key)
+    if p is None:
+        return None
+    return {
+        "id": p["id"],
+        "customer_id": p["customer_id"],
+        "nickname": p["nickname"],
+        "type": p["type"],
+        "created_at": p["created_at"],
+        "seq": p["seq"],
+        "body": orjson.dumps(profile_view(p)).decode(),
+    }
+
+
+TABLES = (
+    ReadModelTable(
+        "customers",
+        {"id": str, "created_at": str, "bootstrap": int},
+        pk=("id",),
+        kind="customer",
+        row=_customer_row,
+        key_columns=("id",),
+        keys=lambda s: s.customers.keys(),
+    ),
+    ReadModelTable(
+        "clients",
+        {
+            "client_id": str,
+            "customer_id": str,
+            "salt": str,
+            "secret_hash": str,
+            "scopes": str,
+            "revoked": int,
+            "created_at": str,
+        },
+        pk=("client_id",),
+        kind="client",
+        row=_client_row,
+        key_columns=("client_id",),
+        keys=lambda s: s.clients.keys(),
+    ),
+    ReadModelTable(
+        "profiles",
+        {
+            "id": str,
+            "customer_id": str,
+            "nickname": str,
+            "type": str,
+            "created_at": str,
+            "seq": int,
+            "body": str,
+        },
+        pk=("id",),
+        indexes=(("customer_id", "seq"),),
+        fixed=("customer_id", "seq"),
+        kind="profile",
+        row=_profile_row,
+        key_columns=("id",),
+        keys=lambda s: s.profiles.keys(),
+    ),
+)
+REGISTRATION = Registration(DECIDERS, APPLIERS, tables=TABLES)

@@ -25,9 +25,9 @@ import orjson
 from engine.domain.trading import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
 from engine.kernel.events import Event
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import State
-from engine.read import readmodels
 
 TRANSFER_EVENTS = ("TransferCreated", "TransferCompleted", "TransferFailed")
 ORDER_EVENTS = (
@@ -142,28 +142,24 @@ def observe(state: State, e: Event) -> None:
         _order(state, e)
 
 
-REGISTRATION = Registration(observers=dict.fromkeys(WATCHED, observe))
-
-
 # -- read model -----------------------------------------------------------------------
 
 
-readmodels.register_append(
+TABLE = ReadModelTable(
     "event_feed",
     {
-        "columns": {
-            "id": str,
-            "customer_id": str,
-            "type": str,
-            "created_at": str,
-            "seq": int,
-            "body": str,
-        },
-        "pk": ["id"],
-        # One index serves both listings: with a type asked, the type is read from the
-        # index entry and only matching rows are fetched. A (customer, type, seq) index
-        # beside it cost a page write per customer and type at every commit.
-        "indexes": [["customer_id", "seq", "type"]],
+        "id": str,
+        "customer_id": str,
+        "type": str,
+        "created_at": str,
+        "seq": int,
+        "body": str,
     },
-    "seq / 2",
+    pk=("id",),
+    # One index serves both listings: with a type asked, the type is read from the
+    # index entry and only matching rows are fetched. A (customer, type, seq) index
+    # beside it cost a page write per customer and type at every commit.
+    indexes=(("customer_id", "seq", "type"),),
+    append_position="seq / 2",
 )
+REGISTRATION = Registration(observers=dict.fromkeys(WATCHED, observe), tables=(TABLE,))

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain import customers, feed, sandbox_snapshots, trading, webhook_registrations
+from engine.domain import (
+    balances,
+    customers,
+    feed,
+    sandbox_snapshots,
+    trading,
+    webhook_registrations,
+)
 from engine.domain.transfers import (
     funding,
     internal_transfers,
@@ -24,8 +31,9 @@ def _clock_advanced(state: Any, event: Any) -> None:
 # The runtime records a clock move (AdvanceClock); no domain module owns its event.
 CLOCK = Registration(appliers={"ClockAdvanced": _clock_advanced})
 
-REGISTRATIONS: tuple[Registration, ...] = (
+_MODULES: tuple[Registration, ...] = (
     customers.REGISTRATION,
+    balances.REGISTRATION,
     transfer_records.REGISTRATION,
     funding.REGISTRATION,
     withdrawal_fees.REGISTRATION,
@@ -34,7 +42,11 @@ REGISTRATIONS: tuple[Registration, ...] = (
     trading.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
-    sandbox_snapshots.REGISTRATION,
+)
+# Snapshots restore the read models of every module before them; the feed follows all.
+REGISTRATIONS: tuple[Registration, ...] = (
+    *_MODULES,
+    sandbox_snapshots.registration(t for r in _MODULES for t in r.tables),
     feed.REGISTRATION,
 )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +29,9 @@ from engine.kernel.commands import Command
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
 from engine.kernel.money import ZERO
+from engine.kernel.read_model_spec import KeyLister, ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
-from engine.read import readmodels
 
 KEY = "snapshots"
 STREAM = "sandbox"
@@ -82,13 +83,10 @@ def _restorable(state: State) -> dict[str, Any]:
     return parts
 
 
-def _install(state: State, parts: dict[str, Any]) -> None:
-    """Swap the restorable parts in, rewriting every read-model row they touch."""
-    before = (
-        {kind: set(keys(state)) for kind, keys in readmodels.KEYS.items() if kind not in KEPT_KINDS}
-        if state.live
-        else {}
-    )
+def _install(state: State, parts: dict[str, Any], restored: Mapping[str, KeyLister]) -> None:
+    """Swap the restorable parts in, rewriting every read-model row they touch:
+    `restored` lists the keys of each read-model kind a restore rewrites."""
+    before = {kind: set(keys(state)) for kind, keys in restored.items()} if state.live else {}
     old_ledger = state.ledger
     old_trading = state.ext.get("trading")
     for name in RESTORED_FIELDS:
@@ -103,7 +101,7 @@ def _install(state: State, parts: dict[str, Any]) -> None:
         state.ledger.balances.setdefault(key, ZERO)
     _keep_counters(old_trading, state)
     for kind, keys in before.items():
-        for key in keys | set(readmodels.KEYS[kind](state)):
+        for key in keys | set(restored[kind](state)):
             state.mark(kind, key)
 
 
@@ -169,20 +167,11 @@ def _taken(state: State, e: Event) -> None:
     state.mark("snapshot", name)
 
 
-def _restored(state: State, e: Event) -> None:
-    _install(state, copy.deepcopy(snapshots(state)[e.data["name"]]["parts"]))
-
-
-def _reset(state: State, e: Event) -> None:
-    _install(state, _restorable(State()))
-
-
 DECIDERS = {
     TakeSnapshot: take_snapshot,
     RestoreSnapshot: restore_snapshot,
     ResetSandbox: reset_sandbox,
 }
-APPLIERS = {"SnapshotTaken": _taken, "SnapshotRestored": _restored, "SandboxReset": _reset}
 
 
 def _row(state: State, key: str) -> dict[str, Any] | None:
@@ -190,12 +179,28 @@ def _row(state: State, key: str) -> dict[str, Any] | None:
     return None if record is None else snapshot_view(record)
 
 
-readmodels.register(
-    "snapshot",
+TABLE = ReadModelTable(
     "snapshots",
-    {"columns": {"name": str, "position": int, "taken_at": str}, "pk": ["name"]},
-    _row,
-    ("name",),
-    lambda s: snapshots(s).keys(),
+    {"name": str, "position": int, "taken_at": str},
+    pk=("name",),
+    kind="snapshot",
+    row=_row,
+    key_columns=("name",),
+    keys=lambda s: snapshots(s).keys(),
 )
-REGISTRATION = Registration(DECIDERS, APPLIERS)
+
+
+def registration(tables: Iterable[ReadModelTable]) -> Registration:
+    """The module's registration, given the read models of the engine it joins: a
+    restore or reset rewrites the rows of every one of them but the kept kinds."""
+    restored = {t.kind: t.keys for t in tables if t.keys is not None and t.kind not in KEPT_KINDS}
+
+    def _restored(state: State, e: Event) -> None:
+        parts = copy.deepcopy(snapshots(state)[e.data["name"]]["parts"])
+        _install(state, parts, restored)
+
+    def _reset(state: State, e: Event) -> None:
+        _install(state, _restorable(State()), restored)
+
+    appliers = {"SnapshotTaken": _taken, "SnapshotRestored": _restored, "SandboxReset": _reset}
+    return Registration(DECIDERS, appliers, tables=(TABLE,))

@@ -23,9 +23,9 @@ from engine.kernel.commands import Command
 from engine.kernel.credentials import redact_url
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
-from engine.read import readmodels
 
 KEY = "webhooks"
 MAX_URL = 2048
@@ -147,22 +147,20 @@ def _row(state: State, key: str) -> dict[str, Any] | None:
     }
 
 
-readmodels.register(
-    "webhook",
+TABLE = ReadModelTable(
     "webhooks",
     {
-        "columns": {
-            "customer_id": str,
-            "id": str,
-            "url": str,
-            "secret": str,
-            "since": int,
-            "created_at": str,
-        },
-        "pk": ["customer_id"],
+        "customer_id": str,
+        "id": str,
+        "url": str,
+        "secret": str,
+        "since": int,
+        "created_at": str,
     },
-    _row,
-    ("customer_id",),
-    lambda s: registrations(s).keys(),
+    pk=("customer_id",),
+    kind="webhook",
+    row=_row,
+    key_columns=("customer_id",),
+    keys=lambda s: registrations(s).keys(),
 )
-REGISTRATION = Registration(DECIDERS, APPLIERS)
+REGISTRATION = Registration(DECIDERS, APPLIERS, tables=(TABLE,))

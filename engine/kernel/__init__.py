@@ -1,1 +1,2 @@
-"""The kernel: clock, ids, events and their catalogue, commands, errors, the writer's state and the registry."""
+"""The kernel: clock, ids, events and their catalogue, commands, errors, the double-entry
+book (ledger), the writer's state, read-model table specs and the registry."""

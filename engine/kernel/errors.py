@@ -1,37 +1,15 @@
-"""Domain errors. Each knows its problem type, status and structured `meta`, so the
-HTTP adapter maps them without knowing any business rule."""
+"""Domain errors: a class per kind of refusal, with its detail and structured `meta`.
+Each class has a stable machine `code`; an adapter maps the code to its own words (the
+HTTP API's status, title and problem type: api_adapter/problems.py), so the engine
+knows no protocol."""
 
 from __future__ import annotations
 
 from typing import Any
 
-PROBLEM_BASE = "https://developer.paxos.com/docs/v2/problems/"
-
-_TITLES = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    408: "Request Timeout",
-    409: "Conflict",
-    413: "Payload Too Large",
-    414: "URI Too Long",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
-
-
-def title_for(status: int) -> str:
-    return _TITLES.get(status, "Error")
-
 
 class DomainError(Exception):
-    status = 400
-    slug: str | None = None
-    title: str | None = None
+    code = "error"
 
     def __init__(
         self, detail: str, *, meta: dict[str, Any] | None = None, field: str | None = None
@@ -42,56 +20,47 @@ class DomainError(Exception):
         self.field = field
 
     @property
-    def type_uri(self) -> str:
-        return PROBLEM_BASE + self.slug if self.slug else "about:blank"
-
-    def problem(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "type": self.type_uri,
-            "title": self.title or title_for(self.status),
-            "status": self.status,
-            "detail": self.detail,
-        }
+    def details(self) -> dict[str, Any] | None:
+        """The structured meta: `meta`, else the field refused, else None."""
         if self.meta is not None:
-            body["meta"] = self.meta
-        elif self.field is not None:
-            body["meta"] = {"field": self.field}
-        return body
+            return self.meta
+        return {"field": self.field} if self.field is not None else None
+
+    def body(self) -> dict[str, Any]:
+        """The error as data, for callers without a protocol of their own (a backtest's
+        strategy): its code, detail and meta."""
+        return {"code": self.code, "detail": self.detail, "meta": self.details}
 
 
 class Invalid(DomainError):
-    status = 400
+    code = "invalid"
 
 
 class NotFound(DomainError):
-    status = 404
+    code = "not-found"
 
 
 class Forbidden(DomainError):
-    status = 403
+    code = "forbidden"
 
 
 class Conflict(DomainError):
-    status = 409
+    code = "conflict"
 
 
 class Unavailable(DomainError):
-    status = 503
+    code = "unavailable"
 
 
 class AlreadyExists(DomainError):
-    status = 409
-    slug = "already-exists"
-    title = "Already Exists"
+    code = "already-exists"
 
     def __init__(self, detail: str, existing: dict[str, Any]):
         super().__init__(detail, meta={"existing": existing})
 
 
 class InsufficientFunds(DomainError):
-    status = 403
-    slug = "insufficient-funds"
-    title = "Insufficient Funds"
+    code = "insufficient-funds"
 
     def __init__(self, profile_id: str, asset: str, available: str, needed: str):
         super().__init__(
@@ -106,18 +75,14 @@ class InsufficientFunds(DomainError):
 
 
 class Expired(DomainError):
-    status = 403
-    slug = "expired"
-    title = "Expired"
+    code = "expired"
 
     def __init__(self, detail: str, expired_at: str):
         super().__init__(detail, meta={"expired_at": expired_at})
 
 
 class ExceedPrecision(DomainError):
-    status = 400
-    slug = "exceed-precision"
-    title = "Exceed Precision"
+    code = "exceed-precision"
 
     def __init__(self, asset: str, places: int, field: str | None = None):
         super().__init__(
@@ -128,12 +93,8 @@ class ExceedPrecision(DomainError):
 
 
 class NotionalTooLarge(DomainError):
-    status = 403
-    slug = "notional-value-too-large"
-    title = "Notional Value Too Large"
+    code = "notional-value-too-large"
 
 
 class ExceedMaxWithdraw(DomainError):
-    status = 400
-    slug = "exceed-max-withdraw-limit"
-    title = "Exceed Max Withdraw Limit"
+    code = "exceed-max-withdraw-limit"

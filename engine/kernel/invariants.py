@@ -4,16 +4,16 @@ writer after every command."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 
+from engine.kernel.registry import Check
 from engine.kernel.state import State
 
-# Checks contributed by domain modules: each answers its broken invariants as text.
-CHECKS: list[Callable[[State], list[str]]] = []
 
-
-def check_state(state: State) -> list[str]:
+def check_state(state: State, checks: Iterable[Check]) -> list[str]:
+    """The ledger's broken invariants, then those of `checks` (the registry's: each
+    domain module's `Registration.checks`)."""
     problems = state.ledger.check()
-    for check in CHECKS:
+    for check in checks:
         problems.extend(check(state))
     return problems

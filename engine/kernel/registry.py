@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from engine.kernel.state import Applier, Ctx
+from engine.kernel.read_model_spec import ReadModelTable
+from engine.kernel.state import Applier, Ctx, State
 
 Decider = Callable[[Ctx, Any], Any]
 TimerHandler = Callable[[Ctx, str], None]
@@ -22,13 +24,20 @@ TimerHandler = Callable[[Ctx, str], None]
 # first row it left. It must leave exactly the state that its type's applier leaves when
 # `state.live` is false.
 Replayer = Callable[[Any, dict[str, int], list[tuple[Any, ...]], int], int]
+# An invariant of the state, answering what is broken as text (engine/kernel/invariants.py).
+Check = Callable[[State], list[str]]
+# A USD price of an asset from the state, or None when the source does not know it
+# (engine/domain/transfers/notional_prices.py asks the sources in order).
+PriceSource = Callable[[State, str], Decimal | None]
 
 
 @dataclass(frozen=True, slots=True)
 class Registration:
     """What one domain module contributes. `observers` run after the applier of their
     event type: a projection that follows other modules' events (the public event feed)
-    without their knowing; an observer must change nothing but `State.append`'s rows."""
+    without their knowing; an observer must change nothing but `State.append`'s rows.
+    `tables` are the module's read models, `checks` its invariants, `price_sources` what
+    it knows of USD prices: declared here rather than added to lists at import."""
 
     # Loosely typed: each module's dict maps its command classes to deciders of them.
     deciders: Mapping[Any, Any] = field(default_factory=dict)
@@ -36,6 +45,9 @@ class Registration:
     timers: Mapping[str, TimerHandler] = field(default_factory=dict)
     replayers: Mapping[str, Replayer] = field(default_factory=dict)
     observers: Mapping[str, Applier] = field(default_factory=dict)
+    tables: tuple[ReadModelTable, ...] = ()
+    checks: tuple[Check, ...] = ()
+    price_sources: tuple[PriceSource, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +60,9 @@ class Registry:
     state_appliers: dict[str, Applier]
     timers: dict[str, TimerHandler]
     replayers: dict[str, Replayer]
+    tables: tuple[ReadModelTable, ...] = ()
+    checks: tuple[Check, ...] = ()
+    price_sources: tuple[PriceSource, ...] = ()
 
 
 def build_registry(registrations: Iterable[Registration]) -> Registry:
@@ -67,7 +82,19 @@ def build_registry(registrations: Iterable[Registration]) -> Registry:
     for r in registrations:
         for name, observer in r.observers.items():
             appliers[name] = _chained(appliers[name], observer)
-    return Registry(deciders, appliers, state_appliers, timers, replayers)
+    tables = tuple(t for r in registrations for t in r.tables)
+    _unique([t.name for t in tables])
+    _unique([t.kind for t in tables if t.kind])
+    return Registry(
+        deciders,
+        appliers,
+        state_appliers,
+        timers,
+        replayers,
+        tables,
+        tuple(c for r in registrations for c in r.checks),
+        tuple(p for r in registrations for p in r.price_sources),
+    )
 
 
 def _chained(inner: Applier, observer: Applier) -> Applier:
@@ -83,3 +110,9 @@ def _merge(registry: dict[Any, Any], extra: Mapping[Any, Any]) -> None:
     if clash:
         raise ValueError(f"registered twice: {sorted(map(str, clash))}")
     registry.update(extra)
+
+
+def _unique(names: list[str]) -> None:
+    twice = {n for n in names if names.count(n) > 1}
+    if twice:
+        raise ValueError(f"registered twice: {sorted(twice)}")

@@ -16,12 +16,12 @@ from decimal import Decimal
 from typing import Any
 
 from engine.config.settings import Settings
-from engine.domain.ledger import Ledger
 from engine.kernel.clock import format_time
 from engine.kernel.compact_records import Records
 from engine.kernel.credentials import Secrets
 from engine.kernel.events import Event
 from engine.kernel.ids import IdSource
+from engine.kernel.ledger import Ledger
 
 
 class Timers:
@@ -133,6 +133,7 @@ class Ctx:
         "settings",
         "meta",
         "emitted",
+        "price_sources",
         "_appliers",
         "_versions",
     )
@@ -147,6 +148,7 @@ class Ctx:
         appliers: dict[str, Applier],
         versions: dict[str, int],
         meta: dict[str, Any],
+        price_sources: tuple[Callable[[State, str], Decimal | None], ...] = (),
     ) -> None:
         self.state = state
         self.now = now
@@ -156,6 +158,8 @@ class Ctx:
         self.settings = settings
         self.meta = meta
         self.emitted: list[Event] = []
+        # The registry's sources of USD prices (engine/domain/transfers/notional_prices.py).
+        self.price_sources = price_sources
         self._appliers = appliers
         self._versions = versions  # each stream's last version, advanced as events emit
 

@@ -636,13 +636,14 @@ class Engine:
                 self.registry.appliers,
                 self._versions,
                 meta,
+                self.registry.price_sources,
             )
         else:
             ctx.begin(now, meta)
         try:
             reply = decider(ctx, arg)
             if ctx.emitted and self.settings.assert_invariants:
-                broken = check_state(state)
+                broken = check_state(state, self.registry.checks)
                 if broken:
                     raise AssertionError(f"invariant broken: {broken[0]}")
             return reply

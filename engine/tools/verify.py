@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.ledger import LedgerViolation
 from engine.domain.registrations import domain_registry
 from engine.kernel.events import Event
-from engine.kernel.invariants import CHECKS, check_state
+from engine.kernel.invariants import check_state
+from engine.kernel.ledger import LedgerViolation
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
@@ -19,7 +19,7 @@ from engine.read.readmodels import TABLES, all_rows
 from engine.runtime.writer import rebuild_read_models, replay
 from engine.store import EventStore, NoSuchTable, SqliteEventStore
 
-__all__ = ["CHECKS", "rebuild", "store_problems", "verify"]
+__all__ = ["rebuild", "store_problems", "verify"]
 
 
 def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
@@ -93,7 +93,7 @@ def store_problems(
         return [*problems, f"ledger invariant broken at position {at}: {exc}"]
     if problems:
         return problems
-    problems.extend(check_state(state))
+    problems.extend(check_state(state, registry.checks))
     if store.checkpoint() != state.position:
         problems.append(
             f"read-model checkpoint {store.checkpoint()} differs from the log's last position {state.position}"

@@ -16,11 +16,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
+from api_adapter.problems import domain_problem_body
 from engine import Engine, open_engine
 from engine.backtest import Api, ApiError, BacktestError, Strategy, run
 from engine.backtest.runner import Runner
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.kernel.credentials import REDACTED
+from engine.kernel.errors import InsufficientFunds
 from engine.tools.time_travel import travel
 from engine.tools.verify import verify
 from tests.conftest import make_settings
@@ -171,20 +173,34 @@ def test_market_orders_take_the_ladder_and_zero_spread_trades_at_the_reference(
     assert Decimal(fill["commission"]) == Decimal(fill["gross_trade_amount"]) * Decimal("0.001")
 
 
-def test_insufficient_funds_raises_the_problem_the_http_api_sends(tmp_path: Path) -> None:
-    def too_big(api: Api) -> Any:
-        try:
-            limit_buy("40000", "3")(api)
-        except ApiError as exc:
-            return exc.problem
-        raise AssertionError("the order was accepted")
+def _too_big(api: Api) -> Any:
+    try:
+        limit_buy("40000", "3")(api)
+    except ApiError as exc:
+        return exc
+    raise AssertionError("the order was accepted")
 
-    script = Script({0: too_big})
-    backtest(tmp_path, ["42000"], script)
-    problem = script.answers[0]
-    assert problem["status"] == 403
+
+def test_insufficient_funds_raises_the_problem_the_http_api_sends(tmp_path: Path) -> None:
+    script = Script({0: _too_big})
+    backtest(tmp_path, ["42000"], script, problems=domain_problem_body)
+    problem = script.answers[0].problem
+    assert problem["status"] == 403 and script.answers[0].status == 403
     assert problem["type"].endswith("/insufficient-funds")
     assert (problem["meta"]["available"], problem["meta"]["needed"]) == ("100000", "120000")
+
+
+def test_without_a_renderer_a_refusal_is_the_engines_error_and_body(tmp_path: Path) -> None:
+    script = Script({0: _too_big})
+    backtest(tmp_path, ["42000"], script)
+    refused = script.answers[0]
+    assert isinstance(refused.error, InsufficientFunds) and refused.status is None
+    assert refused.problem == {
+        "code": "insufficient-funds",
+        "detail": refused.error.detail,
+        "meta": {"profile_id": refused.error.meta["profile_id"], "asset": "USD"}
+        | {"available": "100000", "needed": "120000"},
+    }
 
 
 class Recorder(Strategy):

@@ -271,3 +271,68 @@ def test_no_field_of_the_references_bodies_takes_null(sandbox: Any) -> None:
             assert body["meta"] == {"field": field}, (operation, body)
             checked += 1
     assert checked >= 60
+
+
+def _domain_errors() -> list[type[Any]]:
+    import engine.runtime.writer  # noqa: F401 - its errors (EngineStopped, NotDecided) too
+    from engine.kernel.errors import DomainError
+
+    found, todo = [], [DomainError]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_domain_error_code_has_its_http_status_title_and_type() -> None:
+    from api_adapter.problems import _DOMAIN_PROBLEMS
+
+    assert {cls.code for cls in _domain_errors()} == set(_DOMAIN_PROBLEMS)
+
+
+def test_a_domain_error_renders_as_the_same_problem_as_before() -> None:
+    from api_adapter.problems import domain_problem_body, domain_status
+    from engine.kernel.errors import AlreadyExists, ExceedPrecision, Invalid, Unavailable
+
+    assert domain_problem_body(AlreadyExists("exists", {"id": "x"})) == {
+        "type": "https://developer.paxos.com/docs/v2/problems/already-exists",
+        "title": "Already Exists",
+        "status": 409,
+        "detail": "exists",
+        "meta": {"existing": {"id": "x"}},
+    }
+    assert domain_problem_body(Invalid("bad", field="nickname")) == {
+        "type": "about:blank",
+        "title": "Bad Request",
+        "status": 400,
+        "detail": "bad",
+        "meta": {"field": "nickname"},
+    }
+    assert domain_problem_body(ExceedPrecision("BTC", 8, "amount"))["meta"] == {
+        "asset": "BTC",
+        "max_precision": 8,
+        "field": "amount",
+    }
+    assert domain_status(Unavailable("later")) == 503
+
+
+def test_the_engine_knows_no_http_words() -> None:
+    """Status codes, titles and problem types are the adapter's (api_adapter/problems.py):
+    no module of engine/ names them."""
+    import re
+    from pathlib import Path
+
+    http = re.compile(
+        r"developer\.paxos\.com/docs/v2/problems|about:blank|problem\+json|title_for"
+        r'|"(Bad Request|Not Found|Forbidden|Conflict|Service Unavailable)"'
+        r"|^\s+status = \d{3}$",
+        re.MULTILINE,
+    )
+    engine = Path(__file__).resolve().parents[1] / "engine"
+    found = [
+        f"{path.relative_to(engine.parent)}: {match.group()}"
+        for path in sorted(engine.rglob("*.py"))
+        for match in http.finditer(path.read_text())
+    ]
+    assert found == []

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from engine.domain.ledger import Ledger, LedgerViolation
+from engine.kernel.ledger import Ledger, LedgerViolation
 from engine.kernel.state import State
 from engine.read.readmodels import all_rows
 from engine.runtime import startup_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -83,9 +84,10 @@ def test_notional_value_is_the_usd_value_of_amount_plus_fee(sandbox: Any) -> Non
 
 
 def test_a_price_source_sets_the_notional_value(sandbox: Any, monkeypatch: Any) -> None:
-    from engine.domain.transfers import notional_prices
-
-    monkeypatch.setattr(notional_prices, "SOURCES", [lambda state, asset: Decimal("50000")])
+    engine = sandbox.engine
+    source = (lambda state, asset: Decimal("50000"),)
+    monkeypatch.setattr(engine, "registry", replace(engine.registry, price_sources=source))
+    monkeypatch.setattr(engine, "_ctx", None)  # the next decision's context takes them
     sandbox.deposit("BTC", "1")
     assert _ok(withdraw(sandbox, amount="0.001"))["notional_value"] == "51.00"
 

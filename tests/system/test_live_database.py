@@ -186,10 +186,10 @@ def test_verify_reads_the_log_and_the_read_models_in_one_snapshot(
         checks = verify_module.check_state
         landed: list[Any] = []
 
-        def a_commit_lands_between_the_log_and_the_read_models(state: Any) -> Any:
+        def a_commit_lands_between_the_log_and_the_read_models(state: Any, rules: Any) -> Any:
             if not landed:
                 landed.append(_trade(engine, actor))
-            return checks(state)
+            return checks(state, rules)
 
         monkeypatch.setattr(
             verify_module, "check_state", a_commit_lands_between_the_log_and_the_read_models

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.ledger import Ledger, LedgerViolation, decode_postings
+from engine.kernel.ledger import Ledger, LedgerViolation, decode_postings
 from engine.kernel.money import CONTEXT
 
 # Few accounts and assets, so that runs of the same pair (the replay's fast path), the

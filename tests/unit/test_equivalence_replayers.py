@@ -1,4 +1,4 @@
-"""Every replayer (a Registration's replayers, engine/kernel/registry.py: the start-up replay's fast
+"""Every replayer (`Registry.replayers`, engine/kernel/registry.py: the start-up replay's fast
 appliers of stream-opening events) leaves exactly the state its type's applier leaves in a
 state-only replay, and stops at the first row that is not a brief row of its type, on
 generated runs of rows.
@@ -25,9 +25,6 @@ from engine.kernel.money import CONTEXT
 from engine.kernel.state import State
 
 _REGISTRY = domain_registry()
-REPLAYERS = _REGISTRY.replayers
-STATE_APPLIERS = _REGISTRY.state_appliers
-
 STATUSES = ("PENDING", "PROCESSING", "COMPLETED", "FAILED")
 amounts = st.decimals(min_value=Decimal("1E-8"), max_value=Decimal(10**9), places=8).map(
     lambda d: format(d, "f")
@@ -74,7 +71,7 @@ DATA: dict[str, Callable[[int], st.SearchStrategy[dict[str, Any]]]] = {
 
 
 def test_every_replayer_has_an_equivalence_test_here() -> None:
-    assert set(REPLAYERS) == set(DATA)
+    assert set(_REGISTRY.replayers) == set(DATA)
 
 
 def shown(state: State) -> dict[str, Any]:
@@ -126,13 +123,13 @@ def test_a_replayer_leaves_what_its_applier_leaves(kind: str, data: st.DataObjec
         while i < len(rows):
             if rows[i][3] == mine:
                 starts.append(i)
-                i = REPLAYERS[kind](replayed, versions, rows, i)
+                i = _REGISTRY.replayers[kind](replayed, versions, rows, i)
                 assert rows[i][3] != mine, "a run left before its end"
             else:
                 i += 1
         applied, expected_versions = replaying_state(), {"earlier-1": 3}
         for event in events:
-            STATE_APPLIERS[kind](applied, event)
+            _REGISTRY.state_appliers[kind](applied, event)
             expected_versions[event.stream] = 1
     assert len(starts) == len(runs)
     assert list(versions.items()) == list(expected_versions.items())

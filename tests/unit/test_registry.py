@@ -13,6 +13,7 @@ from engine import open_engine
 from engine.domain.registrations import REGISTRATIONS, domain_registry
 from engine.kernel.commands import Command
 from engine.kernel.errors import Invalid
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration, build_registry
 from engine.tools.verify import verify
 from tests.conftest import make_settings
@@ -65,3 +66,33 @@ def test_two_engines_in_one_process_have_their_own_registries(tmp_path: Path) ->
         with pytest.raises(Invalid, match="unknown command _Note"):
             plain.execute(_Note(n=7))
     assert verify(str(tmp_path / "a.db"), registry=extended) == []
+
+
+def test_read_models_invariants_and_prices_come_from_the_registrations() -> None:
+    from engine.read.readmodels import TABLES
+
+    registry = domain_registry()
+    assert [t.name for t in registry.tables] == list(TABLES)
+    assert {"orders", "balances", "event_feed", "snapshots"} <= set(TABLES)
+    declared = [c for r in REGISTRATIONS for c in r.checks]
+    assert list(registry.checks) == declared and len(declared) == 3
+    assert len(registry.price_sources) == 1  # the market's last prints
+
+
+def test_a_table_or_kind_registered_twice_is_refused() -> None:
+    table = ReadModelTable("notes", {"n": int}, pk=("n",), kind="note")
+    other = ReadModelTable("others", {"n": int}, pk=("n",), kind="note")
+    with pytest.raises(ValueError, match="registered twice"):
+        build_registry([Registration(tables=(table,)), Registration(tables=(table,))])
+    with pytest.raises(ValueError, match="registered twice"):
+        build_registry([Registration(tables=(table, other))])
+
+
+def test_importing_the_domain_registers_nothing() -> None:
+    """Every hook is a Registration field: no module keeps a list others append to."""
+    import engine.domain.transfers.notional_prices as prices
+    import engine.kernel.invariants as invariants
+    import engine.read.readmodels as readmodels
+
+    assert not hasattr(readmodels, "register") and not hasattr(readmodels, "register_append")
+    assert not hasattr(invariants, "CHECKS") and not hasattr(prices, "SOURCES")

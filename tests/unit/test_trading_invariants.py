@@ -183,7 +183,7 @@ class World:
             self.orders[op[1]].append(order["id"])
 
     def check(self) -> None:
-        assert check_state(self.engine.state) == []
+        assert check_state(self.engine.state, self.engine.registry.checks) == []
         for market in MARKETS_USED:
             view = self.engine.execute(ReadMarket(view="book", market=market))
             if view["bids"] and view["asks"]:

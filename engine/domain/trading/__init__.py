@@ -4,8 +4,8 @@ One module per concept: the order (`order`), its types' rules (`order_types`), t
 amounts (`amount_texts`), views (`order_views`), placement, cancellation, execution,
 the deadlines (`order_timers`), a market and its reference price path, synthetic ladder
 and watch, market data (`market_views`), the appliers, invariants and read-model rows.
-This package is their public face; importing it registers the read models, the
-invariants and the USD price source.
+This package is their public face; its `REGISTRATION` declares the read models, the
+invariant and the USD price source (importing it registers nothing).
 """
 
 from engine.domain.trading import order_rows, trading_invariants, usd_prices
@@ -30,7 +30,14 @@ DECIDERS = {
     ReadMarket: read_market,
 }
 
-REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
+REGISTRATION = Registration(
+    DECIDERS,
+    APPLIERS,
+    TIMERS,
+    tables=order_rows.TABLES,
+    checks=(trading_invariants.check_trading,),
+    price_sources=(usd_prices.usd_price,),
+)
 
 __all__ = [
     "APPLIERS",

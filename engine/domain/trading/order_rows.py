@@ -10,8 +10,8 @@ import orjson
 
 from engine.domain.trading.order_views import execution_view, shown_view
 from engine.domain.trading.trading_state import trading_state
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.state import State
-from engine.read import readmodels
 
 
 def _json(value: Any) -> str:
@@ -53,11 +53,10 @@ def _execution_row(state: State, key: int) -> dict[str, Any] | None:
     }
 
 
-readmodels.register(
-    "order",
-    "orders",
-    {
-        "columns": {
+TABLES = (
+    ReadModelTable(
+        "orders",
+        {
             "id": str,
             "customer_id": str,
             "profile_id": str,
@@ -69,17 +68,15 @@ readmodels.register(
             "seq": int,
             "body": str,
         },
-        "pk": ["id"],
-    },
-    _order_row,
-    ("id",),
-    lambda s: trading_state(s).orders.keys(),
-)
-readmodels.register(
-    "execution",
-    "executions",
-    {
-        "columns": {
+        pk=("id",),
+        kind="order",
+        row=_order_row,
+        key_columns=("id",),
+        keys=lambda s: trading_state(s).orders.keys(),
+    ),
+    ReadModelTable(
+        "executions",
+        {
             "execution_id": int,
             "customer_id": str,
             "profile_id": str,
@@ -89,9 +86,10 @@ readmodels.register(
             "seq": int,
             "body": str,
         },
-        "pk": ["execution_id"],
-    },
-    _execution_row,
-    ("execution_id",),
-    lambda s: trading_state(s).executions.keys(),
+        pk=("execution_id",),
+        kind="execution",
+        row=_execution_row,
+        key_columns=("execution_id",),
+        keys=lambda s: trading_state(s).executions.keys(),
+    ),
 )

@@ -7,7 +7,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 from engine.domain.trading.book import BUY, SELL
-from engine.kernel.invariants import CHECKS
 from engine.kernel.money import ZERO
 from engine.kernel.state import State
 
@@ -54,6 +53,3 @@ def check_trading(state: State) -> list[str]:
                 if len(live) != level.count or sum(o.remaining for o in live) != level.total:
                     problems.append(f"book {mk.name} level {level.ticks} totals are wrong")
     return problems
-
-
-CHECKS.append(check_trading)

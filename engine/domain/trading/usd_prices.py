@@ -5,17 +5,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from engine.domain.transfers import notional_prices
 from engine.kernel.state import State
 
 
-def _usd_price(state: State, asset: str) -> Decimal | None:
+def usd_price(state: State, asset: str) -> Decimal | None:
     """The last print of the asset's USD market, for other modules' USD valuations."""
     tr = state.ext.get("trading")
     mk = tr.markets.get(asset + "USD") if tr is not None else None
     if mk is None or mk.print_step < 0:
         return None
     return mk.tick * mk.print_ticks
-
-
-notional_prices.SOURCES.append(_usd_price)

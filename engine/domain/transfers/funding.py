@@ -6,6 +6,8 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from engine.domain.customers import resolve_profile
 from engine.domain.ledger import FEES, WORLD, available
 from engine.domain.metadata import check_metadata
@@ -20,6 +22,7 @@ from engine.kernel.commands import (
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
 from engine.kernel.money import ASSETS, ZERO, check_precision, decimals, format_amount, parse_amount
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
@@ -271,4 +274,42 @@ APPLIERS = {
 }
 
 TIMERS = {"fiat_deposit": credit_fiat_deposit}
-REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
+
+
+def _instructions_row(state: State, key: str) -> dict[str, Any] | None:
+    r = state.fiat_instructions.get(key)
+    if r is None:
+        return None
+    return {
+        "id": r["id"],
+        "customer_id": r["customer_id"],
+        "profile_id": r["profile_id"],
+        "ref_id": r.get("ref_id"),
+        "memo_id": r["memo_id"],
+        "created_at": r["created_at"],
+        "seq": r["seq"],
+        "body": orjson.dumps(instructions_view(r)).decode(),
+    }
+
+
+TABLE = ReadModelTable(
+    "fiat_instructions",
+    {
+        "id": str,
+        "customer_id": str,
+        "profile_id": str,
+        "ref_id": str,
+        "memo_id": str,
+        "created_at": str,
+        "seq": int,
+        "body": str,
+    },
+    pk=("id",),
+    indexes=(("customer_id", "seq"),),
+    fixed=("customer_id", "seq"),
+    kind="fiat_instructions",
+    row=_instructions_row,
+    key_columns=("id",),
+    keys=lambda s: s.fiat_instructions.keys(),
+)
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS, tables=(TABLE,))

@@ -16,7 +16,6 @@ from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
 from engine.kernel.commands import CreateInternalTransfer
 from engine.kernel.errors import AlreadyExists, InsufficientFunds, Invalid
-from engine.kernel.invariants import CHECKS
 from engine.kernel.money import (
     ASSET_PRECISION,
     ZERO,
@@ -112,5 +111,4 @@ def check_transit(state: State) -> list[str]:
 
 
 DECIDERS = {CreateInternalTransfer: create_internal_transfer}
-CHECKS.append(check_transit)
-REGISTRATION = Registration(DECIDERS)
+REGISTRATION = Registration(DECIDERS, checks=(check_transit,))

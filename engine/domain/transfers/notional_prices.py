@@ -2,17 +2,18 @@
 
 The trading engine owns the markets' reference prices; this module only answers "what
 is one unit of this asset worth in USD now" for code outside trading. A module that
-knows better (the market) adds a source to `SOURCES`; the first source that answers
-wins, and the defaults below answer otherwise, so that a withdrawal never depends on
+knows better (the market) declares a source in its `Registration.price_sources`, which a
+decision finds in `Ctx.price_sources`; the first source that answers wins, and the defaults below answer otherwise, so that a withdrawal never depends on
 whether a market has ticked yet. Sources read the state only, never a clock, so a
 decision is the same live and in replay.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
+from engine.kernel.registry import PriceSource
 from engine.kernel.state import State
 
 # Stablecoins redeemable 1:1 for USD are worth exactly one dollar.
@@ -35,23 +36,19 @@ DEFAULT_USD_PRICES: dict[str, Decimal] = {
     "SGD": Decimal("0.75"),
 }
 
-PriceSource = Callable[[State, str], Decimal | None]
-
-SOURCES: list[PriceSource] = []
-
 CENT = Decimal("0.01")
 
 
-def usd_price(state: State, asset: str) -> Decimal:
+def usd_price(state: State, asset: str, sources: Iterable[PriceSource]) -> Decimal:
     if asset in USD_STABLECOINS:
         return Decimal(1)
-    for source in SOURCES:
+    for source in sources:
         price = source(state, asset)
         if price is not None:
             return price
     return DEFAULT_USD_PRICES.get(asset, Decimal(0))
 
 
-def usd_value(state: State, asset: str, amount: Decimal) -> Decimal:
+def usd_value(state: State, asset: str, amount: Decimal, sources: Iterable[PriceSource]) -> Decimal:
     """`amount` of `asset` in USD, to the cent, half-up as money is rounded."""
-    return (amount * usd_price(state, asset)).quantize(CENT, rounding=ROUND_HALF_UP)
+    return (amount * usd_price(state, asset, sources)).quantize(CENT, rounding=ROUND_HALF_UP)

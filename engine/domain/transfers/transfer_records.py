@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
-from engine.domain.ledger import Posting, encode_postings, is_profile_account
 from engine.kernel.events import Event
+from engine.kernel.ledger import Posting, encode_postings, is_owned_account
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
@@ -75,7 +76,7 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
     touched = state.ledger.post_encoded(raw_postings, state.caches.amounts)
     if state.live:
         for account, asset in touched:
-            if is_profile_account(account):
+            if is_owned_account(account):
                 state.mark("balance", (account.split(":", 1)[0], asset))
 
 
@@ -153,4 +154,50 @@ APPLIERS = {
 }
 
 REPLAYERS = {"TransferCreated": _created_run}
-REGISTRATION = Registration(appliers=APPLIERS, replayers=REPLAYERS)
+
+
+def _row(state: State, key: str) -> dict[str, Any] | None:
+    t = state.transfers.get(key)
+    if t is None:
+        return None
+    return {
+        "id": t["id"],
+        "customer_id": t["customer_id"],
+        "profile_id": t["profile_id"],
+        "ref_id": t.get("ref_id"),
+        "type": t["type"],
+        "status": t["status"],
+        "group_id": t.get("group_id"),
+        "crypto_tx_hash": t.get("crypto_tx_hash"),
+        "created_at": t["created_at"],
+        "updated_at": t["updated_at"],
+        "seq": t["seq"],
+        "body": orjson.dumps(transfer_view(t)).decode(),
+    }
+
+
+TABLE = ReadModelTable(
+    "transfers",
+    {
+        "id": str,
+        "customer_id": str,
+        "profile_id": str,
+        "ref_id": str,
+        "type": str,
+        "status": str,
+        "group_id": str,
+        "crypto_tx_hash": str,
+        "created_at": str,
+        "updated_at": str,
+        "seq": int,
+        "body": str,
+    },
+    pk=("id",),
+    indexes=(("customer_id", "seq"), ("profile_id", "ref_id")),
+    fixed=("customer_id", "profile_id", "ref_id", "seq"),
+    kind="transfer",
+    row=_row,
+    key_columns=("id",),
+    keys=lambda s: s.transfers.keys(),
+)
+REGISTRATION = Registration(appliers=APPLIERS, replayers=REPLAYERS, tables=(TABLE,))

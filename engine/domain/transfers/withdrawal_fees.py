@@ -30,9 +30,9 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
+from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
-from engine.read import readmodels
 
 _D = Decimal
 
@@ -271,27 +271,25 @@ def _row(state: State, key: str) -> dict[str, Any] | None:
     }
 
 
-readmodels.register(
-    "withdrawal_fee",
+TABLE = ReadModelTable(
     "withdrawal_fees",
     {
-        "columns": {
-            "id": str,
-            "customer_id": str,
-            "asset": str,
-            "crypto_network": str,
-            "status": str,
-            "expires_at": str,
-            "created_at": str,
-            "seq": int,
-            "body": str,
-        },
-        "pk": ["id"],
-        "indexes": [["customer_id", "seq"]],
-        "fixed": ["customer_id", "seq"],
+        "id": str,
+        "customer_id": str,
+        "asset": str,
+        "crypto_network": str,
+        "status": str,
+        "expires_at": str,
+        "created_at": str,
+        "seq": int,
+        "body": str,
     },
-    _row,
-    ("id",),
-    lambda s: quotes(s).keys(),
+    pk=("id",),
+    indexes=(("customer_id", "seq"),),
+    fixed=("customer_id", "seq"),
+    kind="withdrawal_fee",
+    row=_row,
+    key_columns=("id",),
+    keys=lambda s: quotes(s).keys(),
 )
-REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS, tables=(TABLE,))

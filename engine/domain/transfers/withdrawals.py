@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.config.settings import Settings
 from engine.domain.customers import resolve_profile
-from engine.domain.ledger import FEES, WORLD, Posting, available, withdrawing
+from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records, withdrawal_fees
 from engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
@@ -23,7 +23,7 @@ from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import CreateCryptoWithdrawal
 from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
 from engine.kernel.events import Event
-from engine.kernel.invariants import CHECKS
+from engine.kernel.ledger import Posting
 from engine.kernel.money import ZERO, check_precision, format_amount, format_normal
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
@@ -149,7 +149,7 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
         "crypto_network": cmd.crypto_network,
         "memo": cmd.memo,
         "metadata": metadata,
-        "notional_value": format_amount(usd_value(state, asset, amount + fee)),
+        "notional_value": format_amount(usd_value(state, asset, amount + fee, ctx.price_sources)),
     }
     hold: list[Posting] = [(available(profile_id), withdrawing(profile_id), balance_asset, total)]
     transfer = transfer_records.create(ctx, record, hold)
@@ -255,5 +255,4 @@ def check_holds(state: State) -> list[str]:
 DECIDERS = {CreateCryptoWithdrawal: create_withdrawal}
 APPLIERS = {"CryptoWithdrawalRequested": _requested}
 TIMERS = {"withdrawal_confirmation": confirm}
-CHECKS.append(check_holds)
-REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS)
+REGISTRATION = Registration(DECIDERS, APPLIERS, TIMERS, checks=(check_holds,))
