@@ -251,7 +251,7 @@ def take_snapshot(path: Path, position: int) -> tuple[float, int]:
     writer does; seconds it took, bytes."""
     store = SqliteEventStore(path, tables=TABLES)
     built: list[tuple[int, str, bytes]] = []
-    snapshotter = Snapshotter(str(path), lambda p, c, d: built.append((p, c, d)))
+    snapshotter = Snapshotter(store, lambda p, c, d: built.append((p, c, d)))
     with Timer() as t:
         snapshotter.request(position)
         snapshotter.wait()
