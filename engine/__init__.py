@@ -4,7 +4,8 @@ from engine.config.settings import ALL_SCOPES, Settings
 from engine.kernel.clock import ManualClock, WallClock, format_time, parse_time
 from engine.kernel.errors import DomainError
 from engine.runtime.composition import open_engine
-from engine.runtime.writer import Engine, replay
+from engine.runtime.replay import replay
+from engine.runtime.writer import Engine
 
 __all__ = [
     "ALL_SCOPES",

@@ -140,7 +140,7 @@ def load(
 ) -> tuple[State, dict[str, int], int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
-    from engine.runtime.writer import replay_log
+    from engine.runtime.replay import replay_log
 
     found = newest(store, upto) if use_snapshots else None
     state, versions = found if found is not None else (None, None)
@@ -189,7 +189,7 @@ class Snapshotter:
         self.wait()
 
     def _build(self, position: int) -> None:
-        from engine.runtime import writer as engine_module
+        from engine.runtime import replay as replays
 
         try:
             store = self.store.read_only()
@@ -201,7 +201,7 @@ class Snapshotter:
             state, versions = found if found is not None else (None, None)
             base = state.position if state is not None else 0
             cancel = self._cancel
-            state, versions = engine_module.replay_log(
+            state, versions = replays.replay_log(
                 store,
                 state,
                 versions,
@@ -221,7 +221,7 @@ class Snapshotter:
             if not cancel.is_set():
                 self.deliver(position, check, data)
                 self.built += 1
-        except engine_module.Cancelled:
+        except replays.Cancelled:
             pass
         except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation only
             log.warning("state snapshot failed", position=position, error=repr(exc))

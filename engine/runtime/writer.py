@@ -17,13 +17,12 @@ import gc
 import queue
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-import orjson
 import structlog
 
 from engine.config.settings import Settings
@@ -32,23 +31,23 @@ from engine.kernel.clock import LATEST, Clock, ManualClock, WallClock, format_ti
 from engine.kernel.commands import AdvanceClock, Command, Tick
 from engine.kernel.credentials import Secrets
 from engine.kernel.errors import Conflict, DomainError, Invalid, Unavailable
-from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.kernel.events import Event
 from engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
 from engine.kernel.execution_ids import database_key
 from engine.kernel.execution_ids import new_key as new_execution_key
 from engine.kernel.ids import IdSource
 from engine.kernel.invariants import check_state
 from engine.kernel.money import CONTEXT
-from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
-from engine.kernel.state import Ctx, State
-from engine.read.readmodels import all_rows, rows_for
+from engine.kernel.state import Ctx
+from engine.read.readmodels import rows_for
 from engine.runtime.key_file import KeyFile, KeyFileError
+from engine.runtime.replay import rebuild_read_models
 from engine.runtime.reply import Batch, Single
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
-from engine.store import Concurrency, EventStore, StoreUnavailable, in_memory
+from engine.store import EventStore, StoreUnavailable, in_memory
 
 log = structlog.get_logger("sandex.engine")
 
@@ -773,145 +772,3 @@ class _Broken(Exception):
     def __init__(self, cause: BaseException):
         super().__init__(repr(cause))
         self.cause = cause
-
-
-@contextmanager
-def _folding(state: State, pause_gc: bool) -> Iterator[None]:
-    """What both replays fold the log under: the domain's decimal context, `state.live`
-    off (appliers mark nothing for a commit), and, with `pause_gc`, the collector off."""
-    collecting = pause_gc and gc.isenabled()
-    if collecting:
-        gc.disable()
-    state.live = False
-    try:
-        with decimal.localcontext(CONTEXT):
-            yield
-    finally:
-        state.live = True
-        if collecting:
-            gc.enable()
-
-
-def replay(
-    events: Iterable[Event],
-    state: State | None = None,
-    versions: dict[str, int] | None = None,
-    *,
-    pause_gc: bool = True,
-    registry: Registry | None = None,
-) -> tuple[State, dict[str, int]]:
-    """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
-    after it); the same code path as live application.
-
-    `pause_gc` turns the cyclic collector off meanwhile: a replay allocates millions of
-    long-lived objects and no cyclic garbage. The switch is process-wide, so a replay in
-    a background thread, beside a running writer, leaves it alone."""
-    state = State() if state is None else state
-    versions = {} if versions is None else versions
-    registry = domain_registry() if registry is None else registry
-    appliers = registry.appliers if state.appended is not None else registry.state_appliers
-    event = None
-    with _folding(state, pause_gc):
-        for event in events:
-            appliers[event.type](state, event)
-            versions[event.stream] = event.version
-    if event is not None:
-        state.position = event.position
-        state.last_time = event.occurred_at
-    state.dirty.clear()
-    return state, versions
-
-
-def replay_log(
-    store: EventStore,
-    state: State | None = None,
-    versions: dict[str, int] | None = None,
-    *,
-    after: int = 0,
-    until: int | None = None,
-    pause_gc: bool = True,
-    cancelled: Callable[[], bool] | None = None,
-    registry: Registry | None = None,
-) -> tuple[State, dict[str, int]]:
-    """`replay` of the log after `after` (up to `until`), read as raw rows: the same
-    state, faster. A run of events whose type has a replayer (`Registry.replayers`) goes to
-    it as rows, with no `Event` built; any other event goes through its applier as
-    `replay` does. Replayers apply a state-only replay (`state.appended` None): one that
-    collects read-model rows takes the appliers and their observers for every event.
-    `cancelled` is asked between chunks of rows; when it answers true, `Cancelled`."""
-    state = State() if state is None else state
-    versions = {} if versions is None else versions
-    collecting = state.appended is not None
-    registry = domain_registry() if registry is None else registry
-    appliers = registry.appliers if collecting else registry.state_appliers
-    current = SCHEMA_VERSIONS
-    # Only events at schema 1 of types still at schema 1 skip upcasting unchecked.
-    fast = (
-        {}
-        if collecting
-        else {t: f for t, f in registry.replayers.items() if current.get(t, 1) == 1}
-    )
-    first = tuple(fast)
-    replayers = tuple(fast.values())
-    loads = orjson.loads
-    last: tuple[Any, ...] | None = None
-    at: str | None = None
-    with _folding(state, pause_gc):
-        for rows in store.scan(after, until, first):
-            if cancelled is not None and cancelled():
-                raise Cancelled
-            i, n = 0, len(rows)
-            while i < n:
-                position, stream, data, rest = rows[i]
-                if type(rest) is int:
-                    i = replayers[rest](state, versions, rows, i)
-                    continue
-                version, typ, schema, at = loads(rest)
-                versions[stream] = version
-                event = Event(typ, stream, loads(data), position, version, at, {}, schema)
-                if schema != current.get(typ, 1):
-                    event = upcast(event)
-                appliers[typ](state, event)
-                i += 1
-            last = rows[-1]
-    if last is not None:
-        state.position = last[0]
-        if type(last[3]) is int:  # a brief row carries no time
-            at = store.occurred_at(last[0])
-        state.last_time = at or state.last_time
-    state.dirty.clear()
-    return state, versions
-
-
-class Cancelled(Exception):
-    """A replay was asked to stop (the snapshot thread, when the engine stops)."""
-
-
-def rebuild_read_models(
-    store: EventStore, progress: Progress | None = None, registry: Registry | None = None
-) -> State:
-    """Replay the whole log, collecting the append-only rows too, and rewrite every
-    read-model table from it in one transaction; the state replayed.
-
-    The rewrite commits only if the log still ends where the replay did: a writer that
-    holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
-    from the shorter log would drop what it wrote. The replay then goes on from where
-    it stopped, and the rewrite is tried again. `progress(position, last)` is told how
-    far the replay has got (engine/kernel/progress.py)."""
-    registry = domain_registry() if registry is None else registry
-    state = State()
-    state.appended = []
-    while True:
-        total = store.last_position() if progress is not None else 0
-        events = store.read(after=state.position, with_meta=False)
-        replay(reporting(events, progress, total), state, registry=registry)
-        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-        for table, row in all_rows(state):
-            rows.setdefault(table, ([], []))[0].append(row)
-        try:
-            store.replace_read_models(rows, state.position)
-        except Concurrency:
-            log.warning("the log grew during a read-model rewrite; replaying its tail")
-            continue
-        state.appended = None
-        return state

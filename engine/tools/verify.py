@@ -16,7 +16,7 @@ from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.read.readmodels import TABLES, all_rows
-from engine.runtime.writer import rebuild_read_models, replay
+from engine.runtime.replay import rebuild_read_models, replay
 from engine.store import EventStore, NoSuchTable, SqliteEventStore
 
 __all__ = ["rebuild", "store_problems", "verify"]

@@ -13,7 +13,7 @@ from engine.kernel.ledger import Ledger, LedgerViolation
 from engine.kernel.state import State
 from engine.read.readmodels import all_rows
 from engine.runtime import startup_cache
-from engine.runtime.writer import Cancelled, replay, replay_log
+from engine.runtime.replay import Cancelled, replay, replay_log
 from engine.store import SqliteEventStore
 from tests.support.state_helpers import assert_same, busy, canon, more
 from tests.support.transfer_helpers import withdraw

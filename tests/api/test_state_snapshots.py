@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.runtime import startup_cache
-from engine.runtime.writer import replay
+from engine.runtime.replay import replay
 from engine.store import SqliteEventStore
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify

@@ -24,7 +24,7 @@ from engine.domain.trading.order_types import ORDER_TYPES
 from engine.kernel.clock import to_millis
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, CreateProfile, SandboxDeposit
 from engine.kernel.events import Event
-from engine.runtime.writer import replay
+from engine.runtime.replay import replay
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 # Keys of an order record the applier's general path reads, and one it reads apart
