@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-import engine.runtime.writer as engine_module
+import engine.runtime.replay as replay_module
 import engine.tools.verify as verify_module
 from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
@@ -134,7 +134,7 @@ def test_a_read_model_rewrite_keeps_what_a_writer_without_the_lease_appended_mea
                 SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
             )
     guest = open_engine(db, make_settings(), lease=False).start()
-    rows_of = engine_module.all_rows
+    rows_of = replay_module.all_rows
     appended: list[Any] = []
 
     def a_write_lands_after_the_replay(state: Any) -> Any:
@@ -146,7 +146,7 @@ def test_a_read_model_rewrite_keeps_what_a_writer_without_the_lease_appended_mea
             )
         return rows_of(state)
 
-    monkeypatch.setattr(engine_module, "all_rows", a_write_lands_after_the_replay)
+    monkeypatch.setattr(replay_module, "all_rows", a_write_lands_after_the_replay)
     try:
         position = rebuild(str(db))
     finally:
