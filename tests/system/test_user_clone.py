@@ -140,4 +140,6 @@ def test_the_reference_reading_tests_skip_where_the_reference_is_missing(
         assert name in ours, f"{name} did not skip for the missing reference: {skipped}"
     # Each file that imports the helper has at least one test that reads the reference.
     for f in files:
-        assert any(t.startswith(f"tests.{f.stem}::") for t in ours), f"{f.name}: no skip"
+        assert any(t.startswith(f"tests.{f.parent.name}.{f.stem}::") for t in ours), (
+            f"{f.name}: no skip"
+        )
