@@ -297,8 +297,6 @@ TABLES = (
             "body": str,
         },
         pk=("id",),
-        indexes=(("customer_id", "seq"),),
-        fixed=("customer_id", "seq"),
         kind="profile",
         row=_profile_row,
         key_columns=("id",),

@@ -159,7 +159,6 @@ TABLE = ReadModelTable(
     # One index serves both listings: with a type asked, the type is read from the
     # index entry and only matching rows are fetched. A (customer, type, seq) index
     # beside it cost a page write per customer and type at every commit.
-    indexes=(("customer_id", "seq", "type"),),
     append_position="seq / 2",
 )
 REGISTRATION = Registration(observers=dict.fromkeys(WATCHED, observe), tables=(TABLE,))

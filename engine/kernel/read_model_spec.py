@@ -20,8 +20,9 @@ KeyLister = Callable[[State], Iterable[Any]]
 @dataclass(frozen=True, slots=True)
 class ReadModelTable:
     """A table whose rows are a pure function of one entity of the state each, written
-    for the entities that appliers mark dirty as `kind`. `fixed` lists indexed columns
-    that never change once the row exists: an update leaves them out.
+    for the entities that appliers mark dirty as `kind`. How a store finds rows fast
+    (indexes, columns an update may leave out) is the store's tuning, not part of the
+    table (engine/store/read_model_indexes.py).
 
     An append-only table (the event feed) has no kind, row builder or keys: appliers hand
     its rows over through `State.append`; `append_position` is the SQL expression of the
@@ -30,8 +31,6 @@ class ReadModelTable:
     name: str
     columns: Mapping[str, type]
     pk: tuple[str, ...]
-    indexes: tuple[tuple[str, ...], ...] = ()
-    fixed: tuple[str, ...] = ()
     kind: str = ""
     row: RowBuilder | None = None
     key_columns: tuple[str, ...] = ()

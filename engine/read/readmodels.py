@@ -4,10 +4,8 @@ Each table row is a pure function of one entity of the in-memory state, so a liv
 table and one rebuilt from the log are equal row for row. `body` holds the public JSON
 object; the other columns exist to filter and order on.
 
-A spec's `fixed` lists indexed columns that never change once the row exists (the
-owner, the seq): an update leaves them out, so it rewrites no entry of their indexes.
-`sandex verify` compares every row with a rebuild, so a column wrongly listed shows.
-The tables are the domain modules' (engine/kernel/read_model_spec.py): this module turns
+A table's spec here is its columns and key; its indexes and the columns an update may
+leave out are the store's tuning (engine/store/read_model_indexes.py). The tables are the domain modules' (engine/kernel/read_model_spec.py): this module turns
 them into the store's tables and the rows of a commit.
 """
 
@@ -22,12 +20,7 @@ from engine.kernel.state import State
 
 
 def _store_spec(table: ReadModelTable) -> dict[str, Any]:
-    spec: dict[str, Any] = {"columns": dict(table.columns), "pk": list(table.pk)}
-    if table.indexes:
-        spec["indexes"] = [list(index) for index in table.indexes]
-    if table.fixed:
-        spec["fixed"] = list(table.fixed)
-    return spec
+    return {"columns": dict(table.columns), "pk": list(table.pk)}
 
 
 # The domain's read models (each module's `Registration.tables`), gathered once.

@@ -28,6 +28,7 @@ import orjson
 
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
+from engine.store.read_model_indexes import with_indexes
 
 # A stored event: (position, stream, version, type, schema, data, meta, occurred_at).
 _Row = tuple[int, str, int, str, int, str, str, str]
@@ -37,6 +38,7 @@ class _Log:
     """What every handle on one memory store shares."""
 
     def __init__(self, tables: dict[str, dict[str, Any]]) -> None:
+        tables = with_indexes(tables)  # an update keeps `fixed` columns, as on SQLite
         self.lock = threading.Lock()
         self.rows: list[_Row] = []
         self.positions: list[int] = []  # rows' positions, ascending, for bisect

@@ -13,6 +13,25 @@ from __future__ import annotations
 from typing import Any
 
 INDEXES: dict[str, dict[str, Any]] = {
+    "event_feed": {
+        "indexes": [["customer_id", "seq", "type"]],
+    },
+    "profiles": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
+    },
+    "fiat_instructions": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
+    },
+    "withdrawal_fees": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
+    },
+    "transfers": {
+        "indexes": [["customer_id", "seq"], ["profile_id", "ref_id"]],
+        "fixed": ["customer_id", "profile_id", "ref_id", "seq"],
+    },
     "orders": {
         "indexes": [["customer_id", "seq"], ["profile_id", "seq"]],
         "fixed": ["customer_id", "profile_id", "seq"],

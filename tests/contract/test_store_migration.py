@@ -74,13 +74,13 @@ def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
     assert verify(str(db)) == []
 
 
-def test_orders_and_executions_get_the_store_s_indexes_and_name_none_themselves(
+def test_the_read_models_name_no_index_and_a_new_database_has_the_store_s(
     tmp_path: Path,
 ) -> None:
     """Index tuning is the store's (engine.store.read_model_indexes): the read models
     name none, and a new database has the indexes the read side's queries use."""
-    assert "indexes" not in TABLES["orders"] and "fixed" not in TABLES["orders"]
-    assert "indexes" not in TABLES["executions"] and "fixed" not in TABLES["executions"]
+    for name, spec in TABLES.items():
+        assert "indexes" not in spec and "fixed" not in spec, name
     db = tmp_path / "fresh.db"
     with open_engine(db, make_settings()) as engine:
         _trade(engine, "first")

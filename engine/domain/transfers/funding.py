@@ -305,8 +305,6 @@ TABLE = ReadModelTable(
         "body": str,
     },
     pk=("id",),
-    indexes=(("customer_id", "seq"),),
-    fixed=("customer_id", "seq"),
     kind="fiat_instructions",
     row=_instructions_row,
     key_columns=("id",),

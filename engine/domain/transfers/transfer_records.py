@@ -193,8 +193,6 @@ TABLE = ReadModelTable(
         "body": str,
     },
     pk=("id",),
-    indexes=(("customer_id", "seq"), ("profile_id", "ref_id")),
-    fixed=("customer_id", "profile_id", "ref_id", "seq"),
     kind="transfer",
     row=_row,
     key_columns=("id",),

@@ -285,8 +285,6 @@ TABLE = ReadModelTable(
         "body": str,
     },
     pk=("id",),
-    indexes=(("customer_id", "seq"),),
-    fixed=("customer_id", "seq"),
     kind="withdrawal_fee",
     row=_row,
     key_columns=("id",),
