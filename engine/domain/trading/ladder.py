@@ -26,21 +26,32 @@ if TYPE_CHECKING:
 NO_BID = -1
 NO_ASK = 1 << 62
 _BLOCK = 32
+# A ladder price in ticks is a float quotient `ref * (1 +/- offset) / tick`: each of its
+# few operations (the reference and tick as floats, 1 +/- offset, the product, the
+# quotient) is within half an ulp, so the whole is within about 3e-16 of its exact value,
+# relative. A price on a tick (481.78 / 0.01 = 48177.99999999999) must not then round a
+# whole tick away: ceil and floor are taken of the quotient moved 1e-12 (relative) towards
+# the reference, thousands of times that error and far below half a tick for any price
+# under 5e11 ticks. It moves a price by a tick only when its exact value lies within that
+# 1e-12 of a whole tick, and then onto that tick.
+_CEIL = 1.0 - 1e-12
+_FLOOR = 1.0 + 1e-12
 
 
 def fresh_levels(
     cfg: MarketConfig, ref: float, tick: float
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The ladder around the reference price `ref`: (asks, bids), best first, as (ticks,
-    units); a level never shares a price with the one before it."""
+    units); a level never shares a price with the one before it, and a price a whole
+    number of ticks away comes out exactly (see `_CEIL`)."""
     asks: list[tuple[int, int]] = []
     bids: list[tuple[int, int]] = []
     prev_ask = 0
     prev_bid = NO_ASK
     for i in range(cfg.levels):
         offset = cfg.half_spread + i * cfg.level_step
-        a = max(math.ceil(ref * (1.0 + offset) / tick), prev_ask + 1)
-        b = min(math.floor(ref * (1.0 - offset) / tick), prev_bid - 1)
+        a = max(math.ceil(ref * (1.0 + offset) / tick * _CEIL), prev_ask + 1)
+        b = min(math.floor(ref * (1.0 - offset) / tick * _FLOOR), prev_bid - 1)
         asks.append((a, int(cfg.level_notional / (a * tick) * UNITS_PER_BASE)))
         if b >= 1:
             bids.append((b, int(cfg.level_notional / (b * tick) * UNITS_PER_BASE)))
@@ -141,11 +152,12 @@ def window_ahead(
     if refs is None:
         # A still path shows one ladder at every step: compute it once, not n times
         # (a backtest sets a price, and so rebuilds the window, at each crossing).
-        ask = [math.ceil(base * (1.0 + h) / tick)] * n
-        bid = [math.floor(base * (1.0 - h) / tick)] * n
+        ask = [math.ceil(base * (1.0 + h) / tick * _CEIL)] * n
+        bid = [math.floor(base * (1.0 - h) / tick * _FLOOR)] * n
         last = [max(1, round(base / tick))] * n
     else:
-        ask = [math.ceil(r * (1.0 + h) / tick) for r in refs]
-        bid = [math.floor(r * (1.0 - h) / tick) for r in refs]
+        # The same expressions as fresh_levels: the window must agree with the ladder.
+        ask = [math.ceil(r * (1.0 + h) / tick * _CEIL) for r in refs]
+        bid = [math.floor(r * (1.0 - h) / tick * _FLOOR) for r in refs]
         last = [max(1, round(r / tick)) for r in refs]
     return Window(step, ask, bid, last)
