@@ -2,15 +2,16 @@
 
 The command line asks this of a `--db` before anything opens it as a store, to tell a
 sandex database from another program's; the file may be anything SQLite reads, so it
-is opened here read-only by its own `file:` URI (escaped, so any path works), not
-through the store's reader, which expects a sandex database. Nothing is created or
-changed; an SQLite error (a corrupt file) reaches the caller."""
+is opened by the store's plain read-only connection (any path works), not through its
+reader, which expects a sandex database. Nothing is created or changed; an SQLite
+error (a corrupt file) reaches the caller."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import NamedTuple
+
+from engine.store import connect_read_only
 
 
 class DatabaseContents(NamedTuple):
@@ -20,7 +21,7 @@ class DatabaseContents(NamedTuple):
 
 def database_contents(path: str | Path) -> DatabaseContents:
     """The contents of the SQLite file at `path`, read-only."""
-    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    conn = connect_read_only(path)
     try:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
         tables = [

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every operation with schemathesis, shared by the bounded runs
+"""Property-based fuzzing of every operation with schemathesis, used by the bounded runs
 in the suite (tests/api/test_fuzz.py) and the long runs of `make fuzz` (bench/fuzz.py).
 
 Two documents drive it: sandex's own `/openapi.json` (in-process, every operation, with
