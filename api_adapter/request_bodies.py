@@ -263,3 +263,6 @@ class CreateOrderRequest(Body):
 
 class MarketPriceRequest(Body):
     price: Amount
+    # True: the price jumps there (resting orders it passes trade at the ladder's prices,
+    # their own or better), as at an opening gap; false: it walks there (at their prices).
+    gap: bool = False

@@ -104,5 +104,7 @@ async def set_price(
     market: str,
     body: MarketPriceRequest,
 ) -> JSONResponse:
-    command = SetMarketPrice(actor=actor(request, who), market=market, price=body.price)
+    command = SetMarketPrice(
+        actor=actor(request, who), market=market, price=body.price, gap=body.gap
+    )
     return JSONResponse(await run(request, command))

@@ -11,10 +11,12 @@ A timestamp is RFC 3339 with an offset (`2024-01-01T00:00:00Z`) or a unix time: 
 number below 100,000,000,000 is seconds, above it milliseconds (the two ranges meet
 in 1973 and in the year 5138). Prices are read straight into `Decimal`.
 
-A bar becomes four reference points a quarter of the bar apart: open, then the extreme
-the bar reached first, the other extreme, and the close. A bar that closes up (or flat)
-went open -> low -> high -> close; one that closes down went open -> high -> low -> close.
-The bar's length is the shortest gap between two bars of the file, or `bar_seconds`.
+A bar becomes four reference points: its open at the bar's time, then, at the bar's last
+microsecond, the extreme it reached first, the other extreme and the close, all three at
+one instant (a strategy runs between instants, never inside one: docs/backtests.md, "The
+bar model"). A bar that closes up (or flat) went open -> low -> high -> close; one that
+closes down went open -> high -> low -> close. The bar's length is the shortest gap
+between two bars of the file, or `bar_seconds`.
 
 Anything wrong in a file is a `MarketDataError` naming the file and the line (CSV) or
 row (Parquet).
@@ -310,9 +312,9 @@ def _bars_to_points(
         length = min(b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False))
     else:
         length = 60_000_000
-    if length < 4:
-        raise MarketDataError(f"{source}: a bar must last at least 4 microseconds")
-    quarter = length // 4
+    if length < 2:
+        raise MarketDataError(f"{source}: a bar must last at least 2 microseconds")
+    last = length - 1  # the bar's last microsecond: its path and close
     times, prices, bars = s.times, s.prices, s.bars
     make = tuple.__new__  # a Bar without its Python-level __new__: half the cost
     for t, (o, h, low, c, volume) in rows:
@@ -320,7 +322,8 @@ def _bars_to_points(
             prices += (o, low, h, c)
         else:
             prices += (o, h, low, c)
-        times += (t, t + quarter, t + 2 * quarter, t + 3 * quarter)
+        close = t + last
+        times += (t, close, close, close)
         bars.append(make(Bar, (EPOCH + timedelta(0, 0, t), o, h, low, c, volume)))
     s.closes += range(len(times) - 4 * len(rows) + 3, len(times), 4)
 

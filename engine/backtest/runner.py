@@ -6,7 +6,10 @@ order and, for each one, does engine work only when the engine could react to it
 
 - the point's price would cross resting interest (a limit order the fresh ladder
   reaches, a stop the last price falls to): the clock moves to the point and its price
-  is set (`MarketPriceSet`), which fills and triggers exactly as in the sandbox;
+  is set (`MarketPriceSet`), which fills and triggers exactly as in the sandbox. Inside
+  a bar the path is continuous: each crossing on the way from the point before is set
+  first, at its exact price, so a stop fills at its stop and a limit at its price; a
+  bar's open is a gap (`SetMarketPrice.gap`): what it jumps past fills at the open;
 - an engine deadline (GTT expiry, submission latency, a withdrawal) falls before the
   point: the clock moves there, firing it on the way at its own time;
 - the strategy acts: the clock moves to now and the latest price is set first.
@@ -16,6 +19,11 @@ comparisons against thresholds kept in price ticks. Setting a price later than i
 point changes nothing the engine decides (with a still path the reference is the last
 price set, whenever it was set), so the log is that of a run that set every price.
 
+The strategy runs between instants, never inside one (engine.backtest.timeline): its
+callbacks for the points of an instant, and what happened in it (`on_fill`, `on_order`),
+come once every point of that instant is walked. A bar's extremes and close share its
+last instant, so no strategy code ever sees a bar half done.
+
 The runner is the engine's only writer (`Engine.run_inline`, no writer thread), and
 notifications (`on_fill`, `on_order`) are queued and delivered once the callback that
 caused them has returned, so strategy code is never re-entered.
@@ -24,7 +32,6 @@ caused them has returned, so strategy code is never re-entered.
 from __future__ import annotations
 
 import heapq
-import math
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -39,9 +46,10 @@ from engine.backtest.flows import Flow, FlowStrategy, load_flow
 from engine.backtest.price_files import MarketDataError, Series, from_micros, load_many, to_micros
 from engine.backtest.result import BacktestResult, Fill
 from engine.backtest.strategy import Api, ApiError, Strategy, amount_text, load_strategy
-from engine.backtest.timeline import merge
+from engine.backtest.timeline import GAP, PATH, SEEN, merge
 from engine.config.settings import Settings
 from engine.domain.trading import execution_view, order_view, trading_state
+from engine.domain.trading.ladder import still_crossings
 from engine.domain.trading.market import MarketConfig
 from engine.kernel.clock import ManualClock, parse_time
 from engine.kernel.commands import (
@@ -88,12 +96,15 @@ class Runner:
         self.progress = progress
         self.markets = list(series)
         self.index = {name: i for i, name in enumerate(self.markets)}
-        cfg = MarketConfig.of(engine.settings)
-        self.half_spread = cfg.half_spread
+        self.cfg = MarketConfig.of(engine.settings)
         self.ticks_of = [MARKETS[name].tick for name in self.markets]
-        self.times, self.mks, self.prices, self.ticks, self.bars = merge(series, self.ticks_of)
+        self.times, self.mks, self.prices, self.ticks, self.bars, self.flags = merge(
+            series, self.ticks_of
+        )
         self.seen = [self.mks.index(m) for m in range(len(self.markets))]
         self.set_at = [-1] * len(self.markets)
+        # The reference price each market was last set to: a fill's reference.
+        self.reference: list[Decimal] = [self.prices[i] for i in self.seen]
         self.lo = [-1] * len(self.markets)
         self.hi = [INF] * len(self.markets)
         self.wake = INF
@@ -107,7 +118,6 @@ class Runner:
         self.notices: list[tuple[str, Any]] = []
         self.delivering = False
         self.fills: list[Fill] = []
-        self.reference_at_order: dict[str, Decimal] = {}
         self.assets = list(assets)
         # (time in us, holdings per asset in `assets` order), whenever they change
         self.holdings: list[tuple[int, tuple[Decimal, ...]]] = []
@@ -152,15 +162,14 @@ class Runner:
                 self._collect(engine.store.read(after=self.position, with_meta=False))
             self.position = engine.state.position
         tr = trading_state(engine.state)
-        h = self.half_spread
+        cfg = self.cfg
         for m, name in enumerate(self.markets):
             best_bid, best_ask, top_stop = tr.markets[name].thresholds()
             # A point crosses when the fresh ladder's first ask reaches the best bid,
-            # its first bid the best ask, or its price a stop; two ticks of slack
-            # cover the float rounding of the ladder.
-            lo = math.floor(best_bid / (1.0 + h)) + 2 if best_bid >= 0 else -1
-            self.lo[m] = max(lo, top_stop)
-            self.hi[m] = math.ceil(best_ask / (1.0 - h)) - 2 if h < 1.0 and best_ask < INF else INF
+            # its first bid the best ask, or its price a stop: exact, in ticks.
+            low, high = still_crossings(cfg, best_bid, best_ask)
+            self.lo[m] = max(low, top_stop)
+            self.hi[m] = min(high, INF)
         deadline = engine.next_deadline()
         self.wake = INF if deadline is None else to_micros(deadline)
 
@@ -179,17 +188,12 @@ class Runner:
                     record = tr.executions[number]
                     view = execution_view(self.engine.execution_ids.public(number), record)
                     o = record[0]
-                    self.fills.append(
-                        Fill(view, o.type, self.reference_at_order.get(o.id), record[5])
-                    )
+                    reference = self.reference[self.index[data["market"]]]
+                    self.fills.append(Fill(view, o.type, reference, record[5]))
                     self.notices.append(("fill", view))
                     touched[side["order_id"]] = None
             elif e.type == "OrderPlaced":
-                placed = data["order"]
-                touched[placed["id"]] = None
-                m = self.index.get(placed["market"])
-                if m is not None:
-                    self.reference_at_order[placed["id"]] = self.prices[self.seen[m]]
+                touched[data["order"]["id"]] = None
             elif e.type.startswith("Order"):
                 touched[data["order_id"]] = None
             elif data.get("postings"):
@@ -284,12 +288,39 @@ class Runner:
         for m, i in enumerate(self.seen):
             if self.set_at[m] != i:
                 self.set_at[m] = i
+                self.reference[m] = self.prices[i]
                 due.append(
                     SetMarketPrice(
-                        actor=self.actor, market=self.markets[m], price=format(self.prices[i], "f")
+                        actor=self.actor,
+                        market=self.markets[m],
+                        price=format(self.prices[i], "f"),
+                        gap=bool(self.flags[i] & GAP),
                     )
                 )
         return due
+
+    def _through(self, m: int, q: int, p: int) -> None:
+        """Walk market `m` from `q` to `p` ticks inside a bar: set each price on the way
+        where resting interest is met, at that price, in the order the path meets them."""
+        tick = self.ticks_of[m]
+        while True:
+            lo, hi = self.lo[m], self.hi[m]
+            if p < lo < q:
+                x = lo
+            elif q < hi < p:
+                x = hi
+            else:
+                return
+            # The point before needs no setting of its own: x follows it at once.
+            self.set_at[m] = self.seen[m]
+            self.sync()
+            price = x * tick
+            self.reference[m] = price
+            self.set_at[m] = -1
+            self._run(
+                SetMarketPrice(actor=self.actor, market=self.markets[m], price=format(price, "f"))
+            )
+            q = x
 
     def add_timer(self, when: int, name: str) -> None:
         self.timer_seq += 1
@@ -354,8 +385,10 @@ class Runner:
 
     def _loop(self) -> None:
         times, mks, ticks, prices, bars = self.times, self.mks, self.ticks, self.prices, self.bars
+        flags = self.flags
         names = self.markets
         lo, hi, seen = self.lo, self.hi, self.seen
+        walked = [ticks[i] for i in seen]  # per market: the last point walked, in ticks
         strategy = self.strategy
         on_price = _hook(strategy, "on_price")
         on_bar = _hook(strategy, "on_bar") if any(b is not None for b in bars) else None
@@ -364,41 +397,58 @@ class Runner:
         deliver = self.deliver
         n = len(times)
         progress = self.progress  # told (points done, points) now and then, and at the end
+        first = 0  # the first point of the current instant
+        reported = 0  # the next point at which progress is told
         for i in range(n):
             t = times[i]
+            if i and t != times[i - 1]:
+                first = i
             if t >= self.wake:
-                self._wake(t)
+                self._wake(t, first == i)
             m = mks[i]
-            seen[m] = i
-            self.now_us = t
             p = ticks[i]
+            self.now_us = t
+            if flags[i] & PATH:
+                q = walked[m]
+                if p < lo[m] < q or q < hi[m] < p:
+                    self._through(m, q, p)
+            walked[m] = p
+            seen[m] = i
             if p <= lo[m] or p >= hi[m]:
                 self.sync()
-                if notices:
-                    deliver()
-            if on_price is not None:
-                on_price(names[m], from_micros(t), prices[i])
-                if notices:
-                    deliver()
-            if on_bar is not None and bars[i] is not None:
-                on_bar(names[m], bars[i])
-                if notices:
-                    deliver()
+            if i + 1 < n and times[i + 1] == t:
+                continue  # the instant goes on: no strategy code inside it
+            if notices:
+                deliver()
+            for k in range(first, i + 1):
+                if not flags[k] & SEEN:
+                    continue
+                if on_price is not None:
+                    on_price(names[mks[k]], from_micros(t), prices[k])
+                    if notices:
+                        deliver()
+                if on_bar is not None and bars[k] is not None:
+                    on_bar(names[mks[k]], bars[k])
+                    if notices:
+                        deliver()
             if timers:
                 following = times[i + 1] if i + 1 < n else t + 1
                 if timers[0][0] < following:
                     self._fire_timers(following)
-            if progress is not None and i % _PROGRESS_EVERY == 0:
+            if progress is not None and i >= reported:
                 progress(i, n)
+                reported = i - i % _PROGRESS_EVERY + _PROGRESS_EVERY
         if progress is not None:
             progress(n, n)
 
-    def _wake(self, t: int) -> None:
-        """An engine deadline falls at or before `t`: fire it with the prices before `t`."""
+    def _wake(self, t: int, between: bool) -> None:
+        """An engine deadline falls at or before `t`: fire it with the prices before `t`;
+        what it did reaches the strategy now only `between` instants."""
         self.sync()
         self.now_us = t
         self._run(AdvanceClock(to=from_micros(t)))
-        self.deliver()
+        if between:
+            self.deliver()
 
     def _fire_timers(self, before: int) -> None:
         on_timer = getattr(self.strategy, "on_timer", None)

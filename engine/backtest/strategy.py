@@ -57,10 +57,11 @@ class Strategy:
         """Before the first price point is delivered; the market stands at its first price."""
 
     def on_price(self, market: str, time: datetime, price: Decimal) -> None:
-        """Each reference price point, in time order (bar data: four per bar)."""
+        """Each trade point once it has happened; bar data: each bar's close, once the
+        bar is complete (docs/backtests.md, "The bar model")."""
 
     def on_bar(self, market: str, bar: Any) -> None:
-        """Bar data only: a bar (`engine.backtest.price_files.Bar`) once its close point is set."""
+        """Bar data only: a bar (`engine.backtest.price_files.Bar`) once it is complete."""
 
     def on_fill(self, execution: dict[str, Any]) -> None:
         """One execution of one of this flow's orders, as `GET /v2/executions` shows it."""

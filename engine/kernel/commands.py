@@ -153,10 +153,14 @@ class CancelOrder(Command):
 
 @dataclass(frozen=True, slots=True)
 class SetMarketPrice(Command):
-    """Move a market's reference price now (sandbox only)."""
+    """Move a market's reference price now (sandbox only). By default the path walks to
+    the price: resting orders it passes trade at their own prices. A `gap` jumps there
+    (an opening auction, a bar that opens past them): they trade at the ladder's prices
+    at the new price, their own or better."""
 
     market: str = ""
     price: str = ""
+    gap: bool = False
 
 
 @dataclass(frozen=True, slots=True)

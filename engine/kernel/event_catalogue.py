@@ -77,7 +77,8 @@ CATALOGUE: dict[str, EventSpec] = {
     "OrderFilled": _spec("order_id", "release postings"),
     "OrderCancelled": _CLOSED,
     "OrderRejected": _CLOSED,
-    "MarketPriceSet": _spec("market price step"),
+    # `gap` (true) only when the price jumped (SetMarketPrice.gap)
+    "MarketPriceSet": _spec("market price step", "gap"),
     # the sandbox
     "ClockAdvanced": _spec("to"),
     "WebhookRegistered": _spec(

@@ -301,16 +301,24 @@ def test_callbacks_come_after_the_callback_that_caused_them(tmp_path: Path) -> N
     ]
 
 
-def test_bars_fill_a_limit_at_the_low_quarter_of_an_up_bar(tmp_path: Path) -> None:
+def test_bars_fill_a_limit_on_the_way_down_at_the_bars_last_instant(tmp_path: Path) -> None:
     data = tmp_path / "bars.csv"
     data.write_text(
         f"timestamp,open,high,low,close\n{T0},42000,43000,40000,42500\n"
         f"{T0 + 3600},42500,42600,42400,42550\n"
     )
-    script = Script({0: limit_buy("40500")})
+
+    class Rest(Script):
+        def on_start(self, api: Api) -> None:
+            limit_buy("40500")(api)
+
+    script = Rest()
     run(data, "BTCUSD", strategy=script, settings=CHECKED)
     fill = next(v for kind, v in script.seen if kind == "fill")
-    assert fill["executed_at"] == "2024-01-01T00:15:00.000000Z"
+    # The path inside the bar is one instant, its last microsecond; the order trades at
+    # its own price where the walk from the open to the low meets it.
+    assert fill["executed_at"] == "2024-01-01T00:59:59.999999Z"
+    assert fill["price"] == "40500.00"
 
 
 def test_amounts_must_not_be_floats(tmp_path: Path) -> None:

@@ -269,3 +269,31 @@ def test_a_resting_buy_never_pays_more_fee_than_its_hold_covers(sandbox_factory:
     (fill,) = executions(dearer, order_id=order["id"])
     assert fill["commission"] == "42"  # 0.1%, as held, not the 1% of the new schedule
     assert money(dearer.balance("USD")) == (Decimal(0), Decimal(0))
+
+
+@pytest.mark.parametrize(
+    ("gap", "price", "vwap"),
+    # Walking to 40000 the house meets the resting buy at its own price; jumping there
+    # (a gap) it arrives with its ladder at 40000: ask 40000 x 1.0005 = 40020.00.
+    [(False, "42000.00", "42000.00000000"), (True, "40020.00", "40020.00000000")],
+)
+def test_a_price_set_walks_to_a_resting_order_or_gaps_past_it(
+    sb: Any, gap: bool, price: str, vwap: str
+) -> None:
+    order = placed(sb, **limit("BUY", "42000", "0.1"))
+    body = {"price": "40000", "gap": True} if gap else {"price": "40000"}
+    r = sb.post("/v2/sandbox/markets/BTCUSD/price", body)
+    assert r.status_code == 200, r.text
+    filled = get_order(sb, order)
+    assert (filled["status"], filled["volume_weighted_average_price"]) == ("FILLED", vwap)
+    assert [e["price"] for e in executions(sb)] == [price]
+    # the hold at 42000 is released down to what the fill cost
+    assert money(sb.balance("USD")) == (Decimal(1000000) - Decimal(price) / 10, Decimal(0))
+    set_event = events(sb, "MarketPriceSet")[-1]
+    assert set_event["data"].get("gap", False) is gap
+
+
+def test_a_price_sets_gap_must_be_a_boolean(sb: Any) -> None:
+    r = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "40000", "gap": "yes"})
+    assert r.status_code == 400
+    assert r.json()["meta"]["field"] == "gap"

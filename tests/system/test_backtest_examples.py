@@ -67,7 +67,13 @@ def test_stop_loss_flow_expires_the_take_profit_and_stops_out(tmp_path: Path) ->
     assert s["orders"]["by_status"] == {"CANCELLED": 1, "FILLED": 2}
     stop = next(e for e in result.executions if e["order_type"] == "STOP_MARKET")
     assert stop["side"] == "SELL" and stop["amount"] == "0.50000000"
-    assert float(stop["price"]) < 44000 < float(stop["reference_price"])
+    # The data are trades: the print at 12:28 (43986.75) is the first under the stop, and
+    # the stop fills at that print's bid, half the 10 bps spread under it: floor(175947
+    # ticks x 0.9995) = 175859 ticks of 0.25 = 43964.75. Its slippage is against the
+    # reference at the fill, 22 / 43986.75 = 5.0015 bps, not the loss since the order.
+    assert stop["executed_at"] == "2024-02-02T12:28:00.000000Z"
+    assert (stop["reference_price"], stop["price"]) == ("43986.75", "43964.75")
+    assert stop["slippage_bps"] == "5.0015"
     assert s["final_balances"]["BTC"]["available"] != "0"
 
 

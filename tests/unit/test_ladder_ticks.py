@@ -1,21 +1,24 @@
 """The synthetic ladder's prices are exact tick integers (issue 17, float rounding).
 
-A reference price on a tick, at zero spread, is the ladder's best bid and best ask; with
-a spread, the best levels are the exact Decimal ceil/floor of the price times (1 +/- half
-the spread), up to a relative tolerance far below a tick.
+On a still path (a backtest's) the reference is a whole number of ticks and every level
+is the exact ceil/floor of ticks x (1 +/- offset), in integers. On a moving path (a
+float reference) a price on a tick still comes out exactly, and any other within a
+relative tolerance far below a tick.
 """
 
 from __future__ import annotations
 
 import math
 from decimal import Decimal
+from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading.ladder import fresh_levels, window_ahead
+from engine.domain.trading.ladder import fresh_levels, still_crossings, window_ahead
 from engine.domain.trading.market import MarketConfig
 from engine.kernel.money import MARKETS
+from tests.conftest import make_settings
 
 TICKS = sorted({spec.tick for spec in MARKETS.values()})
 
@@ -96,3 +99,60 @@ def test_whole_tick_prices(tick: Decimal, n: int, spread_bps: int) -> None:
         assert ask == math.ceil(up)
     if math.ceil(down) - down > down * Decimal("1e-11"):
         assert bid == math.floor(down)
+
+
+SPREADS = ["0", "1", "2.5", "10", "20", "33.3", "100", "0.01"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    market=st.sampled_from(sorted(MARKETS)),
+    n=st.integers(min_value=1, max_value=10**10),
+    spread_bps=st.sampled_from(SPREADS),
+    step_bps=st.sampled_from(["0", "5", "7.5"]),
+)
+def test_a_still_ladder_is_exact_integer_arithmetic(
+    market: str, n: int, spread_bps: str, step_bps: str
+) -> None:
+    """Every market's tick, any reference on it: each level is the exact rational
+    ceil (asks) or floor (bids) of n x (1 +/- (half spread + i x step)), or one tick past
+    the level before when those coincide; the still window agrees."""
+    tick = MARKETS[market].tick
+    cfg = MarketConfig.of(
+        make_settings(market_spread_bps=spread_bps, market_level_step_bps=step_bps, market_levels=4)
+    )
+    asks, bids = fresh_levels(cfg, float(n * tick), float(tick), n)
+    window = window_ahead(cfg, 0, float(tick), float(n * tick), None, n)
+    assert (window.ask[0], window.bid[0]) == (asks[0][0], bids[0][0] if bids else window.bid[0])
+    prev_ask, prev_bid = 0, None
+    for i, (ask, _) in enumerate(asks):
+        offset = Fraction(spread_bps) / 20000 + i * Fraction(step_bps) / 10000
+        assert ask == max(math.ceil(n * (1 + offset)), prev_ask + 1)
+        prev_ask = ask
+    for i, (bid, _) in enumerate(bids):
+        offset = Fraction(spread_bps) / 20000 + i * Fraction(step_bps) / 10000
+        exact = math.floor(n * (1 - offset))
+        assert bid == (exact if prev_bid is None else min(exact, prev_bid - 1))
+        prev_bid = bid
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    best=st.integers(min_value=1, max_value=10**10),
+    spread_bps=st.sampled_from(SPREADS),
+)
+def test_still_crossings_are_the_exact_first_references(best: int, spread_bps: str) -> None:
+    """The reference at which the still ladder's ask first reaches a resting bid (its
+    bid a resting ask): the backtest sets exactly that price on its walk through a bar."""
+    cfg = MarketConfig.of(make_settings(market_spread_bps=spread_bps))
+    low, high = still_crossings(cfg, best, best)
+    h = Fraction(spread_bps) / 20000
+
+    def ask(r: int) -> int:
+        return math.ceil(r * (1 + h))
+
+    def bid(r: int) -> int:
+        return math.floor(r * (1 - h))
+
+    assert ask(low) <= best < ask(low + 1)
+    assert bid(high) >= best > bid(high - 1)

@@ -51,8 +51,9 @@ def test_a_bar_closing_up_goes_open_low_high_close_and_down_open_high_low_close(
     s = load(path, "BTCUSD")["BTCUSD"]
     assert s.kind == "bars"
     assert s.prices == [Decimal(p) for p in ("100", "95", "110", "105", "105", "108", "90", "92")]
-    quarter = 900 * 10**6
-    assert [t - s.times[0] for t in s.times[:4]] == [0, quarter, 2 * quarter, 3 * quarter]
+    # the open at the bar's time; both extremes and the close at its last microsecond
+    last = 3600 * 10**6 - 1
+    assert [t - s.times[0] for t in s.times[:4]] == [0, last, last, last]
     assert s.times[4] == (T0 + 3600) * 10**6
     assert s.closes == [3, 7]
     assert s.bars[1].close == Decimal(92) and s.bars[0].volume == Decimal(7)
@@ -71,7 +72,7 @@ def test_a_quiet_bar_has_zero_volume(tmp_path: Path) -> None:
 def test_bar_length_can_be_given(tmp_path: Path) -> None:
     path = write(tmp_path, f"timestamp,open,high,low,close\n{T0},1,2,1,2\n")
     s = load(path, "BTCUSD", bar_seconds=60)["BTCUSD"]
-    assert s.times[-1] - s.times[0] == 45 * 10**6
+    assert s.times[-1] - s.times[0] == 60 * 10**6 - 1
 
 
 def test_a_market_column_splits_the_file_or_selects_one_market(tmp_path: Path) -> None:

@@ -96,7 +96,17 @@ def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
             _trade(ctx, tr, mk, step, ticks, units, maker, o, SELL)
         if maker is not None and maker.filled == maker.qty:
             close_order(ctx, maker, "OrderFilled")
-    complete = p.exhausted if o.quote is not None else o.filled == o.qty
+    if o.quote is None:
+        complete = o.filled == o.qty
+    else:
+        # What a market buy could not spend is its remainder: below the smallest market
+        # buy (the quote's minimum) or the price of one more base unit where it last
+        # traded, nothing more could be ordered, and the order is FILLED; a remainder
+        # that could buy more, left when the liquidity ran out, is an IOC remainder.
+        left = o.budget - o.spent
+        traded = [ticks for _, ticks, units in p.steps if units]
+        dust = left * mk.unit < mk.spec.min_quote or (bool(traded) and left < traded[-1])
+        complete = p.exhausted or (o.filled > 0 and dust)
     if complete:
         close_order(ctx, o, "OrderFilled")
     elif acts_as_market or o.tif in ("IOC", "FOK"):
@@ -202,8 +212,13 @@ def _cascade(ctx: Ctx, tr: Trading, mk: Market, step: int) -> None:
         _take(ctx, tr, mk, o, step)
 
 
-def house_crossing(ctx: Ctx, tr: Trading, mk: Market, step: int) -> None:
-    """The house takes the resting orders its ladder crosses at `step`, at their prices."""
+def house_crossing(ctx: Ctx, tr: Trading, mk: Market, step: int, jump: bool = False) -> None:
+    """The house takes the resting orders its ladder crosses at `step`.
+
+    As the path moves step by step the house meets an order at the order's price. A
+    `jump` (a price set by request: a gap) brings the house's ladder past the order at
+    once, and the order trades at each ladder level it takes, its own price or better,
+    as a resting order does in an opening auction."""
     cfg = market_config(tr)
     for side in (BUY, SELL):
         best = mk.book.best_bid() if side == BUY else mk.book.best_ask()
@@ -215,10 +230,12 @@ def house_crossing(ctx: Ctx, tr: Trading, mk: Market, step: int) -> None:
             continue
         for order, units, taken in house_plan(mk.book, side, ladder):
             o: Order = order  # type: ignore[assignment]
-            if side == BUY:
-                _trade(ctx, tr, mk, step, o.ticks, units, o, None, None, taken)
+            buy, sell = (o, None) if side == BUY else (None, o)
+            if not jump:
+                _trade(ctx, tr, mk, step, o.ticks, units, buy, sell, None, taken)
             else:
-                _trade(ctx, tr, mk, step, o.ticks, units, None, o, None, taken)
+                for ticks, part in taken:
+                    _trade(ctx, tr, mk, step, ticks, part, buy, sell, None, [[ticks, part]])
             if o.filled == o.qty:
                 close_order(ctx, o, "OrderFilled")
     _cascade(ctx, tr, mk, step)

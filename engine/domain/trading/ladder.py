@@ -6,6 +6,12 @@ at half the spread, then every `market_level_step_bps`, each worth
 remembered for that step (and anchor) only: the next step shows a fresh ladder (the
 market keeps the ladder of its step and what was taken from it).
 
+On a still path (a backtest's, or the sandbox's at volatility 0 after a price is set) the
+reference is a whole number of ticks, and every ladder price is computed from it in
+integers: the spread and level step are exact fractions (`MarketConfig.offsets`), so
+`ceil(ticks x (1 + offset))` has no rounding error at all. A moving path's reference is
+a float (the noise's `exp`), and its prices are floats' ceil and floor (see `_CEIL`).
+
 A `Window` holds the fresh ladder's best prices and the last price over a run of future
 steps, so that the market's watch finds the first step that crosses resting interest
 without building a ladder per step.
@@ -39,19 +45,26 @@ _FLOOR = 1.0 + 1e-12
 
 
 def fresh_levels(
-    cfg: MarketConfig, ref: float, tick: float
+    cfg: MarketConfig, ref: float, tick: float, ref_ticks: int | None = None
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The ladder around the reference price `ref`: (asks, bids), best first, as (ticks,
-    units); a level never shares a price with the one before it, and a price a whole
-    number of ticks away comes out exactly (see `_CEIL`)."""
+    units); a level never shares a price with the one before it. With `ref_ticks` (the
+    reference as a whole number of ticks) every price is exact integer arithmetic;
+    without, a price a whole number of ticks away still comes out exactly (`_CEIL`)."""
     asks: list[tuple[int, int]] = []
     bids: list[tuple[int, int]] = []
     prev_ask = 0
     prev_bid = NO_ASK
+    spread, step, den = cfg.offsets
     for i in range(cfg.levels):
-        offset = cfg.half_spread + i * cfg.level_step
-        a = max(math.ceil(ref * (1.0 + offset) / tick * _CEIL), prev_ask + 1)
-        b = min(math.floor(ref * (1.0 - offset) / tick * _FLOOR), prev_bid - 1)
+        if ref_ticks is not None:
+            num = spread + i * step
+            a = max(-(-ref_ticks * (den + num) // den), prev_ask + 1)
+            b = min(ref_ticks * (den - num) // den, prev_bid - 1)
+        else:
+            offset = cfg.half_spread + i * cfg.level_step
+            a = max(math.ceil(ref * (1.0 + offset) / tick * _CEIL), prev_ask + 1)
+            b = min(math.floor(ref * (1.0 - offset) / tick * _FLOOR), prev_bid - 1)
         asks.append((a, int(cfg.level_notional / (a * tick) * UNITS_PER_BASE)))
         if b >= 1:
             bids.append((b, int(cfg.level_notional / (b * tick) * UNITS_PER_BASE)))
@@ -142,18 +155,45 @@ class Window:
         return None
 
 
+def still_best(cfg: MarketConfig, ref_ticks: int) -> tuple[int, int]:
+    """The still ladder's best (ask, bid) around a reference of `ref_ticks`, exactly."""
+    spread, _, den = cfg.offsets
+    return -(-ref_ticks * (den + spread) // den), ref_ticks * (den - spread) // den
+
+
+def still_crossings(cfg: MarketConfig, best_bid: int, best_ask: int) -> tuple[int, int]:
+    """On a still path: the highest reference (ticks) whose best ask reaches `best_bid`
+    and the lowest whose best bid reaches `best_ask` (NO_BID / NO_ASK when none can).
+    ceil(r x (den + s) / den) <= B exactly when r <= B x den / (den + s), and
+    floor(r x (den - s) / den) >= A exactly when r >= A x den / (den - s)."""
+    spread, _, den = cfg.offsets
+    low = best_bid * den // (den + spread) if best_bid >= 0 else NO_BID
+    high = -(-best_ask * den // (den - spread)) if best_ask < NO_ASK and den > spread else NO_ASK
+    return low, high
+
+
 def window_ahead(
-    cfg: MarketConfig, step: int, tick: float, base: float, refs: list[float] | None
+    cfg: MarketConfig,
+    step: int,
+    tick: float,
+    base: float,
+    refs: list[float] | None,
+    base_ticks: int | None = None,
 ) -> Window:
     """The window of `cfg.watch_steps` steps from `step`: `refs` are the reference prices
-    at those steps, None for a still path (at `base` throughout)."""
+    at those steps, None for a still path (at `base`, `base_ticks` when on a tick)."""
     n = cfg.watch_steps
     h = cfg.half_spread
     if refs is None:
         # A still path shows one ladder at every step: compute it once, not n times
         # (a backtest sets a price, and so rebuilds the window, at each crossing).
-        ask = [math.ceil(base * (1.0 + h) / tick * _CEIL)] * n
-        bid = [math.floor(base * (1.0 - h) / tick * _FLOOR)] * n
+        if base_ticks is not None:
+            first_ask, first_bid = still_best(cfg, base_ticks)
+        else:
+            first_ask = math.ceil(base * (1.0 + h) / tick * _CEIL)
+            first_bid = math.floor(base * (1.0 - h) / tick * _FLOOR)
+        ask = [first_ask] * n
+        bid = [first_bid] * n
         last = [max(1, round(base / tick))] * n
     else:
         # The same expressions as fresh_levels: the window must agree with the ladder.

@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from engine.config.settings import Settings
@@ -45,6 +46,9 @@ class MarketConfig:
     taker_fee: Decimal
     latency_us: int
     start_prices: dict[str, Decimal]
+    # (half the spread, one level's step, their denominator) as exact integers: the still
+    # ladder's offsets are spread / den and step / den (engine.domain.trading.ladder).
+    offsets: tuple[int, int, int] = (0, 0, 1)
     # The last (time, step) step_of answered: a decision asks for its step several
     # times, and commands in a row mostly share their time. One tuple, swapped whole.
     last_step: list[tuple[datetime | None, int]] = field(
@@ -56,6 +60,7 @@ class MarketConfig:
         prices = dict(START_PRICES)
         prices.update(s.market_prices)
         return cls(
+            offsets=exact_offsets(s.market_spread_bps, s.market_level_step_bps),
             step_us=s.market_step_seconds * 1_000_000,
             sigma_step=float(s.market_volatility) * math.sqrt(s.market_step_seconds / 86400.0),
             half_spread=float(s.market_spread_bps) / 20000.0,
@@ -79,6 +84,18 @@ class MarketConfig:
 
     def time_of(self, step: int) -> datetime:
         return EPOCH + timedelta(microseconds=step * self.step_us)
+
+
+def exact_offsets(spread_bps: Decimal, level_step_bps: Decimal) -> tuple[int, int, int]:
+    """Half the spread and the level step as integers over one denominator."""
+    half = Fraction(spread_bps) / 20000
+    step = Fraction(level_step_bps) / 10000
+    den = math.lcm(half.denominator, step.denominator)
+    return (
+        half.numerator * (den // half.denominator),
+        step.numerator * (den // step.denominator),
+        den,
+    )
 
 
 class Market:
@@ -186,6 +203,14 @@ class Market:
             return self.print_ticks
         return self._round(self.reference(cfg, seed, step))
 
+    def still_ticks(self, cfg: MarketConfig) -> int | None:
+        """The reference in whole ticks when the path is still and on a tick, else None:
+        the ladder is then exact integer arithmetic."""
+        if cfg.sigma_step != 0.0:
+            return None
+        ticks, off = divmod(self.base_price(cfg), self.tick)
+        return None if off else int(ticks)
+
     def _round(self, price: float) -> int:
         return max(1, round(price / self.tick_f))
 
@@ -196,7 +221,8 @@ class Market:
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         key = (self.anchor_pos, step)
         if self.ladder_key != key:
-            self.ladder = fresh_levels(cfg, self.reference(cfg, seed, step), self.tick_f)
+            still = self.still_ticks(cfg)
+            self.ladder = fresh_levels(cfg, self.reference(cfg, seed, step), self.tick_f, still)
             self.ladder_key = key
         return self.ladder
 
@@ -242,7 +268,7 @@ class Market:
             noise = self._noise(cfg, seed)
             ax = self.anchor_x
             refs = [base * exp(x - ax) for x in noise.run(step, cfg.watch_steps)]
-        self.window = window_ahead(cfg, step, self.tick_f, base, refs)
+        self.window = window_ahead(cfg, step, self.tick_f, base, refs, self.still_ticks(cfg))
         return self.window
 
     def thresholds(self) -> tuple[int, int, int]:

@@ -1,5 +1,6 @@
 """Setting a market's reference price by request (`MarketPriceSet`): the path is
-anchored at the new price, the house takes the resting orders it now crosses, and the
+anchored at the new price, the house takes the resting orders it now crosses (at their
+prices, or on a gap at the ladder's: `SetMarketPrice.gap`), and the
 market's watch is armed again."""
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ def set_market_price(ctx: Ctx, cmd: SetMarketPrice) -> dict[str, Any]:
     ticks = price_ticks(cmd.price, "price", mk.tick)
     cfg = market_config(tr)
     step = cfg.step_of(ctx.now)
-    ctx.emit(
-        "MarketPriceSet",
-        f"market-{mk.name}",
-        {"market": mk.name, "price": ticks_text(mk, ticks), "step": step},
-    )
-    house_crossing(ctx, tr, mk, step)
+    data: dict[str, Any] = {"market": mk.name, "price": ticks_text(mk, ticks), "step": step}
+    if cmd.gap:
+        data["gap"] = True
+    ctx.emit("MarketPriceSet", f"market-{mk.name}", data)
+    house_crossing(ctx, tr, mk, step, jump=cmd.gap)
     arm(ctx, tr, mk, step + 1, force=True)
     return price_view(ctx, tr, mk, step)
