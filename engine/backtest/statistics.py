@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.backtest.price_files import from_micros
-from engine.backtest.trades import Trade, pair
+from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
 from engine.kernel.money import ASSET_PRECISION, MARKETS
 
@@ -32,8 +32,6 @@ EQUITY_ROWS = 50_000
 DAY_US = 86_400_000_000
 # A year in calendar time, 365.25 days, in microseconds: CAGR's and annualisation's.
 YEAR_US = 31_557_600_000_000
-# Significant digits of the statistics' arithmetic (shown with at most 8 decimals).
-PRECISION = 40
 SLIPPAGE_MEASURE = (
     "fill price against the reference price at the fill, in bps, positive = cost"
     " (for a market order the reference at the fill is the arrival price)"
@@ -148,8 +146,7 @@ class Figures(NamedTuple):
 
 def compute(result: BacktestResult) -> Figures:
     """The summary and tables of summary.json, executions.csv, trades.csv and equity.csv."""
-    with localcontext() as ctx:
-        ctx.prec = PRECISION
+    with localcontext(prec=PRECISION):
         return _compute(result)
 
 
@@ -324,14 +321,16 @@ def _returns(start_value: Decimal, samples: list[Decimal]) -> list[Decimal]:
 
 
 def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
-    """(final / start) ^ (365.25 days / the run's duration) - 1, in calendar time."""
-    if growth is None or span <= 0:
+    """(final / start) ^ (365.25 days / the run's duration) - 1, in calendar time; none
+    for a run shorter than a day (minutes extrapolated to a year make a number of
+    thousands of digits that says nothing)."""
+    if growth is None or span < DAY_US:
         return None
     if growth <= 0:
         return -ONE
     try:
         return (growth.ln() * YEAR_US / span).exp() - ONE
-    except Overflow:  # beyond 10^999999: a run of minutes extrapolated to a year
+    except Overflow:  # beyond 10^999999
         return None
 
 

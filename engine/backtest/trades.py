@@ -10,7 +10,7 @@ trade: it was never entered."""
 from __future__ import annotations
 
 from collections import deque
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, NamedTuple
 
 from engine.backtest.price_files import parse_timestamp
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 ZERO = Decimal(0)
 HUNDRED = Decimal(100)
+# Significant digits of the report's arithmetic, the same whoever calls (the engine's
+# thread runs with more than Python's default 28).
+PRECISION = 40
 
 
 class Trade(NamedTuple):
@@ -70,6 +73,11 @@ def round_trips(result: BacktestResult) -> list[Trade]:
 
 def pair(fills: list[Fill]) -> tuple[list[Trade], int]:
     """The closed trades (in exit order) and how many trades are still open at the end."""
+    with localcontext(prec=PRECISION):
+        return _pair(fills)
+
+
+def _pair(fills: list[Fill]) -> tuple[list[Trade], int]:
     books: dict[str, deque[_Open]] = {}
     by_order: dict[str, _Open] = {}
     closed: list[Trade] = []
