@@ -12,6 +12,7 @@ decimals), durations in ISO 8601."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -378,8 +379,11 @@ def _period_ends(times: list[int], mks: list[int], markets: int, bars: int) -> _
                 if seen[m] % per_bar == 0:
                     closes.append(i)
         return _Ends(_last_of_instant(times, closes), True)
-    days = [i for i in range(n - 1) if times[i + 1] // DAY_US != times[i] // DAY_US]
-    days.append(n - 1)
+    days = []
+    i = 0
+    while i < n:  # one search per day, not a look at every point
+        i = bisect_left(times, (times[i] // DAY_US + 1) * DAY_US, i)
+        days.append(i - 1)
     return _Ends(days, False)
 
 
