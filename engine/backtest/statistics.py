@@ -68,7 +68,7 @@ def _money(value: Decimal, asset: str) -> str:
 
 
 def _fixed(value: Decimal, decimals: int) -> str:
-    # Enough digits for every whole digit too (a CAGR over a few minutes is huge).
+    # Enough digits for every whole digit too (a CAGR can have many).
     digits = Context(prec=max(PRECISION, value.adjusted() + decimals + 2))
     q = value.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_EVEN, digits)
     return format(ZERO.quantize(q) if q.is_zero() else q, "f")
