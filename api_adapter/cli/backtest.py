@@ -51,11 +51,15 @@ def backtest(args: argparse.Namespace) -> int:
             print(f"sandex: {exc}", file=sys.stderr)
             return 2
     s = result.summary
+    t = s["trades"]
     print(
         f"{' '.join(s['markets'])} {s['start']} .. {s['end']}: {s['points']} points,"
         f" {s['orders']['total']} orders, {s['executions']} executions\n"
-        f"  pnl {s['pnl']} {s['currency']} (return {s['return']}),"
-        f" max drawdown {s['max_drawdown']}, fees {s['fees']}\n"
+        f"  pnl {s['pnl']} {s['currency']} (return {_shown(s['return_pct'], '%')}),"
+        f" max drawdown {_shown(s['max_drawdown_pct'], '%')}, Sharpe {_shown(s['sharpe'])},"
+        f" fees {s['fees']} {s['currency']}\n"
+        f"  trades {t['count']} closed, {t['open']} open,"
+        f" win rate {_shown(t['win_rate_pct'], '%')}\n"
         f"  log {s['log_hash']}"
     )
     if s["errors"]:
@@ -63,3 +67,8 @@ def backtest(args: argparse.Namespace) -> int:
     if args.out:
         print(f"  report: {Path(args.out) / 'report.html'}")
     return 0
+
+
+def _shown(figure: str | None, unit: str = "") -> str:
+    """A summary figure as printed: `n/a` when it is undefined (no variance, no trade)."""
+    return "n/a" if figure is None else f"{figure}{' ' + unit if unit else ''}"

@@ -47,11 +47,11 @@ def render_html(result: BacktestResult) -> str:
     s = result.summary
     figures = [
         ("PnL", f"{s['pnl']} {s['currency']}"),
-        ("Return", s["return"]),
-        ("Max drawdown", f"{s['max_drawdown']} ({s['max_drawdown_amount']} {s['currency']})"),
+        ("Return", f"{s['return_pct']} %"),
+        ("Max drawdown", f"{s['max_drawdown_pct']} % ({s['max_drawdown_amount']} {s['currency']})"),
         ("Starting equity", s["starting_equity"]),
         ("Final equity", s["final_equity"]),
-        ("Exposure (time, average)", f"{s['exposure']['time']}, {s['exposure']['average']}"),
+        ("Exposure (time, average)", f"{s['exposure_pct']} %, {s['average_exposure_pct']} %"),
         ("Orders", s["orders"]["total"]),
         ("Orders by status", ", ".join(f"{k} {v}" for k, v in s["orders"]["by_status"].items())),
         ("Executions", s["executions"]),

@@ -1,7 +1,7 @@
 """What a backtest answers: the run's record (its timeline, holdings, fills, orders and
 balances, as plain values, no engine) and the figures computed from it.
 
-The figures (`summary`, `executions`) are computed when the result is made, by
+The figures (`summary`, `executions`, `trades`) are computed when the result is made, by
 `engine.backtest.statistics`; equity.csv's text rows only when asked for (most runs
 never are); the charts and the page only when the report is written."""
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.backtest import statistics
 from engine.backtest.report import write_report
+from engine.backtest.trades import Trade
 from engine.config.settings import Settings
 
 
@@ -59,6 +60,7 @@ class BacktestResult:
     raw_equity: list[tuple[Any, ...]] = field(init=False, repr=False)
     # equity.csv's columns: the markets, (index, asset) of each position, the currency
     equity_columns: tuple[list[str], list[tuple[int, str]], str] = field(init=False)
+    _trades: list[Trade] = field(init=False, repr=False)
     _equity: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +69,12 @@ class BacktestResult:
         self.executions = figures.executions
         self.raw_equity = figures.equity
         self.equity_columns = figures.equity_columns
+        self._trades = figures.trades
+
+    @property
+    def trades(self) -> list[Trade]:
+        """The closed round trips, in exit order (engine/backtest/trades.py)."""
+        return self._trades
 
     @property
     def equity(self) -> list[dict[str, Any]]:
@@ -76,7 +84,7 @@ class BacktestResult:
         return self._equity
 
     def write(self, out: str | Path) -> Path:
-        """summary.json, executions.csv, equity.csv and report.html in `out`."""
+        """summary.json, executions.csv, trades.csv, equity.csv and report.html in `out`."""
         return write_report(self, out)
 
 

@@ -1,25 +1,42 @@
-"""Figures computed from a backtest's record: profit and loss, return, drawdown,
-exposure, volume, fees, slippage, the executions table and the equity curve.
+"""Figures computed from a backtest's record: profit and loss, return statistics
+(CAGR, volatility, Sharpe, Sortino, Calmar, drawdown and its duration, exposure, buy
+and hold), the round trips' statistics, volume, fees, slippage, the executions and
+trades tables and the equity curve.
 
-All in `Decimal`, from the result's timeline, holdings, flows and fills; the charts
-(engine/backtest/charts.py) draw from these, in floats, apart."""
+All in `Decimal`, from the result's timeline, holdings, flows and fills (square roots,
+logarithms and powers by Decimal's own `sqrt`, `ln` and `exp`); the charts
+(engine/backtest/charts.py) draw from these, in floats, apart. Ratios are shown as
+percentages with two decimals under `_pct` keys, other ratios (Sharpe, Sortino,
+Calmar, profit factor) with four, amounts at their asset's precision (at most 8
+decimals), durations in ISO 8601."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.backtest.price_files import from_micros
+from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
-from engine.kernel.money import MARKETS
+from engine.kernel.money import ASSET_PRECISION, MARKETS
 
 if TYPE_CHECKING:
     from engine.backtest.result import BacktestResult, Fill
 
 ZERO = Decimal(0)
+ONE = Decimal(1)
+HUNDRED = Decimal(100)
 INF = 1 << 62
 EQUITY_ROWS = 50_000
+DAY_US = 86_400_000_000
+# A year in calendar time, 365.25 days, in microseconds: CAGR's and annualisation's.
+YEAR_US = 31_557_600_000_000
+SLIPPAGE_MEASURE = (
+    "fill price against the reference price at the fill, in bps, positive = cost"
+    " (for a market order the reference at the fill is the arrival price)"
+)
 SETTINGS_SHOWN = (
     "maker_fee_rate",
     "taker_fee_rate",
@@ -32,18 +49,72 @@ SETTINGS_SHOWN = (
 )
 
 
-def _amount(value: Decimal, places: int = 8) -> str:
-    q = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+def _amount(value: Decimal, decimals: int = 8) -> str:
+    q = value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
     text = format(q, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 
-def _ratio(value: Decimal) -> str:
-    return _amount(value, 6)
+def places(asset: str) -> int:
+    """Decimals an amount of `asset` is shown with: its transfer precision, at most 8
+    (the engine's base step; an 18-decimal ETH amount shows as 8)."""
+    return min(ASSET_PRECISION.get(asset, 8), 8)
 
 
+def _money(value: Decimal, asset: str) -> str:
+    return _amount(value, places(asset))
+
+
+def _fixed(value: Decimal, decimals: int) -> str:
+    # Enough digits for every whole digit too (a CAGR can have many).
+    digits = Context(prec=max(PRECISION, value.adjusted() + decimals + 2))
+    q = value.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_EVEN, digits)
+    return format(ZERO.quantize(q) if q.is_zero() else q, "f")
+
+
+def _pct(value: Decimal | None) -> str | None:
+    """A percentage (already x 100) with two decimals."""
+    return None if value is None else _fixed(value, 2)
+
+
+def _ratio(value: Decimal | None) -> str | None:
+    """A ratio that is not a percentage (Sharpe, profit factor) with four decimals."""
+    return None if value is None else _fixed(value, 4)
+
+
+def duration(us: int | None) -> str | None:
+    """An ISO 8601 duration of whole days, hours, minutes and seconds: P1DT2H0.5S."""
+    if us is None:
+        return None
+    sign = "-" if us < 0 else ""
+    us = abs(us)
+    days, rest = divmod(us, DAY_US)
+    hours, rest = divmod(rest, 3_600_000_000)
+    minutes, rest = divmod(rest, 60_000_000)
+    seconds = _amount(Decimal(rest).scaleb(-6), 6)
+    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n) + (
+        f"{seconds}S" if seconds != "0" else ""
+    )
+    text = f"{sign}P{f'{days}D' if days else ''}"
+    if time or not days:
+        text += f"T{time or '0S'}"
+    return text
+
+
+TRADE_COLUMNS = [
+    "market",
+    "entry_time",
+    "exit_time",
+    "duration",
+    "amount",
+    "entry_price",
+    "exit_price",
+    "pnl",
+    "return_pct",
+    "fees",
+]
 EXECUTION_COLUMNS = [
     "execution_id",
     "executed_at",
@@ -64,16 +135,23 @@ EXECUTION_COLUMNS = [
 
 class Figures(NamedTuple):
     """What `compute` answers: the summary, the executions table, the equity rows (as
-    computed) and equity.csv's columns (markets, (index, asset) of positions, currency)."""
+    computed), equity.csv's columns (markets, (index, asset) of positions, currency) and
+    the closed round trips."""
 
     summary: dict[str, Any]
     executions: list[dict[str, Any]]
     equity: list[tuple[Any, ...]]
     equity_columns: tuple[list[str], list[tuple[int, str]], str]
+    trades: list[Trade]
 
 
 def compute(result: BacktestResult) -> Figures:
-    """The summary and tables of summary.json, executions.csv and equity.csv."""
+    """The summary and tables of summary.json, executions.csv, trades.csv and equity.csv."""
+    with localcontext(prec=PRECISION):
+        return _compute(result)
+
+
+def _compute(result: BacktestResult) -> Figures:
     markets = result.markets
     currency = MARKETS[markets[0]].quote
     assets = result.assets
@@ -90,13 +168,15 @@ def compute(result: BacktestResult) -> Figures:
     times, mks, prices = result.times, result.mks, result.prices
     holdings = result.holdings
     latest = [prices[mks.index(m)] for m in range(len(markets))]
+    first_price = latest[0]
 
     start_value = _worth(holdings[0][1], cash, valued_by, latest)
     n = len(times)
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
-    equity, max_dd, max_dd_amount, exposed_us, exposure_sum = _walk(
-        times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride
+    ends = _period_ends(times, mks, len(markets), result.bars)
+    walked = _walk(
+        times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
     )
     for m in range(len(markets)):  # the latest price of each market, for the final value
         latest[m] = prices[len(mks) - 1 - mks[::-1].index(m)]
@@ -110,15 +190,15 @@ def compute(result: BacktestResult) -> Figures:
             m = valued_by[assets.index(asset)]
             flows_value += amount * _price_at(times, mks, prices, m, at)
     pnl = final_value - start_value - flows_value
-    duration = times[-1] - times[0]
+    span = times[-1] - times[0]
+    growth = (start_value + pnl) / start_value if start_value > 0 else None
+    returns = _returns(start_value, walked.samples)
+    cagr = _cagr(growth, span)
+    risk = _risk(returns, span)
 
     orders = result.orders
-    executions, volume_base, volume_quote, fees, slippage = _executions(result.fills)
-    taker = [
-        f
-        for f in result.fills
-        if f.reference is not None and f.order_type in ("MARKET", "STOP_MARKET")
-    ]
+    executions, volume_base, volume_quote, fees = _executions(result.fills)
+    trades, still_open = pair(result.fills)
     summary: dict[str, Any] = {
         "markets": markets,
         "start": format_time(from_micros(times[0])),
@@ -139,33 +219,184 @@ def compute(result: BacktestResult) -> Figures:
         },
         "executions": len(executions),
         "volume": {
-            "base": {k: _amount(v) for k, v in sorted(volume_base.items())},
-            "quote": _amount(volume_quote),
+            "base": {k: _money(v, k) for k, v in sorted(volume_base.items())},
+            "quote": _money(volume_quote, currency),
         },
-        "fees": _amount(fees),
+        "fees": _money(fees, currency),
         "starting_balances": _balances(assets, holdings[0][1]),
         "final_balances": _final_balances(result.balances),
-        "starting_equity": _amount(start_value),
-        "final_equity": _amount(final_value),
-        "external_flows": _amount(flows_value),
-        "pnl": _amount(pnl),
-        "return": _ratio(pnl / start_value) if start_value > 0 else None,
-        "max_drawdown": _ratio(max_dd),
-        "max_drawdown_amount": _amount(max_dd_amount),
-        "exposure": {
-            "time": _ratio(Decimal(exposed_us) / Decimal(duration)) if duration else "0",
-            "average": _ratio(exposure_sum / n),
+        "starting_equity": _money(start_value, currency),
+        "final_equity": _money(final_value, currency),
+        "external_flows": _money(flows_value, currency),
+        "pnl": _money(pnl, currency),
+        "return_pct": _pct((growth - ONE) * HUNDRED) if growth is not None else None,
+        "cagr_pct": _pct(cagr * HUNDRED) if cagr is not None else None,
+        "volatility_pct": _pct(risk.volatility * HUNDRED) if risk.volatility is not None else None,
+        "sharpe": _ratio(risk.sharpe),
+        "sortino": _ratio(risk.sortino),
+        "calmar": _ratio(cagr / walked.max_dd) if cagr is not None and walked.max_dd else None,
+        "max_drawdown_pct": _pct(walked.max_dd * HUNDRED),
+        "max_drawdown_amount": _money(walked.max_dd_amount, currency),
+        "max_drawdown_duration": duration(walked.max_dd_us),
+        "exposure_pct": _pct(Decimal(walked.exposed_us) / span * HUNDRED) if span else "0.00",
+        "average_exposure_pct": _pct(walked.exposure_sum / n * HUNDRED),
+        "buy_and_hold_return_pct": _pct((latest[0] / first_price - ONE) * HUNDRED),
+        "return_periods": {
+            "period": "bar" if ends.bars else "day",
+            "count": len(returns),
+            "per_year": _ratio(risk.per_year),
         },
-        "slippage": slippage,
-        # the same figures when every fill is a market order's (a subset of equal size)
-        "market_order_slippage": dict(slippage)
-        if len(taker) == len(result.fills)
-        else _slippage(taker),
+        "trades": trade_statistics(trades, still_open, currency),
+        "slippage": {"measure": SLIPPAGE_MEASURE, **_slippage(result.fills, currency)},
+        "slippage_by_order_type": {
+            kind: _slippage([f for f in result.fills if f.order_type == kind], currency)
+            for kind in sorted({f.order_type for f in result.fills})
+        },
         "unvalued_assets": unvalued,
         "errors": result.errors,
         "log_hash": result.log_hash,
     }
-    return Figures(summary, executions, equity, (markets, base_columns, currency))
+    return Figures(summary, executions, walked.rows, (markets, base_columns, currency), trades)
+
+
+def trade_statistics(trades: list[Trade], still_open: int, currency: str) -> dict[str, Any]:
+    """summary["trades"]: the closed round trips' count and figures, and how many are open."""
+    count = len(trades)
+    if not count:
+        return {
+            "count": 0,
+            "open": still_open,
+            **dict.fromkeys(
+                (
+                    "win_rate_pct",
+                    "profit_factor",
+                    "avg_trade_pct",
+                    "best_trade_pct",
+                    "worst_trade_pct",
+                    "avg_pnl",
+                    "expectancy",
+                    "avg_duration",
+                    "max_duration",
+                )
+            ),
+        }
+    wins = [t.pnl for t in trades if t.pnl > 0]
+    losses = [t.pnl for t in trades if t.pnl < 0]
+    gross_profit, gross_loss = sum(wins, ZERO), -sum(losses, ZERO)
+    # Expectancy, as traders write it: win rate x average win - loss rate x average
+    # loss; it comes to the mean pnl per trade (a trade at zero counts as neither).
+    expectancy = (gross_profit - gross_loss) / count
+    durations = [t.exit_time - t.entry_time for t in trades]
+    return {
+        "count": count,
+        "open": still_open,
+        "win_rate_pct": _pct(Decimal(len(wins)) / count * HUNDRED),
+        "profit_factor": _ratio(gross_profit / gross_loss) if gross_loss else None,
+        "avg_trade_pct": _pct(sum((t.return_pct for t in trades), ZERO) / count),
+        "best_trade_pct": _pct(max(t.return_pct for t in trades)),
+        "worst_trade_pct": _pct(min(t.return_pct for t in trades)),
+        "avg_pnl": _money(sum((t.pnl for t in trades), ZERO) / count, currency),
+        "expectancy": _money(expectancy, currency),
+        "avg_duration": duration(int((Decimal(sum(durations)) / count).to_integral_value())),
+        "max_duration": duration(max(durations)),
+    }
+
+
+class _Risk(NamedTuple):
+    per_year: Decimal | None
+    volatility: Decimal | None
+    sharpe: Decimal | None
+    sortino: Decimal | None
+
+
+def _returns(start_value: Decimal, samples: list[Decimal]) -> list[Decimal]:
+    """Each period's return: its closing equity against the previous period's (the
+    first period's against the starting equity)."""
+    out = []
+    before = start_value
+    for value in samples:
+        if before > 0:
+            out.append(value / before - ONE)
+        before = value
+    return out
+
+
+def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
+    """(final / start) ^ (365.25 days / the run's duration) - 1, in calendar time; none
+    for a run shorter than a day (minutes extrapolated to a year make a number of
+    thousands of digits that says nothing)."""
+    if growth is None or span < DAY_US:
+        return None
+    if growth <= 0:
+        return -ONE
+    try:
+        return (growth.ln() * YEAR_US / span).exp() - ONE
+    except Overflow:  # beyond 10^999999
+        return None
+
+
+def _risk(returns: list[Decimal], span: int) -> _Risk:
+    """Annualised volatility, Sharpe and Sortino (risk-free rate 0) of the period
+    returns; a year holds as many periods as the run had per 365.25 days."""
+    count = len(returns)
+    if count < 2 or span <= 0:
+        return _Risk(None, None, None, None)
+    per_year = Decimal(count) * YEAR_US / span
+    root = per_year.sqrt()
+    mean = sum(returns, ZERO) / count
+    variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
+    std = variance.sqrt()
+    downside = (sum((r * r for r in returns if r < 0), ZERO) / count).sqrt()
+    return _Risk(
+        per_year,
+        std * root,
+        mean / std * root if std else None,
+        mean / downside * root if downside else None,
+    )
+
+
+class _Ends(NamedTuple):
+    """The points that end a return period (sorted indices), and whether they are bars."""
+
+    points: list[int]
+    bars: bool
+
+
+def _period_ends(times: list[int], mks: list[int], markets: int, bars: int) -> _Ends:
+    """Bar data: each bar's last point (bars have the same number of points each);
+    other data: each UTC day's last point. Points that share an instant count at the
+    last of them."""
+    n = len(times)
+    per_bar = n // bars if bars else 0
+    if per_bar and per_bar * bars == n:
+        if markets == 1:
+            closes = list(range(per_bar - 1, n, per_bar))
+        else:
+            seen = [0] * markets
+            closes = []
+            for i, m in enumerate(mks):
+                seen[m] += 1
+                if seen[m] % per_bar == 0:
+                    closes.append(i)
+        return _Ends(_last_of_instant(times, closes), True)
+    days = []
+    i = 0
+    while i < n:  # one search per day, not a look at every point
+        i = bisect_left(times, (times[i] // DAY_US + 1) * DAY_US, i)
+        days.append(i - 1)
+    return _Ends(days, False)
+
+
+def _last_of_instant(times: list[int], points: list[int]) -> list[int]:
+    """Each point moved to the last point at its time, once."""
+    n = len(times)
+    out: list[int] = []
+    for i in points:
+        while i + 1 < n and times[i + 1] == times[i]:
+            i += 1
+        if not out or out[-1] != i:
+            out.append(i)
+    return out
 
 
 def equity_rows(
@@ -179,12 +410,12 @@ def equity_rows(
             "time": format_time(from_micros(t)),
             "price": format(price, "f"),
             "market": markets[m],
-            "equity": _amount(value),
-            "drawdown": _ratio((peak - value) / peak if peak > 0 else ZERO),
+            "equity": _money(value, currency),
+            "drawdown_pct": _pct((peak - value) / peak * HUNDRED if peak > 0 else ZERO),
         }
         for a, asset in positions:
-            row[f"position_{asset}"] = _amount(held[a])
-        row[f"cash_{currency}"] = _amount(cash)
+            row[f"position_{asset}"] = _money(held[a], asset)
+        row[f"cash_{currency}"] = _money(cash, currency)
         rows.append(row)
     return rows
 
@@ -200,6 +431,16 @@ def _worth(
     return total
 
 
+class _Walked(NamedTuple):
+    rows: list[tuple[Any, ...]]  # equity rows, sampled
+    max_dd: Decimal  # deepest drawdown, as a fraction of its peak
+    max_dd_amount: Decimal
+    max_dd_us: int | None  # longest time under a previous peak (None: never under one)
+    exposed_us: int  # time holding a priced asset
+    exposure_sum: Decimal  # the sum over points of the share of equity in positions
+    samples: list[Decimal]  # the equity at each period's end
+
+
 def _walk(
     times: list[int],
     mks: list[int],
@@ -210,9 +451,11 @@ def _walk(
     latest: list[Decimal],
     start_value: Decimal,
     stride: int,
-) -> tuple[list[tuple[Any, ...]], Decimal, Decimal, int, Decimal]:
-    """The walk over every point: equity rows, deepest drawdown (ratio and amount), time
-    exposed and the sum of exposures. `latest` starts at each market's first price."""
+    ends: _Ends,
+) -> _Walked:
+    """The walk over every point: equity rows, drawdown (deepest, as a ratio and an
+    amount, and longest), time exposed, the sum of exposures and the equity at each
+    period's end. `latest` starts at each market's first price."""
     n = len(times)
     equity_rows: list[tuple[Any, ...]] = []
     append = equity_rows.append
@@ -221,10 +464,16 @@ def _walk(
     # peak fixed, (peak - value) / peak only grows as the value falls, so the division
     # is done for each new low, not for each point.
     peak = trough = start_value
+    peak_at = times[0]
+    under = False
+    longest: int | None = None
     max_dd = ZERO
     max_dd_amount = ZERO
     exposed_us = 0
     exposure_sum = ZERO
+    samples: list[Decimal] = []
+    period_ends = iter([*ends.points, INF])
+    next_end = next(period_ends)
     h = 0
     held = holdings[0][1]
     value = start_value
@@ -260,22 +509,37 @@ def _walk(
             )
         elif changed:
             value = cash_held
-        if value > peak:
-            peak = trough = value
-        elif value < trough and peak > 0:
-            trough = value
-            drawdown = (peak - value) / peak
-            if drawdown > max_dd:
-                max_dd = drawdown
-                max_dd_amount = peak - value
+        # Time under water runs from the last point at the peak to the first point
+        # back at (or above) it, or to the end.
+        if value >= peak:
+            if under:
+                under = False
+                if longest is None or t - peak_at > longest:
+                    longest = t - peak_at
+            peak_at = t
+            if value > peak:
+                peak = trough = value
+        else:
+            under = True
+            if value < trough and peak > 0:
+                trough = value
+                drawdown = (peak - value) / peak
+                if drawdown > max_dd:
+                    max_dd = drawdown
+                    max_dd_amount = peak - value
         if position:
             if i < last:
                 exposed_us += times[i + 1] - t
             if value > 0:
                 exposure_sum += (value - cash_held) / value
+        if i == next_end:
+            samples.append(value)
+            next_end = next(period_ends)
         if changed or i % stride == 0 or i == last:
             append((t, prices[i], m, value, peak, held, cash_held))
-    return equity_rows, max_dd, max_dd_amount, exposed_us, exposure_sum
+    if under and (longest is None or times[-1] - peak_at > longest):
+        longest = times[-1] - peak_at
+    return _Walked(equity_rows, max_dd, max_dd_amount, longest, exposed_us, exposure_sum, samples)
 
 
 def _price_at(times: list[int], mks: list[int], prices: list[Decimal], m: int, at: int) -> Decimal:
@@ -291,14 +555,14 @@ def _price_at(times: list[int], mks: list[int], prices: list[Decimal], m: int, a
 
 
 def _balances(assets: list[str], held: tuple[Decimal, ...]) -> dict[str, str]:
-    return {asset: _amount(held[a]) for a, asset in enumerate(assets) if held[a]}
+    return {asset: _money(held[a], asset) for a, asset in enumerate(assets) if held[a]}
 
 
 def _final_balances(balances: dict[str, dict[str, Decimal]]) -> dict[str, dict[str, str]]:
     """The flow's final balances, leaving out assets whose amounts all show as 0."""
     out = {}
     for asset, kinds in balances.items():
-        row = {kind: _amount(amount) for kind, amount in kinds.items()}
+        row = {kind: _money(amount, asset) for kind, amount in kinds.items()}
         if any(v != "0" for v in row.values()):
             out[asset] = row
     return out
@@ -306,7 +570,10 @@ def _final_balances(balances: dict[str, dict[str, Decimal]]) -> dict[str, dict[s
 
 def _executions(
     fills: list[Fill],
-) -> tuple[list[dict[str, Any]], dict[str, Decimal], Decimal, Decimal, dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, Decimal], Decimal, Decimal]:
+    """executions.csv's rows (as the API shows an execution, with the notional and the
+    commission at their asset's precision), the volume per base asset and in the quote
+    asset, and the fees in the quote asset."""
     rows = []
     volume_base: dict[str, Decimal] = {}
     volume_quote = ZERO
@@ -316,13 +583,14 @@ def _executions(
         spec = MARKETS[v["market"]]
         amount = Decimal(v["amount"])
         price = Decimal(v["price"])
+        gross = Decimal(v["gross_trade_amount"])
+        commission = Decimal(v["commission"])
         volume_base[spec.base] = volume_base.get(spec.base, ZERO) + amount
-        volume_quote += Decimal(v["gross_trade_amount"])
-        fees += Decimal(v["commission"])
+        volume_quote += gross
+        fees += commission * price if v["commission_asset"] == spec.base else commission
         bps = ""
         if f.reference:
-            sign = 1 if v["side"] == "BUY" else -1
-            bps = _amount(sign * (price - f.reference) / f.reference * 10000, 4)
+            bps = _fixed(_side(v) * (price - f.reference) / f.reference * 10000, 2)
         rows.append(
             {
                 "execution_id": v["execution_id"],
@@ -333,20 +601,48 @@ def _executions(
                 "side": v["side"],
                 "amount": v["amount"],
                 "price": v["price"],
-                "gross_trade_amount": v["gross_trade_amount"],
-                "commission": v["commission"],
+                "gross_trade_amount": _fixed(gross, places(spec.quote)),
+                "commission": _fixed(commission, places(v["commission_asset"])),
                 "commission_asset": v["commission_asset"],
                 "liquidity": f.liquidity,
                 "reference_price": format(f.reference, "f") if f.reference else "",
                 "slippage_bps": bps,
             }
         )
-    return rows, volume_base, volume_quote, fees, _slippage(fills)
+    return rows, volume_base, volume_quote, fees
 
 
-def _slippage(fills: list[Fill]) -> dict[str, Any]:
-    """Fills against the reference price when their order was placed: the cost in the
-    quote asset (positive: paid more or sold for less) and its notional-weighted bps."""
+def trade_rows(trades: list[Trade]) -> list[dict[str, str]]:
+    """trades.csv's rows: amounts at their asset's precision, prices two decimals finer
+    than the market's tick (an average price falls between ticks)."""
+    rows = []
+    for t in trades:
+        spec = MARKETS[t.market]
+        finer = max(0, -spec.tick.as_tuple().exponent) + 2  # type: ignore[operator]
+        rows.append(
+            {
+                "market": t.market,
+                "entry_time": format_time(from_micros(t.entry_time)),
+                "exit_time": format_time(from_micros(t.exit_time)),
+                "duration": duration(t.exit_time - t.entry_time) or "",
+                "amount": _money(t.amount, spec.base),
+                "entry_price": _amount(t.entry_price, finer),
+                "exit_price": _amount(t.exit_price, finer),
+                "pnl": _money(t.pnl, spec.quote),
+                "return_pct": _fixed(t.return_pct, 2),
+                "fees": _money(t.fees, spec.quote),
+            }
+        )
+    return rows
+
+
+def _side(view: dict[str, Any]) -> int:
+    return 1 if view["side"] == "BUY" else -1
+
+
+def _slippage(fills: list[Fill], currency: str) -> dict[str, Any]:
+    """Fills against the reference price at the fill: the cost in the quote asset
+    (positive: paid more or sold for less) and its notional-weighted bps."""
     cost = ZERO
     notional = ZERO
     orders = set()
@@ -355,15 +651,24 @@ def _slippage(fills: list[Fill]) -> dict[str, Any]:
             continue
         v = f.view
         amount = Decimal(v["amount"])
-        sign = 1 if v["side"] == "BUY" else -1
-        cost += sign * (Decimal(v["price"]) - f.reference) * amount
+        cost += _side(v) * (Decimal(v["price"]) - f.reference) * amount
         notional += f.reference * amount
         orders.add(v["order_id"])
     return {
         "orders": len(orders),
-        "cost": _amount(cost),
-        "average_bps": _amount(cost / notional * 10000, 4) if notional else "0",
+        "cost": _money(cost, currency),
+        "average_bps": _fixed(cost / notional * 10000, 2) if notional else "0.00",
     }
 
 
-__all__ = ["EXECUTION_COLUMNS", "Figures", "compute", "equity_rows"]
+__all__ = [
+    "EXECUTION_COLUMNS",
+    "TRADE_COLUMNS",
+    "Figures",
+    "compute",
+    "duration",
+    "equity_rows",
+    "places",
+    "trade_rows",
+    "trade_statistics",
+]

@@ -31,16 +31,16 @@ def holding(tmp_path: Path, prices: list[str], strategy: Any = None, **kw: Any) 
 def test_a_held_position_is_marked_to_each_price(tmp_path: Path) -> None:
     result = holding(tmp_path, ["100", "120", "90", "110"], deposits={"BTC": "1"})
     s = result.summary
-    assert (s["starting_equity"], s["final_equity"], s["pnl"], s["return"]) == (
+    assert (s["starting_equity"], s["final_equity"], s["pnl"], s["return_pct"]) == (
         "100",
         "110",
         "10",
-        "0.1",
+        "10.00",
     )
-    assert (s["max_drawdown"], s["max_drawdown_amount"]) == ("0.25", "30")
-    assert s["exposure"]["time"] == "1"
+    assert (s["max_drawdown_pct"], s["max_drawdown_amount"]) == ("25.00", "30")
+    assert s["exposure_pct"] == "100.00"
     assert [r["equity"] for r in result.equity] == ["100", "120", "90", "110"]
-    assert [r["drawdown"] for r in result.equity] == ["0", "0", "0.25", "0.083333"]
+    assert [r["drawdown_pct"] for r in result.equity] == ["0.00", "0.00", "25.00", "8.33"]
 
 
 class BuyThenSell(Strategy):
@@ -71,9 +71,15 @@ def test_figures_of_a_round_trip(tmp_path: Path) -> None:
     assert s["fees"] == "2.1"  # 1 on the way in, 1.1 on the way out
     assert s["volume"]["quote"] == "2100"
     assert s["pnl"] == "97.9" and s["final_equity"] == strategy.last["available"]
-    assert s["slippage"] == {"orders": 2, "cost": "0", "average_bps": "0"}
+    assert s["slippage"] == {
+        "measure": "fill price against the reference price at the fill, in bps, positive"
+        " = cost (for a market order the reference at the fill is the arrival price)",
+        "orders": 2,
+        "cost": "0",
+        "average_bps": "0.00",
+    }
     # two of the four minutes held a position
-    assert s["exposure"]["time"] == "0.5"
+    assert s["exposure_pct"] == "50.00"
 
 
 def test_the_report_files(tmp_path: Path) -> None:
@@ -81,9 +87,9 @@ def test_the_report_files(tmp_path: Path) -> None:
     result = holding(tmp_path, ["40000", "40100", "39900", "40050"], BuyThenSell(), out=out)
     summary = json.loads((out / "summary.json").read_text())
     assert summary == result.summary
-    for key in ("orders", "executions", "volume", "fees", "final_balances", "pnl", "return"):
+    for key in ("orders", "executions", "volume", "fees", "final_balances", "pnl", "return_pct"):
         assert key in summary
-    for key in ("max_drawdown", "exposure", "slippage", "log_hash"):
+    for key in ("max_drawdown_pct", "exposure_pct", "sharpe", "trades", "slippage", "log_hash"):
         assert key in summary
     with (out / "executions.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -91,7 +97,12 @@ def test_the_report_files(tmp_path: Path) -> None:
     assert rows[0]["reference_price"] == "40100.00"
     with (out / "equity.csv").open() as f:
         equity = list(csv.DictReader(f))
-    assert len(equity) == 4 and {"equity", "drawdown", "position_BTC"} <= set(equity[0])
+    assert len(equity) == 4 and {"equity", "drawdown_pct", "position_BTC"} <= set(equity[0])
+    with (out / "trades.csv").open() as f:
+        trades = list(csv.DictReader(f))
+    assert [(t["entry_time"][:16], t["exit_time"][:16]) for t in trades] == [
+        ("2024-01-01T00:01", "2024-01-01T00:03")
+    ]
     page = (out / "report.html").read_text()
     assert "<svg" in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert page.count('data-chart="') == 3

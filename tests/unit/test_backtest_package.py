@@ -42,21 +42,22 @@ def held_bitcoin(prices: list[str]) -> BacktestResult:
 def test_figures_and_report_come_from_a_result_alone(tmp_path: Path) -> None:
     result = held_bitcoin(["100", "120", "90", "110"])
     s = result.summary
-    assert (s["starting_equity"], s["final_equity"], s["pnl"], s["return"]) == (
+    assert (s["starting_equity"], s["final_equity"], s["pnl"], s["return_pct"]) == (
         "100",
         "110",
         "10",
-        "0.1",
+        "10.00",
     )
-    assert (s["max_drawdown"], s["max_drawdown_amount"], s["seed"]) == ("0.25", "30", 3)
+    assert (s["max_drawdown_pct"], s["max_drawdown_amount"], s["seed"]) == ("25.00", "30", 3)
     assert s["final_balances"] == {"BTC": {"available": "1", "trading": "0", "withdrawing": "0"}}
-    assert [r["drawdown"] for r in result.equity] == ["0", "0", "0.25", "0.083333"]
+    assert [r["drawdown_pct"] for r in result.equity] == ["0.00", "0.00", "25.00", "8.33"]
     out = result.write(tmp_path / "report")
     assert sorted(p.name for p in out.iterdir()) == [
         "equity.csv",
         "executions.csv",
         "report.html",
         "summary.json",
+        "trades.csv",
     ]
     page = (out / "report.html").read_text()
     assert "Equity (USD), drawdown shaded" in page and "Position (BTC)" in page
