@@ -24,7 +24,7 @@ class Fill:
 
     view: dict[str, Any]
     order_type: str
-    reference: Decimal | None  # the reference price when the order was created
+    reference: Decimal | None  # the reference price when the fill happened
     liquidity: str
 
 

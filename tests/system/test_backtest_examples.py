@@ -70,10 +70,11 @@ def test_stop_loss_flow_expires_the_take_profit_and_stops_out(tmp_path: Path) ->
     # The data are trades: the print at 12:28 (43986.75) is the first under the stop, and
     # the stop fills at that print's bid, half the 10 bps spread under it: floor(175947
     # ticks x 0.9995) = 175859 ticks of 0.25 = 43964.75. Its slippage is against the
-    # reference at the fill, 22 / 43986.75 = 5.0015 bps, not the loss since the order.
+    # reference at the fill, 22 / 43986.75 = 5.0015 bps (5.00 at two places), not the
+    # loss since the order.
     assert stop["executed_at"] == "2024-02-02T12:28:00.000000Z"
     assert (stop["reference_price"], stop["price"]) == ("43986.75", "43964.75")
-    assert stop["slippage_bps"] == "5.0015"
+    assert stop["slippage_bps"] == "5.00"
     assert s["final_balances"]["BTC"]["available"] != "0"
 
 
