@@ -32,7 +32,7 @@ _CHECK = """
 (function(){var tries=0;function figures(root,out){root.querySelectorAll('*').forEach(
 function(el){if(el.classList.contains('bk-Figure'))out.push(el);if(el.shadowRoot)figures(el.shadowRoot,out)});
 return out}
-function painted(fig){var found=false;figures(fig.shadowRoot||fig,[]);(function walk(r){
+function painted(fig){var found=false;(function walk(r){
 r.querySelectorAll('canvas').forEach(function(c){if(found||!c.width||!c.height)return;
 var d=c.getContext('2d').getImageData(0,0,c.width,c.height).data;
 for(var i=0;i<d.length;i+=4){if(d[i+3]&&(d[i]<240||d[i+1]<240||d[i+2]<240)){found=true;break}}});
@@ -150,7 +150,7 @@ def _page(result: BacktestResult, title: str, header: str, footer: str) -> str:
 
 
 def _generated(summary: dict[str, Any]) -> str:
-    """The data's span, not the wall clock: the same run gives the same page."""
+    """The data's span, not the wall clock: the page says nothing of when it was made."""
     start = datetime.fromisoformat(summary["start"].replace("Z", "+00:00"))
     end = datetime.fromisoformat(summary["end"].replace("Z", "+00:00"))
     return f"over {end - start} of data"
