@@ -136,3 +136,33 @@ def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
 @pytest.fixture
 def sandbox(sandbox_factory: Any) -> Sandbox:
     return sandbox_factory()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A PostgreSQL server for this test session (tests/support/postgres_server.py): the
+    developer's own (SANDEX_TEST_POSTGRES) or a throwaway cluster; a skip with the precise
+    reason when there is neither."""
+    from tests.support.postgres_server import Unavailable, server
+
+    try:
+        context = server()
+        found = context.__enter__()
+    except Unavailable as exc:
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    try:
+        yield found
+    finally:
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def postgres_url(
+    postgres_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test; its local files (key file) in
+    `tmp_path`; dropped at the end."""
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    url = postgres_server.create()
+    yield url
+    postgres_server.drop(url)
