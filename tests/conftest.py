@@ -109,12 +109,46 @@ class Sandbox:
         return verify(str(self.db))
 
 
+# The API tests that also run on a PostgreSQL-backed app (the `backend` parameter): a
+# representative part of tests/api, docs/operations.md says which and why.
+POSTGRES_MODULES = frozenset(
+    {"test_orders_create", "test_transfers_api", "test_events_feed", "test_golden_log"}
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if "backend" in metafunc.fixturenames and module in POSTGRES_MODULES:
+        metafunc.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store under the sandboxes of a test: SQLite, or PostgreSQL where the module is
+    one of POSTGRES_MODULES."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def sandbox_factory(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
     opened: list[Sandbox] = []
+    server: Any = None
+    urls: dict[str, str] = {}
+    if backend == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+
+    def where(name: str) -> Any:
+        if server is None:
+            return tmp_path / name
+        if name not in urls:  # the same name twice: the same database, reopened
+            urls[name] = server.create("api")
+        return urls[name]
 
     def open_sandbox(name: str = "sandex.db", **overrides: Any) -> Sandbox:
-        sb = Sandbox(tmp_path / name, make_settings(**overrides))
+        sb = Sandbox(where(name), make_settings(**overrides))
         opened.append(sb)
         return sb
 
@@ -131,6 +165,8 @@ def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
         assert not undocumented, "answers /openapi.json does not describe:\n" + "\n".join(
             undocumented
         )
+    for url in urls.values():
+        server.drop(url)
 
 
 @pytest.fixture

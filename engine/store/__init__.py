@@ -9,7 +9,7 @@ server one, and `MemoryEventStore` one for unit tests; `open_store` picks by `--
 from engine.store.lease import LeaseHeld
 from engine.store.locations import display, is_server_url, local_base
 from engine.store.memory import MemoryEventStore
-from engine.store.opening import open_reader, open_store
+from engine.store.opening import holds_events, open_reader, open_store
 from engine.store.port import (
     Concurrency,
     EventStore,
@@ -32,6 +32,7 @@ __all__ = [
     "TableWrites",
     "connect_read_only",
     "display",
+    "holds_events",
     "in_memory",
     "is_server_url",
     "local_base",

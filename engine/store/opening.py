@@ -27,6 +27,21 @@ def open_store(
     return SqliteEventStore(db, durability=durability, tables=tables, lease=lease)
 
 
+def holds_events(db: str | Path) -> bool:
+    """Whether the database at `db` exists and its log holds an event."""
+    if not is_server_url(db):
+        return Path(db).exists() and Path(db).stat().st_size > 0
+    from engine.store.postgres import database_contents
+
+    if "events" not in database_contents(str(db))[1]:
+        return False
+    reader = open_reader(db)
+    try:
+        return reader.last_position() > 0
+    finally:
+        reader.close()
+
+
 def open_reader(db: str | Path) -> EventStore:
     """A read-only store on an existing database (no schema work)."""
     if is_server_url(db):

@@ -126,6 +126,11 @@ class EventStore(Protocol):
         """A new read-only SQL connection for the read side's queries;
         `StoreUnavailable` where the store has none."""
 
+    def own_reader(self) -> SqlReader:
+        """The read side's SQL on this store's own connection, which sees a transaction
+        it holds (`hold`: a backtest's strategy reads its own commands);
+        `StoreUnavailable` where the store has none."""
+
     # -- meta values ------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None: ...

@@ -31,7 +31,7 @@ from engine.store import postgres_schema
 from engine.store.lease import LeaseHeld
 from engine.store.locations import display
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
-from engine.store.postgres_reads import PostgresReads
+from engine.store.postgres_reads import ConnectionReads, PostgresReads
 from engine.store.read_model_indexes import with_indexes
 
 log = structlog.get_logger("sandex.store")
@@ -71,6 +71,32 @@ def _connect(url: str, *, read_only: bool) -> psycopg.Connection[Any]:
         return psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
+
+
+def database_contents(url: str) -> tuple[set[str], list[str]]:
+    """(columns of its `events` table, its table names) of the database at `url`,
+    read-only: what the command line checks before it opens a `--db`."""
+    conn = _connect(url, read_only=True)
+    try:
+        columns = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = 'events'"
+            )
+        }
+        tables = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema() ORDER BY table_name"
+            )
+        ]
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot read database {display(url)}: {exc}") from exc
+    finally:
+        conn.close()
+    return columns, tables
 
 
 class _Lease:
@@ -480,6 +506,9 @@ class PostgresEventStore:
     def read_connection(self) -> PostgresReads:
         return PostgresReads(self.path)
 
+    def own_reader(self) -> ConnectionReads:
+        return ConnectionReads(self.conn)
+
     # -- meta values ------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
@@ -569,6 +598,26 @@ class PostgresEventStore:
         except psycopg.Error as exc:
             raise StoreUnavailable(str(exc)) from exc
         self._mine += 1
+
+    def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Insert rows of a read-model table, in its columns' order, as they are (COPY)."""
+        columns = ", ".join(self._columns[table])
+        try:
+            with (
+                self.conn.transaction(),
+                self.conn.cursor() as cursor,
+                cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,  # type: ignore[arg-type]
+            ):
+                for row in rows:
+                    copy.write_row(row)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def set_checkpoint(self, position: int) -> None:
+        """Move the read models' checkpoint (a copy that filled them by `load_rows`)."""
+        self.conn.execute(
+            "UPDATE checkpoint SET position = %s WHERE name = 'read_models'", (position,)
+        )
 
     def appended_rows(self, table: str, position: str, upto: int) -> Iterator[tuple[Any, ...]]:
         """The rows of an append-only table made by the events up to `upto` (`position`:

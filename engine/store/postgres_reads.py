@@ -70,6 +70,25 @@ class Rows:
         return iter(self.fetchall())
 
 
+class ConnectionReads:
+    """The same `execute` on one given connection (a writer's own, which sees the
+    transaction it holds)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        try:
+            cursor = self._conn.execute(to_psycopg(sql), params)  # type: ignore[call-overload]
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return Rows(rows, cursor.rowcount)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def close(self) -> None:
+        """The connection is its store's: it closes it."""
+
+
 class PostgresReads:
     """A pool of read-only connections to one database; thread-safe, closed once."""
 
