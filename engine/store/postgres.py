@@ -619,13 +619,15 @@ class PostgresEventStore:
             "UPDATE checkpoint SET position = %s WHERE name = 'read_models'", (position,)
         )
 
-    def appended_rows(self, table: str, position: str, upto: int) -> Iterator[tuple[Any, ...]]:
+    def appended_rows(
+        self, table: str, columns: Sequence[str], position: str, upto: int
+    ) -> Iterator[tuple[Any, ...]]:
         """The rows of an append-only table made by the events up to `upto` (`position`:
-        the SQL of the row's log position), in the table's columns."""
-        columns = ", ".join(self._columns[table])
+        the SQL of the row's log position), as tuples of `columns`."""
+        names = ", ".join(columns)
         try:
             rows = self.conn.execute(  # type: ignore[call-overload]
-                f"SELECT {columns} FROM {table} WHERE {position} <= %s", (upto,)
+                f"SELECT {names} FROM {table} WHERE {position} <= %s", (upto,)
             ).fetchall()
         except psycopg.Error as exc:
             raise StoreUnavailable(str(exc)) from exc

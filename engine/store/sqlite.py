@@ -693,13 +693,13 @@ class SqliteEventStore:
                 rows,
             )
 
-    def appended_rows(self, table: str, position: str, upto: int) -> Iterator[tuple[Any, ...]]:
+    def appended_rows(
+        self, table: str, columns: Sequence[str], position: str, upto: int
+    ) -> Iterator[tuple[Any, ...]]:
         """The rows of an append-only table made by the events up to `upto` (`position`:
-        the SQL of the row's log position), in the table's columns."""
-        columns = ", ".join(self._columns[table])
-        yield from self.conn.execute(
-            f"SELECT {columns} FROM {table} WHERE {position} <= ?", (upto,)
-        )
+        the SQL of the row's log position), as tuples of `columns`."""
+        names = ", ".join(columns)
+        yield from self.conn.execute(f"SELECT {names} FROM {table} WHERE {position} <= ?", (upto,))
 
     @contextmanager
     def _attached(self, source: str | Path) -> Iterator[sqlite3.Connection]:

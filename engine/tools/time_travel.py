@@ -146,7 +146,8 @@ def travel(
             if is_server_url(source):
                 with closing(_read_only(source)) as reader:
                     for table, at in APPEND_ONLY.items():
-                        rows = reader.appended_rows(table, at, cut)  # type: ignore[attr-defined]
+                        columns = list(TABLES[table]["columns"])
+                        rows = reader.appended_rows(table, columns, at, cut)  # type: ignore[attr-defined]
                         store.load_rows(table, rows)
             else:
                 store.copy_rows(source, APPEND_ONLY, cut)
