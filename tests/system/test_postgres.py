@@ -138,3 +138,21 @@ def test_an_unreachable_server_is_one_line(bad: str) -> None:
     done = _run("events", "--db", bad)
     assert done.returncode == 2
     assert done.stderr.startswith("sandex: ") and "Traceback" not in done.stderr
+
+
+def test_one_writer_per_postgresql_database(postgres_url: str) -> None:
+    """The writer lease is a session advisory lock: a second engine and a rebuild are
+    refused while one runs, and the lease is free again once it stops."""
+    from engine import open_engine
+    from engine.store import LeaseHeld
+    from engine.tools.verify import rebuild
+
+    first = open_engine(postgres_url).start()
+    try:
+        with pytest.raises(LeaseHeld, match="in use by another sandex writer"):
+            open_engine(postgres_url)
+        with pytest.raises(LeaseHeld):
+            rebuild(postgres_url)
+    finally:
+        first.stop()
+    open_engine(postgres_url).stop()
