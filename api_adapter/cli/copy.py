@@ -8,8 +8,7 @@ import sys
 
 def copy(args: argparse.Namespace) -> int:
     """`sandex copy --from A --to B`: 0 when the copy verifies with the source's log hash."""
-    from engine.store import display
-    from engine.tools.copy import CopyError
+    from engine.tools.copy import CopyError, display
     from engine.tools.copy import copy as copy_database
 
     try:

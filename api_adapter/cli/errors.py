@@ -78,8 +78,8 @@ def _server_url(path: str) -> bool:
 
 def _server_database(url: str) -> str:
     """`url` when its database holds the sandex event log; `CliError` otherwise."""
-    from engine.read.database_contents import database_contents
-    from engine.store import StoreUnavailable, display
+    from engine.read.database_contents import database_contents, display
+    from engine.store import StoreUnavailable
 
     try:
         columns, tables = database_contents(url)

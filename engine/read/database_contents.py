@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.store import connect_read_only, is_server_url
+from engine.store import connect_read_only, display, is_server_url
+
+__all__ = ["DatabaseContents", "database_contents", "display"]
 
 
 class DatabaseContents(NamedTuple):

@@ -34,6 +34,8 @@ from engine.store import (
 from engine.tools.time_travel import store_log_hash
 from engine.tools.verify import store_problems
 
+__all__ = ["CopyError", "Copied", "copy", "display"]
+
 
 class CopyError(Exception):
     """The copy cannot be made, or is not the source's."""

@@ -43,6 +43,7 @@ def test_a_scenario_leaves_the_same_log_and_rows_on_sqlite_and_postgresql(
     assert sum(len(rows) for rows in read_models(postgres_url).values()) > 0
 
 
+@pytest.mark.slow  # two server processes and six commands: about 13 s
 def test_every_db_verb_takes_a_postgresql_url(
     tmp_path: Path,
     postgres_url: str,
