@@ -121,7 +121,11 @@ class _Lease:
             )
 
     def release(self) -> None:
+        """Unlock, then close: the server ends a closed session's backend (and drops its
+        locks) only after `close` has returned, so a next writer could find it held."""
         if not self.conn.closed:
+            with suppress(psycopg.Error):
+                self.conn.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
             self.conn.close()
 
 
