@@ -112,7 +112,13 @@ class Sandbox:
 # The API tests that also run on a PostgreSQL-backed app (the `backend` parameter): a
 # representative part of tests/api, docs/operations.md says which and why.
 POSTGRES_MODULES = frozenset(
-    {"test_orders_create", "test_transfers_api", "test_events_feed", "test_golden_log"}
+    {
+        "test_orders_create",
+        "test_transfers_api",
+        "test_events_feed",
+        "test_golden_log",
+        "test_races",
+    }
 )
 
 
