@@ -272,6 +272,14 @@ def parser() -> argparse.ArgumentParser:
         "--flow", default=None, help="a YAML order-flow file (default: none; or --strategy)"
     )
     backtest.add_argument(
+        "--param",
+        action="append",
+        default=None,
+        metavar="NAME=VALUE",
+        help="a strategy parameter (a class attribute), typed like its default; repeatable"
+        " (default: none, the class's defaults)",
+    )
+    backtest.add_argument(
         "--deposit",
         action="append",
         default=None,
