@@ -1,0 +1,150 @@
+"""Sweep speed: a grid of `--combinations` MA-cross backtests run one after another, then
+with joblib's processes (`--jobs`, default 2), and the speed-up of the second.
+
+    python bench/bench_sweep.py [--combinations 100] [--bars 1200] [--jobs 2] [--rounds 5]
+
+The strategy is `scenarios/backtests/ma_cross.py` (fast x slow grid, 0.1% taker fee) on
+`--bars` hourly bars of `scenarios/backtests/btcusd_hourly.csv` (600 bars; more bars are
+that file's path repeated). Each round times both, the order alternating between rounds;
+each joblib sweep starts its workers afresh (the loky pool of the round before is shut
+down first), as one `sandex sweep` does, so the figure includes worker start-up. The
+figure is the median over the rounds of the per-round speed-up. Every round's rows are
+compared: serial and joblib must give the same rows, log hashes included. After the
+rounds, one more joblib sweep on the pool the last one left running (warm: a second sweep
+in a session, an Optuna search's later batches, a Dask cluster already up) shows what
+worker start-up costs. The machine's load average is printed: on 2 shared cores, anything
+else running takes from the parallel run first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import machine, measured_tree  # noqa: E402
+
+ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
+
+from engine.backtest import sweep  # noqa: E402
+
+STRATEGY = f"{ROOT / 'scenarios/backtests/ma_cross.py'}:MaCross"
+SOURCE = ROOT / "scenarios/backtests/btcusd_hourly.csv"
+
+
+def bars_file(folder: Path, n: int) -> Path:
+    """`n` hourly bars: the scenario file's, its path repeated (shifted in time and
+    joined at the last close) when more are asked for."""
+    header, *rows = SOURCE.read_text().splitlines()
+    path = folder / f"bars_{n}.csv"
+    out = [header]
+    hour = 3600
+    start = 1_704_067_200
+    for k in range(n):
+        row = rows[k % len(rows)].split(",")
+        ts = datetime.fromtimestamp(start + k * hour, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.append(",".join([ts, *row[1:]]))
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def grid(combinations: int) -> dict[str, list[int]]:
+    """fast x slow, about `combinations` of them (fast 2.., slow 20.. by 5)."""
+    side = max(1, round(combinations**0.5))
+    other = max(1, combinations // side)
+    return {"fast": list(range(2, 2 + side)), "slow": list(range(20, 20 + 5 * other, 5))}
+
+
+def fresh_pool() -> None:
+    """Shut joblib's reusable loky pool down: the next sweep starts its own workers."""
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--combinations", type=int, default=100)
+    p.add_argument("--bars", type=int, default=1200)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=5)
+    args = p.parse_args()
+    print(f"machine: {machine()}")
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="sandex-bench-sweep-") as tmp:
+        data = bars_file(Path(tmp), args.bars)
+        axes = grid(args.combinations)
+        n = len(axes["fast"]) * len(axes["slow"])
+        print(
+            f"sweep of {n} combinations: MA cross, fast {axes['fast'][0]}..{axes['fast'][-1]}"
+            f" x slow {axes['slow'][0]}..{axes['slow'][-1]}, {args.bars} hourly bars each,"
+            f" 0.1% taker fee"
+        )
+        options = {"taker_fee": "0.001"}
+        ups, serials, parallels = [], [], []
+        same = True
+        for r in range(args.rounds):
+            timed: dict[str, float] = {}
+            rows = {}
+            for kind in ("serial", "joblib") if r % 2 == 0 else ("joblib", "serial"):
+                if kind == "joblib":
+                    fresh_pool()
+                started = time.perf_counter()
+                result = sweep(
+                    STRATEGY, data, "BTCUSD", grid=axes, executor=kind, n_jobs=args.jobs, **options
+                )
+                timed[kind] = time.perf_counter() - started
+                rows[kind] = result.rows
+                failed = result.errors
+                if failed:
+                    print(f"  {len(failed)} runs failed: {failed[0].error}")
+                    same = False
+            same = same and rows["serial"] == rows["joblib"]
+            up = timed["serial"] / timed["joblib"]
+            ups.append(up)
+            serials.append(timed["serial"])
+            parallels.append(timed["joblib"])
+            print(
+                f"  round {r + 1}: one after another {timed['serial']:.2f} s, joblib"
+                f" {args.jobs} jobs {timed['joblib']:.2f} s (workers started in the round):"
+                f" {up:.2f}x"
+            )
+        print(
+            f"sweep speed-up, joblib {args.jobs} jobs over one after another:"
+            f" {statistics.median(ups):.2f}x (median of {len(ups)} rounds, min {min(ups):.2f}"
+            f" max {max(ups):.2f}; goal >= 1.6x)"
+        )
+        print(
+            f"  one after another {statistics.median(serials):.2f} s"
+            f" ({statistics.median(serials) / n * 1000:.0f} ms a run),"
+            f" joblib {statistics.median(parallels):.2f} s (medians)"
+        )
+        started = time.perf_counter()
+        warm = sweep(
+            STRATEGY, data, "BTCUSD", grid=axes, executor="joblib", n_jobs=args.jobs, **options
+        )
+        warm_s = time.perf_counter() - started
+        same = same and warm.rows == rows["serial"]
+        print(
+            f"  warm pool (workers already running, 1 run): joblib {warm_s:.2f} s,"
+            f" {statistics.median(serials) / warm_s:.2f}x over the median one after another"
+        )
+        print(
+            f"  load average (1 min) {os.getloadavg()[0]:.2f} at the end, {load:.2f} at the start"
+        )
+        print(
+            "verify (serial and joblib rows identical, log hashes included): "
+            + ("OK" if same else "rows differ or runs failed")
+        )
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
