@@ -22,6 +22,7 @@ from engine.backtest.errors import BacktestError
 from engine.backtest.grid import combinations
 from engine.backtest.search import Search, optimize, parse_ranges
 from engine.backtest.strategy import parse_params, strategy_class
+from engine.kernel.money import MARKETS
 
 # The figures of a row, in sweep.csv's order after the parameters.
 METRICS = ("return_pct", "sharpe", "max_drawdown_pct", "trades")
@@ -229,6 +230,11 @@ def sweep(
     unknown = sorted(set(options) - RUN_OPTIONS)
     if unknown:
         raise BacktestError(f"sweep: no option {unknown[0]} (run's options: {sorted(RUN_OPTIONS)})")
+    if data is None:
+        raise BacktestError("no price data: give data")
+    for name in [market] if isinstance(market, str) else list(market or []):
+        if name not in MARKETS:
+            raise BacktestError(f"market {name} is not a sandex market")
     if (grid is None) == (search is None):
         raise BacktestError("give exactly one of a grid and an Optuna search")
     fixed = parse_params(cls, params)

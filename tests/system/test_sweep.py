@@ -6,8 +6,10 @@ any executor; `sandex sweep` writes sweep.csv and a self-contained heatmap."""
 from __future__ import annotations
 
 import csv
+import json
 import math
 import random
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from api_adapter.cli import main
-from engine.backtest import BacktestError, Search, sweep
+from engine.backtest import BacktestError, Row, Search, SweepResult, sweep
 from engine.tools.time_travel import log_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +128,8 @@ def test_an_optuna_search_with_a_seed_asks_the_same_trials(bars: Path) -> None:
         ({"grid": {"fast": "2,3"}, "metric": "pnl"}, "metric 'pnl'"),
         ({"grid": {"fast": "2,3"}, "executor": "pool"}, "executor 'pool'"),
         ({"search": Search(trials=2)}, "at least one range"),
+        ({"grid": {"fast": "2,3"}, "market": "BTCXYZ"}, "market BTCXYZ is not a sandex market"),
+        ({"grid": {"fast": "2,3"}, "data": None}, "no price data"),
         ({"search": Search(trials=2, ranges={"invest": "x:1"})}, "invest='x': not a number"),
     ],
 )
@@ -133,7 +137,7 @@ def test_a_sweep_that_cannot_be_made_is_refused_before_any_run(
     bars: Path, kwargs: dict[str, object], said: str
 ) -> None:
     with pytest.raises(BacktestError, match=said):
-        sweep(CROSS, bars, "BTCUSD", **kwargs)  # type: ignore[arg-type]
+        sweep(CROSS, **{"data": bars, "market": "BTCUSD", **kwargs})  # type: ignore[arg-type]
 
 
 def test_command_line(bars: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,3 +177,33 @@ def test_command_line(bars: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     ]:
         assert main([*base, *args]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_the_table_the_best_row_and_the_heatmap_of_given_rows(tmp_path: Path) -> None:
+    rows = [
+        Row({"fast": 2, "slow": 6, "on": True}, sharpe="0.5", trades=3, log_hash="sha256:a"),
+        Row({"fast": 2, "slow": 6, "on": False}, sharpe="1.25", trades=4, log_hash="sha256:b"),
+        Row({"fast": 3, "slow": 6, "on": True}, error="RuntimeError: boom"),
+        Row({"fast": 3, "slow": 8, "on": True}, sharpe="-0.75", log_hash="sha256:c"),
+        Row({"fast": 2, "slow": 8, "on": True}, log_hash="sha256:d"),  # no Sharpe: no variance
+    ]
+    result = SweepResult(["fast", "slow", "on"], rows, "sharpe", True)
+    assert result.best == rows[1] and result.errors == [rows[2]]
+    assert SweepResult(["fast"], rows, "sharpe", False).best == rows[3]
+    assert SweepResult(["fast"], rows[2:3]).best is None
+    with result.write_csv(tmp_path / "sweep.csv").open() as f:
+        table = list(csv.reader(f))
+    assert table[2] == ["2", "6", "false", "", "1.25", "", "4", "sha256:b", ""]
+    assert table[3][-1] == "RuntimeError: boom" and table[3][-2] == ""
+    page = result.write_heatmap(tmp_path / "heatmap.html", "fast", "slow").read_text()
+    # one cell per (fast, slow): the best over `on` (1.25, not 0.5); no value: "-"
+    data = re.search(r'\["x",(\[[^\]]*\])\],\["y",(\[[^\]]*\])\].*?\["label",(\[[^\]]*\])\]', page)
+    assert data is not None
+    x, y, label = (json.loads(data.group(k)) for k in (1, 2, 3))
+    assert sorted(zip(x, y, label, strict=True)) == [
+        ("2", "6", "1.25"),
+        ("2", "8", "-"),
+        ("3", "6", "-"),
+        ("3", "8", "-0.75"),
+    ]
+    assert "<script src=" not in page
