@@ -1,7 +1,7 @@
 """Sweeps: a grid gives the same rows, log hashes included, run one after another, in
 joblib's processes or on a 2-worker Dask cluster of processes; a failed combination is a
 row with its error; an Optuna search with a seed asks the same trials every time and on
-any executor; `sandex sweep` writes sweep.csv and a self-contained heatmap."""
+any executor; a Dask cluster is reached by its address; `sandex sweep` writes sweep.csv and a self-contained heatmap."""
 
 from __future__ import annotations
 
@@ -114,6 +114,21 @@ def test_an_optuna_search_with_a_seed_asks_the_same_trials(bars: Path) -> None:
         executor="serial",
     ).rows
     assert [r.params for r in other] != [r.params for r in first]
+
+
+@pytest.mark.slow  # a cluster of its own: a few seconds more
+def test_a_cluster_reached_by_its_address(bars: Path) -> None:
+    """As `--scheduler tcp://host:port` does: the sweep's client connects, runs, and
+    leaves the cluster up (it is not the sweep's to close)."""
+    from distributed import LocalCluster
+
+    serial = sweep(CROSS, bars, "BTCUSD", grid=GRID, executor="serial").rows
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://")
+        rows = sweep(CROSS, bars, "BTCUSD", grid=GRID, executor="dask", scheduler=address).rows
+        assert rows == serial
+        assert len(cluster.scheduler_info["workers"]) == 2  # still up
 
 
 @pytest.mark.parametrize(
