@@ -170,9 +170,8 @@ class SweepResult:
 
         chosen = metric or self.metric
         target = Path(path)
-        target.write_text(
-            heatmap_html(self.rows, x, y, chosen, maximize=self.maximize or chosen != self.metric)
-        )
+        maximize = self.maximize if chosen == self.metric else True
+        target.write_text(heatmap_html(self.rows, x, y, chosen, maximize=maximize))
         return target
 
 
@@ -184,6 +183,15 @@ def _strategy_class(strategy: Any) -> type:
     raise BacktestError(
         "a sweep takes a strategy class or path.py:Class, not an instance: each run makes its own"
     )
+
+
+def _absolute(path: str | Path) -> str:
+    return str(Path(path).absolute())
+
+
+def _absolute_spec(spec: str) -> str:
+    target, _, name = spec.rpartition(":")
+    return f"{_absolute(target)}:{name}" if target.endswith(".py") else spec
 
 
 def _check_axes(names: Sequence[str], heatmap: Sequence[str] | None, metric: str) -> None:
@@ -249,7 +257,8 @@ def sweep(
     if twice:
         raise BacktestError(f"parameter {twice[0]} is both fixed and swept")
     chosen = metric or (search.metric if search is not None else "sharpe")
-    maximize = search.maximize if search is not None else True
+    # the search's direction for its own metric; any other is best when highest
+    maximize = search.maximize if search is not None and chosen == search.metric else True
     if search is not None:
         _check_axes(swept, None, search.metric)
     axes = list(heatmap) if heatmap is not None else (swept[:2] if len(swept) >= 2 else None)
@@ -262,11 +271,12 @@ def sweep(
         if db_folder.exists() and not db_folder.is_dir():
             raise BacktestError(f"{db_folder} is a file; --db-dir is a folder")
         db_folder.mkdir(parents=True, exist_ok=True)
-    spec: str | type = strategy if isinstance(strategy, str) else cls
+    # Paths made absolute: a worker need not share this process's working directory.
+    spec: str | type = _absolute_spec(strategy) if isinstance(strategy, str) else cls
     if isinstance(data, str | Path):
-        data = str(data)
+        data = _absolute(data)
     elif isinstance(data, Sequence):
-        data = [str(d) if isinstance(d, Path) else d for d in data]
+        data = [_absolute(d) if isinstance(d, str | Path) else d for d in data]
     made = [0]
 
     def task(values: Mapping[str, Any]) -> Task:
