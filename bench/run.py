@@ -220,8 +220,8 @@ BENCHES = {
     # speed-up of joblib over one after another; five rounds inside one process
     "sweep": Bench(
         "bench_sweep.py",
-        ["--combinations", "100", "--bars", "1200", "--jobs", "2", "--rounds", "5"],
-        ["--combinations", "8", "--bars", "200", "--jobs", "2", "--rounds", "1"],
+        ["--combinations", "100", "--bars", "5000", "--jobs", "2", "--rounds", "5"],
+        ["--combinations", "9", "--bars", "200", "--jobs", "2", "--rounds", "1"],
         1,
         {
             "speedup": rf"sweep speed-up, joblib \d+ jobs over one after another: {NUM}x",
@@ -231,6 +231,7 @@ BENCHES = {
             "serial_s": rf"one after another {NUM} s \(",
             "joblib_s": rf"\), joblib {NUM} s \(medians\)",
             "warm": rf"warm pool .*?, {NUM}x over",
+            "combinations": rf"sweep of {NUM} combinations",
         },
         timeout=600,
     ),
@@ -546,7 +547,7 @@ def table() -> list[str]:
     warm = med(sw, "warm")
     rows.append(
         _row(
-            f"sweep: {sw.arg('--combinations')} MA-cross backtests of {sw.arg('--bars')} bars on"
+            f"sweep: {med(sw, 'combinations') or 0:.0f} MA-cross backtests of {sw.arg('--bars')} bars on"
             f" 2 cores, joblib's speed-up, workers started in the sweep"
             + ("" if warm is None else f" (warm pool: {warm:.2f}x)"),
             in_process(sw, "speedup", f"{med(sw, 'rounds') or 0:.0f} rounds in one process"),
