@@ -4,9 +4,8 @@ with joblib's processes (`--jobs`, default 2), and the speed-up of the second.
     python bench/bench_sweep.py [--combinations 100] [--bars 5000] [--jobs 2] [--rounds 5]
 
 The strategy is `scenarios/backtests/ma_cross.py` (fast x slow grid, 0.1% taker fee) on
-`--bars` hourly bars (5,000 by default, the size of issue 17's SMA-cross figure) of
-`scenarios/backtests/btcusd_hourly.csv` (600 bars; more bars are that file's path
-repeated). Starting a worker (a fresh interpreter importing the engine) costs about a
+`--bars` hourly bars (5,000 by default, the size of issue 17's SMA-cross figure), the
+seeded mean-reverting path of bench_backtest.py. Starting a worker (a fresh interpreter importing the engine) costs about a
 second, so the speed-up of a sweep of very short runs is lower. Each round times both, the order alternating between rounds;
 each joblib sweep starts its workers afresh (the loky pool of the round before is shut
 down first), as one `sandex sweep` does, so the figure includes worker start-up. The
@@ -26,7 +25,6 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,26 +33,10 @@ from bench._common import machine, measured_tree  # noqa: E402
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
+from bench.bench_backtest import bars_file  # noqa: E402
 from engine.backtest import sweep  # noqa: E402
 
 STRATEGY = f"{ROOT / 'scenarios/backtests/ma_cross.py'}:MaCross"
-SOURCE = ROOT / "scenarios/backtests/btcusd_hourly.csv"
-
-
-def bars_file(folder: Path, n: int) -> Path:
-    """`n` hourly bars: the scenario file's, its path repeated (shifted in time and
-    joined at the last close) when more are asked for."""
-    header, *rows = SOURCE.read_text().splitlines()
-    path = folder / f"bars_{n}.csv"
-    out = [header]
-    hour = 3600
-    start = 1_704_067_200
-    for k in range(n):
-        row = rows[k % len(rows)].split(",")
-        ts = datetime.fromtimestamp(start + k * hour, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out.append(",".join([ts, *row[1:]]))
-    path.write_text("\n".join(out) + "\n")
-    return path
 
 
 def grid(combinations: int) -> dict[str, list[int]]:
