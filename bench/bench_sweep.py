@@ -11,16 +11,19 @@ each joblib sweep starts its workers afresh (the loky pool of the round before i
 down first), as one `sandex sweep` does, so the figure includes worker start-up. The
 figure is the median over the rounds of the per-round speed-up. Every round's rows are
 compared: serial and joblib must give the same rows, log hashes included. After the
-rounds, one more joblib sweep on the pool the last one left running (warm: a second sweep
-in a session, an Optuna search's later batches, a Dask cluster already up) shows what
-worker start-up costs. The machine's load average is printed: on 2 shared cores, anything
-else running takes from the parallel run first.
+rounds, one more joblib sweep on a pool already running (warm: a second sweep in a
+session, an Optuna search's later batches, a Dask cluster already up) shows what worker
+start-up costs. Each timing also says what share of the cores it had (CPU time of the
+process and of its workers over the wall time): on 2 shared cores anything else running
+takes from the parallel run first, and the figure is only the machine's when both shares
+are near 100%. The load average is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -47,10 +50,21 @@ def grid(combinations: int) -> dict[str, list[int]]:
 
 
 def fresh_pool() -> None:
-    """Shut joblib's reusable loky pool down: the next sweep starts its own workers."""
-    from joblib.externals.loky import get_reusable_executor
+    """Shut joblib's reusable loky pool down, if one runs (asking for it would start
+    one): the next sweep starts its own workers."""
+    from joblib.externals.loky import reusable_executor
 
-    get_reusable_executor().shutdown(wait=True)
+    pool = reusable_executor._executor
+    if pool is not None:
+        pool.shutdown(wait=True)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (loky's workers are
+    its children, counted once their pool is shut down)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> int:
@@ -76,15 +90,18 @@ def main() -> int:
         same = True
         for r in range(args.rounds):
             timed: dict[str, float] = {}
+            cpu: dict[str, float] = {}
             rows = {}
             for kind in ("serial", "joblib") if r % 2 == 0 else ("joblib", "serial"):
-                if kind == "joblib":
-                    fresh_pool()
+                fresh_pool()
+                cpu_before = cpu_seconds()
                 started = time.perf_counter()
                 result = sweep(
                     STRATEGY, data, "BTCUSD", grid=axes, executor=kind, n_jobs=args.jobs, **options
                 )
                 timed[kind] = time.perf_counter() - started
+                fresh_pool()  # its workers end, and their CPU time is counted
+                cpu[kind] = cpu_seconds() - cpu_before
                 rows[kind] = result.rows
                 failed = result.errors
                 if failed:
@@ -95,10 +112,13 @@ def main() -> int:
             ups.append(up)
             serials.append(timed["serial"])
             parallels.append(timed["joblib"])
+            # The share of the cores a run had: below 100% (of one core, of --jobs cores)
+            # another process of the machine took the rest.
             print(
-                f"  round {r + 1}: one after another {timed['serial']:.2f} s, joblib"
-                f" {args.jobs} jobs {timed['joblib']:.2f} s (workers started in the round):"
-                f" {up:.2f}x"
+                f"  round {r + 1}: one after another {timed['serial']:.2f} s"
+                f" ({cpu['serial'] / timed['serial']:.0%} of a core), joblib {args.jobs} jobs"
+                f" {timed['joblib']:.2f} s ({cpu['joblib'] / timed['joblib'] / args.jobs:.0%}"
+                f" of {args.jobs} cores, workers started in the round): {up:.2f}x"
             )
         print(
             f"sweep speed-up, joblib {args.jobs} jobs over one after another:"
@@ -110,6 +130,7 @@ def main() -> int:
             f" ({statistics.median(serials) / n * 1000:.0f} ms a run),"
             f" joblib {statistics.median(parallels):.2f} s (medians)"
         )
+        sweep(STRATEGY, data, "BTCUSD", grid={"fast": [2, 3]}, executor="joblib", n_jobs=args.jobs)
         started = time.perf_counter()
         warm = sweep(
             STRATEGY, data, "BTCUSD", grid=axes, executor="joblib", n_jobs=args.jobs, **options
