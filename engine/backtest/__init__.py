@@ -13,7 +13,7 @@ from engine.backtest.result import BacktestResult, Fill
 from engine.backtest.runner import run
 from engine.backtest.search import Search
 from engine.backtest.strategy import Api, ApiError, Strategy, load_strategy
-from engine.backtest.sweep import Row, SweepResult, sweep
+from engine.backtest.sweep import SweepResult, SweepRow, sweep
 
 __all__ = [
     "Api",
@@ -26,7 +26,7 @@ __all__ = [
     "FlowStep",
     "FlowStrategy",
     "MarketDataError",
-    "Row",
+    "SweepRow",
     "Search",
     "Series",
     "Strategy",

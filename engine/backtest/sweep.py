@@ -3,7 +3,7 @@ of its own (a grid's every combination, or an Optuna search's trials), run on an
 (engine/backtest/executors.py), gathered in one table and a heatmap.
 
 Runs are independent: each opens its own engine over its own log (a temporary file,
-dropped, unless `db_dir` keeps one per combination) and answers a small `Row`, not its
+dropped, unless `db_dir` keeps one per combination) and answers a small `SweepRow`, not its
 whole result; a combination that raises is a row with its error, not the sweep's end. A
 run depends only on its data, parameters and settings, so its row and log hash are the
 same whatever the executor."""
@@ -46,7 +46,7 @@ RUN_OPTIONS = frozenset(
 
 
 @dataclass(frozen=True)
-class Row:
+class SweepRow:
     """One run of a sweep: its parameters and figures (Decimal text, or None when the
     summary has none), its log hash, or the error that stopped it."""
 
@@ -72,7 +72,7 @@ class Task:
     db: str | None = None
 
 
-def run_one(task: Task) -> Row:
+def run_one(task: Task) -> SweepRow:
     """One backtest of a sweep, in whatever process the executor chose."""
     from engine.backtest.runner import run
 
@@ -87,10 +87,10 @@ def run_one(task: Task) -> Row:
         )
     except Exception as exc:  # a failed combination is a row, not the sweep's end
         text = " ".join(str(exc).split()) or "(no message)"
-        return Row(dict(task.params), error=f"{type(exc).__name__}: {text}")
+        return SweepRow(dict(task.params), error=f"{type(exc).__name__}: {text}")
     s = result.summary
     trades = s.get("trades")
-    return Row(
+    return SweepRow(
         dict(task.params),
         return_pct=_text(s.get("return_pct")),
         sharpe=_text(s.get("sharpe")),
@@ -120,24 +120,24 @@ class SweepResult:
     """Every run of a sweep, in grid (or trial) order; `names` are the parameter columns."""
 
     names: list[str]
-    rows: list[Row]
+    rows: list[SweepRow]
     metric: str = "sharpe"
     maximize: bool = True
     files: list[Path] = field(default_factory=list)
 
-    def score(self, row: Row) -> Decimal | None:
+    def score(self, row: SweepRow) -> Decimal | None:
         value = getattr(row, self.metric)
         return None if value is None or row.error else Decimal(str(value))
 
-    def objective(self, row: Row) -> float | None:
+    def objective(self, row: SweepRow) -> float | None:
         """The row's metric as Optuna takes it (a float: the search's guide, never an amount)."""
         value = self.score(row)
         return None if value is None else float(value)
 
     @property
-    def best(self) -> Row | None:
+    def best(self) -> SweepRow | None:
         """The row with the best `metric` (the first of equals), or None if none has one."""
-        best: Row | None = None
+        best: SweepRow | None = None
         for row in self.rows:
             value = self.score(row)
             if value is None:
@@ -148,7 +148,7 @@ class SweepResult:
         return best
 
     @property
-    def errors(self) -> list[Row]:
+    def errors(self) -> list[SweepRow]:
         return [r for r in self.rows if r.error]
 
     def write_csv(self, path: str | Path) -> Path:
@@ -304,4 +304,4 @@ def sweep(
     return result
 
 
-__all__ = ["COLUMNS", "METRICS", "Row", "Search", "SweepResult", "Task", "run_one", "sweep"]
+__all__ = ["COLUMNS", "METRICS", "SweepRow", "Search", "SweepResult", "Task", "run_one", "sweep"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from api_adapter.cli import main
-from engine.backtest import BacktestError, Row, Search, SweepResult, sweep
+from engine.backtest import BacktestError, Search, SweepResult, SweepRow, sweep
 from engine.tools.time_travel import log_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,11 +196,11 @@ def test_command_line(bars: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_the_table_the_best_row_and_the_heatmap_of_given_rows(tmp_path: Path) -> None:
     rows = [
-        Row({"fast": 2, "slow": 6, "on": True}, sharpe="0.5", trades=3, log_hash="sha256:a"),
-        Row({"fast": 2, "slow": 6, "on": False}, sharpe="1.25", trades=4, log_hash="sha256:b"),
-        Row({"fast": 3, "slow": 6, "on": True}, error="RuntimeError: boom"),
-        Row({"fast": 3, "slow": 8, "on": True}, sharpe="-0.75", log_hash="sha256:c"),
-        Row({"fast": 2, "slow": 8, "on": True}, log_hash="sha256:d"),  # no Sharpe: no variance
+        SweepRow({"fast": 2, "slow": 6, "on": True}, sharpe="0.5", trades=3, log_hash="sha256:a"),
+        SweepRow({"fast": 2, "slow": 6, "on": False}, sharpe="1.25", trades=4, log_hash="sha256:b"),
+        SweepRow({"fast": 3, "slow": 6, "on": True}, error="RuntimeError: boom"),
+        SweepRow({"fast": 3, "slow": 8, "on": True}, sharpe="-0.75", log_hash="sha256:c"),
+        SweepRow({"fast": 2, "slow": 8, "on": True}, log_hash="sha256:d"),  # no Sharpe: no variance
     ]
     result = SweepResult(["fast", "slow", "on"], rows, "sharpe", True)
     assert result.best == rows[1] and result.errors == [rows[2]]
