@@ -5,11 +5,12 @@
 Each benchmark is a plain script that runs alone; this runs each as a separate process
 (five times; bench_store once, repeating each of its figures five times inside its one
 process because it builds a 1,000,000-event log first; bench_scenarios, which has no
-figure of issue 8, once), reads the figures from what it prints, and writes for each
-figure the median with min and max over the runs, the baseline measured in the same run
-and the median of the per-run ratios to it, the goal of issue 8 with met / not met, the
-open-loop latencies of the HTTP routes (p50, p99, p99.9, max) and what `sandex verify`
-said after each benchmark that writes a database.
+figure of issue 8, once; bench_sweep once, its five rounds in one process), reads the
+figures from what it prints, and writes for each figure the median with min and max over
+the runs, the baseline measured in the same run and the median of the per-run ratios to
+it, the goal of issue 8 with met / not met, the open-loop latencies of the HTTP routes
+(p50, p99, p99.9, max) and what `sandex verify` said after each benchmark that writes a
+database.
 `--quick` shrinks every size and runs each benchmark once (a smoke test of this script,
 not figures to publish); `--runs` overrides the number of runs.
 """
@@ -215,6 +216,24 @@ BENCHES = {
             "ma_theirs": rf"backtesting\.py {NUM} s",
             "ma_ratio": rf"sandex/backtesting\.py = {NUM}",
         },
+    ),
+    # speed-up of joblib over one after another; five rounds inside one process
+    "sweep": Bench(
+        "bench_sweep.py",
+        ["--combinations", "100", "--bars", "5000", "--jobs", "2", "--rounds", "5"],
+        ["--combinations", "9", "--bars", "200", "--jobs", "2", "--rounds", "1"],
+        1,
+        {
+            "speedup": rf"sweep speed-up, joblib \d+ jobs over one after another: {NUM}x",
+            "speedup_min": rf"sweep speed-up.*?min {NUM}",
+            "speedup_max": rf"sweep speed-up.*?max {NUM};",
+            "rounds": rf"sweep speed-up.*?median of {NUM} rounds",
+            "serial_s": rf"one after another {NUM} s \(",
+            "joblib_s": rf"\), joblib {NUM} s \(medians\)",
+            "warm": rf"warm pool .*?, {NUM}x over",
+            "combinations": rf"sweep of {NUM} combinations",
+        },
+        timeout=600,
     ),
     "memory": Bench(
         "bench_memory.py",
@@ -520,6 +539,25 @@ def table() -> list[str]:
             None if mar is None else mar <= 1.0,
             "—",
             _verify(bt),
+        )
+    )
+    # 8b. sweep
+    sw = BENCHES["sweep"]
+    up = med(sw, "speedup")
+    warm = med(sw, "warm")
+    rows.append(
+        _row(
+            f"sweep: {med(sw, 'combinations') or 0:.0f} MA-cross backtests of {sw.arg('--bars')} bars on"
+            f" 2 cores, joblib's speed-up, workers started in the sweep"
+            + ("" if warm is None else f" (warm pool: {warm:.2f}x)"),
+            in_process(sw, "speedup", f"{med(sw, 'rounds') or 0:.0f} rounds in one process"),
+            lambda x: f"{x:.2f}x",
+            base("one after another", med(sw, "serial_s"), _secs),
+            up,
+            "≥ 1.6x",
+            None if up is None else up >= 1.6,
+            "—",
+            _verify(sw),
         )
     )
     # 9. memory

@@ -20,6 +20,16 @@ def backtest(args: argparse.Namespace) -> int:
             print(f"sandex: --deposit {item!r}: write ASSET=AMOUNT", file=sys.stderr)
             return 2
         deposits[asset.upper()] = amount
+    params = {}
+    for item in args.param or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            print(f"sandex: --param {item!r}: write NAME=VALUE", file=sys.stderr)
+            return 2
+        params[name.strip()] = value
+    if params and args.flow:
+        print("sandex: --param sets a --strategy's parameters; a flow has none", file=sys.stderr)
+        return 2
     settings = None
     if args.config:
         from engine.config.settings import Settings
@@ -46,6 +56,7 @@ def backtest(args: argparse.Namespace) -> int:
                 progress=shown,
                 bar_seconds=args.bar_seconds,
                 problems=domain_problem_body,
+                params=params or None,
             )
         except (BacktestError, ApiError) as exc:
             print(f"sandex: {exc}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """`sandex`'s argument parser: every verb, its flags and their help, assembled.
 
 Each verb's work is in its own module (serve, verify, rebuild, events, replay,
-time_travel, backtest, clients, keys); this module only says which flags reach it.
+time_travel, backtest, sweep, clients, keys); this module only says which flags reach it.
 The verb modules import nothing heavy at import time, so `sandex --help` stays quick.
 """
 
@@ -19,6 +19,7 @@ from api_adapter.cli.keys import rotate as rotate_command
 from api_adapter.cli.rebuild import rebuild as rebuild_command
 from api_adapter.cli.replay import replay as replay_command
 from api_adapter.cli.serve import serve as serve_command
+from api_adapter.cli.sweep import sweep as sweep_command
 from api_adapter.cli.time_travel import time_travel as time_travel_command
 from api_adapter.cli.verify import verify as verify_command
 
@@ -97,6 +98,57 @@ class MovedOption(argparse.Action):
 
         verb = parser.prog.removeprefix("sandex ")
         raise CliError(f"{verb} {option_string}: {self.to}")
+
+
+def _run_settings(p: argparse.ArgumentParser, source: str, seed_help: str | None = None) -> None:
+    """The engine settings of a backtest's run, shared by `backtest` and `sweep`."""
+    seed_help = seed_help or "seed of every random choice (default: the flow's, else 0)"
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=seed_help,
+    )
+    p.add_argument(
+        "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"
+    )
+    p.add_argument(
+        "--maker-fee",
+        default=None,
+        help=f"fraction of notional, e.g. 0.0005 (default: {source}, else 0)",
+    )
+    p.add_argument(
+        "--taker-fee",
+        default=None,
+        help=f"fraction of notional, e.g. 0.001 (default: {source}, else 0)",
+    )
+    p.add_argument(
+        "--spread-bps",
+        default=None,
+        help=f"synthetic spread; 0 allowed (default: {source}, else 10)",
+    )
+    p.add_argument(
+        "--levels",
+        type=int,
+        default=None,
+        help=f"synthetic levels per side (default: {source}, else 10)",
+    )
+    p.add_argument(
+        "--level-step-bps",
+        default=None,
+        help=f"spacing of the synthetic levels (default: {source}, else 5)",
+    )
+    p.add_argument(
+        "--level-notional",
+        default=None,
+        help=f"quote value of each level (default: {source}, else 50000)",
+    )
+    p.add_argument(
+        "--bar-seconds",
+        type=float,
+        default=None,
+        help="length of a bar (default: the shortest gap between two bars of the file)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -287,6 +339,14 @@ def parser() -> argparse.ArgumentParser:
         "--flow", default=None, help="a YAML order-flow file (default: none; or --strategy)"
     )
     backtest.add_argument(
+        "--param",
+        action="append",
+        default=None,
+        metavar="NAME=VALUE",
+        help="a strategy parameter (a class attribute), typed like its default; repeatable"
+        " (default: none, the class's defaults)",
+    )
+    backtest.add_argument(
         "--deposit",
         action="append",
         default=None,
@@ -299,54 +359,118 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="keep the event log in this new database (default: a temporary one)",
     )
-    backtest.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed of every random choice (default: the flow's, else 0)",
-    )
-    backtest.add_argument(
-        "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"
-    )
-    backtest.add_argument(
-        "--maker-fee",
-        default=None,
-        help="fraction of notional, e.g. 0.0005 (default: the --config or flow setting, else 0)",
-    )
-    backtest.add_argument(
-        "--taker-fee",
-        default=None,
-        help="fraction of notional, e.g. 0.001 (default: the --config or flow setting, else 0)",
-    )
-    backtest.add_argument(
-        "--spread-bps",
-        default=None,
-        help="synthetic spread; 0 allowed (default: the --config or flow setting, else 10)",
-    )
-    backtest.add_argument(
-        "--levels",
-        type=int,
-        default=None,
-        help="synthetic levels per side (default: the --config or flow setting, else 10)",
-    )
-    backtest.add_argument(
-        "--level-step-bps",
-        default=None,
-        help="spacing of the synthetic levels (default: the --config or flow setting, else 5)",
-    )
-    backtest.add_argument(
-        "--level-notional",
-        default=None,
-        help="quote value of each level (default: the --config or flow setting, else 50000)",
-    )
-    backtest.add_argument(
-        "--bar-seconds",
-        type=float,
-        default=None,
-        help="length of a bar (default: the shortest gap between two bars of the file)",
-    )
+    _run_settings(backtest, "the --config or flow setting")
     backtest.add_argument("--no-progress", action="store_true", help="no progress bar")
     backtest.set_defaults(func=backtest_command)
+
+    sweep = sub.add_parser(
+        "sweep",
+        help="backtest a strategy over a grid or an Optuna search of its parameters",
+    )
+    sweep.add_argument(
+        "--data", action="append", required=True, help="CSV or Parquet prices; repeatable"
+    )
+    sweep.add_argument(
+        "--market", default=None, help="the market traded (default: every one in the data)"
+    )
+    sweep.add_argument("--strategy", required=True, help="path.py:ClassName")
+    sweep.add_argument(
+        "--grid",
+        action="append",
+        default=None,
+        metavar="NAME=VALUES",
+        help="a parameter's values, A,B,C or LOW:HIGH:STEP (HIGH included); repeatable, every"
+        " combination runs (default: none; or --optuna)",
+    )
+    sweep.add_argument(
+        "--optuna",
+        type=int,
+        default=None,
+        metavar="N",
+        help="an Optuna search of N trials over the --range parameters (default: none; or --grid)",
+    )
+    sweep.add_argument(
+        "--range",
+        action="append",
+        default=None,
+        metavar="NAME=LOW:HIGH[:STEP]",
+        help="a searched parameter: an int or decimal range (step: 1, or the finest decimal"
+        " place), or A,B,C; repeatable (default: none)",
+    )
+    goal = sweep.add_mutually_exclusive_group()
+    goal.add_argument(
+        "--maximize",
+        default=None,
+        metavar="METRIC",
+        help="the search's objective: return_pct, sharpe, max_drawdown_pct or trades"
+        " (default: sharpe)",
+    )
+    goal.add_argument(
+        "--minimize", default=None, metavar="METRIC", help="or minimize it (default: maximize)"
+    )
+    sweep.add_argument(
+        "--search-seed",
+        type=int,
+        default=0,
+        help="seed of the Optuna sampler: same seed, same trials",
+    )
+    sweep.add_argument(
+        "--batch",
+        type=int,
+        default=4,
+        help="trials asked of Optuna at a time (the same batch gives the same trials on any executor)",
+    )
+    sweep.add_argument(
+        "--param",
+        action="append",
+        default=None,
+        metavar="NAME=VALUE",
+        help="a parameter fixed for every run; repeatable (default: the class's defaults)",
+    )
+    sweep.add_argument(
+        "--deposit",
+        action="append",
+        default=None,
+        metavar="ASSET=AMOUNT",
+        help="starting balance of each run; repeatable (default: 100000 of the quote)",
+    )
+    _run_settings(sweep, "the --config setting", "seed of every run's random choices (default: 0)")
+    sweep.add_argument(
+        "--executor",
+        choices=["joblib", "dask", "serial"],
+        default="joblib",
+        help="local processes (joblib), a Dask cluster, or one run after another",
+    )
+    sweep.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="processes of joblib or of a local Dask cluster (default: the cores)",
+    )
+    sweep.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="a Dask scheduler to run on (default: a local cluster, started and closed)",
+    )
+    sweep.add_argument(
+        "--db-dir",
+        default=None,
+        help="keep each run's event log here, NNNN.db for the NNNN-th row (default: none kept)",
+    )
+    sweep.add_argument("--out", required=True, help="folder for sweep.csv and heatmap.html")
+    sweep.add_argument(
+        "--heatmap",
+        default=None,
+        metavar="X,Y",
+        help="the heatmap's two parameters (default: the first two swept; none with one)",
+    )
+    sweep.add_argument(
+        "--metric",
+        default=None,
+        help="the heatmap's and the best row's metric (default: the search's, else sharpe)",
+    )
+    sweep.set_defaults(func=sweep_command)
 
     clients = sub.add_parser("clients", help="manage API clients")
     clients_sub = clients.add_subparsers(dest="action", required=True)

@@ -3,14 +3,17 @@
 The public face: `run` (what `sandex backtest` calls), the strategy API (`Strategy`,
 its `Api`, `ApiError`), order-flow files, price files and the `BacktestResult` a run
 answers. Modules, one concept each: strategy, flows, price_files, timeline, runner,
-result, statistics, charts, page, report."""
+result, statistics, charts, page, report; sweeps: sweep (with
+grid, search, executors, heatmap)."""
 
 from engine.backtest.errors import BacktestError
 from engine.backtest.flows import Flow, FlowStep, FlowStrategy, flow_from_data, load_flow
 from engine.backtest.price_files import Bar, MarketDataError, Series, load, load_many
 from engine.backtest.result import BacktestResult, Fill
 from engine.backtest.runner import run
+from engine.backtest.search import Search
 from engine.backtest.strategy import Api, ApiError, Strategy, load_strategy
+from engine.backtest.sweep import SweepResult, SweepRow, sweep
 
 __all__ = [
     "Api",
@@ -23,12 +26,16 @@ __all__ = [
     "FlowStep",
     "FlowStrategy",
     "MarketDataError",
+    "SweepRow",
+    "Search",
     "Series",
     "Strategy",
+    "SweepResult",
     "flow_from_data",
     "load",
     "load_flow",
     "load_many",
     "load_strategy",
     "run",
+    "sweep",
 ]

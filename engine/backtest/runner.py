@@ -45,7 +45,15 @@ from engine.backtest.errors import BacktestError
 from engine.backtest.flows import Flow, FlowStrategy, load_flow
 from engine.backtest.price_files import MarketDataError, Series, from_micros, load_many, to_micros
 from engine.backtest.result import BacktestResult, Fill
-from engine.backtest.strategy import Api, ApiError, Strategy, amount_text, load_strategy
+from engine.backtest.strategy import (
+    Api,
+    ApiError,
+    Strategy,
+    amount_text,
+    apply_params,
+    params_text,
+    strategy_class,
+)
 from engine.backtest.timeline import GAP, PATH, SEEN, merge
 from engine.config.settings import Settings
 from engine.domain.trading import execution_view, order_view, trading_state
@@ -599,6 +607,7 @@ def run(
     progress: Progress | bool | None = None,
     bar_seconds: float | None = None,
     problems: Problems | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> BacktestResult:
     """Run an order flow (a `Strategy` instance or class, `path.py:Class`, or a flow
     file) over price data and answer its `engine.backtest.result.BacktestResult`.
@@ -607,7 +616,8 @@ def run(
     engine setting. Without `db` the log is kept in a temporary file and dropped.
     `problems` renders a refusal's body for the strategy's `ApiError.problem` (the HTTP
     API's: `api_adapter.problems.domain_problem_body`); without it the body is the
-    engine's code, detail and meta."""
+    engine's code, detail and meta. `params` sets the strategy's parameters (see
+    `engine.backtest.strategy.apply_params`); the summary says which it ran with."""
     from engine.tools.time_travel import log_hash
 
     if (strategy is None) == (flow is None):
@@ -669,11 +679,14 @@ def run(
         },
     )
     if isinstance(strategy, str):
-        strategy = load_strategy(strategy)
-    elif isinstance(strategy, type):
+        strategy = strategy_class(strategy)
+    if isinstance(strategy, type):
         strategy = strategy()
     if the_flow is not None:
+        if params:
+            raise BacktestError("a flow file has no parameters; --param is for a strategy")
         strategy = FlowStrategy(the_flow, names[0])
+    used = {} if the_flow is not None else apply_params(strategy, params)
     scratch = None
     db_path: str | Path
     if db is None:
@@ -704,6 +717,7 @@ def run(
     finally:
         if scratch is not None:
             scratch.cleanup()
+    result.summary["params"] = params_text(used)
     if out is not None:
         result.write(out)
     return result

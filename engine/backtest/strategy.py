@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -270,11 +270,16 @@ class Api:
         return result
 
 
-# -- loading strategies -------------------------------------------------------------------
+# -- loading strategies and their parameters -----------------------------------------------
+
+# The types a parameter's default may have; a float default makes a Decimal parameter.
+PARAM_TYPES = (bool, int, Decimal, float, str)
+_TRUE = ("true", "yes", "1", "on")
+_FALSE = ("false", "no", "0", "off")
 
 
-def load_strategy(spec: str) -> Any:
-    """`path/to/file.py:ClassName` or `package.module:ClassName`, instantiated."""
+def strategy_class(spec: str) -> type:
+    """The class `path/to/file.py:ClassName` or `package.module:ClassName` names."""
     target, _, name = spec.rpartition(":")
     if not target or not name:
         raise BacktestError(f"strategy {spec!r}: write it as path.py:ClassName")
@@ -299,9 +304,128 @@ def load_strategy(spec: str) -> Any:
                 f"strategy {spec!r}: no module {target} (a file is written path.py:ClassName)"
             ) from None
     cls = getattr(module, name, None)
-    if cls is None:
-        raise BacktestError(f"strategy {spec!r}: no {name} in {target}")
-    return cls()
+    if not isinstance(cls, type):
+        raise BacktestError(f"strategy {spec!r}: no class {name} in {target}")
+    return cls
 
 
-__all__ = ["Api", "ApiError", "Strategy", "amount_text", "load_strategy"]
+def load_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Any:
+    """`path/to/file.py:ClassName` or `package.module:ClassName`, instantiated, with
+    `params` set on the instance (see `apply_params`)."""
+    strategy = strategy_class(spec)()
+    apply_params(strategy, params)
+    return strategy
+
+
+def declared_params(cls: type) -> dict[str, Any]:
+    """A strategy's parameters and their defaults: its public class attributes holding a
+    bool, int, Decimal, float or str (backtesting.py's habit), the base class's excepted."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or klass is Strategy:
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(value, PARAM_TYPES):
+                found[name] = value
+            else:
+                found.pop(name, None)  # a subclass made it something else
+    return found
+
+
+def param_value(name: str, default: Any, value: Any) -> Any:
+    """`value` (text from a command line, or a Python value) as the type of the
+    parameter's default: bool, int, Decimal (for a Decimal or float default, never a
+    float), or str. A value that does not fit is a `BacktestError` naming the parameter."""
+
+    def refused(why: str) -> BacktestError:
+        return BacktestError(f"parameter {name}={value!r}: {why}")
+
+    if isinstance(value, float):
+        raise refused("a float carries binary noise: give it as text or a Decimal")
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise refused("not a boolean (true or false)")
+    if isinstance(default, int):
+        if isinstance(value, bool):
+            raise refused("not an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise refused("not an integer")
+    if isinstance(default, Decimal | float):
+        if isinstance(value, bool):
+            raise refused("not a number")
+        if isinstance(value, int | Decimal):
+            number = Decimal(value)
+        elif isinstance(value, str):
+            try:
+                number = Decimal(value.strip())
+            except ArithmeticError:
+                raise refused("not a number") from None
+        else:
+            raise refused("not a number")
+        if not number.is_finite():
+            raise refused("not a finite number")
+        return number
+    if isinstance(value, str):
+        return value
+    raise refused("not text")
+
+
+def parse_params(cls: type, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`params` checked against `cls`'s declared parameters and typed like their
+    defaults; an unknown name is refused with the names there are."""
+    declared = declared_params(cls)
+    typed: dict[str, Any] = {}
+    for name, value in (params or {}).items():
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise BacktestError(
+                f"parameter {name}: {cls.__name__} has no such parameter (its parameters: {known})"
+            )
+        typed[name] = param_value(name, declared[name], value)
+    return typed
+
+
+def apply_params(strategy: Any, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Set `params` on the strategy instance (before `on_start`); answer every parameter
+    the run uses, defaults included, in declaration order."""
+    cls = type(strategy)
+    typed = parse_params(cls, params)
+    for name, value in typed.items():
+        setattr(strategy, name, value)
+    return {
+        name: typed.get(name, Decimal(repr(default)) if isinstance(default, float) else default)
+        for name, default in declared_params(cls).items()
+    }
+
+
+def params_text(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters as JSON holds them: Decimals as text, the rest as they are."""
+    return {k: format(v, "f") if isinstance(v, Decimal) else v for k, v in params.items()}
+
+
+__all__ = [
+    "Api",
+    "ApiError",
+    "Strategy",
+    "amount_text",
+    "apply_params",
+    "declared_params",
+    "load_strategy",
+    "param_value",
+    "params_text",
+    "parse_params",
+    "strategy_class",
+]
