@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -362,7 +363,7 @@ class _Ends(NamedTuple):
     bars: bool
 
 
-def _period_ends(times: list[int], mks: list[int], markets: int, bars: int) -> _Ends:
+def _period_ends(times: Sequence[int], mks: Sequence[int], markets: int, bars: int) -> _Ends:
     """Bar data: each bar's last point (bars have the same number of points each);
     other data: each UTC day's last point. Points that share an instant count at the
     last of them."""
@@ -387,7 +388,7 @@ def _period_ends(times: list[int], mks: list[int], markets: int, bars: int) -> _
     return _Ends(days, False)
 
 
-def _last_of_instant(times: list[int], points: list[int]) -> list[int]:
+def _last_of_instant(times: Sequence[int], points: list[int]) -> list[int]:
     """Each point moved to the last point at its time, once."""
     n = len(times)
     out: list[int] = []
@@ -442,9 +443,9 @@ class _Walked(NamedTuple):
 
 
 def _walk(
-    times: list[int],
-    mks: list[int],
-    prices: list[Decimal],
+    times: Sequence[int],
+    mks: Sequence[int],
+    prices: Sequence[Decimal],
     holdings: list[tuple[int, tuple[Decimal, ...]]],
     cash: int,
     valued_by: dict[int, int],
@@ -489,8 +490,9 @@ def _walk(
 
     cash_held = held[cash]
     position, only = holding(held)
-    for i in range(n):
-        t = times[i]
+    # One pass over the three columns (the prices are made from ticks as they are read,
+    # engine/backtest/timeline.py): iterating is cheaper than indexing each.
+    for i, (t, m, price) in enumerate(zip(times, mks, prices, strict=True)):
         changed = t >= next_change
         if changed:
             while next_change <= t:
@@ -499,8 +501,7 @@ def _walk(
             held = holdings[h][1]
             cash_held = held[cash]
             position, only = holding(held)
-        m = mks[i]
-        latest[m] = prices[i]
+        latest[m] = price
         if position:
             value = (
                 cash_held + only[0] * latest[only[1]]
@@ -536,13 +537,15 @@ def _walk(
             samples.append(value)
             next_end = next(period_ends)
         if changed or i % stride == 0 or i == last:
-            append((t, prices[i], m, value, peak, held, cash_held))
+            append((t, price, m, value, peak, held, cash_held))
     if under and (longest is None or times[-1] - peak_at > longest):
         longest = times[-1] - peak_at
     return _Walked(equity_rows, max_dd, max_dd_amount, longest, exposed_us, exposure_sum, samples)
 
 
-def _price_at(times: list[int], mks: list[int], prices: list[Decimal], m: int, at: int) -> Decimal:
+def _price_at(
+    times: Sequence[int], mks: Sequence[int], prices: Sequence[Decimal], m: int, at: int
+) -> Decimal:
     found = None
     for i, t in enumerate(times):
         if t > at:
