@@ -631,7 +631,7 @@ def _bars_to_points(market: str, bars: Bars, bar_seconds: float | None, source: 
     times = Times(bytes(32 * len(starts)))
     times[0::4] = starts
     for slot in (1, 2, 3):
-        times[slot::4] = array("q", [t + last for t in starts])
+        times[slot::4] = array("q", map(last.__add__, starts))  # no list of a million ints
     n = len(times)
     return Series(market, "bars", times, BarPoints(bars), bars, range(3, n, 4))
 

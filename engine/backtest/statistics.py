@@ -12,10 +12,12 @@ decimals), durations in ISO 8601."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
+from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.backtest.price_files import from_micros
@@ -193,7 +195,7 @@ def _compute(result: BacktestResult) -> Figures:
     pnl = final_value - start_value - flows_value
     span = times[-1] - times[0]
     growth = (start_value + pnl) / start_value if start_value > 0 else None
-    returns = _returns(start_value, walked.samples)
+    returns = _Returns(start_value, walked.samples)
     cagr = _cagr(growth, span)
     risk = _risk(returns, span)
 
@@ -310,16 +312,29 @@ class _Risk(NamedTuple):
     sortino: Decimal | None
 
 
-def _returns(start_value: Decimal, samples: list[Decimal]) -> list[Decimal]:
+class _Returns:
     """Each period's return: its closing equity against the previous period's (the
-    first period's against the starting equity)."""
-    out = []
-    before = start_value
-    for value in samples:
-        if before > 0:
-            out.append(value / before - ONE)
-        before = value
-    return out
+    first period's against the starting equity). Made again for each pass over them,
+    not kept: a million bars' returns would be a hundred megabytes of Decimals."""
+
+    def __init__(self, start_value: Decimal, samples: list[Decimal]) -> None:
+        self.start_value = start_value
+        self.samples = samples
+        self.count = 0
+        before = start_value
+        for value in samples:
+            self.count += before > 0
+            before = value
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Decimal]:
+        before = self.start_value
+        for value in self.samples:
+            if before > 0:
+                yield value / before - ONE
+            before = value
 
 
 def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
@@ -336,7 +351,7 @@ def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
         return None
 
 
-def _risk(returns: list[Decimal], span: int) -> _Risk:
+def _risk(returns: _Returns, span: int) -> _Risk:
     """Annualised volatility, Sharpe and Sortino (risk-free rate 0) of the period
     returns; a year holds as many periods as the run had per 365.25 days."""
     count = len(returns)
@@ -344,10 +359,16 @@ def _risk(returns: list[Decimal], span: int) -> _Risk:
         return _Risk(None, None, None, None)
     per_year = Decimal(count) * YEAR_US / span
     root = per_year.sqrt()
-    mean = sum(returns, ZERO) / count
+    # Two passes over the returns (made afresh each time), each sum in period order.
+    total = below = ZERO
+    for r in returns:
+        total += r
+        if r < 0:
+            below += r * r
+    mean = total / count
     variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
     std = variance.sqrt()
-    downside = (sum((r * r for r in returns if r < 0), ZERO) / count).sqrt()
+    downside = (below / count).sqrt()
     return _Risk(
         per_year,
         std * root,
@@ -359,7 +380,7 @@ def _risk(returns: list[Decimal], span: int) -> _Risk:
 class _Ends(NamedTuple):
     """The points that end a return period (sorted indices), and whether they are bars."""
 
-    points: list[int]
+    points: Sequence[int]
     bars: bool
 
 
@@ -370,8 +391,9 @@ def _period_ends(times: Sequence[int], mks: Sequence[int], markets: int, bars: i
     n = len(times)
     per_bar = n // bars if bars else 0
     if per_bar and per_bar * bars == n:
+        closes: Sequence[int]
         if markets == 1:
-            closes = list(range(per_bar - 1, n, per_bar))
+            closes = range(per_bar - 1, n, per_bar)
         else:
             seen = [0] * markets
             closes = []
@@ -388,10 +410,10 @@ def _period_ends(times: Sequence[int], mks: Sequence[int], markets: int, bars: i
     return _Ends(days, False)
 
 
-def _last_of_instant(times: Sequence[int], points: list[int]) -> list[int]:
-    """Each point moved to the last point at its time, once."""
+def _last_of_instant(times: Sequence[int], points: Sequence[int]) -> Sequence[int]:
+    """Each point moved to the last point at its time, once (an array: 8 bytes each)."""
     n = len(times)
-    out: list[int] = []
+    out = array("q")
     for i in points:
         while i + 1 < n and times[i + 1] == times[i]:
             i += 1
@@ -473,7 +495,7 @@ def _walk(
     exposed_us = 0
     exposure_sum = ZERO
     samples: list[Decimal] = []
-    period_ends = iter([*ends.points, INF])
+    period_ends = chain(ends.points, (INF,))
     next_end = next(period_ends)
     h = 0
     held = holdings[0][1]

@@ -126,11 +126,11 @@ def _ticks(prices: Sequence[Decimal], tick: Decimal) -> array[int]:
         out[0::4] = o
         out[3::4] = c
         down = bars.down
-        out[1::4] = array("q", [hk if d else lk for d, hk, lk in zip(down, h, low, strict=True)])
-        out[2::4] = array("q", [lk if d else hk for d, hk, lk in zip(down, h, low, strict=True)])
+        out[1::4] = array("q", (hk if d else lk for d, hk, lk in zip(down, h, low, strict=True)))
+        out[2::4] = array("q", (lk if d else hk for d, hk, lk in zip(down, h, low, strict=True)))
         return out
     half = tick / 2
-    return array("q", [int((price + half) // tick) for price in prices])
+    return array("q", (int((price + half) // tick) for price in prices))
 
 
 def _column_ticks(column: Decimals, tc: int, te: int) -> array[int]:
@@ -141,7 +141,7 @@ def _column_ticks(column: Decimals, tc: int, te: int) -> array[int]:
         two_t = 2 * tc * 10 ** (te - common)
         scale = 2 * 10 ** (e - common)
         t = two_t // 2
-        return array("q", [(p * scale + t) // two_t for p in column.coefs])
+        return array("q", ((p * scale + t) // two_t for p in column.coefs))  # no list
     out = array("q")
     for p, e in zip(column.coefs, exps, strict=True):
         common = min(e, te)
