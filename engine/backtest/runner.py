@@ -405,9 +405,9 @@ class Runner:
         market = names[0]
         first = 0  # the first point of the current instant
         reported = 0  # the next point at which progress is told
-        i = 0
-        t = 0
-        while i < n:
+        before = times[0]  # the time of the point before (an array: read each once)
+        points = iter(range(n))
+        for i in points:
             if whole_bars and not i & 3:
                 close = i + 3
                 at = times[close]
@@ -421,7 +421,7 @@ class Runner:
                 ):
                     walked[0] = ticks[close]
                     seen[0] = close
-                    self.now_us = at
+                    self.now_us = before = at
                     # its close is the one point the strategy sees; nothing is pending
                     if on_price is not None:
                         on_price(market, from_micros(at), prices[close])
@@ -431,16 +431,21 @@ class Runner:
                         on_bar(market, bar_of(i >> 2))
                         if notices:
                             deliver()
-                    i += 4
-                    if timers and timers[0][0] < (times[i] if i < n else at + 1):
-                        self._fire_timers(times[i] if i < n else at + 1)
+                    if timers:
+                        following = times[close + 1] if close + 1 < n else at + 1
+                        if timers[0][0] < following:
+                            self._fire_timers(following)
                     if progress is not None and close >= reported:
                         progress(close, n)
                         reported = close - close % _PROGRESS_EVERY + _PROGRESS_EVERY
+                    next(points)  # the bar's other three points: walked
+                    next(points)
+                    next(points)
                     continue
             t = times[i]
-            if i and t != times[i - 1]:
+            if t != before:
                 first = i
+                before = t
             if t >= self.wake:
                 self._wake(t, first == i)
             m = mks[i]
@@ -455,7 +460,6 @@ class Runner:
             if p <= lo[m] or p >= hi[m]:
                 self.sync()
             if i + 1 < n and times[i + 1] == t:
-                i += 1
                 continue  # the instant goes on: no strategy code inside it
             if notices:
                 deliver()
@@ -479,7 +483,6 @@ class Runner:
             if progress is not None and i >= reported:
                 progress(i, n)
                 reported = i - i % _PROGRESS_EVERY + _PROGRESS_EVERY
-            i += 1
         if progress is not None:
             progress(n, n)
 
