@@ -43,7 +43,14 @@ from pydantic import ValidationError
 
 from engine.backtest.errors import BacktestError
 from engine.backtest.flows import Flow, FlowStrategy, load_flow
-from engine.backtest.price_files import MarketDataError, Series, from_micros, load_many, to_micros
+from engine.backtest.price_files import (
+    EXACT,
+    MarketDataError,
+    Series,
+    from_micros,
+    load_many,
+    to_micros,
+)
 from engine.backtest.result import BacktestResult, Fill
 from engine.backtest.strategy import Api, ApiError, Strategy, amount_text, load_strategy
 from engine.backtest.timeline import GAP, PATH, SEEN, merge
@@ -384,7 +391,7 @@ class Runner:
         self._snapshot()
 
     def _loop(self) -> None:
-        times, mks, ticks, prices, bars = self.times, self.mks, self.ticks, self.prices, self.bars
+        times, mks, ticks, bars = self.times, self.mks, self.ticks, self.bars
         flags = self.flags
         names = self.markets
         lo, hi, seen = self.lo, self.hi, self.seen
@@ -401,6 +408,8 @@ class Runner:
         # deadline or timer due before its close, is walked in one step (its open and
         # path cross nothing and set nothing): the idle path costs a bar, not 4 points.
         whole_bars = bars.one_market_of_bars()
+        # a point's price on the tick, as `prices[k]` makes it, without the call
+        exact, tick_of = EXACT.multiply, self.ticks_of
         bar_of = bars.bar_of_close() if whole_bars else bars.__getitem__
         market = names[0]
         first = 0  # the first point of the current instant
@@ -424,7 +433,7 @@ class Runner:
                     self.now_us = before = at
                     # its close is the one point the strategy sees; nothing is pending
                     if on_price is not None:
-                        on_price(market, from_micros(at), prices[close])
+                        on_price(market, from_micros(at), exact(ticks[close], tick_of[0]))
                         if notices:
                             deliver()
                     if on_bar is not None:
@@ -467,7 +476,8 @@ class Runner:
                 if not flags[k] & SEEN:
                     continue
                 if on_price is not None:
-                    on_price(names[mks[k]], from_micros(t), prices[k])
+                    m = mks[k]
+                    on_price(names[m], from_micros(t), exact(ticks[k], tick_of[m]))
                     if notices:
                         deliver()
                 if on_bar is not None:
