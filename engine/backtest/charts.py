@@ -1,56 +1,88 @@
-"""The report's charts: their data, in floats (they are drawn, never reported), and
-the inline SVG of the price with its fills, the equity curve with its drawdown shaded
-and the position over time."""
+"""The report's charts, drawn by Bokeh into the page: per market its price (candles with
+volume under them for bar data, a line for trade data) with each round trip's entry and
+exit joined, the equity with its running peak and the drawdown shaded between them, the
+P/L of each trade at its exit, and the position held. Every chart shares one time axis
+(pan, wheel zoom, box zoom, reset).
+
+The charts only read the result: its timeline and bars, the equity rows and peak the
+statistics computed, and the round trips (engine/backtest/trades.py); what they compute
+is for drawing only, in floats. A page stays readable and small however long the run:
+- at most MAX_CANDLES candles per market: past it, runs of consecutive bars are merged
+  into one wider bar (first open, highest high, lowest low, last close, summed volume);
+- at most about MAX_LINE_POINTS points per line, each bucket keeping its extremes;
+- up to MAX_TRADES round trips, one glyph each; past it, the trades are aggregated per
+  time bucket (TRADE_BUCKETS of them over the run): one marker per bucket at its mean
+  exit, sized by its count, coloured by its net P/L.
+
+Bokeh is imported only when a report is drawn: a run without a report never loads it."""
 
 from __future__ import annotations
 
-import html
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+import math
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from engine.backtest.price_files import from_micros, parse_timestamp
-from engine.kernel.clock import format_time
+from engine.backtest.trades import Trade, round_trips
 
 if TYPE_CHECKING:
     from engine.backtest.result import BacktestResult
 
-PLOT_POINTS = 1200
+MAX_CANDLES = 2_000
+MAX_LINE_POINTS = 2_000
+MAX_TRADES = 500
+TRADE_BUCKETS = 200
+
+P = TypeVar("P", bound=tuple[float, ...])
+WIN, LOSS = "#1b8a5a", "#e5484d"
+TOOLS = "xpan,xwheel_zoom,box_zoom,reset,save"
 
 
 def chart_data(result: BacktestResult) -> dict[str, Any]:
-    """What the charts draw, from the result's timeline, executions and equity rows."""
+    """What the charts draw, in floats, time in milliseconds (Bokeh's datetime unit)."""
     markets, times, mks, prices = result.markets, result.times, result.mks, result.prices
     _, positions, currency = result.equity_columns
     held_asset = positions[0] if positions else None
-    rows = result.raw_equity
+    trades = round_trips(result)
+    t0, t1 = times[0], times[-1]
+    series = []
+    for m, name in enumerate(markets):
+        bars = [b for b, mk in zip(result.ohlc, mks, strict=False) if b is not None and mk == m]
+        if bars:
+            series.append(_candles(bars))
+        else:
+            points = [(times[i] / 1000, float(prices[i])) for i in range(len(times)) if mks[i] == m]
+            line = thin(points)
+            series.append(
+                {"kind": "line", "time": [p[0] for p in line], "price": [p[1] for p in line]}
+            )
+        series[-1]["trades"] = _trades([t for t in trades if t.market == name], t0, t1)
+    rows = thin([(r[0] / 1000, float(r[3]), float(r[4])) for r in result.raw_equity])
+    position = (
+        thin([(r[0] / 1000, float(r[5][held_asset[0]])) for r in result.raw_equity])
+        if held_asset
+        else []
+    )
     return {
         "markets": markets,
-        "prices": [
-            [(times[i], float(prices[i])) for i in range(len(times)) if mks[i] == m]
-            for m in range(len(markets))
-        ],
-        "fills": [
-            (markets.index(e["market"]), e["executed_at"], float(Decimal(e["price"])), e["side"])
-            for e in result.executions
-            if e["market"] in markets
-        ],
-        "equity": [(r[0], float(r[3])) for r in rows],
-        "position": [(r[0], float(r[5][held_asset[0]])) for r in rows] if held_asset else [],
-        "position_asset": held_asset[1] if held_asset else "",
         "currency": currency,
+        "series": series,
+        "pnl": _trades(trades, t0, t1),
+        "equity": {
+            "time": [r[0] for r in rows],
+            "equity": [r[1] for r in rows],
+            "peak": [r[2] for r in rows],
+        },
+        "position": {"time": [p[0] for p in position], "amount": [p[1] for p in position]},
+        "position_asset": held_asset[1] if held_asset else "",
     }
 
 
-_W, _H = 960, 260
-_PAD_L, _PAD_R, _PAD_T, _PAD_B = 80, 20, 16, 28
-
-
-def _thin(points: list[tuple[int, float]], limit: int = PLOT_POINTS) -> list[tuple[int, float]]:
-    """At most about `limit` points keeping each bucket's extremes, so spikes survive."""
+def thin(points: list[P], limit: int = MAX_LINE_POINTS) -> list[P]:
+    """At most about `limit` points, each bucket keeping its lowest and highest (by the
+    second value), so spikes and drawdowns survive."""
     if len(points) <= limit:
         return points
     size = len(points) / (limit / 2)
-    out: list[tuple[int, float]] = []
+    out: list[P] = []
     start = 0.0
     while int(start) < len(points):
         bucket = points[int(start) : int(start + size) or int(start) + 1]
@@ -61,142 +93,222 @@ def _thin(points: list[tuple[int, float]], limit: int = PLOT_POINTS) -> list[tup
     return out
 
 
-class _Frame:
-    def __init__(self, t0: int, t1: int, lo: float, hi: float) -> None:
-        if hi <= lo:
-            hi, lo = hi + 1.0, lo - 1.0
-        margin = (hi - lo) * 0.05
-        self.t0, self.t1 = t0, max(t1, t0 + 1)
-        self.lo, self.hi = lo - margin, hi + margin
+def _candles(bars: list[Any]) -> dict[str, Any]:
+    """The bars as candles, consecutive runs merged past MAX_CANDLES."""
+    group = math.ceil(len(bars) / MAX_CANDLES)
+    starts = [b.time.timestamp() * 1000 for b in bars]
+    length = min((b - a for a, b in zip(starts, starts[1:], strict=False)), default=60_000.0)
+    out: dict[str, Any] = {"kind": "candles", "width": length * group * 0.8}
+    cols: dict[str, list[float]] = {k: [] for k in ("time", "open", "high", "low", "close")}
+    volume: list[float] = []
+    has_volume = any(b.volume is not None for b in bars)
+    for k in range(0, len(bars), group):
+        run = bars[k : k + group]
+        cols["time"].append(starts[k] + length * len(run) / 2)
+        cols["open"].append(float(run[0].open))
+        cols["high"].append(float(max(b.high for b in run)))
+        cols["low"].append(float(min(b.low for b in run)))
+        cols["close"].append(float(run[-1].close))
+        if has_volume:
+            volume.append(float(sum(b.volume for b in run if b.volume is not None)))
+    out.update(cols)
+    out["volume"] = volume if has_volume else None
+    return out
 
-    def x(self, t: int) -> float:
-        return _PAD_L + (t - self.t0) / (self.t1 - self.t0) * (_W - _PAD_L - _PAD_R)
 
-    def y(self, v: float) -> float:
-        return _PAD_T + (self.hi - v) / (self.hi - self.lo) * (_H - _PAD_T - _PAD_B)
+def _trades(trades: list[Trade], t0: int, t1: int) -> dict[str, Any]:
+    """The round trips one by one, or, past MAX_TRADES, per time bucket of their exits."""
+    if len(trades) <= MAX_TRADES:
+        return {
+            "aggregated": False,
+            "entry_time": [t.entry_time / 1000 for t in trades],
+            "exit_time": [t.exit_time / 1000 for t in trades],
+            "entry_price": [float(t.entry_price) for t in trades],
+            "exit_price": [float(t.exit_price) for t in trades],
+            "pnl": [float(t.pnl) for t in trades],
+            "return_pct": [float(t.return_pct) for t in trades],
+            "side": ["long" if t.amount > 0 else "short" for t in trades],
+            "color": [WIN if t.pnl > 0 else LOSS for t in trades],
+        }
+    span = max(t1 - t0, 1)
+    buckets: dict[int, list[Trade]] = {}
+    for t in trades:
+        buckets.setdefault(
+            min((t.exit_time - t0) * TRADE_BUCKETS // span, TRADE_BUCKETS - 1), []
+        ).append(t)
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("time", "price", "count", "wins", "pnl", "size", "color")
+    }
+    for _, group in sorted(buckets.items()):
+        net = float(sum(t.pnl for t in group))
+        cols["time"].append(sum(t.exit_time for t in group) / len(group) / 1000)
+        cols["price"].append(float(sum(t.exit_price for t in group)) / len(group))
+        cols["count"].append(len(group))
+        cols["wins"].append(sum(1 for t in group if t.pnl > 0))
+        cols["pnl"].append(net)
+        cols["size"].append(min(6 + 2 * math.sqrt(len(group)), 30))
+        cols["color"].append(WIN if net > 0 else LOSS)
+    return {"aggregated": True, "width": span / TRADE_BUCKETS / 1000 * 0.9, **cols}
 
-    def axes(self) -> str:
-        parts = [
-            f'<rect x="{_PAD_L}" y="{_PAD_T}" width="{_W - _PAD_L - _PAD_R}"'
-            f' height="{_H - _PAD_T - _PAD_B}" class="frame"/>'
-        ]
-        for k in range(5):
-            v = self.lo + (self.hi - self.lo) * (k + 0.5) / 5
-            y = self.y(v)
-            parts.append(
-                f'<line x1="{_PAD_L}" x2="{_W - _PAD_R}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+
+def layout(plot: dict[str, Any]) -> tuple[Any, int]:
+    """The figures in one column sharing their time axis, and how many there are."""
+    from bokeh.layouts import column
+    from bokeh.models import BasicTickFormatter, ColumnDataSource, HoverTool
+    from bokeh.models.annotations import Span
+    from bokeh.plotting import figure
+
+    figures: list[Any] = []
+
+    def new(title: str, height: int, name: str) -> Any:
+        shared = {"x_range": figures[0].x_range} if figures else {}
+        fig = figure(
+            title=title,
+            height=height,
+            sizing_mode="stretch_width",
+            x_axis_type="datetime",
+            tools=TOOLS,
+            active_scroll="xwheel_zoom",
+            active_drag="xpan",
+            name=name,
+            **shared,
+        )
+        fig.toolbar.logo = None
+        fig.yaxis.formatter = BasicTickFormatter(use_scientific=False)
+        figures.append(fig)
+        return fig
+
+    for name, s in zip(plot["markets"], plot["series"], strict=True):
+        fig = new(f"{name} price, round trips joined (green: win, red: loss)", 320, "price")
+        if s["kind"] == "candles":
+            cols = {k: s[k] for k in ("time", "open", "high", "low", "close")}
+            cols["color"] = [
+                WIN if c >= o else LOSS for o, c in zip(s["open"], s["close"], strict=True)
+            ]
+            if s["volume"] is not None:
+                cols["volume"] = s["volume"]
+            src = ColumnDataSource(cols, name="candles")
+            fig.segment("time", "high", "time", "low", source=src, color="color")
+            fig.vbar(
+                "time",
+                s["width"],
+                "open",
+                "close",
+                source=src,
+                fill_color="color",
+                line_color="color",
             )
-            parts.append(
-                f'<text x="{_PAD_L - 6}" y="{y + 4:.1f}" class="ylabel">{_short(v)}</text>'
-            )
-        for k in range(5):
-            t = self.t0 + (self.t1 - self.t0) * k // 4
-            x = self.x(t)
-            label = format_time(from_micros(t))[:16].replace("T", " ")
-            anchor = "start" if k == 0 else "end" if k == 4 else "middle"
-            parts.append(
-                f'<text x="{x:.1f}" y="{_H - 8}" class="xlabel" text-anchor="{anchor}">{label}</text>'
-            )
-        return "".join(parts)
-
-
-def _short(v: float) -> str:
-    a = abs(v)
-    if a >= 1_000_000:
-        return f"{v / 1_000_000:.2f}M"
-    if a >= 10_000:
-        return f"{v / 1000:.1f}k"
-    if a >= 100:
-        return f"{v:.0f}"
-    return f"{v:.4g}"
-
-
-def _path(frame: _Frame, points: list[tuple[int, float]], step: bool = False) -> str:
-    out = []
-    prev_y = None
-    for k, (t, v) in enumerate(points):
-        x, y = frame.x(t), frame.y(v)
-        if k == 0:
-            out.append(f"M{x:.1f},{y:.1f}")
-        elif step:
-            out.append(f"H{x:.1f}V{y:.1f}" if prev_y is not None else f"L{x:.1f},{y:.1f}")
+            if s["volume"] is not None:
+                vol = new(f"{name} volume", 110, "volume")
+                vol.vbar(
+                    "time",
+                    s["width"],
+                    "volume",
+                    source=src,
+                    fill_color="color",
+                    line_color=None,
+                    alpha=0.6,
+                )
         else:
-            out.append(f"L{x:.1f},{y:.1f}")
-        prev_y = y
-    return "".join(out)
+            src = ColumnDataSource({"time": s["time"], "price": s["price"]}, name="price")
+            fig.line("time", "price", source=src, color="#2f6fd6", line_width=1.3)
+        _draw_trades(fig, s["trades"], ColumnDataSource, HoverTool)
 
-
-def _svg(title: str, body: str, kind: str) -> str:
-    return (
-        f"<figure><figcaption>{html.escape(title)}</figcaption>"
-        f'<svg class="chart" data-chart="{kind}" viewBox="0 0 {_W} {_H}" width="{_W}"'
-        f' height="{_H}" xmlns="http://www.w3.org/2000/svg" role="img">{body}</svg></figure>'
+    eq = plot["equity"]
+    fig = new(f"Equity ({plot['currency']}), drawdown shaded under its running peak", 240, "equity")
+    src = ColumnDataSource(eq, name="equity")
+    fig.varea(
+        "time",
+        "equity",
+        "peak",
+        source=src,
+        fill_color=LOSS,
+        fill_alpha=0.3,
+        legend_label="drawdown",
     )
+    fig.line("time", "peak", source=src, color="#8a94a6", line_dash="dashed", legend_label="peak")
+    fig.line("time", "equity", source=src, color="#1b8a5a", line_width=1.5, legend_label="equity")
+    fig.legend.location = "top_left"
 
-
-def price_chart(plot: dict[str, Any], m: int) -> str:
-    """Market `m`'s reference price, its buys and sells marked."""
-    series = plot["prices"][m]
-    t0 = min(s[0][0] for s in plot["prices"] if s)
-    t1 = max(s[-1][0] for s in plot["prices"] if s)
-    fills = [f for f in plot["fills"] if f[0] == m]
-    values = [v for _, v in series] + [f[2] for f in fills]
-    frame = _Frame(t0, t1, min(values), max(values))
-    body = [frame.axes(), f'<path d="{_path(frame, _thin(series))}" class="price"/>']
-    for _, at, price, side in fills:
-        x, y = frame.x(parse_timestamp(at)), frame.y(price)
-        if side == "BUY":
-            pts = f"{x:.1f},{y - 1:.1f} {x - 5:.1f},{y + 8:.1f} {x + 5:.1f},{y + 8:.1f}"
-            body.append(f'<polygon points="{pts}" class="buy"><title>BUY {price}</title></polygon>')
-        else:
-            pts = f"{x:.1f},{y + 1:.1f} {x - 5:.1f},{y - 8:.1f} {x + 5:.1f},{y - 8:.1f}"
-            body.append(
-                f'<polygon points="{pts}" class="sell"><title>SELL {price}</title></polygon>'
+    pnl = plot["pnl"]
+    fig = new(f"P/L per trade at its exit ({plot['currency']})", 200, "pnl")
+    fig.add_layout(Span(location=0, dimension="width", line_color="#8a94a6", line_dash="dashed"))
+    if pnl["aggregated"]:
+        fig.title.text = f"Net P/L of the trades exiting in each bucket ({plot['currency']})"
+        src = ColumnDataSource(
+            {k: pnl[k] for k in ("time", "pnl", "count", "wins", "color")}, name="pnl"
+        )
+        bars = fig.vbar(
+            "time", pnl["width"], "pnl", source=src, fill_color="color", line_color=None
+        )
+        fig.add_tools(
+            HoverTool(
+                renderers=[bars],
+                tooltips=[("trades", "@count"), ("wins", "@wins"), ("net P/L", "@pnl")],
             )
-    name = plot["markets"][m]
-    return _svg(f"{name} reference price, buys ▲ and sells ▼", "".join(body), "price")
+        )
+    else:
+        src = ColumnDataSource(
+            {k: pnl[k] for k in ("exit_time", "pnl", "return_pct", "color")}, name="pnl"
+        )
+        dots = fig.scatter("exit_time", "pnl", source=src, color="color", size=7)
+        fig.add_tools(
+            HoverTool(renderers=[dots], tooltips=[("P/L", "@pnl"), ("return %", "@return_pct")])
+        )
+
+    if plot["position"]["time"]:
+        fig = new(f"Position ({plot['position_asset']})", 160, "position")
+        src = ColumnDataSource(plot["position"], name="position")
+        fig.step("time", "amount", source=src, mode="after", color="#7a4fd6", line_width=1.5)
+    for fig in figures[:-1]:
+        fig.xaxis.visible = False
+    return column(figures, sizing_mode="stretch_width"), len(figures)
 
 
-def equity_chart(plot: dict[str, Any]) -> str:
-    """The equity curve, the drawdown under its running peak shaded."""
-    points = _thin(plot["equity"])
-    t0, t1 = points[0][0], points[-1][0]
-    values = [v for _, v in points]
-    frame = _Frame(t0, t1, min(values), max(values))
-    peak = values[0]
-    under = []
-    for t, v in points:
-        peak = max(peak, v)
-        under.append((t, peak))
-    area = (
-        _path(frame, points)
-        + "".join(f"L{frame.x(t):.1f},{frame.y(v):.1f}" for t, v in reversed(under))
-        + "Z"
+def _draw_trades(fig: Any, trades: dict[str, Any], source: Any, hover: Any) -> None:
+    if trades["aggregated"]:
+        src = source(
+            {k: trades[k] for k in ("time", "price", "count", "wins", "pnl", "size", "color")},
+            name="trades",
+        )
+        dots = fig.scatter("time", "price", source=src, size="size", color="color", alpha=0.6)
+        fig.add_tools(
+            hover(
+                renderers=[dots],
+                tooltips=[("trades", "@count"), ("wins", "@wins"), ("net P/L", "@pnl")],
+            )
+        )
+        return
+    cols = {k: v for k, v in trades.items() if k != "aggregated"}
+    cols["marker"] = ["triangle" if s == "long" else "inverted_triangle" for s in trades["side"]]
+    src = source(cols, name="trades")
+    fig.segment(
+        "entry_time",
+        "entry_price",
+        "exit_time",
+        "exit_price",
+        source=src,
+        color="color",
+        line_width=2,
     )
-    body = (
-        frame.axes()
-        + f'<path d="{area}" class="drawdown"/>'
-        + f'<path d="{_path(frame, points)}" class="equity"/>'
+    fig.scatter("entry_time", "entry_price", source=src, marker="marker", size=9, color="color")
+    exits = fig.scatter(
+        "exit_time", "exit_price", source=src, marker="circle", size=7, color="color"
     )
-    currency = plot["currency"]
-    return _svg(f"Equity ({currency}), drawdown shaded", body, "equity")
-
-
-def position_chart(plot: dict[str, Any]) -> str:
-    """The position held over time; none when no priced asset is held."""
-    points = plot["position"]
-    if not points:
-        return ""
-    points = _thin(points)
-    values = [v for _, v in points]
-    frame = _Frame(points[0][0], points[-1][0], min(0.0, *values), max(0.0, *values))
-    zero = frame.y(0.0)
-    body = (
-        frame.axes()
-        + f'<line x1="{_PAD_L}" x2="{_W - _PAD_R}" y1="{zero:.1f}" y2="{zero:.1f}" class="zero"/>'
-        + f'<path d="{_path(frame, points, step=True)}" class="position"/>'
+    fig.add_tools(
+        hover(
+            renderers=[exits],
+            tooltips=[("P/L", "@pnl"), ("return %", "@return_pct"), ("side", "@side")],
+        )
     )
-    return _svg(f"Position ({plot['position_asset']})", body, "position")
 
 
-__all__ = ["chart_data", "equity_chart", "position_chart", "price_chart"]
+__all__ = [
+    "MAX_CANDLES",
+    "MAX_LINE_POINTS",
+    "MAX_TRADES",
+    "TRADE_BUCKETS",
+    "chart_data",
+    "layout",
+    "thin",
+]

@@ -554,6 +554,7 @@ class Runner:
             log_hash=log_hash,
             db=db,
             errors=errors,
+            ohlc=self.bars,
         )
 
 
