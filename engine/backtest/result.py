@@ -56,7 +56,7 @@ class BacktestResult:
     errors: list[dict[str, Any]] = field(repr=False)
     # per point of the timeline, the bar (price_files.Bar) it closes, None for most and
     # for trade data: the charts draw candles and volume from them
-    ohlc: list[Any] = field(default_factory=list, repr=False)
+    ohlc: Sequence[Any] = field(default_factory=list, repr=False)
     # -- figures, computed from the record when the result is made
     summary: dict[str, Any] = field(init=False)
     executions: list[dict[str, Any]] = field(init=False)

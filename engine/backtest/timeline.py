@@ -78,7 +78,7 @@ class OnTick(Sequence[Decimal]):
     __hash__ = None  # type: ignore[assignment]
 
 
-class ClosingBars:
+class ClosingBars(Sequence[Bar | None]):
     """The bar each point closes, or None: made from its market's bars when asked."""
 
     __slots__ = ("bars_of", "mks", "pos")
@@ -93,11 +93,25 @@ class ClosingBars:
     def __bool__(self) -> bool:
         return any(b is not None for b in self.bars_of)
 
+    def __len__(self) -> int:
+        return len(self.mks)
+
+    def __iter__(self) -> Iterator[Bar | None]:
+        return (self[i] for i in range(len(self.mks)))
+
     def one_market_of_bars(self) -> bool:
         """One market of loaded bars: point 4k opens bar k, 4k + 3 closes it."""
         return self.pos is None and len(self.bars_of) == 1 and isinstance(self.bars_of[0], Bars)
 
-    def __getitem__(self, i: int) -> Bar | None:
+    @overload
+    def __getitem__(self, i: int) -> Bar | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Bar | None]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self.mks)
         bars = self.bars_of[self.mks[i]]
         if bars is None:
             return None
