@@ -198,7 +198,7 @@ class Bars(Sequence[Bar]):
 
     def _batch(self, start: int, end: int) -> list[Bar]:
         cols = (self.open, self.high, self.low, self.close)
-        exps = {c.exps[k] for c in cols for k in range(start, end)}
+        exps = set().union(*(c.exps[start:end] for c in cols))
         volumes = self.volume.exps[start:end]
         if len(exps) != 1 or getcontext().prec < 19 or min(volumes, default=0) == _MISSING:
             return [self[k] for k in range(start, end)]

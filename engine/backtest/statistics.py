@@ -21,6 +21,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.backtest.price_files import from_micros
+from engine.backtest.timeline import OnTick
 from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
 from engine.kernel.money import ASSET_PRECISION, MARKETS
@@ -512,9 +513,14 @@ def _walk(
 
     cash_held = held[cash]
     position, only = holding(held)
-    # One pass over the three columns (the prices are made from ticks as they are read,
-    # engine/backtest/timeline.py): iterating is cheaper than indexing each.
-    for i, (t, m, price) in enumerate(zip(times, mks, prices, strict=True)):
+    # One pass over the three columns: iterating is cheaper than indexing each. With one
+    # market on the compact timeline (engine/backtest/timeline.py) the pass reads its
+    # ticks, and a point's price is made (ticks x tick, exact here) only where it is
+    # used: a position to value, or an equity row.
+    lazy = isinstance(prices, OnTick) and len(latest) == 1
+    tick = prices.tick_of[0] if isinstance(prices, OnTick) else ONE
+    column: Sequence[Any] = prices.ticks if lazy and isinstance(prices, OnTick) else prices
+    for i, (t, m, price) in enumerate(zip(times, mks, column, strict=True)):
         changed = t >= next_change
         if changed:
             while next_change <= t:
@@ -523,7 +529,10 @@ def _walk(
             held = holdings[h][1]
             cash_held = held[cash]
             position, only = holding(held)
-        latest[m] = price
+        if not lazy:
+            latest[m] = price
+        elif position:
+            price = latest[0] = price * tick
         if position:
             value = (
                 cash_held + only[0] * latest[only[1]]
@@ -559,7 +568,17 @@ def _walk(
             samples.append(value)
             next_end = next(period_ends)
         if changed or i % stride == 0 or i == last:
-            append((t, price, m, value, peak, held, cash_held))
+            append(
+                (
+                    t,
+                    price * tick if lazy and not position else price,
+                    m,
+                    value,
+                    peak,
+                    held,
+                    cash_held,
+                )
+            )
     if under and (longest is None or times[-1] - peak_at > longest):
         longest = times[-1] - peak_at
     return _Walked(equity_rows, max_dd, max_dd_amount, longest, exposed_us, exposure_sum, samples)

@@ -5,6 +5,7 @@ a bar walked point by point, and a bar must cost under 200 bytes once loaded."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import tracemalloc
 from decimal import Decimal
@@ -154,3 +155,19 @@ def test_a_loaded_bar_and_its_points_take_under_200_bytes(tmp_path: Path) -> Non
         tracemalloc.stop()
     assert len(timeline[0]) == 4 * n
     assert held / n < 200, f"{held / n:.0f} bytes per bar"
+
+
+def test_the_figures_of_the_compact_timeline_are_those_of_lists() -> None:
+    data = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"
+    compact = run(data, "BTCUSD", strategy=_Grid(), deposits={"USD": "100000"}, progress=False)
+    listed = dataclasses.replace(
+        compact,
+        times=list(compact.times),
+        mks=list(compact.mks),
+        prices=list(compact.prices),
+        ohlc=list(compact.ohlc),
+    )
+    assert compact.summary["trades"]["count"] > 3
+    assert compact.summary == listed.summary
+    assert compact.raw_equity == listed.raw_equity
+    assert compact.equity == listed.equity
