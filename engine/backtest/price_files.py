@@ -9,7 +9,8 @@ columns, in any order and case:
 
 A timestamp is RFC 3339 with an offset (`2024-01-01T00:00:00Z`) or a unix time: a
 number below 100,000,000,000 is seconds, above it milliseconds (the two ranges meet
-in 1973 and in the year 5138). Prices are read straight into `Decimal`.
+in 1973 and in the year 5138). Prices are read exactly: kept as integer coefficients
+and exponents (`Decimals`, 10 bytes a price), each a `Decimal` again when read.
 
 A bar becomes four reference points: its open at the bar's time, then, at the bar's last
 microsecond, the extreme it reached first, the other extreme and the close, all three at
