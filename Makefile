@@ -11,7 +11,7 @@ DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyprojec
 # Extra arguments for `sandex serve`, e.g. make serve ARGS="--port 9000 --clock manual"
 ARGS ?=
 
-.PHONY: serve test lint imports typecheck deps unit slow browser bench bench-ab fuzz soak lock clean
+.PHONY: serve test lint imports typecheck deps unit slow browser postgres bench bench-ab fuzz soak lock clean
 
 $(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,15 +50,21 @@ deps: $(DEV)
 	$(BIN)/deptry .
 	$(BIN)/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004
 
-unit: $(DEV) browser
+unit: $(DEV) browser postgres
 	$(BIN)/python -m pytest -n 2 -m "not slow"
 
-slow: $(DEV)
+slow: $(DEV) postgres
 	$(BIN)/python -m pytest -m slow
 
 # The backtest report's test opens the page in headless Chromium; without one it skips.
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the report's browser test will skip"
+
+# The PostgreSQL store's tests start a throwaway cluster with Debian's binaries
+# (/usr/lib/postgresql/*/bin); without them they skip, saying why. SANDEX_TEST_POSTGRES=
+# postgresql://... runs them on a server of one's own instead (docs/operations.md).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null) || echo "PostgreSQL could not be installed: the PostgreSQL tests will skip"
 
 # Every benchmark of bench/ (about 15-20 minutes on 2 cores), then docs/performance.md.
 # HTTP throughput comes from wrk (Debian's package); without it a Python closed loop.

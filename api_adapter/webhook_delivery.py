@@ -54,7 +54,7 @@ from engine.kernel.credentials import SealError, redact_url, unseal
 from engine.read import webhook_status
 from engine.read.connections import ReadConnections
 from engine.runtime.key_file import KeyFile, KeyFileError
-from engine.store import private_files
+from engine.store import local_base, private_files
 
 log = structlog.get_logger("sandex.webhooks")
 
@@ -117,7 +117,7 @@ class Deliverer:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self.progress_path = Path(f"{db_path}.webhooks.json")
+        self.progress_path = Path(f"{local_base(db_path)}.webhooks.json")
         self._keys: KeyFile | None = None  # opened at the first delivery
         self._progress: dict[str, _Progress] = self._load_progress()
         self._dirty = False

@@ -109,12 +109,52 @@ class Sandbox:
         return verify(str(self.db))
 
 
+# The API tests that also run on a PostgreSQL-backed app (the `backend` parameter): a
+# representative part of tests/api, docs/operations.md says which and why.
+POSTGRES_MODULES = frozenset(
+    {
+        "test_orders_create",
+        "test_transfers_api",
+        "test_events_feed",
+        "test_golden_log",
+        "test_races",
+    }
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if "backend" in metafunc.fixturenames and module in POSTGRES_MODULES:
+        metafunc.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store under the sandboxes of a test: SQLite, or PostgreSQL where the module is
+    one of POSTGRES_MODULES."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def sandbox_factory(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
     opened: list[Sandbox] = []
+    server: Any = None
+    urls: dict[str, str] = {}
+    if backend == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+
+    def where(name: str) -> Any:
+        if server is None:
+            return tmp_path / name
+        if name not in urls:  # the same name twice: the same database, reopened
+            urls[name] = server.create("api")
+        return urls[name]
 
     def open_sandbox(name: str = "sandex.db", **overrides: Any) -> Sandbox:
-        sb = Sandbox(tmp_path / name, make_settings(**overrides))
+        sb = Sandbox(where(name), make_settings(**overrides))
         opened.append(sb)
         return sb
 
@@ -131,8 +171,40 @@ def sandbox_factory(tmp_path: Path) -> Iterator[Any]:
         assert not undocumented, "answers /openapi.json does not describe:\n" + "\n".join(
             undocumented
         )
+    for url in urls.values():
+        server.drop(url)
 
 
 @pytest.fixture
 def sandbox(sandbox_factory: Any) -> Sandbox:
     return sandbox_factory()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A PostgreSQL server for this test session (tests/support/postgres_server.py): the
+    developer's own (SANDEX_TEST_POSTGRES) or a throwaway cluster; a skip with the precise
+    reason when there is neither."""
+    from tests.support.postgres_server import Unavailable, server
+
+    try:
+        context = server()
+        found = context.__enter__()
+    except Unavailable as exc:
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    try:
+        yield found
+    finally:
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def postgres_url(
+    postgres_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test; its local files (key file) in
+    `tmp_path`; dropped at the end."""
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    url = postgres_server.create()
+    yield url
+    postgres_server.drop(url)

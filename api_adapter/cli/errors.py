@@ -35,7 +35,10 @@ class CliError(Exception):
 def sandex_database(path: str) -> str:
     """`path` when it is a sandex database; `CliError` naming what it is otherwise: no
     file, a directory, an unreadable or empty file, not SQLite, or SQLite without the
-    sandex event log. Read-only: nothing is created or changed."""
+    sandex event log. Read-only: nothing is created or changed. A PostgreSQL URL must
+    reach a database that holds the sandex event log."""
+    if _server_url(path):
+        return _server_database(path)
     p = Path(path)
     if p.is_dir():
         raise CliError(f"cannot open database {path}: it is a directory")
@@ -69,10 +72,30 @@ def sandex_database(path: str) -> str:
     return path
 
 
+def _server_url(path: str) -> bool:
+    return path.startswith(("postgresql://", "postgres://"))
+
+
+def _server_database(url: str) -> str:
+    """`url` when its database holds the sandex event log; `CliError` otherwise."""
+    from engine.read.database_contents import database_contents, display
+    from engine.store import StoreUnavailable
+
+    try:
+        columns, tables = database_contents(url)
+    except StoreUnavailable as exc:
+        raise CliError(str(exc)) from None
+    if not columns >= _EVENT_COLUMNS:
+        raise CliError(f"no sandex database at {display(url)} (no event log)")
+    return url
+
+
 def new_or_sandex_database(path: str) -> str:
     """For `sandex serve --db`: a file that does not exist yet (it will be created) or an
     empty one (what `touch` makes; SQLite takes it as a new database), else a sandex
     database as `sandex_database` checks it."""
+    if _server_url(path):  # made if empty, checked by the store when it opens
+        return path
     p = Path(path)
     if (p.exists() or p.is_symlink()) and not (p.is_file() and p.stat().st_size == 0):
         sandex_database(path)

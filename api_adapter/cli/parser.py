@@ -13,6 +13,7 @@ from typing import Any
 
 from api_adapter.cli.backtest import backtest as backtest_command
 from api_adapter.cli.clients import revoke as revoke_command
+from api_adapter.cli.copy import copy as copy_command
 from api_adapter.cli.events import events as events_command
 from api_adapter.cli.keys import rotate as rotate_command
 from api_adapter.cli.rebuild import rebuild as rebuild_command
@@ -209,6 +210,20 @@ def parser() -> argparse.ArgumentParser:
         "--limit", type=int, default=None, help="at most this many events (default: all)"
     )
     events.set_defaults(func=events_command)
+
+    copying = sub.add_parser(
+        "copy", help="copy a whole database to another store (SQLite or PostgreSQL), verified"
+    )
+    copying.add_argument(
+        "--from", dest="source", required=True, type=_existing_db, help="the database to copy"
+    )
+    copying.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        help="the new database: a file, or postgresql://user@host/dbname (an empty database)",
+    )
+    copying.set_defaults(func=copy_command)
 
     replay = sub.add_parser("replay", help="run scenario files")
     replay.add_argument("files", nargs="*", metavar="FILE", help="scenario YAML files")

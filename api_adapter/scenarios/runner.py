@@ -393,13 +393,15 @@ def run_in_process(
     on_step: Callable[[StepResult], None] | None = None,
     keep_db: str | Path | None = None,
     check_invariants: bool = False,
+    db: str | None = None,
 ) -> ScenarioResult:
-    """Run on a fresh sandbox; the result carries the hash of the log it wrote."""
+    """Run on a fresh sandbox (`db`: an empty database to run it on, e.g. a PostgreSQL
+    URL; a temporary file when None); the result carries the hash of the log it wrote."""
     # A throwaway database need not survive a power cut: no fsync per commit.
     settings = scenario.settings_model().model_copy(update={"durability": "NORMAL"})
     if check_invariants:
         settings = settings.model_copy(update={"assert_invariants": True})
-    target = InProcess(settings, keep_db=keep_db)
+    target = InProcess(settings, keep_db=keep_db, db=db)
     try:
         result = Runner(scenario, target, on_step).run()
     finally:

@@ -57,15 +57,18 @@ class _ASGI(httpx.BaseTransport):
 
 
 class InProcess(Target):
-    """A fresh sandbox: a new database in a temporary folder, the real app in-process."""
+    """A fresh sandbox: a new database in a temporary folder (or the empty database `db`
+    names, e.g. a PostgreSQL one), the real app in-process."""
 
-    def __init__(self, settings: Settings, keep_db: str | Path | None = None) -> None:
+    def __init__(
+        self, settings: Settings, keep_db: str | Path | None = None, db: str | None = None
+    ) -> None:
         from api_adapter.app import create_app
         from engine import open_engine
         from engine.kernel.commands import CreateCustomer
 
         self._tmp = tempfile.TemporaryDirectory(prefix="sandex-replay-")
-        self.db = Path(self._tmp.name) / "sandex.db"
+        self.db: str | Path = db if db is not None else Path(self._tmp.name) / "sandex.db"
         self.keep_db = Path(keep_db) if keep_db is not None else None
         self.engine = open_engine(self.db, settings).start()
         self.engine.execute(

@@ -74,7 +74,7 @@ from engine.read.queries import Queries
 from engine.read.writer_queries import WriterQueries
 from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, NotDecided
-from engine.store import SqliteEventStore
+from engine.store import display, holds_events, is_server_url
 
 INF = 1 << 62
 # Renders a refusal as the body a strategy sees in `ApiError.problem`.
@@ -240,9 +240,7 @@ class Runner:
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
-            store = self.engine.store
-            assert isinstance(store, SqliteEventStore)  # a backtest writes a SQLite file
-            self.queries = WriterQueries(store)
+            self.queries = WriterQueries(self.engine.store)
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:
@@ -631,7 +629,10 @@ def _progress_of(progress: Progress | bool | None) -> Progress | None:
 def _check_outputs(db: str | Path | None, out: str | Path | None) -> None:
     """A backtest writes a new database and a report folder: what is there instead is
     refused before anything runs."""
-    if db is not None:
+    if db is not None and is_server_url(db):
+        if holds_events(db):
+            raise BacktestError(f"{display(db)} holds events; a backtest writes a new database")
+    elif db is not None:
         db_path = Path(db)
         if db_path.exists() or db_path.is_symlink():
             raise BacktestError(f"{db_path} exists already; a backtest writes a new database")
@@ -737,11 +738,12 @@ def run(
     if the_flow is not None:
         strategy = FlowStrategy(the_flow, names[0])
     scratch = None
+    db_path: str | Path
     if db is None:
         scratch = tempfile.TemporaryDirectory(prefix="sandex-backtest-")
         db_path = Path(scratch.name) / "backtest.db"
     else:
-        db_path = Path(db)  # checked by _check_outputs
+        db_path = db if is_server_url(db) else Path(db)  # checked by _check_outputs
     try:
         engine = open_engine(db_path, the_settings)
         runner = Runner(

@@ -1,42 +1,58 @@
 """Where the read side gets its connections: read-only ones, from the store.
 
 Every SELECT of the read side runs on a connection made here, and this module asks the
-store for it in one place (`_open`), so a store that hands readers out differently
-changes one line. A connection serves one thread (each thread reads its own snapshot
-of the committed tables); `close` ends all of them, so the writer can checkpoint the
-WAL."""
+store for it in one place (`_open`). On SQLite a connection serves one thread (each
+thread reads its own snapshot of the committed tables) and `close` ends all of them, so
+the writer can checkpoint the WAL. On PostgreSQL every thread shares one pool of
+read-only connections (engine/store/postgres_reads.py), which speaks the same `?` SQL."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
-from engine.store.sqlite import SqliteEventStore
-
-
-def log_reader(db_path: str | Path) -> SqliteEventStore:
-    """The store's read-only reader of the database at `db_path`: its connection, and the
-    log's events decoded (`sandex events`, engine/read/event_listing.py)."""
-    return SqliteEventStore.reader(db_path)
+from engine.store import EventStore, SqlReader, is_server_url, open_reader
 
 
-def _open(db_path: str) -> sqlite3.Connection:
-    """A read-only connection to the database at `db_path`, from the store's reader."""
-    return log_reader(db_path).conn
+def log_reader(db_path: str | Path) -> EventStore:
+    """The store's read-only reader of the database at `db_path`: the log's events
+    decoded (`sandex events`, engine/read/event_listing.py)."""
+    return open_reader(db_path)
+
+
+def _open(db_path: str) -> Any:
+    """A read-only SQLite connection to the database at `db_path`, from the store's reader."""
+    return open_reader(db_path).conn  # type: ignore[attr-defined]
+
+
+def _pool(db_path: str) -> Any:
+    """The PostgreSQL database's read pool (shared by every thread)."""
+    from engine.store.postgres_reads import PostgresReads
+
+    return PostgresReads(db_path)
 
 
 class ReadConnections:
-    """One read-only connection per thread, opened at the thread's first read."""
+    """One read-only connection per thread (SQLite), opened at the thread's first read;
+    one shared pool (PostgreSQL), opened at the first read."""
 
     def __init__(self, db_path: str) -> None:
-        self.db_path = db_path
+        self.db_path = str(db_path)
         self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
+        self._opened: list[Any] = []
         self._lock = threading.Lock()
+        self._shared: Any = None
+        self._server = is_server_url(self.db_path)
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Any:
+        """This thread's connection (`SqlReader`: `execute` with `?` placeholders)."""
+        if self._server:
+            with self._lock:
+                if self._shared is None:
+                    self._shared = _pool(self.db_path)
+                return self._shared
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = _open(self.db_path)
@@ -47,10 +63,13 @@ class ReadConnections:
 
     def data_version(self) -> tuple[object, int]:
         """A token that changes whenever another connection committed (`PRAGMA
-        data_version` of this thread's connection). The count is per connection, so the
-        token holds the connection too: a new thread, or one reopened after `close`,
-        starts its own count and never matches an older token."""
+        data_version` of this thread's connection; the log's commit count on
+        PostgreSQL). The SQLite count is per connection, so the token holds the
+        connection too: a new thread, or one reopened after `close`, starts its own count
+        and never matches an older token."""
         conn = self.conn
+        if self._server:
+            return conn, int(conn.data_version())
         return conn, conn.execute("PRAGMA data_version").fetchone()[0]
 
     def close(self) -> None:
@@ -59,4 +78,10 @@ class ReadConnections:
             for conn in self._opened:
                 conn.close()
             self._opened.clear()
+            shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.close()
         self._local = threading.local()
+
+
+__all__ = ["ReadConnections", "SqlReader", "log_reader"]

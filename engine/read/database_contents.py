@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.store import connect_read_only
+from engine.store import connect_read_only, display, is_server_url
+
+__all__ = ["DatabaseContents", "database_contents", "display"]
 
 
 class DatabaseContents(NamedTuple):
@@ -20,7 +22,11 @@ class DatabaseContents(NamedTuple):
 
 
 def database_contents(path: str | Path) -> DatabaseContents:
-    """The contents of the SQLite file at `path`, read-only."""
+    """The contents of the SQLite file (or PostgreSQL database) at `path`, read-only."""
+    if is_server_url(path):
+        from engine.store.postgres import database_contents as server_contents
+
+        return DatabaseContents(*server_contents(str(path)))
     conn = connect_read_only(path)
     try:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}

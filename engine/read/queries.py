@@ -20,6 +20,7 @@ from engine.kernel.money import ASSETS
 from engine.read.connections import ReadConnections
 from engine.read.cursors import Cursors
 from engine.read.params import parse_int
+from engine.store import StoreUnavailable
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -154,7 +155,7 @@ class Queries(ReadConnections):
         cannot be read (a health check reports it, it does not fail on it)."""
         try:
             row = self.conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
-        except sqlite3.Error:
+        except (sqlite3.Error, StoreUnavailable):
             return None
         return int(row[0])
 

@@ -4,21 +4,21 @@ writer (a backtest): that connection sees the commands of a transaction it holds
 
 from __future__ import annotations
 
-import sqlite3
+from typing import Any
 
 from engine.read.queries import Queries
-from engine.store.sqlite import SqliteEventStore
+from engine.store import EventStore
 
 
 class WriterQueries(Queries):
     """`Queries` reading through the store's writer connection, never opening its own."""
 
-    def __init__(self, store: SqliteEventStore) -> None:
+    def __init__(self, store: EventStore) -> None:
         super().__init__(store.path)
-        self._writer = store.conn
+        self._writer = store.own_reader()
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Any:
         return self._writer
 
 

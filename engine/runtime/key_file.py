@@ -30,6 +30,7 @@ import orjson
 import structlog
 
 from engine.store import private_files
+from engine.store.locations import local_base
 
 log = structlog.get_logger("sandex.keys")
 
@@ -47,11 +48,13 @@ class KeyFileError(Exception):
 
 
 def path_for(db_path: str | Path) -> Path | None:
-    """Where the keys of the database at `db_path` live; None for an in-memory one."""
+    """Where the keys of the database at `db_path` live (beside the file; for a
+    PostgreSQL database, under engine/store/locations.py's state folder); None for an
+    in-memory one."""
     text = str(db_path)
     if text == ":memory:" or text.startswith("file::memory:") or "mode=memory" in text:
         return None
-    return Path(f"{text}.key")
+    return Path(f"{local_base(text)}.key")
 
 
 class KeyFile:

@@ -272,6 +272,9 @@ class MemoryEventStore:
     def read_connection(self) -> NoReturn:
         raise StoreUnavailable("the in-memory store has no SQL reader (engine/store/memory.py)")
 
+    def own_reader(self) -> NoReturn:
+        raise StoreUnavailable("the in-memory store has no SQL reader (engine/store/memory.py)")
+
     # -- meta values ------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:

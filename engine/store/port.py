@@ -1,11 +1,10 @@
 """The event-store port: everything the engine, the start-up cache and the tools ask of
-a store, so that an implementation (SQLite, memory, later PostgreSQL) is one door.
+a store, so that an implementation (SQLite, PostgreSQL, memory) is one door.
 
 Every implementation passes the contract suite (tests/store_contract.py)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -26,6 +25,15 @@ class Concurrency(Exception):
 
 class NoSuchTable(LookupError):
     """A read-model table the store does not hold (a database older than the table)."""
+
+
+class SqlReader(Protocol):
+    """A read-only SQL connection as the read side uses it: `execute(sql, params)` with
+    `?` placeholders, answering rows as tuples (`fetchone`, `fetchall`, iteration)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 class EventStore(Protocol):
@@ -114,8 +122,13 @@ class EventStore(Protocol):
         """Another, read-only handle on the same store, for a thread that only reads (the
         snapshot thread); the caller closes it."""
 
-    def read_connection(self) -> sqlite3.Connection:
+    def read_connection(self) -> SqlReader:
         """A new read-only SQL connection for the read side's queries;
+        `StoreUnavailable` where the store has none."""
+
+    def own_reader(self) -> SqlReader:
+        """The read side's SQL on this store's own connection, which sees a transaction
+        it holds (`hold`: a backtest's strategy reads its own commands);
         `StoreUnavailable` where the store has none."""
 
     # -- meta values ------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -591,6 +591,10 @@ class SqliteEventStore:
             raise StoreUnavailable("an in-memory database has no second connection")
         return connect_read_only(self.path)
 
+    def own_reader(self) -> sqlite3.Connection:
+        """The writer's own connection, for queries that must see a held transaction."""
+        return self.conn
+
     def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         try:
             cursor = self.conn.execute(f"SELECT {', '.join(columns)} FROM {table}")
@@ -664,6 +668,38 @@ class SqliteEventStore:
                     f" WHERE {position} <= ?",
                     (upto,),
                 )
+
+    def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Append stored rows (as `stored_rows` gives them, from any store) as they are,
+        in one transaction: a log copied from another database."""
+        with self.db.atomic():
+            self.conn.executemany(
+                f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 8)})", rows
+            )
+
+    def set_checkpoint(self, position: int) -> None:
+        """Move the read models' checkpoint (a copy that filled them by `load_rows`)."""
+        self.conn.execute(
+            "UPDATE checkpoint SET position = ? WHERE name = 'read_models'", (position,)
+        )
+
+    def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Insert rows of a read-model table, in its columns' order, as they are."""
+        columns = self._columns[table]
+        with self.db.atomic():
+            self.conn.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)})"
+                f" VALUES ({', '.join('?' for _ in columns)})",
+                rows,
+            )
+
+    def appended_rows(
+        self, table: str, columns: Sequence[str], position: str, upto: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of an append-only table made by the events up to `upto` (`position`:
+        the SQL of the row's log position), as tuples of `columns`."""
+        names = ", ".join(columns)
+        yield from self.conn.execute(f"SELECT {names} FROM {table} WHERE {position} <= ?", (upto,))
 
     @contextmanager
     def _attached(self, source: str | Path) -> Iterator[sqlite3.Connection]:

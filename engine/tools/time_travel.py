@@ -12,8 +12,10 @@ database.
 from __future__ import annotations
 
 import hashlib
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +24,13 @@ import orjson
 from engine.kernel.clock import format_time
 from engine.kernel.credentials import EVENT_FIELDS, redact
 from engine.runtime import key_file
-from engine.store import EventStore, SqliteEventStore, private_files
+from engine.store import EventStore, SqliteEventStore, is_server_url, open_reader, private_files
 
 
-def _read_only(path: str | Path) -> SqliteEventStore:
-    if not Path(path).exists():
+def _read_only(path: str | Path) -> EventStore:
+    if not is_server_url(path) and not Path(path).exists():
         raise FileNotFoundError(f"no database at {path}")
-    return SqliteEventStore.reader(path)
+    return open_reader(path)
 
 
 def log_hash(db_path: str | Path) -> str:
@@ -127,7 +129,11 @@ def travel(
         with store.bulk_loading():
             for key, value in meta.items():
                 store.set_meta(key, value)
-            store.copy_log(source, cut)
+            if is_server_url(source):
+                with closing(_read_only(source)) as reader:
+                    store.load_events(takewhile(lambda r: r[0] <= cut, reader.stored_rows()))
+            else:
+                store.copy_log(source, cut)
             rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
             for table, row in all_rows(state):
                 rows.setdefault(table, ([], []))[0].append(row)
@@ -137,7 +143,14 @@ def travel(
             # The append-only read models' rows produced by the events kept: the state
             # does not hold them (engine/domain/feed.py), and rows never change once
             # written, so the source's rows up to the cut are what a rebuild writes.
-            store.copy_rows(source, APPEND_ONLY, cut)
+            if is_server_url(source):
+                with closing(_read_only(source)) as reader:
+                    for table, at in APPEND_ONLY.items():
+                        columns = list(TABLES[table]["columns"])
+                        rows = reader.appended_rows(table, columns, at, cut)  # type: ignore[attr-defined]
+                        store.load_rows(table, rows)
+            else:
+                store.copy_rows(source, APPEND_ONLY, cut)
         events, last = store.log_summary()
     except BaseException:
         store.close()

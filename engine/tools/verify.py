@@ -17,7 +17,7 @@ from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.read.readmodels import TABLES, all_rows
 from engine.runtime.replay import rebuild_read_models, replay
-from engine.store import EventStore, NoSuchTable, SqliteEventStore
+from engine.store import EventStore, NoSuchTable, open_reader, open_store
 
 __all__ = ["rebuild", "store_problems", "verify"]
 
@@ -63,7 +63,7 @@ def verify(
     is told how far the replay of the log has got (engine/kernel/progress.py). `registry`:
     the appliers (the domain's when None)."""
     registry = domain_registry() if registry is None else registry
-    store = SqliteEventStore.reader(db_path)
+    store = open_reader(db_path)
     try:
         with store.consistent():  # the snapshot starts at the first read, the log's
             return store_problems(store, progress, registry)
@@ -123,7 +123,7 @@ def rebuild(
     """Drop the read models and write them again from the log; answer the position reached.
     Under the writer lease: `LeaseHeld` while a writer runs on the database.
     `progress(position, last)` is told how far the replay has got."""
-    store = SqliteEventStore(db_path, tables=TABLES, lease=True)
+    store = open_store(db_path, tables=TABLES, lease=True)
     try:
         return rebuild_read_models(store, progress, registry).position
     finally:

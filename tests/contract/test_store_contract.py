@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from engine.store import (
     StoreUnavailable,
     connect_read_only,
 )
+from engine.store.postgres import PostgresEventStore
 from tests.support.store_contract import TABLES, StoreContract, event
 
 
@@ -110,3 +112,31 @@ def test_a_database_path_with_uri_characters_opens_read_only(tmp_path: Path, nam
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == [name]
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM events").fetchone() == (1,)
+
+
+@pytest.mark.usefixtures("postgres_for_class")
+class PostgresStoreTest(StoreContract):
+    """The contract on a real PostgreSQL server, a new database per test."""
+
+    __test__ = True
+    server: Any
+
+    def make_store(self, folder: Path) -> EventStore:
+        self.url = self.server.create("contract")
+        return PostgresEventStore(self.url, tables=TABLES)
+
+    def tearDown(self) -> None:
+        super().tearDown()
+        self.server.drop(self.url)
+
+    def commit_elsewhere(self, events: list[Event]) -> None:
+        other = PostgresEventStore(self.url, tables=TABLES)
+        try:
+            other.commit(events, {}, events[-1].position)
+        finally:
+            other.close()
+
+
+@pytest.fixture
+def postgres_for_class(request: pytest.FixtureRequest, postgres_server: Any) -> None:
+    request.cls.server = postgres_server

@@ -90,3 +90,39 @@ def test_the_read_models_name_no_index_and_a_new_database_has_the_store_s(
         "idx_executions_profile_id_seq",
         "idx_executions_order_id",
     }
+
+
+def test_a_postgresql_database_of_an_older_schema_opens_with_the_current_one(
+    postgres_url: str,
+) -> None:
+    """At open the PostgreSQL store migrates as SQLite's does: an index of ours the spec
+    no longer names is dropped, a missing one and a missing column are added, an index
+    somebody else made is kept; the database verifies."""
+    import psycopg
+
+    with open_engine(postgres_url, make_settings()) as engine:
+        _trade(engine, "first")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX idx_orders_profile_id_seq")
+        conn.execute("CREATE INDEX idx_orders_status ON orders (status)")  # ours, unnamed now
+        conn.execute("CREATE INDEX by_market ON orders (market)")  # theirs
+        conn.execute("ALTER TABLE orders DROP COLUMN account_id")
+
+    with open_engine(postgres_url, make_settings()) as engine:
+        _trade(engine, "second")
+    with psycopg.connect(postgres_url) as conn:
+        names = {
+            r[0]
+            for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'orders'")
+        }
+        columns = {
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'orders'"
+            )
+        }
+    assert {"idx_orders_customer_id_seq", "idx_orders_profile_id_seq", "by_market"} <= names
+    assert "idx_orders_status" not in names
+    assert columns == set(TABLES["orders"]["columns"])
+    rebuild(postgres_url)  # the dropped column's values came back only by a rebuild
+    assert verify(postgres_url) == []

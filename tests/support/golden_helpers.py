@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.kernel.commands import RevokeClient
+from engine.store import is_server_url
 from engine.tools.time_travel import log_hash
 from tests.support.log_helpers import masked_log
 
@@ -102,7 +103,7 @@ def play(open_sandbox: Callable[..., Any]) -> Golden:
     """Run the golden session on a fresh database (`open_sandbox` is conftest's
     `sandbox_factory`) and capture what it leaves."""
     sb = open_sandbox(DB_NAME, **SETTINGS)
-    db: Path = sb.db
+    db: Path | str = sb.db
     ids = _first_half(Session(sb))
     sb.close()
     at_restart = read_models(db)
@@ -434,8 +435,11 @@ def _second_half(s: Session, ids: dict[str, Any]) -> None:
 # -- what a run leaves ------------------------------------------------------------------
 
 
-def read_models(db: Path) -> Tables:
-    """Every read-model table of `db`, rows sorted, OS-random columns masked."""
+def read_models(db: Path | str) -> Tables:
+    """Every read-model table of `db` (a file or a PostgreSQL URL), rows sorted,
+    OS-random columns masked."""
+    if is_server_url(db):
+        return _server_read_models(str(db))
     conn = sqlite3.connect(db)
     try:
         names = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -444,7 +448,19 @@ def read_models(db: Path) -> Tables:
         conn.close()
 
 
-def _rows(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+def _server_read_models(url: str) -> Tables:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        names = conn.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() ORDER BY table_name"
+        ).fetchall()
+        skip = STORE_TABLES | {"log_head"}
+        return {n: _rows(conn, n) for (n,) in names if n not in skip}
+
+
+def _rows(conn: Any, table: str) -> list[dict[str, Any]]:
     cursor = conn.execute(f"SELECT * FROM {table}")
     columns = [c[0] for c in cursor.description]
     masked = RANDOM_COLUMNS.get(table, ())

@@ -13,18 +13,26 @@ from typing import Any
 import orjson
 
 from engine.kernel.credentials import EVENT_FIELDS, redact
+from engine.store import is_server_url, open_reader
 
 
 def masked_log(db: Path | str) -> list[tuple[Any, ...]]:
     """Every row of the events table in position order, credential fields masked."""
-    conn = sqlite3.connect(db)
-    try:
-        rows = conn.execute(
-            "SELECT position, stream, version, type, schema, data, meta, occurred_at"
-            " FROM events ORDER BY position"
-        ).fetchall()
-    finally:
-        conn.close()
+    if is_server_url(db):
+        reader = open_reader(db)
+        try:
+            rows = list(reader.stored_rows())
+        finally:
+            reader.close()
+    else:
+        conn = sqlite3.connect(db)
+        try:
+            rows = conn.execute(
+                "SELECT position, stream, version, type, schema, data, meta, occurred_at"
+                " FROM events ORDER BY position"
+            ).fetchall()
+        finally:
+            conn.close()
     return [
         (*r[:5], orjson.dumps(redact(r[3], orjson.loads(r[5]))).decode(), *r[6:])
         if r[3] in EVENT_FIELDS

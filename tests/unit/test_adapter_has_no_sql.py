@@ -25,7 +25,7 @@ _SQL = re.compile(
     r"\b(SELECT\s|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|PRAGMA\s|CREATE\s+"
     r"(TABLE|INDEX|VIEW)|DROP\s+(TABLE|INDEX)|ATTACH\s+DATABASE|BEGIN\s+IMMEDIATE)"
 )
-_DRIVERS = {"sqlite3", "sqlite_utils", "apsw"}
+_DRIVERS = {"sqlite3", "sqlite_utils", "apsw", "psycopg", "psycopg_pool"}
 _SQL_ONLY_CALLS = {"executemany", "executescript"}
 
 

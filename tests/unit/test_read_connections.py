@@ -34,6 +34,8 @@ def test_connections_come_from_the_store_in_one_place() -> None:
                 and node.value.id == "SqliteEventStore"
             ):  # SqliteEventStore.reader(...): a type annotation asks for nothing
                 askers.append(path.name)
+            if isinstance(node, ast.Name) and node.id in ("open_reader", "PostgresReads"):
+                askers.append(path.name)
             if isinstance(node, ast.Attribute) and node.attr == "connect":
                 openers.append(path.name)
     assert set(askers) == {"connections.py"}
@@ -82,13 +84,13 @@ def test_connections_are_the_stores_readers(
     db = tmp_path / "read.db"
     _database(db)
     asked: list[str] = []
-    real = connections.SqliteEventStore.reader
+    real = connections.open_reader
 
     def reader(path: str) -> object:
         asked.append(path)
         return real(path)
 
-    monkeypatch.setattr(connections.SqliteEventStore, "reader", reader)
+    monkeypatch.setattr(connections, "open_reader", reader)
     ReadConnections(str(db)).conn.execute("SELECT 1")
     assert asked == [str(db)]
 
@@ -102,3 +104,31 @@ def test_database_contents_reads_any_path(tmp_path: Path, name: str) -> None:
         conn.execute("CREATE TABLE events (position INTEGER, stream TEXT)")
     conn.close()
     assert database_contents(db) == ({"position", "stream"}, ["events", "things"])
+
+
+def test_on_postgresql_every_thread_shares_one_read_only_pool(postgres_url: str) -> None:
+    """The same `?` SQL runs on PostgreSQL through the store's pool; the change token
+    moves when a writer commits to the log."""
+    from engine.kernel.events import Event
+    from engine.read.readmodels import TABLES
+    from engine.store import StoreUnavailable, open_store
+
+    store = open_store(postgres_url, tables=TABLES)
+    reads = ReadConnections(postgres_url)
+    try:
+        mine = reads.conn
+        theirs: list[object] = []
+        thread = threading.Thread(target=lambda: theirs.append(reads.conn))
+        thread.start()
+        thread.join()
+        assert theirs == [mine]
+        before = reads.data_version()
+        store.commit([Event("Thing", "s", {}, 1, 1, "2024-01-01T00:00:00.000000Z")], {}, 1)
+        assert reads.data_version() != before
+        row = mine.execute("SELECT count(*) FROM events WHERE stream = ?", ("s",)).fetchone()
+        assert row == (1,)
+        with pytest.raises(StoreUnavailable):  # read-only
+            mine.execute("DELETE FROM events")
+    finally:
+        reads.close()
+        store.close()

@@ -1,0 +1,51 @@
+"""Which store a `--db` opens: a PostgreSQL URL opens the server store, anything else
+an SQLite file. The one place that tells them apart, so the composition root, the
+tools and the read side name a database and never a store class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.store.locations import is_server_url
+from engine.store.port import EventStore
+from engine.store.sqlite import SqliteEventStore
+
+
+def open_store(
+    db: str | Path,
+    *,
+    durability: str = "FULL",
+    tables: dict[str, dict[str, Any]] | None = None,
+    lease: bool = False,
+) -> EventStore:
+    """The store of `db`, its schema made or migrated; `lease`: hold the writer lease."""
+    if is_server_url(db):
+        from engine.store.postgres import PostgresEventStore
+
+        return PostgresEventStore(str(db), durability=durability, tables=tables, lease=lease)
+    return SqliteEventStore(db, durability=durability, tables=tables, lease=lease)
+
+
+def holds_events(db: str | Path) -> bool:
+    """Whether the database at `db` exists and its log holds an event."""
+    if not is_server_url(db):
+        return Path(db).exists() and Path(db).stat().st_size > 0
+    from engine.store.postgres import database_contents
+
+    if "events" not in database_contents(str(db))[1]:
+        return False
+    reader = open_reader(db)
+    try:
+        return reader.last_position() > 0
+    finally:
+        reader.close()
+
+
+def open_reader(db: str | Path) -> EventStore:
+    """A read-only store on an existing database (no schema work)."""
+    if is_server_url(db):
+        from engine.store.postgres import PostgresEventStore
+
+        return PostgresEventStore.reader(str(db))
+    return SqliteEventStore.reader(db)

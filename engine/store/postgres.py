@@ -1,0 +1,654 @@
+"""The event store on a PostgreSQL server, through psycopg 3: the port of
+engine/store/port.py, behaving as the SQLite store does (the contract suite runs on both).
+
+One writer connection, in autocommit with explicit transactions: `write` opens one per
+group commit and writes the events (COPY), the read-model rows (upserts) and the
+checkpoint; `finish` COMMITs it, possibly from the committer thread. Every append also
+moves the `log_head` row from the position before its first event to its last one: an
+append that does not start right after the log's end is refused (`Concurrency`), so the
+log is gapless in commit order, and two writers meet on that row's lock instead of
+interleaving. Readers (the read side, the snapshot thread, the tools) have connections
+of their own (engine/store/postgres_reads.py for the read side's pool).
+
+Durability: `FULL` commits with `synchronous_commit = on` (COMMIT returns once the
+server's WAL is flushed, as the server's configuration allows), `NORMAL` with `off` (a
+server crash may lose the last commits, never part of one)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import orjson
+import psycopg
+import psycopg.errors
+import structlog
+
+from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.store import postgres_schema
+from engine.store.lease import LeaseHeld
+from engine.store.locations import display
+from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
+from engine.store.postgres_reads import ConnectionReads, PostgresReads
+from engine.store.read_model_indexes import with_indexes
+
+log = structlog.get_logger("sandex.store")
+
+_SYNC = {"FULL": "on", "NORMAL": "off", "OFF": "off"}
+
+# pg_try_advisory_lock key of the writer lease (one writer per database).
+WRITER_LOCK = 0x5A4E_0002
+
+_COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
+
+
+def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
+    """Rows for COPY; the events of one decision share a meta dict, encoded once."""
+    dumps = orjson.dumps
+    meta_of: Any = None
+    meta_text = ""
+    for e in events:
+        if e.meta is not meta_of:
+            meta_of = e.meta
+            meta_text = dumps(e.meta).decode()
+        yield (
+            e.position,
+            e.stream,
+            e.version,
+            e.type,
+            e.schema,
+            dumps(e.data).decode(),
+            meta_text,
+            e.occurred_at,
+        )
+
+
+def _connect(url: str, *, read_only: bool) -> psycopg.Connection[Any]:
+    options = "-c default_transaction_read_only=on" if read_only else ""
+    try:
+        return psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
+
+
+def database_contents(url: str) -> tuple[set[str], list[str]]:
+    """(columns of its `events` table, its table names) of the database at `url`,
+    read-only: what the command line checks before it opens a `--db`."""
+    conn = _connect(url, read_only=True)
+    try:
+        columns = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = 'events'"
+            )
+        }
+        tables = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema() ORDER BY table_name"
+            )
+        ]
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot read database {display(url)}: {exc}") from exc
+    finally:
+        conn.close()
+    return columns, tables
+
+
+class _Lease:
+    """The writer lease: a session advisory lock held on a connection of its own for as
+    long as the store is open. The server drops it when that connection ends, however
+    the process ends."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = _connect(url, read_only=False)
+        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()
+        if not (got and got[0]):
+            holder = self.conn.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND objid = %s AND database = (SELECT oid FROM pg_database"
+                " WHERE datname = current_database())",
+                (WRITER_LOCK,),
+            ).fetchone()
+            self.conn.close()
+            by = f" (server backend pid {holder[0]})" if holder else ""
+            raise LeaseHeld(
+                f"database {display(url)} is in use by another sandex writer{by}; stop it first"
+            )
+
+    def release(self) -> None:
+        """Unlock, then close: the server ends a closed session's backend (and drops its
+        locks) only after `close` has returned, so a next writer could find it held."""
+        if not self.conn.closed:
+            with suppress(psycopg.Error):
+                self.conn.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
+            self.conn.close()
+
+
+class PostgresEventStore:
+    """The port on one PostgreSQL database (`path` is its URL)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        durability: str = "FULL",
+        tables: dict[str, dict[str, Any]] | None = None,
+        lease: bool = False,
+        read_only: bool = False,
+    ) -> None:
+        if durability not in _SYNC:
+            raise ValueError(f"durability must be one of {sorted(_SYNC)}")
+        tables = with_indexes(tables or {})
+        self.path = url
+        self._lease = _Lease(url) if lease else None
+        try:
+            self.conn = _connect(url, read_only=read_only)
+            try:
+                if not read_only:
+                    self.conn.execute(
+                        f"SET synchronous_commit = {_SYNC[durability]}"  # type: ignore[arg-type]
+                    )
+                    postgres_schema.create(self.conn, tables)
+            except psycopg.Error as exc:
+                self.conn.close()
+                raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
+        except BaseException:
+            self._release_lease()
+            raise
+        self._columns = {name: list(spec["columns"]) for name, spec in tables.items()}
+        self._pks = {name: list(spec["pk"]) for name, spec in tables.items()}
+        self._fixed = {name: frozenset(spec.get("fixed", ())) for name, spec in tables.items()}
+        self._upserts: dict[str, str] = {}
+        self._held = False
+        self._writing = False  # a transaction `write` opened, which `finish` ends
+        self._mine = 0  # commits of this store counted in log_head.commits
+        self._held_mine = 0  # those inside a held transaction, counted at `release`
+
+    @classmethod
+    def reader(cls, url: str) -> PostgresEventStore:
+        """A read-only store on an existing database (no schema work)."""
+        return cls(url, read_only=True)
+
+    # -- positions --------------------------------------------------------------------
+
+    def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            row = self.conn.execute(sql, params).fetchone()  # type: ignore[call-overload]
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return None if row is None else row[0]
+
+    def last_position(self) -> int:
+        return int(self._value("SELECT max(position) FROM events") or 0)
+
+    def stream_version(self, stream: str) -> int:
+        return int(self._value("SELECT max(version) FROM events WHERE stream = %s", (stream,)) or 0)
+
+    def checkpoint(self) -> int:
+        return int(self._value("SELECT position FROM checkpoint WHERE name = 'read_models'") or 0)
+
+    def data_version(self) -> int:
+        """The log's commit count less this store's own: changes only when another
+        connection or process commits."""
+        commits = int(self._value("SELECT commits FROM log_head WHERE name = 'log'") or 0)
+        return commits - self._mine
+
+    # -- appending --------------------------------------------------------------------
+
+    def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
+        self.write(events, writes, checkpoint)
+        self.finish()
+
+    def write(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
+        self._write(events, writes, checkpoint, clear=False)
+
+    def finish(self) -> None:
+        """COMMIT what `write` wrote (RELEASE it inside a held transaction): durable when
+        this returns, or undone and `StoreUnavailable`."""
+        if not self._writing:
+            raise StoreUnavailable("no write to finish")
+        self._writing = False
+        try:
+            self.conn.execute("RELEASE SAVEPOINT batch" if self._held else "COMMIT")
+        except psycopg.Error as exc:
+            self._undo()
+            raise StoreUnavailable(str(exc)) from exc
+        except BaseException:
+            self._undo()
+            raise
+        if self._held:
+            self._held_mine += 1
+        else:
+            self._mine += 1
+
+    def hold(self) -> None:
+        """One transaction that every commit joins, as a savepoint, until `release`."""
+        if self._held:
+            raise RuntimeError("the store already holds a transaction")
+        try:
+            self.conn.execute("BEGIN")
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        self._held = True
+        self._held_mine = 0
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        try:
+            self.conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            self._rollback()
+            raise StoreUnavailable(str(exc)) from exc
+        self._mine += self._held_mine
+        self._held_mine = 0
+
+    def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
+        self._write([], writes, checkpoint, clear=True)
+        self.finish()
+
+    def _write(
+        self, events: Sequence[Event], writes: TableWrites, checkpoint: int, *, clear: bool
+    ) -> None:
+        conn = self.conn
+        if self._writing:
+            raise StoreUnavailable("a write is already waiting for its finish")
+        try:
+            conn.execute("SAVEPOINT batch" if self._held else "BEGIN")
+            try:
+                self._append(events, clear, checkpoint)
+                for table, (upserts, deletes) in writes.items():
+                    self._write_table(table, upserts, deletes)
+                conn.execute(
+                    "UPDATE checkpoint SET position = %s WHERE name = 'read_models'",
+                    (checkpoint,),
+                )
+            except BaseException:
+                self._undo()
+                raise
+        except psycopg.errors.IntegrityError as exc:
+            raise Concurrency(str(exc)) from exc
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        self._writing = True
+
+    def _append(self, events: Sequence[Event], clear: bool, checkpoint: int) -> None:
+        conn = self.conn
+        if events:
+            moved = conn.execute(
+                "UPDATE log_head SET position = %s, commits = commits + 1"
+                " WHERE name = 'log' AND position = %s",
+                (events[-1].position, events[0].position - 1),
+            )
+            if moved.rowcount != 1:
+                raise Concurrency(
+                    f"position {events[0].position} does not follow the log's end"
+                    f" ({self._value('SELECT position FROM log_head')})"
+                )
+        else:
+            conn.execute("UPDATE log_head SET commits = commits + 1 WHERE name = 'log'")
+        if clear:
+            last = int(self._value("SELECT max(position) FROM events") or 0)
+            if last != checkpoint:
+                raise Concurrency(f"the log ends at {last}, not {checkpoint}")
+            for table in self._columns:
+                conn.execute(f"DELETE FROM {table}")  # type: ignore[call-overload]
+        if events:
+            self._copy_events(_event_rows(events))
+
+    def _copy_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        with (
+            self.conn.cursor() as cursor,
+            cursor.copy(f"COPY events ({_COLUMNS}) FROM STDIN") as copy,  # type: ignore[arg-type]
+        ):
+            for row in rows:
+                copy.write_row(row)
+
+    def _undo(self) -> None:
+        """Roll back the open write: in a held transaction, that batch only."""
+        self._writing = False
+        try:
+            if self._held:
+                self.conn.execute("ROLLBACK TO SAVEPOINT batch")
+                self.conn.execute("RELEASE SAVEPOINT batch")
+            else:
+                self._rollback()
+        except psycopg.Error:
+            log.warning("rollback failed; the connection is reset")
+            self._rollback()
+
+    def _rollback(self) -> None:
+        if self.conn.closed:
+            return
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with suppress(psycopg.Error):
+                self.conn.execute("ROLLBACK")
+
+    def _write_table(
+        self, table: str, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
+    ) -> None:
+        if table not in self._columns:
+            raise StoreUnavailable(f"no such table: {table}")
+        with self.conn.cursor() as cursor:
+            if deletes:
+                pk = self._pks[table]
+                where = " AND ".join(f"{c} = %s" for c in pk)
+                cursor.executemany(
+                    f"DELETE FROM {table} WHERE {where}",  # type: ignore[arg-type]
+                    [tuple(d[c] for c in pk) for d in deletes],
+                )
+            if upserts:
+                cols = self._columns[table]
+                cursor.executemany(
+                    self._upsert_sql(table),  # type: ignore[arg-type]
+                    [tuple(r.get(c) for c in cols) for r in upserts],
+                )
+
+    def _upsert_sql(self, table: str) -> str:
+        """An update in place that leaves the key and the `fixed` columns alone, as on
+        SQLite (the rows are the same; PostgreSQL rewrites index entries either way)."""
+        sql = self._upserts.get(table)
+        if sql is None:
+            cols = self._columns[table]
+            pk = self._pks[table]
+            kept = set(pk) | self._fixed.get(table, frozenset())
+            changes = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in kept)
+            sql = (
+                f"INSERT INTO {table} ({', '.join(cols)})"
+                f" VALUES ({', '.join('%s' for _ in cols)})"
+                f" ON CONFLICT ({', '.join(pk)}) DO "
+                + (f"UPDATE SET {changes}" if changes else "NOTHING")
+            )
+            self._upserts[table] = sql
+        return sql
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _chunks(
+        self,
+        columns: str,
+        after: int,
+        until: int | None,
+        size: int,
+        stream: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """`columns` (position first) of the events after `after`, in position order,
+        a query of `size` rows at a time (keyset paging: no cursor stays open between
+        chunks, so a long replay holds no server resource)."""
+        left = limit
+        while left is None or left > 0:
+            where = ["position > %s"]
+            params: list[Any] = [after]
+            if stream is not None:
+                where.append("stream = %s")
+                params.append(stream)
+            if until is not None:
+                where.append("position <= %s")
+                params.append(until)
+            take = size if left is None else min(size, left)
+            sql = (
+                f"SELECT {columns} FROM events WHERE {' AND '.join(where)}"
+                " ORDER BY position LIMIT %s"
+            )
+            try:
+                rows = self.conn.execute(sql, [*params, take]).fetchall()  # type: ignore[call-overload]
+            except psycopg.Error as exc:
+                raise StoreUnavailable(str(exc)) from exc
+            if not rows:
+                return
+            yield rows
+            if len(rows) < take:
+                return
+            after = rows[-1][0]
+            if left is not None:
+                left -= len(rows)
+
+    def read(
+        self,
+        after: int = 0,
+        stream: str | None = None,
+        limit: int | None = None,
+        until: int | None = None,
+        with_meta: bool = True,
+    ) -> Iterator[Event]:
+        meta_column = "meta" if with_meta else "'{}'"
+        loads = orjson.loads
+        current = SCHEMA_VERSIONS
+        for rows in self._chunks(
+            f"position, stream, version, type, schema, data, {meta_column}, occurred_at",
+            after,
+            until,
+            2000,
+            stream,
+            limit,
+        ):
+            for pos, st, ver, typ, schema, data, meta, at in rows:
+                event = Event(
+                    typ, st, loads(data), pos, ver, at, loads(meta) if with_meta else {}, schema
+                )
+                yield upcast(event) if schema != current.get(typ, 1) else event
+
+    def scan(
+        self, after: int = 0, until: int | None = None, first: Sequence[str] = ()
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """As SQLite's scan: `(position, stream, data, rest)` in chunks of 512."""
+        brief = {t: k for k, t in enumerate(first)}
+        dumps = orjson.dumps
+        columns = "position, stream, data, version, type, schema, occurred_at"
+        for rows in self._chunks(columns, after, until, 4096):
+            for start in range(0, len(rows), 512):
+                chunk: list[tuple[Any, ...]] = []
+                for pos, st, data, ver, typ, schema, at in rows[start : start + 512]:
+                    rest: Any = brief.get(typ) if ver == 1 and schema == 1 else None
+                    if rest is None:
+                        rest = dumps([ver, typ, schema, at]).decode()
+                    chunk.append((pos, st, data, rest))
+                yield chunk
+
+    def occurred_at(self, position: int) -> str | None:
+        at = self._value("SELECT occurred_at FROM events WHERE position = %s", (position,))
+        return None if at is None else str(at)
+
+    def position_at(self, time: str) -> int:
+        return int(
+            self._value(
+                "SELECT coalesce(max(position), 0) FROM events WHERE occurred_at <= %s", (time,)
+            )
+        )
+
+    def stored_rows(self) -> Iterator[tuple[Any, ...]]:
+        for rows in self._chunks(_COLUMNS, 0, None, 5000):
+            yield from rows
+
+    def event_check(self, position: int) -> str | None:
+        """The same fingerprint as SQLite's: sha256 of the stored columns but position
+        and meta."""
+        try:
+            row = self.conn.execute(
+                "SELECT stream, version, type, schema, data, occurred_at FROM events"
+                " WHERE position = %s",
+                (position,),
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        if row is None:
+            return None
+        return hashlib.sha256(orjson.dumps(tuple(row))).hexdigest()
+
+    def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        try:
+            rows = self.conn.execute(  # type: ignore[call-overload]
+                f"SELECT {', '.join(columns)} FROM {table}"
+            ).fetchall()
+        except psycopg.errors.UndefinedTable as exc:
+            raise NoSuchTable(str(exc)) from exc
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        for row in rows:
+            yield tuple(row)
+
+    @contextmanager
+    def consistent(self) -> Iterator[None]:
+        """One REPEATABLE READ transaction: every read inside sees one snapshot."""
+        conn = self.conn
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            yield
+        finally:
+            self._rollback()
+
+    def read_only(self) -> PostgresEventStore:
+        return PostgresEventStore.reader(self.path)
+
+    def read_connection(self) -> PostgresReads:
+        return PostgresReads(self.path)
+
+    def own_reader(self) -> ConnectionReads:
+        return ConnectionReads(self.conn)
+
+    # -- meta values ------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        value = self._value("SELECT value FROM sandex_meta WHERE key = %s", (key,))
+        return None if value is None else str(value)
+
+    def all_meta(self) -> dict[str, str]:
+        try:
+            rows = self.conn.execute("SELECT key, value FROM sandex_meta ORDER BY key").fetchall()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return {str(k): str(v) for k, v in rows}
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.set_metas({key: value})
+
+    def set_metas(self, values: Mapping[str, str]) -> None:
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO sandex_meta (key, value) VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    list(values.items()),
+                )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def erase_meta(self, key: str) -> None:
+        """Delete a value; VACUUM the table so its dead row's space is reclaimed (best
+        effort: PostgreSQL promises no overwrite of the bytes, docs/operations.md)."""
+        try:
+            self.conn.execute("DELETE FROM sandex_meta WHERE key = %s", (key,))
+            if self.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                self.conn.execute("VACUUM sandex_meta")
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    # -- the start-up cache's blobs ---------------------------------------------------
+
+    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
+        try:
+            rows = self.conn.execute(
+                "SELECT position, event_check FROM state_snapshots WHERE format = %s"
+                " ORDER BY position DESC",
+                (fmt,),
+            ).fetchall()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return [(int(p), str(c)) for p, c in rows]
+
+    def state_snapshot_data(self, position: int) -> bytes | None:
+        data = self._value("SELECT data FROM state_snapshots WHERE position = %s", (position,))
+        return None if data is None else bytes(data)
+
+    def save_state_snapshot(
+        self, position: int, fmt: str, event_check: str, data: bytes, keep: int = 2
+    ) -> None:
+        try:
+            with self.conn.transaction():
+                self.conn.execute(
+                    "INSERT INTO state_snapshots (position, format, event_check, data)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (position) DO UPDATE SET"
+                    " format = excluded.format, event_check = excluded.event_check,"
+                    " data = excluded.data",
+                    (position, fmt, event_check, data),
+                )
+                self.conn.execute(
+                    "DELETE FROM state_snapshots WHERE position NOT IN"
+                    " (SELECT position FROM state_snapshots ORDER BY position DESC LIMIT %s)",
+                    (keep,),
+                )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    # -- whole-log copies (engine/tools/copy.py) -------------------------------------
+
+    def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Append stored rows (as `stored_rows` gives them) to an empty log, as they are,
+        in one transaction, and move the log's head to the last one."""
+        try:
+            with self.conn.transaction():
+                self._copy_events(rows)
+                self.conn.execute(
+                    "UPDATE log_head SET position = (SELECT coalesce(max(position), 0)"
+                    " FROM events), commits = commits + 1 WHERE name = 'log'"
+                )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        self._mine += 1
+
+    def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Insert rows of a read-model table, in its columns' order, as they are (COPY)."""
+        columns = ", ".join(self._columns[table])
+        try:
+            with (
+                self.conn.transaction(),
+                self.conn.cursor() as cursor,
+                cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,  # type: ignore[arg-type]
+            ):
+                for row in rows:
+                    copy.write_row(row)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def set_checkpoint(self, position: int) -> None:
+        """Move the read models' checkpoint (a copy that filled them by `load_rows`)."""
+        self.conn.execute(
+            "UPDATE checkpoint SET position = %s WHERE name = 'read_models'", (position,)
+        )
+
+    def appended_rows(
+        self, table: str, columns: Sequence[str], position: str, upto: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of an append-only table made by the events up to `upto` (`position`:
+        the SQL of the row's log position), as tuples of `columns`."""
+        names = ", ".join(columns)
+        try:
+            rows = self.conn.execute(  # type: ignore[call-overload]
+                f"SELECT {names} FROM {table} WHERE {position} <= %s", (upto,)
+            ).fetchall()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        yield from rows
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start_checkpoints(self) -> None:
+        """PostgreSQL checkpoints its own WAL."""
+
+    def close(self) -> None:
+        if not self.conn.closed:
+            self._rollback()
+            self.conn.close()
+        self._release_lease()
+
+    def _release_lease(self) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()

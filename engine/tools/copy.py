@@ -1,0 +1,103 @@
+"""`sandex copy`: a whole database moved to another store (SQLite to PostgreSQL, or
+back), verified, with the same log hash.
+
+What moves: the meta values (the seed, the execution id key), the log as stored (every
+column byte for byte, so the log hash cannot change), every read-model row and the
+checkpoint, all read in one snapshot of the source; and the key file, so tokens and
+the webhook secrets sealed in the log still open. What does not: the state snapshots
+(a cache; the first start-up on the copy replays the log and takes them again). The
+target must hold no event, and is written under its writer lease. The copy is then
+verified (`store_problems`, as `sandex verify`) and its log hash compared with the
+source's; a mismatch is an error. A copy into PostgreSQL that fails halfway leaves a
+database that verify refuses: drop it and copy again. A copy into an SQLite file is
+made under another name and renamed into place when whole."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from engine.read.readmodels import TABLES
+from engine.runtime import key_file
+from engine.store import (
+    EventStore,
+    display,
+    holds_events,
+    is_server_url,
+    open_reader,
+    open_store,
+    private_files,
+)
+from engine.tools.time_travel import store_log_hash
+from engine.tools.verify import store_problems
+
+__all__ = ["CopyError", "Copied", "copy", "display"]
+
+
+class CopyError(Exception):
+    """The copy cannot be made, or is not the source's."""
+
+
+class _Loading(EventStore, Protocol):
+    """What a copy asks of its target beyond the port (both SQL stores have it)."""
+
+    def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None: ...
+
+    def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    def set_checkpoint(self, position: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Copied:
+    events: int
+    log_hash: str
+
+
+def copy(source: str | Path, target: str | Path) -> Copied:
+    """Copy the database at `source` into the new (or empty) database `target`."""
+    if not is_server_url(source) and not Path(source).exists():
+        raise CopyError(f"no database at {source}")
+    if holds_events(target):
+        raise CopyError(f"{display(target)} holds events already; copy writes a new database")
+    final = target
+    if not is_server_url(target):  # built aside, renamed when whole
+        final_path = Path(target)
+        if not final_path.parent.is_dir():
+            raise CopyError(f"{target}: no folder {final_path.parent} to write it in")
+        target = final_path.with_name(final_path.name + ".partial")
+        for leftover in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+            leftover.unlink(missing_ok=True)
+    with closing(open_reader(source)) as reader:
+        with closing(open_store(target, tables=TABLES, lease=True)) as store:
+            loading: _Loading = store  # type: ignore[assignment]
+            with reader.consistent():
+                store.set_metas(reader.all_meta())
+                loading.load_events(reader.stored_rows())
+                for table, spec in TABLES.items():
+                    loading.load_rows(table, reader.read_model_rows(table, list(spec["columns"])))
+                loading.set_checkpoint(reader.checkpoint())
+                events = reader.last_position()
+                expected = store_log_hash(reader)
+        _copy_keys(source, final)
+    if final is not target:
+        Path(target).rename(final)
+    with closing(open_reader(final)) as copied, copied.consistent():
+        problems = store_problems(copied)
+        got = store_log_hash(copied)
+    if problems:
+        raise CopyError(f"the copy at {display(final)} fails verify: {problems[0]}")
+    if got != expected:
+        raise CopyError(f"the copy's log hash {got} differs from the source's {expected}")
+    return Copied(events=events, log_hash=got)
+
+
+def _copy_keys(source: str | Path, target: str | Path) -> None:
+    """The target gets the source's key file (the same signing and sealing keys)."""
+    source_keys = key_file.path_for(source)
+    target_keys = key_file.path_for(target)
+    if source_keys is not None and target_keys is not None and source_keys.exists():
+        private_files.copy(source_keys, target_keys)
