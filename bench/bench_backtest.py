@@ -18,6 +18,14 @@ and a moving-average cross on hourly bars against backtesting.py on the same dat
   transaction for the run, as `run` holds), the rest is reading the bars, the walk and
   the report.
 
+- against backtesting.py on the same `--bars` hourly bars, each side's whole run (file
+  to statistics, in this process, CPU time): idle bars (an `on_bar` / `next` that does
+  nothing) per 1,000 bars; orders with a cancel (at every bar the order placed at the
+  bar before is cancelled and a limit buy placed 5% under the close, resting) per 1,000
+  orders, the idle run's time taken away; and a grid (limit buys at 1% steps under the
+  price, each fill answered by a limit sell a step above, every fill re-armed), whole run.
+  Each figure is the median of `--runs` with min and max.
+
 Every database a run writes is checked with `sandex verify` (`engine.tools.verify.verify`)
 after its timing ends; the last line says so (a problem fails the benchmark).
 """
@@ -135,6 +143,194 @@ class Churn(Strategy):
             api.create_order(side="BUY", market=market, type="MARKET", quote_amount="50")
             self.orders += 1
             self.commands += 1
+
+
+TICK = Decimal("0.25")  # BTCUSD's
+
+
+def on_tick(price: Decimal) -> Decimal:
+    return (price / TICK).quantize(Decimal(1)) * TICK
+
+
+class BarIdle(Strategy):
+    def on_bar(self, market: str, bar: Any) -> None:
+        pass
+
+
+class BarCancel(Strategy):
+    """At every bar: the order placed at the bar before cancelled, a limit buy placed
+    5% under the close (it rests: the walk never reaches it)."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+        self.orders = 0
+
+    def on_bar(self, market: str, bar: Any) -> None:
+        api = self.api
+        if self.last is not None:
+            api.cancel_order(self.last)
+        price = on_tick(bar.close * Decimal("0.95"))
+        self.last = api.create_order(
+            side="BUY", market=market, type="LIMIT", price=price, base_amount="0.01"
+        )["id"]
+        self.orders += 1
+
+
+class BarGrid(Strategy):
+    """Limit buys at 1% steps under the first close; a filled buy is answered by a limit
+    sell a step above it, a filled sell by the buy again."""
+
+    levels = 5
+
+    def __init__(self) -> None:
+        self.step = Decimal(0)
+        self.orders = 0
+
+    def on_bar(self, market: str, bar: Any) -> None:
+        if not self.step:
+            self.step = on_tick(bar.close / 100)
+            for k in range(1, self.levels + 1):
+                self.place("BUY", on_tick(bar.close) - k * self.step)
+
+    def place(self, side: str, price: Decimal) -> None:
+        self.api.create_order(
+            side=side, market="BTCUSD", type="LIMIT", price=price, base_amount="0.01"
+        )
+        self.orders += 1
+
+    def on_order(self, order: dict[str, Any]) -> None:
+        if order["status"] == "FILLED":
+            price = Decimal(order["price"])
+            if order["side"] == "BUY":
+                self.place("SELL", price + self.step)
+            else:
+                self.place("BUY", price - self.step)
+
+
+def sandex_cpu(data: Path, strategy: Any) -> float:
+    """CPU time of a whole run, file to statistics (a temporary log, dropped)."""
+    started = time.process_time()
+    run(data, "BTCUSD", strategy=strategy, deposits={"USD": "10000000"}, progress=False)
+    return time.process_time() - started
+
+
+def backtesting_cpu(data: Path, kind: str) -> tuple[float, int]:
+    """CPU time of backtesting.py's whole run (read_csv to stats) of the same strategy,
+    and the orders it placed."""
+    import pandas as pd
+    from backtesting import Backtest
+    from backtesting import Strategy as BtStrategy
+
+    placed = [0]
+
+    class Idle(BtStrategy):
+        def init(self) -> None:
+            pass
+
+        def next(self) -> None:
+            pass
+
+    class Cancel(BtStrategy):
+        def init(self) -> None:
+            self.last: Any = None
+
+        def next(self) -> None:
+            if self.last is not None:
+                self.last.cancel()
+            self.last = self.buy(size=0.01, limit=round(self.data.Close[-1] * 0.95, 2))
+            placed[0] += 1
+
+    class Grid(BtStrategy):
+        """The same grid: each level's order is a buy at it or, once that fills, a
+        sell a step above (a fill is an order no longer pending)."""
+
+        levels = 5
+
+        def init(self) -> None:
+            self.step = 0.0
+            self.pending: list[tuple[float, bool, Any]] = []  # (level, is a buy, order)
+
+        def next(self) -> None:
+            if not self.step:
+                close = round(float(self.data.Close[-1]) * 4) / 4
+                self.step = round(close / 100 * 4) / 4
+                for k in range(1, self.levels + 1):
+                    level = close - k * self.step
+                    self.pending.append((level, True, self.buy(size=0.01, limit=level)))
+                    placed[0] += 1
+                return
+            waiting = set(map(id, self.orders))
+            for k, (level, buying, order) in enumerate(self.pending):
+                if id(order) in waiting:
+                    continue
+                if buying:
+                    again = (level, False, self.sell(size=0.01, limit=level + self.step))
+                else:
+                    again = (level, True, self.buy(size=0.01, limit=level))
+                self.pending[k] = again
+                placed[0] += 1
+
+    warnings.simplefilter("ignore")
+    cls = {"idle": Idle, "cancel": Cancel, "grid": Grid}[kind]
+    started = time.process_time()
+    frame = pd.read_csv(data, parse_dates=["timestamp"], index_col="timestamp")
+    frame.columns = [c.capitalize() for c in frame.columns]
+    Backtest(frame, cls, cash=10_000_000, commission=0.0006).run()
+    return time.process_time() - started, placed[0]
+
+
+def spread(values: list[float], unit: float, fmt: str) -> str:
+    """median [min-max] of `values` times `unit`."""
+    scaled = [v * unit for v in values]
+    return (
+        f"{format(statistics.median(scaled), fmt)}"
+        f" [{format(min(scaled), fmt)}-{format(max(scaled), fmt)}]"
+    )
+
+
+def against_backtesting(bars: Path, n_bars: int, runs: int) -> None:
+    """Idle bars, orders with a cancel and a grid, each side's whole run, CPU time."""
+    try:
+        import backtesting  # noqa: F401
+    except ImportError:
+        print("idle bars, orders with a cancel, grid: backtesting.py is not installed")
+        return
+    ours: dict[str, list[float]] = {"idle": [], "cancel": [], "grid": []}
+    theirs: dict[str, list[float]] = {"idle": [], "cancel": [], "grid": []}
+    counts: dict[str, int] = {}
+    for _ in range(runs):  # paired: each run measures both sides back to back
+        for kind, make in (("idle", BarIdle), ("cancel", BarCancel), ("grid", BarGrid)):
+            strategy = make()
+            ours[kind].append(sandex_cpu(bars, strategy))
+            counts[f"ours_{kind}"] = getattr(strategy, "orders", 0)
+            spent, placed = backtesting_cpu(bars, kind)
+            theirs[kind].append(spent)
+            counts[f"theirs_{kind}"] = placed
+    per_k = 1000 / n_bars
+    ratios = [a / b for a, b in zip(ours["idle"], theirs["idle"], strict=True)]
+    print(
+        f"idle bars ({n_bars} bars, on_bar/next doing nothing, whole run, CPU):"
+        f" sandex {spread(ours['idle'], per_k * 1000, '.2f')} ms per 1,000 bars,"
+        f" backtesting.py {spread(theirs['idle'], per_k * 1000, '.2f')} ms;"
+        f" idle ratio {spread(ratios, 1, '.2f')}"
+    )
+    orders_ours, orders_theirs = counts["ours_cancel"], counts["theirs_cancel"]
+    mine = [(a - b) * 1000 / orders_ours for a, b in zip(ours["cancel"], ours["idle"], strict=True)]
+    bts = [
+        (a - b) * 1000 / orders_theirs
+        for a, b in zip(theirs["cancel"], theirs["idle"], strict=True)
+    ]
+    print(
+        f"orders with a cancel ({orders_ours} limit orders each cancelled at the next bar,"
+        f" CPU beyond the idle run): sandex {spread(mine, 1000, '.0f')} ms per 1,000 orders,"
+        f" backtesting.py {spread(bts, 1000, '.1f')} ms ({orders_theirs} orders)"
+    )
+    grid = [a / b for a, b in zip(ours["grid"], theirs["grid"], strict=True)]
+    print(
+        f"grid ({counts['ours_grid']} sandex orders, {counts['theirs_grid']} backtesting.py"
+        f" orders, whole run, CPU): sandex {spread(ours['grid'], 1, '.3f')} s,"
+        f" backtesting.py {spread(theirs['grid'], 1, '.3f')} s; grid ratio {spread(grid, 1, '.2f')}"
+    )
 
 
 def walk(data: Path, strategy: Any, folder: Path) -> dict[str, float]:
@@ -255,6 +451,7 @@ def main() -> None:
     ap.add_argument("--bars", type=int, default=5000)
     ap.add_argument("--orders", type=int, default=3000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--idle-bars", type=int, default=20000, help="bars of the comparisons")
     args = ap.parse_args()
     print(machine())
     with tempfile.TemporaryDirectory() as tmp:
@@ -285,7 +482,8 @@ def main() -> None:
             " transaction as `run` holds; cancels and clock moves included)"
         )
         bars = bars_file(folder, args.bars)
-        r = median_of(args.runs, lambda: sandex_ma(bars))
+        mas = [sandex_ma(bars) for _ in range(args.runs)]
+        r = {k: statistics.median(m[k] for m in mas) for k in mas[0]}
         ours = r["total"]
         line = f"MA cross 10/30 on {args.bars} hourly bars: sandex {ours:.3f} s"
         split = (
@@ -296,7 +494,8 @@ def main() -> None:
             " backtesting.py: pandas read_csv, rolling means, its broker and stats"
         )
         try:
-            theirs = statistics.median(backtesting_py(bars) for _ in range(args.runs))
+            bts = [backtesting_py(bars) for _ in range(args.runs)]
+            theirs = statistics.median(bts)
         except ImportError:
             print(f"{line}; backtesting.py is not installed (pip install -e .[bench])")
             print(split)
@@ -306,6 +505,11 @@ def main() -> None:
                 f"{line}, backtesting.py {theirs:.3f} s: sandex/backtesting.py = {ours / theirs:.2f}"
             )
             print(split)
+            print(
+                f"  MA cross, {args.runs} runs: sandex {spread([m['total'] for m in mas], 1, '.3f')} s,"
+                f" backtesting.py {spread(bts, 1, '.3f')} s (wall time, median [min-max])"
+            )
+        against_backtesting(bars_file(folder, args.idle_bars), args.idle_bars, args.runs)
     problems = VERIFIED["problems"]
     print(
         f"sandex verify of {VERIFIED['databases']} databases: {problems[0] if problems else 'OK'}"

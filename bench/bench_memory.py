@@ -8,6 +8,16 @@ would hand to SQLite (read-model rows, public feed items) are dropped as a commi
 them; buys from 30,000 to 40,000 USD, far under the reference, so that all rest.
 The figure is the growth of the process's resident memory after a full collection,
 divided by the orders: what a million resting orders cost is that times a million.
+
+    python bench/bench_memory.py --bars 1000000 [--hold]
+
+A backtest's size instead, in this process (one run: a million bars take a while):
+`--bars` hourly bars (bench_backtest.py's file), a strategy whose `on_bar` does nothing
+(with `--hold`, one that buys at the start and holds, so that the equity changes at
+every point), file to statistics with `engine.backtest.run`, then the report's
+summary.json and CSV files (report.html, the charts, is left out). Printed: the memory
+held after the run per bar, the peak resident memory (the process's high-water mark,
+`ru_maxrss`) and its growth per bar, and the times of the run and the report.
 """
 
 from __future__ import annotations
@@ -34,11 +44,55 @@ def rss() -> int:
         return int(f.read().split()[1]) * 4096
 
 
+def backtest_size(bars: int, hold: bool) -> None:
+    """Memory and time of one backtest over `bars` hourly bars, and of its report."""
+    import resource
+    import time
+
+    import engine.backtest.report as report
+    from bench.bench_backtest import bars_file
+    from engine.backtest import Api, Strategy, run
+
+    class Idle(Strategy):
+        def on_bar(self, market: str, bar: object) -> None:
+            pass
+
+    class Hold(Idle):
+        def on_start(self, api: Api) -> None:
+            api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount="50000")
+
+    report.render_html = lambda result: ""  # type: ignore[assignment]  # the charts: not here
+    with tempfile.TemporaryDirectory() as tmp:
+        data = bars_file(Path(tmp), bars)
+        gc.collect()
+        before = rss()
+        started = time.process_time()
+        result = run(data, "BTCUSD", strategy=Hold() if hold else Idle(), progress=False)
+        ran = time.process_time() - started
+        held = rss() - before
+        started = time.process_time()
+        result.write(Path(tmp) / "report")
+        wrote = time.process_time() - started
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(
+        f"backtest of {bars:,} bars ({'bought and held' if hold else 'no orders'}):"
+        f" run {ran:.2f} s CPU (file to statistics), report {wrote:.2f} s CPU"
+        f" (summary.json and the CSVs); memory held after the run {held / bars:,.0f}"
+        f" bytes per bar; peak resident {peak / 2**20:,.0f} MiB, {before / 2**20:,.0f} MiB"
+        f" before the run: {(peak - before) / bars:,.0f} bytes per bar at the peak"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--orders", type=int, default=200_000)
+    p.add_argument("--bars", type=int, default=0, help="measure a backtest instead")
+    p.add_argument("--hold", action="store_true")
     args = p.parse_args()
     print(f"machine: {machine()}")
+    if args.bars:
+        backtest_size(args.bars, args.hold)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(clock="manual", market_volatility=Decimal(0), snapshot_every_events=0)
         engine = open_engine(Path(tmp) / "memory.db", settings).start()

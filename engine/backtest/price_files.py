@@ -9,7 +9,8 @@ columns, in any order and case:
 
 A timestamp is RFC 3339 with an offset (`2024-01-01T00:00:00Z`) or a unix time: a
 number below 100,000,000,000 is seconds, above it milliseconds (the two ranges meet
-in 1973 and in the year 5138). Prices are read straight into `Decimal`.
+in 1973 and in the year 5138). Prices are read exactly: kept as integer coefficients
+and exponents (`Decimals`, 10 bytes a price), each a `Decimal` again when read.
 
 A bar becomes four reference points: its open at the bar's time, then, at the bar's last
 microsecond, the extreme it reached first, the other extreme and the close, all three at
@@ -26,12 +27,14 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation, getcontext
+from operator import mul as _times
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from engine.kernel.clock import EPOCH
 
@@ -58,18 +61,259 @@ class Bar(NamedTuple):
     volume: Decimal | None
 
 
+# Reads of a column are exact whatever the caller's decimal context: a value's
+# coefficient has at most 18 digits (int64), well inside this precision.
+EXACT = Context(prec=40)
+_MISSING = -(1 << 15)  # the exponent of a value that is not there (a bar's volume)
+_UNITS: dict[int, Decimal] = {}
+_BATCH = 4096  # bars made at once for a run that reads them in order
+
+
+def unit(exp: int) -> Decimal:
+    """1E`exp`, made once per exponent."""
+    one = _UNITS.get(exp)
+    if one is None:
+        one = _UNITS[exp] = Decimal((0, (1,), exp))
+    return one
+
+
+def parts(text: str) -> tuple[int, int]:
+    """(coefficient, exponent) of a decimal's text, exactly as `Decimal(text)` reads it;
+    plain `digits[.digits]` without a Decimal, anything else through one."""
+    whole, _, fraction = text.partition(".")
+    if fraction.isdigit() or not fraction:
+        try:
+            return int(whole + fraction), -len(fraction)
+        except ValueError:
+            pass
+    return decimal_parts(Decimal(text.strip()))
+
+
+def decimal_parts(value: Decimal) -> tuple[int, int]:
+    """(coefficient, exponent) of a finite Decimal."""
+    sign, digits, exp = value.as_tuple()
+    if not isinstance(exp, int):
+        raise ValueError(f"{value} is not a finite number")
+    coef = int("".join(map(str, digits)) or "0")
+    return (-coef if sign else coef), exp
+
+
+class Times(array):  # type: ignore[type-arg]
+    """Times in microseconds, an `array('q')` (8 bytes a point) that also equals the
+    list of the same numbers, as the lists it replaced did."""
+
+    def __new__(cls, values: Any = ()) -> Times:
+        return super().__new__(cls, "q", values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return self.tolist() == other
+        return super().__eq__(other)  # type: ignore[no-any-return]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Decimals(Sequence[Decimal]):
+    """A column of exact decimals kept as int64 coefficients and int16 exponents: ten
+    bytes a value where a list of Decimals takes about 110. A value is made into a
+    Decimal (the same digits and exponent as read) only when it is read."""
+
+    __slots__ = ("coefs", "exps")
+
+    def __init__(self, values: Iterable[Decimal | None] = ()) -> None:
+        self.coefs = array("q")
+        self.exps = array("h")
+        for value in values:
+            self.append(value)
+
+    def add(self, coef: int, exp: int) -> None:
+        """Append a value by its parts; one that does not fit is refused (ValueError)."""
+        if not -32_000 < exp < 32_000:
+            raise ValueError(f"exponent {exp} is out of range")
+        try:
+            self.coefs.append(coef)
+        except OverflowError:
+            raise ValueError(f"{coef}E{exp} has more than 18 digits") from None
+        self.exps.append(exp)
+
+    def append(self, value: Decimal | None) -> None:
+        if value is None:
+            self.coefs.append(0)
+            self.exps.append(_MISSING)
+        else:
+            self.add(*decimal_parts(value))
+
+    def __len__(self) -> int:
+        return len(self.coefs)
+
+    @overload
+    def __getitem__(self, i: int) -> Decimal: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Decimal]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        exp = self.exps[i]
+        if exp == _MISSING:
+            return None
+        return EXACT.multiply(self.coefs[i], _UNITS.get(exp) or unit(exp))
+
+    def __iter__(self) -> Iterator[Decimal]:
+        return (self[k] for k in range(len(self.coefs)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Decimals({list(self)!r})"
+
+
+class Bars(Sequence[Bar]):
+    """A bar file's bars, kept as columns (`Decimals`, the times in an array): a `Bar`
+    is made when one is read, so a million bars take ~60 bytes each, not ~700."""
+
+    __slots__ = ("_made", "_made_from", "close", "down", "high", "low", "open", "times", "volume")
+
+    def __init__(self) -> None:
+        self.times = Times()  # each bar's start, in us
+        self.open, self.high, self.low, self.close = (Decimals() for _ in range(4))
+        self.volume = Decimals()
+        self.down = bytearray()  # 1 where the bar closes under its open
+        # the bars made last, from bar `_made_from` on: a run reads them in order
+        self._made: list[Bar] = []
+        self._made_from = 0
+
+    def bar(self, k: int) -> Bar:
+        """Bar `k` (k >= 0), made with the next ones in a batch: a run asks for each in turn."""
+        j = k - self._made_from
+        made = self._made
+        if 0 <= j < len(made):
+            return made[j]
+        self._made = made = self._batch(k, min(k + _BATCH, len(self.times)))
+        self._made_from = k
+        return made[0]
+
+    def _batch(self, start: int, end: int) -> list[Bar]:
+        cols = (self.open, self.high, self.low, self.close)
+        exps = set().union(*(c.exps[start:end] for c in cols))
+        volumes = self.volume.exps[start:end]
+        if len(exps) != 1 or getcontext().prec < 19 or min(volumes, default=0) == _MISSING:
+            return [self[k] for k in range(start, end)]
+        # One exponent for the prices, volumes all there: coefficient x 1E-exponent
+        # (exact in any context of 19 digits or more, checked above) in one comprehension.
+        one = unit(exps.pop())
+        units = _UNITS
+        new = tuple.__new__
+        return [
+            new(
+                Bar,
+                (
+                    EPOCH + timedelta(0, 0, t),
+                    o * one,
+                    h * one,
+                    low * one,
+                    c * one,
+                    v * (units.get(e) or unit(e)),
+                ),
+            )
+            for t, o, h, low, c, v, e in zip(
+                self.times[start:end],
+                *(c.coefs[start:end] for c in cols),
+                self.volume.coefs[start:end],
+                volumes,
+                strict=True,
+            )
+        ]
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    @overload
+    def __getitem__(self, k: int) -> Bar: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Bar]: ...
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        # Made inline, as on_bar needs one per bar: coefficient x 1E-exponent is exact
+        # in any context of 19 digits or more (18-digit coefficients), else in EXACT's.
+        mul = _times if getcontext().prec >= 19 else EXACT.multiply
+        units = _UNITS
+        o, h, low, c, v = self.open, self.high, self.low, self.close, self.volume
+        ve = v.exps[k]
+        return tuple.__new__(  # a Bar without its Python-level __new__: half the cost
+            Bar,
+            (
+                EPOCH + timedelta(0, 0, self.times[k]),
+                mul(o.coefs[k], units.get(o.exps[k]) or unit(o.exps[k])),
+                mul(h.coefs[k], units.get(h.exps[k]) or unit(h.exps[k])),
+                mul(low.coefs[k], units.get(low.exps[k]) or unit(low.exps[k])),
+                mul(c.coefs[k], units.get(c.exps[k]) or unit(c.exps[k])),
+                None if ve == _MISSING else mul(v.coefs[k], units.get(ve) or unit(ve)),
+            ),
+        )
+
+    def __iter__(self) -> Iterator[Bar]:
+        return (self[k] for k in range(len(self.times)))
+
+    def path(self, k: int) -> tuple[Decimals, Decimals, Decimals, Decimals]:
+        """The columns of bar `k`'s four points in path order."""
+        if self.down[k]:
+            return self.open, self.high, self.low, self.close
+        return self.open, self.low, self.high, self.close
+
+
+class BarPoints(Sequence[Decimal]):
+    """The prices of a bar file's points, four a bar in path order, read from its bars."""
+
+    __slots__ = ("bars",)
+
+    def __init__(self, bars: Bars) -> None:
+        self.bars = bars
+
+    def __len__(self) -> int:
+        return 4 * len(self.bars)
+
+    @overload
+    def __getitem__(self, i: int) -> Decimal: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Decimal]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        k, slot = divmod(i, 4)
+        return self.bars.path(k)[slot][k]
+
+    def __iter__(self) -> Iterator[Decimal]:
+        return (self[k] for k in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass
 class Series:
     """One market's reference path: times in microseconds since the epoch, prices.
 
-    For bar data, `bars[k]` closes at point `closes[k]`."""
+    For bar data, `bars[k]` closes at point `closes[k]`. Loaded files hold compact
+    columns (an array of times, `Decimals`, `Bars`); lists work as well."""
 
     market: str
     kind: str  # "trades" or "bars"
-    times: list[int] = field(default_factory=list)
-    prices: list[Decimal] = field(default_factory=list)
-    bars: list[Bar] = field(default_factory=list)
-    closes: list[int] = field(default_factory=list)
+    times: Sequence[int] = field(default_factory=list)
+    prices: Sequence[Decimal] = field(default_factory=list)
+    bars: Sequence[Bar] = field(default_factory=list)
+    closes: Sequence[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.times)
@@ -161,13 +405,14 @@ def _columns(header: list[str], where: str) -> dict[str, int]:
 
 
 class _Builder:
-    """Rows into series, checking each as it comes."""
+    """Rows into series, checking each as it comes; kept as columns from the start."""
 
     def __init__(self, source: str, market: str | None, bar_seconds: float | None) -> None:
         self.source = source
         self.market = market
         self.bar_seconds = bar_seconds
-        self.rows: dict[str, list[tuple[int, Any]]] = {}
+        self.trades: dict[str, tuple[array[int], Decimals]] = {}
+        self.bars: dict[str, Bars] = {}
         self.kind = ""
 
     def add_rows(
@@ -178,8 +423,9 @@ class _Builder:
         text: bool,
     ) -> None:
         """Every row after the header. The common rows, trades or bars of a one-market
-        CSV file that check out, are kept on a short path; any other row (the first,
-        a blank one, one with a fault to name) goes through `add`."""
+        CSV file that check out, are kept on a short path (plain decimal text is read
+        into integers, no Decimal made); any other row (the first, a blank one, one
+        with a fault to name) goes through `add`."""
         add = self.add
         short = text and "market" not in cols
         at = cols["timestamp"]
@@ -187,49 +433,92 @@ class _Builder:
         o_at, h_at, l_at, c_at = (cols.get(name, -1) for name in BAR_COLUMNS)
         v_at = cols.get("volume")
         width = len(cols)
-        kept: list[tuple[int, Any]] | None = None
+        times: array[int] | None = None
+        column = Decimals()
+        bars = Bars()
+        opens = highs = lows = closes = volumes = array("q")
+        opens_e = highs_e = lows_e = closes_e = volumes_e = array("h")
+        down = bytearray()
         trades = False
         for n, row in rows:
-            if kept is not None:
+            if times is not None:
                 if trades:
                     if len(row) == width:
                         try:
                             t = parse_timestamp(row[at])
-                            price = Decimal(row[price_at])
-                        except (ValueError, InvalidOperation):
-                            pass
-                        else:
-                            if price.is_finite() and price > 0 and t >= kept[-1][0]:
-                                kept.append((t, price))
+                            coef, exp = parts(row[price_at])
+                            if coef > 0 and t >= times[-1]:
+                                column.add(coef, exp)
+                                times.append(t)
                                 continue
+                        except (ValueError, ArithmeticError):
+                            pass
                 elif len(row) >= 5:
                     try:
                         t = parse_timestamp(row[at])
-                        o = Decimal(row[o_at])
-                        h = Decimal(row[h_at])
-                        low = Decimal(row[l_at])
-                        c = Decimal(row[c_at])
-                        volume = row[v_at] if v_at is not None else ""
-                        v = Decimal(volume) if volume else None
-                    except (ValueError, InvalidOperation, IndexError):
-                        pass
-                    else:
-                        if (
-                            0 < low <= o <= h
-                            and low <= c <= h
-                            and h.is_finite()
-                            and t > kept[-1][0]
-                            and (v is None or (v.is_finite() and v >= 0))
+                        # plain `digits[.digits]` text, read as integers on one exponent
+                        # (`parts`, inline: this is most of a bar file's reading)
+                        o, _, fo = row[o_at].partition(".")
+                        h, _, fh = row[h_at].partition(".")
+                        low, _, fl = row[l_at].partition(".")
+                        c, _, fc = row[c_at].partition(".")
+                        oe = -len(fo)
+                        fractions = fo + fh + fl + fc
+                        if (fractions.isdigit() or not fractions) and (
+                            oe == -len(fh) == -len(fl) == -len(fc) > -32_000
                         ):
-                            kept.append((t, (o, h, low, c, v)))
+                            o = int(o + fo)
+                            h = int(h + fh)
+                            low = int(low + fl)
+                            c = int(c + fc)
+                        else:
+                            raise ValueError  # `add` reads it, or names its fault
+                        volume = row[v_at] if v_at is not None else ""
+                        v, ve = parts(volume) if volume else (0, _MISSING)
+                        if (
+                            (ve > -32_000 or not volume)
+                            and 0 < low <= o <= h
+                            and low <= c <= h
+                            and v >= 0
+                            and t > times[-1]
+                        ):
+                            # an int64 coefficient or int16 exponent that does not fit
+                            # raises OverflowError: the row is undone and goes to `add`
+                            opens.append(o)
+                            highs.append(h)
+                            lows.append(low)
+                            closes.append(c)
+                            volumes.append(v)
+                            opens_e.append(oe)
+                            highs_e.append(oe)
+                            lows_e.append(oe)
+                            closes_e.append(oe)
+                            volumes_e.append(ve)
+                            down.append(c < o)
+                            times.append(t)
                             continue
+                    except (ValueError, ArithmeticError, IndexError):
+                        pass
+                    _undo(bars, len(times))
             first = row[0] if row else ""
             if isinstance(first, str) and not first.strip() and _blank(row):
                 continue
             add(n, where_of, cols, row)
-            if short and kept is None:
-                kept = self.rows.get(self.market or "")
+            if short and times is None:
+                name = self.market or ""
                 trades = self.kind == "trades"
+                if trades and name in self.trades:
+                    times, column = self.trades[name]
+                elif not trades and name in self.bars:
+                    bars = self.bars[name]
+                    times = bars.times
+                    opens, highs, lows, closes, volumes = (
+                        c.coefs for c in (bars.open, bars.high, bars.low, bars.close, bars.volume)
+                    )
+                    opens_e, highs_e, lows_e, closes_e, volumes_e = (
+                        c.exps for c in (bars.open, bars.high, bars.low, bars.close, bars.volume)
+                    )
+                    down = bars.down
 
     def add(
         self, n: int, where_of: Callable[[int], str], cols: dict[str, int], row: list[Any]
@@ -249,13 +538,17 @@ class _Builder:
                 market = self.market
             elif self.market is not None and market != self.market:
                 return
+            market = str(market)
             raw_time = cell("timestamp")
             if raw_time in (None, ""):
                 raise ValueError("empty timestamp")
             t = _timestamp(raw_time)
             if "price" in cols:
                 self.kind = "trades"
-                value: Any = _price(cell("price"), "price")
+                price = _price(cell("price"), "price")
+                times, column = self.trades.setdefault(market, (Times(), Decimals()))
+                self._check_time(t, times, market, n, where_of)
+                column.append(price)
             else:
                 self.kind = "bars"
                 o, h, low, c = (_price(cell(n), n) for n in BAR_COLUMNS)
@@ -265,33 +558,55 @@ class _Builder:
                         " does not hold"
                     )
                 volume = cell("volume")
-                value = (o, h, low, c, None if volume in (None, "") else _volume(volume))
+                v = None if volume in (None, "") else _volume(volume)
+                bars = self.bars.setdefault(market, Bars())
+                times = bars.times
+                self._check_time(t, times, market, n, where_of)
+                k = len(times)
+                try:
+                    for col, value in zip(
+                        (bars.open, bars.high, bars.low, bars.close, bars.volume),
+                        (o, h, low, c, v),
+                        strict=True,
+                    ):
+                        col.append(value)
+                except ValueError:
+                    _undo(bars, k)
+                    raise
+                bars.down.append(c < o)
         except ValueError as exc:
             raise MarketDataError(f"{where_of(n)}: {exc}") from None
-        kept = self.rows.setdefault(str(market), [])
-        if kept:
-            last = kept[-1][0]
+        times.append(t)
+
+    def _check_time(
+        self, t: int, times: array[int], market: str, n: int, where_of: Callable[[int], str]
+    ) -> None:
+        if times:
+            last = times[-1]
             if t < last or (t == last and self.kind == "bars"):
                 raise MarketDataError(
                     f"{where_of(n)}: timestamp goes backwards for {market}"
                     + (" (bars must be strictly increasing)" if t == last else "")
                 )
-        kept.append((t, value))
 
     def series(self) -> dict[str, Series]:
-        if not self.rows:
+        if not self.trades and not self.bars:
             wanted = f" for {self.market}" if self.market else ""
             raise MarketDataError(f"{self.source}: no data rows{wanted}")
         out = {}
-        for market, rows in self.rows.items():
-            s = Series(market, self.kind)
-            if self.kind == "trades":
-                s.times = [t for t, _ in rows]
-                s.prices = [p for _, p in rows]
-            else:
-                _bars_to_points(s, rows, self.bar_seconds, self.source)
-            out[market] = s
+        for market, (times, prices) in self.trades.items():
+            out[market] = Series(market, "trades", times, prices)
+        for market, bars in self.bars.items():
+            out[market] = _bars_to_points(market, bars, self.bar_seconds, self.source)
         return out
+
+
+def _undo(bars: Bars, k: int) -> None:
+    """Drop what a row that failed half way appended to the columns after bar `k`."""
+    for col in (bars.open, bars.high, bars.low, bars.close, bars.volume):
+        del col.coefs[k:]
+        del col.exps[k:]
+    del bars.down[k:]
 
 
 def _timestamp(raw: Any) -> int:
@@ -303,29 +618,23 @@ def _timestamp(raw: Any) -> int:
     return parse_timestamp(str(raw))
 
 
-def _bars_to_points(
-    s: Series, rows: list[tuple[int, Any]], bar_seconds: float | None, source: str
-) -> None:
+def _bars_to_points(market: str, bars: Bars, bar_seconds: float | None, source: str) -> Series:
+    starts = bars.times
     if bar_seconds is not None:
         length = int(Decimal(str(bar_seconds)) * 1_000_000)
-    elif len(rows) > 1:
-        length = min(b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False))
+    elif len(starts) > 1:
+        length = min(b - a for a, b in zip(starts, starts[1:], strict=False))
     else:
         length = 60_000_000
     if length < 2:
         raise MarketDataError(f"{source}: a bar must last at least 2 microseconds")
     last = length - 1  # the bar's last microsecond: its path and close
-    times, prices, bars = s.times, s.prices, s.bars
-    make = tuple.__new__  # a Bar without its Python-level __new__: half the cost
-    for t, (o, h, low, c, volume) in rows:
-        if c >= o:
-            prices += (o, low, h, c)
-        else:
-            prices += (o, h, low, c)
-        close = t + last
-        times += (t, close, close, close)
-        bars.append(make(Bar, (EPOCH + timedelta(0, 0, t), o, h, low, c, volume)))
-    s.closes += range(len(times) - 4 * len(rows) + 3, len(times), 4)
+    times = Times(bytes(32 * len(starts)))
+    times[0::4] = starts
+    for slot in (1, 2, 3):
+        times[slot::4] = array("q", map(last.__add__, starts))  # no list of a million ints
+    n = len(times)
+    return Series(market, "bars", times, BarPoints(bars), bars, range(3, n, 4))
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:

@@ -7,6 +7,7 @@ never are); the charts and the page only when the report is written."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -34,10 +35,11 @@ class BacktestResult:
     markets: list[str]
     # every asset the run holds or moves, in the order holdings list them
     assets: list[str] = field(repr=False)
-    # the timeline walked: time in us, market index, price (on the tick)
-    times: list[int] = field(repr=False)
-    mks: list[int] = field(repr=False)
-    prices: list[Decimal] = field(repr=False)
+    # the timeline walked: time in us, market index, price (on the tick; arrays, the
+    # prices made when read: engine/backtest/timeline.py)
+    times: Sequence[int] = field(repr=False)
+    mks: Sequence[int] = field(repr=False)
+    prices: Sequence[Decimal] = field(repr=False)
     bars: int = field(repr=False)
     # (time in us, holdings per asset in `assets` order), whenever they changed
     holdings: list[tuple[int, tuple[Decimal, ...]]] = field(repr=False)
@@ -54,7 +56,7 @@ class BacktestResult:
     errors: list[dict[str, Any]] = field(repr=False)
     # per point of the timeline, the bar (price_files.Bar) it closes, None for most and
     # for trade data: the charts draw candles and volume from them
-    ohlc: list[Any] = field(default_factory=list, repr=False)
+    ohlc: Sequence[Any] = field(default_factory=list, repr=False)
     # -- figures, computed from the record when the result is made
     summary: dict[str, Any] = field(init=False)
     executions: list[dict[str, Any]] = field(init=False)

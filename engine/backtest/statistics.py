@@ -12,12 +12,16 @@ decimals), durations in ISO 8601."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
+from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.backtest.price_files import from_micros
+from engine.backtest.timeline import OnTick
 from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
 from engine.kernel.money import ASSET_PRECISION, MARKETS
@@ -192,7 +196,7 @@ def _compute(result: BacktestResult) -> Figures:
     pnl = final_value - start_value - flows_value
     span = times[-1] - times[0]
     growth = (start_value + pnl) / start_value if start_value > 0 else None
-    returns = _returns(start_value, walked.samples)
+    returns = _Returns(start_value, walked.samples)
     cagr = _cagr(growth, span)
     risk = _risk(returns, span)
 
@@ -309,16 +313,29 @@ class _Risk(NamedTuple):
     sortino: Decimal | None
 
 
-def _returns(start_value: Decimal, samples: list[Decimal]) -> list[Decimal]:
+class _Returns:
     """Each period's return: its closing equity against the previous period's (the
-    first period's against the starting equity)."""
-    out = []
-    before = start_value
-    for value in samples:
-        if before > 0:
-            out.append(value / before - ONE)
-        before = value
-    return out
+    first period's against the starting equity). Made again for each pass over them,
+    not kept: a million bars' returns would be a hundred megabytes of Decimals."""
+
+    def __init__(self, start_value: Decimal, samples: list[Decimal]) -> None:
+        self.start_value = start_value
+        self.samples = samples
+        self.count = 0
+        before = start_value
+        for value in samples:
+            self.count += before > 0
+            before = value
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Decimal]:
+        before = self.start_value
+        for value in self.samples:
+            if before > 0:
+                yield value / before - ONE
+            before = value
 
 
 def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
@@ -335,7 +352,7 @@ def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
         return None
 
 
-def _risk(returns: list[Decimal], span: int) -> _Risk:
+def _risk(returns: _Returns, span: int) -> _Risk:
     """Annualised volatility, Sharpe and Sortino (risk-free rate 0) of the period
     returns; a year holds as many periods as the run had per 365.25 days."""
     count = len(returns)
@@ -343,10 +360,16 @@ def _risk(returns: list[Decimal], span: int) -> _Risk:
         return _Risk(None, None, None, None)
     per_year = Decimal(count) * YEAR_US / span
     root = per_year.sqrt()
-    mean = sum(returns, ZERO) / count
+    # Two passes over the returns (made afresh each time), each sum in period order.
+    total = below = ZERO
+    for r in returns:
+        total += r
+        if r < 0:
+            below += r * r
+    mean = total / count
     variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
     std = variance.sqrt()
-    downside = (sum((r * r for r in returns if r < 0), ZERO) / count).sqrt()
+    downside = (below / count).sqrt()
     return _Risk(
         per_year,
         std * root,
@@ -358,19 +381,20 @@ def _risk(returns: list[Decimal], span: int) -> _Risk:
 class _Ends(NamedTuple):
     """The points that end a return period (sorted indices), and whether they are bars."""
 
-    points: list[int]
+    points: Sequence[int]
     bars: bool
 
 
-def _period_ends(times: list[int], mks: list[int], markets: int, bars: int) -> _Ends:
+def _period_ends(times: Sequence[int], mks: Sequence[int], markets: int, bars: int) -> _Ends:
     """Bar data: each bar's last point (bars have the same number of points each);
     other data: each UTC day's last point. Points that share an instant count at the
     last of them."""
     n = len(times)
     per_bar = n // bars if bars else 0
     if per_bar and per_bar * bars == n:
+        closes: Sequence[int]
         if markets == 1:
-            closes = list(range(per_bar - 1, n, per_bar))
+            closes = range(per_bar - 1, n, per_bar)
         else:
             seen = [0] * markets
             closes = []
@@ -387,10 +411,10 @@ def _period_ends(times: list[int], mks: list[int], markets: int, bars: int) -> _
     return _Ends(days, False)
 
 
-def _last_of_instant(times: list[int], points: list[int]) -> list[int]:
-    """Each point moved to the last point at its time, once."""
+def _last_of_instant(times: Sequence[int], points: Sequence[int]) -> Sequence[int]:
+    """Each point moved to the last point at its time, once (an array: 8 bytes each)."""
     n = len(times)
-    out: list[int] = []
+    out = array("q")
     for i in points:
         while i + 1 < n and times[i + 1] == times[i]:
             i += 1
@@ -442,9 +466,9 @@ class _Walked(NamedTuple):
 
 
 def _walk(
-    times: list[int],
-    mks: list[int],
-    prices: list[Decimal],
+    times: Sequence[int],
+    mks: Sequence[int],
+    prices: Sequence[Decimal],
     holdings: list[tuple[int, tuple[Decimal, ...]]],
     cash: int,
     valued_by: dict[int, int],
@@ -472,7 +496,7 @@ def _walk(
     exposed_us = 0
     exposure_sum = ZERO
     samples: list[Decimal] = []
-    period_ends = iter([*ends.points, INF])
+    period_ends = chain(ends.points, (INF,))
     next_end = next(period_ends)
     h = 0
     held = holdings[0][1]
@@ -489,8 +513,14 @@ def _walk(
 
     cash_held = held[cash]
     position, only = holding(held)
-    for i in range(n):
-        t = times[i]
+    # One pass over the three columns: iterating is cheaper than indexing each. With one
+    # market on the compact timeline (engine/backtest/timeline.py) the pass reads its
+    # ticks, and a point's price is made (ticks x tick, exact here) only where it is
+    # used: a position to value, or an equity row.
+    lazy = isinstance(prices, OnTick) and len(latest) == 1
+    tick = prices.tick_of[0] if isinstance(prices, OnTick) else ONE
+    column: Sequence[Any] = prices.ticks if lazy and isinstance(prices, OnTick) else prices
+    for i, (t, m, price) in enumerate(zip(times, mks, column, strict=True)):
         changed = t >= next_change
         if changed:
             while next_change <= t:
@@ -499,8 +529,10 @@ def _walk(
             held = holdings[h][1]
             cash_held = held[cash]
             position, only = holding(held)
-        m = mks[i]
-        latest[m] = prices[i]
+        if not lazy:
+            latest[m] = price
+        elif position:
+            price = latest[0] = price * tick
         if position:
             value = (
                 cash_held + only[0] * latest[only[1]]
@@ -536,13 +568,25 @@ def _walk(
             samples.append(value)
             next_end = next(period_ends)
         if changed or i % stride == 0 or i == last:
-            append((t, prices[i], m, value, peak, held, cash_held))
+            append(
+                (
+                    t,
+                    price * tick if lazy and not position else price,
+                    m,
+                    value,
+                    peak,
+                    held,
+                    cash_held,
+                )
+            )
     if under and (longest is None or times[-1] - peak_at > longest):
         longest = times[-1] - peak_at
     return _Walked(equity_rows, max_dd, max_dd_amount, longest, exposed_us, exposure_sum, samples)
 
 
-def _price_at(times: list[int], mks: list[int], prices: list[Decimal], m: int, at: int) -> Decimal:
+def _price_at(
+    times: Sequence[int], mks: Sequence[int], prices: Sequence[Decimal], m: int, at: int
+) -> Decimal:
     found = None
     for i, t in enumerate(times):
         if t > at:

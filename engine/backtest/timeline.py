@@ -1,77 +1,230 @@
 """The timeline a backtest walks: every market's price points merged in time order,
-rounded to the market's tick and also kept in ticks (the runner's thresholds are), with
-what each point is in the bar model (docs/backtests.md, "The bar model").
+kept in ticks of the market (the runner's thresholds are), with what each point is in
+the bar model (docs/backtests.md, "The bar model").
 
 A point's flags: `PATH`, it continues its market's path from the point before (a bar's
 extremes and close), so that the runner walks through the prices in between; `SEEN`,
 the strategy is called for it (a trade, or a bar's close once the bar is complete);
 `GAP`, the price jumps to it (a bar's open), so resting orders it passes trade at the
-ladder's prices there. A trade point is `SEEN` only: the next print, not a walk."""
+ladder's prices there. A trade point is `SEEN` only: the next print, not a walk.
+
+The timeline is held as arrays (times and ticks 8 bytes a point, market and flags one
+byte each): a point's price on the tick, a `Decimal`, is made when it is read
+(`OnTick`), and a bar only when the strategy is handed one (`ClosingBars`), so that a
+million bars fit in a few hundred megabytes."""
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
-from decimal import Decimal
-from typing import Any
+import operator
+from array import array
+from collections.abc import Iterator, Sequence
+from decimal import Decimal, getcontext
+from itertools import repeat
+from typing import Any, overload
 
 from engine.backtest.errors import BacktestError
-from engine.backtest.price_files import Series
+from engine.backtest.price_files import (
+    EXACT,
+    Bar,
+    BarPoints,
+    Bars,
+    Decimals,
+    Series,
+    decimal_parts,
+)
 
 PATH = 1
 SEEN = 2
 GAP = 4
 # A bar's four points: open, first extreme, second extreme, close.
-_BAR_FLAGS = (GAP, PATH, PATH, PATH | SEEN)
+_BAR_FLAGS = bytes((GAP, PATH, PATH, PATH | SEEN))
+
+
+class OnTick(Sequence[Decimal]):
+    """The timeline's prices on the tick, made from its ticks when read: `units * tick`,
+    the very Decimal a list of them would hold."""
+
+    __slots__ = ("mks", "tick_of", "ticks")
+
+    def __init__(self, ticks: array[int], mks: Sequence[int], tick_of: Sequence[Decimal]) -> None:
+        self.ticks = ticks
+        self.mks = mks
+        self.tick_of = list(tick_of)
+
+    def __len__(self) -> int:
+        return len(self.ticks)
+
+    @overload
+    def __getitem__(self, i: int) -> Decimal: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Decimal]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return EXACT.multiply(self.ticks[i], self.tick_of[self.mks[i]])
+
+    def __iter__(self) -> Iterator[Decimal]:
+        # The caller's context multiplies exactly when it keeps the 28 digits the
+        # prices were once made with; a narrower one would round: EXACT then.
+        times = operator.mul if getcontext().prec >= 28 else EXACT.multiply
+        return map(times, self.ticks, map(self.tick_of.__getitem__, self.mks))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ClosingBars(Sequence[Bar | None]):
+    """The bar each point closes, or None: made from its market's bars when asked."""
+
+    __slots__ = ("bars_of", "mks", "pos")
+
+    def __init__(self, bars_of: list[Any], mks: Sequence[int], pos: Sequence[int] | None) -> None:
+        # per market: None (trades), a {point: bar} dict, or compact `Bars` (bar k
+        # closes at point 4k + 3)
+        self.bars_of = bars_of
+        self.mks = mks
+        self.pos = pos  # each point's index in its market's series (None: one market)
+
+    def __bool__(self) -> bool:
+        return any(b is not None for b in self.bars_of)
+
+    def __len__(self) -> int:
+        return len(self.mks)
+
+    def __iter__(self) -> Iterator[Bar | None]:
+        return (self[i] for i in range(len(self.mks)))
+
+    def one_market_of_bars(self) -> bool:
+        """One market of loaded bars: point 4k opens bar k, 4k + 3 closes it."""
+        return self.pos is None and len(self.bars_of) == 1 and isinstance(self.bars_of[0], Bars)
+
+    @overload
+    def __getitem__(self, i: int) -> Bar | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Bar | None]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self.mks)
+        bars = self.bars_of[self.mks[i]]
+        if bars is None:
+            return None
+        k = i if self.pos is None else self.pos[i]
+        if isinstance(bars, dict):
+            return bars.get(k)  # type: ignore[no-any-return]
+        return bars.bar(k >> 2) if k & 3 == 3 else None
+
+    def bar_of_close(self) -> Any:
+        """One market of loaded bars: `bar(k)` answers bar k (closed at point 4k + 3)."""
+        return self.bars_of[0].bar
+
+
+def _ticks(prices: Sequence[Decimal], tick: Decimal) -> array[int]:
+    """Each price rounded half up to the nearest tick, in ticks: (2P + T) // 2T in
+    integers, P and T the price and the tick on a common exponent (prices are
+    positive), exactly the `int((price + tick / 2) // tick)` of Decimals."""
+    tc, te = decimal_parts(tick)
+    if isinstance(prices, Decimals):
+        return _column_ticks(prices, tc, te)
+    if isinstance(prices, BarPoints):
+        bars = prices.bars
+        cols = [_column_ticks(c, tc, te) for c in (bars.open, bars.high, bars.low, bars.close)]
+        o, h, low, c = cols
+        out = array("q", bytes(32 * len(bars)))
+        out[0::4] = o
+        out[3::4] = c
+        down = bars.down
+        out[1::4] = array("q", (hk if d else lk for d, hk, lk in zip(down, h, low, strict=True)))
+        out[2::4] = array("q", (lk if d else hk for d, hk, lk in zip(down, h, low, strict=True)))
+        return out
+    half = tick / 2
+    return array("q", (int((price + half) // tick) for price in prices))
+
+
+def _column_ticks(column: Decimals, tc: int, te: int) -> array[int]:
+    exps = column.exps
+    if exps and min(exps) == max(exps):  # one exponent, the common case
+        e = exps[0]
+        common = min(e, te)
+        two_t = 2 * tc * 10 ** (te - common)
+        scale = 2 * 10 ** (e - common)
+        t = two_t // 2
+        return array("q", ((p * scale + t) // two_t for p in column.coefs))  # no list
+    out = array("q")
+    for p, e in zip(column.coefs, exps, strict=True):
+        common = min(e, te)
+        t = tc * 10 ** (te - common)
+        out.append((2 * p * 10 ** (e - common) + t) // (2 * t))
+    return out
 
 
 def merge(
     series: dict[str, Series], ticks: list[Decimal]
-) -> tuple[list[int], list[int], list[Decimal], list[int], list[Any], list[int]]:
-    """One timeline of every market's points: times, market index, price on the tick,
-    price in ticks, the bar each point closes (None for most), and each point's flags."""
+) -> tuple[array[int], array[int], OnTick, array[int], ClosingBars, bytes]:
+    """One timeline of every market's points: times, market index, prices on the tick
+    (made when read), prices in ticks, the bar each point closes, and each point's flags."""
     per_market = []
+    bars_of: list[Any] = []
     for m, s in enumerate(series.values()):
         tick = ticks[m]
-        # Half up to the nearest tick: prices are positive, so the integer part of
-        # (price + tick / 2) / tick is the rounded quotient, exactly.
-        half = tick / 2
-        in_ticks = [int((price + half) // tick) for price in s.prices]
+        in_ticks = _ticks(s.prices, tick)
         if in_ticks and min(in_ticks) <= 0:
             k = next(k for k, units in enumerate(in_ticks) if units <= 0)
             raise BacktestError(
                 f"{s.market}: price {s.prices[k]} at point {k + 1} rounds to zero on the tick {tick}"
             )
-        on_tick = [units * tick for units in in_ticks]
-        closing: dict[int, Any] = dict(zip(s.closes, s.bars, strict=True))
-        flags = list(_BAR_FLAGS) * len(s.bars) if s.bars else [SEEN] * len(s.times)
-        per_market.append((s, on_tick, in_ticks, closing, flags))
+        times = s.times if isinstance(s.times, array) else array("q", s.times)
+        flags = _BAR_FLAGS * len(s.bars) if s.bars else bytes([SEEN]) * len(times)
+        if not s.bars:
+            bars_of.append(None)
+        elif isinstance(s.bars, Bars) and s.closes == range(3, len(times), 4):
+            bars_of.append(s.bars)
+        else:
+            bars_of.append(dict(zip(s.closes, s.bars, strict=True)))
+        per_market.append((times, in_ticks, flags))
+    kind = "B" if len(per_market) < 256 else "H"
     if len(per_market) == 1:
-        s, on_tick, in_ticks, closing, flags = per_market[0]
-        bars: list[Any] = [None] * len(s.times)
-        for k, bar in closing.items():
-            bars[k] = bar
-        return list(s.times), [0] * len(s.times), on_tick, in_ticks, bars, flags
-    keyed = heapq.merge(*(_keyed(m, entry[0].times) for m, entry in enumerate(per_market)))
-    times: list[int] = []
-    mks: list[int] = []
-    prices: list[Decimal] = []
-    in_all: list[int] = []
-    bars_all: list[Any] = []
-    flags_all: list[int] = []
+        times, in_ticks, flags = per_market[0]
+        mks = array(kind, bytes(len(times)))
+        return (
+            times,
+            mks,
+            OnTick(in_ticks, mks, ticks),
+            in_ticks,
+            ClosingBars(bars_of, mks, None),
+            flags,
+        )
+    keyed = heapq.merge(*(_keyed(m, entry[0]) for m, entry in enumerate(per_market)))
+    times_all = array("q")
+    mks = array(kind)
+    in_all = array("q")
+    pos = array("l")
+    flags_all = bytearray()
     for t, m, k in keyed:
-        _, on_tick, in_ticks, closing, flags = per_market[m]
-        times.append(t)
+        _, in_ticks, flags = per_market[m]
+        times_all.append(t)
         mks.append(m)
-        prices.append(on_tick[k])
         in_all.append(in_ticks[k])
-        bars_all.append(closing.get(k))
+        pos.append(k)
         flags_all.append(flags[k])
-    return times, mks, prices, in_all, bars_all, flags_all
+    return (
+        times_all,
+        mks,
+        OnTick(in_all, mks, ticks),
+        in_all,
+        ClosingBars(bars_of, mks, pos),
+        bytes(flags_all),
+    )
 
 
-def _keyed(m: int, times: list[int]) -> Iterator[tuple[int, int, int]]:
-    return ((t, m, k) for k, t in enumerate(times))
+def _keyed(m: int, times: Sequence[int]) -> Iterator[tuple[int, int, int]]:
+    return zip(times, repeat(m), range(len(times)))
 
 
-__all__ = ["GAP", "PATH", "SEEN", "merge"]
+__all__ = ["GAP", "PATH", "SEEN", "ClosingBars", "OnTick", "merge"]
