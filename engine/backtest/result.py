@@ -57,6 +57,8 @@ class BacktestResult:
     # per point of the timeline, the bar (price_files.Bar) it closes, None for most and
     # for trade data: the charts draw candles and volume from them
     ohlc: Sequence[Any] = field(default_factory=list, repr=False)
+    # the strategy's parameters the run used, as JSON holds them (summary["params"])
+    params: dict[str, Any] = field(default_factory=dict, repr=False)
     # -- figures, computed from the record when the result is made
     summary: dict[str, Any] = field(init=False)
     executions: list[dict[str, Any]] = field(init=False)

@@ -538,7 +538,13 @@ class Runner:
     # -- the record ---------------------------------------------------------------------
 
     def result(
-        self, bars: int, settings: Settings, log_hash: str, db: str | None, errors: list[Any]
+        self,
+        bars: int,
+        settings: Settings,
+        log_hash: str,
+        db: str | None,
+        errors: list[Any],
+        params: dict[str, Any] | None = None,
     ) -> BacktestResult:
         """What the run recorded, as plain values (the engine's state is read here, once),
         and the figures computed from it."""
@@ -569,6 +575,7 @@ class Runner:
             db=db,
             errors=errors,
             ohlc=self.bars,
+            params=params or {},
         )
 
 
@@ -776,11 +783,11 @@ def run(
             log_hash(db_path),
             str(db_path) if scratch is None else None,
             getattr(strategy, "errors", []),
+            params_text(used),
         )
     finally:
         if scratch is not None:
             scratch.cleanup()
-    result.summary["params"] = params_text(used)
     if out is not None:
         result.write(out)
     return result

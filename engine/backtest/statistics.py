@@ -258,6 +258,7 @@ def _compute(result: BacktestResult) -> Figures:
         },
         "unvalued_assets": unvalued,
         "errors": result.errors,
+        "params": result.params,
         "log_hash": result.log_hash,
     }
     return Figures(summary, executions, walked.rows, (markets, base_columns, currency), trades)
