@@ -286,6 +286,9 @@ class PostgresEventStore:
             raise RuntimeError("the store already holds a transaction")
         try:
             self.conn.execute("BEGIN")
+            # A held transaction (a backtest) waits on its driver between commands for
+            # as long as that takes: no hung-writer timeout inside it.
+            self.conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
         except psycopg.Error as exc:
             raise StoreUnavailable(str(exc)) from exc
         self._held = True
