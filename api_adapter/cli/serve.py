@@ -77,11 +77,7 @@ def serve(args: argparse.Namespace) -> int:
             " standby, until then)",
             flush=True,
         )
-        taken = wait_as_standby(
-            listener,
-            lambda: open_engine(args.db, settings).start(),  # type: ignore[arg-type]
-            options,
-        )
+        taken = wait_as_standby(listener, lambda: _started(args.db, settings), options)
         if taken is None:
             listener.close()
             return 0
@@ -123,3 +119,15 @@ def serve(args: argparse.Namespace) -> int:
         )
         return FENCED
     return 0
+
+
+def _started(db: str, settings: object) -> object:
+    """A started engine on `db`; one that fails to start gives its lease back."""
+    from engine import open_engine
+
+    engine = open_engine(db, settings)  # type: ignore[arg-type]
+    try:
+        return engine.start()
+    except BaseException:
+        engine.store.close()
+        raise

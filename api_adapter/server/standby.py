@@ -62,6 +62,10 @@ def wait_as_standby(
                 log.warning("standby cannot reach the database", error=str(exc))
                 stop.wait(RETRY)
                 continue
+            except Exception as exc:  # noqa: BLE001 - a failed start-up: try again
+                log.error("standby failed to take over", error=repr(exc))
+                stop.wait(RETRY)
+                continue
             taken.append(engine)
             server.should_exit = True
             return

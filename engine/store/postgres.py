@@ -119,7 +119,14 @@ class _Lease:
     def __init__(self, url: str, seconds: float) -> None:
         self.seconds = seconds
         self.lost = threading.Event()
-        self.conn = _connect(url, read_only=False, options=_timeouts(seconds, "idle_session"))
+        self.conn = _connect(url, read_only=False)
+        try:
+            self.conn.execute(f"SET idle_session_timeout = {_millis(seconds)}")  # type: ignore[arg-type]
+        except psycopg.errors.UndefinedObject:
+            log.warning(
+                "PostgreSQL before 14 has no idle_session_timeout: a hung writer keeps the"
+                " lease until its connection ends (TCP keepalives)"
+            )
         got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()
         if not (got and got[0]):
             holder = self.conn.execute(
@@ -161,10 +168,8 @@ class _Lease:
                 self.conn.close()
 
 
-def _timeouts(seconds: float, kind: str) -> str:
-    """Server options ending a session idle (`idle_session`) or idle in a transaction
-    (`idle_in_transaction_session`) for `seconds`."""
-    return f"-c {kind}_timeout={max(1, round(seconds * 1000))}"
+def _millis(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 class PostgresEventStore:
@@ -193,7 +198,9 @@ class PostgresEventStore:
         try:
             # A leased writer's transaction left open by a hung process ends with its
             # lease, so it cannot keep the log's head row locked from the next writer.
-            hung = _timeouts(lease_seconds, "idle_in_transaction_session") if lease else ""
+            hung = (
+                f"-c idle_in_transaction_session_timeout={_millis(lease_seconds)}" if lease else ""
+            )
             self.conn = _connect(url, read_only=read_only, options=hung)
             try:
                 if not read_only:
