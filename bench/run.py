@@ -712,6 +712,12 @@ Notes on the figures:
 - Start-up from a snapshot: the snapshot is the one the writer had built in the
   background; the tail after it is replayed. Its size and the time to build it are
   below.
+- **PostgreSQL** (issue 18): bench_postgres runs once and repeats each figure five
+  times inside, on a throwaway cluster it starts with fsync on (the tests' cluster has
+  it off): the writer against raw `COPY`, HTTP orders against SQLite FULL (each run both
+  back to back; p99 of both at half PostgreSQL's closed-loop rate), start-up with
+  1,000,000 events from a snapshot, and failover under load (SIGKILL of the writer to
+  the standby's first 2xx; every 2xx checked in the log). docs/operations.md explains.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database). bench_memory decides its orders without the
