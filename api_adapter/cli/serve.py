@@ -47,8 +47,9 @@ def serve(args: argparse.Namespace) -> int:
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
     from engine import open_engine
+    from engine.read.database_contents import display, is_server_url
     from engine.runtime.scheduler import Scheduler
-    from engine.store import LeaseHeld, StoreUnavailable, display, is_server_url
+    from engine.store import LeaseHeld, StoreUnavailable
 
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
     configure(json_lines=json_logs, level=args.log_level)
