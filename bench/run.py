@@ -248,6 +248,7 @@ BENCHES = {
             "pg_writer_ratio": rf"writer on PostgreSQL, one-event.*?ratio {NUM}",
             "pg_http_ratio": rf"HTTP POST orders, PostgreSQL FULL.*?ratio {NUM}",
             "pg_lost": rf"missing from the log: {NUM}",
+            "pg_snapshot_at": rf"start-up on PostgreSQL.*?snapshot at {NUM}",
             "pg_acknowledged": rf"acknowledged writes: {NUM}",
         },
         timeout=1800,
@@ -614,7 +615,8 @@ def postgres_rows(pg: Bench) -> list[list[str]]:
     rows.append(
         _row(
             f"PostgreSQL: start-up time, {int(pg.arg('--replay-events') if pg.used else 0):,}"
-            " events, from the newest state snapshot" + fsync,
+            " events, from the newest state snapshot (at"
+            f" {one('pg_snapshot_at') or 0:,.0f}; 0: none was used)" + fsync,
             su,
             _secs,
             "—",
