@@ -487,6 +487,13 @@ class SandboxWebhookStatus(SandboxWebhook):
 
 class Health(Shape):
     status: Literal["ok", "unavailable"]
+    role: Annotated[
+        Literal["writer", "standby"],
+        Field(
+            description="`writer`: this process writes to the database; `standby`: another"
+            " does, and this one takes over when it goes (PostgreSQL only; always 503)"
+        ),
+    ]
     writer: Annotated[
         Literal["running", "stopped"], Field(description="the writer thread that decides")
     ]

@@ -243,6 +243,35 @@ BENCHES = {
         {"per_order": rf"memory per resting order {NUM} bytes"},
         verifies=False,
     ),
+    "postgres": Bench(
+        "bench_postgres.py",
+        ["--events", "20000", "--seconds", "3", "--replay-events", "1000000", "--runs", "5"],
+        ["--events", "2000", "--seconds", "1", "--replay-events", "20000", "--tail", "2000"]
+        + ["--runs", "2"],
+        1,
+        {
+            **{
+                f"{name}{end}": rf"{line}.*?{where} {NUM}{unit}"
+                for name, line, unit in (
+                    ("pg_raw", r"raw COPY into events", "/s"),
+                    ("pg_writer", r"writer on PostgreSQL, one-event", "/s"),
+                    ("pg_http_sqlite", r"HTTP POST orders, SQLite FULL", " req/s"),
+                    ("pg_http", r"HTTP POST orders, PostgreSQL FULL", " req/s"),
+                    ("pg_p99", r"postgresql open-loop p99 over the runs:", " ms"),
+                    ("pg_sqlite_p99", r"sqlite open-loop p99 over the runs:", " ms"),
+                    ("pg_startup", r"start-up on PostgreSQL from a snapshot", " s"),
+                    ("pg_failover", r"failover, SIGKILL to the standby's first", " s"),
+                )
+                for end, where in (("", r"\)?"), ("_min", "min"), ("_max", "max"))
+            },
+            "pg_writer_ratio": rf"writer on PostgreSQL, one-event.*?ratio {NUM}",
+            "pg_http_ratio": rf"HTTP POST orders, PostgreSQL FULL.*?ratio {NUM}",
+            "pg_lost": rf"missing from the log: {NUM}",
+            "pg_snapshot_at": rf"start-up on PostgreSQL.*?snapshot at {NUM}",
+            "pg_acknowledged": rf"acknowledged writes: {NUM}",
+        },
+        timeout=1800,
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -575,9 +604,85 @@ def table() -> list[str]:
             _verify(mem),
         )
     )
+    rows += postgres_rows(BENCHES["postgres"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def postgres_rows(pg: Bench) -> list[list[str]]:
+    """Issue 18's figures: sandex on PostgreSQL (a cluster with fsync on, bench_postgres)."""
+    runs = f"{pg.arg('--runs')} in one process"
+    fsync = " (PostgreSQL with fsync on)"
+
+    def one(name: str) -> float | None:
+        v = pg.values(name)
+        return v[0] if v else None
+
+    rows = []
+    r = one("pg_writer_ratio")
+    rows.append(
+        _row(
+            "PostgreSQL: events appended/s through the writer (group commit, FULL)" + fsync,
+            in_process(pg, "pg_writer", runs),
+            _rate,
+            f"raw `COPY`, 500/tx: {_rate(one('pg_raw') or 0)}",
+            r,
+            "≥ 0.50",
+            None if r is None else r >= 0.5,
+            "—",
+            "—",
+        )
+    )
+    r, p99, p99s = one("pg_http_ratio"), one("pg_p99"), one("pg_sqlite_p99")
+    rows.append(
+        _row(
+            "PostgreSQL: HTTP order creations/s, 32 connections (closed loop)" + fsync,
+            in_process(pg, "pg_http", runs),
+            _rate,
+            f"the same on SQLite FULL: {_rate(one('pg_http_sqlite') or 0)};"
+            f" SQLite's open-loop p99 at the same rate: {p99s or 0:.1f} ms",
+            r,
+            "≥ 0.70; report p99",
+            None if r is None else r >= 0.7,
+            f"p99 {p99 or 0:.1f} ms (median of the runs) at half PostgreSQL's closed-loop rate",
+            "—",
+        )
+    )
+    su = in_process(pg, "pg_startup", runs)
+    rows.append(
+        _row(
+            f"PostgreSQL: start-up time, {int(pg.arg('--replay-events') if pg.used else 0):,}"
+            " events, from the newest state snapshot (at"
+            f" {one('pg_snapshot_at') or 0:,.0f}; 0: none was used)" + fsync,
+            su,
+            _secs,
+            "—",
+            None,
+            "≤ 3 s",
+            None if su is None else su.median <= 3.0,
+            "—",
+            "—",
+        )
+    )
+    fo = in_process(pg, "pg_failover", runs)
+    lost = one("pg_lost")
+    rows.append(
+        _row(
+            "PostgreSQL: failover under load, SIGKILL of the writer to the standby's first"
+            f" acknowledged write ({one('pg_acknowledged') or 0:,.0f} acknowledged writes,"
+            f" {lost or 0:.0f} missing from the log)" + fsync,
+            fo,
+            _secs,
+            "—",
+            None,
+            "≤ 5 s, none lost",
+            None if fo is None else fo.median <= 5.0 and fo.high <= 5.0 and not lost,
+            "—",
+            _verify(pg),
+        )
+    )
+    return rows
 
 
 def http_runs(b: Bench, route: str, label: str) -> list[str]:
@@ -647,6 +752,12 @@ Notes on the figures:
 - Start-up from a snapshot: the snapshot is the one the writer had built in the
   background; the tail after it is replayed. Its size and the time to build it are
   below.
+- **PostgreSQL** (issue 18): bench_postgres runs once and repeats each figure five
+  times inside, on a throwaway cluster it starts with fsync on (the tests' cluster has
+  it off): the writer against raw `COPY`, HTTP orders against SQLite FULL (each run both
+  back to back; p99 of both at half PostgreSQL's closed-loop rate), start-up with
+  1,000,000 events from a snapshot, and failover under load (SIGKILL of the writer to
+  the standby's first 2xx; every 2xx checked in the log). docs/operations.md explains.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database). bench_memory decides its orders without the

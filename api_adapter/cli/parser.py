@@ -236,6 +236,13 @@ def parser() -> argparse.ArgumentParser:
         help="connections held at once; more are answered 503 (default: 1000)",
     )
     serve.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="on PostgreSQL: how long a hung writer keeps the database from a standby (default: 5)",
+    )
+    serve.add_argument(
         "--log-format",
         choices=["auto", "json", "console"],
         default="auto",

@@ -7,12 +7,16 @@ import sys
 
 from api_adapter.cli.bootstrap import bootstrap
 
+# The exit status of a writer that lost its lease to another (docs/operations.md).
+FENCED = 4
+
 # serve flags that override connection settings (api_adapter/server/connections.py)
 _CONNECTION_FLAGS = {
     "header_timeout": "header_timeout_seconds",
     "body_timeout": "body_timeout_seconds",
     "keep_alive_timeout": "keep_alive_timeout_seconds",
     "max_connections": "max_connections",
+    "lease_seconds": "writer_lease_seconds",
 }
 
 
@@ -43,8 +47,9 @@ def serve(args: argparse.Namespace) -> int:
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
     from engine import open_engine
+    from engine.read.database_contents import display, is_server_url
     from engine.runtime.scheduler import Scheduler
-    from engine.store import StoreUnavailable
+    from engine.store import LeaseHeld, StoreUnavailable
 
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
     configure(json_lines=json_logs, level=args.log_level)
@@ -56,8 +61,28 @@ def serve(args: argparse.Namespace) -> int:
         check_target(args.record, force=args.force)
     listener = listen(args.host, args.port)  # a busy port: no database made, no banner
     args.port = listener.getsockname()[1]  # the one taken, for --port 0
+    base = f"http://{args.host}:{args.port}"
+    options = {"log_config": None, "access_log": False, **uvicorn_options(settings)}  # type: ignore[arg-type]
     try:
         engine = open_engine(args.db, settings).start()  # type: ignore[arg-type]
+    except LeaseHeld as exc:
+        if not is_server_url(args.db):  # an SQLite file has one machine: no standby
+            listener.close()
+            print(f"sandex: {exc}", file=sys.stderr)
+            return 2
+        from api_adapter.server.standby import wait_as_standby
+
+        print(
+            f"sandex standby on {base} for {display(args.db)}: another sandex writes to it;"
+            " this one takes over when that one's lease ends (/healthz answers 503, role"
+            " standby, until then)",
+            flush=True,
+        )
+        taken = wait_as_standby(listener, lambda: _started(args.db, settings), options)
+        if taken is None:
+            listener.close()
+            return 0
+        engine = taken
     except StoreUnavailable as exc:
         listener.close()
         print(f"sandex: {exc}", file=sys.stderr)
@@ -73,7 +98,6 @@ def serve(args: argparse.Namespace) -> int:
         from api_adapter.scenarios.recorder import Recorder
 
         app.add_middleware(Recorder, path=args.record, engine=engine)
-    base = f"http://{args.host}:{args.port}"
     print(
         f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
         f"  token:       POST {base}/oauth2/token\n"
@@ -82,16 +106,29 @@ def serve(args: argparse.Namespace) -> int:
         f"  docs:        {base}/docs",
         flush=True,
     )
+    fenced = getattr(engine.store, "fenced", None)  # PostgreSQL: the lease was lost
     try:
-        serve_on(
-            listener,
-            app,
-            host=args.host,
-            port=args.port,
-            log_config=None,
-            access_log=False,
-            **uvicorn_options(engine.settings),
-        )
+        serve_on(listener, app, host=args.host, port=args.port, stop_when=fenced, **options)
     finally:
         engine.stop()
+    if fenced is not None and fenced.is_set():
+        print(
+            f"sandex: another sandex took over {display(args.db)} (this one lost its writer"
+            " lease, so it wrote nothing since); exiting: started again, it waits as the"
+            " standby",
+            file=sys.stderr,
+        )
+        return FENCED
     return 0
+
+
+def _started(db: str, settings: object) -> object:
+    """A started engine on `db`; one that fails to start gives its lease back."""
+    from engine import open_engine
+
+    engine = open_engine(db, settings)  # type: ignore[arg-type]
+    try:
+        return engine.start()
+    except BaseException:
+        engine.store.close()
+        raise

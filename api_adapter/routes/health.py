@@ -4,7 +4,8 @@ store, the clock and the log's position.
 
 200 when the writer thread is alive, its last group commit reached the disk and the
 log can be read; otherwise 503, a problem whose `meta` holds the same checks. After a
-failed commit it stays 503 until a commit succeeds again."""
+failed commit it stays 503 until a commit succeeds again. `role` is `writer` here; a
+standby (api_adapter/server/standby.py) answers 503 with `role: standby`."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ async def health(request: Request) -> Response:
     readable = logged is not None and checks["log_readable"]
     view: dict[str, Any] = {
         "status": "ok",
+        "role": "writer",
         "writer": "running" if checks["writer_alive"] else "stopped",
         "last_commit": "ok" if checks["last_commit_ok"] else "failed",
         "store": "ok" if readable else "unavailable",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import threading
 from typing import Any
 
 from api_adapter.cli.errors import CliError
@@ -44,13 +45,23 @@ def listen(host: str, port: int) -> socket.socket:
         raise CliError(f"cannot listen on {host}:{port}: {why}") from None
 
 
-def serve_on(listener: socket.socket, app: Any, **options: Any) -> None:
+def serve_on(
+    listener: socket.socket, app: Any, *, stop_when: threading.Event | None = None, **options: Any
+) -> None:
     """`uvicorn.run(app, **options)` on the socket `listen` made; returns when the server
-    stops (Ctrl-C, SIGTERM). A server that did not start (uvicorn logged why) is
-    `CliError` with uvicorn's own exit status."""
+    stops (Ctrl-C, SIGTERM, or `stop_when` set: a writer that lost its lease). A server
+    that did not start (uvicorn logged why) is `CliError` with uvicorn's own exit
+    status."""
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, **options))
+    if stop_when is not None:
+
+        def stop() -> None:
+            stop_when.wait()
+            server.should_exit = True
+
+        threading.Thread(target=stop, name="sandex-fence", daemon=True).start()
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C is how a server is stopped

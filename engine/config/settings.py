@@ -55,6 +55,9 @@ class Settings(BaseModel):
     clock: Literal["wall", "manual"] = "wall"
     clock_start: datetime = Field(default_factory=lambda: datetime(2024, 1, 1, tzinfo=UTC))
     durability: Literal["FULL", "NORMAL"] = "FULL"
+    # On PostgreSQL: how long the writer lease outlives a writer that hangs or is cut off
+    # (a dead one loses it at once), so how long a standby waits before it takes over.
+    writer_lease_seconds: float = Field(default=5.0, ge=1, le=600)
     token_ttl_seconds: int = 3599
     # Whether the bootstrap client, made with a new database, holds the permission that
     # self_match_prevention_id needs (SELF_MATCH_PREVENTION above).

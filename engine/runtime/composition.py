@@ -30,7 +30,13 @@ def open_engine(
     write lock, each reloading what the other wrote before it decides. `registry`: the
     deciders, appliers and timers (the domain's when None)."""
     settings = settings or Settings()
-    store = open_store(path, durability=settings.durability, tables=TABLES, lease=lease)
+    store = open_store(
+        path,
+        durability=settings.durability,
+        tables=TABLES,
+        lease=lease,
+        lease_seconds=settings.writer_lease_seconds,
+    )
     try:
         return Engine(store, settings, clock, registry=registry)
     except BaseException:

@@ -26,6 +26,11 @@ class LeaseHeld(StoreUnavailable):
     """Another writer holds the database's lease."""
 
 
+class Fenced(StoreUnavailable):
+    """This writer lost the database's lease (another writer took over): it must never
+    commit again."""
+
+
 def lock_path(db_path: str) -> str:
     return f"{db_path}.lock"
 

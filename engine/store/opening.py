@@ -18,12 +18,16 @@ def open_store(
     durability: str = "FULL",
     tables: dict[str, dict[str, Any]] | None = None,
     lease: bool = False,
+    lease_seconds: float = 5.0,
 ) -> EventStore:
-    """The store of `db`, its schema made or migrated; `lease`: hold the writer lease."""
+    """The store of `db`, its schema made or migrated; `lease`: hold the writer lease
+    (on a server, `lease_seconds` is how long a hung holder keeps it)."""
     if is_server_url(db):
         from engine.store.postgres import PostgresEventStore
 
-        return PostgresEventStore(str(db), durability=durability, tables=tables, lease=lease)
+        return PostgresEventStore(
+            str(db), durability=durability, tables=tables, lease=lease, lease_seconds=lease_seconds
+        )
     return SqliteEventStore(db, durability=durability, tables=tables, lease=lease)
 
 

@@ -17,6 +17,7 @@ server crash may lose the last commits, never part of one)."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -28,7 +29,7 @@ import structlog
 
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store import postgres_schema
-from engine.store.lease import LeaseHeld
+from engine.store.lease import Fenced, LeaseHeld
 from engine.store.locations import display
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
 from engine.store.postgres_reads import ConnectionReads, PostgresReads
@@ -40,6 +41,11 @@ _SYNC = {"FULL": "on", "NORMAL": "off", "OFF": "off"}
 
 # pg_try_advisory_lock key of the writer lease (one writer per database).
 WRITER_LOCK = 0x5A4E_0002
+
+# TCP keepalives (ignored on a unix socket): a server that is gone is noticed in about
+# 10 s instead of the kernel's two hours.
+_KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 5}
+_KEEPALIVES.update(keepalives_interval=2, keepalives_count=3)
 
 _COLUMNS = "position, stream, version, type, schema, data, meta, occurred_at"
 
@@ -65,10 +71,13 @@ def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
         )
 
 
-def _connect(url: str, *, read_only: bool) -> psycopg.Connection[Any]:
-    options = "-c default_transaction_read_only=on" if read_only else ""
+def _connect(url: str, *, read_only: bool, options: str = "") -> psycopg.Connection[Any]:
+    if read_only:
+        options = f"{options} -c default_transaction_read_only=on".strip()
     try:
-        return psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
+        return psycopg.connect(
+            url, autocommit=True, options=options, connect_timeout=10, **_KEEPALIVES
+        )
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
 
@@ -101,11 +110,23 @@ def database_contents(url: str) -> tuple[set[str], list[str]]:
 
 class _Lease:
     """The writer lease: a session advisory lock held on a connection of its own for as
-    long as the store is open. The server drops it when that connection ends, however
-    the process ends."""
+    long as the store is open. The server drops it when that session ends, however the
+    process ends: at once when the process dies (its socket closes), and within
+    `seconds` when it hangs or its machine is cut off, by `idle_session_timeout` (a
+    thread here runs a query on the session every fifth of that, so a live writer's
+    session is never idle that long). A lease whose session ends sets `lost`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, seconds: float) -> None:
+        self.seconds = seconds
+        self.lost = threading.Event()
         self.conn = _connect(url, read_only=False)
+        try:
+            self.conn.execute(f"SET idle_session_timeout = {_millis(seconds)}")  # type: ignore[arg-type]
+        except psycopg.errors.UndefinedObject:
+            log.warning(
+                "PostgreSQL before 14 has no idle_session_timeout: a hung writer keeps the"
+                " lease until its connection ends (TCP keepalives)"
+            )
         got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()
         if not (got and got[0]):
             holder = self.conn.execute(
@@ -119,14 +140,36 @@ class _Lease:
             raise LeaseHeld(
                 f"database {display(url)} is in use by another sandex writer{by}; stop it first"
             )
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name="sandex-lease", daemon=True)
+        self._thread.start()
+
+    def _keep(self) -> None:
+        while not self._stop.wait(self.seconds / 5):
+            with self._guard:
+                if self._stop.is_set():
+                    return
+                try:
+                    self.conn.execute("SELECT 1")
+                except psycopg.Error as exc:
+                    log.error("the writer lease is lost", error=str(exc).strip())
+                    self.lost.set()
+                    return
 
     def release(self) -> None:
         """Unlock, then close: the server ends a closed session's backend (and drops its
         locks) only after `close` has returned, so a next writer could find it held."""
-        if not self.conn.closed:
-            with suppress(psycopg.Error):
-                self.conn.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
-            self.conn.close()
+        self._stop.set()
+        with self._guard:
+            if not self.conn.closed:
+                with suppress(psycopg.Error):
+                    self.conn.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
+                self.conn.close()
+
+
+def _millis(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 class PostgresEventStore:
@@ -140,20 +183,38 @@ class PostgresEventStore:
         tables: dict[str, dict[str, Any]] | None = None,
         lease: bool = False,
         read_only: bool = False,
+        lease_seconds: float = 5.0,
     ) -> None:
+        """`lease`: hold the writer lease (`lease_seconds`: how long a hung holder keeps
+        it) and fence every append with a new epoch."""
         if durability not in _SYNC:
             raise ValueError(f"durability must be one of {sorted(_SYNC)}")
         tables = with_indexes(tables or {})
         self.path = url
-        self._lease = _Lease(url) if lease else None
+        self._lease = _Lease(url, lease_seconds) if lease else None
+        # Set when this store lost the lease: it never commits again (the owner exits).
+        self.fenced = self._lease.lost if self._lease else threading.Event()
+        self._epoch: int | None = None
         try:
-            self.conn = _connect(url, read_only=read_only)
+            # A leased writer's transaction left open by a hung process ends with its
+            # lease, so it cannot keep the log's head row locked from the next writer.
+            hung = (
+                f"-c idle_in_transaction_session_timeout={_millis(lease_seconds)}" if lease else ""
+            )
+            self.conn = _connect(url, read_only=read_only, options=hung)
             try:
                 if not read_only:
                     self.conn.execute(
                         f"SET synchronous_commit = {_SYNC[durability]}"  # type: ignore[arg-type]
                     )
                     postgres_schema.create(self.conn, tables)
+                    if lease:
+                        self._epoch = int(
+                            self.conn.execute(
+                                "UPDATE log_head SET epoch = epoch + 1 WHERE name = 'log'"
+                                " RETURNING epoch"
+                            ).fetchone()[0]  # type: ignore[index]
+                        )
             except psycopg.Error as exc:
                 self.conn.close()
                 raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
@@ -232,6 +293,9 @@ class PostgresEventStore:
             raise RuntimeError("the store already holds a transaction")
         try:
             self.conn.execute("BEGIN")
+            # A held transaction (a backtest) waits on its driver between commands for
+            # as long as that takes: no hung-writer timeout inside it.
+            self.conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
         except psycopg.Error as exc:
             raise StoreUnavailable(str(exc)) from exc
         self._held = True
@@ -280,19 +344,25 @@ class PostgresEventStore:
 
     def _append(self, events: Sequence[Event], clear: bool, checkpoint: int) -> None:
         conn = self.conn
+        fence, epoch = ("", ()) if self._epoch is None else (" AND epoch = %s", (self._epoch,))
         if events:
             moved = conn.execute(
                 "UPDATE log_head SET position = %s, commits = commits + 1"
-                " WHERE name = 'log' AND position = %s",
-                (events[-1].position, events[0].position - 1),
+                " WHERE name = 'log' AND position = %s" + fence,  # type: ignore[operator]
+                (events[-1].position, events[0].position - 1, *epoch),
             )
-            if moved.rowcount != 1:
-                raise Concurrency(
-                    f"position {events[0].position} does not follow the log's end"
-                    f" ({self._value('SELECT position FROM log_head')})"
-                )
         else:
-            conn.execute("UPDATE log_head SET commits = commits + 1 WHERE name = 'log'")
+            moved = conn.execute(
+                "UPDATE log_head SET commits = commits + 1 WHERE name = 'log'" + fence,  # type: ignore[operator]
+                epoch,
+            )
+        if moved.rowcount != 1:
+            self._check_epoch()
+            first = events[0].position if events else "(none)"
+            raise Concurrency(
+                f"position {first} does not follow the log's end"
+                f" ({self._value('SELECT position FROM log_head')})"
+            )
         if clear:
             last = int(self._value("SELECT max(position) FROM events") or 0)
             if last != checkpoint:
@@ -301,6 +371,16 @@ class PostgresEventStore:
                 conn.execute(f"DELETE FROM {table}")  # type: ignore[call-overload]
         if events:
             self._copy_events(_event_rows(events))
+
+    def _check_epoch(self) -> None:
+        """`Fenced` if another writer took the lease since this one did."""
+        now = self._value("SELECT epoch FROM log_head WHERE name = 'log'")
+        if self._epoch is not None and now != self._epoch:
+            self.fenced.set()
+            raise Fenced(
+                f"another sandex writer took over database {display(self.path)}"
+                f" (epoch {now}, this writer's {self._epoch}); this one writes no more"
+            )
 
     def _copy_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
         with (

@@ -5,9 +5,10 @@ once).
 The tables are SQLite's, column for column: `events` (data and meta as JSON text, see
 docs/operations.md for why text and not jsonb), `sandex_meta`, `checkpoint`,
 `state_snapshots`, the read models with the indexes of engine/store/read_model_indexes.py,
-and one table SQLite does without: `log_head`, the log's last position and a count of
-commits, which every append updates (the gapless check, and the change count that
-`data_version` reads). The read side's SQL uses SQLite's `json_extract`; PostgreSQL gets
+and one table SQLite does without: `log_head`, the log's last position, a count of
+commits and the writer's fencing epoch, which every append updates (the gapless check,
+the change count that `data_version` reads, and the check that this writer still holds
+the lease). The read side's SQL uses SQLite's `json_extract`; PostgreSQL gets
 a function of that name, so the queries stay one text for both stores."""
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ CREATE TABLE IF NOT EXISTS log_head (
     position bigint NOT NULL,
     commits bigint NOT NULL
 );
+ALTER TABLE log_head ADD COLUMN IF NOT EXISTS epoch bigint NOT NULL DEFAULT 0;
 INSERT INTO log_head (name, position, commits)
     SELECT 'log', coalesce(max(position), 0), 0 FROM events
     ON CONFLICT DO NOTHING;

@@ -30,6 +30,7 @@ def test_a_healthy_sandbox_answers_200_with_the_writer_the_clock_and_the_positio
     assert r.status_code == 200, r.text
     assert r.json() == {
         "status": "ok",
+        "role": "writer",
         "writer": "running",
         "last_commit": "ok",
         "store": "ok",

@@ -93,8 +93,10 @@ class Server:
 
 
 @contextmanager
-def server() -> Iterator[Server]:
-    """The developer's server (SANDEX_TEST_POSTGRES), else a throwaway cluster."""
+def server(*, fsync: bool = False) -> Iterator[Server]:
+    """The developer's server (SANDEX_TEST_POSTGRES), else a throwaway cluster: with
+    `fsync` off (the tests' default: nothing of a test outlives the machine), or on, as a
+    server that keeps its commits (what the benchmarks measure)."""
     own = os.environ.get(ENV)
     if own:
         import psycopg
@@ -105,7 +107,7 @@ def server() -> Iterator[Server]:
             raise Unavailable(f"{ENV}={own!r} cannot be reached: {exc}") from exc
         yield Server(own)
         return
-    with _cluster() as admin_url:
+    with _cluster(fsync) as admin_url:
         yield Server(admin_url)
 
 
@@ -124,7 +126,7 @@ def _as_postgres(command: list[str]) -> list[str]:
 
 
 @contextmanager
-def _cluster() -> Iterator[str]:
+def _cluster(fsync: bool = False) -> Iterator[str]:
     bin_dir = binaries()
     folder = Path(tempfile.mkdtemp(prefix="sandex-pg-"))
     data = folder / "data"
@@ -155,7 +157,12 @@ def _cluster() -> Iterator[str]:
         )
         options = (
             f"-c listen_addresses='' -c unix_socket_directories='{folder}'"
-            " -c fsync=off -c synchronous_commit=on -c full_page_writes=off"
+            + (
+                " -c fsync=on -c full_page_writes=on"
+                if fsync
+                else " -c fsync=off -c full_page_writes=off"
+            )
+            + " -c synchronous_commit=on"
             " -c max_connections=200 -c shared_buffers=64MB"
         )
         _run(

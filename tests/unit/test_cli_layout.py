@@ -11,9 +11,10 @@ from api_adapter.cli.parser import parser
 
 CLI = Path(__file__).resolve().parents[2] / "api_adapter" / "cli"
 # Modules that would give the command line a connection of its own; of the store, only
-# its error (a database held by a server) may be named, to say so in one line.
+# its errors (a database held by a server, or by another writer: serve waits as the
+# standby on PostgreSQL) may be named, to say so in one line.
 NO_DATABASE = ("sqlite3", "sqlite_utils", "engine.store")
-STORE_ERRORS = {"StoreUnavailable"}
+STORE_ERRORS = {"StoreUnavailable", "LeaseHeld"}
 # errors.py names sqlite3's exception classes to report them in one line; its --db check
 # is the read side's to hold (engine/read/database_contents.py), not this test's.
 SQLITE_ERRORS_ONLY = {"errors.py"}
