@@ -765,7 +765,22 @@ Notes on the figures:
 """
 
 
+# A section of docs/performance.md whose heading ends so was measured by hand, not by this
+# run: writing the page again keeps it, and whatever follows it.
+MEASURED_APART = "measured apart"
+
+
+def kept_sections(previous: str) -> list[str]:
+    """The hand-measured sections at the end of the page being replaced, as lines."""
+    lines = previous.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("## ") and line.rstrip().endswith(MEASURED_APART):
+            return ["", *lines[k:]]
+    return []
+
+
 def write(out: Path, started: float, quick: bool, load: tuple[float, ...]) -> None:
+    kept = kept_sections(out.read_text()) if out.exists() else []
     lines = [
         "# Performance",
         "",
@@ -773,6 +788,7 @@ def write(out: Path, started: float, quick: bool, load: tuple[float, ...]) -> No
         "plain script of `bench/` that also runs alone; the exact commands are listed below.",
         "To compare two revisions on these figures, `make bench-ab BASE=rev [HEAD=rev]` (`bench/ab.py`)",
         "runs base and head alternately, 5 rounds: per figure the paired ratios, **worse** if all agree.",
+        f'Sections at the end whose heading ends in "{MEASURED_APART}" were measured by hand and are kept.',
         "",
         f"Machine: {machine()}. Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())};"
         f" the whole run took {(time.perf_counter() - started) / 60:.1f} minutes. Load average"
@@ -810,6 +826,7 @@ def write(out: Path, started: float, quick: bool, load: tuple[float, ...]) -> No
                 f" {snap_mb[0] if snap_mb else 0:.1f} MB compressed.",
                 "",
             ]
+    lines += kept
     out.write_text("\n".join(lines).rstrip() + "\n")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.ab import direction, every_pair_worse, internal_imports
-from bench.run import BENCHES
+from bench.run import BENCHES, kept_sections
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -50,3 +50,15 @@ def test_worse_only_when_every_pair_agrees() -> None:
     assert not every_pair_worse("lower", [1.1, 0.99])
     assert not every_pair_worse("reference", [0.5, 0.5])
     assert not every_pair_worse("higher", [])
+
+
+def test_make_bench_keeps_the_sections_measured_apart() -> None:
+    page = (
+        "# Performance\n\nold table\n\n## Every benchmark's output\n\nold output\n\n"
+        "## Backtests: speed and size (issue 17), measured apart\n\nby hand\n\n"
+        "## Another, measured apart\n\nalso by hand\n"
+    )
+    kept = kept_sections(page)
+    assert kept[1] == "## Backtests: speed and size (issue 17), measured apart"
+    assert kept[-1] == "also by hand" and "old output" not in kept
+    assert kept_sections("# Performance\n\n## Every benchmark's output\n") == []
