@@ -10,31 +10,19 @@ from pathlib import Path
 def backtest(args: argparse.Namespace) -> int:
     """`sandex backtest`: 0 with a summary, 2 when the run cannot be made."""
     from api_adapter.cli.progress import progress_bar
+    from api_adapter.cli.run_options import Usage, pairs, run_options
     from api_adapter.problems import domain_problem_body
     from engine.backtest import ApiError, BacktestError, run
 
-    deposits = {}
-    for item in args.deposit or []:
-        asset, sep, amount = item.partition("=")
-        if not sep or not asset or not amount:
-            print(f"sandex: --deposit {item!r}: write ASSET=AMOUNT", file=sys.stderr)
-            return 2
-        deposits[asset.upper()] = amount
-    params = {}
-    for item in args.param or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            print(f"sandex: --param {item!r}: write NAME=VALUE", file=sys.stderr)
-            return 2
-        params[name.strip()] = value
+    try:
+        options = run_options(args)
+        params = pairs(args.param, "--param", "NAME=VALUE")
+    except Usage as exc:
+        print(f"sandex: {exc}", file=sys.stderr)
+        return 2
     if params and args.flow:
         print("sandex: --param sets a --strategy's parameters; a flow has none", file=sys.stderr)
         return 2
-    settings = None
-    if args.config:
-        from engine.config.settings import Settings
-
-        settings = Settings.from_file(args.config)
     with progress_bar("backtest", "prices", off=args.no_progress) as shown:
         try:
             result = run(
@@ -42,21 +30,12 @@ def backtest(args: argparse.Namespace) -> int:
                 args.market,
                 strategy=args.strategy,
                 flow=args.flow,
-                deposits=deposits or None,
-                maker_fee=args.maker_fee,
-                taker_fee=args.taker_fee,
-                spread_bps=args.spread_bps,
-                levels=args.levels,
-                level_step_bps=args.level_step_bps,
-                level_notional=args.level_notional,
-                settings=settings,
-                seed=args.seed,
                 db=args.db,
                 out=args.out,
                 progress=shown,
-                bar_seconds=args.bar_seconds,
                 problems=domain_problem_body,
                 params=params or None,
+                **options,
             )
         except (BacktestError, ApiError) as exc:
             print(f"sandex: {exc}", file=sys.stderr)

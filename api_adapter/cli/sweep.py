@@ -9,43 +9,27 @@ import sys
 from pathlib import Path
 
 
-class _Usage(Exception):
-    """A flag written wrong: one line, exit status 2."""
-
-
-def pairs(items: list[str] | None, flag: str, what: str) -> dict[str, str]:
-    """`NAME=VALUE` flags as a dict (a name given twice: the last one)."""
-    found: dict[str, str] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise _Usage(f"{flag} {item!r}: write {what}")
-        found[name.strip()] = value.strip()
-    return found
-
-
 def sweep(args: argparse.Namespace) -> int:
     """`sandex sweep`: 0 with the table written (failed runs are rows), 2 when the sweep
     cannot be made."""
+    from api_adapter.cli.run_options import Usage, pairs, run_options
     from api_adapter.problems import domain_problem_body
     from engine.backtest import BacktestError, Search
     from engine.backtest import sweep as run_sweep
 
     try:
-        deposits = {
-            k.upper(): v for k, v in pairs(args.deposit, "--deposit", "ASSET=AMOUNT").items()
-        }
+        options = run_options(args)
         params = pairs(args.param, "--param", "NAME=VALUE")
         grid = pairs(args.grid, "--grid", "NAME=A,B,C or NAME=LOW:HIGH:STEP")
         ranges = pairs(args.range, "--range", "NAME=LOW:HIGH[:STEP] or NAME=A,B,C")
         if (args.optuna is None) == (not grid):
-            raise _Usage("give --grid NAME=VALUES, or --optuna N with --range NAME=LOW:HIGH")
+            raise Usage("give --grid NAME=VALUES, or --optuna N with --range NAME=LOW:HIGH")
         if ranges and args.optuna is None:
-            raise _Usage("--range is for an Optuna search (--optuna N)")
+            raise Usage("--range is for an Optuna search (--optuna N)")
         heatmap = None
         if args.heatmap:
             heatmap = [p.strip() for p in args.heatmap.split(",")]
-    except _Usage as exc:
+    except Usage as exc:
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
     search = None
@@ -58,11 +42,6 @@ def sweep(args: argparse.Namespace) -> int:
             seed=args.search_seed,
             batch=args.batch,
         )
-    settings = None
-    if args.config:
-        from engine.config.settings import Settings
-
-        settings = Settings.from_file(args.config)
     try:
         result = run_sweep(
             args.strategy,
@@ -78,17 +57,8 @@ def sweep(args: argparse.Namespace) -> int:
             out=args.out,
             heatmap=heatmap,
             metric=args.metric,
-            deposits=deposits or None,
-            maker_fee=args.maker_fee,
-            taker_fee=args.taker_fee,
-            spread_bps=args.spread_bps,
-            levels=args.levels,
-            level_step_bps=args.level_step_bps,
-            level_notional=args.level_notional,
-            settings=settings,
-            seed=args.seed,
-            bar_seconds=args.bar_seconds,
             problems=domain_problem_body,
+            **options,
         )
     except BacktestError as exc:
         print(f"sandex: {exc}", file=sys.stderr)
