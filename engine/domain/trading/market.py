@@ -23,7 +23,14 @@ from typing import Any
 from engine.config.settings import Settings
 from engine.domain.trading.amount_texts import UNIT
 from engine.domain.trading.book import SELL, Book
-from engine.domain.trading.ladder import NO_ASK, NO_BID, Window, fresh_levels, window_ahead
+from engine.domain.trading.ladder import (
+    NO_ASK,
+    NO_BID,
+    StillWindow,
+    Window,
+    fresh_levels,
+    window_ahead,
+)
 from engine.domain.trading.reference_price import START_PRICES, Noise, exp
 from engine.kernel.clock import EPOCH
 from engine.kernel.money import MARKETS, MarketSpec
@@ -163,7 +170,7 @@ class Market:
         self.anchor_x = 0.0
         self.ladder_key: tuple[int, int] = (-1, -1)
         self.ladder: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
-        self.window: Window | None = None
+        self.window: Window | StillWindow | None = None
         self.armed_step: int | None = None
         # Thresholds the armed watch was computed for: (best bid, best ask, top stop).
         self.watched: tuple[int, int, int] = (NO_BID, NO_ASK, NO_BID)
@@ -258,7 +265,7 @@ class Market:
 
     # -- watching the path for crossings --------------------------------------------------
 
-    def window_at(self, cfg: MarketConfig, seed: int, step: int) -> Window:
+    def window_at(self, cfg: MarketConfig, seed: int, step: int) -> Window | StillWindow:
         window = self.window
         if window is not None and window.start <= step < window.end:
             return window
