@@ -174,6 +174,7 @@ class Runner:
             ):
                 self._collect(done)  # the command's own events, as committed
             else:
+                engine.flush()
                 self._collect(engine.store.read(after=self.position, with_meta=False))
             self.position = engine.state.position
         tr = trading_state(engine.state)
@@ -249,6 +250,7 @@ class Runner:
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
             self.queries = WriterQueries(self.engine.store)
+        self.engine.flush()  # the queries read the rows the engine holds back
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:

@@ -450,6 +450,72 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
     assert verify(str(tmp_path / "held.db")) == []
 
 
+class _Churn(Strategy):
+    """Limit orders that rest and fill, cancels, market orders and a stop, each decided
+    on what the strategy reads back (the order's status, its balances, its orders)."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.last: str | None = None
+        self.seen: list[Any] = []
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        api = self.api
+        self.k += 1
+        if self.last is not None:
+            status = api.get_order(self.last)["status"]
+            self.seen.append(status)
+            if status == "OPEN" and self.k % 3:
+                api.cancel_order(self.last)
+                self.seen.append(api.get_order(self.last)["status"])
+        below = (price * Decimal("0.9995")).quantize(Decimal("1"))
+        self.last = api.create_order(
+            side="BUY", market=market, type="LIMIT", price=below, base_amount="0.01"
+        )["id"]
+        if self.k % 4 == 0:
+            api.create_order(side="BUY", market=market, type="MARKET", quote_amount="300")
+        if self.k % 5 == 0 and Decimal(api.get_profile_balance("BTC")["available"]) > 0:
+            api.create_order(
+                side="SELL",
+                market=market,
+                type="STOP_MARKET",
+                stop_price=(price * Decimal("0.999")).quantize(Decimal("1")),
+                base_amount="0.001",
+            )
+        self.seen.append(api.list_profile_orders(limit=3)["items"][0]["status"])
+
+
+def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside `one_transaction` the writer holds events and rows back and writes them
+    together: the database is the one a commit per command writes, and the strategy
+    reads what it would have read, whether the writes come every few events (reads
+    between them flush) or at the end."""
+    from engine.runtime import writer
+
+    walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(60)]
+
+    def churn(name: str) -> tuple[Any, list[Any]]:
+        strategy = _Churn()
+        result = backtest(tmp_path / name, walk, strategy, deposits={"USD": "100000"})
+        return result, strategy.seen
+
+    with monkeypatch.context() as m:
+        m.setattr(writer, "DEFER_EVENTS", 5)
+        often, seen_often = churn("often")
+    once, seen_once = churn("once")
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
+        each, seen_each = churn("each")
+    assert len(once.fills) > 10 and {"OPEN", "CANCELLED", "FILLED"} <= set(seen_once)
+    assert seen_often == seen_once == seen_each
+    assert often.log_hash == once.log_hash == each.log_hash
+    assert _dump(Path(often.db)) == _dump(Path(once.db)) == _dump(Path(each.db))
+    assert verify(str(once.db)) == [] and verify(str(often.db)) == []
+
+
 def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path) -> None:
     db = tmp_path / "one.db"
     engine = open_engine(db, make_settings())
@@ -462,6 +528,9 @@ def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path
             engine.run_inline(
                 SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100")
             )
+            # held in memory until flushed (or the block ends), then seen by the writer
+            assert engine.store.last_position() == 0
+            engine.flush()
             assert engine.store.last_position() == engine.state.position > 0
             outside = sqlite3.connect(db)
             try:  # nothing is acknowledged yet: a crash now would leave no event
