@@ -16,7 +16,6 @@ import decimal
 import gc
 import queue
 import threading
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -820,9 +819,14 @@ _Span = tuple[Batch, int, int]
 
 
 def _spans(work: list[Batch]) -> list[_Span]:
+    if len(work) == 1:  # one command (run_inline): no counting
+        batch = work[0]
+        return [(batch, len(batch.values), len(batch.values) + 1)]
+    counts: dict[Batch, int] = {}
+    for batch in work:
+        counts[batch] = counts.get(batch, 0) + 1
     return [
-        (batch, len(batch.values), len(batch.values) + count)
-        for batch, count in Counter(work).items()
+        (batch, len(batch.values), len(batch.values) + count) for batch, count in counts.items()
     ]
 
 

@@ -74,6 +74,24 @@ def fresh_levels(
     return asks, bids
 
 
+def still_first(
+    cfg: MarketConfig, ref_ticks: int, tick: float, side: int
+) -> tuple[int, int] | None:
+    """The first level of `side` (SELL: asks, BUY: bids) of `fresh_levels(cfg, ...,
+    ref_ticks)` as (ticks, units), None when the side has no level, without the others:
+    deciding whether an order crosses the still ladder needs only its best level."""
+    if cfg.levels < 1:
+        return None
+    spread, _, den = cfg.offsets
+    if side == BUY:
+        t = min(ref_ticks * (den - spread) // den, NO_ASK - 1)
+        if t < 1:
+            return None  # every later bid is lower still
+    else:
+        t = max(-(-ref_ticks * (den + spread) // den), 1)
+    return t, int(cfg.level_notional / (t * tick) * UNITS_PER_BASE)
+
+
 def best_price(real: int | None, ladder: list[list[int]], side: int) -> int | None:
     """The better of a side's best real price and its best ladder level with units left."""
     synth = None

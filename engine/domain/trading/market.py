@@ -28,7 +28,9 @@ from engine.domain.trading.ladder import (
     NO_BID,
     StillWindow,
     Window,
+    best_price,
     fresh_levels,
+    still_first,
     window_ahead,
 )
 from engine.domain.trading.reference_price import START_PRICES, Noise, exp
@@ -252,6 +254,23 @@ class Market:
                 out.append([t, left if left > 0 else 0])
         self.avail[side] = (key, out)
         return out
+
+    def ladder_top(self, cfg: MarketConfig, seed: int, step: int, side: int) -> int | None:
+        """`best_price(None, ladder_side(...), side)`: the house's best price on `side`
+        with units left. Nothing taken from a still ladder: its first level, computed
+        alone (a backtest sets a new price, so a new ladder, before most orders, and most
+        orders only ask whether they cross it)."""
+        cached = self.avail[side]
+        fresh = self.cons_key != (self.anchor_pos, step) or not self.consumed
+        if fresh and (cached is None or cached[0] != (self.anchor_pos, step, self.cons_version)):
+            still = self.still_ticks(cfg)
+            if still is not None:
+                first = still_first(cfg, still, self.tick_f, side)
+                if first is None:
+                    return None
+                if first[1] > 0:
+                    return first[0]
+        return best_price(None, self.ladder_side(cfg, seed, step, side), side)
 
     def consume(self, step: int, side: int, taken: list[list[int]]) -> None:
         key = (self.anchor_pos, step)
