@@ -772,8 +772,9 @@ def run(
             engine, series, strategy, _progress_of(progress), _assets(names, chosen), problems
         )
         try:
-            # Acknowledged once, when it returns: one transaction, one commit.
-            with engine.one_transaction():
+            # Acknowledged once, when it returns: one transaction, one commit. A scratch
+            # log is dropped unread: no event feed is made for it.
+            with engine.one_transaction(append_only=scratch is None):
                 runner.setup(chosen)
                 runner.run()
         finally:

@@ -138,6 +138,7 @@ class Engine:
         # Inside `one_transaction`: the events decided and not yet written (the state's
         # dirty marks and appended rows are kept with them), else None.
         self._deferred: list[Event] | None = None
+        self._append_only = True  # False: that block makes no append-only rows
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
         # State snapshots (engine/runtime/startup_cache.py): none for an in-memory
@@ -283,7 +284,7 @@ class Engine:
         return chain
 
     @contextmanager
-    def one_transaction(self) -> Iterator[None]:
+    def one_transaction(self, append_only: bool = True) -> Iterator[None]:
         """Hold every `run_inline` commit in one SQLite transaction, committed when the
         block ends: a driver acknowledged once, at its end (a backtest), pays one commit
         instead of one per command.
@@ -296,11 +297,17 @@ class Engine:
         (`WriterQueries`, `store.read`) calls `flush` first. A broken decision is still
         undone alone: what the commands before it decided is written, and the state
         reloads from it; leaving the block on an exception commits the whole commands
-        before it, as per-command commits would have."""
+        before it, as per-command commits would have.
+
+        `append_only` False: the rows of append-only tables (the event feed) are not
+        made at all, for a database that nobody reads them from (a backtest's scratch
+        log, whose strategy reads orders, executions and balances only)."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: one transaction is for run_inline")
         self.store.hold()
         self._deferred = []
+        self._append_only = append_only
+        self.state.appended = [] if append_only else None
         try:
             yield
         finally:
@@ -308,6 +315,8 @@ class Engine:
                 self.flush()
             finally:
                 self._deferred = None
+                self._append_only = True
+                self.state.appended = []
                 self.store.release()
 
     def flush(self) -> None:
@@ -323,7 +332,7 @@ class Engine:
         state = self.state
         writes = rows_for(state, state.dirty)
         state.dirty.clear()
-        state.appended = []
+        state.appended = [] if self._append_only else None
         try:
             self.store.write(events, writes, state.position)
             self.store.finish()
@@ -603,7 +612,6 @@ class Engine:
             self._recover()
         state = self.state
         rows = rows_for(state, touched)
-        state.appended = []
         if rows:
             self.store.write([], rows, position)
             self.store.finish()
@@ -696,6 +704,8 @@ class Engine:
         try:
             self._load()
             self._stale = False
+            if not self._append_only:
+                self.state.appended = None
         except Exception as exc:  # noqa: BLE001
             log.error("recovery from the log failed", error=str(exc))
             self._stale = True  # the state may hold what the log does not: use none of it

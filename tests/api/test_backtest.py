@@ -440,7 +440,7 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
 
     held = ma_cross(tmp_path / "held.db")
     with monkeypatch.context() as m:
-        m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        m.setattr(Engine, "one_transaction", lambda self, **_: contextlib.nullcontext())
         # and no chains: each price setting decided and committed on its own
         m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
         each = ma_cross(tmp_path / "each.db")
@@ -506,7 +506,7 @@ def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
         often, seen_often = churn("often")
     once, seen_once = churn("once")
     with monkeypatch.context() as m:
-        m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        m.setattr(Engine, "one_transaction", lambda self, **_: contextlib.nullcontext())
         m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
         each, seen_each = churn("each")
     assert len(once.fills) > 10 and {"OPEN", "CANCELLED", "FILLED"} <= set(seen_once)
@@ -514,6 +514,32 @@ def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
     assert often.log_hash == once.log_hash == each.log_hash
     assert _dump(Path(often.db)) == _dump(Path(once.db)) == _dump(Path(each.db))
     assert verify(str(once.db)) == [] and verify(str(often.db)) == []
+
+
+def test_a_run_without_a_database_makes_no_feed_and_the_same_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scratch log (no `db`) is dropped unread, so its event feed is never made: the
+    log, the strategy's reads and the result are those of a run that keeps its log."""
+    from engine.domain import feed
+
+    made: list[str] = []
+    add = feed._add
+    monkeypatch.setattr(feed, "_add", lambda *a: (made.append(a[3]), add(*a))[1])
+    walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
+    kept, scratch = _Churn(), _Churn()
+    with_db = backtest(tmp_path / "kept", walk, kept, deposits={"USD": "100000"})
+    fed = len(made)
+    without = backtest(tmp_path / "scratch", walk, scratch, deposits={"USD": "100000"}, db=None)
+    assert fed > 0 and len(made) == fed
+    assert kept.seen == scratch.seen and len(with_db.fills) > 5
+    assert without.log_hash == with_db.log_hash and without.summary == with_db.summary
+    assert without.executions == with_db.executions
+    conn = sqlite3.connect(Path(with_db.db))
+    try:
+        assert conn.execute("SELECT count(*) FROM event_feed").fetchone()[0] > 0
+    finally:
+        conn.close()
 
 
 def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(tmp_path: Path) -> None:
