@@ -193,6 +193,7 @@ class Runner:
         tr = trading_state(self.engine.state)
         touched: dict[str, None] = {}
         moved = False
+        prefix = self.profile_id + ":"
         for e in events:
             data = e.data
             if e.type == "TradeExecuted":
@@ -214,8 +215,13 @@ class Runner:
                 touched[data["order_id"]] = None
             elif data.get("postings"):
                 self._flow(e)
-            if data.get("postings"):
-                moved = True
+            # holdings change only when value crosses the profile's edge (a hold taken
+            # or released moves it between two of its own accounts)
+            if not moved and data.get("postings"):
+                moved = any(
+                    not (s.startswith(prefix) and t.startswith(prefix))
+                    for s, t, _, _ in data["postings"]
+                )
         for order_id in touched:
             self.notices.append(("order", order_id))
         if moved:

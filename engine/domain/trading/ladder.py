@@ -197,20 +197,32 @@ class StillWindow:
     """A `Window` whose steps all show one ladder and one last price (a still path):
     the first step that crosses is the first asked, or none is."""
 
-    __slots__ = ("start", "end", "ask", "bid", "last")
+    __slots__ = ("start", "end", "the_ask", "the_bid", "the_last")
 
     def __init__(self, start: int, n: int, ask: int, bid: int, last: int) -> None:
         self.start = start
         self.end = start + n
-        self.ask = Repeat(ask, n)
-        self.bid = Repeat(bid, n)
-        self.last = Repeat(last, n)
+        self.the_ask = ask
+        self.the_bid = bid
+        self.the_last = last
+
+    @property
+    def ask(self) -> Repeat:
+        return Repeat(self.the_ask, self.end - self.start)
+
+    @property
+    def bid(self) -> Repeat:
+        return Repeat(self.the_bid, self.end - self.start)
+
+    @property
+    def last(self) -> Repeat:
+        return Repeat(self.the_last, self.end - self.start)
 
     def first_cross(self, k: int, best_bid: int, best_ask: int, top_stop: int) -> int | None:
         """`Window.first_cross` of a window whose every step is the same."""
         if not self.start <= k < self.end:
             return None
-        if self.ask.value <= best_bid or self.bid.value >= best_ask or self.last.value <= top_stop:
+        if self.the_ask <= best_bid or self.the_bid >= best_ask or self.the_last <= top_stop:
             return k
         return None
 

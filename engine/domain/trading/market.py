@@ -120,6 +120,7 @@ class Market:
         "book",
         "stops",
         "anchor_price",
+        "anchor_ticks",
         "anchor_step",
         "anchor_pos",
         "cons_key",
@@ -152,6 +153,7 @@ class Market:
         self.stops: dict[str, Any] = {}
         # None until a price is set: the configured starting price, anchored at step 0.
         self.anchor_price: Decimal | None = None
+        self.anchor_ticks: int | None = None  # the anchor in whole ticks, None off a tick
         self.anchor_step = 0
         self.anchor_pos = 0
         self.cons_key: tuple[int, int] = (-1, -1)
@@ -197,6 +199,8 @@ class Market:
 
     def set_anchor(self, price: Decimal, step: int, position: int) -> None:
         self.anchor_price = price
+        ticks, off = divmod(price, self.tick)
+        self.anchor_ticks = None if off else int(ticks)
         self.anchor_step = step
         self.anchor_pos = position
         if self.noise is not None:
@@ -217,6 +221,8 @@ class Market:
         the ladder is then exact integer arithmetic."""
         if cfg.sigma_step != 0.0:
             return None
+        if self.anchor_price is not None:
+            return self.anchor_ticks
         ticks, off = divmod(self.base_price(cfg), self.tick)
         return None if off else int(ticks)
 
