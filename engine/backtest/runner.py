@@ -82,7 +82,7 @@ from engine.read.queries import Queries
 from engine.read.writer_queries import WriterQueries
 from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, NotDecided
-from engine.store import display, holds_events, is_server_url
+from engine.store import SqliteEventStore, display, holds_events, is_server_url
 
 INF = 1 << 62
 # Renders a refusal as the body a strategy sees in `ApiError.problem`.
@@ -774,22 +774,30 @@ def run(
         db_path = db if is_server_url(db) else Path(db)  # checked by _check_outputs
     try:
         engine = open_engine(db_path, the_settings)
+        # A scratch log is dropped unread: its hash is folded as it is written, and no
+        # event feed is made for it.
+        store = engine.store
+        folded = store if isinstance(store, SqliteEventStore) and scratch is not None else None
+        if folded is not None and not folded.fold_log():
+            folded = None
         runner = Runner(
             engine, series, strategy, _progress_of(progress), _assets(names, chosen), problems
         )
+        fingerprint = None
         try:
-            # Acknowledged once, when it returns: one transaction, one commit. A scratch
-            # log is dropped unread: no event feed is made for it.
+            # Acknowledged once, when it returns: one transaction, one commit.
             with engine.one_transaction(append_only=scratch is None):
                 runner.setup(chosen)
                 runner.run()
+            if folded is not None:
+                fingerprint = folded.log_fold()
         finally:
             runner.close()
             engine.stop()
         result = runner.result(
             sum(len(s.bars) for s in series.values()),
             the_settings,
-            log_hash(db_path),
+            fingerprint or log_hash(db_path),
             str(db_path) if scratch is None else None,
             getattr(strategy, "errors", []),
             params_text(used),

@@ -18,6 +18,7 @@ import orjson
 import sqlite_utils
 import structlog
 
+from engine.kernel.credentials import EVENT_FIELDS, redact
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
@@ -94,6 +95,26 @@ def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
         )
 
 
+class LogFold:
+    """`engine.tools.time_travel.log_hash` of a log, folded row by row as the rows are
+    written: a writer that wrote the whole log knows its hash without reading it back."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        if row[3] in EVENT_FIELDS:
+            data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+            row = (*row[:5], data, *row[6:])
+        self.digest.update(orjson.dumps(row))
+        self.digest.update(b"\n")
+
+    def text(self) -> str:
+        return "sha256:" + self.digest.hexdigest()
+
+
 class SqliteEventStore:
     """One writer connection; readers open their own read-only connections."""
 
@@ -138,6 +159,9 @@ class SqliteEventStore:
         }
         self._upserts: dict[str, str] = {}
         self._held = False
+        # The log's hash as written (`fold_log`), and its value before the open write.
+        self._fold: LogFold | None = None
+        self._fold_before: Any = None
         self._checkpointer: Checkpointer | None = None
 
     def _open_writer(self) -> sqlite3.Connection:
@@ -295,6 +319,18 @@ class SqliteEventStore:
             self._undo()
             raise
 
+    def fold_log(self) -> bool:
+        """From now on, fold every event written into the log's hash (`log_fold`): only
+        for an empty log, whose every row this connection then writes. False if not."""
+        if self.last_position() != 0:
+            return False
+        self._fold = LogFold()
+        return True
+
+    def log_fold(self) -> str | None:
+        """`log_hash` of the log as written since `fold_log` (None without it)."""
+        return None if self._fold is None else self._fold.text()
+
     def hold(self) -> None:
         """Open one transaction that every commit joins (as a savepoint) until `release`:
         for a single writer whose work is acknowledged once, at its end (a backtest). Its
@@ -331,6 +367,7 @@ class SqliteEventStore:
             if self._faulted and not self._held:  # a held transaction lives on its connection
                 self._reopen()
             conn = self.conn
+            self._fold_before = None
             conn.execute("SAVEPOINT batch" if self._held else "BEGIN IMMEDIATE")
             try:
                 if clear:
@@ -340,10 +377,17 @@ class SqliteEventStore:
                     for table in self._columns:
                         conn.execute(f"DELETE FROM {table}")
                 if events:
+                    rows: Iterable[tuple[Any, ...]] = _event_rows(events)
+                    fold = self._fold
+                    if fold is not None:
+                        self._fold_before = fold.digest.copy()  # `_undo` puts it back
+                        rows = list(rows)
+                        for row in rows:
+                            fold.add(row)
                     conn.executemany(
                         "INSERT INTO events (position, stream, version, type, schema, data, meta,"
                         " occurred_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        _event_rows(events),
+                        rows,
                     )
                 for table, (upserts, deletes) in writes.items():
                     self._write_table(table, upserts, deletes)
@@ -363,6 +407,9 @@ class SqliteEventStore:
         """Roll back what the open write holds: in a held transaction, that batch only
         (the batches before it stay whole)."""
         conn = self.conn
+        if self._fold is not None and self._fold_before is not None:
+            self._fold.digest = self._fold_before
+            self._fold_before = None
         if self._held:
             conn.execute("ROLLBACK TO batch")
             conn.execute("RELEASE batch")
@@ -650,6 +697,7 @@ class SqliteEventStore:
 
     def copy_log(self, source: str | Path, upto: int) -> None:
         """Append the events of the database at `source` up to position `upto`."""
+        self._fold = None  # rows this connection does not encode: no longer folded
         with self._attached(source) as conn:
             conn.execute(
                 f"INSERT INTO main.events ({_COLUMNS}) SELECT {_COLUMNS} FROM src.events"
@@ -672,6 +720,7 @@ class SqliteEventStore:
     def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """Append stored rows (as `stored_rows` gives them, from any store) as they are,
         in one transaction: a log copied from another database."""
+        self._fold = None
         with self.db.atomic():
             self.conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 8)})", rows
