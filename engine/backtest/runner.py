@@ -774,11 +774,12 @@ def run(
         db_path = db if is_server_url(db) else Path(db)  # checked by _check_outputs
     try:
         engine = open_engine(db_path, the_settings)
-        # A scratch log is dropped unread: its hash is folded as it is written, and no
-        # event feed is made for it.
+        # A scratch log is dropped unread: its hash is folded as it is written, its
+        # events set aside in a file (unless a decision breaks, which reloads them), and
+        # no event feed is made for it.
         store = engine.store
         folded = store if isinstance(store, SqliteEventStore) and scratch is not None else None
-        if folded is not None and not folded.fold_log():
+        if folded is not None and not folded.fold_log(aside=True):
             folded = None
         runner = Runner(
             engine, series, strategy, _progress_of(progress), _assets(names, chosen), problems

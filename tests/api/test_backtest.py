@@ -637,3 +637,10 @@ def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     assert len(placed) == 1  # the broken order left nothing; its price was set again
     assert logged[placed[0] - 1] == ("MarketPriceSet", "42100.00")
     assert verify(str(result.db)) == []
+    # without a database the log is set aside, out of the events table, until the broken
+    # decision reloads the state from it: the same run
+    again = Script({1: broken_then_fine})
+    scratch = backtest(tmp_path / "scratch", ["42000", "42100", "42100", "42200"], again, db=None)
+    assert caught == ["a bug after emitting"] * 2
+    assert scratch.log_hash == result.log_hash and scratch.summary == result.summary
+    assert again.seen == script.seen
