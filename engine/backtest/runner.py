@@ -775,8 +775,8 @@ def run(
     try:
         engine = open_engine(db_path, the_settings)
         # A scratch log is dropped unread: its hash is folded as it is written, its
-        # events set aside in a file (unless a decision breaks, which reloads them), and
-        # no event feed is made for it.
+        # events set aside in a file (unless a decision breaks, which reloads them), no
+        # event feed is made for it and its read models are written only when read.
         store = engine.store
         folded = store if isinstance(store, SqliteEventStore) and scratch is not None else None
         if folded is not None and not folded.fold_log(aside=True):
@@ -787,7 +787,7 @@ def run(
         fingerprint = None
         try:
             # Acknowledged once, when it returns: one transaction, one commit.
-            with engine.one_transaction(append_only=scratch is None):
+            with engine.one_transaction(scratch=scratch is not None):
                 runner.setup(chosen)
                 runner.run()
             if folded is not None:

@@ -138,7 +138,7 @@ class Engine:
         # Inside `one_transaction`: the events decided and not yet written (the state's
         # dirty marks and appended rows are kept with them), else None.
         self._deferred: list[Event] | None = None
-        self._append_only = True  # False: that block makes no append-only rows
+        self._scratch = False  # `one_transaction(scratch=True)`
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
         # State snapshots (engine/runtime/startup_cache.py): none for an in-memory
@@ -284,38 +284,39 @@ class Engine:
         return chain
 
     @contextmanager
-    def one_transaction(self, append_only: bool = True) -> Iterator[None]:
+    def one_transaction(self, scratch: bool = False) -> Iterator[None]:
         """Hold every `run_inline` commit in one SQLite transaction, committed when the
         block ends: a driver acknowledged once, at its end (a backtest), pays one commit
         instead of one per command.
 
         Nothing inside the block is acknowledged before it ends, so the commands' events
-        and read-model rows are kept in memory and written together (`flush`), about
-        every `DEFER_EVENTS` events and when the block ends: the same rows, a few
-        statements per thousand events instead of a savepoint and a statement per table
-        for each command. A reader of the writer's own connection inside the block
+        and read-model rows are kept in memory and written together, about every
+        `DEFER_EVENTS` events and when the block ends: the same rows, a few statements
+        per thousand events instead of a savepoint and a statement per table for each
+        command. A reader of the writer's own connection inside the block
         (`WriterQueries`, `store.read`) calls `flush` first. A broken decision is still
         undone alone: what the commands before it decided is written, and the state
         reloads from it; leaving the block on an exception commits the whole commands
         before it, as per-command commits would have.
 
-        `append_only` False: the rows of append-only tables (the event feed) are not
-        made at all, for a database that nobody reads them from (a backtest's scratch
-        log, whose strategy reads orders, executions and balances only)."""
+        `scratch`: for a database nobody reads once the block ends (a backtest's scratch
+        log): no rows of append-only tables (the event feed) are made, since its strategy
+        reads orders, executions and balances only, and read-model rows are written for
+        a reader (`flush`) only, not with the events nor when the block ends."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: one transaction is for run_inline")
         self.store.hold()
         self._deferred = []
-        self._append_only = append_only
-        self.state.appended = [] if append_only else None
+        self._scratch = scratch
+        self.state.appended = None if scratch else []
         try:
             yield
         finally:
             try:
-                self.flush()
+                self._write_held(rows=not scratch)
             finally:
                 self._deferred = None
-                self._append_only = True
+                self._scratch = False
                 self.state.appended = []
                 self.store.release()
 
@@ -325,16 +326,23 @@ class Engine:
         (a row is a function of its entity: the last command's row is what each
         command's own write would have left). On a failure nothing of it is written, the
         state reloads from the log, and the error is raised."""
+        self._write_held(rows=True)
+
+    def _write_held(self, rows: bool) -> None:
+        """`flush`; without `rows` (a scratch block's) the events only, the entities
+        touched kept for the next `flush`."""
         events = self._deferred
-        if not events:
+        state = self.state
+        if not events and not (rows and state.dirty):
             return
         self._deferred = []
-        state = self.state
-        writes = rows_for(state, state.dirty)
-        state.dirty.clear()
-        state.appended = [] if self._append_only else None
+        writes = {}
+        if rows:
+            writes = rows_for(state, state.dirty)
+            state.dirty.clear()
+        state.appended = None if self._scratch else []
         try:
-            self.store.write(events, writes, state.position)
+            self.store.write(events or [], writes, state.position)
             self.store.finish()
         except Exception:
             self._recover()
@@ -577,10 +585,10 @@ class Engine:
             written.started.acquire()
 
     def _flushed(self, work: list[Batch], spans: list[_Span]) -> bool:
-        """Flush what `one_transaction` holds before deciding `work`; False (and the
+        """Write what `one_transaction` holds before deciding `work`; False (and the
         group answered unavailable) when the write failed."""
         try:
-            self.flush()
+            self._write_held(rows=not self._scratch)
         except Exception as exc:  # noqa: BLE001 - any failure: nothing of it is written
             log.error("deferred write failed", error=str(exc))
             self.last_commit_ok = False
@@ -704,7 +712,7 @@ class Engine:
         try:
             self._load()
             self._stale = False
-            if not self._append_only:
+            if self._scratch:
                 self.state.appended = None
         except Exception as exc:  # noqa: BLE001
             log.error("recovery from the log failed", error=str(exc))

@@ -516,6 +516,40 @@ def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
     assert verify(str(once.db)) == [] and verify(str(often.db)) == []
 
 
+class _ReadsLate(Strategy):
+    """Orders placed, filled and cancelled with nothing read until the end."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.last: str | None = None
+        self.seen: list[Any] = []
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        self.k += 1
+        if self.last is not None and self.k % 2:
+            with contextlib.suppress(ApiError):
+                self.api.cancel_order(self.last)
+        self.last = self.api.create_order(
+            side="BUY", market=market, type="LIMIT", price=price - 3, base_amount="0.01"
+        )["id"]
+
+    def on_end(self, api: Api) -> None:
+        self.seen = [
+            api.list_profile_orders(limit=100)["items"],
+            api.list_executions(limit=100)["items"],
+            api.list_profile_balances()["items"],
+        ]
+
+
+def test_a_run_without_a_database_writes_its_read_models_when_read(tmp_path: Path) -> None:
+    walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
+    kept, scratch = _ReadsLate(), _ReadsLate()
+    with_db = backtest(tmp_path / "kept", walk, kept, deposits={"USD": "100000"})
+    without = backtest(tmp_path / "scratch", walk, scratch, deposits={"USD": "100000"}, db=None)
+    assert len(with_db.fills) >= 3 and len(kept.seen[0]) == 40
+    assert scratch.seen == kept.seen and without.log_hash == with_db.log_hash
+
+
 def test_a_run_without_a_database_makes_no_feed_and_the_same_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
