@@ -104,15 +104,19 @@ class LogFold:
     def __init__(self) -> None:
         self.digest = hashlib.sha256()
 
-    def add(self, row: tuple[Any, ...]) -> bytes:
-        """Fold `row` in; answers its JSON (credential fields as stored, not masked)."""
-        text = orjson.dumps(row)
-        if row[3] in EVENT_FIELDS:
-            data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
-            self.digest.update(orjson.dumps((*row[:5], data, *row[6:])))
-        else:
-            self.digest.update(text)
-        self.digest.update(b"\n")
+    def add(self, rows: list[tuple[Any, ...]]) -> bytes:
+        """Fold `rows` in, in order; answers their JSON lines, credential fields as
+        stored (not masked), each line ended by a newline."""
+        lines = [orjson.dumps(row) for row in rows]
+        hashed = lines
+        for k, row in enumerate(rows):
+            if row[3] in EVENT_FIELDS:
+                if hashed is lines:
+                    hashed = list(lines)
+                data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+                hashed[k] = orjson.dumps((*row[:5], data, *row[6:]))
+        text = b"\n".join(lines) + b"\n"
+        self.digest.update(text if hashed is lines else b"\n".join(hashed) + b"\n")
         return text
 
     def text(self) -> str:
@@ -418,14 +422,14 @@ class SqliteEventStore:
                 if events:
                     rows: Iterable[tuple[Any, ...]] = _event_rows(events)
                     fold = self._fold
-                    lines: list[bytes] = []
+                    text = b""
                     if fold is not None:
                         self._fold_before = fold.digest.copy()  # `_undo` puts it back
                         rows = list(rows)
-                        lines = [fold.add(row) for row in rows]
+                        text = fold.add(rows)
                     if self._aside is not None:
                         self._aside_before = self._aside.tell()
-                        self._aside.write(b"\n".join(lines) + b"\n")
+                        self._aside.write(text)
                     else:
                         conn.executemany(
                             "INSERT INTO events (position, stream, version, type, schema, data,"
