@@ -316,6 +316,7 @@ class Runner:
                         market=self.markets[m],
                         price=format(self.prices[i], "f"),
                         gap=bool(self.flags[i] & GAP),
+                        answer=False,  # the runner reads no answer of a price it sets
                     )
                 )
         return due
@@ -339,7 +340,9 @@ class Runner:
             self.reference[m] = price
             self.set_at[m] = -1
             self._run(
-                SetMarketPrice(actor=self.actor, market=self.markets[m], price=format(price, "f"))
+                SetMarketPrice(
+                    actor=self.actor, market=self.markets[m], price=format(price, "f"), answer=False
+                )
             )
             q = x
 
