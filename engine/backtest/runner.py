@@ -361,8 +361,10 @@ class Runner:
             notices = self.notices
             state = self.engine.state
             tr = trading_state(state)
-            on_fill = getattr(self.strategy, "on_fill", None)
-            on_order = getattr(self.strategy, "on_order", None)
+            on_fill = _told(self.strategy, "on_fill")
+            on_order = _told(self.strategy, "on_order")
+            if on_fill is None and on_order is None:
+                notices.clear()
             while notices:
                 kind, value = notices.pop(0)
                 if kind == "fill":
@@ -596,6 +598,16 @@ def _hook(strategy: Any, name: str) -> Callable[..., Any] | None:
     if method is None:
         return None
     if getattr(type(strategy), name, None) is getattr(Strategy, name):
+        return None
+    return method  # type: ignore[no-any-return]
+
+
+def _told(strategy: Any, name: str) -> Callable[..., Any] | None:
+    """The strategy's `on_fill` or `on_order` as it stands now, or None when it is the
+    base class's empty one: calling that, with the order view it would be given, does
+    nothing."""
+    method = getattr(strategy, name, None)
+    if getattr(method, "__func__", None) is getattr(Strategy, name):
         return None
     return method  # type: ignore[no-any-return]
 
