@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from structlog.testing import capture_logs
+
 from engine.runtime import startup_cache
 from engine.runtime.replay import replay
 from engine.store import open_reader, open_store
@@ -159,3 +161,26 @@ def test_a_settled_transfer_loaded_from_a_snapshot_reads_as_it_was_written(
         assert retry.json()["meta"]["existing"] == settled
     finally:
         again.close()
+
+
+def test_snapshots_of_another_build_are_ignored_and_the_start_up_says_so(
+    sandbox_factory: Any,
+) -> None:
+    """A start-up after the engine's sources changed (another release, or a checkout
+    edited while a benchmark ran) replays the whole log: it must say why, as bench_postgres
+    once measured a full replay with nothing said."""
+    sb = sandbox_factory("built.db", snapshot_every_events=5)
+    busy(sb)
+    sb.engine.wait_for_snapshot(30)
+    sb.deposit("BTC", "1")
+    sb.close()
+    assert query(sb.db, "SELECT count(*) FROM state_snapshots")[0][0] >= 1
+    execute(sb.db, "UPDATE state_snapshots SET format = '1:another-build'")
+    with capture_logs() as logs:
+        again = _reopen(sb.db, snapshot_every_events=100_000)
+    try:
+        assert again.engine.loaded_from == 0
+    finally:
+        again.close()
+    said = [e for e in logs if "another sandex build" in e["event"]]
+    assert said and said[0]["log_level"] == "warning", logs
