@@ -133,14 +133,20 @@ def test_a_resting_limit_fills_at_its_price_when_a_point_crosses_it(
     assert verify(str(result.db)) == []
 
 
-def test_a_stop_triggers_when_the_last_price_falls_to_it(tmp_path: Path) -> None:
+def test_a_stop_triggers_when_the_last_price_falls_to_it(tmp_path: Path, database: Any) -> None:
     def stop(api: Api) -> Any:
         return api.create_order(
             side="SELL", market="BTCUSD", type="STOP_MARKET", stop_price="41000", base_amount="0.5"
         )
 
     script = Script({0: stop})
-    result = backtest(tmp_path, ["42000", "41200", "40990", "40000"], script, deposits={"BTC": "1"})
+    result = backtest(
+        tmp_path,
+        ["42000", "41200", "40990", "40000"],
+        script,
+        deposits={"BTC": "1"},
+        db=database("bt.db"),
+    )
     fills = [v for kind, v in script.seen if kind == "fill"]
     assert len(fills) == 1 and fills[0]["executed_at"].startswith("2024-01-01T00:02:00")
     # the ladder's first bid under the reference 40990 at the default 10 bps spread
@@ -150,10 +156,10 @@ def test_a_stop_triggers_when_the_last_price_falls_to_it(tmp_path: Path) -> None
     assert result.summary["executions"] == 1
 
 
-def test_gtt_expires_on_engine_time_between_points(tmp_path: Path) -> None:
+def test_gtt_expires_on_engine_time_between_points(tmp_path: Path, database: Any) -> None:
     expiry = int((START + timedelta(seconds=90)).timestamp() * 1000)
     script = Script({0: limit_buy("41000", time_in_force="GTT", expiration_date=str(expiry))})
-    backtest(tmp_path, ["42000", "41500", "41500", "40000"], script)
+    backtest(tmp_path, ["42000", "41500", "41500", "40000"], script, db=database("bt.db"))
     orders = [v for kind, v in script.seen if kind == "order"]
     assert orders[-1]["status"] == "CANCELLED"
     assert orders[-1]["modified_at"] == "2024-01-01T00:01:30.000000Z"
@@ -162,12 +168,20 @@ def test_gtt_expires_on_engine_time_between_points(tmp_path: Path) -> None:
 
 def test_market_orders_take_the_ladder_and_zero_spread_trades_at_the_reference(
     tmp_path: Path,
+    database: Any,
 ) -> None:
     def buy(api: Api) -> Any:
         return api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount="4200")
 
     script = Script({1: buy})
-    backtest(tmp_path, ["42000", "42000.25"], script, spread_bps="0", taker_fee="0.001")
+    backtest(
+        tmp_path,
+        ["42000", "42000.25"],
+        script,
+        spread_bps="0",
+        taker_fee="0.001",
+        db=database("bt.db"),
+    )
     fill = next(v for kind, v in script.seen if kind == "fill")
     assert fill["price"] == "42000.25"
     assert Decimal(fill["commission"]) == Decimal(fill["gross_trade_amount"]) * Decimal("0.001")
@@ -181,18 +195,22 @@ def _too_big(api: Api) -> Any:
     raise AssertionError("the order was accepted")
 
 
-def test_insufficient_funds_raises_the_problem_the_http_api_sends(tmp_path: Path) -> None:
+def test_insufficient_funds_raises_the_problem_the_http_api_sends(
+    tmp_path: Path, database: Any
+) -> None:
     script = Script({0: _too_big})
-    backtest(tmp_path, ["42000"], script, problems=domain_problem_body)
+    backtest(tmp_path, ["42000"], script, problems=domain_problem_body, db=database("bt.db"))
     problem = script.answers[0].problem
     assert problem["status"] == 403 and script.answers[0].status == 403
     assert problem["type"].endswith("/insufficient-funds")
     assert (problem["meta"]["available"], problem["meta"]["needed"]) == ("100000", "120000")
 
 
-def test_without_a_renderer_a_refusal_is_the_engines_error_and_body(tmp_path: Path) -> None:
+def test_without_a_renderer_a_refusal_is_the_engines_error_and_body(
+    tmp_path: Path, database: Any
+) -> None:
     script = Script({0: _too_big})
-    backtest(tmp_path, ["42000"], script)
+    backtest(tmp_path, ["42000"], script, db=database("bt.db"))
     refused = script.answers[0]
     assert isinstance(refused.error, InsufficientFunds) and refused.status is None
     assert refused.problem == {
@@ -275,7 +293,7 @@ def test_the_backtest_database_verifies_and_travels(tmp_path: Path, database: An
     assert verify(str(tmp_path / "then.db")) == []
 
 
-def test_callbacks_come_after_the_callback_that_caused_them(tmp_path: Path) -> None:
+def test_callbacks_come_after_the_callback_that_caused_them(tmp_path: Path, database: Any) -> None:
     order: list[str] = []
 
     class Nested(Strategy):
@@ -293,7 +311,7 @@ def test_callbacks_come_after_the_callback_that_caused_them(tmp_path: Path) -> N
         def on_timer(self, name: str, time: datetime) -> None:
             order.append(f"timer {name} {time.isoformat()}")
 
-    backtest(tmp_path, ["42000", "42000", "42000"], Nested())
+    backtest(tmp_path, ["42000", "42000", "42000"], Nested(), db=database("bt.db"))
     assert order == [
         "start returned",
         "fill",
@@ -322,12 +340,12 @@ def test_bars_fill_a_limit_on_the_way_down_at_the_bars_last_instant(tmp_path: Pa
     assert fill["price"] == "40500.00"
 
 
-def test_amounts_must_not_be_floats(tmp_path: Path) -> None:
+def test_amounts_must_not_be_floats(tmp_path: Path, database: Any) -> None:
     def floaty(api: Api) -> Any:
         with pytest.raises(TypeError, match="Decimal"):
             api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount=10.5)
 
-    backtest(tmp_path, ["42000"], Script({0: floaty}))
+    backtest(tmp_path, ["42000"], Script({0: floaty}), db=database("bt.db"))
 
 
 def test_bad_inputs_are_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -345,7 +363,9 @@ def test_bad_inputs_are_refused_before_anything_runs(tmp_path: Path) -> None:
         run(data, "BTCUSD", strategy=Script(), db=tmp_path / "exists.db")
 
 
-def test_withdrawals_leave_pnl_alone_and_complete_on_engine_time(tmp_path: Path) -> None:
+def test_withdrawals_leave_pnl_alone_and_complete_on_engine_time(
+    tmp_path: Path, database: Any
+) -> None:
     class Withdraw(Strategy):
         def on_start(self, api: Api) -> None:
             self.transfer = api.create_crypto_withdrawal(
@@ -361,7 +381,9 @@ def test_withdrawals_leave_pnl_alone_and_complete_on_engine_time(tmp_path: Path)
 
     strategy = Withdraw()
     prices = ["42000"] * 120  # two hours of minutes: the withdrawal confirms meanwhile
-    result = backtest(tmp_path, prices, strategy, deposits={"BTC": "1", "USD": "1000"})
+    result = backtest(
+        tmp_path, prices, strategy, deposits={"BTC": "1", "USD": "1000"}, db=database("bt.db")
+    )
     assert strategy.transfer["status"] == "PENDING"
     assert strategy.final["status"] == "COMPLETED"
     s = result.summary
