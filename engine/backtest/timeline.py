@@ -23,6 +23,8 @@ from decimal import Decimal, getcontext
 from itertools import repeat
 from typing import Any, overload
 
+import numpy as np
+
 from engine.backtest.errors import BacktestError
 from engine.backtest.price_files import (
     EXACT,
@@ -131,37 +133,51 @@ def _ticks(prices: Sequence[Decimal], tick: Decimal) -> array[int]:
     positive), exactly the `int((price + tick / 2) // tick)` of Decimals."""
     tc, te = decimal_parts(tick)
     if isinstance(prices, Decimals):
-        return _column_ticks(prices, tc, te)
+        out = array("q")
+        out.frombytes(_column_ticks(prices, tc, te).tobytes())
+        return out
     if isinstance(prices, BarPoints):
         bars = prices.bars
-        cols = [_column_ticks(c, tc, te) for c in (bars.open, bars.high, bars.low, bars.close)]
-        o, h, low, c = cols
-        out = array("q", bytes(32 * len(bars)))
-        out[0::4] = o
-        out[3::4] = c
-        down = bars.down
-        out[1::4] = array("q", (hk if d else lk for d, hk, lk in zip(down, h, low, strict=True)))
-        out[2::4] = array("q", (lk if d else hk for d, hk, lk in zip(down, h, low, strict=True)))
+        o, h, low, c = (
+            _column_ticks(c, tc, te) for c in (bars.open, bars.high, bars.low, bars.close)
+        )
+        down = (
+            np.frombuffer(bars.down, dtype=np.uint8).astype(bool)
+            if bars.down
+            else np.zeros(0, bool)
+        )
+        points = np.empty((len(bars), 4), dtype=np.int64)
+        points[:, 0] = o
+        points[:, 1] = np.where(down, h, low)
+        points[:, 2] = np.where(down, low, h)
+        points[:, 3] = c
+        out = array("q")
+        out.frombytes(points.tobytes())
         return out
     half = tick / 2
     return array("q", (int((price + half) // tick) for price in prices))
 
 
-def _column_ticks(column: Decimals, tc: int, te: int) -> array[int]:
+def _column_ticks(column: Decimals, tc: int, te: int) -> Any:
+    """A column's prices in ticks (int64, numpy): (2P + T) // 2T on a common exponent,
+    in numpy where no product can pass int64, else in Python's integers."""
     exps = column.exps
+    coefs = np.frombuffer(column.coefs, dtype=np.int64) if exps else np.zeros(0, np.int64)
     if exps and min(exps) == max(exps):  # one exponent, the common case
         e = exps[0]
         common = min(e, te)
         two_t = 2 * tc * 10 ** (te - common)
         scale = 2 * 10 ** (e - common)
         t = two_t // 2
-        return array("q", ((p * scale + t) // two_t for p in column.coefs))  # no list
-    out = array("q")
+        if int(coefs.max()) * scale + t < 1 << 63 and two_t < 1 << 63:
+            return (coefs * scale + t) // two_t
+        return np.array([(p * scale + t) // two_t for p in column.coefs], dtype=np.int64)
+    out = []
     for p, e in zip(column.coefs, exps, strict=True):
         common = min(e, te)
         t = tc * 10 ** (te - common)
         out.append((2 * p * 10 ** (e - common) + t) // (2 * t))
-    return out
+    return np.array(out, dtype=np.int64)
 
 
 def merge(
@@ -174,7 +190,7 @@ def merge(
     for m, s in enumerate(series.values()):
         tick = ticks[m]
         in_ticks = _ticks(s.prices, tick)
-        if in_ticks and min(in_ticks) <= 0:
+        if in_ticks and np.frombuffer(in_ticks, dtype=np.int64).min() <= 0:
             k = next(k for k, units in enumerate(in_ticks) if units <= 0)
             raise BacktestError(
                 f"{s.market}: price {s.prices[k]} at point {k + 1} rounds to zero on the tick {tick}"
