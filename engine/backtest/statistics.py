@@ -18,9 +18,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
 from itertools import chain
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from engine.backtest.price_files import from_micros
+import numpy as np
+
+from engine.backtest.price_files import EXACT, decimal_parts, from_micros, unit
 from engine.backtest.timeline import OnTick
 from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
@@ -179,9 +181,13 @@ def _compute(result: BacktestResult) -> Figures:
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
     ends = _period_ends(times, mks, len(markets), result.bars)
-    walked = _walk(
-        times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
-    )
+    walked = None
+    if isinstance(prices, OnTick) and len(markets) == 1:
+        walked = _walk_compact(times, prices, holdings, cash, valued_by, start_value, stride, ends)
+    if walked is None:
+        walked = _walk(
+            times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
+        )
     for m in range(len(markets)):  # the latest price of each market, for the final value
         latest[m] = prices[len(mks) - 1 - mks[::-1].index(m)]
     final_held = holdings[-1][1]
@@ -317,16 +323,26 @@ class _Risk(NamedTuple):
 class _Returns:
     """Each period's return: its closing equity against the previous period's (the
     first period's against the starting equity). Made again for each pass over them,
-    not kept: a million bars' returns would be a hundred megabytes of Decimals."""
+    not kept: a million bars' returns would be a hundred megabytes of Decimals. A
+    period whose equity did not move returns zero, without a division."""
 
-    def __init__(self, start_value: Decimal, samples: list[Decimal]) -> None:
+    def __init__(self, start_value: Decimal, samples: Sequence[Decimal] | Samples) -> None:
         self.start_value = start_value
         self.samples = samples
+        self.moving: Any = None  # compact samples: (the periods that moved, the equity before)
+        if isinstance(samples, Samples):
+            values = samples.values
+            before = np.concatenate([[samples.start], values[:-1]]).astype(np.int64)
+            valid = before > 0
+            self.count = int(valid.sum())
+            moved = np.flatnonzero(valid & (values != before))
+            self.moving = (values[moved].tolist(), before[moved].tolist())
+            return
         self.count = 0
-        before = start_value
+        last = start_value
         for value in samples:
-            self.count += before > 0
-            before = value
+            self.count += last > 0
+            last = value
 
     def __len__(self) -> int:
         return self.count
@@ -335,8 +351,15 @@ class _Returns:
         before = self.start_value
         for value in self.samples:
             if before > 0:
-                yield value / before - ONE
+                yield ZERO if value == before else value / before - ONE
             before = value
+
+    def nonzero(self) -> Iterator[Decimal]:
+        """The returns that are not zero, in period order."""
+        if self.moving is None:
+            return (r for r in self if r)
+        values, before = self.moving
+        return (Decimal(v) / Decimal(b) - ONE for v, b in zip(values, before, strict=True))
 
 
 def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
@@ -362,13 +385,17 @@ def _risk(returns: _Returns, span: int) -> _Risk:
     per_year = Decimal(count) * YEAR_US / span
     root = per_year.sqrt()
     # Two passes over the returns (made afresh each time), each sum in period order.
+    # A zero return adds nothing to the first pass, nor to the second when the mean is 0.
     total = below = ZERO
-    for r in returns:
+    for r in returns.nonzero():
         total += r
         if r < 0:
             below += r * r
     mean = total / count
-    variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
+    if mean.is_zero():
+        variance = sum((r * r for r in returns.nonzero()), ZERO) / (count - 1)
+    else:
+        variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
     std = variance.sqrt()
     downside = (below / count).sqrt()
     return _Risk(
@@ -415,6 +442,14 @@ def _period_ends(times: Sequence[int], mks: Sequence[int], markets: int, bars: i
 def _last_of_instant(times: Sequence[int], points: Sequence[int]) -> Sequence[int]:
     """Each point moved to the last point at its time, once (an array: 8 bytes each)."""
     n = len(times)
+    if isinstance(times, array) and n:
+        at = np.frombuffer(times, dtype=np.int64)
+        last = np.searchsorted(at, at[np.asarray(points, dtype=np.int64)], side="right") - 1
+        if len(last):
+            last = last[np.concatenate([[True], last[1:] != last[:-1]])]
+        moved = array("q")
+        moved.frombytes(last.astype(np.int64).tobytes())
+        return moved
     out = array("q")
     for i in points:
         while i + 1 < n and times[i + 1] == times[i]:
@@ -463,7 +498,7 @@ class _Walked(NamedTuple):
     max_dd_us: int | None  # longest time under a previous peak (None: never under one)
     exposed_us: int  # time holding a priced asset
     exposure_sum: Decimal  # the sum over points of the share of equity in positions
-    samples: list[Decimal]  # the equity at each period's end
+    samples: Sequence[Decimal] | Samples  # the equity at each period's end
 
 
 def _walk(
@@ -583,6 +618,220 @@ def _walk(
     if under and (longest is None or times[-1] - peak_at > longest):
         longest = times[-1] - peak_at
     return _Walked(equity_rows, max_dd, max_dd_amount, longest, exposed_us, exposure_sum, samples)
+
+
+# -- one market on the compact timeline, in integers ------------------------------------
+#
+# The walk above, done with numpy for a run of one market on the compact timeline: each
+# point's equity is an integer on one exponent (cash + amount x ticks x tick: exact, as
+# Decimal's is), so the peak, the deepest drawdown (the first point of the largest
+# ratio, compared exactly in Python integers), time under water and time exposed come
+# out exactly as the walk's. The equity rows and the period-end samples stay integer
+# arrays, made Decimals when read. Only the average exposure, a ratio, is summed in
+# floats. Runs whose integers could pass int64 take the walk.
+
+_SAFE = 1 << 62
+
+
+class EquityRows(Sequence[tuple[Any, ...]]):
+    """The sampled equity rows of a compact walk, each made when read: (time, price,
+    market, equity, peak, holdings, cash) as the walk's rows are."""
+
+    __slots__ = ("exp", "holdings", "points", "peaks", "segs", "tick", "ticks", "times", "values")
+
+    def __init__(
+        self,
+        *,
+        exp: int,
+        holdings: list[tuple[int, tuple[Decimal, ...], Decimal]],
+        points: Any,
+        peaks: Any,
+        segs: Any,
+        tick: Decimal,
+        ticks: array[int],
+        times: array[int],
+        values: Any,
+    ) -> None:
+        self.exp = exp  # equity and peaks are integers x 10^exp
+        self.holdings = holdings  # (time, holdings, cash) of each change
+        self.points = points  # each row's point (numpy)
+        self.peaks = peaks
+        self.segs = segs  # each row's entry in `holdings`
+        self.tick = tick
+        self.ticks = ticks
+        self.times = times
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    @overload
+    def __getitem__(self, k: int) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[tuple[Any, ...]]: ...
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        i = int(self.points[k])
+        held = self.holdings[int(self.segs[k])]
+        return (
+            self.times[i],
+            EXACT.multiply(self.ticks[i], self.tick),
+            0,
+            _scaled(int(self.values[k]), self.exp),
+            _scaled(int(self.peaks[k]), self.exp),
+            held[1],
+            held[2],
+        )
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return (self[k] for k in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def floats(self, column: int) -> Any:
+        """Column 3 (equity) or 4 (peak) in floats, for the charts."""
+        values = self.values if column == 3 else self.peaks
+        return values.astype(np.float64) * 10.0**self.exp
+
+    def row_times(self) -> Any:
+        return np.frombuffer(self.times, dtype=np.int64)[self.points]
+
+
+class Samples:
+    """The equity at each period's end, integers on one exponent (and the starting
+    equity's, `start`); Decimals when read."""
+
+    __slots__ = ("exp", "start", "values")
+
+    def __init__(self, values: Any, exp: int, start: int) -> None:
+        self.values = values
+        self.exp = exp
+        self.start = start
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[Decimal]:
+        exp = self.exp
+        return (_scaled(v, exp) for v in self.values.tolist())
+
+
+def _scaled(coef: int, exp: int) -> Decimal:
+    return EXACT.multiply(coef, unit(exp))
+
+
+def _walk_compact(
+    times: Any,
+    prices: OnTick,
+    holdings: list[tuple[int, tuple[Decimal, ...]]],
+    cash: int,
+    valued_by: dict[int, int],
+    start_value: Decimal,
+    stride: int,
+    ends: _Ends,
+) -> _Walked | None:
+    """`_walk` for one market on the compact timeline; None when int64 could overflow."""
+    n = len(times)
+    if not n or len(valued_by) > 1:
+        return None
+    asset = next(iter(valued_by), None)
+    tick = prices.tick_of[0]
+    tc, te = decimal_parts(tick)
+    parts = []
+    for _, held in holdings:
+        cc, ce = decimal_parts(held[cash])
+        ac, ae = decimal_parts(held[asset]) if asset is not None else (0, 0)
+        parts.append((cc, ce, ac * tc, ae + te))
+    exp = min(min(ce, ke) for _, ce, _, ke in parts)
+    cs = [cc * 10 ** (ce - exp) for cc, ce, _, _ in parts]
+    ks = [kc * 10 ** (ke - exp) for _, _, kc, ke in parts]
+    ticks = np.frombuffer(prices.ticks, dtype=np.int64)
+    top = int(ticks.max())
+    if max(abs(c) + abs(k) * top for c, k in zip(cs, ks, strict=True)) >= _SAFE:
+        return None
+    at = np.frombuffer(times, dtype=np.int64) if isinstance(times, array) else np.array(times)
+    changes = np.array([h[0] for h in holdings[1:]], dtype=np.int64)
+    segs = np.searchsorted(changes, at, side="right")
+    c_of = np.array(cs, dtype=np.int64)
+    k_of = np.array(ks, dtype=np.int64)
+    values = c_of[segs] + k_of[segs] * ticks
+    start = cs[0] + ks[0] * int(ticks[0])
+    if _scaled(start, exp) != start_value:
+        return None
+    peaks = np.maximum.accumulate(np.maximum(values, start))
+    before = np.empty(n, dtype=np.int64)
+    before[0] = start
+    before[1:] = peaks[:-1]
+    # The deepest drawdown: the first point of the largest (peak - value) / peak.
+    max_dd, max_dd_amount = ZERO, ZERO
+    down = (peaks > 0) & (values < peaks)
+    if down.any():
+        ratio = np.where(down, (peaks - values) / np.where(peaks > 0, peaks, 1).astype(float), 0)
+        top_ratio = float(ratio.max())
+        best = None
+        for i in np.flatnonzero(ratio >= top_ratio * (1 - 1e-9)).tolist():
+            p, v = int(peaks[i]), int(values[i])
+            if best is None or (p - v) * best[0] > (best[0] - best[1]) * p:
+                best = (p, v)
+        assert best is not None
+        p, v = best
+        max_dd = _scaled(p - v, exp) / _scaled(p, exp)
+        max_dd_amount = _scaled(p - v, exp)
+    # Time under water: from the last point at the peak to the first back at it.
+    at_peak = np.flatnonzero(values >= before)
+    longest: int | None = None
+    marks = np.concatenate([[-1], at_peak])
+    gaps = np.flatnonzero(np.diff(marks) > 1)
+    if len(gaps):
+        back = at[marks[gaps + 1]]
+        left = np.where(marks[gaps] < 0, at[0], at[np.maximum(marks[gaps], 0)])
+        longest = int((back - left).max())
+    if int(marks[-1]) < n - 1:
+        tail = int(at[-1] - (at[marks[-1]] if marks[-1] >= 0 else at[0]))
+        longest = tail if longest is None else max(longest, tail)
+    # Exposure: time and share of equity in a position.
+    holding = k_of[segs] != 0
+    steps = np.diff(at)
+    exposed_us = int(steps[holding[:-1]].sum())
+    share = holding & (values > 0)
+    exposure_sum = ZERO
+    if share.any():
+        v = values[share].astype(np.float64)
+        exposure_sum = Decimal(repr(float(((v - c_of[segs][share]) / v).sum())))
+    # Rows: each change of holdings, every `stride`-th point and the last.
+    changed = np.empty(n, dtype=bool)
+    changed[0] = segs[0] > 0
+    changed[1:] = segs[1:] != segs[:-1]
+    picked = changed | (np.arange(n) % stride == 0)
+    picked[-1] = True
+    points = np.flatnonzero(picked)
+    rows = EquityRows(
+        exp=exp,
+        holdings=[(t, held, held[cash]) for t, held in holdings],
+        points=points,
+        peaks=peaks[points],
+        segs=segs[points],
+        tick=tick,
+        ticks=prices.ticks,
+        times=times if isinstance(times, array) else array("q", times),
+        values=values[points],
+    )
+    samples = Samples(values[np.asarray(ends.points, dtype=np.int64)], exp, start)
+    return _Walked(
+        rows,  # type: ignore[arg-type]
+        max_dd,
+        max_dd_amount,
+        longest,
+        exposed_us,
+        exposure_sum,
+        samples,  # type: ignore[arg-type]
+    )
 
 
 def _price_at(
