@@ -68,7 +68,7 @@ class Bar(NamedTuple):
 # Reads of a column are exact whatever the caller's decimal context: a value's
 # coefficient has at most 18 digits (int64), well inside this precision.
 EXACT = Context(prec=40)
-_MISSING = -(1 << 15)  # the exponent of a value that is not there (a bar's volume)
+MISSING = _MISSING = -(1 << 15)  # the exponent of a value that is not there (a bar's volume)
 _UNITS: dict[int, Decimal] = {}
 _BATCH = 4096  # bars made at once for a run that reads them in order
 
@@ -635,11 +635,14 @@ def _bars_to_points(market: str, bars: Bars, bar_seconds: float | None, source: 
     if length < 2:
         raise MarketDataError(f"{source}: a bar must last at least 2 microseconds")
     last = length - 1  # the bar's last microsecond: its path and close
-    points = np.empty((len(starts), 4), dtype=np.int64)
-    points[:, 0] = starts
-    points[:, 1:] = (starts + last)[:, None]
-    times = Times()
-    times.frombytes(points.tobytes())
+    times = Times(bytes(32 * len(starts)))
+    if len(starts):  # written in place: no temporary as large as the times
+        points = np.frombuffer(times, dtype=np.int64).reshape(-1, 4)
+        points[:, 0] = starts
+        for slot in (1, 2, 3):
+            points[:, slot] = starts
+            points[:, slot] += last
+        del points
     n = len(times)
     return Series(market, "bars", times, BarPoints(bars), bars, range(3, n, 4))
 

@@ -631,6 +631,7 @@ def _walk(
 # floats. Runs whose integers could pass int64 take the walk.
 
 _SAFE = 1 << 62
+_BLOCK = 1 << 18  # points walked at once
 
 
 class EquityRows(Sequence[tuple[Any, ...]]):
@@ -757,72 +758,100 @@ def _walk_compact(
         return None
     at = np.frombuffer(times, dtype=np.int64) if isinstance(times, array) else np.array(times)
     changes = np.array([h[0] for h in holdings[1:]], dtype=np.int64)
-    segs = np.searchsorted(changes, at, side="right")
     c_of = np.array(cs, dtype=np.int64)
     k_of = np.array(ks, dtype=np.int64)
-    values = c_of[segs] + k_of[segs] * ticks
     start = cs[0] + ks[0] * int(ticks[0])
     if _scaled(start, exp) != start_value:
         return None
-    peaks = np.maximum.accumulate(np.maximum(values, start))
-    before = np.empty(n, dtype=np.int64)
-    before[0] = start
-    before[1:] = peaks[:-1]
-    # The deepest drawdown: the first point of the largest (peak - value) / peak.
+    period_ends = np.asarray(ends.points, dtype=np.int64)
+    # What carries from one block of points to the next.
+    peak = start
+    best: tuple[int, int] | None = None  # (peak, equity) of the deepest drawdown so far
+    peak_at = int(at[0])  # the time of the last point at the peak
+    under = False
+    longest: int | None = None
+    exposed_us = 0
+    exposure = 0.0
+    seg_before = 0
+    picked_rows: list[tuple[Any, Any, Any, Any]] = []
+    samples_of: list[Any] = []
+    for lo in range(0, n, _BLOCK):  # in blocks: a million bars' temporaries stay small
+        hi = min(lo + _BLOCK, n)
+        block_at = at[lo:hi]
+        segs = np.searchsorted(changes, block_at, side="right")
+        values = c_of[segs] + k_of[segs] * ticks[lo:hi]
+        peaks = np.maximum.accumulate(np.maximum(values, peak))
+        before = np.empty(hi - lo, dtype=np.int64)
+        before[0] = peak
+        before[1:] = peaks[:-1]
+        peak = int(peaks[-1])
+        # The deepest drawdown: the first point of the largest (peak - value) / peak,
+        # found in floats and decided in integers.
+        down = (peaks > 0) & (values < peaks)
+        if down.any():
+            ratio = np.where(down, (peaks - values) / np.where(down, peaks, 1), 0.0)
+            deepest = float(ratio.max())
+            for i in np.flatnonzero(ratio >= deepest * (1 - 1e-9)).tolist():
+                p, v = int(peaks[i]), int(values[i])
+                if best is None or (p - v) * best[0] > (best[0] - best[1]) * p:
+                    best = (p, v)
+            del ratio
+        # Time under water: from the last point at the peak to the first back at it.
+        at_peak = np.flatnonzero(values >= before)
+        if len(at_peak):
+            if under or at_peak[0] > 0:
+                gap = int(block_at[at_peak[0]]) - peak_at
+                longest = gap if longest is None else max(longest, gap)
+            gaps = np.flatnonzero(np.diff(at_peak) > 1)
+            if len(gaps):
+                gap = int((block_at[at_peak[gaps + 1]] - block_at[at_peak[gaps]]).max())
+                longest = gap if longest is None else max(longest, gap)
+            peak_at = int(block_at[at_peak[-1]])
+            under = bool(at_peak[-1] < hi - lo - 1)
+        else:
+            under = True
+        # Exposure: time and share of equity in a position.
+        holding = k_of[segs] != 0
+        steps = np.diff(at[lo : min(hi + 1, n)])
+        exposed_us += int(steps[holding[: len(steps)]].sum())
+        share = holding & (values > 0)
+        if share.any():
+            v = values[share].astype(np.float64)
+            exposure += float(((v - c_of[segs[share]]) / v).sum())
+        # Rows: each change of holdings, every `stride`-th point and the last.
+        picked = np.empty(hi - lo, dtype=bool)
+        picked[0] = segs[0] != seg_before
+        picked[1:] = segs[1:] != segs[:-1]
+        picked[(-lo) % stride :: stride] = True
+        if hi == n:
+            picked[-1] = True
+        points = np.flatnonzero(picked)
+        picked_rows.append((points + lo, peaks[points], segs[points], values[points]))
+        seg_before = int(segs[-1])
+        mine = period_ends[(period_ends >= lo) & (period_ends < hi)]
+        samples_of.append(values[mine - lo])
+    if under:
+        gap = int(at[-1]) - peak_at
+        longest = gap if longest is None else max(longest, gap)
     max_dd, max_dd_amount = ZERO, ZERO
-    down = (peaks > 0) & (values < peaks)
-    if down.any():
-        ratio = np.where(down, (peaks - values) / np.where(peaks > 0, peaks, 1).astype(float), 0)
-        top_ratio = float(ratio.max())
-        best = None
-        for i in np.flatnonzero(ratio >= top_ratio * (1 - 1e-9)).tolist():
-            p, v = int(peaks[i]), int(values[i])
-            if best is None or (p - v) * best[0] > (best[0] - best[1]) * p:
-                best = (p, v)
-        assert best is not None
+    if best is not None:
         p, v = best
         max_dd = _scaled(p - v, exp) / _scaled(p, exp)
         max_dd_amount = _scaled(p - v, exp)
-    # Time under water: from the last point at the peak to the first back at it.
-    at_peak = np.flatnonzero(values >= before)
-    longest: int | None = None
-    marks = np.concatenate([[-1], at_peak])
-    gaps = np.flatnonzero(np.diff(marks) > 1)
-    if len(gaps):
-        back = at[marks[gaps + 1]]
-        left = np.where(marks[gaps] < 0, at[0], at[np.maximum(marks[gaps], 0)])
-        longest = int((back - left).max())
-    if int(marks[-1]) < n - 1:
-        tail = int(at[-1] - (at[marks[-1]] if marks[-1] >= 0 else at[0]))
-        longest = tail if longest is None else max(longest, tail)
-    # Exposure: time and share of equity in a position.
-    holding = k_of[segs] != 0
-    steps = np.diff(at)
-    exposed_us = int(steps[holding[:-1]].sum())
-    share = holding & (values > 0)
-    exposure_sum = ZERO
-    if share.any():
-        v = values[share].astype(np.float64)
-        exposure_sum = Decimal(repr(float(((v - c_of[segs][share]) / v).sum())))
-    # Rows: each change of holdings, every `stride`-th point and the last.
-    changed = np.empty(n, dtype=bool)
-    changed[0] = segs[0] > 0
-    changed[1:] = segs[1:] != segs[:-1]
-    picked = changed | (np.arange(n) % stride == 0)
-    picked[-1] = True
-    points = np.flatnonzero(picked)
+    exposure_sum = Decimal(repr(exposure)) if exposure else ZERO
+    columns = [np.concatenate(c) for c in zip(*picked_rows, strict=True)]
     rows = EquityRows(
         exp=exp,
         holdings=[(t, held, held[cash]) for t, held in holdings],
-        points=points,
-        peaks=peaks[points],
-        segs=segs[points],
+        points=columns[0],
+        peaks=columns[1],
+        segs=columns[2],
         tick=tick,
         ticks=prices.ticks,
         times=times if isinstance(times, array) else array("q", times),
-        values=values[points],
+        values=columns[3],
     )
-    samples = Samples(values[np.asarray(ends.points, dtype=np.int64)], exp, start)
+    samples = Samples(np.concatenate(samples_of), exp, start)
     return _Walked(
         rows,  # type: ignore[arg-type]
         max_dd,

@@ -138,21 +138,16 @@ def _ticks(prices: Sequence[Decimal], tick: Decimal) -> array[int]:
         return out
     if isinstance(prices, BarPoints):
         bars = prices.bars
-        o, h, low, c = (
-            _column_ticks(c, tc, te) for c in (bars.open, bars.high, bars.low, bars.close)
-        )
-        down = (
-            np.frombuffer(bars.down, dtype=np.uint8).astype(bool)
-            if bars.down
-            else np.zeros(0, bool)
-        )
-        points = np.empty((len(bars), 4), dtype=np.int64)
-        points[:, 0] = o
-        points[:, 1] = np.where(down, h, low)
-        points[:, 2] = np.where(down, low, h)
-        points[:, 3] = c
-        out = array("q")
-        out.frombytes(points.tobytes())
+        down = np.frombuffer(bars.down, dtype=bool) if bars.down else np.zeros(0, bool)
+        out = array("q", bytes(8)) * (4 * len(bars))
+        if out:  # written in place, a column at a time: no temporary as large as the timeline
+            points = np.frombuffer(out, dtype=np.int64).reshape(-1, 4)
+            points[:, 0] = _column_ticks(bars.open, tc, te)
+            points[:, 3] = _column_ticks(bars.close, tc, te)
+            h, low = _column_ticks(bars.high, tc, te), _column_ticks(bars.low, tc, te)
+            points[:, 1] = np.where(down, h, low)
+            points[:, 2] = np.where(down, low, h)
+            del points
         return out
     half = tick / 2
     return array("q", (int((price + half) // tick) for price in prices))
