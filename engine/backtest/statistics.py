@@ -332,11 +332,11 @@ class _Returns:
         self.moving: Any = None  # compact samples: (the periods that moved, the equity before)
         if isinstance(samples, Samples):
             values = samples.values
-            before = np.concatenate([[samples.start], values[:-1]]).astype(np.int64)
-            valid = before > 0
-            self.count = int(valid.sum())
-            moved = np.flatnonzero(valid & (values != before))
-            self.moving = (values[moved].tolist(), before[moved].tolist())
+            self.count = int(samples.start > 0) + int((values[:-1] > 0).sum())
+            moved = np.flatnonzero(values[1:] != values[:-1]) + 1  # each period that moved
+            if values[0] != samples.start:
+                moved = np.concatenate([[0], moved])
+            self.moving = moved
             return
         self.count = 0
         last = start_value
@@ -358,8 +358,17 @@ class _Returns:
         """The returns that are not zero, in period order."""
         if self.moving is None:
             return (r for r in self if r)
-        values, before = self.moving
-        return (Decimal(v) / Decimal(b) - ONE for v, b in zip(values, before, strict=True))
+        assert isinstance(self.samples, Samples)
+        return self._moved(self.samples.values, self.moving, self.samples.start)
+
+    @staticmethod
+    def _moved(values: Any, moved: Any, start: int) -> Iterator[Decimal]:
+        before = np.concatenate([[start], values[:-1]])
+        for lo in range(0, len(moved), _BLOCK):  # a block at a time, as Python ints
+            at = moved[lo : lo + _BLOCK]
+            for v, b in zip(values[at].tolist(), before[at].tolist(), strict=True):
+                if b > 0:
+                    yield Decimal(v) / Decimal(b) - ONE
 
 
 def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
@@ -631,7 +640,7 @@ def _walk(
 # floats. Runs whose integers could pass int64 take the walk.
 
 _SAFE = 1 << 62
-_BLOCK = 1 << 18  # points walked at once
+_BLOCK = 1 << 16  # points walked at once
 
 
 class EquityRows(Sequence[tuple[Any, ...]]):
@@ -720,7 +729,13 @@ class Samples:
 
     def __iter__(self) -> Iterator[Decimal]:
         exp = self.exp
-        return (_scaled(v, exp) for v in self.values.tolist())
+        return (_scaled(v, exp) for (block,) in _blocks(self.values) for v in block)
+
+
+def _blocks(*columns: Any) -> Iterator[tuple[list[int], ...]]:
+    """Arrays as lists of Python ints, a block at a time (a million ints take 36 MB)."""
+    for lo in range(0, len(columns[0]), _BLOCK):
+        yield tuple(c[lo : lo + _BLOCK].tolist() for c in columns)
 
 
 def _scaled(coef: int, exp: int) -> Decimal:
