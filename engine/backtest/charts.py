@@ -160,15 +160,15 @@ def _candles_of_columns(bars: Bars) -> dict[str, Any]:
     length = float(np.diff(starts).min()) if n > 1 else 60_000.0
     firsts = np.arange(0, n, group)
     sizes = np.diff(np.append(firsts, n))
-    opens, highs, lows, closes = (_floats(c) for c in (bars.open, bars.high, bars.low, bars.close))
-    volumes = _floats(bars.volume)
-    present = ~np.isnan(volumes)
     out: dict[str, Any] = {"kind": "candles", "width": length * group * 0.8}
     out["time"] = (starts[firsts] + length * sizes / 2).tolist()
-    out["open"] = opens[firsts].tolist()
-    out["high"] = np.maximum.reduceat(highs, firsts).tolist()
-    out["low"] = np.minimum.reduceat(lows, firsts).tolist()
-    out["close"] = closes[firsts + sizes - 1].tolist()
+    # a column at a time, each dropped once merged: a million floats are 8 MB each
+    out["open"] = _floats(bars.open)[firsts].tolist()
+    out["high"] = np.maximum.reduceat(_floats(bars.high), firsts).tolist()
+    out["low"] = np.minimum.reduceat(_floats(bars.low), firsts).tolist()
+    out["close"] = _floats(bars.close)[firsts + sizes - 1].tolist()
+    volumes = _floats(bars.volume)
+    present = ~np.isnan(volumes)
     out["volume"] = (
         np.add.reduceat(np.where(present, volumes, 0.0), firsts).tolist() if present.any() else None
     )

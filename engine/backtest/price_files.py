@@ -837,15 +837,45 @@ def _micros_of(buf: Any, starts: Any, ends: Any) -> Any:
 class _PlainReader:
     """A plain file's rows, block by block, into the columns the row reader makes."""
 
-    def __init__(self, cols: dict[str, int], width: int) -> None:
+    def __init__(self, cols: dict[str, int], width: int, rows: int) -> None:
         self.cols = cols
         self.width = width
         self.bars: Bars | None = None
         self.trades: tuple[Times, Decimals] | None = None
+        self.filled = 0  # rows written
+        # Every column made at its full size at once and written in place: grown block
+        # by block, the reallocations left a third more memory taken than the columns.
         if "price" in cols:
-            self.trades = (Times(), Decimals())
+            self.trades = (_sized(Times(), rows), _sized_decimals(rows))
+            self.arrays: list[Any] = [self.trades[0], self.trades[1].coefs, self.trades[1].exps]
         else:
-            self.bars = Bars()
+            bars = self.bars = Bars()
+            _sized(bars.times, rows)
+            for column in (bars.open, bars.high, bars.low, bars.close, bars.volume):
+                _sized(column.coefs, rows)
+                _sized(column.exps, rows)
+            bars.down.extend(bytes(rows))
+            self.arrays = [bars.times, bars.down] + [
+                a
+                for c in (bars.open, bars.high, bars.low, bars.close, bars.volume)
+                for a in (c.coefs, c.exps)
+            ]
+
+    def _put(self, column: Any, values: Any) -> None:
+        """Write a block's values at the rows not yet filled."""
+        kind = {"q": np.int64, "h": np.int16}.get(getattr(column, "typecode", ""), np.uint8)
+        view = np.frombuffer(column, dtype=kind)
+        view[self.filled : self.filled + len(values)] = values
+        del view
+
+    def last_time(self) -> int | None:
+        times = self.trades[0] if self.trades is not None else self.bars.times  # type: ignore[union-attr]
+        return times[self.filled - 1] if self.filled else None
+
+    def trim(self) -> None:
+        """Drop the rows the size allowed for and no line filled."""
+        for a in self.arrays:
+            del a[self.filled :]
 
     def add(self, block: bytes) -> None:
         """Complete lines, each ending with a newline."""
@@ -902,10 +932,13 @@ class _PlainReader:
         column_times, column = self.trades
         if empty.any() or (coefs <= 0).any():
             raise _NotPlain
-        self._ordered(times, column_times[-1] if column_times else None, strictly=False)
-        column_times.frombytes(times.astype(np.int64).tobytes())
-        column.coefs.frombytes(coefs.astype(np.int64).tobytes())
-        column.exps.frombytes(exps.astype(np.int16).tobytes())
+        self._ordered(times, self.last_time(), strictly=False)
+        if self.filled + len(times) > len(column_times):
+            raise _NotPlain  # more lines than counted: the file changed under us
+        self._put(column_times, times)
+        self._put(column.coefs, coefs)
+        self._put(column.exps, exps)
+        self.filled += len(times)
 
     def _bars(self, times: Any, prices: list[Any], volumes: Any, volume_exps: Any) -> None:
         bars = self.bars
@@ -923,8 +956,10 @@ class _PlainReader:
         so, sh, sl, sc = scaled
         if not ((sl > 0) & (sl <= so) & (so <= sh) & (sl <= sc) & (sc <= sh)).all():
             raise _NotPlain
-        self._ordered(times, bars.times[-1] if bars.times else None, strictly=True)
-        bars.times.frombytes(times.astype(np.int64).tobytes())
+        self._ordered(times, self.last_time(), strictly=True)
+        if self.filled + len(times) > len(bars.times):
+            raise _NotPlain  # more lines than counted: the file changed under us
+        self._put(bars.times, times)
         for column, coef, exp in (
             (bars.open, o, oe),
             (bars.high, h, he),
@@ -932,9 +967,37 @@ class _PlainReader:
             (bars.close, c, ce),
             (bars.volume, volumes, volume_exps),
         ):
-            column.coefs.frombytes(coef.astype(np.int64).tobytes())
-            column.exps.frombytes(exp.astype(np.int16).tobytes())
-        bars.down.extend((sc < so).astype(np.uint8).tobytes())
+            self._put(column.coefs, coef)
+            self._put(column.exps, exp)
+        self._put(bars.down, sc < so)
+        self.filled += len(times)
+
+
+def _sized(column: Any, rows: int) -> Any:
+    """`column` (empty) grown to `rows` zeros in place, with no temporary of that size."""
+    column.append(0)
+    column *= rows
+    return column
+
+
+def _sized_decimals(rows: int) -> Decimals:
+    column = Decimals()
+    _sized(column.coefs, rows)
+    _sized(column.exps, rows)
+    return column
+
+
+def _lines(f: Any) -> int:
+    """The lines from the file's position on (one not ending in a newline counts),
+    counted in blocks; the position is put back."""
+    at = f.tell()
+    count = 0
+    last = b""
+    while block := f.read(_BLOCK):
+        count += block.count(b"\n")
+        last = block[-1:]
+    f.seek(at)
+    return count + (last not in (b"", b"\n"))
 
 
 def _plain_csv(
@@ -958,7 +1021,7 @@ def _plain_csv(
             return None
         if "market" in cols:
             return None
-        reader = _PlainReader(cols, len(names))
+        reader = _PlainReader(cols, len(names), _lines(f))
         carry = b""
         try:
             while True:
@@ -974,6 +1037,7 @@ def _plain_csv(
                 reader.add(carry + b"\n")
         except _NotPlain:
             return None
+    reader.trim()
     if reader.trades is not None:
         times, prices = reader.trades
         if not times:

@@ -469,11 +469,17 @@ def _last_of_instant(times: Sequence[int], points: Sequence[int]) -> Sequence[in
 
 
 def equity_rows(
-    raw: list[tuple[Any, ...]], columns: tuple[list[str], list[tuple[int, str]], str]
+    raw: Sequence[tuple[Any, ...]], columns: tuple[list[str], list[tuple[int, str]], str]
 ) -> list[dict[str, Any]]:
     """equity.csv's rows, as text, from the rows `compute` made."""
+    return list(iter_equity_rows(raw, columns))
+
+
+def iter_equity_rows(
+    raw: Sequence[tuple[Any, ...]], columns: tuple[list[str], list[tuple[int, str]], str]
+) -> Iterator[dict[str, Any]]:
+    """`equity_rows` one at a time: equity.csv is written without a list of them all."""
     markets, positions, currency = columns
-    rows = []
     for t, price, m, value, peak, held, cash in raw:
         row = {
             "time": format_time(from_micros(t)),
@@ -485,8 +491,7 @@ def equity_rows(
         for a, asset in positions:
             row[f"position_{asset}"] = _money(held[a], asset)
         row[f"cash_{currency}"] = _money(cash, currency)
-        rows.append(row)
-    return rows
+        yield row
 
 
 def _worth(
@@ -1006,6 +1011,7 @@ __all__ = [
     "compute",
     "duration",
     "equity_rows",
+    "iter_equity_rows",
     "places",
     "trade_rows",
     "trade_statistics",
