@@ -36,6 +36,7 @@ ONE = Decimal(1)
 HUNDRED = Decimal(100)
 INF = 1 << 62
 EQUITY_ROWS = 50_000
+KEPT_RETURNS = 100_000  # returns kept between the two passes up to this many (~10 MB)
 DAY_US = 86_400_000_000
 # A year in calendar time, 365.25 days, in microseconds: CAGR's and annualisation's.
 YEAR_US = 31_557_600_000_000
@@ -348,11 +349,26 @@ class _Returns:
         return self.count
 
     def __iter__(self) -> Iterator[Decimal]:
+        if isinstance(self.samples, Samples):
+            yield from self._compact(self.samples)
+            return
         before = self.start_value
         for value in self.samples:
             if before > 0:
                 yield ZERO if value == before else value / before - ONE
             before = value
+
+    @staticmethod
+    def _compact(samples: Samples) -> Iterator[Decimal]:
+        """The returns of compact samples, a block at a time: ZERO where the equity did
+        not move, with no Decimal made for it."""
+        values = samples.values
+        before = np.concatenate([[samples.start], values[:-1]])
+        for lo in range(0, len(values), _BLOCK):
+            vs, bs = values[lo : lo + _BLOCK], before[lo : lo + _BLOCK]
+            for v, b, moved in zip(vs.tolist(), bs.tolist(), (vs != bs).tolist(), strict=True):
+                if b > 0:
+                    yield Decimal(v) / Decimal(b) - ONE if moved else ZERO
 
     def nonzero(self) -> Iterator[Decimal]:
         """The returns that are not zero, in period order."""
@@ -393,18 +409,30 @@ def _risk(returns: _Returns, span: int) -> _Risk:
         return _Risk(None, None, None, None)
     per_year = Decimal(count) * YEAR_US / span
     root = per_year.sqrt()
-    # Two passes over the returns (made afresh each time), each sum in period order.
-    # A zero return adds nothing to the first pass, nor to the second when the mean is 0.
+    # Two passes over the returns, each sum in period order: a short run's returns are
+    # made once and kept, a long run's made again for each pass. A zero return adds
+    # nothing to the first pass, nor to the second when the mean is 0.
+    kept = list(returns) if count <= KEPT_RETURNS else None
+
+    def every() -> Iterator[Decimal]:
+        return iter(returns) if kept is None else iter(kept)
+
+    def moving() -> Iterator[Decimal]:
+        return returns.nonzero() if kept is None else (r for r in kept if r)
+
     total = below = ZERO
-    for r in returns.nonzero():
+    for r in moving():
         total += r
         if r < 0:
             below += r * r
     mean = total / count
     if mean.is_zero():
-        variance = sum((r * r for r in returns.nonzero()), ZERO) / (count - 1)
+        variance = sum((r * r for r in moving()), ZERO) / (count - 1)
     else:
-        variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
+        still = (ZERO - mean) ** 2  # a zero return's term, made once
+        variance = sum((still if r is ZERO else (r - mean) ** 2 for r in every()), ZERO) / (
+            count - 1
+        )
     std = variance.sqrt()
     downside = (below / count).sqrt()
     return _Risk(
