@@ -4,8 +4,10 @@ and hold), the round trips' statistics, volume, fees, slippage, the executions a
 trades tables and the equity curve.
 
 All in `Decimal`, from the result's timeline, holdings, flows and fills (square roots,
-logarithms and powers by Decimal's own `sqrt`, `ln` and `exp`); the charts
-(engine/backtest/charts.py) draw from these, in floats, apart. Ratios are shown as
+logarithms and powers by Decimal's own `sqrt`, `ln` and `exp`); one market on the
+compact timeline is walked in exact integers with numpy (`_walk_compact`), with the
+same figures; only the average exposure, a mean of ratios, is summed in floats. The
+charts (engine/backtest/charts.py) draw from these, in floats, apart. Ratios are shown as
 percentages with two decimals under `_pct` keys, other ratios (Sharpe, Sortino,
 Calmar, profit factor) with four, amounts at their asset's precision (at most 8
 decimals), durations in ISO 8601."""
