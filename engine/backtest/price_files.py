@@ -81,6 +81,11 @@ def unit(exp: int) -> Decimal:
     return one
 
 
+def view(column: Any) -> Any:
+    """A numpy view of an array's items (no copy), of its own item type."""
+    return np.frombuffer(column, dtype=np.dtype(column.typecode)) if len(column) else np.zeros(0)
+
+
 def parts(text: str) -> tuple[int, int]:
     """(coefficient, exponent) of a decimal's text, exactly as `Decimal(text)` reads it;
     plain `digits[.digits]` without a Decimal, anything else through one."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import numpy as np
 
-from engine.backtest.price_files import EXACT, decimal_parts, from_micros, unit
+from engine.backtest.price_files import EXACT, decimal_parts, from_micros, unit, view
 from engine.backtest.timeline import OnTick
 from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
@@ -802,7 +802,7 @@ def _walk_compact(
     exp = min(min(ce, ke) for _, ce, _, ke in parts)
     cs = [cc * 10 ** (ce - exp) for cc, ce, _, _ in parts]
     ks = [kc * 10 ** (ke - exp) for _, _, kc, ke in parts]
-    ticks = np.frombuffer(prices.ticks, dtype=np.int64)
+    ticks = view(prices.ticks)
     top = int(ticks.max())
     if max(abs(c) + abs(k) * top for c, k in zip(cs, ks, strict=True)) >= _SAFE:
         return None

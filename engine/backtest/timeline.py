@@ -34,6 +34,7 @@ from engine.backtest.price_files import (
     Decimals,
     Series,
     decimal_parts,
+    view,
 )
 
 PATH = 1
@@ -139,14 +140,22 @@ def _ticks(prices: Sequence[Decimal], tick: Decimal) -> array[int]:
     if isinstance(prices, BarPoints):
         bars = prices.bars
         down = np.frombuffer(bars.down, dtype=bool) if bars.down else np.zeros(0, bool)
-        out = array("q", bytes(8)) * (4 * len(bars))
-        if out:  # written in place, a column at a time: no temporary as large as the timeline
-            points = np.frombuffer(out, dtype=np.int64).reshape(-1, 4)
+        # A column at a time, written in place: no temporary as large as the timeline.
+        # 4 bytes a point when every price fits (a high is a bar's largest), else 8.
+        h = _column_ticks(bars.high, tc, te)
+        fits = not len(h) or int(h.max()) < 1 << 31
+        out = array("i" if fits else "q", bytes(4 if fits else 8)) * (4 * len(bars))
+        if out:
+            points = view(out).reshape(-1, 4)
+            points[:, 1] = h
+            points[:, 2] = h
+            del h
+            low = _column_ticks(bars.low, tc, te)
+            np.copyto(points[:, 1], low, where=~down)
+            np.copyto(points[:, 2], low, where=down)
+            del low
             points[:, 0] = _column_ticks(bars.open, tc, te)
             points[:, 3] = _column_ticks(bars.close, tc, te)
-            h, low = _column_ticks(bars.high, tc, te), _column_ticks(bars.low, tc, te)
-            points[:, 1] = np.where(down, h, low)
-            points[:, 2] = np.where(down, low, h)
             del points
         return out
     half = tick / 2
@@ -185,7 +194,7 @@ def merge(
     for m, s in enumerate(series.values()):
         tick = ticks[m]
         in_ticks = _ticks(s.prices, tick)
-        if in_ticks and np.frombuffer(in_ticks, dtype=np.int64).min() <= 0:
+        if in_ticks and view(in_ticks).min() <= 0:
             k = next(k for k, units in enumerate(in_ticks) if units <= 0)
             raise BacktestError(
                 f"{s.market}: price {s.prices[k]} at point {k + 1} rounds to zero on the tick {tick}"

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from engine.backtest import Strategy, charts, run, statistics
+from engine.backtest.price_files import load
 from engine.backtest.strategy import strategy_class
+from engine.backtest.timeline import merge
 
 DATA = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"
 
@@ -108,3 +110,18 @@ def test_the_charts_of_the_bar_columns_are_those_of_the_bars(
     drawn = charts.chart_data(compact)
     assert len(drawn["series"][0]["time"]) == min(candles, 600)
     _close(drawn, charts.chart_data(listed))
+
+
+@pytest.mark.parametrize(("high", "kind"), [("21474836.47", "i"), ("21474836.48", "q")])
+def test_ticks_take_4_bytes_while_every_price_fits(tmp_path: Path, high: str, kind: str) -> None:
+    path = tmp_path / "bars.csv"
+    path.write_text(
+        "timestamp,open,high,low,close\n"
+        "2024-01-01T00:00:00Z,100.00,101.00,99.00,99.50\n"
+        f"2024-01-01T01:00:00Z,99.50,{high},99.00,100.25\n"
+    )
+    series = load(path, "BTCUSD")
+    ticks = merge(series, [Decimal("0.01")])[3]
+    assert ticks.typecode == kind
+    top = int(Decimal(high) * 100)
+    assert list(ticks) == [10000, 10100, 9900, 9950, 9950, 9900, top, 10025]
