@@ -8,10 +8,10 @@ the strategy is called for it (a trade, or a bar's close once the bar is complet
 `GAP`, the price jumps to it (a bar's open), so resting orders it passes trade at the
 ladder's prices there. A trade point is `SEEN` only: the next print, not a walk.
 
-The timeline is held as arrays (times and ticks 8 bytes a point, market and flags one
-byte each): a point's price on the tick, a `Decimal`, is made when it is read
-(`OnTick`), and a bar only when the strategy is handed one (`ClosingBars`), so that a
-million bars fit in a few hundred megabytes."""
+The timeline is held as arrays (times 8 bytes a point, ticks 4 for bars whose prices
+fit in int32 and 8 otherwise, market and flags one byte each): a point's price on the
+tick, a `Decimal`, is made when it is read (`OnTick`), and a bar only when the strategy
+is handed one (`ClosingBars`), so that a million bars fit in a few hundred megabytes."""
 
 from __future__ import annotations
 
