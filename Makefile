@@ -11,7 +11,7 @@ DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyprojec
 # Extra arguments for `sandex serve`, e.g. make serve ARGS="--port 9000 --clock manual"
 ARGS ?=
 
-.PHONY: serve test lint imports typecheck deps unit slow browser postgres bench bench-ab fuzz soak lock clean
+.PHONY: serve test lint imports typecheck deps unit api-postgres slow browser postgres bench bench-ab fuzz soak lock clean
 
 $(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,9 +28,10 @@ $(DEV): $(RUNTIME) requirements-dev.lock
 serve: $(RUNTIME)
 	$(BIN)/sandex serve --db sandex.db $(ARGS)
 
-# The fast suite in parallel, then the slow tests (a server from the built wheel in a fresh
-# venv, the suite without the reference documents, recordings) one at a time.
-test: lint imports typecheck deps unit slow
+# The fast suite in parallel, then tests/api again on PostgreSQL, then the slow tests (a
+# server from the built wheel in a fresh venv, the suite without the reference documents,
+# recordings) one at a time.
+test: lint imports typecheck deps unit api-postgres slow
 
 lint: $(DEV)
 	$(BIN)/ruff check .
@@ -52,6 +53,11 @@ deps: $(DEV)
 
 unit: $(DEV) browser postgres
 	$(BIN)/python -m pytest -n 2 -m "not slow"
+
+# Every test of tests/api with its sandboxes on PostgreSQL (a throwaway cluster, or
+# SANDEX_TEST_POSTGRES): the second pass of docs/operations.md, a few minutes on 2 cores.
+api-postgres: $(DEV) postgres
+	$(BIN)/python -m pytest tests/api -n 2 -m "not slow" --backend postgresql
 
 slow: $(DEV) postgres
 	$(BIN)/python -m pytest -m slow

@@ -14,10 +14,11 @@ divided by the orders: what a million resting orders cost is that times a millio
 A backtest's size instead, in this process (one run: a million bars take a while):
 `--bars` hourly bars (bench_backtest.py's file), a strategy whose `on_bar` does nothing
 (with `--hold`, one that buys at the start and holds, so that the equity changes at
-every point), file to statistics with `engine.backtest.run`, then the report's
-summary.json and CSV files (report.html, the charts, is left out). Printed: the memory
-held after the run per bar, the peak resident memory (the process's high-water mark,
-`ru_maxrss`) and its growth per bar, and the times of the run and the report.
+every point), file to statistics with `engine.backtest.run`, then the whole report:
+summary.json, the CSV files and report.html with its charts (`--no-html` leaves the
+page out). Printed: the memory held after the run per bar, the peak resident memory
+(the process's high-water mark, `ru_maxrss`) and its growth per bar, and the times of
+the run and the report.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def rss() -> int:
         return int(f.read().split()[1]) * 4096
 
 
-def backtest_size(bars: int, hold: bool) -> None:
+def backtest_size(bars: int, hold: bool, html: bool = True) -> None:
     """Memory and time of one backtest over `bars` hourly bars, and of its report."""
     import resource
     import time
@@ -61,7 +62,8 @@ def backtest_size(bars: int, hold: bool) -> None:
         def on_start(self, api: Api) -> None:
             api.create_order(side="BUY", market="BTCUSD", type="MARKET", quote_amount="50000")
 
-    report.render_html = lambda result: ""  # type: ignore[assignment]  # the charts: not here
+    if not html:
+        report.render_html = lambda result: ""  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         data = bars_file(Path(tmp), bars)
         gc.collect()
@@ -77,7 +79,7 @@ def backtest_size(bars: int, hold: bool) -> None:
     print(
         f"backtest of {bars:,} bars ({'bought and held' if hold else 'no orders'}):"
         f" run {ran:.2f} s CPU (file to statistics), report {wrote:.2f} s CPU"
-        f" (summary.json and the CSVs); memory held after the run {held / bars:,.0f}"
+        f" (summary.json, the CSVs{' and report.html' if html else ''}); memory held after the run {held / bars:,.0f}"
         f" bytes per bar; peak resident {peak / 2**20:,.0f} MiB, {before / 2**20:,.0f} MiB"
         f" before the run: {(peak - before) / bars:,.0f} bytes per bar at the peak"
     )
@@ -88,10 +90,11 @@ def main() -> None:
     p.add_argument("--orders", type=int, default=200_000)
     p.add_argument("--bars", type=int, default=0, help="measure a backtest instead")
     p.add_argument("--hold", action="store_true")
+    p.add_argument("--no-html", action="store_true", help="a report without report.html")
     args = p.parse_args()
     print(f"machine: {machine()}")
     if args.bars:
-        backtest_size(args.bars, args.hold)
+        backtest_size(args.bars, args.hold, not args.no_html)
         return
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(clock="manual", market_volatility=Decimal(0), snapshot_every_events=0)

@@ -183,10 +183,11 @@ def startup(url: str) -> tuple[float, int]:
     and the position of the snapshot it started from; its warnings are shown."""
     code = _STARTUP.format(root=str(ROOT), path=url, every=100_000)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    for line in done.stderr.splitlines():
+    *said, figures = done.stdout.splitlines()  # the engine logs to stdout, before the figures
+    for line in said + done.stderr.splitlines():
         if "warning" in line.lower() or "error" in line.lower():
             print(f"  start-up said: {line[:300]}")
-    out = done.stdout.split()
+    out = figures.split()
     return float(out[0]), int(out[2])
 
 

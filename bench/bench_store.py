@@ -234,9 +234,12 @@ def startup(path: Path, snapshots: bool = False) -> tuple[float, float, int]:
     started from (0: none)."""
     every = 100_000 if snapshots else 0
     code = _STARTUP.format(root=str(ROOT), path=str(path), every=every)
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *said, figures = done.stdout.splitlines()  # the engine logs to stdout, before the figures
+    for line in said:
+        if "warning" in line.lower() or "error" in line.lower():
+            print(f"  start-up said: {line[:300]}")
+    out = figures.split()
     seconds, events, base = float(out[0]), int(out[1]), int(out[2])
     _IMPORTS.append(float(out[3]))
     return seconds, events / seconds, base

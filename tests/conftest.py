@@ -4,6 +4,7 @@ ASGI app in-process."""
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -109,52 +110,77 @@ class Sandbox:
         return verify(str(self.db))
 
 
-# The API tests that also run on a PostgreSQL-backed app (the `backend` parameter): a
-# representative part of tests/api, docs/operations.md says which and why.
-POSTGRES_MODULES = frozenset(
-    {
-        "test_orders_create",
-        "test_transfers_api",
-        "test_events_feed",
-        "test_golden_log",
-        "test_races",
-    }
-)
+# The store under every sandbox of a test run: `--backend postgresql` (or
+# SANDEX_TEST_BACKEND=postgresql) runs the tests on a PostgreSQL-backed app, as `make test`'s
+# second pass does with tests/api; SQLite by default.
+BACKEND_ENV = "SANDEX_TEST_BACKEND"
+BACKENDS = ("sqlite", "postgresql")
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if "backend" in metafunc.fixturenames and module in POSTGRES_MODULES:
-        metafunc.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=BACKENDS,
+        default=os.environ.get(BACKEND_ENV) or "sqlite",
+        help=f"the store under the tests' sandboxes (default: ${BACKEND_ENV}, else sqlite)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(why): a test about SQLite itself (its file, WAL, PRAGMAs); skipped,"
+        " saying why, under --backend postgresql",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--backend") != "postgresql":
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "a test of SQLite itself"
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
 
 
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
-    """The store under the sandboxes of a test: SQLite, or PostgreSQL where the module is
-    one of POSTGRES_MODULES."""
-    return str(getattr(request, "param", "sqlite"))
+    """The store under the sandboxes of a test (`--backend`)."""
+    return str(request.config.getoption("--backend"))
 
 
 @pytest.fixture
-def sandbox_factory(
+def database(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Any]:
-    opened: list[Sandbox] = []
+    """`database(name)`: where a test's database called `name` lives on the test's store: a
+    file in `tmp_path`, or a new database on the test server (the same name twice: the
+    same database); the server's are dropped at the end."""
     server: Any = None
     urls: dict[str, str] = {}
     if backend == "postgresql":
         server = request.getfixturevalue("postgres_server")
         monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
 
-    def where(name: str) -> Any:
+    def where(name: str = "sandex.db") -> Any:
         if server is None:
             return tmp_path / name
-        if name not in urls:  # the same name twice: the same database, reopened
+        if name not in urls:
             urls[name] = server.create("api")
         return urls[name]
 
+    yield where
+    for url in urls.values():
+        server.drop(url)
+
+
+@pytest.fixture
+def sandbox_factory(database: Any) -> Iterator[Any]:
+    opened: list[Sandbox] = []
+
     def open_sandbox(name: str = "sandex.db", **overrides: Any) -> Sandbox:
-        sb = Sandbox(where(name), make_settings(**overrides))
+        sb = Sandbox(database(name), make_settings(**overrides))
         opened.append(sb)
         return sb
 
@@ -171,8 +197,6 @@ def sandbox_factory(
         assert not undocumented, "answers /openapi.json does not describe:\n" + "\n".join(
             undocumented
         )
-    for url in urls.values():
-        server.drop(url)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ It reads a request body once, bounded by a size limit (413), and for `/v2` opera
 checks what pydantic cannot see or reports badly: the media type (415), bytes that are
 not UTF-8, JSON that is malformed, nested deeper than any request shape, carries
 duplicate keys (which parsers resolve silently and differently), NaN or Infinity (not
-JSON), or numbers longer than any field takes (400). Each answer is a problem with a
+JSON), numbers longer than any field takes, or a NUL character in a string, path or query
+(PostgreSQL's text cannot hold one, so no store may be handed one) (400). Each answer is a problem with a
 detail that names the fault. The checked body is replayed to the app unchanged.
 """
 
@@ -96,12 +97,32 @@ def json_fault(body: bytes) -> str | None:
         return str(exc)
     except json.JSONDecodeError as exc:
         return f"request body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if "\\u0000" in text and _holds_nul(value):
+        return "request body invalid: a string holds a NUL character (U+0000)"
     if "\\u" in text:
         try:  # a lone surrogate escape ("\ud800") decodes to text no encoder can write
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
             return "request body invalid: a string holds a lone UTF-16 surrogate"
     return None
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def nul_in_target(scope: Scope) -> bool:
+    """A `/v2` request whose path or query holds a NUL character."""
+    if not scope["path"].startswith("/v2"):
+        return False
+    query = scope.get("query_string", b"")
+    return "\x00" in scope["path"] or b"%00" in query or b"\x00" in query
 
 
 def _media_type(scope: Scope) -> tuple[str, str] | None:
@@ -162,6 +183,9 @@ class BodyGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if nul_in_target(scope):
+            await _problem(send, 400, "a path or query holds a NUL character (U+0000)")
             return
         limit = self.max_body_bytes
         declared = _declared_length(scope)

@@ -26,15 +26,19 @@ row (Parquet).
 from __future__ import annotations
 
 import csv
+import operator
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Context, Decimal, InvalidOperation, getcontext
+from itertools import accumulate
 from operator import mul as _times
 from pathlib import Path
 from typing import Any, NamedTuple, overload
+
+import numpy as np
 
 from engine.kernel.clock import EPOCH
 
@@ -64,7 +68,7 @@ class Bar(NamedTuple):
 # Reads of a column are exact whatever the caller's decimal context: a value's
 # coefficient has at most 18 digits (int64), well inside this precision.
 EXACT = Context(prec=40)
-_MISSING = -(1 << 15)  # the exponent of a value that is not there (a bar's volume)
+MISSING = _MISSING = -(1 << 15)  # the exponent of a value that is not there (a bar's volume)
 _UNITS: dict[int, Decimal] = {}
 _BATCH = 4096  # bars made at once for a run that reads them in order
 
@@ -75,6 +79,11 @@ def unit(exp: int) -> Decimal:
     if one is None:
         one = _UNITS[exp] = Decimal((0, (1,), exp))
     return one
+
+
+def view(column: Any) -> Any:
+    """A numpy view of an array's items (no copy), of its own item type."""
+    return np.frombuffer(column, dtype=np.dtype(column.typecode)) if len(column) else np.zeros(0)
 
 
 def parts(text: str) -> tuple[int, int]:
@@ -209,19 +218,9 @@ class Bars(Sequence[Bar]):
         units = _UNITS
         new = tuple.__new__
         return [
-            new(
-                Bar,
-                (
-                    EPOCH + timedelta(0, 0, t),
-                    o * one,
-                    h * one,
-                    low * one,
-                    c * one,
-                    v * (units.get(e) or unit(e)),
-                ),
-            )
-            for t, o, h, low, c, v, e in zip(
-                self.times[start:end],
+            new(Bar, (when, o * one, h * one, low * one, c * one, v * (units.get(e) or unit(e))))
+            for when, o, h, low, c, v, e in zip(
+                _datetimes(self.times[start:end]),
                 *(c.coefs[start:end] for c in cols),
                 self.volume.coefs[start:end],
                 volumes,
@@ -265,6 +264,18 @@ class Bars(Sequence[Bar]):
         if self.down[k]:
             return self.open, self.high, self.low, self.close
         return self.open, self.low, self.high, self.close
+
+
+def _datetimes(times: array[int]) -> Iterator[datetime]:
+    """The datetimes of ascending times in us, each the one before plus the step: a
+    datetime and a timedelta added (a step's timedelta made once), not a timedelta made
+    and added to the epoch for each, which took five times as long."""
+    if not times:
+        return iter(())
+    steps = np.diff(np.frombuffer(times, dtype=np.int64)).tolist()
+    made: dict[int, timedelta] = {}
+    deltas = [made.get(d) or made.setdefault(d, timedelta(0, 0, d)) for d in steps]
+    return accumulate(deltas, operator.add, initial=from_micros(times[0]))
 
 
 class BarPoints(Sequence[Decimal]):
@@ -619,20 +630,24 @@ def _timestamp(raw: Any) -> int:
 
 
 def _bars_to_points(market: str, bars: Bars, bar_seconds: float | None, source: str) -> Series:
-    starts = bars.times
+    starts = np.frombuffer(bars.times, dtype=np.int64) if bars.times else np.zeros(0, np.int64)
     if bar_seconds is not None:
         length = int(Decimal(str(bar_seconds)) * 1_000_000)
     elif len(starts) > 1:
-        length = min(b - a for a, b in zip(starts, starts[1:], strict=False))
+        length = int(np.diff(starts).min())
     else:
         length = 60_000_000
     if length < 2:
         raise MarketDataError(f"{source}: a bar must last at least 2 microseconds")
     last = length - 1  # the bar's last microsecond: its path and close
     times = Times(bytes(32 * len(starts)))
-    times[0::4] = starts
-    for slot in (1, 2, 3):
-        times[slot::4] = array("q", map(last.__add__, starts))  # no list of a million ints
+    if len(starts):  # written in place: no temporary as large as the times
+        points = np.frombuffer(times, dtype=np.int64).reshape(-1, 4)
+        points[:, 0] = starts
+        for slot in (1, 2, 3):
+            points[:, slot] = starts
+            points[:, slot] += last
+        del points
     n = len(times)
     return Series(market, "bars", times, BarPoints(bars), bars, range(3, n, 4))
 
@@ -677,6 +692,368 @@ def parquet_available() -> bool:
     return True
 
 
+# -- plain CSV files, read with numpy ----------------------------------------------------
+#
+# Most files are plain: one market, no quotes, every row the header's width, prices
+# `digits[.digits]`, times all RFC 3339 in UTC (`Z`) or with an offset, or all unix
+# times. Such a file is read in blocks with numpy, exactly: a price's digits become its
+# integer coefficient by integer arithmetic (no float), its fraction's length its
+# exponent, as `parts` reads them. Anything else in a block (a quote, a blank line, a
+# sign, a fault to name) sends the whole file to the row reader, which reads it or
+# names the fault; so a plain file answers what the row reader would.
+
+_BLOCK = 1 << 22  # bytes read at once: a million bars' file is never held whole
+_POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+_DIGITS = 18  # an int64 holds any 18 digits
+_DOT, _ZERO = ord("."), ord("0")
+
+
+class _NotPlain(Exception):
+    """A block the numpy reader does not read: the row reader reads the file."""
+
+
+def _right_aligned(buf: Any, starts: Any, ends: Any, width: int) -> list[Any]:
+    """The columns of each field's last `width` bytes, left to right, a field shorter
+    padded with '0' on the left (a column at a time: no index matrix)."""
+    lengths = ends - starts
+    short = lengths.min() < width
+    columns = []
+    for back in range(width, 0, -1):
+        column = buf[np.maximum(ends - back, 0)]
+        if short:
+            column = np.where(lengths < back, np.uint8(_ZERO), column)
+        columns.append(column)
+    return columns
+
+
+def _numbers(buf: Any, starts: Any, ends: Any) -> tuple[Any, Any, Any]:
+    """(coefficients, exponents, empty) of fields of plain decimal text `digits[.digits]`
+    (an empty field is 0 and flagged); _NotPlain for any other text."""
+    lengths = ends - starts
+    n = len(lengths)
+    width = int(lengths.max()) if n else 0
+    if width > _DIGITS + 1:
+        raise _NotPlain
+    coefs = np.zeros(n, dtype=np.int64)
+    dot_at = np.full(n, -1, dtype=np.int64)  # the dot's column, -1: none
+    for c, chars in enumerate(_right_aligned(buf, starts, ends, width)):
+        dots = chars == _DOT
+        digits = chars - np.uint8(_ZERO)  # a byte under '0' wraps above 9
+        if ((digits > 9) & ~dots).any():
+            raise _NotPlain
+        if dots.any():
+            if (dots & (dot_at >= 0)).any():
+                raise _NotPlain  # two dots
+            dot_at[dots] = c
+            coefs = np.where(dots, coefs, coefs * 10 + digits)  # Horner's rule past the dot
+        else:
+            coefs = coefs * 10 + digits
+    has_dot = dot_at >= 0
+    # a dot neither first nor last (`5.` and `.5` go to the row reader)
+    if (has_dot & ((dot_at == width - 1) | (dot_at == width - lengths))).any():
+        raise _NotPlain
+    if (lengths - has_dot > _DIGITS).any():
+        raise _NotPlain
+    exps = np.where(has_dot, dot_at - (width - 1), 0).astype(np.int16)
+    return coefs, exps, lengths == 0
+
+
+def _days_from_civil(y: Any, m: Any, d: Any) -> Any:
+    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm)."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146_097 + doe - 719_468
+
+
+_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+
+
+def _micros_of(buf: Any, starts: Any, ends: Any) -> Any:
+    """Microseconds since the epoch of fields that are all unix times (digits: seconds,
+    or ms from `MILLIS_FROM`) or all `YYYY-MM-DDTHH:MM:SS` with `Z` or `+HH:MM`; as
+    `parse_timestamp` reads them. _NotPlain for anything else."""
+    lengths = ends - starts
+    width = int(lengths.max())
+    if width > 25 or int(lengths.min()) == 0:
+        raise _NotPlain
+    chars = _right_aligned(buf, starts, ends, width)  # unix times padded with '0'
+    digit = [c - np.uint8(_ZERO) for c in chars]  # a byte under '0' wraps above 9
+    if width <= _DIGITS and all((d <= 9).all() for d in digit):
+        whole = np.zeros(len(starts), dtype=np.int64)
+        for d in digit:
+            whole = whole * 10 + d
+        return np.where(whole >= MILLIS_FROM, whole * 1000, whole * 1_000_000)
+    if width != int(lengths.min()):
+        raise _NotPlain
+
+    def number(*at: int) -> Any:
+        value = np.zeros(len(starts), dtype=np.int64)
+        for c in at:
+            if (digit[c] > 9).any():
+                raise _NotPlain
+            value = value * 10 + digit[c]
+        return value
+
+    if width == 20:
+        if (chars[19] != ord("Z")).any():
+            raise _NotPlain
+        offset = 0
+    elif width == 25:
+        sign = chars[19]
+        signed = (sign == ord("+")) | (sign == ord("-"))
+        if not signed.all() or (chars[22] != ord(":")).any():
+            raise _NotPlain
+        oh, om = number(20, 21), number(23, 24)
+        if (oh >= 24).any() or (om >= 60).any():
+            raise _NotPlain
+        offset = np.where(sign == ord("-"), -1, 1) * (oh * 3600 + om * 60)
+    else:
+        raise _NotPlain
+    sep = chars[10]
+    if (
+        any((chars[c] != ord("-")).any() for c in (4, 7))
+        or any((chars[c] != ord(":")).any() for c in (13, 16))
+        or ((sep != ord("T")) & (sep != ord(" "))).any()
+    ):
+        raise _NotPlain
+    y = number(0, 1, 2, 3)
+    mo = number(5, 6)
+    d = number(8, 9)
+    h = number(11, 12)
+    mi = number(14, 15)
+    s = number(17, 18)
+    month_ok = (mo >= 1) & (mo <= 12)
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    last_day = _MONTH_DAYS[np.where(month_ok, mo, 1)] + (leap & (mo == 2))
+    if not (
+        month_ok.all()
+        and (y >= 1).all()
+        and ((d >= 1) & (d <= last_day)).all()
+        and ((h < 24) & (mi < 60) & (s < 60)).all()
+    ):
+        raise _NotPlain
+    seconds = _days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
+    return seconds * 1_000_000
+
+
+class _PlainReader:
+    """A plain file's rows, block by block, into the columns the row reader makes."""
+
+    def __init__(self, cols: dict[str, int], width: int, rows: int) -> None:
+        self.cols = cols
+        self.width = width
+        self.bars: Bars | None = None
+        self.trades: tuple[Times, Decimals] | None = None
+        self.filled = 0  # rows written
+        # Every column made at its full size at once and written in place: grown block
+        # by block, the reallocations left a third more memory taken than the columns.
+        if "price" in cols:
+            self.trades = (_sized(Times(), rows), _sized_decimals(rows))
+            self.arrays: list[Any] = [self.trades[0], self.trades[1].coefs, self.trades[1].exps]
+        else:
+            bars = self.bars = Bars()
+            _sized(bars.times, rows)
+            for column in (bars.open, bars.high, bars.low, bars.close, bars.volume):
+                _sized(column.coefs, rows)
+                _sized(column.exps, rows)
+            bars.down.extend(bytes(rows))
+            self.arrays = [bars.times, bars.down] + [
+                a
+                for c in (bars.open, bars.high, bars.low, bars.close, bars.volume)
+                for a in (c.coefs, c.exps)
+            ]
+
+    def _put(self, column: Any, values: Any) -> None:
+        """Write a block's values at the rows not yet filled."""
+        kind = {"q": np.int64, "h": np.int16}.get(getattr(column, "typecode", ""), np.uint8)
+        view = np.frombuffer(column, dtype=kind)
+        view[self.filled : self.filled + len(values)] = values
+        del view
+
+    def last_time(self) -> int | None:
+        times = self.trades[0] if self.trades is not None else self.bars.times  # type: ignore[union-attr]
+        return times[self.filled - 1] if self.filled else None
+
+    def trim(self) -> None:
+        """Drop the rows the size allowed for and no line filled."""
+        for a in self.arrays:
+            del a[self.filled :]
+
+    def add(self, block: bytes) -> None:
+        """Complete lines, each ending with a newline."""
+        if b"\r" in block:
+            block = block.replace(b"\r\n", b"\n")
+            if b"\r" in block:
+                raise _NotPlain
+        if b'"' in block:
+            raise _NotPlain
+        buf = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero(buf == ord("\n"))
+        lines = len(ends)
+        commas = np.flatnonzero(buf == ord(","))
+        seps = self.width - 1
+        if len(commas) != lines * seps:
+            raise _NotPlain
+        starts = np.empty(lines, dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        grid = commas.reshape(lines, seps) if seps else np.empty((lines, 0), dtype=np.int64)
+        if seps and ((grid[:, 0] < starts) | (grid[:, -1] > ends)).any():
+            raise _NotPlain  # a line with too many commas next to one with too few
+        field_starts = np.concatenate([starts[:, None], grid + 1], axis=1)
+        field_ends = np.concatenate([grid, ends[:, None]], axis=1)
+
+        def field(name: str) -> tuple[Any, Any]:
+            i = self.cols[name]
+            return field_starts[:, i], field_ends[:, i]
+
+        times = _micros_of(buf, *field("timestamp"))
+        if self.trades is not None:
+            self._trades(times, *_numbers(buf, *field("price")))
+            return
+        prices = [_numbers(buf, *field(name)) for name in BAR_COLUMNS]
+        if any(empty.any() for _, _, empty in prices):
+            raise _NotPlain
+        if "volume" in self.cols:
+            volumes, volume_exps, missing = _numbers(buf, *field("volume"))
+            volume_exps = np.where(missing, _MISSING, volume_exps).astype(np.int16)
+        else:
+            volumes = np.zeros(lines, dtype=np.int64)
+            volume_exps = np.full(lines, _MISSING, dtype=np.int16)
+        self._bars(times, prices, volumes, volume_exps)
+
+    def _ordered(self, times: Any, last: int | None, strictly: bool) -> None:
+        steps = np.diff(times)
+        if last is not None:
+            steps = np.concatenate([[times[0] - last], steps])
+        if len(steps) and (steps.min() <= 0 if strictly else steps.min() < 0):
+            raise _NotPlain  # the row reader names the line
+
+    def _trades(self, times: Any, coefs: Any, exps: Any, empty: Any) -> None:
+        assert self.trades is not None
+        column_times, column = self.trades
+        if empty.any() or (coefs <= 0).any():
+            raise _NotPlain
+        self._ordered(times, self.last_time(), strictly=False)
+        if self.filled + len(times) > len(column_times):
+            raise _NotPlain  # more lines than counted: the file changed under us
+        self._put(column_times, times)
+        self._put(column.coefs, coefs)
+        self._put(column.exps, exps)
+        self.filled += len(times)
+
+    def _bars(self, times: Any, prices: list[Any], volumes: Any, volume_exps: Any) -> None:
+        bars = self.bars
+        assert bars is not None
+        (o, oe, _), (h, he, _), (lo, le, _), (c, ce, _) = prices
+        common = np.minimum(np.minimum(oe, he), np.minimum(le, ce)).astype(np.int64)
+        scaled = []
+        for coef, exp in zip((o, h, lo, c), (oe, he, le, ce), strict=True):
+            shift = exp.astype(np.int64) - common
+            if shift.any():
+                if (coef >= _POW10[np.maximum(_DIGITS - shift, 0)]).any():
+                    raise _NotPlain  # past int64 on a common exponent
+                coef = coef * _POW10[shift]
+            scaled.append(coef)
+        so, sh, sl, sc = scaled
+        if not ((sl > 0) & (sl <= so) & (so <= sh) & (sl <= sc) & (sc <= sh)).all():
+            raise _NotPlain
+        self._ordered(times, self.last_time(), strictly=True)
+        if self.filled + len(times) > len(bars.times):
+            raise _NotPlain  # more lines than counted: the file changed under us
+        self._put(bars.times, times)
+        for column, coef, exp in (
+            (bars.open, o, oe),
+            (bars.high, h, he),
+            (bars.low, lo, le),
+            (bars.close, c, ce),
+            (bars.volume, volumes, volume_exps),
+        ):
+            self._put(column.coefs, coef)
+            self._put(column.exps, exp)
+        self._put(bars.down, sc < so)
+        self.filled += len(times)
+
+
+def _sized(column: Any, rows: int) -> Any:
+    """`column` (empty) grown to `rows` zeros in place, with no temporary of that size."""
+    column.append(0)
+    column *= rows
+    return column
+
+
+def _sized_decimals(rows: int) -> Decimals:
+    column = Decimals()
+    _sized(column.coefs, rows)
+    _sized(column.exps, rows)
+    return column
+
+
+def _lines(f: Any) -> int:
+    """The lines from the file's position on (one not ending in a newline counts),
+    counted in blocks; the position is put back."""
+    at = f.tell()
+    count = 0
+    last = b""
+    while block := f.read(_BLOCK):
+        count += block.count(b"\n")
+        last = block[-1:]
+    f.seek(at)
+    return count + (last not in (b"", b"\n"))
+
+
+def _plain_csv(
+    path: Path, market: str | None, bar_seconds: float | None
+) -> dict[str, Series] | None:
+    """A plain CSV file's series, read with numpy; None when the file is not plain (the
+    row reader then reads it, or names its fault)."""
+    if market is None:
+        return None
+    with path.open("rb") as f:
+        try:
+            header = f.readline().decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            return None
+        if not header.strip() or header.lstrip().startswith("#") or '"' in header:
+            return None
+        names = header.split(",")
+        try:
+            cols = _columns(names, str(path))
+        except MarketDataError:
+            return None
+        if "market" in cols:
+            return None
+        reader = _PlainReader(cols, len(names), _lines(f))
+        carry = b""
+        try:
+            while True:
+                block = f.read(_BLOCK)
+                if not block:
+                    break
+                data = carry + block
+                cut = data.rfind(b"\n") + 1
+                carry = data[cut:]
+                if cut:
+                    reader.add(data[:cut])
+            if carry:
+                reader.add(carry + b"\n")
+        except _NotPlain:
+            return None
+    reader.trim()
+    if reader.trades is not None:
+        times, prices = reader.trades
+        if not times:
+            return None
+        return {market: Series(market, "trades", times, prices)}
+    assert reader.bars is not None
+    if not reader.bars.times:
+        return None
+    return {market: _bars_to_points(market, reader.bars, bar_seconds, str(path))}
+
+
 def load(
     path: str | Path, market: str | None = None, bar_seconds: float | None = None
 ) -> dict[str, Series]:
@@ -696,6 +1073,9 @@ def load(
         def where(n: int) -> str:
             return f"{p}: row {n}" if n else f"{p}: header"
     else:
+        plain = _plain_csv(p, market, bar_seconds)
+        if plain is not None:
+            return plain
         rows = _csv_rows(p)
 
         def where(n: int) -> str:

@@ -90,6 +90,10 @@ class BacktestResult:
             self._equity = statistics.equity_rows(self.raw_equity, self.equity_columns)
         return self._equity
 
+    def equity_if_made(self) -> list[dict[str, Any]] | None:
+        """equity.csv's rows if `equity` made them already, else None."""
+        return self._equity
+
     def write(self, out: str | Path) -> Path:
         """summary.json, executions.csv, trades.csv, equity.csv and report.html in `out`."""
         return write_report(self, out)

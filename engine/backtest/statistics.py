@@ -4,8 +4,10 @@ and hold), the round trips' statistics, volume, fees, slippage, the executions a
 trades tables and the equity curve.
 
 All in `Decimal`, from the result's timeline, holdings, flows and fills (square roots,
-logarithms and powers by Decimal's own `sqrt`, `ln` and `exp`); the charts
-(engine/backtest/charts.py) draw from these, in floats, apart. Ratios are shown as
+logarithms and powers by Decimal's own `sqrt`, `ln` and `exp`); one market on the
+compact timeline is walked in exact integers with numpy (`_walk_compact`), with the
+same figures; only the average exposure, a mean of ratios, is summed in floats. The
+charts (engine/backtest/charts.py) draw from these, in floats, apart. Ratios are shown as
 percentages with two decimals under `_pct` keys, other ratios (Sharpe, Sortino,
 Calmar, profit factor) with four, amounts at their asset's precision (at most 8
 decimals), durations in ISO 8601."""
@@ -18,9 +20,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
 from itertools import chain
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from engine.backtest.price_files import from_micros
+import numpy as np
+
+from engine.backtest.price_files import EXACT, decimal_parts, from_micros, unit, view
 from engine.backtest.timeline import OnTick
 from engine.backtest.trades import PRECISION, Trade, pair
 from engine.kernel.clock import format_time
@@ -34,6 +38,7 @@ ONE = Decimal(1)
 HUNDRED = Decimal(100)
 INF = 1 << 62
 EQUITY_ROWS = 50_000
+KEPT_RETURNS = 100_000  # returns kept between the two passes up to this many (~10 MB)
 DAY_US = 86_400_000_000
 # A year in calendar time, 365.25 days, in microseconds: CAGR's and annualisation's.
 YEAR_US = 31_557_600_000_000
@@ -179,9 +184,13 @@ def _compute(result: BacktestResult) -> Figures:
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
     ends = _period_ends(times, mks, len(markets), result.bars)
-    walked = _walk(
-        times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
-    )
+    walked = None
+    if isinstance(prices, OnTick) and len(markets) == 1:
+        walked = _walk_compact(times, prices, holdings, cash, valued_by, start_value, stride, ends)
+    if walked is None:
+        walked = _walk(
+            times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
+        )
     for m in range(len(markets)):  # the latest price of each market, for the final value
         latest[m] = prices[len(mks) - 1 - mks[::-1].index(m)]
     final_held = holdings[-1][1]
@@ -317,26 +326,67 @@ class _Risk(NamedTuple):
 class _Returns:
     """Each period's return: its closing equity against the previous period's (the
     first period's against the starting equity). Made again for each pass over them,
-    not kept: a million bars' returns would be a hundred megabytes of Decimals."""
+    not kept: a million bars' returns would be a hundred megabytes of Decimals. A
+    period whose equity did not move returns zero, without a division."""
 
-    def __init__(self, start_value: Decimal, samples: list[Decimal]) -> None:
+    def __init__(self, start_value: Decimal, samples: Sequence[Decimal] | Samples) -> None:
         self.start_value = start_value
         self.samples = samples
+        self.moving: Any = None  # compact samples: (the periods that moved, the equity before)
+        if isinstance(samples, Samples):
+            values = samples.values
+            self.count = int(samples.start > 0) + int((values[:-1] > 0).sum())
+            moved = np.flatnonzero(values[1:] != values[:-1]) + 1  # each period that moved
+            if values[0] != samples.start:
+                moved = np.concatenate([[0], moved])
+            self.moving = moved
+            return
         self.count = 0
-        before = start_value
+        last = start_value
         for value in samples:
-            self.count += before > 0
-            before = value
+            self.count += last > 0
+            last = value
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[Decimal]:
+        if isinstance(self.samples, Samples):
+            yield from self._compact(self.samples)
+            return
         before = self.start_value
         for value in self.samples:
             if before > 0:
-                yield value / before - ONE
+                yield ZERO if value == before else value / before - ONE
             before = value
+
+    @staticmethod
+    def _compact(samples: Samples) -> Iterator[Decimal]:
+        """The returns of compact samples, a block at a time: ZERO where the equity did
+        not move, with no Decimal made for it."""
+        values = samples.values
+        before = np.concatenate([[samples.start], values[:-1]])
+        for lo in range(0, len(values), _BLOCK):
+            vs, bs = values[lo : lo + _BLOCK], before[lo : lo + _BLOCK]
+            for v, b, moved in zip(vs.tolist(), bs.tolist(), (vs != bs).tolist(), strict=True):
+                if b > 0:
+                    yield Decimal(v) / Decimal(b) - ONE if moved else ZERO
+
+    def nonzero(self) -> Iterator[Decimal]:
+        """The returns that are not zero, in period order."""
+        if self.moving is None:
+            return (r for r in self if r)
+        assert isinstance(self.samples, Samples)
+        return self._moved(self.samples.values, self.moving, self.samples.start)
+
+    @staticmethod
+    def _moved(values: Any, moved: Any, start: int) -> Iterator[Decimal]:
+        before = np.concatenate([[start], values[:-1]])
+        for lo in range(0, len(moved), _BLOCK):  # a block at a time, as Python ints
+            at = moved[lo : lo + _BLOCK]
+            for v, b in zip(values[at].tolist(), before[at].tolist(), strict=True):
+                if b > 0:
+                    yield Decimal(v) / Decimal(b) - ONE
 
 
 def _cagr(growth: Decimal | None, span: int) -> Decimal | None:
@@ -361,14 +411,30 @@ def _risk(returns: _Returns, span: int) -> _Risk:
         return _Risk(None, None, None, None)
     per_year = Decimal(count) * YEAR_US / span
     root = per_year.sqrt()
-    # Two passes over the returns (made afresh each time), each sum in period order.
+    # Two passes over the returns, each sum in period order: a short run's returns are
+    # made once and kept, a long run's made again for each pass. A zero return adds
+    # nothing to the first pass, nor to the second when the mean is 0.
+    kept = list(returns) if count <= KEPT_RETURNS else None
+
+    def every() -> Iterator[Decimal]:
+        return iter(returns) if kept is None else iter(kept)
+
+    def moving() -> Iterator[Decimal]:
+        return returns.nonzero() if kept is None else (r for r in kept if r)
+
     total = below = ZERO
-    for r in returns:
+    for r in moving():
         total += r
         if r < 0:
             below += r * r
     mean = total / count
-    variance = sum(((r - mean) ** 2 for r in returns), ZERO) / (count - 1)
+    if mean.is_zero():
+        variance = sum((r * r for r in moving()), ZERO) / (count - 1)
+    else:
+        still = (ZERO - mean) ** 2  # a zero return's term, made once
+        variance = sum((still if r is ZERO else (r - mean) ** 2 for r in every()), ZERO) / (
+            count - 1
+        )
     std = variance.sqrt()
     downside = (below / count).sqrt()
     return _Risk(
@@ -415,6 +481,14 @@ def _period_ends(times: Sequence[int], mks: Sequence[int], markets: int, bars: i
 def _last_of_instant(times: Sequence[int], points: Sequence[int]) -> Sequence[int]:
     """Each point moved to the last point at its time, once (an array: 8 bytes each)."""
     n = len(times)
+    if isinstance(times, array) and n:
+        at = np.frombuffer(times, dtype=np.int64)
+        last = np.searchsorted(at, at[np.asarray(points, dtype=np.int64)], side="right") - 1
+        if len(last):
+            last = last[np.concatenate([[True], last[1:] != last[:-1]])]
+        moved = array("q")
+        moved.frombytes(last.astype(np.int64).tobytes())
+        return moved
     out = array("q")
     for i in points:
         while i + 1 < n and times[i + 1] == times[i]:
@@ -425,11 +499,17 @@ def _last_of_instant(times: Sequence[int], points: Sequence[int]) -> Sequence[in
 
 
 def equity_rows(
-    raw: list[tuple[Any, ...]], columns: tuple[list[str], list[tuple[int, str]], str]
+    raw: Sequence[tuple[Any, ...]], columns: tuple[list[str], list[tuple[int, str]], str]
 ) -> list[dict[str, Any]]:
     """equity.csv's rows, as text, from the rows `compute` made."""
+    return list(iter_equity_rows(raw, columns))
+
+
+def iter_equity_rows(
+    raw: Sequence[tuple[Any, ...]], columns: tuple[list[str], list[tuple[int, str]], str]
+) -> Iterator[dict[str, Any]]:
+    """`equity_rows` one at a time: equity.csv is written without a list of them all."""
     markets, positions, currency = columns
-    rows = []
     for t, price, m, value, peak, held, cash in raw:
         row = {
             "time": format_time(from_micros(t)),
@@ -441,8 +521,7 @@ def equity_rows(
         for a, asset in positions:
             row[f"position_{asset}"] = _money(held[a], asset)
         row[f"cash_{currency}"] = _money(cash, currency)
-        rows.append(row)
-    return rows
+        yield row
 
 
 def _worth(
@@ -463,7 +542,7 @@ class _Walked(NamedTuple):
     max_dd_us: int | None  # longest time under a previous peak (None: never under one)
     exposed_us: int  # time holding a priced asset
     exposure_sum: Decimal  # the sum over points of the share of equity in positions
-    samples: list[Decimal]  # the equity at each period's end
+    samples: Sequence[Decimal] | Samples  # the equity at each period's end
 
 
 def _walk(
@@ -583,6 +662,255 @@ def _walk(
     if under and (longest is None or times[-1] - peak_at > longest):
         longest = times[-1] - peak_at
     return _Walked(equity_rows, max_dd, max_dd_amount, longest, exposed_us, exposure_sum, samples)
+
+
+# -- one market on the compact timeline, in integers ------------------------------------
+#
+# The walk above, done with numpy for a run of one market on the compact timeline: each
+# point's equity is an integer on one exponent (cash + amount x ticks x tick: exact, as
+# Decimal's is), so the peak, the deepest drawdown (the first point of the largest
+# ratio, compared exactly in Python integers), time under water and time exposed come
+# out exactly as the walk's. The equity rows and the period-end samples stay integer
+# arrays, made Decimals when read. Only the average exposure, a ratio, is summed in
+# floats. Runs whose integers could pass int64 take the walk.
+
+_SAFE = 1 << 62
+_BLOCK = 1 << 16  # points walked at once
+
+
+class EquityRows(Sequence[tuple[Any, ...]]):
+    """The sampled equity rows of a compact walk, each made when read: (time, price,
+    market, equity, peak, holdings, cash) as the walk's rows are."""
+
+    __slots__ = ("exp", "holdings", "points", "peaks", "segs", "tick", "ticks", "times", "values")
+
+    def __init__(
+        self,
+        *,
+        exp: int,
+        holdings: list[tuple[int, tuple[Decimal, ...], Decimal]],
+        points: Any,
+        peaks: Any,
+        segs: Any,
+        tick: Decimal,
+        ticks: array[int],
+        times: array[int],
+        values: Any,
+    ) -> None:
+        self.exp = exp  # equity and peaks are integers x 10^exp
+        self.holdings = holdings  # (time, holdings, cash) of each change
+        self.points = points  # each row's point (numpy)
+        self.peaks = peaks
+        self.segs = segs  # each row's entry in `holdings`
+        self.tick = tick
+        self.ticks = ticks
+        self.times = times
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    @overload
+    def __getitem__(self, k: int) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[tuple[Any, ...]]: ...
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        i = int(self.points[k])
+        held = self.holdings[int(self.segs[k])]
+        return (
+            self.times[i],
+            EXACT.multiply(self.ticks[i], self.tick),
+            0,
+            _scaled(int(self.values[k]), self.exp),
+            _scaled(int(self.peaks[k]), self.exp),
+            held[1],
+            held[2],
+        )
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return (self[k] for k in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def floats(self, column: int) -> Any:
+        """Column 3 (equity) or 4 (peak) in floats, for the charts."""
+        values = self.values if column == 3 else self.peaks
+        return values.astype(np.float64) * 10.0**self.exp
+
+    def row_times(self) -> Any:
+        return np.frombuffer(self.times, dtype=np.int64)[self.points]
+
+
+class Samples:
+    """The equity at each period's end, integers on one exponent (and the starting
+    equity's, `start`); Decimals when read."""
+
+    __slots__ = ("exp", "start", "values")
+
+    def __init__(self, values: Any, exp: int, start: int) -> None:
+        self.values = values
+        self.exp = exp
+        self.start = start
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[Decimal]:
+        exp = self.exp
+        return (_scaled(v, exp) for (block,) in _blocks(self.values) for v in block)
+
+
+def _blocks(*columns: Any) -> Iterator[tuple[list[int], ...]]:
+    """Arrays as lists of Python ints, a block at a time (a million ints take 36 MB)."""
+    for lo in range(0, len(columns[0]), _BLOCK):
+        yield tuple(c[lo : lo + _BLOCK].tolist() for c in columns)
+
+
+def _scaled(coef: int, exp: int) -> Decimal:
+    return EXACT.multiply(coef, unit(exp))
+
+
+def _walk_compact(
+    times: Any,
+    prices: OnTick,
+    holdings: list[tuple[int, tuple[Decimal, ...]]],
+    cash: int,
+    valued_by: dict[int, int],
+    start_value: Decimal,
+    stride: int,
+    ends: _Ends,
+) -> _Walked | None:
+    """`_walk` for one market on the compact timeline; None when int64 could overflow."""
+    n = len(times)
+    if not n or len(valued_by) > 1:
+        return None
+    asset = next(iter(valued_by), None)
+    tick = prices.tick_of[0]
+    tc, te = decimal_parts(tick)
+    parts = []
+    for _, held in holdings:
+        cc, ce = decimal_parts(held[cash])
+        ac, ae = decimal_parts(held[asset]) if asset is not None else (0, 0)
+        parts.append((cc, ce, ac * tc, ae + te))
+    exp = min(min(ce, ke) for _, ce, _, ke in parts)
+    cs = [cc * 10 ** (ce - exp) for cc, ce, _, _ in parts]
+    ks = [kc * 10 ** (ke - exp) for _, _, kc, ke in parts]
+    ticks = view(prices.ticks)
+    top = int(ticks.max())
+    if max(abs(c) + abs(k) * top for c, k in zip(cs, ks, strict=True)) >= _SAFE:
+        return None
+    at = np.frombuffer(times, dtype=np.int64) if isinstance(times, array) else np.array(times)
+    changes = np.array([h[0] for h in holdings[1:]], dtype=np.int64)
+    c_of = np.array(cs, dtype=np.int64)
+    k_of = np.array(ks, dtype=np.int64)
+    start = cs[0] + ks[0] * int(ticks[0])
+    if _scaled(start, exp) != start_value:
+        return None
+    period_ends = np.asarray(ends.points, dtype=np.int64)
+    # What carries from one block of points to the next.
+    peak = start
+    best: tuple[int, int] | None = None  # (peak, equity) of the deepest drawdown so far
+    peak_at = int(at[0])  # the time of the last point at the peak
+    under = False
+    longest: int | None = None
+    exposed_us = 0
+    exposure = 0.0
+    seg_before = 0
+    picked_rows: list[tuple[Any, Any, Any, Any]] = []
+    samples_of: list[Any] = []
+    for lo in range(0, n, _BLOCK):  # in blocks: a million bars' temporaries stay small
+        hi = min(lo + _BLOCK, n)
+        block_at = at[lo:hi]
+        segs = np.searchsorted(changes, block_at, side="right")
+        values = c_of[segs] + k_of[segs] * ticks[lo:hi]
+        peaks = np.maximum.accumulate(np.maximum(values, peak))
+        before = np.empty(hi - lo, dtype=np.int64)
+        before[0] = peak
+        before[1:] = peaks[:-1]
+        peak = int(peaks[-1])
+        # The deepest drawdown: the first point of the largest (peak - value) / peak,
+        # found in floats and decided in integers.
+        down = (peaks > 0) & (values < peaks)
+        if down.any():
+            ratio = np.where(down, (peaks - values) / np.where(down, peaks, 1), 0.0)
+            deepest = float(ratio.max())
+            for i in np.flatnonzero(ratio >= deepest * (1 - 1e-9)).tolist():
+                p, v = int(peaks[i]), int(values[i])
+                if best is None or (p - v) * best[0] > (best[0] - best[1]) * p:
+                    best = (p, v)
+            del ratio
+        # Time under water: from the last point at the peak to the first back at it.
+        at_peak = np.flatnonzero(values >= before)
+        if len(at_peak):
+            if under or at_peak[0] > 0:
+                gap = int(block_at[at_peak[0]]) - peak_at
+                longest = gap if longest is None else max(longest, gap)
+            gaps = np.flatnonzero(np.diff(at_peak) > 1)
+            if len(gaps):
+                gap = int((block_at[at_peak[gaps + 1]] - block_at[at_peak[gaps]]).max())
+                longest = gap if longest is None else max(longest, gap)
+            peak_at = int(block_at[at_peak[-1]])
+            under = bool(at_peak[-1] < hi - lo - 1)
+        else:
+            under = True
+        # Exposure: time and share of equity in a position.
+        holding = k_of[segs] != 0
+        steps = np.diff(at[lo : min(hi + 1, n)])
+        exposed_us += int(steps[holding[: len(steps)]].sum())
+        share = holding & (values > 0)
+        if share.any():
+            v = values[share].astype(np.float64)
+            exposure += float(((v - c_of[segs[share]]) / v).sum())
+        # Rows: each change of holdings, every `stride`-th point and the last.
+        picked = np.empty(hi - lo, dtype=bool)
+        picked[0] = segs[0] != seg_before
+        picked[1:] = segs[1:] != segs[:-1]
+        picked[(-lo) % stride :: stride] = True
+        if hi == n:
+            picked[-1] = True
+        points = np.flatnonzero(picked)
+        picked_rows.append((points + lo, peaks[points], segs[points], values[points]))
+        seg_before = int(segs[-1])
+        mine = period_ends[(period_ends >= lo) & (period_ends < hi)]
+        samples_of.append(values[mine - lo])
+    if under:
+        gap = int(at[-1]) - peak_at
+        longest = gap if longest is None else max(longest, gap)
+    max_dd, max_dd_amount = ZERO, ZERO
+    if best is not None:
+        p, v = best
+        max_dd = _scaled(p - v, exp) / _scaled(p, exp)
+        max_dd_amount = _scaled(p - v, exp)
+    exposure_sum = Decimal(repr(exposure)) if exposure else ZERO
+    columns = [np.concatenate(c) for c in zip(*picked_rows, strict=True)]
+    rows = EquityRows(
+        exp=exp,
+        holdings=[(t, held, held[cash]) for t, held in holdings],
+        points=columns[0],
+        peaks=columns[1],
+        segs=columns[2],
+        tick=tick,
+        ticks=prices.ticks,
+        times=times if isinstance(times, array) else array("q", times),
+        values=columns[3],
+    )
+    samples = Samples(np.concatenate(samples_of), exp, start)
+    return _Walked(
+        rows,  # type: ignore[arg-type]
+        max_dd,
+        max_dd_amount,
+        longest,
+        exposed_us,
+        exposure_sum,
+        samples,  # type: ignore[arg-type]
+    )
 
 
 def _price_at(
@@ -713,6 +1041,7 @@ __all__ = [
     "compute",
     "duration",
     "equity_rows",
+    "iter_equity_rows",
     "places",
     "trade_rows",
     "trade_statistics",

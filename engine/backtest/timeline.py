@@ -8,10 +8,10 @@ the strategy is called for it (a trade, or a bar's close once the bar is complet
 `GAP`, the price jumps to it (a bar's open), so resting orders it passes trade at the
 ladder's prices there. A trade point is `SEEN` only: the next print, not a walk.
 
-The timeline is held as arrays (times and ticks 8 bytes a point, market and flags one
-byte each): a point's price on the tick, a `Decimal`, is made when it is read
-(`OnTick`), and a bar only when the strategy is handed one (`ClosingBars`), so that a
-million bars fit in a few hundred megabytes."""
+The timeline is held as arrays (times 8 bytes a point, ticks 4 for bars whose prices
+fit in int32 and 8 otherwise, market and flags one byte each): a point's price on the
+tick, a `Decimal`, is made when it is read (`OnTick`), and a bar only when the strategy
+is handed one (`ClosingBars`), so that a million bars fit in a few hundred megabytes."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from decimal import Decimal, getcontext
 from itertools import repeat
 from typing import Any, overload
 
+import numpy as np
+
 from engine.backtest.errors import BacktestError
 from engine.backtest.price_files import (
     EXACT,
@@ -32,6 +34,7 @@ from engine.backtest.price_files import (
     Decimals,
     Series,
     decimal_parts,
+    view,
 )
 
 PATH = 1
@@ -131,37 +134,54 @@ def _ticks(prices: Sequence[Decimal], tick: Decimal) -> array[int]:
     positive), exactly the `int((price + tick / 2) // tick)` of Decimals."""
     tc, te = decimal_parts(tick)
     if isinstance(prices, Decimals):
-        return _column_ticks(prices, tc, te)
+        out = array("q")
+        out.frombytes(_column_ticks(prices, tc, te).tobytes())
+        return out
     if isinstance(prices, BarPoints):
         bars = prices.bars
-        cols = [_column_ticks(c, tc, te) for c in (bars.open, bars.high, bars.low, bars.close)]
-        o, h, low, c = cols
-        out = array("q", bytes(32 * len(bars)))
-        out[0::4] = o
-        out[3::4] = c
-        down = bars.down
-        out[1::4] = array("q", (hk if d else lk for d, hk, lk in zip(down, h, low, strict=True)))
-        out[2::4] = array("q", (lk if d else hk for d, hk, lk in zip(down, h, low, strict=True)))
+        down = np.frombuffer(bars.down, dtype=bool) if bars.down else np.zeros(0, bool)
+        # A column at a time, written in place: no temporary as large as the timeline.
+        # 4 bytes a point when every price fits (a high is a bar's largest), else 8.
+        h = _column_ticks(bars.high, tc, te)
+        fits = not len(h) or int(h.max()) < 1 << 31
+        out = array("i" if fits else "q", bytes(4 if fits else 8)) * (4 * len(bars))
+        if out:
+            points = view(out).reshape(-1, 4)
+            points[:, 1] = h
+            points[:, 2] = h
+            del h
+            low = _column_ticks(bars.low, tc, te)
+            np.copyto(points[:, 1], low, where=~down)
+            np.copyto(points[:, 2], low, where=down)
+            del low
+            points[:, 0] = _column_ticks(bars.open, tc, te)
+            points[:, 3] = _column_ticks(bars.close, tc, te)
+            del points
         return out
     half = tick / 2
     return array("q", (int((price + half) // tick) for price in prices))
 
 
-def _column_ticks(column: Decimals, tc: int, te: int) -> array[int]:
+def _column_ticks(column: Decimals, tc: int, te: int) -> Any:
+    """A column's prices in ticks (int64, numpy): (2P + T) // 2T on a common exponent,
+    in numpy where no product can pass int64, else in Python's integers."""
     exps = column.exps
+    coefs = np.frombuffer(column.coefs, dtype=np.int64) if exps else np.zeros(0, np.int64)
     if exps and min(exps) == max(exps):  # one exponent, the common case
         e = exps[0]
         common = min(e, te)
         two_t = 2 * tc * 10 ** (te - common)
         scale = 2 * 10 ** (e - common)
         t = two_t // 2
-        return array("q", ((p * scale + t) // two_t for p in column.coefs))  # no list
-    out = array("q")
+        if int(coefs.max()) * scale + t < 1 << 63 and two_t < 1 << 63:
+            return (coefs * scale + t) // two_t
+        return np.array([(p * scale + t) // two_t for p in column.coefs], dtype=np.int64)
+    out = []
     for p, e in zip(column.coefs, exps, strict=True):
         common = min(e, te)
         t = tc * 10 ** (te - common)
         out.append((2 * p * 10 ** (e - common) + t) // (2 * t))
-    return out
+    return np.array(out, dtype=np.int64)
 
 
 def merge(
@@ -174,7 +194,7 @@ def merge(
     for m, s in enumerate(series.values()):
         tick = ticks[m]
         in_ticks = _ticks(s.prices, tick)
-        if in_ticks and min(in_ticks) <= 0:
+        if in_ticks and view(in_ticks).min() <= 0:
             k = next(k for k, units in enumerate(in_ticks) if units <= 0)
             raise BacktestError(
                 f"{s.market}: price {s.prices[k]} at point {k + 1} rounds to zero on the tick {tick}"

@@ -143,6 +143,12 @@ def load(
     from engine.runtime.replay import replay_log
 
     found = newest(store, upto) if use_snapshots else None
+    if found is None and use_snapshots and upto is None and store.state_snapshots(None):
+        log.warning(  # a build of other sources: what made a start-up replay it all unsaid
+            "state snapshots of another sandex build ignored (not this code's format);"
+            " replaying the whole log",
+            format=FORMAT,
+        )
     state, versions = found if found is not None else (None, None)
     base = state.position if state is not None else 0
     state, versions = replay_log(store, state, versions, after=base, until=upto, registry=registry)

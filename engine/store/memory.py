@@ -294,8 +294,8 @@ class MemoryEventStore:
 
     # -- the start-up cache's blobs ---------------------------------------------------
 
-    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
-        found = [(p, c) for p, (f, c, _) in self._log.snapshots.items() if f == fmt]
+    def state_snapshots(self, fmt: str | None) -> list[tuple[int, str]]:
+        found = [(p, c) for p, (f, c, _) in self._log.snapshots.items() if fmt in (None, f)]
         return sorted(found, reverse=True)
 
     def state_snapshot_data(self, position: int) -> bytes | None:

@@ -147,8 +147,9 @@ class EventStore(Protocol):
 
     # -- the start-up cache's blobs ---------------------------------------------------
 
-    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
-        """(position, event check) of the blobs saved in format `fmt`, newest first."""
+    def state_snapshots(self, fmt: str | None) -> list[tuple[int, str]]:
+        """(position, event check) of the blobs saved in format `fmt` (None: in any
+        format), newest first."""
 
     def state_snapshot_data(self, position: int) -> bytes | None: ...
 

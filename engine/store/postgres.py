@@ -632,11 +632,11 @@ class PostgresEventStore:
 
     # -- the start-up cache's blobs ---------------------------------------------------
 
-    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
+    def state_snapshots(self, fmt: str | None) -> list[tuple[int, str]]:
         try:
             rows = self.conn.execute(
-                "SELECT position, event_check FROM state_snapshots WHERE format = %s"
-                " ORDER BY position DESC",
+                "SELECT position, event_check FROM state_snapshots"
+                " WHERE format = coalesce(%s, format) ORDER BY position DESC",
                 (fmt,),
             ).fetchall()
         except psycopg.Error as exc:

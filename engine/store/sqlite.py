@@ -615,13 +615,14 @@ class SqliteEventStore:
             return None
         return hashlib.sha256(orjson.dumps(row)).hexdigest()
 
-    def state_snapshots(self, fmt: str) -> list[tuple[int, str]]:
-        """(position, event check) of the snapshots written in format `fmt`, newest first."""
+    def state_snapshots(self, fmt: str | None) -> list[tuple[int, str]]:
+        """(position, event check) of the snapshots written in format `fmt` (None: in any
+        format), newest first."""
         return [
             (int(p), str(c))
             for p, c in self.conn.execute(
-                "SELECT position, event_check FROM state_snapshots WHERE format = ?"
-                " ORDER BY position DESC",
+                "SELECT position, event_check FROM state_snapshots"
+                " WHERE format = coalesce(?, format) ORDER BY position DESC",
                 (fmt,),
             )
         ]

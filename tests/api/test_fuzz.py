@@ -83,9 +83,11 @@ def test_a_limit_is_ascii_digits_within_its_bounds(sandbox: Any, value: str) -> 
     assert sandbox.get("/v2/profiles", params={"limit": "05"}).status_code == 200
 
 
-def test_every_operation_of_the_reference_against_a_running_sandbox(tmp_path: Path) -> None:
+def test_every_operation_of_the_reference_against_a_running_sandbox(
+    tmp_path: Path, database: Any
+) -> None:
     reference = document()  # skips, saying why, where the reference is absent
-    server = Process(tmp_path / "fuzz.db", tmp_path / "server.log")
+    server = Process(database("fuzz.db"), tmp_path / "server.log")
     try:
         headers = funded_headers(server.base)
         schema = schemathesis.openapi.from_dict(reference)

@@ -3,22 +3,18 @@ its store fails; no token needed, and nothing of any tenant in the answer."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import httpx
 
+from tests.support.database import query, read_only_connection
 from tests.support.server_helpers import Server
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 
 
 def _events(sandbox: Any) -> int:
-    conn = sqlite3.connect(sandbox.db)
-    try:
-        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
-    finally:
-        conn.close()
+    return int(query(sandbox.db, "SELECT count(*) FROM events")[0][0])
 
 
 def test_a_healthy_sandbox_answers_200_with_the_writer_the_clock_and_the_position(
@@ -47,7 +43,7 @@ def test_a_healthy_sandbox_answers_200_with_the_writer_the_clock_and_the_positio
 def test_a_failed_commit_answers_503_until_a_commit_succeeds(sandbox: Any) -> None:
     store = sandbox.engine.store
     writable = store.conn
-    store.conn = sqlite3.connect(f"file:{sandbox.db}?mode=ro", uri=True, check_same_thread=False)
+    store.conn = read_only_connection(sandbox.db)
     try:
         assert sandbox.post(DEPOSIT, {"asset": "BTC", "amount": "1"}).status_code == 503
         r = sandbox.http.get("/healthz")
@@ -75,8 +71,8 @@ def test_a_stopped_writer_answers_503(sandbox: Any) -> None:
     assert r.json()["meta"]["position"] == position
 
 
-def test_a_served_sandbox_answers_its_health_on_a_wall_clock(tmp_path: Any) -> None:
-    server = Server(tmp_path / "health.db")
+def test_a_served_sandbox_answers_its_health_on_a_wall_clock(database: Any) -> None:
+    server = Server(database("health.db"))
     try:
         body = httpx.get(f"{server.base}/healthz").json()
     finally:

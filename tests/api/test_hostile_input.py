@@ -440,3 +440,16 @@ def test_a_content_type_is_split_once() -> None:
     assert _media_type(scope) == ("application/json", "utf-8")
     assert _parsed_media_type.cache_info().hits == hits + 1
     assert _media_type({"headers": []}) is None
+
+
+def test_a_nul_character_is_refused_in_a_body_a_path_or_a_query_on_every_store(
+    sandbox: Any,
+) -> None:
+    """PostgreSQL's text cannot hold U+0000: refused at the door, so both stores answer
+    alike (SQLite would have kept it)."""
+    body = sandbox.post("/v2/profiles", {"nickname": "nul\u0000byte"})
+    assert body.status_code == 400 and "NUL" in body.json()["detail"], body.text
+    for path in ("/v2/profiles/%00", "/v2/profiles?nickname=a%00b"):
+        r = sandbox.get(path)
+        assert r.status_code == 400 and "NUL" in r.json()["detail"], r.text
+    assert sandbox.post("/v2/profiles", {"nickname": "nul\\u0000 as text"}).status_code == 200

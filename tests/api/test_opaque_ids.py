@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 from engine.kernel.commands import Actor, CreateProfile
 from engine.kernel.execution_ids import LIMIT, ExecutionIds, new_key
 from engine.tools.scenario_file import ScenarioError, engine_settings, load
+from tests.support.database import query
 from tests.support.trading_helpers import placed, set_price, still
 
 # -- helpers -------------------------------------------------------------------------
@@ -39,15 +39,9 @@ def _fill_log(sb: Any, n: int) -> None:
     batch.result(timeout=120)
 
 
-def _seqs(db: Path, table: str, customer_id: str) -> list[int]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        rows = conn.execute(
-            f"SELECT seq FROM {table} WHERE customer_id = ? ORDER BY seq", (customer_id,)
-        ).fetchall()
-    finally:
-        conn.close()
-    return [r[0] for r in rows]
+def _seqs(db: Path | str, table: str, customer_id: str) -> list[int]:
+    sql = f"SELECT seq FROM {table} WHERE customer_id = ? ORDER BY seq"
+    return [r[0] for r in query(db, sql, (customer_id,))]
 
 
 def _spellings(position: int) -> tuple[list[str], list[bytes]]:

@@ -14,7 +14,7 @@ from engine.kernel.state import State
 from engine.read.readmodels import all_rows
 from engine.runtime import startup_cache
 from engine.runtime.replay import Cancelled, replay, replay_log
-from engine.store import SqliteEventStore
+from engine.store import EventStore, SqliteEventStore, open_reader
 from tests.support.state_helpers import assert_same, busy, canon, more
 from tests.support.transfer_helpers import withdraw
 
@@ -56,19 +56,19 @@ def rows(state: State) -> list[Any]:
     return sorted((t, sorted(r.items())) for t, r in all_rows(state))
 
 
-def _store(db: Path) -> SqliteEventStore:
-    return SqliteEventStore.reader(db)
+def _store(db: Path | str) -> EventStore:
+    return open_reader(db)
 
 
-def _mixed_log(sandbox_factory: Any) -> Path:
+def _mixed_log(sandbox_factory: Any) -> Path | str:
     """A closed database holding the `mixed` session's log."""
     sb = sandbox_factory(snapshot_every_events=0)
     mixed(sb)
     sb.close()
-    return Path(sb.db)
+    return sb.db  # type: ignore[no-any-return]
 
 
-def _generic(db: Path) -> tuple[State, dict[str, int]]:
+def _generic(db: Path | str) -> tuple[State, dict[str, int]]:
     store = _store(db)
     try:
         return replay(store.read(with_meta=False))
@@ -76,7 +76,7 @@ def _generic(db: Path) -> tuple[State, dict[str, int]]:
         store.close()
 
 
-def _fast(db: Path, **kw: Any) -> tuple[State, dict[str, int]]:
+def _fast(db: Path | str, **kw: Any) -> tuple[State, dict[str, int]]:
     store = _store(db)
     try:
         return replay_log(store, **kw)
@@ -171,6 +171,7 @@ def test_a_replay_s_run_of_postings_leaves_the_balances_one_by_one_posting_leave
         in_runs.apply_encoded([[[b, a, "BTC", "0.6"]], [[b, a, "BTC", "0.6"]]], {})
 
 
+@pytest.mark.sqlite_only("SQLite's mmap_size PRAGMA")
 def test_the_scan_leaves_the_connection_unmapped(sandbox_factory: Any) -> None:
     sb = sandbox_factory(snapshot_every_events=0)
     sb.deposit("BTC", "1")

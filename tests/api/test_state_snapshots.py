@@ -4,23 +4,24 @@ behaves exactly as one started from the whole log."""
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
+from structlog.testing import capture_logs
+
 from engine.runtime import startup_cache
 from engine.runtime.replay import replay
-from engine.store import SqliteEventStore
+from engine.store import open_reader, open_store
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
+from tests.support.database import copy_database, execute, query
 from tests.support.state_helpers import assert_same, busy, more
 from tests.support.transfer_helpers import withdraw
 
 
-def _events(db: Path) -> list[Any]:
-    store = SqliteEventStore(db)
+def _events(db: Path | str) -> list[Any]:
+    store = open_reader(db)
     try:
         return list(store.read(with_meta=False))
     finally:
@@ -47,12 +48,12 @@ def test_a_snapshot_at_any_position_and_the_tail_give_the_full_replay(sandbox_fa
         assert_same(replay(tail, state=state, versions=versions), full)
 
 
-def _reopen(db: Path, **settings: Any) -> Sandbox:
+def _reopen(db: Path | str, **settings: Any) -> Sandbox:
     return Sandbox(db, make_settings(**settings))
 
 
 def test_the_writer_snapshots_in_the_background_and_start_up_replays_only_the_tail(
-    sandbox_factory: Any, tmp_path: Path
+    sandbox_factory: Any, database: Any
 ) -> None:
     sb = sandbox_factory("live.db", snapshot_every_events=10)
     busy(sb)  # open orders, a pending withdrawal and deposit, timers: then a snapshot
@@ -60,7 +61,7 @@ def test_the_writer_snapshots_in_the_background_and_start_up_replays_only_the_ta
     sb.deposit("BTC", "1")  # the writer stores the snapshot handed to it
     sb.engine.wait_for_snapshot(30)
     sb.close()
-    store = SqliteEventStore(sb.db)
+    store = open_reader(sb.db)
     taken = store.state_snapshots(startup_cache.FORMAT)
     last = store.last_position()
     store.close()
@@ -68,9 +69,9 @@ def test_the_writer_snapshots_in_the_background_and_start_up_replays_only_the_ta
     assert len(taken) <= startup_cache.KEEP
 
     # Two copies of the database: one starts from the snapshot, one replays everything.
-    shutil.copy(sb.db, tmp_path / "full.db")
+    copy_database(sb.db, database("full.db"))
     snap = _reopen(sb.db, snapshot_every_events=10)
-    full = _reopen(tmp_path / "full.db", snapshot_every_events=0)
+    full = _reopen(database("full.db"), snapshot_every_events=0)
     try:
         assert snap.engine.loaded_from == taken[0][0]
         assert full.engine.loaded_from == 0
@@ -83,7 +84,7 @@ def test_the_writer_snapshots_in_the_background_and_start_up_replays_only_the_ta
     finally:
         snap.close()
         full.close()
-    assert log_hash(sb.db) == log_hash(tmp_path / "full.db")
+    assert log_hash(sb.db) == log_hash(database("full.db"))
     assert snap.verify() == [] and full.verify() == []
 
 
@@ -92,7 +93,7 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(sandbox_factory: Any) -
     busy(sb)
     db = sb.db
     sb.close()
-    store = SqliteEventStore(db)
+    store = open_store(db)
     position = store.last_position() - 5
     head = replay(store.read(until=position, with_meta=False))
     check = store.event_check(position)
@@ -102,18 +103,14 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(sandbox_factory: Any) -
     assert_same(startup_cache.load(store)[:2], replay(store.read(with_meta=False)))
 
     # Another log under the same position (time travel elsewhere, a rewritten file).
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE state_snapshots SET event_check = 'other'")
-    conn.commit()
+    execute(db, "UPDATE state_snapshots SET event_check = 'other'")
     assert startup_cache.load(store)[2] == 0
     # Another version of the code: another format.
-    conn.execute("UPDATE state_snapshots SET event_check = ?, format = '0:old'", (check,))
-    conn.commit()
+    execute(db, ("UPDATE state_snapshots SET event_check = ?, format = '0:old'", (check,)))
     assert startup_cache.load(store)[2] == 0
     # Unreadable bytes cost a full replay, nothing else.
-    conn.execute("UPDATE state_snapshots SET format = ?, data = x'00'", (startup_cache.FORMAT,))
-    conn.commit()
-    conn.close()
+    unreadable = "UPDATE state_snapshots SET format = ?, data = ?"
+    execute(db, (unreadable, (startup_cache.FORMAT, b"\x00")))
     loaded = startup_cache.load(store)
     assert loaded[2] == 0
     assert_same(loaded[:2], replay(store.read(with_meta=False)))
@@ -121,22 +118,19 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(sandbox_factory: Any) -
 
 
 def test_verify_replays_the_whole_log_whatever_the_snapshots(
-    sandbox_factory: Any, tmp_path: Path
+    sandbox_factory: Any, database: Any
 ) -> None:
     sb = sandbox_factory("v.db", snapshot_every_events=5)
     busy(sb)
     sb.engine.wait_for_snapshot(30)
     sb.deposit("BTC", "1")
     sb.close()
-    tampered = tmp_path / "tampered.db"
-    shutil.copy(sb.db, tampered)
-    conn = sqlite3.connect(tampered)
-    assert conn.execute("SELECT count(*) FROM state_snapshots").fetchone()[0] >= 1
+    tampered = database("tampered.db")
+    copy_database(sb.db, tampered)
+    assert query(tampered, "SELECT count(*) FROM state_snapshots")[0][0] >= 1
     # An event taken out of the log, long before the newest snapshot: a start-up would
     # not look there, the audit does.
-    conn.execute("DELETE FROM events WHERE position = 3")
-    conn.commit()
-    conn.close()
+    execute(tampered, "DELETE FROM events WHERE position = 3")
     problems = verify(str(tampered))
     assert problems and "gap" in problems[0]
 
@@ -167,3 +161,26 @@ def test_a_settled_transfer_loaded_from_a_snapshot_reads_as_it_was_written(
         assert retry.json()["meta"]["existing"] == settled
     finally:
         again.close()
+
+
+def test_snapshots_of_another_build_are_ignored_and_the_start_up_says_so(
+    sandbox_factory: Any,
+) -> None:
+    """A start-up after the engine's sources changed (another release, or a checkout
+    edited while a benchmark ran) replays the whole log: it must say why, as bench_postgres
+    once measured a full replay with nothing said."""
+    sb = sandbox_factory("built.db", snapshot_every_events=5)
+    busy(sb)
+    sb.engine.wait_for_snapshot(30)
+    sb.deposit("BTC", "1")
+    sb.close()
+    assert query(sb.db, "SELECT count(*) FROM state_snapshots")[0][0] >= 1
+    execute(sb.db, "UPDATE state_snapshots SET format = '1:another-build'")
+    with capture_logs() as logs:
+        again = _reopen(sb.db, snapshot_every_events=100_000)
+    try:
+        assert again.engine.loaded_from == 0
+    finally:
+        again.close()
+    said = [e for e in logs if "another sandex build" in e["event"]]
+    assert said and said[0]["log_level"] == "warning", logs

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +14,12 @@ from engine.read.readmodels import TABLES
 from engine.tools.time_travel import log_hash, travel
 from engine.tools.verify import verify
 from tests.conftest import START, Sandbox, make_settings
+from tests.support.database import execute, query
 from tests.support.transfer_helpers import withdraw
 
 
-def _events(db: Path) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(
-            "SELECT position, type, meta, occurred_at FROM events ORDER BY position"
-        ).fetchall()
-    finally:
-        conn.close()
+def _events(db: Path | str) -> list[tuple[Any, ...]]:
+    return query(db, "SELECT position, type, meta, occurred_at FROM events ORDER BY position")
 
 
 def _balance(db: Path, asset: str) -> dict[str, str]:
@@ -125,11 +119,7 @@ def test_travel_across_a_restore_lands_before_or_after_it(sandbox: Any, tmp_path
 
 
 def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(db)
-    try:
-        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES}
-    finally:
-        conn.close()
+    return {t: sorted(query(db, f"SELECT * FROM {t}"), key=repr) for t in TABLES}
 
 
 def test_travel_starts_from_a_state_snapshot_and_lands_where_a_full_replay_does(
@@ -148,10 +138,7 @@ def test_travel_starts_from_a_state_snapshot_and_lands_where_a_full_replay_does(
     fast = travel(sb.db, tmp_path / "fast.db", position=cut)
     assert 0 < fast.base <= cut
     plain = tmp_path / "plain.db"
-    conn = sqlite3.connect(sb.db)
-    conn.execute("DELETE FROM state_snapshots")
-    conn.commit()
-    conn.close()
+    execute(sb.db, "DELETE FROM state_snapshots")
     slow = travel(sb.db, plain, position=cut)
     assert slow.base == 0 and slow.position == fast.position
     assert _tables(tmp_path / "fast.db") == _tables(plain)

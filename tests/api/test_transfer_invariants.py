@@ -11,13 +11,17 @@ COMPLETED or FAILED with the balances accounting for it exactly.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +46,7 @@ from engine.kernel.errors import (
     InsufficientFunds,
     Invalid,
 )
+from engine.store.locations import STATE_DIR_ENV
 from engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.support.transfer_helpers import ADDRESSES
@@ -93,7 +98,7 @@ steps = st.lists(
 class Run:
     """One engine and the test's own model of the balances it should hold."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path | str) -> None:
         self.engine = open_engine(db, make_settings(durability="NORMAL")).start()
         made = self.engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         self.actor = Actor(made["customer_id"], "c")
@@ -301,17 +306,35 @@ class Run:
         self.engine.stop()
 
 
+@contextmanager
+def _state_dir(folder: str) -> Iterator[None]:
+    """A server database's key file in `folder` (not ~/.sandex) for one example."""
+    before = os.environ.get(STATE_DIR_ENV)
+    os.environ[STATE_DIR_ENV] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[STATE_DIR_ENV]
+        else:
+            os.environ[STATE_DIR_ENV] = before
+
+
 @settings(
     max_examples=120,
     deadline=None,
     derandomize=True,
     database=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    # `backend` and `request` only name the store: nothing of them is reset per example.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(steps)
-def test_random_transfer_sequences_keep_the_books_exact(plan: list[tuple[Any, ...]]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "inv.db"
+def test_random_transfer_sequences_keep_the_books_exact(
+    backend: str, request: pytest.FixtureRequest, plan: list[tuple[Any, ...]]
+) -> None:
+    server = request.getfixturevalue("postgres_server") if backend == "postgresql" else None
+    with tempfile.TemporaryDirectory() as tmp, _state_dir(tmp):
+        db: Path | str = Path(tmp) / "inv.db" if server is None else server.create("inv")
         run = Run(db)
         try:
             for step in plan:
@@ -324,4 +347,8 @@ def test_random_transfer_sequences_keep_the_books_exact(plan: list[tuple[Any, ..
             run.settle()
         finally:
             run.close()
-        assert verify(str(db)) == []
+        try:
+            assert verify(str(db)) == []
+        finally:
+            if server is not None:
+                server.drop(str(db))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.database import query
 from tests.support.reference import component_schemas
 from tests.support.transfer_helpers import ADDRESSES, EVM_ADDRESS, fee_body, problem, quote
 
@@ -140,10 +141,8 @@ def test_the_quote_expires_as_an_event_at_expires_at(sandbox: Any) -> None:
     expired = [e for e in sandbox.engine.store.read() if e.type == "WithdrawalFeeExpired"]
     assert [e.data["fee_id"] for e in expired] == [fee["id"]]
     assert expired[0].occurred_at == fee["expires_at"]
-    row = sandbox.engine.store.conn.execute(
-        "SELECT status FROM withdrawal_fees WHERE id = ?", (fee["id"],)
-    ).fetchone()
-    assert row == ("EXPIRED",)
+    rows = query(sandbox.db, "SELECT status FROM withdrawal_fees WHERE id = ?", (fee["id"],))
+    assert rows == [("EXPIRED",)]
 
 
 def test_the_validity_is_configurable(sandbox_factory: Any) -> None:

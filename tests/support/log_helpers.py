@@ -6,33 +6,22 @@ else must be equal byte for byte, which is what `engine.tools.time_travel.log_ha
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from engine.kernel.credentials import EVENT_FIELDS, redact
-from engine.store import is_server_url, open_reader
+from engine.store import open_reader
 
 
 def masked_log(db: Path | str) -> list[tuple[Any, ...]]:
     """Every row of the events table in position order, credential fields masked."""
-    if is_server_url(db):
-        reader = open_reader(db)
-        try:
-            rows = list(reader.stored_rows())
-        finally:
-            reader.close()
-    else:
-        conn = sqlite3.connect(db)
-        try:
-            rows = conn.execute(
-                "SELECT position, stream, version, type, schema, data, meta, occurred_at"
-                " FROM events ORDER BY position"
-            ).fetchall()
-        finally:
-            conn.close()
+    reader = open_reader(db)
+    try:
+        rows = list(reader.stored_rows())
+    finally:
+        reader.close()
     return [
         (*r[:5], orjson.dumps(redact(r[3], orjson.loads(r[5]))).decode(), *r[6:])
         if r[3] in EVENT_FIELDS

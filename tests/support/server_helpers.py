@@ -27,7 +27,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, db: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: Path | str, *extra: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
@@ -99,7 +99,7 @@ def readme_blocks() -> list[str]:
 class Process:
     """`sandex serve` with its log in a file (a pipe nobody reads would fill and block)."""
 
-    def __init__(self, db: Path, log: Path) -> None:
+    def __init__(self, db: Path | str, log: Path) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log.open("ab")

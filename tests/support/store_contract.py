@@ -347,6 +347,7 @@ class StoreContract(unittest.TestCase, abc.ABC):
         store.save_state_snapshot(30, "f1", "c30", b"thirty")
         self.assertEqual(store.state_snapshots("f1"), [(30, "c30")])  # two kept: 30 and 20
         self.assertEqual(store.state_snapshots("f2"), [(20, "c20")])
+        self.assertEqual(store.state_snapshots(None), [(30, "c30"), (20, "c20")])
         self.assertEqual(store.state_snapshot_data(30), b"thirty")
         self.assertIsNone(store.state_snapshot_data(10))
         store.save_state_snapshot(40, "f1", "c40", b"forty", keep=1)

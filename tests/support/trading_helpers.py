@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from decimal import Decimal
 from typing import Any
+
+from tests.support.database import query
 
 PROBLEMS = "https://developer.paxos.com/docs/v2/problems/"
 TERMINAL = ("FILLED", "CANCELLED", "REJECTED")
@@ -72,12 +73,6 @@ def money(balance: dict[str, str]) -> tuple[Decimal, Decimal]:
 
 def events(sb: Any, type_: str | None = None) -> list[dict[str, Any]]:
     """The log as committed, read on a connection of the test's own."""
-    conn = sqlite3.connect(sb.db)
-    try:
-        rows = conn.execute(
-            "SELECT type, stream, data, occurred_at FROM events ORDER BY position"
-        ).fetchall()
-    finally:
-        conn.close()
+    rows = query(sb.db, "SELECT type, stream, data, occurred_at FROM events ORDER BY position")
     found = [{"type": t, "stream": s, "data": json.loads(d), "at": at} for t, s, d, at in rows]
     return [e for e in found if type_ is None or e["type"] == type_]

@@ -1,0 +1,127 @@
+"""The figures and charts of one market on the compact timeline, computed with numpy in
+blocks (engine/backtest/statistics.py `_walk_compact`, engine/backtest/charts.py), are
+those of the same run on lists, walked point by point in Decimals."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.backtest import Strategy, charts, run, statistics
+from engine.backtest.price_files import load
+from engine.backtest.strategy import strategy_class
+from engine.backtest.timeline import merge
+
+DATA = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"
+
+
+class Grid(Strategy):
+    """A limit a step under the close and, once it holds some, one a step over, both
+    replaced at every bar: many fills, a position that comes and goes."""
+
+    def on_start(self, api: Any) -> None:
+        self.open: list[str] = []
+
+    def on_bar(self, market: str, bar: Any) -> None:
+        for order_id in self.open:
+            if self.api.get_order(order_id)["status"] == "OPEN":
+                self.api.cancel_order(order_id)
+        step = Decimal("0.25") * int(bar.close / 400)
+        below = (bar.close / Decimal("0.25")).to_integral_value() * Decimal("0.25") - step
+        self.open = [
+            self.api.create_order(
+                side="BUY", market=market, type="LIMIT", price=below, base_amount="0.01"
+            )["id"]
+        ]
+        if Decimal(self.api.get_profile_balance("BTC")["available"]) >= Decimal("0.01"):
+            self.open.append(
+                self.api.create_order(
+                    side="SELL",
+                    market=market,
+                    type="LIMIT",
+                    price=below + 2 * step,
+                    base_amount="0.01",
+                )["id"]
+            )
+
+
+def _runs(strategy: Any) -> tuple[Any, Any]:
+    compact = run(DATA, "BTCUSD", strategy=strategy, taker_fee="0.001", progress=False)
+    listed = dataclasses.replace(
+        compact,
+        times=list(compact.times),
+        mks=list(compact.mks),
+        prices=list(compact.prices),
+        ohlc=list(compact.ohlc),
+    )
+    return compact, listed
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 16])
+@pytest.mark.parametrize("kind", ["ma_cross", "grid"])
+def test_the_figures_in_blocks_are_those_of_the_walk(
+    block: int, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(statistics, "_BLOCK", block)
+    if block == 7:  # a long run's returns: made again for each pass, not kept
+        monkeypatch.setattr(statistics, "KEPT_RETURNS", 0)
+    strategy = (
+        strategy_class("scenarios/backtests/ma_cross.py:MaCross")()
+        if kind == "ma_cross"
+        else Grid()
+    )
+    compact, listed = _runs(strategy)
+    assert isinstance(compact.raw_equity, statistics.EquityRows)
+    assert not isinstance(listed.raw_equity, statistics.EquityRows)
+    assert compact.summary["max_drawdown_pct"] != "0.00"
+    assert compact.summary == listed.summary
+    assert compact.raw_equity == listed.raw_equity
+    assert compact.equity == listed.equity
+
+
+def _close(a: Any, b: Any, where: str = "") -> None:
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _close(a[k], b[k], f"{where}/{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), where
+        for x, y in zip(a, b, strict=True):
+            _close(x, y, where)
+    elif isinstance(a, float):
+        assert math.isclose(a, b, rel_tol=1e-12), (where, a, b)
+    else:
+        assert a == b, where
+
+
+@pytest.mark.parametrize("candles", [7, 2_000])
+def test_the_charts_of_the_bar_columns_are_those_of_the_bars(
+    candles: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(charts, "MAX_CANDLES", candles)
+    compact, listed = _runs(strategy_class("scenarios/backtests/ma_cross.py:MaCross")())
+    assert charts._compact_bars(compact) is not None
+    assert charts._compact_bars(listed) is None
+    drawn = charts.chart_data(compact)
+    assert len(drawn["series"][0]["time"]) == min(candles, 600)
+    _close(drawn, charts.chart_data(listed))
+
+
+@pytest.mark.parametrize(("high", "kind"), [("21474836.47", "i"), ("21474836.48", "q")])
+def test_ticks_take_4_bytes_while_every_price_fits(tmp_path: Path, high: str, kind: str) -> None:
+    path = tmp_path / "bars.csv"
+    path.write_text(
+        "timestamp,open,high,low,close\n"
+        "2024-01-01T00:00:00Z,100.00,101.00,99.00,99.50\n"
+        f"2024-01-01T01:00:00Z,99.50,{high},99.00,100.25\n"
+    )
+    series = load(path, "BTCUSD")
+    ticks = merge(series, [Decimal("0.01")])[3]
+    assert ticks.typecode == kind
+    top = int(Decimal(high) * 100)
+    assert list(ticks) == [10000, 10100, 9900, 9950, 9950, 9900, top, 10025]
