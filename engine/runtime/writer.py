@@ -55,6 +55,9 @@ _STOP = object()
 # Inside `one_transaction` the events of this many decisions' worth (about) are kept and
 # written together: a few statements per thousand events instead of six per command.
 DEFER_EVENTS = 2048
+# A scratch block (`one_transaction(scratch=True)`) writes its read-model rows once this
+# many entities wait for them, read or not: what it keeps in memory stays bounded.
+DEFER_ROWS = 65536
 
 
 class _SnapshotBuilt:
@@ -333,6 +336,7 @@ class Engine:
         touched kept for the next `flush`."""
         events = self._deferred
         state = self.state
+        rows = rows or len(state.dirty) >= DEFER_ROWS
         if not events and not (rows and state.dirty):
             return
         self._deferred = []

@@ -565,16 +565,24 @@ class _ReadsLate(Strategy):
 
 
 def test_a_run_without_a_database_writes_its_read_models_when_read(
-    tmp_path: Path, database: Any
+    tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """...or once `DEFER_ROWS` entities wait for their rows (here 3): either way the
+    reads at the end see what a run that keeps its log shows."""
+    from engine.runtime import writer
+
     walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
-    kept, scratch = _ReadsLate(), _ReadsLate()
+    kept, scratch, bounded = _ReadsLate(), _ReadsLate(), _ReadsLate()
     with_db = backtest(
         tmp_path / "kept", walk, kept, deposits={"USD": "100000"}, db=database("kept.db")
     )
     without = backtest(tmp_path / "scratch", walk, scratch, deposits={"USD": "100000"}, db=None)
+    with monkeypatch.context() as m:
+        m.setattr(writer, "DEFER_ROWS", 3)
+        m.setattr(writer, "DEFER_EVENTS", 4)
+        backtest(tmp_path / "bounded", walk, bounded, deposits={"USD": "100000"}, db=None)
     assert len(with_db.fills) >= 3 and len(kept.seen[0]) == 40
-    assert scratch.seen == kept.seen and without.log_hash == with_db.log_hash
+    assert scratch.seen == kept.seen == bounded.seen and without.log_hash == with_db.log_hash
 
 
 def test_a_run_without_a_database_makes_no_feed_and_the_same_log(
