@@ -82,7 +82,7 @@ from engine.read.queries import Queries
 from engine.read.writer_queries import WriterQueries
 from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, NotDecided
-from engine.store import display, holds_events, is_server_url
+from engine.store import SqliteEventStore, display, holds_events, is_server_url
 
 INF = 1 << 62
 # Renders a refusal as the body a strategy sees in `ApiError.problem`.
@@ -174,6 +174,7 @@ class Runner:
             ):
                 self._collect(done)  # the command's own events, as committed
             else:
+                engine.flush()
                 self._collect(engine.store.read(after=self.position, with_meta=False))
             self.position = engine.state.position
         tr = trading_state(engine.state)
@@ -192,6 +193,7 @@ class Runner:
         tr = trading_state(self.engine.state)
         touched: dict[str, None] = {}
         moved = False
+        prefix = self.profile_id + ":"
         for e in events:
             data = e.data
             if e.type == "TradeExecuted":
@@ -213,8 +215,13 @@ class Runner:
                 touched[data["order_id"]] = None
             elif data.get("postings"):
                 self._flow(e)
-            if data.get("postings"):
-                moved = True
+            # holdings change only when value crosses the profile's edge (a hold taken
+            # or released moves it between two of its own accounts)
+            if not moved and data.get("postings"):
+                moved = any(
+                    not (s.startswith(prefix) and t.startswith(prefix))
+                    for s, t, _, _ in data["postings"]
+                )
         for order_id in touched:
             self.notices.append(("order", order_id))
         if moved:
@@ -249,6 +256,7 @@ class Runner:
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
             self.queries = WriterQueries(self.engine.store)
+        self.engine.flush()  # the queries read the rows the engine holds back
         try:
             return query(self.queries, self.actor.customer_id)
         except DomainError as exc:
@@ -308,6 +316,7 @@ class Runner:
                         market=self.markets[m],
                         price=format(self.prices[i], "f"),
                         gap=bool(self.flags[i] & GAP),
+                        answer=False,  # the runner reads no answer of a price it sets
                     )
                 )
         return due
@@ -331,7 +340,9 @@ class Runner:
             self.reference[m] = price
             self.set_at[m] = -1
             self._run(
-                SetMarketPrice(actor=self.actor, market=self.markets[m], price=format(price, "f"))
+                SetMarketPrice(
+                    actor=self.actor, market=self.markets[m], price=format(price, "f"), answer=False
+                )
             )
             q = x
 
@@ -350,8 +361,10 @@ class Runner:
             notices = self.notices
             state = self.engine.state
             tr = trading_state(state)
-            on_fill = getattr(self.strategy, "on_fill", None)
-            on_order = getattr(self.strategy, "on_order", None)
+            on_fill = _told(self.strategy, "on_fill")
+            on_order = _told(self.strategy, "on_order")
+            if on_fill is None and on_order is None:
+                notices.clear()
             while notices:
                 kind, value = notices.pop(0)
                 if kind == "fill":
@@ -589,6 +602,16 @@ def _hook(strategy: Any, name: str) -> Callable[..., Any] | None:
     return method  # type: ignore[no-any-return]
 
 
+def _told(strategy: Any, name: str) -> Callable[..., Any] | None:
+    """The strategy's `on_fill` or `on_order` as it stands now, or None when it is the
+    base class's empty one: calling that, with the order view it would be given, does
+    nothing."""
+    method = getattr(strategy, name, None)
+    if getattr(method, "__func__", None) is getattr(Strategy, name):
+        return None
+    return method  # type: ignore[no-any-return]
+
+
 # -- running -------------------------------------------------------------------------------
 
 
@@ -766,21 +789,31 @@ def run(
         db_path = db if is_server_url(db) else Path(db)  # checked by _check_outputs
     try:
         engine = open_engine(db_path, the_settings)
+        # A scratch log is dropped unread: its hash is folded as it is written, its
+        # events set aside in a file (unless a decision breaks, which reloads them), no
+        # event feed is made for it and its read models are written only when read.
+        store = engine.store
+        folded = store if isinstance(store, SqliteEventStore) and scratch is not None else None
+        if folded is not None and not folded.fold_log(aside=True):
+            folded = None
         runner = Runner(
             engine, series, strategy, _progress_of(progress), _assets(names, chosen), problems
         )
+        fingerprint = None
         try:
             # Acknowledged once, when it returns: one transaction, one commit.
-            with engine.one_transaction():
+            with engine.one_transaction(scratch=scratch is not None):
                 runner.setup(chosen)
                 runner.run()
+            if folded is not None:
+                fingerprint = folded.log_fold()
         finally:
             runner.close()
             engine.stop()
         result = runner.result(
             sum(len(s.bars) for s in series.values()),
             the_settings,
-            log_hash(db_path),
+            fingerprint or log_hash(db_path),
             str(db_path) if scratch is None else None,
             getattr(strategy, "errors", []),
             params_text(used),

@@ -161,6 +161,9 @@ class SetMarketPrice(Command):
     market: str = ""
     price: str = ""
     gap: bool = False
+    # False: answer nothing instead of the price view (a backtest sets a price before
+    # most commands and never reads that answer). Not part of the log.
+    answer: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ import decimal
 import gc
 import queue
 import threading
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -52,6 +51,13 @@ from engine.store import EventStore, StoreUnavailable, in_memory
 log = structlog.get_logger("sandex.engine")
 
 _STOP = object()
+
+# Inside `one_transaction` the events of this many decisions' worth (about) are kept and
+# written together: a few statements per thousand events instead of six per command.
+DEFER_EVENTS = 2048
+# A scratch block (`one_transaction(scratch=True)`) writes its read-model rows once this
+# many entities wait for them, read or not: what it keeps in memory stays bounded.
+DEFER_ROWS = 65536
 
 
 class _SnapshotBuilt:
@@ -132,6 +138,10 @@ class Engine:
         self._stale = False
         self._died: WriterDied | None = None  # why the writer thread ended, if it did
         self._group: list[_Span] = []  # the spans of the group being decided
+        # Inside `one_transaction`: the events decided and not yet written (the state's
+        # dirty marks and appended rows are kept with them), else None.
+        self._deferred: list[Event] | None = None
+        self._scratch = False  # `one_transaction(scratch=True)`
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
         # State snapshots (engine/runtime/startup_cache.py): none for an in-memory
@@ -277,20 +287,70 @@ class Engine:
         return chain
 
     @contextmanager
-    def one_transaction(self) -> Iterator[None]:
+    def one_transaction(self, scratch: bool = False) -> Iterator[None]:
         """Hold every `run_inline` commit in one SQLite transaction, committed when the
         block ends: a driver acknowledged once, at its end (a backtest), pays one commit
-        instead of one per command. Each command still writes its events and rows as a
-        savepoint, so a failed command or a broken decision is undone alone and the
-        state reloads from what the transaction holds; leaving the block on an exception
-        commits the whole commands before it, as per-command commits would have."""
+        instead of one per command.
+
+        Nothing inside the block is acknowledged before it ends, so the commands' events
+        and read-model rows are kept in memory and written together, about every
+        `DEFER_EVENTS` events and when the block ends: the same rows, a few statements
+        per thousand events instead of a savepoint and a statement per table for each
+        command. A reader of the writer's own connection inside the block
+        (`WriterQueries`, `store.read`) calls `flush` first. A broken decision is still
+        undone alone: what the commands before it decided is written, and the state
+        reloads from it; leaving the block on an exception commits the whole commands
+        before it, as per-command commits would have.
+
+        `scratch`: for a database nobody reads once the block ends (a backtest's scratch
+        log): no rows of append-only tables (the event feed) are made, since its strategy
+        reads orders, executions and balances only, and read-model rows are written for
+        a reader (`flush`) only, not with the events nor when the block ends."""
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: one transaction is for run_inline")
         self.store.hold()
+        self._deferred = []
+        self._scratch = scratch
+        self.state.appended = None if scratch else []
         try:
             yield
         finally:
-            self.store.release()
+            try:
+                self._write_held(rows=not scratch)
+            finally:
+                self._deferred = None
+                self._scratch = False
+                self.state.appended = []
+                self.store.release()
+
+    def flush(self) -> None:
+        """Write what `one_transaction` holds in memory: its events, the rows its
+        commands appended, and the rows of every entity they touched, as they stand now
+        (a row is a function of its entity: the last command's row is what each
+        command's own write would have left). On a failure nothing of it is written, the
+        state reloads from the log, and the error is raised."""
+        self._write_held(rows=True)
+
+    def _write_held(self, rows: bool) -> None:
+        """`flush`; without `rows` (a scratch block's) the events only, the entities
+        touched kept for the next `flush`."""
+        events = self._deferred
+        state = self.state
+        rows = rows or len(state.dirty) >= DEFER_ROWS
+        if not events and not (rows and state.dirty):
+            return
+        self._deferred = []
+        writes = {}
+        if rows:
+            writes = rows_for(state, state.dirty)
+            state.dirty.clear()
+        state.appended = None if self._scratch else []
+        try:
+            self.store.write(events or [], writes, state.position)
+            self.store.finish()
+        except Exception:
+            self._recover()
+            raise
 
     def health(self) -> dict[str, bool]:
         """Whether the engine can take writes, for a health check (no tenant's data):
@@ -426,12 +486,21 @@ class Engine:
         its COMMIT returns, and a failed COMMIT fails the group decided behind it too (its
         decisions rest on events that are not in the log) and the state reloads."""
         spans = self._group = _spans(work)
-        inflight = self._inflight
-        if inflight is not None and not inflight.done.locked():
-            self._settle()
-            inflight = None
-        if inflight is None and (self._stale or self._changed_elsewhere()):
-            self._recover()
+        deferred = self._deferred
+        if deferred is not None:
+            # A held transaction: no other writer can change the log meanwhile.
+            if len(deferred) >= DEFER_EVENTS:
+                if not self._flushed(work, spans):
+                    return
+                deferred = self._deferred
+            appended_before = len(self.state.appended or ())
+        else:
+            inflight = self._inflight
+            if inflight is not None and not inflight.done.locked():
+                self._settle()
+                inflight = None
+            if inflight is None and (self._stale or self._changed_elsewhere()):
+                self._recover()
         if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
             for batch in work:
                 _fail(batch, Unavailable("the event store cannot be read; retry"))
@@ -468,7 +537,23 @@ class Engine:
         if broken:
             self._settle()
             _overrule(spans, lambda old: old or Unavailable("the engine is recovering; retry"))
-            self._recover()
+            if deferred is not None:
+                self._recover_deferred(appended_before)
+            else:
+                self._recover()
+            _complete(spans)
+            return
+        if deferred is not None:
+            deferred.extend(events)  # the list `flush` takes whole, never a copy
+            self.committed = events
+            if suspect:
+                try:
+                    self.flush()
+                except Exception as exc:  # noqa: BLE001 - answered as a failed commit
+                    failed = Unavailable(f"the event store is unavailable: {exc}")
+                    _overrule(spans, lambda _: failed)
+                else:
+                    self._recover()
             _complete(spans)
             return
         if not events and not state.dirty:
@@ -502,6 +587,46 @@ class Engine:
             # Until the committer is inside its COMMIT, which runs without the GIL, it
             # cannot start while this thread decides: hand the GIL over first.
             written.started.acquire()
+
+    def _flushed(self, work: list[Batch], spans: list[_Span]) -> bool:
+        """Write what `one_transaction` holds before deciding `work`; False (and the
+        group answered unavailable) when the write failed."""
+        try:
+            self._write_held(rows=not self._scratch)
+        except Exception as exc:  # noqa: BLE001 - any failure: nothing of it is written
+            log.error("deferred write failed", error=str(exc))
+            self.last_commit_ok = False
+            for batch in work:
+                _fail(batch, Unavailable(f"the event store is unavailable: {exc}"))
+            _complete(spans)
+            return False
+        return True
+
+    def _recover_deferred(self, appended_before: int) -> None:
+        """A decision broke inside `one_transaction`: write what the commands before its
+        group decided (their events and appended rows; the state's rows now hold the
+        broken decision's changes), reload the state from the log, then write the rows of
+        every entity touched, as the reloaded state has them."""
+        state = self.state
+        events, self._deferred = self._deferred or [], []
+        touched = set(state.dirty)
+        appended = (state.appended or [])[:appended_before]
+        writes: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for table, row in appended:
+            writes.setdefault(table, ([], []))[0].append(row)
+        position = events[-1].position if events else self.store.last_position()
+        try:
+            if events:
+                # checkpoint at the events' end: the reload must not rebuild every table
+                self.store.write(events, writes, position)
+                self.store.finish()
+        finally:
+            self._recover()
+        state = self.state
+        rows = rows_for(state, touched)
+        if rows:
+            self.store.write([], rows, position)
+            self.store.finish()
 
     def _finish(self, written: _Written) -> None:
         """Make a written group durable, then answer it (on the committer thread, or on
@@ -591,6 +716,8 @@ class Engine:
         try:
             self._load()
             self._stale = False
+            if self._scratch:
+                self.state.appended = None
         except Exception as exc:  # noqa: BLE001
             log.error("recovery from the log failed", error=str(exc))
             self._stale = True  # the state may hold what the log does not: use none of it
@@ -714,9 +841,14 @@ _Span = tuple[Batch, int, int]
 
 
 def _spans(work: list[Batch]) -> list[_Span]:
+    if len(work) == 1:  # one command (run_inline): no counting
+        batch = work[0]
+        return [(batch, len(batch.values), len(batch.values) + 1)]
+    counts: dict[Batch, int] = {}
+    for batch in work:
+        counts[batch] = counts.get(batch, 0) + 1
     return [
-        (batch, len(batch.values), len(batch.values) + count)
-        for batch, count in Counter(work).items()
+        (batch, len(batch.values), len(batch.values) + count) for batch, count in counts.items()
     ]
 
 

@@ -18,6 +18,7 @@ import orjson
 import sqlite_utils
 import structlog
 
+from engine.kernel.credentials import EVENT_FIELDS, redact
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
@@ -94,8 +95,46 @@ def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
         )
 
 
+class LogFold:
+    """`engine.tools.time_travel.log_hash` of a log, folded row by row as the rows are
+    written: a writer that wrote the whole log knows its hash without reading it back."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+
+    def add(self, rows: list[tuple[Any, ...]]) -> bytes:
+        """Fold `rows` in, in order; answers their JSON lines, credential fields as
+        stored (not masked), each line ended by a newline."""
+        lines = [orjson.dumps(row) for row in rows]
+        hashed = lines
+        for k, row in enumerate(rows):
+            if row[3] in EVENT_FIELDS:
+                if hashed is lines:
+                    hashed = list(lines)
+                data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
+                hashed[k] = orjson.dumps((*row[:5], data, *row[6:]))
+        text = b"\n".join(lines) + b"\n"
+        self.digest.update(text if hashed is lines else b"\n".join(hashed) + b"\n")
+        return text
+
+    def text(self) -> str:
+        return "sha256:" + self.digest.hexdigest()
+
+
 class SqliteEventStore:
     """One writer connection; readers open their own read-only connections."""
+
+    # The log's hash as written (`fold_log`), and its value before the open write.
+    _fold: LogFold | None = None
+    _fold_before: Any = None
+    # `fold_log(aside=True)`: the events' rows as JSON lines in this file, moved into the
+    # events table when the log is read; how far they were moved, and the file's size
+    # before the open write.
+    _aside: Any = None
+    _aside_moved = 0
+    _aside_before = -1
 
     def __init__(
         self,
@@ -252,10 +291,12 @@ class SqliteEventStore:
     # -- the port -------------------------------------------------------------------
 
     def last_position(self) -> int:
+        self._move_aside()
         row = self.conn.execute("SELECT max(position) FROM events").fetchone()
         return int(row[0] or 0)
 
     def stream_version(self, stream: str) -> int:
+        self._move_aside()
         row = self.conn.execute(
             "SELECT max(version) FROM events WHERE stream = ?", (stream,)
         ).fetchone()
@@ -295,6 +336,43 @@ class SqliteEventStore:
             self._undo()
             raise
 
+    def fold_log(self, aside: bool = False) -> bool:
+        """From now on, fold every event written into the log's hash (`log_fold`): only
+        for an empty log, whose every row this connection then writes. False if not.
+
+        `aside`: for a log that is likely never read (a backtest's scratch log), each
+        write appends the events' rows to a file beside the database, as the JSON lines
+        the hash is made of, instead of the events table; the first read of the log
+        moves them into the table (a decision that broke is recovered from it). What
+        is still aside when the store closes is dropped: for a log dropped unread."""
+        if self.last_position() != 0:
+            return False
+        self._fold = LogFold()
+        if aside and not in_memory(self.path):
+            self._aside = open(self.path + "-aside", "w+b")  # noqa: SIM115 - closed by `close`
+        return True
+
+    def _move_aside(self) -> None:
+        """Move the rows written aside into the events table (in the open transaction):
+        every read of the log sees the whole log."""
+        aside = self._aside
+        if aside is None:
+            return
+        aside.seek(self._aside_moved)
+        lines = aside.read()
+        aside.seek(0, 2)
+        if not lines:
+            return
+        self._aside_moved += len(lines)
+        self.conn.executemany(
+            f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 8)})",
+            (tuple(orjson.loads(line)) for line in lines.splitlines()),
+        )
+
+    def log_fold(self) -> str | None:
+        """`log_hash` of the log as written since `fold_log` (None without it)."""
+        return None if self._fold is None else self._fold.text()
+
     def hold(self) -> None:
         """Open one transaction that every commit joins (as a savepoint) until `release`:
         for a single writer whose work is acknowledged once, at its end (a backtest). Its
@@ -331,6 +409,8 @@ class SqliteEventStore:
             if self._faulted and not self._held:  # a held transaction lives on its connection
                 self._reopen()
             conn = self.conn
+            self._fold_before = None
+            self._aside_before = -1
             conn.execute("SAVEPOINT batch" if self._held else "BEGIN IMMEDIATE")
             try:
                 if clear:
@@ -340,11 +420,22 @@ class SqliteEventStore:
                     for table in self._columns:
                         conn.execute(f"DELETE FROM {table}")
                 if events:
-                    conn.executemany(
-                        "INSERT INTO events (position, stream, version, type, schema, data, meta,"
-                        " occurred_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        _event_rows(events),
-                    )
+                    rows: Iterable[tuple[Any, ...]] = _event_rows(events)
+                    fold = self._fold
+                    text = b""
+                    if fold is not None:
+                        self._fold_before = fold.digest.copy()  # `_undo` puts it back
+                        rows = list(rows)
+                        text = fold.add(rows)
+                    if self._aside is not None:
+                        self._aside_before = self._aside.tell()
+                        self._aside.write(text)
+                    else:
+                        conn.executemany(
+                            "INSERT INTO events (position, stream, version, type, schema, data,"
+                            " meta, occurred_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            rows,
+                        )
                 for table, (upserts, deletes) in writes.items():
                     self._write_table(table, upserts, deletes)
                 conn.execute(
@@ -363,6 +454,13 @@ class SqliteEventStore:
         """Roll back what the open write holds: in a held transaction, that batch only
         (the batches before it stay whole)."""
         conn = self.conn
+        if self._fold is not None and self._fold_before is not None:
+            self._fold.digest = self._fold_before
+            self._fold_before = None
+        if self._aside is not None and self._aside_before >= 0:
+            self._aside.truncate(self._aside_before)
+            self._aside.seek(self._aside_before)
+            self._aside_before = -1
         if self._held:
             conn.execute("ROLLBACK TO batch")
             conn.execute("RELEASE batch")
@@ -463,6 +561,7 @@ class SqliteEventStore:
 
     def occurred_at(self, position: int) -> str | None:
         """The time of the event at `position` (None when there is none)."""
+        self._move_aside()
         row = self.conn.execute(
             "SELECT occurred_at FROM events WHERE position = ?", (position,)
         ).fetchone()
@@ -479,6 +578,7 @@ class SqliteEventStore:
     ) -> Iterator[list[tuple[Any, ...]]]:
         """`columns` of the events after `after` (up to `until`, of `stream`, at most
         `limit`) in position order, `size` rows at a time."""
+        self._move_aside()
         where = ["position > ?"]
         params: list[Any] = [after]
         if stream is not None:
@@ -505,6 +605,7 @@ class SqliteEventStore:
     def event_check(self, position: int) -> str | None:
         """A fingerprint of the event at `position`: a snapshot taken there applies only
         to a log that still holds that very event."""
+        self._move_aside()
         row = self.conn.execute(
             "SELECT stream, version, type, schema, data, occurred_at FROM events"
             " WHERE position = ?",
@@ -594,6 +695,7 @@ class SqliteEventStore:
 
     def own_reader(self) -> sqlite3.Connection:
         """The writer's own connection, for queries that must see a held transaction."""
+        self._move_aside()
         return self.conn
 
     def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
@@ -617,6 +719,7 @@ class SqliteEventStore:
 
     def position_at(self, time: str) -> int:
         """The last position whose event occurred at or before `time` (0: none)."""
+        self._move_aside()
         row = self.conn.execute(
             "SELECT coalesce(max(position), 0) FROM events WHERE occurred_at <= ?", (time,)
         ).fetchone()
@@ -651,6 +754,7 @@ class SqliteEventStore:
 
     def copy_log(self, source: str | Path, upto: int) -> None:
         """Append the events of the database at `source` up to position `upto`."""
+        self._fold = None  # rows this connection does not encode: no longer folded
         with self._attached(source) as conn:
             conn.execute(
                 f"INSERT INTO main.events ({_COLUMNS}) SELECT {_COLUMNS} FROM src.events"
@@ -673,6 +777,7 @@ class SqliteEventStore:
     def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """Append stored rows (as `stored_rows` gives them, from any store) as they are,
         in one transaction: a log copied from another database."""
+        self._fold = None
         with self.db.atomic():
             self.conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 8)})", rows
@@ -721,6 +826,7 @@ class SqliteEventStore:
 
     def log_summary(self) -> tuple[int, str]:
         """(events held, time of the last one or "")."""
+        self._move_aside()
         count, last = self.conn.execute(
             "SELECT count(*), coalesce(max(occurred_at), '') FROM events"
         ).fetchone()
@@ -763,6 +869,10 @@ class SqliteEventStore:
             self.conn.execute(f"PRAGMA wal_autocheckpoint={_BACKSTOP_PAGES}")
 
     def close(self) -> None:
+        if self._aside is not None:  # a scratch log (`fold_log`): dropped with its database
+            self._aside.close()
+            Path(self._aside.name).unlink(missing_ok=True)
+            self._aside = None
         if self._checkpointer is not None:
             self._checkpointer.stop()
             self._checkpointer = None

@@ -461,7 +461,7 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
 
     held = ma_cross(database("held.db"))
     with monkeypatch.context() as m:
-        m.setattr(Engine, "one_transaction", lambda self: contextlib.nullcontext())
+        m.setattr(Engine, "one_transaction", lambda self, **_: contextlib.nullcontext())
         # and no chains: each price setting decided and committed on its own
         m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
         each = ma_cross(database("each.db"))
@@ -469,6 +469,144 @@ def test_one_transaction_writes_what_a_commit_per_command_writes(
     assert held.log_hash == each.log_hash and held.summary == each.summary
     assert _dump(database("held.db")) == _dump(database("each.db"))
     assert verify(str(database("held.db"))) == []
+
+
+class _Churn(Strategy):
+    """Limit orders that rest and fill, cancels, market orders and a stop, each decided
+    on what the strategy reads back (the order's status, its balances, its orders)."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.last: str | None = None
+        self.seen: list[Any] = []
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        api = self.api
+        self.k += 1
+        if self.last is not None:
+            status = api.get_order(self.last)["status"]
+            self.seen.append(status)
+            if status == "OPEN" and self.k % 3:
+                api.cancel_order(self.last)
+                self.seen.append(api.get_order(self.last)["status"])
+        below = (price * Decimal("0.9995")).quantize(Decimal("1"))
+        self.last = api.create_order(
+            side="BUY", market=market, type="LIMIT", price=below, base_amount="0.01"
+        )["id"]
+        if self.k % 4 == 0:
+            api.create_order(side="BUY", market=market, type="MARKET", quote_amount="300")
+        if self.k % 5 == 0 and Decimal(api.get_profile_balance("BTC")["available"]) > 0:
+            api.create_order(
+                side="SELL",
+                market=market,
+                type="STOP_MARKET",
+                stop_price=(price * Decimal("0.999")).quantize(Decimal("1")),
+                base_amount="0.001",
+            )
+        self.seen.append(api.list_profile_orders(limit=3)["items"][0]["status"])
+
+
+def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
+    tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside `one_transaction` the writer holds events and rows back and writes them
+    together: the database is the one a commit per command writes, and the strategy
+    reads what it would have read, whether the writes come every few events (reads
+    between them flush) or at the end."""
+    from engine.runtime import writer
+
+    walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(60)]
+
+    def churn(name: str) -> tuple[Any, list[Any]]:
+        strategy = _Churn()
+        result = backtest(
+            tmp_path / name, walk, strategy, deposits={"USD": "100000"}, db=database(f"{name}.db")
+        )
+        return result, strategy.seen
+
+    with monkeypatch.context() as m:
+        m.setattr(writer, "DEFER_EVENTS", 5)
+        often, seen_often = churn("often")
+    once, seen_once = churn("once")
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "one_transaction", lambda self, **_: contextlib.nullcontext())
+        m.setattr(Runner, "act", lambda self, command: (self.sync(), self._run(command))[1])
+        each, seen_each = churn("each")
+    assert len(once.fills) > 10 and {"OPEN", "CANCELLED", "FILLED"} <= set(seen_once)
+    assert seen_often == seen_once == seen_each
+    assert often.log_hash == once.log_hash == each.log_hash
+    assert _dump(often.db) == _dump(once.db) == _dump(each.db)
+    assert verify(str(once.db)) == [] and verify(str(often.db)) == []
+
+
+class _ReadsLate(Strategy):
+    """Orders placed, filled and cancelled with nothing read until the end."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.last: str | None = None
+        self.seen: list[Any] = []
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        self.k += 1
+        if self.last is not None and self.k % 2:
+            with contextlib.suppress(ApiError):
+                self.api.cancel_order(self.last)
+        self.last = self.api.create_order(
+            side="BUY", market=market, type="LIMIT", price=price - 3, base_amount="0.01"
+        )["id"]
+
+    def on_end(self, api: Api) -> None:
+        self.seen = [
+            api.list_profile_orders(limit=100)["items"],
+            api.list_executions(limit=100)["items"],
+            api.list_profile_balances()["items"],
+        ]
+
+
+def test_a_run_without_a_database_writes_its_read_models_when_read(
+    tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """...or once `DEFER_ROWS` entities wait for their rows (here 3): either way the
+    reads at the end see what a run that keeps its log shows."""
+    from engine.runtime import writer
+
+    walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
+    kept, scratch, bounded = _ReadsLate(), _ReadsLate(), _ReadsLate()
+    with_db = backtest(
+        tmp_path / "kept", walk, kept, deposits={"USD": "100000"}, db=database("kept.db")
+    )
+    without = backtest(tmp_path / "scratch", walk, scratch, deposits={"USD": "100000"}, db=None)
+    with monkeypatch.context() as m:
+        m.setattr(writer, "DEFER_ROWS", 3)
+        m.setattr(writer, "DEFER_EVENTS", 4)
+        backtest(tmp_path / "bounded", walk, bounded, deposits={"USD": "100000"}, db=None)
+    assert len(with_db.fills) >= 3 and len(kept.seen[0]) == 40
+    assert scratch.seen == kept.seen == bounded.seen and without.log_hash == with_db.log_hash
+
+
+def test_a_run_without_a_database_makes_no_feed_and_the_same_log(
+    tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scratch log (no `db`) is dropped unread, so its event feed is never made: the
+    log, the strategy's reads and the result are those of a run that keeps its log."""
+    from engine.domain import feed
+
+    made: list[str] = []
+    add = feed._add
+    monkeypatch.setattr(feed, "_add", lambda *a: (made.append(a[3]), add(*a))[1])
+    walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
+    kept, scratch = _Churn(), _Churn()
+    with_db = backtest(
+        tmp_path / "kept", walk, kept, deposits={"USD": "100000"}, db=database("kept.db")
+    )
+    fed = len(made)
+    without = backtest(tmp_path / "scratch", walk, scratch, deposits={"USD": "100000"}, db=None)
+    assert fed > 0 and len(made) == fed
+    assert kept.seen == scratch.seen and len(with_db.fills) > 5
+    assert without.log_hash == with_db.log_hash and without.summary == with_db.summary
+    assert without.executions == with_db.executions
+    assert query(with_db.db, "SELECT count(*) FROM event_feed")[0][0] > 0
 
 
 def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(database: Any) -> None:
@@ -483,6 +621,9 @@ def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(database: Any)
             engine.run_inline(
                 SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100")
             )
+            # held in memory until flushed (or the block ends), then seen by the writer
+            assert engine.store.last_position() == 0
+            engine.flush()
             assert engine.store.last_position() == engine.state.position > 0
             # nothing is acknowledged yet: a crash now would leave no event
             assert query(db, "SELECT count(*) FROM events") == [(0,)]
@@ -561,3 +702,10 @@ def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     assert len(placed) == 1  # the broken order left nothing; its price was set again
     assert logged[placed[0] - 1] == ("MarketPriceSet", "42100.00")
     assert verify(str(result.db)) == []
+    # without a database the log is set aside, out of the events table, until the broken
+    # decision reloads the state from it: the same run
+    again = Script({1: broken_then_fine})
+    scratch = backtest(tmp_path / "scratch", ["42000", "42100", "42100", "42200"], again, db=None)
+    assert caught == ["a bug after emitting"] * 2
+    assert scratch.log_hash == result.log_hash and scratch.summary == result.summary
+    assert again.seen == script.seen

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from engine.config.settings import Settings
 from engine.domain.trading.book import BUY, SELL
+from engine.domain.trading.ladder import best_price
 from engine.domain.trading.market import Market, MarketConfig
 from engine.kernel.money import MARKETS
 
@@ -116,4 +117,43 @@ def test_the_cached_ladder_is_the_fresh_ladder_less_what_its_step_took(
             continue
         here = taken if taken_at == (position, step) else {}
         expected = [[t, max(u - here.get((side, t), 0), 0)] for t, u in levels]
+        # the best price first: on a still ladder it is computed alone when not cached
+        assert mk.ladder_top(cfg, seed, step, side) == best_price(None, expected, side)
         assert mk.ladder_side(cfg, seed, step, side) == expected
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    st.sampled_from(NAMES),
+    st.sampled_from(("0", "0.03")),
+    st.sampled_from((Decimal(0), Decimal(1), Decimal(10), Decimal("2.5"), Decimal(20000))),
+    st.integers(1, 3),
+    # a level worth less than one base unit at the price shows 0 units: the best is then
+    # a later level, or none
+    st.sampled_from((Decimal("50000"), Decimal("0.000001"), Decimal("0.0005"))),
+    st.sampled_from(("0.0001", "0.25", "1", "42500.25", "3", "987654.5")),
+    st.integers(0, 10**6),
+    st.sampled_from((BUY, SELL)),
+)
+def test_the_ladder_s_best_price_is_its_first_level_with_units_left(
+    name: str,
+    volatility: str,
+    spread: Decimal,
+    levels: int,
+    notional: Decimal,
+    anchor: str,
+    step: int,
+    side: int,
+) -> None:
+    cfg = config(
+        volatility,
+        market_spread_bps=spread,
+        market_levels=levels,
+        market_level_notional=notional,
+    )
+    mk, plain = Market(MARKETS[name]), Market(MARKETS[name])
+    price = Decimal(anchor).quantize(mk.tick) or mk.tick
+    for m in (mk, plain):
+        m.set_anchor(price, step, 3)
+    expected = best_price(None, plain.ladder_side(cfg, 7, step, side), side)
+    assert mk.ladder_top(cfg, 7, step, side) == expected

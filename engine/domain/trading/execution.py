@@ -14,7 +14,6 @@ from typing import Any
 from engine.domain.ledger import FEES, HOUSE, available, trading
 from engine.domain.trading.amount_texts import UNIT, decimal_text, ticks_text, units_text
 from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.ladder import best_price
 from engine.domain.trading.market import Market
 from engine.domain.trading.market_watch import arm
 from engine.domain.trading.matching import crosses, house_plan, plan
@@ -57,11 +56,10 @@ def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
     """`o` meets the book and the house's ladder as the taker."""
     cfg = market_config(tr)
     opposite = SELL if o.side == BUY else BUY
-    ladder = mk.ladder_side(cfg, tr.seed, step, opposite)
     taking = ORDER_TYPES[o.type].taking
     acts_as_market = taking == TAKES_AT_ANY_PRICE
     if taking == NEVER_TAKES:
-        if crosses(mk.book, o.side, o.ticks, best_price(None, ladder, opposite)):
+        if crosses(mk.book, o.side, o.ticks, mk.ladder_top(cfg, tr.seed, step, opposite)):
             close_order(ctx, o, "OrderRejected", "POST_ONLY_WOULD_TAKE_LIQUIDITY")
         elif o.tif in ("IOC", "FOK"):
             close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
@@ -69,13 +67,14 @@ def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
             ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
         return
     if not acts_as_market and not crosses(
-        mk.book, o.side, o.ticks, best_price(None, ladder, opposite)
+        mk.book, o.side, o.ticks, mk.ladder_top(cfg, tr.seed, step, opposite)
     ):
         if o.tif in ("IOC", "FOK"):
             close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
         else:
             ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
         return
+    ladder = mk.ladder_side(cfg, tr.seed, step, opposite)
     if o.quote is not None:
         p = plan(mk.book, o.side, None, None, o.budget - o.spent, ladder, o.customer_id, o.smp_id)
     else:
@@ -224,10 +223,10 @@ def house_crossing(ctx: Ctx, tr: Trading, mk: Market, step: int, jump: bool = Fa
         best = mk.book.best_bid() if side == BUY else mk.book.best_ask()
         if best is None:
             continue
-        ladder = mk.ladder_side(cfg, tr.seed, step, SELL if side == BUY else BUY)
-        top = best_price(None, ladder, SELL if side == BUY else BUY)
+        top = mk.ladder_top(cfg, tr.seed, step, SELL if side == BUY else BUY)
         if top is None or (top > best if side == BUY else top < best):
             continue
+        ladder = mk.ladder_side(cfg, tr.seed, step, SELL if side == BUY else BUY)
         for order, units, taken in house_plan(mk.book, side, ladder):
             o: Order = order  # type: ignore[assignment]
             buy, sell = (o, None) if side == BUY else (None, o)

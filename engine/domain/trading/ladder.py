@@ -14,7 +14,9 @@ a float (the noise's `exp`), and its prices are floats' ceil and floor (see `_CE
 
 A `Window` holds the fresh ladder's best prices and the last price over a run of future
 steps, so that the market's watch finds the first step that crosses resting interest
-without building a ladder per step.
+without building a ladder per step. On a still path every step of the window shows the
+same ladder: a `StillWindow` holds it once and answers in O(1) (a backtest sets a price,
+and so needs a new window, at every command).
 """
 
 from __future__ import annotations
@@ -70,6 +72,24 @@ def fresh_levels(
             bids.append((b, int(cfg.level_notional / (b * tick) * UNITS_PER_BASE)))
         prev_ask, prev_bid = a, b
     return asks, bids
+
+
+def still_first(
+    cfg: MarketConfig, ref_ticks: int, tick: float, side: int
+) -> tuple[int, int] | None:
+    """The first level of `side` (SELL: asks, BUY: bids) of `fresh_levels(cfg, ...,
+    ref_ticks)` as (ticks, units), None when the side has no level, without the others:
+    deciding whether an order crosses the still ladder needs only its best level."""
+    if cfg.levels < 1:
+        return None
+    spread, _, den = cfg.offsets
+    if side == BUY:
+        t = min(ref_ticks * (den - spread) // den, NO_ASK - 1)
+        if t < 1:
+            return None  # every later bid is lower still
+    else:
+        t = max(-(-ref_ticks * (den + spread) // den), 1)
+    return t, int(cfg.level_notional / (t * tick) * UNITS_PER_BASE)
 
 
 def best_price(real: int | None, ladder: list[list[int]], side: int) -> int | None:
@@ -155,6 +175,58 @@ class Window:
         return None
 
 
+class Repeat:
+    """One value at each of `n` positions: a still window's steps, without a list."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value: int, n: int) -> None:
+        self.value = value
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        return self.value
+
+
+class StillWindow:
+    """A `Window` whose steps all show one ladder and one last price (a still path):
+    the first step that crosses is the first asked, or none is."""
+
+    __slots__ = ("start", "end", "the_ask", "the_bid", "the_last")
+
+    def __init__(self, start: int, n: int, ask: int, bid: int, last: int) -> None:
+        self.start = start
+        self.end = start + n
+        self.the_ask = ask
+        self.the_bid = bid
+        self.the_last = last
+
+    @property
+    def ask(self) -> Repeat:
+        return Repeat(self.the_ask, self.end - self.start)
+
+    @property
+    def bid(self) -> Repeat:
+        return Repeat(self.the_bid, self.end - self.start)
+
+    @property
+    def last(self) -> Repeat:
+        return Repeat(self.the_last, self.end - self.start)
+
+    def first_cross(self, k: int, best_bid: int, best_ask: int, top_stop: int) -> int | None:
+        """`Window.first_cross` of a window whose every step is the same."""
+        if not self.start <= k < self.end:
+            return None
+        if self.the_ask <= best_bid or self.the_bid >= best_ask or self.the_last <= top_stop:
+            return k
+        return None
+
+
 def still_best(cfg: MarketConfig, ref_ticks: int) -> tuple[int, int]:
     """The still ladder's best (ask, bid) around a reference of `ref_ticks`, exactly."""
     spread, _, den = cfg.offsets
@@ -179,7 +251,7 @@ def window_ahead(
     base: float,
     refs: list[float] | None,
     base_ticks: int | None = None,
-) -> Window:
+) -> Window | StillWindow:
     """The window of `cfg.watch_steps` steps from `step`: `refs` are the reference prices
     at those steps, None for a still path (at `base`, `base_ticks` when on a tick)."""
     n = cfg.watch_steps
@@ -192,12 +264,9 @@ def window_ahead(
         else:
             first_ask = math.ceil(base * (1.0 + h) / tick * _CEIL)
             first_bid = math.floor(base * (1.0 - h) / tick * _FLOOR)
-        ask = [first_ask] * n
-        bid = [first_bid] * n
-        last = [max(1, round(base / tick))] * n
-    else:
-        # The same expressions as fresh_levels: the window must agree with the ladder.
-        ask = [math.ceil(r * (1.0 + h) / tick * _CEIL) for r in refs]
-        bid = [math.floor(r * (1.0 - h) / tick * _FLOOR) for r in refs]
-        last = [max(1, round(r / tick)) for r in refs]
+        return StillWindow(step, n, first_ask, first_bid, max(1, round(base / tick)))
+    # The same expressions as fresh_levels: the window must agree with the ladder.
+    ask = [math.ceil(r * (1.0 + h) / tick * _CEIL) for r in refs]
+    bid = [math.floor(r * (1.0 - h) / tick * _FLOOR) for r in refs]
+    last = [max(1, round(r / tick)) for r in refs]
     return Window(step, ask, bid, last)

@@ -23,7 +23,16 @@ from typing import Any
 from engine.config.settings import Settings
 from engine.domain.trading.amount_texts import UNIT
 from engine.domain.trading.book import SELL, Book
-from engine.domain.trading.ladder import NO_ASK, NO_BID, Window, fresh_levels, window_ahead
+from engine.domain.trading.ladder import (
+    NO_ASK,
+    NO_BID,
+    StillWindow,
+    Window,
+    best_price,
+    fresh_levels,
+    still_first,
+    window_ahead,
+)
 from engine.domain.trading.reference_price import START_PRICES, Noise, exp
 from engine.kernel.clock import EPOCH
 from engine.kernel.money import MARKETS, MarketSpec
@@ -111,6 +120,7 @@ class Market:
         "book",
         "stops",
         "anchor_price",
+        "anchor_ticks",
         "anchor_step",
         "anchor_pos",
         "cons_key",
@@ -143,6 +153,7 @@ class Market:
         self.stops: dict[str, Any] = {}
         # None until a price is set: the configured starting price, anchored at step 0.
         self.anchor_price: Decimal | None = None
+        self.anchor_ticks: int | None = None  # the anchor in whole ticks, None off a tick
         self.anchor_step = 0
         self.anchor_pos = 0
         self.cons_key: tuple[int, int] = (-1, -1)
@@ -163,7 +174,7 @@ class Market:
         self.anchor_x = 0.0
         self.ladder_key: tuple[int, int] = (-1, -1)
         self.ladder: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
-        self.window: Window | None = None
+        self.window: Window | StillWindow | None = None
         self.armed_step: int | None = None
         # Thresholds the armed watch was computed for: (best bid, best ask, top stop).
         self.watched: tuple[int, int, int] = (NO_BID, NO_ASK, NO_BID)
@@ -188,6 +199,8 @@ class Market:
 
     def set_anchor(self, price: Decimal, step: int, position: int) -> None:
         self.anchor_price = price
+        ticks, off = divmod(price, self.tick)
+        self.anchor_ticks = None if off else int(ticks)
         self.anchor_step = step
         self.anchor_pos = position
         if self.noise is not None:
@@ -208,6 +221,8 @@ class Market:
         the ladder is then exact integer arithmetic."""
         if cfg.sigma_step != 0.0:
             return None
+        if self.anchor_price is not None:
+            return self.anchor_ticks
         ticks, off = divmod(self.base_price(cfg), self.tick)
         return None if off else int(ticks)
 
@@ -246,6 +261,23 @@ class Market:
         self.avail[side] = (key, out)
         return out
 
+    def ladder_top(self, cfg: MarketConfig, seed: int, step: int, side: int) -> int | None:
+        """`best_price(None, ladder_side(...), side)`: the house's best price on `side`
+        with units left. Nothing taken from a still ladder: its first level, computed
+        alone (a backtest sets a new price, so a new ladder, before most orders, and most
+        orders only ask whether they cross it)."""
+        cached = self.avail[side]
+        fresh = self.cons_key != (self.anchor_pos, step) or not self.consumed
+        if fresh and (cached is None or cached[0] != (self.anchor_pos, step, self.cons_version)):
+            still = self.still_ticks(cfg)
+            if still is not None:
+                first = still_first(cfg, still, self.tick_f, side)
+                if first is None:
+                    return None
+                if first[1] > 0:
+                    return first[0]
+        return best_price(None, self.ladder_side(cfg, seed, step, side), side)
+
     def consume(self, step: int, side: int, taken: list[list[int]]) -> None:
         key = (self.anchor_pos, step)
         if self.cons_key != key:
@@ -258,7 +290,7 @@ class Market:
 
     # -- watching the path for crossings --------------------------------------------------
 
-    def window_at(self, cfg: MarketConfig, seed: int, step: int) -> Window:
+    def window_at(self, cfg: MarketConfig, seed: int, step: int) -> Window | StillWindow:
         window = self.window
         if window is not None and window.start <= step < window.end:
             return window

@@ -18,7 +18,6 @@ from engine.domain.metadata import check_metadata
 from engine.domain.trading.amount_texts import decimal_text, price_ticks, ticks_text
 from engine.domain.trading.book import BUY, SELL
 from engine.domain.trading.execution import carry_forward
-from engine.domain.trading.ladder import best_price
 from engine.domain.trading.market import Market
 from engine.domain.trading.matching import crosses
 from engine.domain.trading.order import SIDES
@@ -96,10 +95,19 @@ def _field_checks(cmd: CreateOrder, row: OrderType, given: tuple[bool, ...]) -> 
             )
 
 
+def _better(real: int | None, house: int | None, side: int) -> int | None:
+    """`best_price` of a real best price and the house's best (`Market.ladder_top`)."""
+    if real is None:
+        return house
+    if house is None:
+        return real
+    return max(real, house) if side == BUY else min(real, house)
+
+
 def _mid(tr: Trading, mk: Market, step: int) -> Decimal:
     cfg = market_config(tr)
-    bid = best_price(mk.book.best_bid(), mk.ladder_side(cfg, tr.seed, step, BUY), BUY)
-    ask = best_price(mk.book.best_ask(), mk.ladder_side(cfg, tr.seed, step, SELL), SELL)
+    bid = _better(mk.book.best_bid(), mk.ladder_top(cfg, tr.seed, step, BUY), BUY)
+    ask = _better(mk.book.best_ask(), mk.ladder_top(cfg, tr.seed, step, SELL), SELL)
     if bid is None or ask is None:
         ref = mk.last_price(cfg, tr.seed, step)
         return mk.tick * ref
@@ -201,9 +209,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         mk.book,
         side,
         ticks,
-        best_price(
-            None, mk.ladder_side(cfg, tr.seed, step, SELL if side == BUY else BUY), 1 - side
-        ),
+        mk.ladder_top(cfg, tr.seed, step, 1 - side),
     ):
         mid = _mid(tr, mk, step)
         if abs(mk.tick * ticks - mid) >= mid * TAKER_BAND:

@@ -17,8 +17,9 @@ from engine.kernel.errors import NotFound
 from engine.kernel.state import Ctx
 
 
-def set_market_price(ctx: Ctx, cmd: SetMarketPrice) -> dict[str, Any]:
-    """Decider of SetMarketPrice: answers the price view after the crossing."""
+def set_market_price(ctx: Ctx, cmd: SetMarketPrice) -> dict[str, Any] | None:
+    """Decider of SetMarketPrice: answers the price view after the crossing (unless the
+    command asks for no answer)."""
     tr = live_trading(ctx)
     mk = tr.markets.get(cmd.market)
     if mk is None:
@@ -32,4 +33,4 @@ def set_market_price(ctx: Ctx, cmd: SetMarketPrice) -> dict[str, Any]:
     ctx.emit("MarketPriceSet", f"market-{mk.name}", data)
     house_crossing(ctx, tr, mk, step, jump=cmd.gap)
     arm(ctx, tr, mk, step + 1, force=True)
-    return price_view(ctx, tr, mk, step)
+    return price_view(ctx, tr, mk, step) if cmd.answer else None

@@ -1,0 +1,52 @@
+"""A price set that asks for no answer (`SetMarketPrice.answer`, a backtest's) decides
+exactly what one that answers decides: the same log, only no price view built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine import open_engine
+from engine.kernel.commands import (
+    Actor,
+    CreateCustomer,
+    CreateOrder,
+    SandboxDeposit,
+    SetMarketPrice,
+)
+from engine.tools.time_travel import log_hash
+from tests.conftest import make_settings
+
+
+def _run(db: Path, answer: bool) -> list[object]:
+    engine = open_engine(db, make_settings(market_volatility="0"))
+    try:
+        made = engine.run_inline(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+        me = Actor(made["customer_id"], "c")
+        engine.run_inline(
+            SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100000")
+        )
+        engine.run_inline(
+            CreateOrder(
+                actor=me,
+                profile_id="default",
+                side="BUY",
+                market="BTCUSD",
+                type="LIMIT",
+                price="41000",
+                base_amount="0.1",
+            )
+        )
+        return [
+            engine.run_inline(SetMarketPrice(actor=me, market="BTCUSD", price=price, answer=answer))
+            for price in ("42000", "40900", "41500")  # the second fills the order
+        ]
+    finally:
+        engine.stop()
+
+
+def test_a_price_set_without_an_answer_logs_what_one_with_an_answer_logs(tmp_path: Path) -> None:
+    answered = _run(tmp_path / "a.db", True)
+    quiet = _run(tmp_path / "q.db", False)
+    assert quiet == [None, None, None]
+    assert [view["last_price"] for view in answered] == ["42000.00", "40900.00", "41500.00"]  # type: ignore[index]
+    assert log_hash(tmp_path / "a.db") == log_hash(tmp_path / "q.db")
