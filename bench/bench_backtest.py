@@ -13,10 +13,11 @@ and a moving-average cross on hourly bars against backtesting.py on the same dat
 - MA cross: `scenarios/backtests/ma_cross.py` (SMA 10/30 on closes, all in, all out,
   0.1% taker fee) on `--bars` hourly bars, whole run from the CSV file to the summary,
   against the same rule in backtesting.py (`pip install -e .[bench]`) from the same
-  CSV file to its stats, in the same process. A second line splits sandex's time: its
-  orders go through the engine (book, matching, ledger, events, one committed SQLite
-  transaction for the run, as `run` holds), the rest is reading the bars, the walk and
-  the report.
+  CSV file to its stats, in the same process, the two alternated. The goal's figure
+  keeps nothing, as backtesting.py does (no `--db`: a scratch log, dropped); a second
+  figure keeps the log in a database, verified, and every run's log hash must agree.
+  A third line splits sandex's time: its orders go through the engine (book, matching,
+  ledger, events), the rest is reading the bars, the walk and the statistics.
 
 - against backtesting.py on the same `--bars` hourly bars, each side's whole run (file
   to statistics, in this process, CPU time): idle bars (an `on_bar` / `next` that does
@@ -33,6 +34,7 @@ after its timing ends; the last line says so (a problem fails the benchmark).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import math
 import random
@@ -395,12 +397,12 @@ def backtesting_py(data: Path) -> float:
     return time.perf_counter() - started
 
 
-def sandex_ma(data: Path) -> dict[str, float]:
+def sandex_ma(data: Path, keep: bool) -> dict[str, Any]:
     """The whole run, and the part of it spent in engine commands (two clock reads per
-    command: well under a microsecond each). The database is kept for `sandex verify`
-    (`db=`): without it, `run` makes a temporary folder and deletes it, a fraction of a
-    millisecond left out."""
-    db = Path(tempfile.mkdtemp(dir=data.parent)) / "ma.db"
+    command: well under a microsecond each). Without `keep`, as backtesting.py, nothing
+    is kept (`run` writes a scratch log it drops); with it, the log is written to a
+    database (`db=`) that `sandex verify` checks after the timing."""
+    db = Path(tempfile.mkdtemp(dir=data.parent)) / "ma.db" if keep else None
     inner, chained = Engine.run_inline, Engine.run_inline_chain
     spent = {"engine": 0.0, "commands": 0}
 
@@ -435,14 +437,58 @@ def sandex_ma(data: Path) -> dict[str, float]:
         total = time.perf_counter() - started
     finally:
         Engine.run_inline, Engine.run_inline_chain = inner, chained  # type: ignore[method-assign]
-    verified(db)
-    db.unlink()
+    if db is not None:
+        verified(db)
+        db.unlink()
     return {
         "total": total,
         **spent,
         "orders": result.summary["orders"]["total"],
         "executions": result.summary["executions"],
+        "log_hash": result.summary["log_hash"],
     }
+
+
+def ma_cross(bars: Path, n_bars: int, runs: int) -> None:
+    """sandex without a database, backtesting.py, sandex with one: alternated, `runs`
+    rounds, each ratio paired within its round."""
+    scratch: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    theirs: list[float] = []
+    for _ in range(runs):
+        scratch.append(sandex_ma(bars, keep=False))
+        with contextlib.suppress(ImportError):  # reported below
+            theirs.append(backtesting_py(bars))
+        kept.append(sandex_ma(bars, keep=True))
+    hashes = {m["log_hash"] for m in scratch + kept}
+    if len(hashes) != 1:
+        VERIFIED["problems"].append(f"MA cross: runs with and without a database differ: {hashes}")
+    r = {k: statistics.median(m[k] for m in scratch) for k in ("total", "engine", "commands")}
+    line = (
+        f"MA cross 10/30 on {n_bars} hourly bars, file to statistics, nothing kept: sandex"
+        f" {spread([m['total'] for m in scratch], 1, '.3f')} s"
+    )
+    if theirs:
+        ratios = [m["total"] / t for m, t in zip(scratch, theirs, strict=True)]
+        kept_ratios = [m["total"] / t for m, t in zip(kept, theirs, strict=True)]
+        print(
+            f"{line}, backtesting.py {spread(theirs, 1, '.3f')} s: sandex/backtesting.py ="
+            f" {spread(ratios, 1, '.2f')} (wall time, median [min-max] of {runs} alternated rounds)"
+        )
+        print(
+            f"  the same with the log kept in a database (db=, verified):"
+            f" {spread([m['total'] for m in kept], 1, '.3f')} s, ratio {spread(kept_ratios, 1, '.2f')};"
+            f" log hash the same in every run: {'yes' if len(hashes) == 1 else 'NO'}"
+        )
+    else:
+        print(f"{line}; backtesting.py is not installed (pip install -e .[bench])")
+    print(
+        f"  sandex: {scratch[0]['orders']} market orders, {scratch[0]['executions']} executions;"
+        f" {r['commands']:.0f} engine commands (decide, apply, write to the log)"
+        f" {r['engine']:.3f} s; the rest {r['total'] - r['engine']:.3f} s (reading the bars,"
+        " opening the database, the walk and the strategy, the statistics; medians);"
+        " backtesting.py: pandas read_csv, rolling means, its broker and stats"
+    )
 
 
 def main() -> None:
@@ -481,34 +527,7 @@ def main() -> None:
             f" ({statistics.median(c[1] for c in churns):,.0f} engine commands/s, in one"
             " transaction as `run` holds; cancels and clock moves included)"
         )
-        bars = bars_file(folder, args.bars)
-        mas = [sandex_ma(bars) for _ in range(args.runs)]
-        r = {k: statistics.median(m[k] for m in mas) for k in mas[0]}
-        ours = r["total"]
-        line = f"MA cross 10/30 on {args.bars} hourly bars: sandex {ours:.3f} s"
-        split = (
-            f"  sandex: {r['orders']:.0f} market orders, {r['executions']:.0f} executions;"
-            f" {r['commands']:.0f} engine commands (decide, apply, write to the log)"
-            f" {r['engine']:.3f} s; the rest {ours - r['engine']:.3f} s (CSV to Decimal bars,"
-            " opening the database, the walk and the strategy, the report; medians);"
-            " backtesting.py: pandas read_csv, rolling means, its broker and stats"
-        )
-        try:
-            bts = [backtesting_py(bars) for _ in range(args.runs)]
-            theirs = statistics.median(bts)
-        except ImportError:
-            print(f"{line}; backtesting.py is not installed (pip install -e .[bench])")
-            print(split)
-            theirs = None
-        if theirs is not None:
-            print(
-                f"{line}, backtesting.py {theirs:.3f} s: sandex/backtesting.py = {ours / theirs:.2f}"
-            )
-            print(split)
-            print(
-                f"  MA cross, {args.runs} runs: sandex {spread([m['total'] for m in mas], 1, '.3f')} s,"
-                f" backtesting.py {spread(bts, 1, '.3f')} s (wall time, median [min-max])"
-            )
+        ma_cross(bars_file(folder, args.bars), args.bars, args.runs)
         against_backtesting(bars_file(folder, args.idle_bars), args.idle_bars, args.runs)
     problems = VERIFIED["problems"]
     print(
