@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine.backtest.errors import BacktestError
 from engine.backtest.price_files import from_micros, to_micros
+from engine.domain.balances import balance_view, balances_view
+from engine.domain.customers import resolve_profile
 from engine.kernel.commands import (
     CancelOrder,
     CreateCryptoWithdrawal,
@@ -215,7 +217,9 @@ class Api:
         self, profile_id: str = "default", assets: Sequence[str] | None = None
     ) -> dict[str, Any]:
         """GET /v2/profiles/{profile_id}/balances"""
-        result = self._r.read(lambda q, c: q.balances(c, profile_id))
+        result = self._r.read_state(
+            lambda s, c: balances_view(s, resolve_profile(s, c, profile_id)["id"])
+        )
         if assets:
             wanted = set(assets)
             result["items"] = [b for b in result["items"] if b["asset"] in wanted]
@@ -223,7 +227,9 @@ class Api:
 
     def get_profile_balance(self, asset: str, profile_id: str = "default") -> dict[str, Any]:
         """GET /v2/profiles/{profile_id}/balances/{asset}"""
-        return self._r.read(lambda q, c: q.balance(c, profile_id, asset))
+        return self._r.read_state(
+            lambda s, c: balance_view(s, resolve_profile(s, c, profile_id)["id"], asset)
+        )
 
     def create_sandbox_deposit(
         self, asset: str, amount: Any, profile_id: str = "default"

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.domain.ledger import available, trading
-from engine.kernel.money import format_normal
+from engine.kernel.errors import NotFound
+from engine.kernel.money import ASSETS, format_normal
 from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import State
@@ -20,6 +21,30 @@ def _row(state: State, key: tuple[str, str]) -> dict[str, Any] | None:
         "asset": asset,
         "available": format_normal(ledger.balance(available(profile_id), asset)),
         "trading": format_normal(ledger.balance(trading(profile_id), asset)),
+    }
+
+
+def balance_view(state: State, pid: str, asset: str) -> dict[str, Any]:
+    """GET /v2/profiles/{profile_id}/balances/{asset} of profile `pid` (resolved and
+    owned) from the state itself: what the read model's row says once written. A
+    backtest's strategy reads its balance between two commands, and writing the rows
+    held back only to read them cost more than the orders."""
+    if asset not in ASSETS:
+        raise NotFound(f"asset not found: {asset}")
+    return _view(state, pid, asset)
+
+
+def balances_view(state: State, pid: str) -> dict[str, Any]:
+    """GET /v2/profiles/{profile_id}/balances from the state (see `balance_view`)."""
+    return {"items": [_view(state, pid, asset) for asset in ASSETS]}
+
+
+def _view(state: State, pid: str, asset: str) -> dict[str, Any]:
+    ledger = state.ledger
+    return {
+        "asset": asset,
+        "available": format_normal(ledger.balance(available(pid), asset)),
+        "trading": format_normal(ledger.balance(trading(pid), asset)),
     }
 
 

@@ -271,6 +271,58 @@ def test_the_strategy_api_answers_what_the_http_api_answers(tmp_path: Path, data
         engine.stop()
 
 
+class BalanceProbe(Strategy):
+    """At every point: trades, then each balance read both from the state (what the
+    strategy API answers) and from the read model's rows (the HTTP API's answer)."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.pairs: list[tuple[Any, Any]] = []
+        self.refusals: list[tuple[str, str]] = []
+
+    def on_price(self, market: str, time: datetime, price: Decimal) -> None:
+        api = self.api
+        self.k += 1
+        if self.k == 1:
+            api.create_order(side="BUY", market=market, type="MARKET", quote_amount="5000")
+        elif self.k == 2:  # a resting order: funds move to `trading`
+            api.create_order(side="BUY", market=market, type="LIMIT", price="1000", base_amount="1")
+        elif self.k == 3:
+            api.create_order(side="SELL", market=market, type="MARKET", base_amount="0.05")
+        rows = api._r.read  # the read model, every row held back written first
+        for asset in ("USD", "BTC", "ETH"):
+            self.pairs.append(
+                (
+                    api.get_profile_balance(asset),
+                    rows(lambda q, c, a=asset: q.balance(c, "default", a)),
+                )
+            )
+        self.pairs.append(
+            (api.list_profile_balances(), rows(lambda q, c: q.balances(c, "default")))
+        )
+        for asset, profile in (("XYZ", "default"), ("USD", "no-such-profile")):
+            with pytest.raises(ApiError) as ours:
+                api.get_profile_balance(asset, profile)
+            with pytest.raises(ApiError) as theirs:
+                rows(lambda q, c, a=asset, p=profile: q.balance(c, p, a))
+            self.refusals.append((str(ours.value), str(theirs.value)))
+
+
+def test_balance_reads_from_the_state_answer_what_the_read_model_answers(
+    tmp_path: Path,
+) -> None:
+    probe = BalanceProbe()
+    backtest(tmp_path, ["42000", "42100", "41900", "42050"], probe, db=None)
+    assert len(probe.pairs) == 16
+    for ours, theirs in probe.pairs:
+        assert ours == theirs
+    moved = {b["asset"]: b for b in probe.pairs[-1][0]["items"]}
+    assert moved["BTC"]["available"] != "0" and moved["USD"]["trading"] == "1000"
+    assert "not found: XYZ" in probe.refusals[0][0]
+    for ours, theirs in probe.refusals:
+        assert ours == theirs
+
+
 def test_the_same_data_flow_and_seed_give_the_same_report_and_log(tmp_path: Path) -> None:
     def twice(seed: int, folder: str) -> Any:
         script = Script({0: limit_buy("41000"), 2: limit_buy("41500")})
