@@ -25,6 +25,7 @@ from engine.kernel.errors import InsufficientFunds
 from engine.tools.time_travel import travel
 from engine.tools.verify import verify
 from tests.conftest import make_settings
+from tests.support.command_helpers import funded_actor, limit_buy_command
 from tests.support.database import query, tables
 from tests.support.log_helpers import masked_log
 
@@ -96,22 +97,8 @@ def test_a_still_path_arms_no_watch_for_an_order_it_cannot_reach(database: Any) 
     for volatility, armed in (("0", False), ("0.03", True)):
         settings = make_settings(market_volatility=volatility)
         with open_engine(database(f"e{volatility}.db"), settings) as engine:
-            made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
-            me = Actor(made["customer_id"], "c")
-            engine.execute(
-                SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100000")
-            )
-            engine.execute(
-                CreateOrder(
-                    actor=me,
-                    profile_id="default",
-                    side="BUY",
-                    market="BTCUSD",
-                    type="LIMIT",
-                    price="30000",
-                    base_amount="0.1",
-                )
-            )
+            me = funded_actor(engine.execute, "100000")
+            engine.execute(limit_buy_command(me, "30000", "0.1"))
             assert (engine.next_deadline() is not None) is armed
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from engine import open_engine
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.store import SqliteEventStore
 from engine.store.port import Concurrency
 from engine.tools.time_travel import log_hash, store_log_hash
 from tests.conftest import make_settings
+from tests.support.command_helpers import funded_actor, limit_buy_command
 
 
 @pytest.mark.parametrize("aside", [False, True])
@@ -27,22 +27,10 @@ def test_the_folded_hash_is_the_log_hash_of_what_was_written(tmp_path: Path, asi
     assert isinstance(store, SqliteEventStore)
     try:
         assert store.fold_log(aside=aside)
-        made = engine.run_inline(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
-        me = Actor(made["customer_id"], "c")
-        engine.run_inline(SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="9"))
+        me = funded_actor(engine.run_inline, "9")
         with engine.one_transaction():
             for price in ("41000", "41500"):
-                engine.run_inline(
-                    CreateOrder(
-                        actor=me,
-                        profile_id="default",
-                        side="BUY",
-                        market="BTCUSD",
-                        type="LIMIT",
-                        price=price,
-                        base_amount="0.0001",
-                    )
-                )
+                engine.run_inline(limit_buy_command(me, price, "0.0001"))
         # a write that fails (a position taken; aside, a table it cannot write) is
         # undone, in the hash and the file too
         last = list(store.read(after=store.last_position() - 1))

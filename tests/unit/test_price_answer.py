@@ -6,36 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine import open_engine
-from engine.kernel.commands import (
-    Actor,
-    CreateCustomer,
-    CreateOrder,
-    SandboxDeposit,
-    SetMarketPrice,
-)
+from engine.kernel.commands import SetMarketPrice
 from engine.tools.time_travel import log_hash
 from tests.conftest import make_settings
+from tests.support.command_helpers import funded_actor, limit_buy_command
 
 
 def _run(db: Path, answer: bool) -> list[object]:
     engine = open_engine(db, make_settings(market_volatility="0"))
     try:
-        made = engine.run_inline(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
-        me = Actor(made["customer_id"], "c")
-        engine.run_inline(
-            SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="100000")
-        )
-        engine.run_inline(
-            CreateOrder(
-                actor=me,
-                profile_id="default",
-                side="BUY",
-                market="BTCUSD",
-                type="LIMIT",
-                price="41000",
-                base_amount="0.1",
-            )
-        )
+        me = funded_actor(engine.run_inline, "100000")
+        engine.run_inline(limit_buy_command(me, "41000", "0.1"))
         return [
             engine.run_inline(SetMarketPrice(actor=me, market="BTCUSD", price=price, answer=answer))
             for price in ("42000", "40900", "41500")  # the second fills the order
