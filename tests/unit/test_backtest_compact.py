@@ -10,13 +10,13 @@ import random
 import tracemalloc
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from engine.backtest import Strategy, load, run
+from engine.backtest import load, run
 from engine.backtest.price_files import Decimals, parts
 from engine.backtest.timeline import ClosingBars, _ticks, merge
+from tests.support.grid_strategy import Grid
 
 TEXTS = [
     "42000.10",
@@ -95,44 +95,13 @@ def test_the_prices_on_the_tick_read_as_the_list_did(tmp_path: Path) -> None:
     assert str(prices[0]) == str(168001 * Decimal("0.25")) == "42000.25"
 
 
-class _Grid(Strategy):
-    """Resting limits a step under and over each close, replaced at every bar: the walk
-    meets them inside bars, and whole bars go by between."""
-
-    def on_start(self, api: Any) -> None:
-        self.open: list[str] = []
-
-    def on_bar(self, market: str, bar: Any) -> None:
-        for order_id in self.open:
-            if self.api.get_order(order_id)["status"] == "OPEN":
-                self.api.cancel_order(order_id)
-        step = Decimal("0.25") * int(bar.close / 400)
-        below = (bar.close / Decimal("0.25")).to_integral_value() * Decimal("0.25") - step
-        self.open = [
-            self.api.create_order(
-                side="BUY", market=market, type="LIMIT", price=below, base_amount="0.01"
-            )["id"],
-        ]
-        held = Decimal(self.api.get_profile_balance("BTC")["available"])
-        if held >= Decimal("0.01"):
-            self.open.append(
-                self.api.create_order(
-                    side="SELL",
-                    market=market,
-                    type="LIMIT",
-                    price=below + 2 * step,
-                    base_amount="0.01",
-                )["id"]
-            )
-
-
 def test_a_bar_walked_in_one_step_leaves_the_log_of_a_bar_walked_point_by_point(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"
-    fast = run(data, "BTCUSD", strategy=_Grid(), deposits={"USD": "100000"}, progress=False)
+    fast = run(data, "BTCUSD", strategy=Grid(), deposits={"USD": "100000"}, progress=False)
     monkeypatch.setattr(ClosingBars, "one_market_of_bars", lambda self: False)
-    slow = run(data, "BTCUSD", strategy=_Grid(), deposits={"USD": "100000"}, progress=False)
+    slow = run(data, "BTCUSD", strategy=Grid(), deposits={"USD": "100000"}, progress=False)
     assert fast.summary["executions"] > 10  # the walk met resting orders
     assert fast.log_hash == slow.log_hash
     assert fast.summary == slow.summary
@@ -159,7 +128,7 @@ def test_a_loaded_bar_and_its_points_take_under_200_bytes(tmp_path: Path) -> Non
 
 def test_the_figures_of_the_compact_timeline_are_those_of_lists() -> None:
     data = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"
-    compact = run(data, "BTCUSD", strategy=_Grid(), deposits={"USD": "100000"}, progress=False)
+    compact = run(data, "BTCUSD", strategy=Grid(), deposits={"USD": "100000"}, progress=False)
     listed = dataclasses.replace(
         compact,
         times=list(compact.times),

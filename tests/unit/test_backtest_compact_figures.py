@@ -12,42 +12,13 @@ from typing import Any
 
 import pytest
 
-from engine.backtest import Strategy, charts, run, statistics
+from engine.backtest import charts, run, statistics
 from engine.backtest.price_files import load
 from engine.backtest.strategy import strategy_class
 from engine.backtest.timeline import merge
+from tests.support.grid_strategy import Grid
 
 DATA = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"
-
-
-class Grid(Strategy):
-    """A limit a step under the close and, once it holds some, one a step over, both
-    replaced at every bar: many fills, a position that comes and goes."""
-
-    def on_start(self, api: Any) -> None:
-        self.open: list[str] = []
-
-    def on_bar(self, market: str, bar: Any) -> None:
-        for order_id in self.open:
-            if self.api.get_order(order_id)["status"] == "OPEN":
-                self.api.cancel_order(order_id)
-        step = Decimal("0.25") * int(bar.close / 400)
-        below = (bar.close / Decimal("0.25")).to_integral_value() * Decimal("0.25") - step
-        self.open = [
-            self.api.create_order(
-                side="BUY", market=market, type="LIMIT", price=below, base_amount="0.01"
-            )["id"]
-        ]
-        if Decimal(self.api.get_profile_balance("BTC")["available"]) >= Decimal("0.01"):
-            self.open.append(
-                self.api.create_order(
-                    side="SELL",
-                    market=market,
-                    type="LIMIT",
-                    price=below + 2 * step,
-                    base_amount="0.01",
-                )["id"]
-            )
 
 
 def _runs(strategy: Any) -> tuple[Any, Any]:
