@@ -93,6 +93,10 @@ class CreateProfileRequest(Body):
     description: Text | None = None
 
 
+class UpdateProfileRequest(Body):
+    nickname: ShortText
+
+
 class SandboxDepositRequest(Body):
     asset: ShortText
     amount: Amount

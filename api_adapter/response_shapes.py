@@ -115,6 +115,10 @@ class ListProfilesResponse(Shape):
     next_page_cursor: str | None = None
 
 
+class DeactivateProfileResponse(Shape):
+    """Empty: get the profile with `include_deactivated` to see it."""
+
+
 class ProfileBalance(Shape):
     asset: Asset
     available: Amount

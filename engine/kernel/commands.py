@@ -48,6 +48,17 @@ class CreateProfile(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateProfile(Command):
+    profile_id: str = ""
+    nickname: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeactivateProfile(Command):
+    profile_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxDeposit(Command):
     profile_id: str = ""
     asset: str = ""

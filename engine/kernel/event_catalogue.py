@@ -54,6 +54,8 @@ CATALOGUE: dict[str, EventSpec] = {
     ),
     "ClientRevoked": _spec("client_id"),
     "ProfileCreated": _spec("profile_id customer_id nickname description type"),
+    "ProfileUpdated": _spec("profile_id nickname"),
+    "ProfileDeactivated": _spec("profile_id"),
     # transfers
     "TransferCreated": _spec("transfer postings"),
     "TransferCompleted": _spec("transfer_id changes postings"),

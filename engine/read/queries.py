@@ -174,8 +174,18 @@ class Queries(ReadConnections):
             raise NotFound(f"profile not found with id {profile_id}")
         return row[0], orjson.loads(row[1])
 
-    def profile(self, customer_id: str, profile_id: str) -> dict[str, Any]:
-        return self.profile_row(customer_id, profile_id)[1]
+    def profile(
+        self, customer_id: str, profile_id: str, include_deactivated: bool = False
+    ) -> dict[str, Any]:
+        """A deactivated profile is 'not found' unless the caller asks for those too."""
+        pid, body = self.profile_row(customer_id, profile_id)
+        if not include_deactivated and self._deactivated(pid):
+            raise NotFound(f"profile not found with id {profile_id}")
+        return body
+
+    def _deactivated(self, profile_id: str) -> bool:
+        row = self._one("SELECT 1 FROM deactivated_profiles WHERE profile_id = ?", (profile_id,))
+        return row is not None
 
     def list_profiles(
         self,
@@ -183,10 +193,14 @@ class Queries(ReadConnections):
         page: Page,
         nickname: str | None = None,
         ids: list[str] | None = None,
+        include_deactivated: bool = False,
     ) -> dict[str, Any]:
-        """Profiles oldest first unless `order` says otherwise (the reference's default)."""
+        """Profiles oldest first unless `order` says otherwise (the reference's default);
+        deactivated ones only when asked for."""
         where = ["customer_id = ?"]
         params: list[Any] = [customer_id]
+        if not include_deactivated:
+            where.append("id NOT IN (SELECT profile_id FROM deactivated_profiles)")
         if nickname is not None:
             where.append("nickname = ?")
             params.append(nickname)
