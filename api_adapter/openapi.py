@@ -87,6 +87,12 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
         "crypto_network": "BITCOIN",
         "amount": "0.001",
     },
+    "CreateStablecoinConversion": {
+        "profile_id": "default",
+        "amount": "100.00",
+        "source_asset": "USD",
+        "target_asset": "USDP",
+    },
     "CreateInternalTransfer": {
         "from_profile_id": "default",
         "to_profile_id": "5f8a2a3c-93d1-4c0e-9a8e-2b8f6c1d7e40",

@@ -129,6 +129,34 @@ class ListProfileBalancesResponse(Shape):
     items: list[ProfileBalance]
 
 
+# -- stablecoin conversions ---------------------------------------------------------------
+
+
+class StablecoinConversion(Shape):
+    id: Id | None = None
+    profile_id: Id | None = None
+    amount: Amount | None = None
+    source_asset: Annotated[str | None, Field(examples=["USD"])] = None
+    target_asset: Annotated[str | None, Field(examples=["USDP"])] = None
+    status: Annotated[
+        str | None, Field(description="CREATED, then SETTLED or CANCELLED", examples=["CREATED"])
+    ] = None
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    created_at: Time | None = None
+    updated_at: Time | None = None
+    settled_at: Time | None = None
+    cancelled_at: Time | None = None
+    metadata: Metadata | None = None
+    recipient_profile_id: str | None = None
+
+
+class ListStablecoinConversionsResponse(Shape):
+    items: list[StablecoinConversion] | None = None
+    next_page_cursor: str | None = None
+
+
 # -- funding ------------------------------------------------------------------------------
 
 

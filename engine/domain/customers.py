@@ -13,9 +13,10 @@ from engine.config.settings import (
     ALL_SCOPES,
     BOOTSTRAP_SCOPES,
     CUSTOMER_SCOPES,
+    KNOWN_SCOPES,
     SELF_MATCH_PREVENTION,
 )
-from engine.domain.ledger import available, trading, withdrawing
+from engine.domain.ledger import available, converting, trading, withdrawing
 from engine.kernel.commands import (
     CreateCustomer,
     CreateProfile,
@@ -75,11 +76,13 @@ def active_profile(
 
 
 def profile_holdings(state: State, profile_id: str) -> dict[str, str]:
-    """What the profile holds, by asset: available, held for orders and for withdrawals."""
+    """What the profile holds, by asset: available, held for orders and withdrawals, and
+    debited for conversions not yet settled."""
     ledger = state.ledger
     held: dict[str, Decimal] = {}
     for asset in ASSETS:
-        for account in (available(profile_id), trading(profile_id), withdrawing(profile_id)):
+        accounts = (available, trading, withdrawing, converting)
+        for account in (owned(profile_id) for owned in accounts):
             amount = ledger.balance(account, asset)
             if amount:
                 held[asset] = held.get(asset, Decimal(0)) + amount
@@ -96,7 +99,7 @@ def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
         raise AlreadyExists(
             f"client already exists with id '{client_id}'", {"client_id": client_id}
         )
-    unknown = [s for s in cmd.scopes if s not in ALL_SCOPES]
+    unknown = [s for s in cmd.scopes if s not in KNOWN_SCOPES]
     if unknown:
         raise Invalid(f"scopes invalid: unknown scope {unknown[0]}", field="scopes")
     if cmd.scopes:

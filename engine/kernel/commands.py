@@ -117,6 +117,24 @@ class CreateCryptoWithdrawal(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class CreateStablecoinConversion(Command):
+    profile_id: str = ""
+    amount: str = ""
+    source_asset: str = ""
+    target_asset: str = ""
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    metadata: dict[str, str] | None = None
+    recipient_profile_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelStablecoinConversion(Command):
+    conversion_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class CreateInternalTransfer(Command):
     from_profile_id: str = ""
     to_profile_id: str = ""

@@ -69,6 +69,10 @@ CATALOGUE: dict[str, EventSpec] = {
     "WithdrawalFeeQuoted": _spec("quote"),
     "WithdrawalFeeExpired": _spec("fee_id"),
     "CryptoWithdrawalRequested": _spec("transfer_id due_at fee_id beneficiary"),
+    # stablecoin conversions
+    "StablecoinConversionCreated": _spec("conversion postings"),
+    "StablecoinConversionSettled": _spec("conversion_id postings"),
+    "StablecoinConversionCancelled": _spec("conversion_id postings"),
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),

@@ -305,6 +305,33 @@ class Queries(ReadConnections):
                 params.extend(values)
         return self.page("fiat_instructions", where, params, page, owner=customer_id)
 
+    # -- stablecoin conversions (engine/domain/transfers/stablecoin_conversions.py) ----
+
+    def stablecoin_conversion(self, customer_id: str, conversion_id: str) -> dict[str, Any]:
+        row = self._one(
+            "SELECT body FROM stablecoin_conversions WHERE id = ? AND customer_id = ?",
+            (conversion_id, customer_id),
+        )
+        if row is None:
+            raise NotFound(
+                f"conversion with id {conversion_id} not found for customer with id {customer_id}"
+            )
+        return orjson.loads(row[0])  # type: ignore[no-any-return]
+
+    def list_stablecoin_conversions(
+        self, customer_id: str, page: Page, profile_id: str | None, ref_id: str | None
+    ) -> dict[str, Any]:
+        """Newest first unless `order` says otherwise (the reference's default)."""
+        where = ["customer_id = ?"]
+        params: list[Any] = [customer_id]
+        if profile_id is not None:
+            where.append("profile_id = ?")
+            params.append(self.profile_row(customer_id, profile_id)[0])
+        if ref_id is not None:
+            where.append("ref_id = ?")
+            params.append(ref_id)
+        return self.page("stablecoin_conversions", where, params, page, owner=customer_id)
+
     # -- orders and executions (rows of engine/domain/trading/order_rows.py) ----------
 
     def order(self, customer_id: str, profile_id: str, order_id: str) -> dict[str, Any]:

@@ -27,6 +27,9 @@ from tests.support.golden_helpers import UPDATE_ENV, differences, load, play, wr
 NOT_PRODUCED: dict[str, str] = {
     "ProfileUpdated": "issue 19: scenarios/profile_update_deactivate.yaml",
     "ProfileDeactivated": "issue 19: scenarios/profile_update_deactivate.yaml",
+    "StablecoinConversionCreated": "issue 19: scenarios/stablecoin_conversions.yaml",
+    "StablecoinConversionSettled": "issue 19: scenarios/stablecoin_conversions.yaml",
+    "StablecoinConversionCancelled": "issue 19: scenarios/stablecoin_conversions.yaml",
 }
 
 
