@@ -28,6 +28,7 @@ from api_adapter.routes import (
     profiles,
     sandbox,
     snapshots,
+    transfer_limits,
     transfers,
     webhooks,
     withdrawals,
@@ -42,6 +43,7 @@ ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 ROUTERS += [conversions.router]
+ROUTERS += [transfer_limits.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

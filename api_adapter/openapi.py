@@ -45,6 +45,8 @@ PARAMETER_EXAMPLES = {
     "asset": "BTC",
     "name": "before-test",  # the snapshot that TakeSandboxSnapshot's example takes
 }
+# Required query parameters, likewise.
+QUERY_EXAMPLES = {"transfer_type": "CRYPTO_WITHDRAWAL"}
 # Where the common example would be refused: the DEFAULT profile is never deactivated.
 NO_EXAMPLE = {("DeactivateProfile", "profile_id")}
 BTC_ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
@@ -174,6 +176,8 @@ def _fix(doc: dict[str, Any]) -> None:
                     continue
                 if parameter["in"] == "path" and parameter["name"] in PARAMETER_EXAMPLES:
                     parameter["example"] = PARAMETER_EXAMPLES[parameter["name"]]
+                if parameter["in"] == "query" and parameter["name"] in QUERY_EXAMPLES:
+                    parameter["example"] = QUERY_EXAMPLES[parameter["name"]]
             example = REQUEST_EXAMPLES.get(op.get("operationId", ""))
             if example is not None:
                 op["requestBody"]["content"]["application/json"]["example"] = example

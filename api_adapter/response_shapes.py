@@ -129,6 +129,24 @@ class ListProfileBalancesResponse(Shape):
     items: list[ProfileBalance]
 
 
+# -- transfer limits ----------------------------------------------------------------------
+
+
+class TransferLimit(Shape):
+    id: str | None = None
+    rule_id: str | None = None
+    transfer_types: list[TransferType] | None = None
+    period_seconds: Annotated[str | None, Field(examples=["0"])] = None
+    limit: Amount | None = None
+    remaining: Amount | None = None
+    limit_asset: Asset | None = None
+
+
+class ListTransferLimitsResponse(Shape):
+    items: list[TransferLimit] | None = None
+    next_page_cursor: str | None = None
+
+
 # -- stablecoin conversions ---------------------------------------------------------------
 
 

@@ -269,6 +269,11 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
         "/v2/conversion/stablecoins/{id}",
         "conversion:write_conversion_stablecoin",
     ),
+    "ListTransferLimits": (
+        "GET",
+        "/v2/transfer/limits/utilizations",
+        "transfer:read_transfer_limit",
+    ),
     "ListProfileBalances": ("GET", "/v2/profiles/{profile_id}/balances", "funding:read_profile"),
     "GetProfileBalance": (
         "GET",
