@@ -17,6 +17,7 @@ from api_adapter.middleware.fast_lane import FastLane
 from api_adapter.rate_limits import RateLimiter, rate_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
+    conversions,
     events,
     executions,
     funding,
@@ -27,6 +28,7 @@ from api_adapter.routes import (
     profiles,
     sandbox,
     snapshots,
+    transfer_limits,
     transfers,
     webhooks,
     withdrawals,
@@ -40,6 +42,8 @@ ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandb
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
+ROUTERS += [conversions.router]
+ROUTERS += [transfer_limits.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

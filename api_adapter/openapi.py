@@ -45,6 +45,10 @@ PARAMETER_EXAMPLES = {
     "asset": "BTC",
     "name": "before-test",  # the snapshot that TakeSandboxSnapshot's example takes
 }
+# Required query parameters, likewise.
+QUERY_EXAMPLES = {"transfer_type": "CRYPTO_WITHDRAWAL"}
+# Where the common example would be refused: the DEFAULT profile is never deactivated.
+NO_EXAMPLE = {("DeactivateProfile", "profile_id")}
 BTC_ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 WIRE = {
     "account_number": "12345678",
@@ -61,6 +65,7 @@ WIRE = {
 # answer can give (a memo_id, a second profile's id).
 REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "CreateProfile": {"nickname": "desk", "description": "the trading desk"},
+    "UpdateProfile": {"nickname": "main desk"},
     "CreateSandboxDeposit": {"asset": "BTC", "amount": "0.5", "crypto_network": "BITCOIN"},
     "CreateFiatDepositInstructions": {"profile_id": "default", "fiat_network": "WIRE"},
     "InitiateSandboxFiatDeposit": {
@@ -83,6 +88,12 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
         "destination_address": BTC_ADDRESS,
         "crypto_network": "BITCOIN",
         "amount": "0.001",
+    },
+    "CreateStablecoinConversion": {
+        "profile_id": "default",
+        "amount": "100.00",
+        "source_asset": "USD",
+        "target_asset": "USDP",
     },
     "CreateInternalTransfer": {
         "from_profile_id": "default",
@@ -161,8 +172,12 @@ def _fix(doc: dict[str, Any]) -> None:
                 elif schema == {"type": "string"}:
                     media["schema"] = {"type": "object"}  # every sandex answer is an object
             for parameter in op.get("parameters", []):
+                if (op.get("operationId"), parameter["name"]) in NO_EXAMPLE:
+                    continue
                 if parameter["in"] == "path" and parameter["name"] in PARAMETER_EXAMPLES:
                     parameter["example"] = PARAMETER_EXAMPLES[parameter["name"]]
+                if parameter["in"] == "query" and parameter["name"] in QUERY_EXAMPLES:
+                    parameter["example"] = QUERY_EXAMPLES[parameter["name"]]
             example = REQUEST_EXAMPLES.get(op.get("operationId", ""))
             if example is not None:
                 op["requestBody"]["content"]["application/json"]["example"] = example

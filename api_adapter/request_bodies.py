@@ -93,6 +93,22 @@ class CreateProfileRequest(Body):
     description: Text | None = None
 
 
+class UpdateProfileRequest(Body):
+    nickname: ShortText
+
+
+class CreateStablecoinConversionRequest(Body):
+    profile_id: ShortText
+    amount: Amount
+    source_asset: ShortText
+    target_asset: ShortText
+    ref_id: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    recipient_profile_id: ShortText | None = None
+
+
 class SandboxDepositRequest(Body):
     asset: ShortText
     amount: Amount

@@ -115,6 +115,10 @@ class ListProfilesResponse(Shape):
     next_page_cursor: str | None = None
 
 
+class DeactivateProfileResponse(Shape):
+    """Empty: get the profile with `include_deactivated` to see it."""
+
+
 class ProfileBalance(Shape):
     asset: Asset
     available: Amount
@@ -123,6 +127,52 @@ class ProfileBalance(Shape):
 
 class ListProfileBalancesResponse(Shape):
     items: list[ProfileBalance]
+
+
+# -- transfer limits ----------------------------------------------------------------------
+
+
+class TransferLimit(Shape):
+    id: str | None = None
+    rule_id: str | None = None
+    transfer_types: list[TransferType] | None = None
+    period_seconds: Annotated[str | None, Field(examples=["0"])] = None
+    limit: Amount | None = None
+    remaining: Amount | None = None
+    limit_asset: Asset | None = None
+
+
+class ListTransferLimitsResponse(Shape):
+    items: list[TransferLimit] | None = None
+    next_page_cursor: str | None = None
+
+
+# -- stablecoin conversions ---------------------------------------------------------------
+
+
+class StablecoinConversion(Shape):
+    id: Id | None = None
+    profile_id: Id | None = None
+    amount: Amount | None = None
+    source_asset: Annotated[str | None, Field(examples=["USD"])] = None
+    target_asset: Annotated[str | None, Field(examples=["USDP"])] = None
+    status: Annotated[
+        str | None, Field(description="CREATED, then SETTLED or CANCELLED", examples=["CREATED"])
+    ] = None
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    created_at: Time | None = None
+    updated_at: Time | None = None
+    settled_at: Time | None = None
+    cancelled_at: Time | None = None
+    metadata: Metadata | None = None
+    recipient_profile_id: str | None = None
+
+
+class ListStablecoinConversionsResponse(Shape):
+    items: list[StablecoinConversion] | None = None
+    next_page_cursor: str | None = None
 
 
 # -- funding ------------------------------------------------------------------------------

@@ -9,18 +9,18 @@ from fastapi import APIRouter, Depends, Query, Request
 from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page
-from api_adapter.request_bodies import CreateProfileRequest
+from api_adapter.request_bodies import CreateProfileRequest, UpdateProfileRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import CreateProfile
+from engine.kernel.commands import CreateProfile, DeactivateProfile, UpdateProfile
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Profiles"])
 
 Read = Annotated[Principal, Depends(require("funding:read_profile"))]
 Write = Annotated[Principal, Depends(require("funding:write_profile"))]
-# The reference's flag to show deactivated profiles too; sandex never deactivates one, so
-# it changes nothing here, but a value that is not a boolean is refused as there.
+# The reference's flag to show deactivated profiles too (on GetProfile; sandex's list
+# takes it as well, where a deactivated profile is otherwise left out).
 Deactivated = Annotated[bool | None, Query()]
 
 
@@ -39,7 +39,9 @@ async def list_profiles(
     order_by: Literal["CREATED_AT"] | None = None,  # the one order there is
 ) -> JSONResponse:
     return JSONResponse(
-        request.app.state.queries.list_profiles(who.customer_id, page, nickname, ids)
+        request.app.state.queries.list_profiles(
+            who.customer_id, page, nickname, ids, bool(include_deactivated)
+        )
     )
 
 
@@ -61,7 +63,33 @@ async def create_profile(request: Request, who: Write, body: CreateProfileReques
 async def get_profile(
     request: Request, who: Read, profile_id: str, include_deactivated: Deactivated = None
 ) -> JSONResponse:
-    return JSONResponse(request.app.state.queries.profile(who.customer_id, profile_id))
+    return JSONResponse(
+        request.app.state.queries.profile(who.customer_id, profile_id, bool(include_deactivated))
+    )
+
+
+@router.put(
+    "/profiles/{profile_id}",
+    operation_id="UpdateProfile",
+    responses=response_shapes.ok(response_shapes.Profile),
+)
+async def update_profile(
+    request: Request, who: Write, profile_id: str, body: UpdateProfileRequest
+) -> JSONResponse:
+    command = UpdateProfile(
+        actor=actor(request, who), profile_id=profile_id, nickname=body.nickname
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.put(
+    "/profiles/{profile_id}/deactivate",
+    operation_id="DeactivateProfile",
+    responses=response_shapes.ok(response_shapes.DeactivateProfileResponse),
+)
+async def deactivate_profile(request: Request, who: Write, profile_id: str) -> JSONResponse:
+    command = DeactivateProfile(actor=actor(request, who), profile_id=profile_id)
+    return JSONResponse(await run(request, command))
 
 
 @router.get(

@@ -28,6 +28,25 @@ ALL_SCOPES: tuple[str, ...] = (
     "sandbox:write_customer",
 )
 
+# Scopes added after clients were first recorded, each granted to every client that
+# holds the scope it extends: a client's recorded scopes (ClientCreated) stay as they
+# were, so no log already written, the golden one included, changes, and a client made
+# before a scope existed holds it as one made after would.
+IMPLIED_SCOPES: dict[str, str] = {
+    "conversion:read_conversion_stablecoin": "funding:read_profile",
+    "conversion:write_conversion_stablecoin": "funding:write_profile",
+    "transfer:read_transfer_limit": "transfer:read_transfer",
+}
+# Every scope a client may hold: recorded ones, and those granted by implication.
+KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
+
+
+def granted_scopes(recorded: tuple[str, ...]) -> tuple[str, ...]:
+    """The scopes of a client whose ClientCreated recorded `recorded`."""
+    implied = [new for new, base in IMPLIED_SCOPES.items() if base in recorded]
+    return recorded + tuple(s for s in implied if s not in recorded)
+
+
 # The permission `self_match_prevention_id` needs. The real service grants it only to
 # some accounts, so no client holds it unless asked for (a customer's creation option,
 # the `bootstrap_self_match_prevention` setting): code that sends the field would
@@ -93,6 +112,11 @@ class Settings(BaseModel):
         default_factory=dict
     )
     withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
+    # Stablecoin conversions (engine/domain/transfers/stablecoin_conversions.py): seconds
+    # from CREATED to SETTLED, the window in which one may be cancelled, and the largest
+    # amount of one conversion.
+    conversion_settle_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(10)
+    conversion_max_amount: Annotated[Decimal, Field(gt=0)] = Decimal(1_000_000)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

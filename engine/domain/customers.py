@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -12,11 +13,20 @@ from engine.config.settings import (
     ALL_SCOPES,
     BOOTSTRAP_SCOPES,
     CUSTOMER_SCOPES,
+    KNOWN_SCOPES,
     SELF_MATCH_PREVENTION,
 )
-from engine.kernel.commands import CreateCustomer, CreateProfile, RevokeClient
+from engine.domain.ledger import available, converting, trading, withdrawing
+from engine.kernel.commands import (
+    CreateCustomer,
+    CreateProfile,
+    DeactivateProfile,
+    RevokeClient,
+    UpdateProfile,
+)
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
+from engine.kernel.money import ASSETS, format_normal
 from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
@@ -51,6 +61,34 @@ def resolve_profile(state: State, customer_id: str, profile_id: str) -> dict[str
     return profile
 
 
+def active_profile(
+    state: State, customer_id: str, profile_id: str, field: str = "profile_id"
+) -> dict[str, Any]:
+    """`resolve_profile` for an operation that moves funds or trades: a deactivated
+    profile refuses orders and transfers until it is active again."""
+    profile = resolve_profile(state, customer_id, profile_id)
+    if profile.get("deactivated"):
+        raise Invalid(
+            f"{field} invalid: profile {profile['id']} is deactivated",
+            meta={"field": field, "profile_id": profile["id"]},
+        )
+    return profile
+
+
+def profile_holdings(state: State, profile_id: str) -> dict[str, str]:
+    """What the profile holds, by asset: available, held for orders and withdrawals, and
+    debited for conversions not yet settled."""
+    ledger = state.ledger
+    held: dict[str, Decimal] = {}
+    for asset in ASSETS:
+        accounts = (available, trading, withdrawing, converting)
+        for account in (owned(profile_id) for owned in accounts):
+            amount = ledger.balance(account, asset)
+            if amount:
+                held[asset] = held.get(asset, Decimal(0)) + amount
+    return {asset: format_normal(amount) for asset, amount in held.items()}
+
+
 # -- decisions ----------------------------------------------------------------------
 
 
@@ -61,7 +99,7 @@ def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
         raise AlreadyExists(
             f"client already exists with id '{client_id}'", {"client_id": client_id}
         )
-    unknown = [s for s in cmd.scopes if s not in ALL_SCOPES]
+    unknown = [s for s in cmd.scopes if s not in KNOWN_SCOPES]
     if unknown:
         raise Invalid(f"scopes invalid: unknown scope {unknown[0]}", field="scopes")
     if cmd.scopes:
@@ -121,24 +159,32 @@ def revoke_client(ctx: Ctx, cmd: RevokeClient) -> dict[str, Any]:
     return {"client_id": cmd.client_id, "revoked": True}
 
 
-def create_profile(ctx: Ctx, cmd: CreateProfile) -> dict[str, Any]:
-    state = ctx.state
-    nickname = cmd.nickname
+def _check_nickname(nickname: str) -> None:
     if not nickname or not nickname.strip():
         raise Invalid("nickname invalid: must not be empty", field="nickname")
     if len(nickname) > 100:
         raise Invalid("nickname invalid: at most 100 characters", field="nickname")
-    if cmd.description is not None and len(cmd.description) > 1000:
-        raise Invalid("description invalid: at most 1000 characters", field="description")
-    customer = state.customers.get(cmd.actor.customer_id)
-    if customer is None:
-        raise NotFound(f"customer not found with id {cmd.actor.customer_id}")
+
+
+def _nickname_taken(state: State, customer: dict[str, Any], nickname: str) -> None:
     for pid in customer["profile_ids"]:
         existing = state.profiles[pid]
         if existing["nickname"] == nickname:
             raise AlreadyExists(
                 f"profile already exists with nickname '{nickname}'", profile_view(existing)
             )
+
+
+def create_profile(ctx: Ctx, cmd: CreateProfile) -> dict[str, Any]:
+    state = ctx.state
+    nickname = cmd.nickname
+    _check_nickname(nickname)
+    if cmd.description is not None and len(cmd.description) > 1000:
+        raise Invalid("description invalid: at most 1000 characters", field="description")
+    customer = state.customers.get(cmd.actor.customer_id)
+    if customer is None:
+        raise NotFound(f"customer not found with id {cmd.actor.customer_id}")
+    _nickname_taken(state, customer, nickname)
     profile_id = ctx.ids.uuid()
     ctx.emit(
         "ProfileCreated",
@@ -152,6 +198,44 @@ def create_profile(ctx: Ctx, cmd: CreateProfile) -> dict[str, Any]:
         },
     )
     return profile_view(state.profiles[profile_id])
+
+
+def update_profile(ctx: Ctx, cmd: UpdateProfile) -> dict[str, Any]:
+    """A new nickname; unique among the customer's profiles as at creation. The same
+    nickname again changes nothing and records nothing."""
+    state = ctx.state
+    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    _check_nickname(cmd.nickname)
+    if profile["nickname"] != cmd.nickname:
+        _nickname_taken(state, state.customers[profile["customer_id"]], cmd.nickname)
+        ctx.emit(
+            "ProfileUpdated",
+            f"profile-{profile['id']}",
+            {"profile_id": profile["id"], "nickname": cmd.nickname},
+        )
+    return profile_view(profile)
+
+
+def deactivate_profile(ctx: Ctx, cmd: DeactivateProfile) -> dict[str, Any]:
+    """The service's rules: never the DEFAULT profile, never one that holds anything
+    (available, or held for orders or withdrawals). Deactivating twice is a no-op."""
+    state = ctx.state
+    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    if profile["type"] == "DEFAULT":
+        raise Invalid(
+            "profile_id invalid: the default profile cannot be deactivated",
+            meta={"field": "profile_id", "profile_id": profile["id"]},
+        )
+    holdings = profile_holdings(state, profile["id"])
+    if holdings:
+        raise Invalid(
+            f"profile_id invalid: profile {profile['id']} has a non-zero balance"
+            " and cannot be deactivated",
+            meta={"field": "profile_id", "profile_id": profile["id"], "balances": holdings},
+        )
+    if not profile.get("deactivated"):
+        ctx.emit("ProfileDeactivated", f"profile-{profile['id']}", {"profile_id": profile["id"]})
+    return {}
 
 
 # -- appliers -------------------------------------------------------------------------
@@ -207,10 +291,25 @@ def _profile_created(state: State, e: Event) -> None:
     state.mark("profile", pid)
 
 
+def _profile_updated(state: State, e: Event) -> None:
+    state.profiles[e.data["profile_id"]]["nickname"] = e.data["nickname"]
+    state.mark("profile", e.data["profile_id"])
+
+
+def _profile_deactivated(state: State, e: Event) -> None:
+    profile = state.profiles[e.data["profile_id"]]
+    profile["deactivated"] = True
+    profile["deactivated_at"] = e.occurred_at
+    state.mark("profile", e.data["profile_id"])
+    state.mark("deactivated_profile", e.data["profile_id"])
+
+
 DECIDERS = {
     CreateCustomer: create_customer,
     RevokeClient: revoke_client,
     CreateProfile: create_profile,
+    UpdateProfile: update_profile,
+    DeactivateProfile: deactivate_profile,
 }
 
 APPLIERS = {
@@ -218,6 +317,8 @@ APPLIERS = {
     "ClientCreated": _client_created,
     "ClientRevoked": _client_revoked,
     "ProfileCreated": _profile_created,
+    "ProfileUpdated": _profile_updated,
+    "ProfileDeactivated": _profile_deactivated,
 }
 
 
@@ -256,6 +357,13 @@ def _profile_row(state: State, key: str) -> dict[str, Any] | None:
         "seq": p["seq"],
         "body": orjson.dumps(profile_view(p)).decode(),
     }
+
+
+def _deactivated_row(state: State, key: str) -> dict[str, Any] | None:
+    p = state.profiles.get(key)
+    if p is None or not p.get("deactivated"):
+        return None
+    return {"profile_id": p["id"], "customer_id": p["customer_id"], "at": p["deactivated_at"]}
 
 
 TABLES = (
@@ -301,6 +409,17 @@ TABLES = (
         row=_profile_row,
         key_columns=("id",),
         keys=lambda s: s.profiles.keys(),
+    ),
+    # Its own table, not a column of `profiles`: a database written before it opens
+    # with the table added and nothing to migrate.
+    ReadModelTable(
+        "deactivated_profiles",
+        {"profile_id": str, "customer_id": str, "at": str},
+        pk=("profile_id",),
+        kind="deactivated_profile",
+        row=_deactivated_row,
+        key_columns=("profile_id",),
+        keys=lambda s: [k for k, p in s.profiles.items() if p.get("deactivated")],
     ),
 )
 REGISTRATION = Registration(DECIDERS, APPLIERS, tables=TABLES)

@@ -1,7 +1,8 @@
 """The accounts of the double-entry book (engine/kernel/ledger.py).
 
 Profile accounts are `<profile_id>:available`, `<profile_id>:trading` (held for open
-orders) and `<profile_id>:withdrawing` (held for pending withdrawals): owned accounts,
+orders), `<profile_id>:withdrawing` (held for pending withdrawals) and
+`<profile_id>:converting` (debited for a stablecoin conversion not yet settled): owned accounts,
 which never go below zero. External accounts have no colon: `world` (outside the
 platform), `fees` (platform fee income) and `house` (the simulated market's
 counterparty, which trades with the outside world and may go below zero as the world
@@ -25,3 +26,7 @@ def trading(profile_id: str) -> str:
 
 def withdrawing(profile_id: str) -> str:
     return f"{profile_id}:withdrawing"
+
+
+def converting(profile_id: str) -> str:
+    return f"{profile_id}:converting"

@@ -17,6 +17,7 @@ from engine.domain import (
 from engine.domain.transfers import (
     funding,
     internal_transfers,
+    stablecoin_conversions,
     transfer_records,
     withdrawal_fees,
     withdrawals,
@@ -39,6 +40,7 @@ _MODULES: tuple[Registration, ...] = (
     withdrawal_fees.REGISTRATION,
     withdrawals.REGISTRATION,
     internal_transfers.REGISTRATION,
+    stablecoin_conversions.REGISTRATION,
     trading.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,

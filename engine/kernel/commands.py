@@ -48,6 +48,17 @@ class CreateProfile(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateProfile(Command):
+    profile_id: str = ""
+    nickname: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeactivateProfile(Command):
+    profile_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxDeposit(Command):
     profile_id: str = ""
     asset: str = ""
@@ -103,6 +114,24 @@ class CreateCryptoWithdrawal(Command):
     memo: str | None = None
     metadata: dict[str, str] | None = None
     beneficiary: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateStablecoinConversion(Command):
+    profile_id: str = ""
+    amount: str = ""
+    source_asset: str = ""
+    target_asset: str = ""
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    metadata: dict[str, str] | None = None
+    recipient_profile_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelStablecoinConversion(Command):
+    conversion_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,8 @@ CATALOGUE: dict[str, EventSpec] = {
     ),
     "ClientRevoked": _spec("client_id"),
     "ProfileCreated": _spec("profile_id customer_id nickname description type"),
+    "ProfileUpdated": _spec("profile_id nickname"),
+    "ProfileDeactivated": _spec("profile_id"),
     # transfers
     "TransferCreated": _spec("transfer postings"),
     "TransferCompleted": _spec("transfer_id changes postings"),
@@ -67,6 +69,10 @@ CATALOGUE: dict[str, EventSpec] = {
     "WithdrawalFeeQuoted": _spec("quote"),
     "WithdrawalFeeExpired": _spec("fee_id"),
     "CryptoWithdrawalRequested": _spec("transfer_id due_at fee_id beneficiary"),
+    # stablecoin conversions
+    "StablecoinConversionCreated": _spec("conversion postings"),
+    "StablecoinConversionSettled": _spec("conversion_id postings"),
+    "StablecoinConversionCancelled": _spec("conversion_id postings"),
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.config.settings import granted_scopes
 from engine.read.connections import ReadConnections
 
 
@@ -21,6 +22,6 @@ def client(reads: ReadConnections, client_id: str) -> dict[str, Any] | None:
         "customer_id": row[1],
         "salt": row[2],
         "secret_hash": row[3],
-        "scopes": tuple(row[4].split()),
+        "scopes": granted_scopes(tuple(row[4].split())),
         "revoked": bool(row[5]),
     }

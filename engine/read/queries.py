@@ -174,8 +174,18 @@ class Queries(ReadConnections):
             raise NotFound(f"profile not found with id {profile_id}")
         return row[0], orjson.loads(row[1])
 
-    def profile(self, customer_id: str, profile_id: str) -> dict[str, Any]:
-        return self.profile_row(customer_id, profile_id)[1]
+    def profile(
+        self, customer_id: str, profile_id: str, include_deactivated: bool = False
+    ) -> dict[str, Any]:
+        """A deactivated profile is 'not found' unless the caller asks for those too."""
+        pid, body = self.profile_row(customer_id, profile_id)
+        if not include_deactivated and self._deactivated(pid):
+            raise NotFound(f"profile not found with id {profile_id}")
+        return body
+
+    def _deactivated(self, profile_id: str) -> bool:
+        row = self._one("SELECT 1 FROM deactivated_profiles WHERE profile_id = ?", (profile_id,))
+        return row is not None
 
     def list_profiles(
         self,
@@ -183,10 +193,14 @@ class Queries(ReadConnections):
         page: Page,
         nickname: str | None = None,
         ids: list[str] | None = None,
+        include_deactivated: bool = False,
     ) -> dict[str, Any]:
-        """Profiles oldest first unless `order` says otherwise (the reference's default)."""
+        """Profiles oldest first unless `order` says otherwise (the reference's default);
+        deactivated ones only when asked for."""
         where = ["customer_id = ?"]
         params: list[Any] = [customer_id]
+        if not include_deactivated:
+            where.append("id NOT IN (SELECT profile_id FROM deactivated_profiles)")
         if nickname is not None:
             where.append("nickname = ?")
             params.append(nickname)
@@ -290,6 +304,33 @@ class Queries(ReadConnections):
                 where.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
         return self.page("fiat_instructions", where, params, page, owner=customer_id)
+
+    # -- stablecoin conversions (engine/domain/transfers/stablecoin_conversions.py) ----
+
+    def stablecoin_conversion(self, customer_id: str, conversion_id: str) -> dict[str, Any]:
+        row = self._one(
+            "SELECT body FROM stablecoin_conversions WHERE id = ? AND customer_id = ?",
+            (conversion_id, customer_id),
+        )
+        if row is None:
+            raise NotFound(
+                f"conversion with id {conversion_id} not found for customer with id {customer_id}"
+            )
+        return orjson.loads(row[0])  # type: ignore[no-any-return]
+
+    def list_stablecoin_conversions(
+        self, customer_id: str, page: Page, profile_id: str | None, ref_id: str | None
+    ) -> dict[str, Any]:
+        """Newest first unless `order` says otherwise (the reference's default)."""
+        where = ["customer_id = ?"]
+        params: list[Any] = [customer_id]
+        if profile_id is not None:
+            where.append("profile_id = ?")
+            params.append(self.profile_row(customer_id, profile_id)[0])
+        if ref_id is not None:
+            where.append("ref_id = ?")
+            params.append(ref_id)
+        return self.page("stablecoin_conversions", where, params, page, owner=customer_id)
 
     # -- orders and executions (rows of engine/domain/trading/order_rows.py) ----------
 

@@ -32,6 +32,10 @@ INDEXES: dict[str, dict[str, Any]] = {
         "indexes": [["customer_id", "seq"], ["profile_id", "ref_id"]],
         "fixed": ["customer_id", "profile_id", "ref_id", "seq"],
     },
+    "stablecoin_conversions": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "profile_id", "ref_id", "seq"],
+    },
     "orders": {
         "indexes": [["customer_id", "seq"], ["profile_id", "seq"]],
         "fixed": ["customer_id", "profile_id", "seq"],

@@ -20,9 +20,17 @@ from engine.domain.registrations import domain_registry
 from engine.tools.time_travel import log_hash
 from tests.support.golden_helpers import UPDATE_ENV, differences, load, play, write
 
-# Event types the engine applies that the golden run cannot produce, with the reason.
-# Empty: every type is produced (ClientRevoked through Engine.execute, as the CLI does).
-NOT_PRODUCED: dict[str, str] = {}
+# Event types the engine applies that the golden run does not produce, with the reason
+# (ClientRevoked is produced through Engine.execute, as the CLI does). Issue 19's areas
+# are left out so that the golden log of the earlier operations keeps its hash: each is
+# replayed by its own recorded scenario instead.
+NOT_PRODUCED: dict[str, str] = {
+    "ProfileUpdated": "issue 19: scenarios/profile_update_deactivate.yaml",
+    "ProfileDeactivated": "issue 19: scenarios/profile_update_deactivate.yaml",
+    "StablecoinConversionCreated": "issue 19: scenarios/stablecoin_conversions.yaml",
+    "StablecoinConversionSettled": "issue 19: scenarios/stablecoin_conversions.yaml",
+    "StablecoinConversionCancelled": "issue 19: scenarios/stablecoin_conversions.yaml",
+}
 
 
 def test_the_golden_run_leaves_the_recorded_log_and_read_models(sandbox_factory: Any) -> None:

@@ -167,6 +167,9 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
             continue  # an id only an answer gives (GET /v2/transfer/transfers/{id})
         url = path.format(**params)
         kwargs: dict[str, Any] = {}
+        required = [p for p in op.get("parameters", []) if p["in"] == "query" and p.get("required")]
+        if required:
+            kwargs["params"] = {p["name"]: p["example"] for p in required}
         if "requestBody" in op:
             media = op["requestBody"]["content"]["application/json"]
             assert "example" in media, f"{name} has no request example"

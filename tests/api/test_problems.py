@@ -214,12 +214,13 @@ def test_a_null_fee_total_is_a_400_not_an_absent_total(sandbox: Any) -> None:
     assert problem["meta"] == {"field": "total"}
 
 
-def _body_operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(path, operation id, the resolved properties of its JSON body) of every operation."""
+def _body_operations(doc: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(path, method, operation id, the resolved properties of its JSON body) of every
+    operation."""
     schemas = doc["components"]["schemas"]
     found = []
     for path, operations in doc["paths"].items():
-        for op in operations.values():
+        for method, op in operations.items():
             media = op.get("requestBody", {}).get("content", {}).get("application/json")
             if media is None:
                 continue
@@ -227,18 +228,18 @@ def _body_operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]
             for option in schema.get("anyOf", [schema]):
                 if "$ref" in option:
                     properties = schemas[option["$ref"].rsplit("/", 1)[-1]]["properties"]
-                    found.append((path, op["operationId"], properties))
+                    found.append((path, method.upper(), op["operationId"], properties))
     return found
 
 
 def test_null_for_any_declared_field_of_any_body_is_a_400_naming_it(sandbox: Any) -> None:
     doc = sandbox.get("/openapi.json").json()
     checked = 0
-    for path, operation, properties in _body_operations(doc):
+    for path, method, operation, properties in _body_operations(doc):
         path = path.replace("{profile_id}", "default").replace("{market}", "BTCUSD")
         for field, schema in properties.items():
             assert "null" not in str(schema.get("anyOf", "")), f"{operation}.{field} is nullable"
-            r = sandbox.post(path, {field: None})
+            r = sandbox.http.request(method, path, json={field: None}, headers=sandbox.headers)
             body = _is_problem(r, 400)
             assert body["detail"] == f"{field} invalid: must not be null", (operation, body)
             assert body["meta"] == {"field": field}
@@ -263,11 +264,12 @@ def test_null_inside_a_nested_object_names_its_path(sandbox: Any) -> None:
 def test_no_field_of_the_references_bodies_takes_null(sandbox: Any) -> None:
     doc = document()  # skips where the reference is absent
     checked = 0
-    for path, operation, properties in _body_operations(doc):
+    for path, method, operation, properties in _body_operations(doc):
         path = "/v2" + path.replace("{profile_id}", "default")
         for field, schema in properties.items():
             assert not schema.get("nullable"), f"the reference makes {operation}.{field} nullable"
-            body = _is_problem(sandbox.post(path, {field: None}), 400)
+            r = sandbox.http.request(method, path, json={field: None}, headers=sandbox.headers)
+            body = _is_problem(r, 400)
             assert body["meta"] == {"field": field}, (operation, body)
             checked += 1
     assert checked >= 60

@@ -21,7 +21,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES
+from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, KNOWN_SCOPES
 from tests.support.reference import document
 from tests.support.server_helpers import ROOT as ROOT_DIR
 from tests.support.server_helpers import Server
@@ -247,6 +247,33 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     "ListProfiles": ("GET", "/v2/profiles", "funding:read_profile"),
     "CreateProfile": ("POST", "/v2/profiles", "funding:write_profile"),
     "GetProfile": ("GET", "/v2/profiles/{profile_id}", "funding:read_profile"),
+    "UpdateProfile": ("PUT", "/v2/profiles/{profile_id}", "funding:write_profile"),
+    "DeactivateProfile": ("PUT", "/v2/profiles/{profile_id}/deactivate", "funding:write_profile"),
+    "CreateStablecoinConversion": (
+        "POST",
+        "/v2/conversion/stablecoins",
+        "conversion:write_conversion_stablecoin",
+    ),
+    "ListStablecoinConversions": (
+        "GET",
+        "/v2/conversion/stablecoins",
+        "conversion:read_conversion_stablecoin",
+    ),
+    "GetStablecoinConversion": (
+        "GET",
+        "/v2/conversion/stablecoins/{id}",
+        "conversion:read_conversion_stablecoin",
+    ),
+    "CancelStablecoinConversion": (
+        "DELETE",
+        "/v2/conversion/stablecoins/{id}",
+        "conversion:write_conversion_stablecoin",
+    ),
+    "ListTransferLimits": (
+        "GET",
+        "/v2/transfer/limits/utilizations",
+        "transfer:read_transfer_limit",
+    ),
     "ListProfileBalances": ("GET", "/v2/profiles/{profile_id}/balances", "funding:read_profile"),
     "GetProfileBalance": (
         "GET",
@@ -422,7 +449,7 @@ def test_a_tenant_has_every_scope_but_the_sandbox_admins(sandbox: Any) -> None:
     }
     granted = set(sandbox.http.post("/oauth2/token", data=form).json()["scope"].split())
     opt_in = {"sandbox:write_customer", "exchange:self_match_prevention"}
-    assert granted == set(ALL_SCOPES) - opt_in
+    assert granted == set(KNOWN_SCOPES) - opt_in
 
 
 # -- tenancy -----------------------------------------------------------------------------
@@ -478,6 +505,10 @@ def _own_resources(sb: Any) -> dict[str, str]:
             "amount": "0.001",
         },
     ).json()
+    conversion = sb.post(
+        "/v2/conversion/stablecoins",
+        {"profile_id": "default", "amount": "10", "source_asset": "USD", "target_asset": "USDP"},
+    ).json()
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
@@ -488,6 +519,7 @@ def _own_resources(sb: Any) -> dict[str, str]:
         "memo_id": instructions["memo_id"],
         "fee_id": fee2["id"],
         "event_id": events[0]["id"],
+        "conversion_id": conversion["id"],
     }
 
 
@@ -499,6 +531,7 @@ IDS_BY_PATH = {
     "/v2/profiles/{profile_id}/orders/{id}": "order_id",
     "/v2/transfer/fiat-deposit-instructions/{id}": "instructions_id",
     "/v2/events/{id}": "event_id",
+    "/v2/conversion/stablecoins/{id}": "conversion_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox (admin only: a tenant meets 403 before any id).
@@ -513,6 +546,7 @@ BODIES = {
         "base_amount": "0.01",
     },
     "CreateSandboxDeposit": {"asset": "BTC", "amount": "1"},
+    "UpdateProfile": {"nickname": "taken over"},
 }
 
 

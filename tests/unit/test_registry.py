@@ -75,7 +75,7 @@ def test_read_models_invariants_and_prices_come_from_the_registrations() -> None
     assert [t.name for t in registry.tables] == list(TABLES)
     assert {"orders", "balances", "event_feed", "snapshots"} <= set(TABLES)
     declared = [c for r in REGISTRATIONS for c in r.checks]
-    assert list(registry.checks) == declared and len(declared) == 3
+    assert list(registry.checks) == declared and len(declared) == 4
     assert len(registry.price_sources) == 1  # the market's last prints
 
 

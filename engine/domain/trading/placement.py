@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from engine.domain.customers import resolve_profile
+from engine.domain.customers import active_profile
 from engine.domain.ledger import available, trading
 from engine.domain.metadata import check_metadata
 from engine.domain.trading.amount_texts import decimal_text, price_ticks, ticks_text
@@ -120,7 +120,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     tr = live_trading(ctx)
     cfg = market_config(tr)
     state = ctx.state
-    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    profile = active_profile(state, cmd.actor.customer_id, cmd.profile_id)
     if cmd.side not in SIDES:
         raise Invalid(f"side invalid: unknown side '{cmd.side}'", field="side")
     mk = tr.markets.get(cmd.market)
@@ -200,7 +200,9 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     )
     recipient = None
     if cmd.recipient_profile_id is not None:
-        recipient = resolve_profile(state, cmd.actor.customer_id, cmd.recipient_profile_id)["id"]
+        recipient = active_profile(
+            state, cmd.actor.customer_id, cmd.recipient_profile_id, "recipient_profile_id"
+        )["id"]
     if cmd.ref_id is not None:
         _check_ref(ctx.state, tr, profile["id"], cmd.ref_id, ctx.now)
     step = cfg.step_of(ctx.now)

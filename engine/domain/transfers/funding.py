@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from engine.domain.customers import resolve_profile
+from engine.domain.customers import active_profile
 from engine.domain.ledger import FEES, WORLD, available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -51,7 +51,7 @@ def instructions_view(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def sandbox_deposit(ctx: Ctx, cmd: SandboxDeposit) -> dict[str, Any]:
-    profile = resolve_profile(ctx.state, cmd.actor.customer_id, cmd.profile_id)
+    profile = active_profile(ctx.state, cmd.actor.customer_id, cmd.profile_id)
     asset = cmd.asset
     if asset not in ASSETS:
         raise Invalid(f"asset invalid: unknown asset '{asset}'", field="asset")
@@ -92,7 +92,7 @@ def create_fiat_deposit_instructions(
     ctx: Ctx, cmd: CreateFiatDepositInstructions
 ) -> dict[str, Any]:
     state = ctx.state
-    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    profile = active_profile(state, cmd.actor.customer_id, cmd.profile_id)
     if cmd.fiat_network not in FIAT_NETWORKS:
         raise Invalid(
             f"fiat_network invalid: unknown network '{cmd.fiat_network}'", field="fiat_network"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.customers import resolve_profile
+from engine.domain.customers import active_profile
 from engine.domain.ledger import available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -43,8 +43,8 @@ def create_internal_transfer(ctx: Ctx, cmd: CreateInternalTransfer) -> dict[str,
     if cmd.ref_id is not None and not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
         raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
     customer_id = cmd.actor.customer_id
-    sender = resolve_profile(state, customer_id, cmd.from_profile_id)
-    recipient = resolve_profile(state, customer_id, cmd.to_profile_id)
+    sender = active_profile(state, customer_id, cmd.from_profile_id, "from_profile_id")
+    recipient = active_profile(state, customer_id, cmd.to_profile_id, "to_profile_id")
     if sender["id"] == recipient["id"]:
         raise Invalid(
             "to_profile_id invalid: the recipient must be another profile than the sender",

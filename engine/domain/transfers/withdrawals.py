@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from engine.config.settings import Settings
-from engine.domain.customers import resolve_profile
+from engine.domain.customers import active_profile
 from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records, withdrawal_fees
@@ -101,7 +101,7 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
     balance_asset = _balance_asset(asset, cmd.balance_asset)
     if cmd.ref_id is not None and not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
         raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
-    profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    profile = active_profile(state, cmd.actor.customer_id, cmd.profile_id)
     profile_id = profile["id"]
     if cmd.ref_id is not None:
         existing = state.transfer_refs.get((profile_id, cmd.ref_id))

@@ -1,0 +1,102 @@
+"""Stablecoin conversions: USD to USDP, PYUSD or USDG and back, at par."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter import response_shapes
+from api_adapter.auth import Principal, require
+from api_adapter.paging import Limit, Order, checked_time
+from api_adapter.request_bodies import CreateStablecoinConversionRequest
+from api_adapter.responses import JSONResponse
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
+from engine.read.queries import Page
+
+router = APIRouter(prefix="/v2/conversion", tags=["Stablecoin Conversion"])
+
+Read = Annotated[Principal, Depends(require("conversion:read_conversion_stablecoin"))]
+Write = Annotated[Principal, Depends(require("conversion:write_conversion_stablecoin"))]
+# The reference's inclusive time bounds, under its names.
+TimeBound = Annotated[str | None, Query()]
+
+
+@router.post(
+    "/stablecoins",
+    operation_id="CreateStablecoinConversion",
+    responses=response_shapes.ok(response_shapes.StablecoinConversion),
+)
+async def create_conversion(
+    request: Request, who: Write, body: CreateStablecoinConversionRequest
+) -> JSONResponse:
+    command = CreateStablecoinConversion(
+        actor=actor(request, who),
+        profile_id=body.profile_id,
+        amount=body.amount,
+        source_asset=body.source_asset,
+        target_asset=body.target_asset,
+        ref_id=body.ref_id,
+        identity_id=body.identity_id,
+        account_id=body.account_id,
+        metadata=body.metadata,
+        recipient_profile_id=body.recipient_profile_id,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.get(
+    "/stablecoins",
+    operation_id="ListStablecoinConversions",
+    responses=response_shapes.ok(response_shapes.ListStablecoinConversionsResponse),
+)
+async def list_conversions(
+    request: Request,
+    who: Read,
+    profile_id: str | None = None,
+    ref_id: str | None = None,
+    created_at_begin: Annotated[TimeBound, Query(alias="created_at.begin")] = None,
+    created_at_end: Annotated[TimeBound, Query(alias="created_at.end")] = None,
+    updated_at_begin: Annotated[TimeBound, Query(alias="updated_at.begin")] = None,
+    updated_at_end: Annotated[TimeBound, Query(alias="updated_at.end")] = None,
+    order: Order = None,
+    page_cursor: str | None = None,
+    limit: Limit = None,
+) -> JSONResponse:
+    bounds = {
+        ("created_at", "gte"): checked_time("created_at.begin", created_at_begin),
+        ("created_at", "lte"): checked_time("created_at.end", created_at_end),
+        ("updated_at", "gte"): checked_time("updated_at.begin", updated_at_begin),
+        ("updated_at", "lte"): checked_time("updated_at.end", updated_at_end),
+    }
+    page = Page(
+        limit=limit,
+        page_cursor=page_cursor,
+        order=order,
+        times={k: v for k, v in bounds.items() if v is not None},
+    )
+    return JSONResponse(
+        request.app.state.queries.list_stablecoin_conversions(
+            who.customer_id, page, profile_id, ref_id
+        )
+    )
+
+
+@router.get(
+    "/stablecoins/{id}",
+    operation_id="GetStablecoinConversion",
+    responses=response_shapes.ok(response_shapes.StablecoinConversion),
+)
+async def get_conversion(request: Request, who: Read, id: str) -> JSONResponse:
+    return JSONResponse(request.app.state.queries.stablecoin_conversion(who.customer_id, id))
+
+
+@router.delete(
+    "/stablecoins/{id}",
+    operation_id="CancelStablecoinConversion",
+    responses=response_shapes.ok(response_shapes.StablecoinConversion),
+)
+async def cancel_conversion(request: Request, who: Write, id: str) -> JSONResponse:
+    command = CancelStablecoinConversion(actor=actor(request, who), conversion_id=id)
+    return JSONResponse(await run(request, command))

@@ -1,0 +1,31 @@
+"""Transfer limits: the sandbox's per-withdrawal caps, as the service lists limits."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Request
+
+from api_adapter import response_shapes
+from api_adapter.auth import Principal, require
+from api_adapter.request_bodies import TransferType
+from api_adapter.responses import JSONResponse
+from engine.domain.transfers.transfer_limits import transfer_limits
+
+router = APIRouter(prefix="/v2/transfer", tags=["Limits"])
+
+# The document's names of the platform transfers beside the interface's (PLATFORM_*).
+LimitTransferType = TransferType | Literal["PAXOS_TRANSFER_DEBIT", "PAXOS_TRANSFER_CREDIT"]
+
+
+@router.get(
+    "/limits/utilizations",
+    operation_id="ListTransferLimits",
+    responses=response_shapes.ok(response_shapes.ListTransferLimitsResponse),
+)
+async def list_transfer_limits(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:read_transfer_limit"))],
+    transfer_type: LimitTransferType,
+) -> JSONResponse:
+    return JSONResponse(transfer_limits(request.app.state.engine.settings, transfer_type))
