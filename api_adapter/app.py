@@ -25,6 +25,7 @@ from api_adapter.routes import (
     markets,
     orders,
     profiles,
+    quotes,
     sandbox,
     snapshots,
     transfers,
@@ -40,6 +41,7 @@ ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandb
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
+ROUTERS += [quotes.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

@@ -28,6 +28,24 @@ ALL_SCOPES: tuple[str, ...] = (
     "sandbox:write_customer",
 )
 
+# Scopes of operations served after clients were first recorded: a client is granted
+# each one with the scope it implies from, so that a client's recorded scopes (and the
+# log that records them) stay as they were. A customer may also be created with them.
+IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
+    "exchange:read_quote": ("exchange:read_order",),
+    "exchange:read_quote_execution": ("exchange:read_order",),
+    "exchange:write_quote_execution": ("exchange:write_order",),
+}
+KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
+
+
+def granted_scopes(recorded: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """A client's recorded scopes and those they imply (IMPLIED_SCOPES)."""
+    held = set(recorded)
+    implied = [s for s, by in IMPLIED_SCOPES.items() if s not in held and held & set(by)]
+    return (*recorded, *implied)
+
+
 # The permission `self_match_prevention_id` needs. The real service grants it only to
 # some accounts, so no client holds it unless asked for (a customer's creation option,
 # the `bootstrap_self_match_prevention` setting): code that sends the field would
@@ -93,6 +111,10 @@ class Settings(BaseModel):
         default_factory=dict
     )
     withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
+    # Held-rate quotes (GET /v2/quotes): the buy price is the market's reference price
+    # plus this spread, the sell price that minus it; each quote holds for the ttl.
+    quote_spread_bps: Annotated[Decimal, Field(ge=0, lt=10000)] = Decimal(25)
+    quote_ttl_seconds: Annotated[Decimal, Field(gt=0)] = Decimal(30)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

@@ -10,6 +10,7 @@ from engine.domain import (
     balances,
     customers,
     feed,
+    quotes,
     sandbox_snapshots,
     trading,
     webhook_registrations,
@@ -40,6 +41,7 @@ _MODULES: tuple[Registration, ...] = (
     withdrawals.REGISTRATION,
     internal_transfers.REGISTRATION,
     trading.REGISTRATION,
+    quotes.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
 )

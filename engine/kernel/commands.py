@@ -121,6 +121,28 @@ class CreateInternalTransfer(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class IssueQuotes(Command):
+    """Held-rate quotes, a buy and a sell per market, for the caller (all markets: empty)."""
+
+    markets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateQuoteExecution(Command):
+    """Execute a held quote; exactly one of base_amount and quote_amount."""
+
+    profile_id: str = ""
+    quote_id: str = ""
+    ref_id: str | None = None
+    base_amount: str | None = None
+    quote_amount: str | None = None
+    metadata: dict[str, str] | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    recipient_profile_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CreateOrder(Command):
     """An order as the client sent it: raw strings, checked by engine.domain.trading.placement."""
 

@@ -21,7 +21,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES
+from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, IMPLIED_SCOPES
 from tests.support.reference import document
 from tests.support.server_helpers import ROOT as ROOT_DIR
 from tests.support.server_helpers import Server
@@ -308,6 +308,22 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     "ListTransfers": ("GET", "/v2/transfer/transfers", "transfer:read_transfer"),
     "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
     "ListEvents": ("GET", "/v2/events", "events:read_event"),
+    "ListQuotes": ("GET", "/v2/quotes", "exchange:read_quote"),
+    "ListQuoteExecutions": (
+        "GET",
+        "/v2/profiles/{profile_id}/quote-executions",
+        "exchange:read_quote_execution",
+    ),
+    "CreateQuoteExecution": (
+        "POST",
+        "/v2/profiles/{profile_id}/quote-executions",
+        "exchange:write_quote_execution",
+    ),
+    "GetQuoteExecution": (
+        "GET",
+        "/v2/profiles/{profile_id}/quote-executions/{id}",
+        "exchange:read_quote_execution",
+    ),
     "GetEvent": ("GET", "/v2/events/{id}", "events:read_event"),
     # sandex's own operations: the sandbox's admin powers belong to the bootstrap client
     "GetSandboxClock": ("GET", "/v2/sandbox/clock", None),
@@ -422,7 +438,7 @@ def test_a_tenant_has_every_scope_but_the_sandbox_admins(sandbox: Any) -> None:
     }
     granted = set(sandbox.http.post("/oauth2/token", data=form).json()["scope"].split())
     opt_in = {"sandbox:write_customer", "exchange:self_match_prevention"}
-    assert granted == set(ALL_SCOPES) - opt_in
+    assert granted == set(ALL_SCOPES) - opt_in | set(IMPLIED_SCOPES)
 
 
 # -- tenancy -----------------------------------------------------------------------------
@@ -478,9 +494,16 @@ def _own_resources(sb: Any) -> dict[str, str]:
             "amount": "0.001",
         },
     ).json()
+    quotes = sb.get("/v2/quotes", params={"markets": "BTCUSD"}).json()["items"]
+    executed = sb.post(
+        "/v2/profiles/default/quote-executions",
+        {"quote_id": quotes[0]["id"], "quote_amount": "10"},
+    ).json()
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
+        "quote_id": quotes[1]["id"],
+        "quote_execution_id": executed["id"],
         "profile_id": profile,
         "transfer_id": withdrawal["id"],
         "order_id": order.json()["id"],
@@ -499,6 +522,7 @@ IDS_BY_PATH = {
     "/v2/profiles/{profile_id}/orders/{id}": "order_id",
     "/v2/transfer/fiat-deposit-instructions/{id}": "instructions_id",
     "/v2/events/{id}": "event_id",
+    "/v2/profiles/{profile_id}/quote-executions/{id}": "quote_execution_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox (admin only: a tenant meets 403 before any id).
@@ -513,6 +537,7 @@ BODIES = {
         "base_amount": "0.01",
     },
     "CreateSandboxDeposit": {"asset": "BTC", "amount": "1"},
+    "CreateQuoteExecution": {"quote_id": "none", "quote_amount": "10"},
 }
 
 
@@ -624,6 +649,18 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
                 "asset": "USD",
                 "memo_id": mine["memo_id"],
                 "fiat_network_instructions": {"wire": wire},
+            },
+        ),
+        "execute A's quote": (
+            f"/v2/profiles/{theirs}/quote-executions",
+            {"quote_id": mine["quote_id"], "base_amount": "0.001"},
+        ),
+        "quote proceeds into A's profile": (
+            f"/v2/profiles/{theirs}/quote-executions",
+            {
+                "quote_id": "none",
+                "base_amount": "0.001",
+                "recipient_profile_id": mine["profile_id"],
             },
         ),
         "settle into A's profile": (
