@@ -24,6 +24,7 @@ from api_adapter.routes import (
     internal_transfers,
     markets,
     orders,
+    prices,
     profiles,
     quotes,
     sandbox,
@@ -41,7 +42,7 @@ ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandb
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
-ROUTERS += [quotes.router]
+ROUTERS += [quotes.router, prices.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # mypy sees the values as the strings they are; pydantic sees
     FiatDepositInstructionsStatus = str
     FiatWireAccountType = str
     QuoteExecutionStatus = str
+    PriceMarket = str
 else:
     Market = _enum("Market", MARKETS)
     CryptoNetwork = _enum("CryptoNetwork", CRYPTO_NETWORKS)
@@ -100,6 +101,7 @@ else:
     FiatDepositInstructionsStatus = _enum("FiatDepositInstructionsStatus", ("VALID", "DEPRECATED"))
     FiatWireAccountType = _enum("FiatWireAccountType", ("ABA", "SWIFT"))
     QuoteExecutionStatus = _enum("QuoteExecutionStatus", ("CREATED", "SETTLED"))
+    PriceMarket = _enum("PricePriceMarket", (m for m in MARKETS if m.endswith("USD")))
 
 # -- profiles and balances ---------------------------------------------------------------
 
@@ -386,6 +388,30 @@ class ListQuoteExecutionsResponse(Shape):
     total_count: Annotated[int, Field(json_schema_extra={"format": "int32"})] | None = None
     items: list[QuoteExecution] | None = None
     next_page_cursor: str | None = None
+
+
+# -- prices -------------------------------------------------------------------------------
+
+
+class Pricing(Shape):
+    market: PriceMarket | None = None
+    current_price: Price | None = None
+    yesterday_price: Price | None = None
+    snapshot_at: Time | None = None
+
+
+class ListPricesResponse(Shape):
+    items: list[Pricing] | None = None
+
+
+class HistoricalPrice(Shape):
+    average_price: Price | None = None
+    timestamp: Time | None = None
+
+
+class ListHistoricalPricesResponse(Shape):
+    total_count: Annotated[int, Field(json_schema_extra={"format": "int32"})] | None = None
+    items: list[HistoricalPrice] | None = None
 
 
 # -- market data --------------------------------------------------------------------------

@@ -35,6 +35,7 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "exchange:read_quote": ("exchange:read_order",),
     "exchange:read_quote_execution": ("exchange:read_order",),
     "exchange:write_quote_execution": ("exchange:write_order",),
+    "exchange:historical_prices": ("exchange:read_order",),
 }
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
 

@@ -15,6 +15,7 @@ from engine.domain import (
     trading,
     webhook_registrations,
 )
+from engine.domain.trading import price_history
 from engine.domain.transfers import (
     funding,
     internal_transfers,
@@ -42,6 +43,7 @@ _MODULES: tuple[Registration, ...] = (
     internal_transfers.REGISTRATION,
     trading.REGISTRATION,
     quotes.REGISTRATION,
+    price_history.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
 )

@@ -197,6 +197,27 @@ class ReadMarket(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class ListPrices(Command):
+    """Current and 24-hours-ago prices of markets (all the reference's: empty)."""
+
+    markets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListHistoricalPrices(Command):
+    """Average prices of a market per increment; exactly one of increment and
+    max_data_points. Times as the client sent them (RFC 3339)."""
+
+    market: str = ""
+    increment: str | None = None
+    max_data_points: int | None = None
+    begin: str | None = None
+    end: str | None = None
+    limit: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AdvanceClock(Command):
     """Move a manual clock forward to `to`, or `by` a duration, firing every deadline on
     the way. `by` is added to the clock in the writer, so that advances sent at the same

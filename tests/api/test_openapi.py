@@ -137,6 +137,8 @@ def test_the_shape_comparison_finds_a_renamed_field_a_type_and_an_enum() -> None
 # What needs another example's answer first (a webhook to read, a snapshot to restore).
 LATER = ["GetSandboxWebhook", "RemoveSandboxWebhook", "RestoreSandboxSnapshot", "ResetSandbox"]
 LATER = ["CreateQuoteExecution", *LATER]
+# Query parameters an operation cannot do without.
+QUERIES = {"ListHistoricalPrices": {"increment": "ONE_HOUR"}}
 FROM_ANSWERS = {
     "memo_id": "CreateFiatDepositInstructions",
     "to_profile_id": "CreateProfile",
@@ -167,7 +169,7 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
         if None in params.values():
             continue  # an id only an answer gives (GET /v2/transfer/transfers/{id})
         url = path.format(**params)
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"params": QUERIES.get(name)}
         if "requestBody" in op:
             media = op["requestBody"]["content"]["application/json"]
             assert "example" in media, f"{name} has no request example"

@@ -309,6 +309,12 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
     "ListEvents": ("GET", "/v2/events", "events:read_event"),
     "ListQuotes": ("GET", "/v2/quotes", "exchange:read_quote"),
+    "ListPrices": ("GET", "/v2/all-markets/prices", None),
+    "ListHistoricalPrices": (
+        "GET",
+        "/v2/markets/{market}/historical-prices",
+        "exchange:historical_prices",
+    ),
     "ListQuoteExecutions": (
         "GET",
         "/v2/profiles/{profile_id}/quote-executions",
