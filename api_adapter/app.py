@@ -25,7 +25,9 @@ from api_adapter.routes import (
     internal_transfers,
     markets,
     orders,
+    prices,
     profiles,
+    quotes,
     sandbox,
     snapshots,
     transfer_limits,
@@ -44,6 +46,7 @@ ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 ROUTERS += [conversions.router]
 ROUTERS += [transfer_limits.router]
+ROUTERS += [quotes.router, prices.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

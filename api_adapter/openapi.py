@@ -111,6 +111,10 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "SetSandboxMarketPrice": {"price": "42000.00"},
     "TakeSandboxSnapshot": {"name": "before-test"},
     "RegisterSandboxWebhook": {"url": "https://hooks.example.com/sandex"},
+    "CreateQuoteExecution": {
+        "quote_id": "366a26d2-3098-4226-a520-4bb43ae4d922",
+        "quote_amount": "100",
+    },
 }
 _REASONS = {
     400: "Bad request: a field is missing, malformed or breaks a rule",

@@ -143,6 +143,7 @@ _DOMAIN_PROBLEMS: dict[str, tuple[int, str | None, str | None]] = {
     "already-exists": (409, "already-exists", "Already Exists"),
     "insufficient-funds": (403, "insufficient-funds", "Insufficient Funds"),
     "expired": (403, "expired", "Expired"),
+    "rejected": (403, "rejected", "Rejected"),
     "exceed-precision": (400, "exceed-precision", "Exceed Precision"),
     "notional-value-too-large": (403, "notional-value-too-large", "Notional Value Too Large"),
     "exceed-max-withdraw-limit": (400, "exceed-max-withdraw-limit", "Exceed Max Withdraw Limit"),

@@ -282,3 +282,14 @@ class MarketPriceRequest(Body):
     # True: the price jumps there (resting orders it passes trade at the ladder's prices,
     # their own or better), as at an opening gap; false: it walks there (at their prices).
     gap: bool = False
+
+
+class CreateQuoteExecutionRequest(Body):
+    quote_id: ShortText
+    ref_id: ShortText | None = None
+    base_amount: Amount | None = None
+    quote_amount: Amount | None = None
+    metadata: dict[str, str] | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    recipient_profile_id: ShortText | None = None

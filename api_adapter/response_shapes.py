@@ -76,6 +76,8 @@ if TYPE_CHECKING:  # mypy sees the values as the strings they are; pydantic sees
     SecondaryStatusName = str
     FiatDepositInstructionsStatus = str
     FiatWireAccountType = str
+    QuoteExecutionStatus = str
+    PriceMarket = str
 else:
     Market = _enum("Market", MARKETS)
     CryptoNetwork = _enum("CryptoNetwork", CRYPTO_NETWORKS)
@@ -98,6 +100,8 @@ else:
     )
     FiatDepositInstructionsStatus = _enum("FiatDepositInstructionsStatus", ("VALID", "DEPRECATED"))
     FiatWireAccountType = _enum("FiatWireAccountType", ("ABA", "SWIFT"))
+    QuoteExecutionStatus = _enum("QuoteExecutionStatus", ("CREATED", "SETTLED"))
+    PriceMarket = _enum("PricePriceMarket", (m for m in MARKETS if m.endswith("USD")))
 
 # -- profiles and balances ---------------------------------------------------------------
 
@@ -389,6 +393,75 @@ class Execution(Shape):
 class ListExecutionsResponse(Shape):
     items: list[Execution] | None = None
     next_page_cursor: str | None = None
+
+
+# -- held-rate quotes and their executions -----------------------------------------------
+
+
+class Quote(Shape):
+    id: Id
+    market: Market
+    side: OrderSide
+    price: Price
+    base_asset: Asset
+    quote_asset: Annotated[str, Field(examples=["USD"])]
+    created_at: Time
+    expires_at: Time
+
+
+class ListQuotesResponse(Shape):
+    items: list[Quote] | None = None
+
+
+class QuoteExecution(Shape):
+    id: Id
+    profile_id: Id
+    quote_id: Id
+    ref_id: str | None = None
+    status: QuoteExecutionStatus
+    market: Market
+    side: OrderSide
+    price: Price
+    base_amount: Amount
+    base_asset: Asset
+    quote_amount: Annotated[str, Field(examples=["100.00"])]
+    quote_asset: Annotated[str, Field(examples=["USD"])]
+    created_at: Time
+    settled_at: Time | None = None
+    metadata: Metadata | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    recipient_profile_id: str | None = None
+
+
+class ListQuoteExecutionsResponse(Shape):
+    total_count: Annotated[int, Field(json_schema_extra={"format": "int32"})] | None = None
+    items: list[QuoteExecution] | None = None
+    next_page_cursor: str | None = None
+
+
+# -- prices -------------------------------------------------------------------------------
+
+
+class Pricing(Shape):
+    market: PriceMarket | None = None
+    current_price: Price | None = None
+    yesterday_price: Price | None = None
+    snapshot_at: Time | None = None
+
+
+class ListPricesResponse(Shape):
+    items: list[Pricing] | None = None
+
+
+class HistoricalPrice(Shape):
+    average_price: Price | None = None
+    timestamp: Time | None = None
+
+
+class ListHistoricalPricesResponse(Shape):
+    total_count: Annotated[int, Field(json_schema_extra={"format": "int32"})] | None = None
+    items: list[HistoricalPrice] | None = None
 
 
 # -- market data --------------------------------------------------------------------------

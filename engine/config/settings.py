@@ -28,23 +28,29 @@ ALL_SCOPES: tuple[str, ...] = (
     "sandbox:write_customer",
 )
 
-# Scopes added after clients were first recorded, each granted to every client that
-# holds the scope it extends: a client's recorded scopes (ClientCreated) stay as they
-# were, so no log already written, the golden one included, changes, and a client made
-# before a scope existed holds it as one made after would.
-IMPLIED_SCOPES: dict[str, str] = {
-    "conversion:read_conversion_stablecoin": "funding:read_profile",
-    "conversion:write_conversion_stablecoin": "funding:write_profile",
-    "transfer:read_transfer_limit": "transfer:read_transfer",
+# Scopes of operations served after clients were first recorded: a client is granted
+# each one with any scope it is implied by, so that a client's recorded scopes (its
+# ClientCreated, and every log already written, the golden one included) stay as they
+# were, and a client made before a scope existed holds it as one made after would. A
+# customer may also be created with them.
+IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
+    "conversion:read_conversion_stablecoin": ("funding:read_profile",),
+    "conversion:write_conversion_stablecoin": ("funding:write_profile",),
+    "transfer:read_transfer_limit": ("transfer:read_transfer",),
+    "exchange:read_quote": ("exchange:read_order",),
+    "exchange:read_quote_execution": ("exchange:read_order",),
+    "exchange:write_quote_execution": ("exchange:write_order",),
+    "exchange:historical_prices": ("exchange:read_order",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
 
 
-def granted_scopes(recorded: tuple[str, ...]) -> tuple[str, ...]:
-    """The scopes of a client whose ClientCreated recorded `recorded`."""
-    implied = [new for new, base in IMPLIED_SCOPES.items() if base in recorded]
-    return recorded + tuple(s for s in implied if s not in recorded)
+def granted_scopes(recorded: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """A client's recorded scopes and those they imply (IMPLIED_SCOPES)."""
+    held = set(recorded)
+    implied = [s for s, by in IMPLIED_SCOPES.items() if s not in held and held & set(by)]
+    return (*recorded, *implied)
 
 
 # The permission `self_match_prevention_id` needs. The real service grants it only to
@@ -117,6 +123,10 @@ class Settings(BaseModel):
     # amount of one conversion.
     conversion_settle_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(10)
     conversion_max_amount: Annotated[Decimal, Field(gt=0)] = Decimal(1_000_000)
+    # Held-rate quotes (GET /v2/quotes): the buy price is the market's reference price
+    # plus this spread, the sell price that minus it; each quote holds for the ttl.
+    quote_spread_bps: Annotated[Decimal, Field(ge=0, lt=10000)] = Decimal(25)
+    quote_ttl_seconds: Annotated[Decimal, Field(gt=0)] = Decimal(30)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

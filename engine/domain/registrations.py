@@ -10,10 +10,12 @@ from engine.domain import (
     balances,
     customers,
     feed,
+    quotes,
     sandbox_snapshots,
     trading,
     webhook_registrations,
 )
+from engine.domain.trading import price_history
 from engine.domain.transfers import (
     funding,
     internal_transfers,
@@ -42,6 +44,8 @@ _MODULES: tuple[Registration, ...] = (
     internal_transfers.REGISTRATION,
     stablecoin_conversions.REGISTRATION,
     trading.REGISTRATION,
+    quotes.REGISTRATION,
+    price_history.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
 )

@@ -150,6 +150,28 @@ class CreateInternalTransfer(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class IssueQuotes(Command):
+    """Held-rate quotes, a buy and a sell per market, for the caller (all markets: empty)."""
+
+    markets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateQuoteExecution(Command):
+    """Execute a held quote; exactly one of base_amount and quote_amount."""
+
+    profile_id: str = ""
+    quote_id: str = ""
+    ref_id: str | None = None
+    base_amount: str | None = None
+    quote_amount: str | None = None
+    metadata: dict[str, str] | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    recipient_profile_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CreateOrder(Command):
     """An order as the client sent it: raw strings, checked by engine.domain.trading.placement."""
 
@@ -201,6 +223,27 @@ class ReadMarket(Command):
 
     view: str = ""  # book | ticker | tickers | recent | price
     market: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPrices(Command):
+    """Current and 24-hours-ago prices of markets (all the reference's: empty)."""
+
+    markets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListHistoricalPrices(Command):
+    """Average prices of a market per increment; exactly one of increment and
+    max_data_points. Times as the client sent them (RFC 3339)."""
+
+    market: str = ""
+    increment: str | None = None
+    max_data_points: int | None = None
+    begin: str | None = None
+    end: str | None = None
+    limit: int | None = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

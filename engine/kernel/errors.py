@@ -81,6 +81,10 @@ class Expired(DomainError):
         super().__init__(detail, meta={"expired_at": expired_at})
 
 
+class Rejected(DomainError):
+    code = "rejected"
+
+
 class ExceedPrecision(DomainError):
     code = "exceed-precision"
 

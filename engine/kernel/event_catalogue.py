@@ -83,6 +83,10 @@ CATALOGUE: dict[str, EventSpec] = {
     "OrderFilled": _spec("order_id", "release postings"),
     "OrderCancelled": _CLOSED,
     "OrderRejected": _CLOSED,
+    # held-rate quotes (engine/domain/quotes.py)
+    "QuotesIssued": _spec("batch_id customer_id expires_at quotes"),
+    "QuotesExpired": _spec("batch_id"),
+    "QuoteExecuted": _spec("execution postings"),
     # `gap` (true) only when the price jumped (SetMarketPrice.gap)
     "MarketPriceSet": _spec("market price step", "gap"),
     # the sandbox

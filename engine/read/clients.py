@@ -9,7 +9,8 @@ from engine.read.connections import ReadConnections
 
 
 def client(reads: ReadConnections, client_id: str) -> dict[str, Any] | None:
-    """The client's row (scopes as a tuple, `revoked` as a bool), or None when unknown."""
+    """The client's row (scopes as a tuple, with those they imply; `revoked` as a bool),
+    or None when unknown."""
     row = reads.conn.execute(
         "SELECT client_id, customer_id, salt, secret_hash, scopes, revoked FROM clients"
         " WHERE client_id = ?",
@@ -22,6 +23,6 @@ def client(reads: ReadConnections, client_id: str) -> dict[str, Any] | None:
         "customer_id": row[1],
         "salt": row[2],
         "secret_hash": row[3],
-        "scopes": granted_scopes(tuple(row[4].split())),
+        "scopes": granted_scopes(row[4].split()),
         "revoked": bool(row[5]),
     }

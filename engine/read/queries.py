@@ -332,6 +332,39 @@ class Queries(ReadConnections):
             params.append(ref_id)
         return self.page("stablecoin_conversions", where, params, page, owner=customer_id)
 
+    # -- quote executions (rows of engine/domain/quotes.py) ----------------------------
+
+    def quote_execution(
+        self, customer_id: str, profile_id: str, execution_id: str
+    ) -> dict[str, Any]:
+        pid, _ = self.profile_row(customer_id, profile_id)
+        row = self._one(
+            "SELECT body FROM quote_executions WHERE id = ? AND profile_id = ?",
+            (execution_id, pid),
+        )
+        if row is None:
+            raise NotFound(f"quote execution not found with id {execution_id}")
+        return orjson.loads(row[0])  # type: ignore[no-any-return]
+
+    def list_quote_executions(
+        self,
+        customer_id: str,
+        profile_id: str,
+        page: Page,
+        side: str | None = None,
+        market: str | None = None,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """A profile's quote executions, newest first; another customer's profile is 404."""
+        pid = self.profile_row(customer_id, profile_id)[0]
+        return self._filtered(
+            "quote_executions",
+            customer_id,
+            page,
+            {"profile_id": pid, "side": side, "market": market, "status": status},
+            {},
+        )
+
     # -- orders and executions (rows of engine/domain/trading/order_rows.py) ----------
 
     def order(self, customer_id: str, profile_id: str, order_id: str) -> dict[str, Any]:

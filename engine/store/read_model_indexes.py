@@ -28,6 +28,10 @@ INDEXES: dict[str, dict[str, Any]] = {
         "indexes": [["customer_id", "seq"]],
         "fixed": ["customer_id", "seq"],
     },
+    "quote_executions": {
+        "indexes": [["profile_id", "seq"]],
+        "fixed": ["customer_id", "profile_id", "ref_id", "seq"],
+    },
     "transfers": {
         "indexes": [["customer_id", "seq"], ["profile_id", "ref_id"]],
         "fixed": ["customer_id", "profile_id", "ref_id", "seq"],

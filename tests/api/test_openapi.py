@@ -136,6 +136,9 @@ def test_the_shape_comparison_finds_a_renamed_field_a_type_and_an_enum() -> None
 # What only another answer can give: the example's placeholder, then where it comes from.
 # What needs another example's answer first (a webhook to read, a snapshot to restore).
 LATER = ["GetSandboxWebhook", "RemoveSandboxWebhook", "RestoreSandboxSnapshot", "ResetSandbox"]
+LATER = ["CreateQuoteExecution", *LATER]
+# Query parameters an operation cannot do without.
+QUERIES = {"ListHistoricalPrices": {"increment": "ONE_HOUR"}}
 FROM_ANSWERS = {
     "memo_id": "CreateFiatDepositInstructions",
     "to_profile_id": "CreateProfile",
@@ -168,8 +171,10 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
         url = path.format(**params)
         kwargs: dict[str, Any] = {}
         required = [p for p in op.get("parameters", []) if p["in"] == "query" and p.get("required")]
-        if required:
-            kwargs["params"] = {p["name"]: p["example"] for p in required}
+        params = {p["name"]: p["example"] for p in required if "example" in p}
+        params.update(QUERIES.get(name, {}))
+        if params:
+            kwargs["params"] = params
         if "requestBody" in op:
             media = op["requestBody"]["content"]["application/json"]
             assert "example" in media, f"{name} has no request example"
@@ -179,6 +184,8 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
             for field, source in FROM_ANSWERS.items():
                 if field in body:
                     body[field] = answers[source][field if field != "to_profile_id" else "id"]
+            if "quote_id" in body:  # a quote held by the ListQuotes answer
+                body["quote_id"] = answers["ListQuotes"]["items"][0]["id"]
             kwargs["json"] = body
         r = sandbox.http.request(method.upper(), url, headers=sandbox.headers, **kwargs)
         if r.status_code != 200:

@@ -430,6 +430,18 @@ def _second_half(s: Session, ids: dict[str, Any]) -> None:
     s.post("/v2/sandbox/snapshots/traded/restore")
     s.order(who=b, **limit("SELL", "43000.00", "0.1"))
     s.advance(1)
+    _quotes(s, b)
+
+
+def _quotes(s: Session, b: dict[str, str]) -> None:
+    """Held-rate quotes, after every earlier operation so that the log before them stays
+    as recorded: one executed, then the batch expires."""
+    items = s.get("/v2/quotes?markets=BTCUSD&markets=ETHUSD", who=b)["items"]
+    buy = next(q for q in items if q["market"] == "BTCUSD" and q["side"] == "BUY")
+    body = {"quote_id": buy["id"], "quote_amount": "50", "ref_id": "held-1"}
+    s.post(f"{PROFILES}/default/quote-executions", body, who=b)
+    s.post(f"{PROFILES}/default/quote-executions", body, status=409, who=b)
+    s.advance(30)
 
 
 # -- what a run leaves ------------------------------------------------------------------

@@ -21,6 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SETTING = "SANDEX_REFERENCE_DIR"
 SUBSET_NAME = "v2-subset.json"
+# The whole document: operations beyond the subset's 29 are checked against it.
+FULL_NAME = "paxos-openapi.json"
 
 # Known faults of the reference document (see its README): fixed here, not copied.
 _FIXES = {"ListProfileBalancesResponse": {"required": ["items"]}}
@@ -93,6 +95,13 @@ def response_schema(path: str, method: str, status: str = "200") -> dict[str, An
     op = doc["paths"][path][method]
     content = op["responses"][status]["content"]
     media = content.get("application/json") or content.get("application/problem+json")
+    return _resolve(media["schema"], doc["components"]["schemas"])  # type: ignore[no-any-return]
+
+
+def full_response_schema(route: str, method: str, status: str = "200") -> dict[str, Any]:
+    """`response_schema` from the whole document (its paths lack the /v2 prefix)."""
+    doc = _load(path(FULL_NAME))
+    media = doc["paths"][route][method]["responses"][status]["content"]["application/json"]
     return _resolve(media["schema"], doc["components"]["schemas"])  # type: ignore[no-any-return]
 
 

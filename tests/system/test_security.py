@@ -335,6 +335,28 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     "ListTransfers": ("GET", "/v2/transfer/transfers", "transfer:read_transfer"),
     "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
     "ListEvents": ("GET", "/v2/events", "events:read_event"),
+    "ListQuotes": ("GET", "/v2/quotes", "exchange:read_quote"),
+    "ListPrices": ("GET", "/v2/all-markets/prices", None),
+    "ListHistoricalPrices": (
+        "GET",
+        "/v2/markets/{market}/historical-prices",
+        "exchange:historical_prices",
+    ),
+    "ListQuoteExecutions": (
+        "GET",
+        "/v2/profiles/{profile_id}/quote-executions",
+        "exchange:read_quote_execution",
+    ),
+    "CreateQuoteExecution": (
+        "POST",
+        "/v2/profiles/{profile_id}/quote-executions",
+        "exchange:write_quote_execution",
+    ),
+    "GetQuoteExecution": (
+        "GET",
+        "/v2/profiles/{profile_id}/quote-executions/{id}",
+        "exchange:read_quote_execution",
+    ),
     "GetEvent": ("GET", "/v2/events/{id}", "events:read_event"),
     # sandex's own operations: the sandbox's admin powers belong to the bootstrap client
     "GetSandboxClock": ("GET", "/v2/sandbox/clock", None),
@@ -509,9 +531,16 @@ def _own_resources(sb: Any) -> dict[str, str]:
         "/v2/conversion/stablecoins",
         {"profile_id": "default", "amount": "10", "source_asset": "USD", "target_asset": "USDP"},
     ).json()
+    quotes = sb.get("/v2/quotes", params={"markets": "BTCUSD"}).json()["items"]
+    executed = sb.post(
+        "/v2/profiles/default/quote-executions",
+        {"quote_id": quotes[0]["id"], "quote_amount": "10"},
+    ).json()
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
+        "quote_id": quotes[1]["id"],
+        "quote_execution_id": executed["id"],
         "profile_id": profile,
         "transfer_id": withdrawal["id"],
         "order_id": order.json()["id"],
@@ -532,6 +561,7 @@ IDS_BY_PATH = {
     "/v2/transfer/fiat-deposit-instructions/{id}": "instructions_id",
     "/v2/events/{id}": "event_id",
     "/v2/conversion/stablecoins/{id}": "conversion_id",
+    "/v2/profiles/{profile_id}/quote-executions/{id}": "quote_execution_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox (admin only: a tenant meets 403 before any id).
@@ -547,6 +577,7 @@ BODIES = {
     },
     "CreateSandboxDeposit": {"asset": "BTC", "amount": "1"},
     "UpdateProfile": {"nickname": "taken over"},
+    "CreateQuoteExecution": {"quote_id": "none", "quote_amount": "10"},
 }
 
 
@@ -658,6 +689,18 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
                 "asset": "USD",
                 "memo_id": mine["memo_id"],
                 "fiat_network_instructions": {"wire": wire},
+            },
+        ),
+        "execute A's quote": (
+            f"/v2/profiles/{theirs}/quote-executions",
+            {"quote_id": mine["quote_id"], "base_amount": "0.001"},
+        ),
+        "quote proceeds into A's profile": (
+            f"/v2/profiles/{theirs}/quote-executions",
+            {
+                "quote_id": "none",
+                "base_amount": "0.001",
+                "recipient_profile_id": mine["profile_id"],
             },
         ),
         "settle into A's profile": (

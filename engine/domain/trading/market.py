@@ -38,6 +38,10 @@ from engine.kernel.clock import EPOCH
 from engine.kernel.money import MARKETS, MarketSpec
 
 MINUTES_KEPT = 25 * 60
+# How many steps back explicit prices are remembered for historical prices
+# (engine.domain.trading.price_history): at the default one-second step, two of its
+# longest increments and a day, so a long backtest keeps a bounded history.
+ANCHOR_HISTORY_STEPS = 57 * 86400
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,7 @@ class Market:
         "anchor_ticks",
         "anchor_step",
         "anchor_pos",
+        "anchors",
         "cons_key",
         "consumed",
         "cons_version",
@@ -156,6 +161,8 @@ class Market:
         self.anchor_ticks: int | None = None  # the anchor in whole ticks, None off a tick
         self.anchor_step = 0
         self.anchor_pos = 0
+        # (step, price) of each explicit price, oldest first, within ANCHOR_HISTORY_STEPS
+        self.anchors: deque[tuple[int, Decimal]] = deque()
         self.cons_key: tuple[int, int] = (-1, -1)
         self.consumed: dict[tuple[int, int], int] = {}
         self.cons_version = 0
@@ -198,6 +205,10 @@ class Market:
         return float(self.base_price(cfg)) * exp(noise.at(step) - self.anchor_x)
 
     def set_anchor(self, price: Decimal, step: int, position: int) -> None:
+        anchors = self.anchors
+        anchors.append((step, price))
+        while anchors[0][0] < step - ANCHOR_HISTORY_STEPS:
+            anchors.popleft()
         self.anchor_price = price
         ticks, off = divmod(price, self.tick)
         self.anchor_ticks = None if off else int(ticks)

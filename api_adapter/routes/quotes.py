@@ -1,0 +1,113 @@
+"""Held-rate quotes and their executions (engine/domain/quotes.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter import response_shapes
+from api_adapter.auth import Principal, require
+from api_adapter.paging import Limit, Order, checked_time
+from api_adapter.request_bodies import CreateQuoteExecutionRequest, MarketName, Side
+from api_adapter.responses import JSONResponse
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import CreateQuoteExecution, IssueQuotes
+from engine.read.queries import Page
+
+router = APIRouter(prefix="/v2")
+
+ReadExecutions = Annotated[Principal, Depends(require("exchange:read_quote_execution"))]
+
+
+@router.get(
+    "/quotes",
+    operation_id="ListQuotes",
+    responses=response_shapes.ok(response_shapes.ListQuotesResponse),
+    tags=["Quotes"],
+)
+async def list_quotes(
+    request: Request,
+    who: Annotated[Principal, Depends(require("exchange:read_quote"))],
+    markets: Annotated[list[MarketName] | None, Query()] = None,
+) -> JSONResponse:
+    """Issues a fresh batch for the caller (an event): every market when none is named."""
+    command = IssueQuotes(actor=actor(request, who), markets=tuple(markets or ()))
+    return JSONResponse(await run(request, command))
+
+
+@router.post(
+    "/profiles/{profile_id}/quote-executions",
+    operation_id="CreateQuoteExecution",
+    responses=response_shapes.ok(response_shapes.QuoteExecution),
+    tags=["Quote Executions"],
+)
+async def create_quote_execution(
+    request: Request,
+    who: Annotated[Principal, Depends(require("exchange:write_quote_execution"))],
+    profile_id: str,
+    body: CreateQuoteExecutionRequest,
+) -> JSONResponse:
+    command = CreateQuoteExecution(
+        actor=actor(request, who),
+        profile_id=profile_id,
+        quote_id=body.quote_id,
+        ref_id=body.ref_id,
+        base_amount=body.base_amount,
+        quote_amount=body.quote_amount,
+        metadata=body.metadata,
+        identity_id=body.identity_id,
+        account_id=body.account_id,
+        recipient_profile_id=body.recipient_profile_id,
+    )
+    return JSONResponse(await run(request, command))
+
+
+def execution_page(
+    limit: Limit = None,
+    page_cursor: str | None = None,
+    order: Order = None,
+    order_by: Literal["CREATED_AT"] | None = None,
+    begin: Annotated[str | None, Query(alias="created_at.begin")] = None,
+    end: Annotated[str | None, Query(alias="created_at.end")] = None,
+) -> Page:
+    times = {}
+    if (begin := checked_time("created_at.begin", begin)) is not None:
+        times[("created_at", "gte")] = begin
+    if (end := checked_time("created_at.end", end)) is not None:
+        times[("created_at", "lte")] = end
+    return Page(limit=limit, page_cursor=page_cursor, order=order, times=times)
+
+
+@router.get(
+    "/profiles/{profile_id}/quote-executions",
+    operation_id="ListQuoteExecutions",
+    responses=response_shapes.ok(response_shapes.ListQuoteExecutionsResponse),
+    tags=["Quote Executions"],
+)
+async def list_quote_executions(
+    request: Request,
+    who: ReadExecutions,
+    profile_id: str,
+    page: Annotated[Page, Depends(execution_page)],
+    side: Side | None = None,
+    market: MarketName | None = None,
+    status: Literal["CREATED", "SETTLED"] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        request.app.state.queries.list_quote_executions(
+            who.customer_id, profile_id, page, side=side, market=market, status=status
+        )
+    )
+
+
+@router.get(
+    "/profiles/{profile_id}/quote-executions/{id}",
+    operation_id="GetQuoteExecution",
+    responses=response_shapes.ok(response_shapes.QuoteExecution),
+    tags=["Quote Executions"],
+)
+async def get_quote_execution(
+    request: Request, who: ReadExecutions, profile_id: str, id: str
+) -> JSONResponse:
+    return JSONResponse(request.app.state.queries.quote_execution(who.customer_id, profile_id, id))

@@ -1,0 +1,235 @@
+"""Held-rate quotes: GET /v2/quotes, and executing one before it expires
+(/v2/profiles/{profile_id}/quote-executions)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from tests.support.reference import assert_matches, full_response_schema
+from tests.support.transfer_helpers import problem
+
+EXECUTIONS = "/v2/profiles/default/quote-executions"
+
+
+def _still(sandbox_factory: Any, **settings: Any) -> Any:
+    """A sandbox whose prices hold still (BTCUSD at 42500) and whose default profile holds
+    100,000 USD and 1 BTC."""
+    sb = sandbox_factory(market_volatility="0", **settings)
+    sb.deposit("USD", "100000")
+    sb.deposit("BTC", "1")
+    return sb
+
+
+def quotes(sb: Any, *markets: str, headers: Any = None) -> dict[tuple[str, str], dict[str, Any]]:
+    kw = {"headers": headers} if headers is not None else {}
+    r = sb.get("/v2/quotes", params={"markets": list(markets)} if markets else None, **kw)
+    assert r.status_code == 200, r.text
+    return {(q["market"], q["side"]): q for q in r.json()["items"]}
+
+
+def execute(sb: Any, quote: dict[str, Any], **body: Any) -> Any:
+    headers = body.pop("headers", sb.headers)
+    profile = body.pop("profile", "default")
+    return sb.post(
+        f"/v2/profiles/{profile}/quote-executions",
+        {"quote_id": quote["id"], **body},
+        headers=headers,
+    )
+
+
+def test_quotes_are_a_buy_and_a_sell_per_market_around_the_reference_price(
+    sandbox_factory: Any,
+) -> None:
+    sb = _still(sandbox_factory)
+    r = sb.get("/v2/quotes")
+    assert r.status_code == 200, r.text
+    assert_matches(r.json(), full_response_schema("/quotes", "get"))
+    got = quotes(sb)
+    assert len(got) == 28
+    buy, sell = got[("BTCUSD", "BUY")], got[("BTCUSD", "SELL")]
+    # 25 bps either side of 42500, on the 0.25 tick
+    assert (buy["price"], sell["price"]) == ("42606.25", "42393.75")
+    assert buy["base_asset"] == "BTC" and buy["quote_asset"] == "USD"
+    assert buy["created_at"] == "2024-01-01T00:00:00.000000Z"
+    assert buy["expires_at"] == "2024-01-01T00:00:30.000000Z"
+    assert buy["id"] != sell["id"]
+    only = quotes(sb, "ETHUSD")
+    assert set(only) == {("ETHUSD", "BUY"), ("ETHUSD", "SELL")}
+
+
+def test_the_spread_and_the_ttl_are_settings(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory, quote_spread_bps="100", quote_ttl_seconds="5")
+    got = quotes(sb, "BTCUSD")
+    assert got[("BTCUSD", "BUY")]["price"] == "42925"
+    assert got[("BTCUSD", "SELL")]["price"] == "42075"
+    assert got[("BTCUSD", "BUY")]["expires_at"] == "2024-01-01T00:00:05.000000Z"
+
+
+def test_quotes_follow_the_market_price(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    r = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "40000"})
+    assert r.status_code == 200, r.text
+    got = quotes(sb, "BTCUSD")
+    assert got[("BTCUSD", "BUY")]["price"] == "40100"
+    assert got[("BTCUSD", "SELL")]["price"] == "39900"
+
+
+def test_an_unknown_market_is_refused_naming_the_field(sandbox: Any) -> None:
+    body = problem(sandbox.get("/v2/quotes", params={"markets": "BTCXYZ"}), 400)
+    assert body["meta"]["field"] == "markets"
+
+
+def test_buying_by_quote_amount_moves_funds_at_the_held_price(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    r = execute(sb, buy, quote_amount="100", metadata={"desk": "a"}, ref_id="q1")
+    assert r.status_code == 200, r.text
+    x = r.json()
+    assert_matches(x, full_response_schema("/profiles/{profile_id}/quote-executions", "post"))
+    assert x["quote_id"] == buy["id"] and x["price"] == "42606.25"
+    assert (x["side"], x["market"], x["status"]) == ("BUY", "BTCUSD", "SETTLED")
+    # 100 / 42606.25 rounded down to 8 places
+    assert (x["base_amount"], x["quote_amount"]) == ("0.00234707", "100.00")
+    assert x["metadata"] == {"desk": "a"} and x["ref_id"] == "q1"
+    assert sb.balance("USD")["available"] == "99900"
+    assert sb.balance("BTC")["available"] == "1.00234707"
+    assert sb.get(f"{EXECUTIONS}/{x['id']}").json() == x
+
+
+def test_selling_by_base_amount_credits_the_quote_asset(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    sell = quotes(sb, "BTCUSD")[("BTCUSD", "SELL")]
+    x = execute(sb, sell, base_amount="0.5").json()
+    assert (x["base_amount"], x["quote_amount"]) == ("0.5", "21196.87")
+    assert sb.balance("BTC")["available"] == "0.5"
+    assert Decimal(sb.balance("USD")["available"]) == Decimal("121196.87")
+
+
+def test_the_proceeds_go_to_the_recipient_profile(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    other = sb.post("/v2/profiles", {"nickname": "savings"}).json()["id"]
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    x = execute(sb, buy, base_amount="0.1", recipient_profile_id=other).json()
+    assert x["recipient_profile_id"] == other and x["quote_amount"] == "4260.63"
+    assert sb.balance("BTC", other)["available"] == "0.1"
+    assert sb.balance("USD")["available"] == "95739.37"
+
+
+def test_a_quote_expires_on_the_engine_clock(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    sb.advance(29)
+    assert execute(sb, buy, quote_amount="10").status_code == 200
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    sb.advance(30)
+    body = problem(execute(sb, buy, quote_amount="10"), 403, "expired")
+    assert body["meta"] == {"expired_at": "2024-01-01T00:00:59.000000Z"}
+    assert sb.balance("USD")["available"] == "99990"
+
+
+def test_a_used_quote_is_refused(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    first = execute(sb, buy, quote_amount="10").json()
+    body = problem(execute(sb, buy, quote_amount="10"), 403, "rejected")
+    assert body["meta"]["quote_execution_id"] == first["id"]
+
+
+def test_a_reused_ref_id_is_409_with_the_existing_execution(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    got = quotes(sb, "BTCUSD")
+    first = execute(sb, got[("BTCUSD", "BUY")], quote_amount="10", ref_id="r").json()
+    second = execute(sb, got[("BTCUSD", "SELL")], base_amount="0.1", ref_id="r")
+    body = problem(second, 409, "already-exists")
+    assert body["meta"]["existing"] == first
+
+
+def test_insufficient_funds_is_403_and_moves_nothing(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    sell = quotes(sb, "BTCUSD")[("BTCUSD", "SELL")]
+    body = problem(execute(sb, sell, base_amount="2"), 403, "insufficient-funds")
+    assert body["meta"]["asset"] == "BTC" and body["meta"]["needed"] == "2"
+    assert sb.balance("BTC")["available"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("sizing", "field"),
+    [
+        ({}, "base_amount"),
+        ({"base_amount": "1", "quote_amount": "1"}, "base_amount"),
+        ({"quote_amount": "1.001"}, "quote_amount"),
+        ({"base_amount": "0.000000001"}, "base_amount"),
+        ({"base_amount": "-1"}, "base_amount"),
+        ({"quote_amount": "0"}, "quote_amount"),
+    ],
+)
+def test_bad_sizing_is_400_naming_the_field(
+    sandbox_factory: Any, sizing: dict[str, str], field: str
+) -> None:
+    sb = _still(sandbox_factory)
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    body = problem(execute(sb, buy, **sizing), 400)
+    assert body["meta"]["field"] == field
+
+
+def test_another_customers_quote_and_executions_are_404(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    x = execute(sb, buy, quote_amount="10").json()
+    theirs, _ = sb.tenant()
+    mine = quotes(sb, "BTCUSD", headers=theirs)[("BTCUSD", "BUY")]
+    problem(execute(sb, buy, quote_amount="10", headers=theirs), 404)
+    problem(sb.get(f"{EXECUTIONS}/{x['id']}", headers=theirs), 404)
+    own = sb.get("/v2/profiles/default", headers=theirs).json()["id"]
+    problem(sb.get(f"/v2/profiles/{own}/quote-executions/{x['id']}", headers=theirs), 404)
+    profile = sb.get("/v2/profiles/default").json()["id"]
+    problem(sb.get(f"/v2/profiles/{profile}/quote-executions", headers=theirs), 404)
+    problem(execute(sb, mine, quote_amount="10", profile=profile, headers=theirs), 404)
+
+
+def test_executions_are_listed_newest_first_and_filtered(sandbox_factory: Any) -> None:
+    sb = _still(sandbox_factory)
+    got = quotes(sb, "BTCUSD", "ETHUSD")
+    a = execute(sb, got[("BTCUSD", "BUY")], quote_amount="10").json()
+    sb.advance(1)
+    b = execute(sb, got[("ETHUSD", "SELL")], quote_amount="10", headers=sb.headers)
+    assert b.status_code == 403  # no ETH to sell
+    sb.deposit("ETH", "1")
+    b = execute(sb, got[("ETHUSD", "SELL")], base_amount="0.5").json()
+    r = sb.get(EXECUTIONS)
+    assert r.status_code == 200, r.text
+    assert_matches(r.json(), full_response_schema("/profiles/{profile_id}/quote-executions", "get"))
+    assert [x["id"] for x in r.json()["items"]] == [b["id"], a["id"]]
+    ids = [x["id"] for x in sb.get(EXECUTIONS, params={"side": "BUY"}).json()["items"]]
+    assert ids == [a["id"]]
+    ids = [x["id"] for x in sb.get(EXECUTIONS, params={"market": "ETHUSD"}).json()["items"]]
+    assert ids == [b["id"]]
+    page = sb.get(EXECUTIONS, params={"limit": 1, "order": "ASC"}).json()
+    assert [x["id"] for x in page["items"]] == [a["id"]] and "next_page_cursor" in page
+    later = sb.get(EXECUTIONS, params={"created_at.begin": "2024-01-01T00:00:01Z"}).json()
+    assert [x["id"] for x in later["items"]] == [b["id"]]
+    problem(sb.get(EXECUTIONS, params={"created_at.begin": "soon"}), 400)
+
+
+def test_the_scopes_are_the_documents(sandbox: Any) -> None:
+    narrow = sandbox.login("sandex", "sandex-secret", scope="exchange:read_quote")
+    assert sandbox.get("/v2/quotes", headers=narrow).status_code == 200
+    body = problem(sandbox.get(EXECUTIONS, headers=narrow), 403)
+    assert body["meta"]["required_scope"] == "exchange:read_quote_execution"
+    body = problem(sandbox.post(EXECUTIONS, {"quote_id": "x"}, headers=narrow), 403)
+    assert body["meta"]["required_scope"] == "exchange:write_quote_execution"
+
+
+def test_a_replayed_log_keeps_quotes_and_their_expiry(sandbox_factory: Any, database: Any) -> None:
+    sb = _still(sandbox_factory)
+    got = quotes(sb, "BTCUSD")
+    x = execute(sb, got[("BTCUSD", "BUY")], quote_amount="10").json()
+    sb.close()
+    again = sandbox_factory(market_volatility="0")
+    assert again.get(f"{EXECUTIONS}/{x['id']}").json() == x
+    problem(execute(again, got[("BTCUSD", "BUY")], quote_amount="10"), 403, "rejected")
+    again.advance(30)
+    problem(execute(again, got[("BTCUSD", "SELL")], base_amount="0.1"), 403, "expired")
