@@ -28,7 +28,7 @@ from api_adapter import response_shapes
 from api_adapter.problems import AuthError
 from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
 from api_adapter.responses import JSONResponse
-from engine.config.settings import ALL_SCOPES
+from engine.config.settings import GRANTABLE_SCOPES
 from engine.domain.customers import secret_matches
 from engine.read import clients as client_rows
 from engine.read.connections import ReadConnections
@@ -39,7 +39,7 @@ _PREFIX = "sdx1"
 oauth2_scheme = OAuth2(
     flows=OAuthFlows(
         clientCredentials=OAuthFlowClientCredentials(
-            tokenUrl="/oauth2/token", scopes={s: s for s in ALL_SCOPES}
+            tokenUrl="/oauth2/token", scopes={s: s for s in GRANTABLE_SCOPES}
         )
     ),
     auto_error=False,

@@ -27,6 +27,17 @@ ALL_SCOPES: tuple[str, ...] = (
     "events:read_event",
     "sandbox:write_customer",
 )
+# Deposit addresses and crypto deposits (engine/domain/transfers/deposit_addresses.py):
+# scopes the earlier defaults lacked. A client's log event records its scopes, so they
+# are held by every client that holds the customer defaults (`held_scopes`), rather than
+# added to the defaults, which would change the ClientCreated events of every log.
+DEPOSIT_SCOPES: tuple[str, ...] = (
+    "transfer:read_deposit_address",
+    "transfer:write_deposit_address",
+    "transfer:reject_crypto_deposit",
+    "transfer:update_crypto_deposit",
+    "transfer:write_sandbox_crypto_deposit",
+)
 
 # The permission `self_match_prevention_id` needs. The real service grants it only to
 # some accounts, so no client holds it unless asked for (a customer's creation option,
@@ -40,6 +51,16 @@ BOOTSTRAP_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s != SELF_MAT
 CUSTOMER_SCOPES: tuple[str, ...] = tuple(
     s for s in BOOTSTRAP_SCOPES if s != "sandbox:write_customer"
 )
+# Every scope a client may be granted or ask for.
+GRANTABLE_SCOPES: tuple[str, ...] = ALL_SCOPES + DEPOSIT_SCOPES
+
+
+def held_scopes(recorded: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The scopes a client holds: those recorded, and the later ones (DEPOSIT_SCOPES) when
+    it was recorded with the customer defaults, as every default client was."""
+    if set(CUSTOMER_SCOPES) <= set(recorded):
+        return (*recorded, *(s for s in DEPOSIT_SCOPES if s not in recorded))
+    return tuple(recorded)
 
 
 class Settings(BaseModel):
@@ -93,6 +114,10 @@ class Settings(BaseModel):
         default_factory=dict
     )
     withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
+    # Crypto deposits (engine/domain/transfers/deposit_addresses.py): one whose USD value
+    # is above this is held for travel-rule review (secondary status
+    # TRAVEL_RULE_INFO_REQUESTED) until it is updated or rejected; None holds none.
+    crypto_deposit_review_usd: Annotated[Decimal, Field(ge=0)] | None = Decimal(10000)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

@@ -12,6 +12,7 @@ from engine.config.settings import (
     ALL_SCOPES,
     BOOTSTRAP_SCOPES,
     CUSTOMER_SCOPES,
+    GRANTABLE_SCOPES,
     SELF_MATCH_PREVENTION,
 )
 from engine.kernel.commands import CreateCustomer, CreateProfile, RevokeClient
@@ -61,7 +62,7 @@ def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
         raise AlreadyExists(
             f"client already exists with id '{client_id}'", {"client_id": client_id}
         )
-    unknown = [s for s in cmd.scopes if s not in ALL_SCOPES]
+    unknown = [s for s in cmd.scopes if s not in GRANTABLE_SCOPES]
     if unknown:
         raise Invalid(f"scopes invalid: unknown scope {unknown[0]}", field="scopes")
     if cmd.scopes:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from engine.config.settings import ALL_SCOPES
+from engine.config.settings import GRANTABLE_SCOPES
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 
@@ -19,7 +19,7 @@ def test_a_token_grants_every_scope_of_the_client_when_none_is_asked(sandbox: An
     assert body["token_type"] == "bearer"
     assert body["expires_in"] == 3599
     # every scope but the permission self_match_prevention_id needs, which is opt-in
-    assert set(body["scope"].split()) == set(ALL_SCOPES) - {"exchange:self_match_prevention"}
+    assert set(body["scope"].split()) == set(GRANTABLE_SCOPES) - {"exchange:self_match_prevention"}
     assert r.headers["cache-control"] == "no-store"
 
 
