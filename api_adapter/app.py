@@ -17,6 +17,7 @@ from api_adapter.middleware.fast_lane import FastLane
 from api_adapter.rate_limits import RateLimiter, rate_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
+    deposit_addresses,
     events,
     executions,
     funding,
@@ -38,6 +39,7 @@ from engine.read.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
+ROUTERS += [deposit_addresses.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 

@@ -100,6 +100,13 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "SetSandboxMarketPrice": {"price": "42000.00"},
     "TakeSandboxSnapshot": {"name": "before-test"},
     "RegisterSandboxWebhook": {"url": "https://hooks.example.com/sandex"},
+    "CreateDepositAddress": {"profile_id": "default", "crypto_network": "BITCOIN"},
+    "CreateSandboxCryptoDeposit": {"address": BTC_ADDRESS, "asset": "BTC", "amount": "0.001"},
+    "RejectCryptoDeposit": {"identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264"},
+    "UpdateCryptoDeposit": {
+        "identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264",
+        "originator_address_info": {"individual_info": {"first_name": "John", "last_name": "Doe"}},
+    },
 }
 _REASONS = {
     400: "Bad request: a field is missing, malformed or breaks a rule",

@@ -15,6 +15,7 @@ from engine.domain import (
     webhook_registrations,
 )
 from engine.domain.transfers import (
+    deposit_addresses,
     funding,
     internal_transfers,
     transfer_records,
@@ -39,6 +40,7 @@ _MODULES: tuple[Registration, ...] = (
     withdrawal_fees.REGISTRATION,
     withdrawals.REGISTRATION,
     internal_transfers.REGISTRATION,
+    deposit_addresses.REGISTRATION,
     trading.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,

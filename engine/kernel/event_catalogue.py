@@ -67,6 +67,11 @@ CATALOGUE: dict[str, EventSpec] = {
     "WithdrawalFeeQuoted": _spec("quote"),
     "WithdrawalFeeExpired": _spec("fee_id"),
     "CryptoWithdrawalRequested": _spec("transfer_id due_at fee_id beneficiary"),
+    # deposit addresses and crypto deposits
+    "DepositAddressCreated": _spec("address"),
+    "CryptoDepositReceived": _spec("transfer_id deposit_address_id due_at"),
+    "CryptoDepositUpdated": _spec("transfer_id identity_id originator_address_info"),
+    "CryptoDepositRejected": _spec("transfer_id identity_id"),
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),

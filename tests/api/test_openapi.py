@@ -139,6 +139,7 @@ LATER = ["GetSandboxWebhook", "RemoveSandboxWebhook", "RestoreSandboxSnapshot", 
 FROM_ANSWERS = {
     "memo_id": "CreateFiatDepositInstructions",
     "to_profile_id": "CreateProfile",
+    "address": "CreateDepositAddress",
 }
 
 

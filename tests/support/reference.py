@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SETTING = "SANDEX_REFERENCE_DIR"
 SUBSET_NAME = "v2-subset.json"
+FULL_NAME = "paxos-openapi.json"
 
 # Known faults of the reference document (see its README): fixed here, not copied.
 _FIXES = {"ListProfileBalancesResponse": {"required": ["items"]}}
@@ -64,6 +65,13 @@ def _load(file: Path) -> dict[str, Any]:
 def document() -> dict[str, Any]:
     """The reference's v2-subset.json (its known faults fixed); skips where it is absent."""
     return _load(path(SUBSET_NAME))
+
+
+def full_schema(name: str) -> dict[str, Any]:
+    """A component schema of the whole document (paxos-openapi.json), $refs resolved, for
+    the operations the subset leaves out; skips where it is absent."""
+    schemas = _load(path(FULL_NAME))["components"]["schemas"]
+    return _resolve(schemas[name], schemas)  # type: ignore[no-any-return]
 
 
 def component_schemas() -> dict[str, Any]:

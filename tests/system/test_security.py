@@ -21,7 +21,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES
+from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, GRANTABLE_SCOPES
 from tests.support.reference import document
 from tests.support.server_helpers import ROOT as ROOT_DIR
 from tests.support.server_helpers import Server
@@ -306,6 +306,26 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     ),
     "CreateInternalTransfer": ("POST", "/v2/transfer/internal", "transfer:write_internal_transfer"),
     "ListTransfers": ("GET", "/v2/transfer/transfers", "transfer:read_transfer"),
+    "CreateDepositAddress": (
+        "POST",
+        "/v2/transfer/deposit-addresses",
+        "transfer:write_deposit_address",
+    ),
+    "ListDepositAddresses": (
+        "GET",
+        "/v2/transfer/deposit-addresses",
+        "transfer:read_deposit_address",
+    ),
+    "RejectCryptoDeposit": (
+        "POST",
+        "/v2/transfer/crypto-deposits/{id}/reject",
+        "transfer:reject_crypto_deposit",
+    ),
+    "UpdateCryptoDeposit": (
+        "POST",
+        "/v2/transfer/crypto-deposits/{id}/update",
+        "transfer:update_crypto_deposit",
+    ),
     "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
     "ListEvents": ("GET", "/v2/events", "events:read_event"),
     "GetEvent": ("GET", "/v2/events/{id}", "events:read_event"),
@@ -327,6 +347,11 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
         "sandbox:write_customer",
     ),
     "ResetSandbox": ("POST", "/v2/sandbox/reset", "sandbox:write_customer"),
+    "CreateSandboxCryptoDeposit": (
+        "POST",
+        "/v2/sandbox/crypto-deposits",
+        "transfer:write_sandbox_crypto_deposit",
+    ),
     "RegisterSandboxWebhook": ("POST", "/v2/sandbox/webhooks", "events:read_event"),
     "GetSandboxWebhook": ("GET", "/v2/sandbox/webhooks", "events:read_event"),
     "RemoveSandboxWebhook": ("DELETE", "/v2/sandbox/webhooks", "events:read_event"),
@@ -422,7 +447,7 @@ def test_a_tenant_has_every_scope_but_the_sandbox_admins(sandbox: Any) -> None:
     }
     granted = set(sandbox.http.post("/oauth2/token", data=form).json()["scope"].split())
     opt_in = {"sandbox:write_customer", "exchange:self_match_prevention"}
-    assert granted == set(ALL_SCOPES) - opt_in
+    assert granted == set(GRANTABLE_SCOPES) - opt_in
 
 
 # -- tenancy -----------------------------------------------------------------------------
@@ -478,9 +503,20 @@ def _own_resources(sb: Any) -> dict[str, str]:
             "amount": "0.001",
         },
     ).json()
+    address = sb.post(
+        "/v2/transfer/deposit-addresses", {"profile_id": "default", "crypto_network": "BITCOIN"}
+    ).json()
+    held = sb.post(  # worth more than the default review threshold: held
+        "/v2/sandbox/crypto-deposits",
+        {"address": address["address"], "asset": "BTC", "amount": "1"},
+    ).json()
+    assert held["secondary_status"]["name"] == "TRAVEL_RULE_INFO_REQUESTED", held
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
+        "deposit_address_id": address["id"],
+        "deposit_address": address["address"],
+        "crypto_deposit_id": held["id"],
         "profile_id": profile,
         "transfer_id": withdrawal["id"],
         "order_id": order.json()["id"],
@@ -499,6 +535,8 @@ IDS_BY_PATH = {
     "/v2/profiles/{profile_id}/orders/{id}": "order_id",
     "/v2/transfer/fiat-deposit-instructions/{id}": "instructions_id",
     "/v2/events/{id}": "event_id",
+    "/v2/transfer/crypto-deposits/{id}/reject": "crypto_deposit_id",
+    "/v2/transfer/crypto-deposits/{id}/update": "crypto_deposit_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox (admin only: a tenant meets 403 before any id).
@@ -513,6 +551,11 @@ BODIES = {
         "base_amount": "0.01",
     },
     "CreateSandboxDeposit": {"asset": "BTC", "amount": "1"},
+    "RejectCryptoDeposit": {"identity_id": "someone"},
+    "UpdateCryptoDeposit": {
+        "identity_id": "someone",
+        "originator_address_info": {"individual_info": {"first_name": "J", "last_name": "D"}},
+    },
 }
 
 
@@ -558,6 +601,7 @@ def test_every_id_in_a_path_is_404_to_another_customer(sandbox: Any) -> None:
     assert not failures, "\n".join(failures)
     assert {"GetProfile", "GetTransfer", "GetOrder", "CancelOrder", "GetEvent"} <= set(walked)
     assert {"ListProfileOrders", "CreateOrder", "CreateSandboxDeposit"} <= set(walked)
+    assert {"RejectCryptoDeposit", "UpdateCryptoDeposit"} <= set(walked)
     # A's order is still open: the intruder's cancel did nothing.
     order = sandbox.get(f"/v2/profiles/{mine['profile_id']}/orders/{mine['order_id']}").json()
     assert order["status"] != "CANCELLED"
@@ -626,6 +670,14 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
                 "fiat_network_instructions": {"wire": wire},
             },
         ),
+        "deposit address of A's profile": (
+            "/v2/transfer/deposit-addresses",
+            {"profile_id": mine["profile_id"], "crypto_network": "BITCOIN"},
+        ),
+        "send to A's deposit address": (
+            "/v2/sandbox/crypto-deposits",
+            {"address": mine["deposit_address"], "asset": "BTC", "amount": "0.01"},
+        ),
         "settle into A's profile": (
             f"/v2/profiles/{theirs}/orders",
             {
@@ -651,6 +703,8 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
         ("/v2/transfer/fiat-deposit-instructions", {"ids": mine["instructions_id"]}),
         ("/v2/orders", {"profile_id": mine["profile_id"]}),
         ("/v2/profiles", {"ids": mine["profile_id"]}),
+        ("/v2/transfer/deposit-addresses", {"ids": mine["deposit_address_id"]}),
+        ("/v2/transfer/deposit-addresses", {"profile_ids": mine["profile_id"]}),
     ]:
         r = sandbox.get(path, params=params, headers=intruder)
         if r.status_code == 200 and any(
