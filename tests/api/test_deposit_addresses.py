@@ -3,6 +3,7 @@ deposits held for review (engine/domain/transfers/deposit_addresses.py)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_address
 from engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
 from tests.support.reference import assert_matches, full_schema
 from tests.support.transfer_helpers import PROBLEMS
+from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait
 
 ADDRESSES = "/v2/transfer/deposit-addresses"
 DEPOSITS = "/v2/sandbox/crypto-deposits"
@@ -359,3 +361,24 @@ def test_a_held_deposit_survives_a_restart(sandbox_factory: Any) -> None:
     )
     assert r.status_code == 200, r.text
     assert again.balance("BTC")["available"] == "1"
+
+
+def test_a_deposits_changes_are_posted_to_the_webhook(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(webhook_allowed_hosts=LOCAL)
+    with opened() as make:
+        receiver = make(Receiver)
+        r = sb.post("/v2/sandbox/webhooks", {"url": receiver.url})
+        assert r.status_code == 200, r.text
+        sent = _sent(sb, _address(sb)["address"], "BTC", "0.01")
+        sb.advance(int(DEFAULT_CONFIRMATION_SECONDS["BITCOIN"]))
+        deliverer = start_deliverer(sb)
+        try:
+            wait(lambda: len(receiver.received) == 2)
+        finally:
+            deliverer.stop()
+    posted = [json.loads(body) for _, body in receiver.received]
+    assert [(e["type"], e["object"]["id"]) for e in posted] == [
+        ("transfer.crypto_deposit.pending", sent["id"]),
+        ("transfer.crypto_deposit.completed", sent["id"]),
+    ]
+    assert posted[1]["object"]["crypto_tx_hash"] == sent["crypto_tx_hash"]
