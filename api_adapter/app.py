@@ -18,6 +18,7 @@ from api_adapter.rate_limits import RateLimiter, rate_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
     conversions,
+    deposit_addresses,
     events,
     executions,
     funding,
@@ -42,6 +43,7 @@ from engine.read.queries import Queries
 
 ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
+ROUTERS += [deposit_addresses.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 ROUTERS += [conversions.router]

@@ -115,6 +115,13 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
         "quote_id": "366a26d2-3098-4226-a520-4bb43ae4d922",
         "quote_amount": "100",
     },
+    "CreateDepositAddress": {"profile_id": "default", "crypto_network": "BITCOIN"},
+    "CreateSandboxCryptoDeposit": {"address": BTC_ADDRESS, "asset": "BTC", "amount": "0.001"},
+    "RejectCryptoDeposit": {"identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264"},
+    "UpdateCryptoDeposit": {
+        "identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264",
+        "originator_address_info": {"individual_info": {"first_name": "John", "last_name": "Doe"}},
+    },
 }
 _REASONS = {
     400: "Bad request: a field is missing, malformed or breaks a rule",

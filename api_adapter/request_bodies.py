@@ -293,3 +293,48 @@ class CreateQuoteExecutionRequest(Body):
     identity_id: ShortText | None = None
     account_id: ShortText | None = None
     recipient_profile_id: ShortText | None = None
+
+
+# -- deposit addresses and crypto deposits ------------------------------------------------
+
+
+class CreateDepositAddressRequest(Body):
+    profile_id: ShortText
+    crypto_network: CryptoNetwork
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    ref_id: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    conversion_target_asset: Literal["NO_CONVERSION", "USD"] | None = None
+
+
+class SandboxCryptoDepositRequest(Body):
+    """sandex's own: the outside world sends crypto to a deposit address."""
+
+    address: ShortText
+    asset: ShortText
+    amount: Amount
+    crypto_network: CryptoNetwork | None = None
+
+
+class IndividualInfo(Body):
+    first_name: ShortText
+    last_name: ShortText
+
+
+class InstitutionInfo(Body):
+    institution_name: ShortText
+
+
+class OriginatorAddressInfo(Body):
+    individual_info: IndividualInfo | None = None
+    institution_info: InstitutionInfo | None = None
+
+
+class RejectCryptoDepositRequest(Body):
+    identity_id: ShortText
+
+
+class UpdateCryptoDepositRequest(Body):
+    identity_id: ShortText
+    originator_address_info: OriginatorAddressInfo

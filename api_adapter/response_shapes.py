@@ -628,6 +628,37 @@ class Health(Shape):
     clock: SandboxClock
 
 
+# -- deposit addresses and crypto deposits -------------------------------------------------
+
+
+class DepositAddress(Shape):
+    id: Id
+    profile_id: Id
+    customer_id: Id
+    crypto_network: CryptoNetwork
+    identity_id: str | None = None
+    ref_id: str | None = None
+    metadata: Metadata | None = None
+    address: Annotated[str, Field(examples=["0x89205A3A3b2A69De6Dbf7f01ED13B2108B2c43e7"])]
+    account_id: str | None = None
+    conversion_target_asset: Literal["NO_CONVERSION", "USD"]
+    compatible_crypto_networks: list[CryptoNetwork] | None = None
+    created_at: Time
+
+
+class ListDepositAddressesResponse(Shape):
+    items: list[DepositAddress] | None = None
+    next_page_cursor: str | None = None
+
+
+class RejectCryptoDepositResponse(Shape):
+    """Empty: the deposit is FAILED, secondary status TRAVEL_RULE_REJECTED."""
+
+
+class UpdateCryptoDepositResponse(Shape):
+    """Empty: the deposit completes once its network has confirmed it."""
+
+
 def ok(model: type[BaseModel], description: str = "Success") -> dict[int | str, dict[str, Any]]:
     """A route's `responses`: the model of its 200 answer, for the document only."""
     return {200: {"model": model, "description": description}}

@@ -27,7 +27,6 @@ ALL_SCOPES: tuple[str, ...] = (
     "events:read_event",
     "sandbox:write_customer",
 )
-
 # Scopes of operations served after clients were first recorded: a client is granted
 # each one with any scope it is implied by, so that a client's recorded scopes (its
 # ClientCreated, and every log already written, the golden one included) stay as they
@@ -41,6 +40,11 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "exchange:read_quote_execution": ("exchange:read_order",),
     "exchange:write_quote_execution": ("exchange:write_order",),
     "exchange:historical_prices": ("exchange:read_order",),
+    "transfer:read_deposit_address": ("transfer:read_transfer",),
+    "transfer:write_deposit_address": ("transfer:write_crypto_withdrawal",),
+    "transfer:reject_crypto_deposit": ("transfer:write_crypto_withdrawal",),
+    "transfer:update_crypto_deposit": ("transfer:write_crypto_withdrawal",),
+    "transfer:write_sandbox_crypto_deposit": ("transfer:write_sandbox_fiat_deposit",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
@@ -127,6 +131,10 @@ class Settings(BaseModel):
     # plus this spread, the sell price that minus it; each quote holds for the ttl.
     quote_spread_bps: Annotated[Decimal, Field(ge=0, lt=10000)] = Decimal(25)
     quote_ttl_seconds: Annotated[Decimal, Field(gt=0)] = Decimal(30)
+    # Crypto deposits (engine/domain/transfers/deposit_addresses.py): one whose USD value
+    # is above this is held for travel-rule review (secondary status
+    # TRAVEL_RULE_INFO_REQUESTED) until it is updated or rejected; None holds none.
+    crypto_deposit_review_usd: Annotated[Decimal, Field(ge=0)] | None = Decimal(10000)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

@@ -17,6 +17,7 @@ from engine.domain import (
 )
 from engine.domain.trading import price_history
 from engine.domain.transfers import (
+    deposit_addresses,
     funding,
     internal_transfers,
     stablecoin_conversions,
@@ -43,6 +44,7 @@ _MODULES: tuple[Registration, ...] = (
     withdrawals.REGISTRATION,
     internal_transfers.REGISTRATION,
     stablecoin_conversions.REGISTRATION,
+    deposit_addresses.REGISTRATION,
     trading.REGISTRATION,
     quotes.REGISTRATION,
     price_history.REGISTRATION,

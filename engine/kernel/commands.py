@@ -259,3 +259,40 @@ class AdvanceClock(Command):
 @dataclass(frozen=True, slots=True)
 class Tick(Command):
     """Fire what is due now; sent by the scheduler on a wall clock."""
+
+
+# -- deposit addresses and crypto deposits (engine/domain/transfers/deposit_addresses.py)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateDepositAddress(Command):
+    profile_id: str = ""
+    crypto_network: str = ""
+    identity_id: str | None = None
+    account_id: str | None = None
+    ref_id: str | None = None
+    metadata: dict[str, str] | None = None
+    conversion_target_asset: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxCryptoDeposit(Command):
+    """Send crypto to a deposit address from the outside world (sandbox only)."""
+
+    address: str = ""
+    crypto_network: str = ""
+    asset: str = ""
+    amount: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RejectCryptoDeposit(Command):
+    transfer_id: str = ""
+    identity_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateCryptoDeposit(Command):
+    transfer_id: str = ""
+    identity_id: str = ""
+    originator_address_info: dict[str, Any] = field(default_factory=dict)

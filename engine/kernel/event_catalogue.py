@@ -73,6 +73,11 @@ CATALOGUE: dict[str, EventSpec] = {
     "StablecoinConversionCreated": _spec("conversion postings"),
     "StablecoinConversionSettled": _spec("conversion_id postings"),
     "StablecoinConversionCancelled": _spec("conversion_id postings"),
+    # deposit addresses and crypto deposits
+    "DepositAddressCreated": _spec("address"),
+    "CryptoDepositReceived": _spec("transfer_id deposit_address_id due_at"),
+    "CryptoDepositUpdated": _spec("transfer_id identity_id originator_address_info"),
+    "CryptoDepositRejected": _spec("transfer_id identity_id"),
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),

@@ -268,8 +268,8 @@ class Queries(ReadConnections):
             "ids": "id",
             "type": "type",
             "statuses": "status",
-            # no sandbox transfer is held for the travel rule: the filter matches none
-            "secondary_statuses": "json_extract(body, '$.secondary_status')",
+            # a crypto deposit held for (or rejected by) the travel rule
+            "secondary_statuses": "json_extract(body, '$.secondary_status.name')",
             "group_ids": "group_id",
             "identity_ids": "json_extract(body, '$.identity_id')",
             "account_ids": "json_extract(body, '$.account_id')",

@@ -24,6 +24,10 @@ INDEXES: dict[str, dict[str, Any]] = {
         "indexes": [["customer_id", "seq"]],
         "fixed": ["customer_id", "seq"],
     },
+    "deposit_addresses": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
+    },
     "withdrawal_fees": {
         "indexes": [["customer_id", "seq"]],
         "fixed": ["customer_id", "seq"],

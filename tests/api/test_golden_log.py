@@ -45,20 +45,33 @@ def test_the_golden_run_leaves_the_recorded_log_and_read_models(sandbox_factory:
     )
 
 
-def test_the_recorded_hash_is_the_log_hash_of_the_recorded_events(tmp_path: Path) -> None:
-    """The fixture's hash is what engine.tools.time_travel.log_hash says of its events, so neither
-    file can be edited without the other."""
-    golden = load()
-    db = tmp_path / "events.db"
+# The operations of the run before issue 19 appended to it: their events stay a prefix of
+# the recorded log, byte for byte, with this hash.
+EARLIER_EVENTS = 197
+EARLIER_HASH = "sha256:31c2f479285e7f99e44cdc3004b7a5792de493c2f62b25fb165a007d77f384b8"
+
+
+def _hash_of(events: list[list[Any]], db: Path) -> str:
     conn = sqlite3.connect(db)
     conn.execute(
         "CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT, version INTEGER,"
         " type TEXT, schema INTEGER, data TEXT, meta TEXT, occurred_at TEXT)"
     )
-    conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", golden.events)
+    conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
     conn.commit()
     conn.close()
-    assert log_hash(db) == golden.log_hash
+    return log_hash(db)
+
+
+def test_the_earlier_operations_keep_their_log_hash(tmp_path: Path) -> None:
+    assert _hash_of(load().events[:EARLIER_EVENTS], tmp_path / "earlier.db") == EARLIER_HASH
+
+
+def test_the_recorded_hash_is_the_log_hash_of_the_recorded_events(tmp_path: Path) -> None:
+    """The fixture's hash is what engine.tools.time_travel.log_hash says of its events, so neither
+    file can be edited without the other."""
+    golden = load()
+    assert _hash_of(golden.events, tmp_path / "events.db") == golden.log_hash
 
 
 def test_the_golden_run_produces_every_event_type_the_engine_applies() -> None:

@@ -56,7 +56,7 @@ def test_known_filter_values_filter(sandbox: Any) -> None:
     held = sandbox.get(
         "/v2/transfer/transfers", params={"secondary_statuses": "TRAVEL_RULE_INFO_REQUESTED"}
     )
-    assert held.json() == {"items": []}  # no sandbox transfer is held for the travel rule
+    assert held.json() == {"items": []}  # no wire is held for the travel rule
     for flag in ("true", "false"):
         assert sandbox.get("/v2/profiles/default", params={"include_deactivated": flag}).is_success
 

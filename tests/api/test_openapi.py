@@ -142,6 +142,7 @@ QUERIES = {"ListHistoricalPrices": {"increment": "ONE_HOUR"}}
 FROM_ANSWERS = {
     "memo_id": "CreateFiatDepositInstructions",
     "to_profile_id": "CreateProfile",
+    "address": "CreateDepositAddress",
 }
 
 

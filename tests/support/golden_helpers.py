@@ -56,6 +56,8 @@ FEES = "/v2/transfer/fees/crypto-withdrawal"
 WITHDRAWALS = "/v2/transfer/crypto-withdrawals"
 INTERNAL = "/v2/transfer/internal"
 WIRES = "/v2/sandbox/fiat-deposits"
+ADDRESSES = "/v2/transfer/deposit-addresses"
+CRYPTO_DEPOSITS = "/v2/sandbox/crypto-deposits"
 WIRE = {
     "account_number": "12345678",
     "fiat_account_owner_address": {"country": "US", "city": "Austin"},
@@ -431,6 +433,7 @@ def _second_half(s: Session, ids: dict[str, Any]) -> None:
     s.order(who=b, **limit("SELL", "43000.00", "0.1"))
     s.advance(1)
     _quotes(s, b)
+    _deposit_addresses(s)
 
 
 def _quotes(s: Session, b: dict[str, str]) -> None:
@@ -442,6 +445,31 @@ def _quotes(s: Session, b: dict[str, str]) -> None:
     s.post(f"{PROFILES}/default/quote-executions", body, who=b)
     s.post(f"{PROFILES}/default/quote-executions", body, status=409, who=b)
     s.advance(30)
+
+
+def _deposit_addresses(s: Session) -> None:
+    """Added after the earlier operations, which it leaves as they were: a deposit
+    address (its ref_id reused: 409), a deposit that confirms, and two held for the
+    travel rule, one updated and one rejected."""
+    address = s.post(
+        ADDRESSES, {"profile_id": "default", "crypto_network": "BITCOIN", "ref_id": "d-1"}
+    )
+    s.post(
+        ADDRESSES,
+        {"profile_id": "default", "crypto_network": "SOLANA", "ref_id": "d-1"},
+        status=409,
+    )
+    send = {"address": address["address"], "asset": "BTC"}
+    s.post(CRYPTO_DEPOSITS, {**send, "amount": "0.01"})
+    updated = s.post(CRYPTO_DEPOSITS, {**send, "amount": "1"})
+    rejected = s.post(CRYPTO_DEPOSITS, {**send, "amount": "2"})
+    s.advance(6)  # the small one confirms; the held ones wait
+    person = {"individual_info": {"first_name": "Ada", "last_name": "Lovelace"}}
+    s.post(
+        f"/v2/transfer/crypto-deposits/{updated['id']}/update",
+        {"identity_id": "ident-1", "originator_address_info": person},
+    )
+    s.post(f"/v2/transfer/crypto-deposits/{rejected['id']}/reject", {"identity_id": "ident-1"})
 
 
 # -- what a run leaves ------------------------------------------------------------------

@@ -68,6 +68,13 @@ def document() -> dict[str, Any]:
     return _load(path(SUBSET_NAME))
 
 
+def full_schema(name: str) -> dict[str, Any]:
+    """A component schema of the whole document (paxos-openapi.json), $refs resolved, for
+    the operations the subset leaves out; skips where it is absent."""
+    schemas = _load(path(FULL_NAME))["components"]["schemas"]
+    return _resolve(schemas[name], schemas)  # type: ignore[no-any-return]
+
+
 def component_schemas() -> dict[str, Any]:
     """The document's component schemas, as written ($refs unresolved)."""
     return document()["components"]["schemas"]  # type: ignore[no-any-return]

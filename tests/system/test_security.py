@@ -333,6 +333,26 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     ),
     "CreateInternalTransfer": ("POST", "/v2/transfer/internal", "transfer:write_internal_transfer"),
     "ListTransfers": ("GET", "/v2/transfer/transfers", "transfer:read_transfer"),
+    "CreateDepositAddress": (
+        "POST",
+        "/v2/transfer/deposit-addresses",
+        "transfer:write_deposit_address",
+    ),
+    "ListDepositAddresses": (
+        "GET",
+        "/v2/transfer/deposit-addresses",
+        "transfer:read_deposit_address",
+    ),
+    "RejectCryptoDeposit": (
+        "POST",
+        "/v2/transfer/crypto-deposits/{id}/reject",
+        "transfer:reject_crypto_deposit",
+    ),
+    "UpdateCryptoDeposit": (
+        "POST",
+        "/v2/transfer/crypto-deposits/{id}/update",
+        "transfer:update_crypto_deposit",
+    ),
     "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
     "ListEvents": ("GET", "/v2/events", "events:read_event"),
     "ListQuotes": ("GET", "/v2/quotes", "exchange:read_quote"),
@@ -376,6 +396,11 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
         "sandbox:write_customer",
     ),
     "ResetSandbox": ("POST", "/v2/sandbox/reset", "sandbox:write_customer"),
+    "CreateSandboxCryptoDeposit": (
+        "POST",
+        "/v2/sandbox/crypto-deposits",
+        "transfer:write_sandbox_crypto_deposit",
+    ),
     "RegisterSandboxWebhook": ("POST", "/v2/sandbox/webhooks", "events:read_event"),
     "GetSandboxWebhook": ("GET", "/v2/sandbox/webhooks", "events:read_event"),
     "RemoveSandboxWebhook": ("DELETE", "/v2/sandbox/webhooks", "events:read_event"),
@@ -536,11 +561,22 @@ def _own_resources(sb: Any) -> dict[str, str]:
         "/v2/profiles/default/quote-executions",
         {"quote_id": quotes[0]["id"], "quote_amount": "10"},
     ).json()
+    address = sb.post(
+        "/v2/transfer/deposit-addresses", {"profile_id": "default", "crypto_network": "BITCOIN"}
+    ).json()
+    held = sb.post(  # worth more than the default review threshold: held
+        "/v2/sandbox/crypto-deposits",
+        {"address": address["address"], "asset": "BTC", "amount": "1"},
+    ).json()
+    assert held["secondary_status"]["name"] == "TRAVEL_RULE_INFO_REQUESTED", held
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
         "quote_id": quotes[1]["id"],
         "quote_execution_id": executed["id"],
+        "deposit_address_id": address["id"],
+        "deposit_address": address["address"],
+        "crypto_deposit_id": held["id"],
         "profile_id": profile,
         "transfer_id": withdrawal["id"],
         "order_id": order.json()["id"],
@@ -562,6 +598,8 @@ IDS_BY_PATH = {
     "/v2/events/{id}": "event_id",
     "/v2/conversion/stablecoins/{id}": "conversion_id",
     "/v2/profiles/{profile_id}/quote-executions/{id}": "quote_execution_id",
+    "/v2/transfer/crypto-deposits/{id}/reject": "crypto_deposit_id",
+    "/v2/transfer/crypto-deposits/{id}/update": "crypto_deposit_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox (admin only: a tenant meets 403 before any id).
@@ -578,6 +616,11 @@ BODIES = {
     "CreateSandboxDeposit": {"asset": "BTC", "amount": "1"},
     "UpdateProfile": {"nickname": "taken over"},
     "CreateQuoteExecution": {"quote_id": "none", "quote_amount": "10"},
+    "RejectCryptoDeposit": {"identity_id": "someone"},
+    "UpdateCryptoDeposit": {
+        "identity_id": "someone",
+        "originator_address_info": {"individual_info": {"first_name": "J", "last_name": "D"}},
+    },
 }
 
 
@@ -623,6 +666,7 @@ def test_every_id_in_a_path_is_404_to_another_customer(sandbox: Any) -> None:
     assert not failures, "\n".join(failures)
     assert {"GetProfile", "GetTransfer", "GetOrder", "CancelOrder", "GetEvent"} <= set(walked)
     assert {"ListProfileOrders", "CreateOrder", "CreateSandboxDeposit"} <= set(walked)
+    assert {"RejectCryptoDeposit", "UpdateCryptoDeposit"} <= set(walked)
     # A's order is still open: the intruder's cancel did nothing.
     order = sandbox.get(f"/v2/profiles/{mine['profile_id']}/orders/{mine['order_id']}").json()
     assert order["status"] != "CANCELLED"
@@ -703,6 +747,14 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
                 "recipient_profile_id": mine["profile_id"],
             },
         ),
+        "deposit address of A's profile": (
+            "/v2/transfer/deposit-addresses",
+            {"profile_id": mine["profile_id"], "crypto_network": "BITCOIN"},
+        ),
+        "send to A's deposit address": (
+            "/v2/sandbox/crypto-deposits",
+            {"address": mine["deposit_address"], "asset": "BTC", "amount": "0.01"},
+        ),
         "settle into A's profile": (
             f"/v2/profiles/{theirs}/orders",
             {
@@ -728,6 +780,8 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
         ("/v2/transfer/fiat-deposit-instructions", {"ids": mine["instructions_id"]}),
         ("/v2/orders", {"profile_id": mine["profile_id"]}),
         ("/v2/profiles", {"ids": mine["profile_id"]}),
+        ("/v2/transfer/deposit-addresses", {"ids": mine["deposit_address_id"]}),
+        ("/v2/transfer/deposit-addresses", {"profile_ids": mine["profile_id"]}),
     ]:
         r = sandbox.get(path, params=params, headers=intruder)
         if r.status_code == 200 and any(

@@ -69,13 +69,15 @@ def test_two_engines_in_one_process_have_their_own_registries(tmp_path: Path) ->
 
 
 def test_read_models_invariants_and_prices_come_from_the_registrations() -> None:
+    from engine.domain.transfers import deposit_addresses
     from engine.read.readmodels import TABLES
 
     registry = domain_registry()
     assert [t.name for t in registry.tables] == list(TABLES)
     assert {"orders", "balances", "event_feed", "snapshots"} <= set(TABLES)
     declared = [c for r in REGISTRATIONS for c in r.checks]
-    assert list(registry.checks) == declared and len(declared) == 4
+    assert list(registry.checks) == declared and len(declared) == 5
+    assert deposit_addresses.check_held in declared
     assert len(registry.price_sources) == 1  # the market's last prints
 
 

@@ -403,3 +403,47 @@ def check_address(network: str, address: str) -> str | None:
         return _ADDRESS_CHECKERS[network](address)
     except Exception:  # third-party decoders do not document everything they may raise
         return f"not a valid {network} address"
+
+
+# --------------------------------------------------------------------------------------
+# Address generation (deposit addresses)
+# --------------------------------------------------------------------------------------
+
+
+def _cashaddr_encode(prefix: str, hash_bytes: bytes) -> str:
+    """A CashAddr P2KH address (version byte 0, 20-byte hash), checksum per the spec."""
+    data = bech32.convertbits([0, *hash_bytes], 8, 5, True)
+    assert data is not None
+    polymod = _cashaddr_polymod(_cashaddr_prefix_expand(prefix) + data + [0] * 8)
+    checksum = [(polymod >> 5 * (7 - i)) & 0x1F for i in range(8)]
+    return prefix + ":" + "".join(_BECH32_CHARSET[d] for d in data + checksum)
+
+
+def _strkey_account(payload: bytes) -> str:
+    """A Stellar ``G...`` account id: version byte, 32-byte key, CRC16-XModem (LE)."""
+    body = bytes([_STRKEY_KINDS["G"][0]]) + payload
+    raw = body + _crc16_xmodem(body).to_bytes(2, "little")
+    return base64.b32encode(raw).decode("ascii").rstrip("=")
+
+
+def make_address(network: str, key: bytes) -> str:
+    """A well-formed mainnet address on ``network`` derived from 32 bytes of ``key``.
+
+    Deposit addresses are drawn from the engine's seeded id source, so a replay gives the
+    same ones; each form is one ``check_address`` accepts (tests hold it to that).
+    """
+    if len(key) < 32:
+        raise ValueError("an address needs 32 bytes of key")
+    if network == "BITCOIN" or network == "LITECOIN":
+        address = bech32.encode("bc" if network == "BITCOIN" else "ltc", 0, key[:20])
+        assert address is not None
+        return address
+    if network == "BITCOIN_CASH":
+        return _cashaddr_encode("bitcoincash", key[:20])
+    if network == "SOLANA":
+        return base58.b58encode(key[:32]).decode("ascii")
+    if network == "STELLAR":
+        return _strkey_account(key[:32])
+    if _ADDRESS_CHECKERS.get(network) is _check_evm:
+        return "0x" + _eip55_checksummed(key[:20].hex())
+    raise ValueError(f"unknown network {network}")

@@ -187,7 +187,7 @@ def _base58(data: bytes) -> str:
     return "1" * zeros + "".join(reversed(pairs)).lstrip("1")
 
 
-def _tx_hash(ctx: Ctx, network: str) -> str:
+def tx_hash(ctx: Ctx, network: str) -> str:
     """A transaction id shaped as the network writes them (a Solana signature: 64 bytes)."""
     if network in _EVM:
         return "0x" + ctx.ids.hex()
@@ -228,7 +228,7 @@ def confirm(ctx: Ctx, transfer_id: str) -> None:
     postings.append((source, WORLD, asset, amount))
     if fee > ZERO:
         postings.append((source, FEES, asset, fee))
-    changes = {"crypto_tx_hash": _tx_hash(ctx, t["crypto_network"]), "crypto_tx_index": "0"}
+    changes = {"crypto_tx_hash": tx_hash(ctx, t["crypto_network"]), "crypto_tx_index": "0"}
     transfer_records.complete(ctx, transfer_id, changes, postings)
 
 
