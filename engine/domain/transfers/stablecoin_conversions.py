@@ -10,6 +10,7 @@ withdrawal paid from another balance does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -214,22 +215,18 @@ def _created(state: State, e: Event) -> None:
     state.mark("stablecoin_conversion", record["id"])
 
 
-def _settled(state: State, e: Event) -> None:
-    record = conversions(state)[e.data["conversion_id"]]
-    record["status"] = "SETTLED"
-    record["updated_at"] = e.occurred_at
-    record["settled_at"] = e.occurred_at
-    post(state, e.data["postings"])
-    state.mark("stablecoin_conversion", record["id"])
+def _ended(status: str, stamp: str) -> Callable[[State, Event], None]:
+    """The applier of a conversion's last event: SETTLED or CANCELLED, at its time."""
 
+    def apply(state: State, e: Event) -> None:
+        record = conversions(state)[e.data["conversion_id"]]
+        record["status"] = status
+        record["updated_at"] = e.occurred_at
+        record[stamp] = e.occurred_at
+        post(state, e.data["postings"])
+        state.mark("stablecoin_conversion", record["id"])
 
-def _cancelled(state: State, e: Event) -> None:
-    record = conversions(state)[e.data["conversion_id"]]
-    record["status"] = "CANCELLED"
-    record["updated_at"] = e.occurred_at
-    record["cancelled_at"] = e.occurred_at
-    post(state, e.data["postings"])
-    state.mark("stablecoin_conversion", record["id"])
+    return apply
 
 
 def check_converting(state: State) -> list[str]:
@@ -292,8 +289,8 @@ REGISTRATION = Registration(
     },
     appliers={
         "StablecoinConversionCreated": _created,
-        "StablecoinConversionSettled": _settled,
-        "StablecoinConversionCancelled": _cancelled,
+        "StablecoinConversionSettled": _ended("SETTLED", "settled_at"),
+        "StablecoinConversionCancelled": _ended("CANCELLED", "cancelled_at"),
     },
     timers={"stablecoin_conversion_settlement": settle},
     tables=(TABLE,),
