@@ -22,8 +22,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-import structlog
-
 from engine.config.settings import Settings
 from engine.domain.registrations import domain_registry
 from engine.kernel.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
@@ -36,6 +34,7 @@ from engine.kernel.execution_ids import database_key
 from engine.kernel.execution_ids import new_key as new_execution_key
 from engine.kernel.ids import IdSource
 from engine.kernel.invariants import check_state
+from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
@@ -48,7 +47,7 @@ from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
 from engine.store import EventStore, StoreUnavailable, in_memory
 
-log = structlog.get_logger("sandex.engine")
+log = get_logger("sandex.engine")
 
 _STOP = object()
 
