@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import decimal
 import gc
+import os
 import queue
 import threading
 from collections.abc import Iterator, Sequence
@@ -95,6 +96,8 @@ class Engine:
         """`store` is the engine's from now on: `stop` closes it. A composition root
         builds it (engine/runtime/composition.py: `open_engine` for a database file).
         `registry`: the deciders, appliers and timers (the domain's when None)."""
+        if isinstance(store, str | os.PathLike):
+            raise TypeError(f"Engine takes a store: open_engine({str(store)!r}) opens one")
         self.registry = domain_registry() if registry is None else registry
         self.settings = settings or Settings()
         self.store = store

@@ -708,7 +708,10 @@ class SqliteEventStore:
     @classmethod
     def reader(cls, path: str | Path) -> SqliteEventStore:
         """A read-only store on an existing database (no schema work), for a thread or a
-        process that only reads the log."""
+        process that only reads the log. Not of an in-memory database: a second
+        connection to `:memory:` opens another database, empty, not this one."""
+        if in_memory(str(path)):
+            raise StoreUnavailable("an in-memory database has no second connection")
         store = cls.__new__(cls)
         store.path = str(path)
         store.conn = connect_read_only(path)
