@@ -1,8 +1,7 @@
 """The embedded event store: SQLite in WAL mode.
 
 sqlite-utils creates and migrates the schema, and is imported only when a table or an
-index is missing (it imports pandas and numpy when they are installed: a quarter of a
-second that a command on an existing database must not pay). Everything else uses the
+index is missing, without pandas and numpy (`_sqlite_utils`). Everything else uses the
 `sqlite3` connection directly: the hot append path with `executemany`, inside one
 transaction per group commit.
 """
@@ -933,24 +932,31 @@ class SqliteEventStore:
             lease.release()
 
 
-class _NoPandasHere(importlib.abc.MetaPathFinder):
-    """Refuses `pandas` to one thread: the one importing sqlite-utils. sqlite-utils
-    imports pandas when it is installed only to name a column type for its Timestamp,
-    which sandex never gives it, and pandas was a quarter of a second of every new
-    database's (every backtest's) start. Other threads import what they like meanwhile."""
+# What sqlite-utils imports when installed only to name column types for their values
+# (pandas' Timestamp, numpy's scalars), which sandex never gives it: pandas alone was a
+# quarter of a second of every new database's (every backtest's) start, numpy 40 ms of a
+# server's.
+_NOT_FOR_SQLITE_UTILS = frozenset({"pandas", "numpy"})
+
+
+class _NotForSqliteUtils(importlib.abc.MetaPathFinder):
+    """Refuses pandas and numpy to one thread, the one importing sqlite-utils (which
+    takes their absence as they are not installed); other threads import what they like
+    meanwhile, and so does this one afterwards."""
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> None:
-        if name == "pandas" and threading.get_ident() == self.thread:
+        if name in _NOT_FOR_SQLITE_UTILS and threading.get_ident() == self.thread:
             raise ModuleNotFoundError("not imported for sqlite-utils", name=name)
         return None
 
 
 def _sqlite_utils() -> Any:
-    """The sqlite-utils module, imported without pandas unless pandas is already in."""
-    finder = _NoPandasHere()
+    """The sqlite-utils module; imported without pandas and numpy, unless they are in
+    already (then sqlite-utils takes them, as it would anyway)."""
+    finder = _NotForSqliteUtils()
     sys.meta_path.insert(0, finder)
     try:
         import sqlite_utils

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,12 +87,38 @@ def test_sqlite_utils_is_imported_without_pandas_which_stays_importable(tmp_path
     code = (
         "from engine.store import SqliteEventStore\n"
         "SqliteEventStore(':memory:').close()\n"
-        "assert 'pandas' not in sys.modules\n"
+        "assert 'pandas' not in sys.modules and 'numpy' not in sys.modules\n"
         "import pandas\n"
         "import sqlite_utils.db\n"
-        "assert sqlite_utils.db.pd is None\n"
+        "assert sqlite_utils.db.pd is None and sqlite_utils.db.np is None\n"
     )
     assert "pandas" in _loaded(code, tmp_path)
+
+
+def test_sqlite_utils_takes_pandas_when_it_is_in_already(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    code = (
+        "import pandas\n"
+        "from engine.store import SqliteEventStore\n"
+        "SqliteEventStore(':memory:').close()\n"
+        "import sqlite_utils.db\n"
+        "assert sqlite_utils.db.pd is pandas\n"
+    )
+    _loaded(code, tmp_path)
+
+
+def test_only_the_thread_importing_sqlite_utils_is_refused_pandas() -> None:
+    from engine.store.sqlite import _NotForSqliteUtils
+
+    finder = _NotForSqliteUtils()
+    seen: list[object] = []
+    other = threading.Thread(target=lambda: seen.append(finder.find_spec("pandas", None)))
+    other.start()
+    other.join()
+    assert seen == [None]
+    with pytest.raises(ModuleNotFoundError):
+        finder.find_spec("pandas", None)
+    assert finder.find_spec("orjson", None) is None
 
 
 def test_the_app_factory_is_still_exported_by_the_package(tmp_path: Path) -> None:
