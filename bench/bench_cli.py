@@ -39,20 +39,25 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import machine, measured_tree  # noqa: E402
 
-BARS = ROOT / "scenarios" / "backtests" / "btcusd_hourly.csv"
-STRATEGY = ROOT / "scenarios" / "backtests" / "ma_cross.py"
-BACKTEST = [
-    "backtest",
-    "--data",
-    str(BARS),
-    "--market",
-    "BTCUSD",
-    "--strategy",
-    f"{STRATEGY}:MaCross",
-    "--taker-fee",
-    "0.001",
-    "--no-progress",
-]
+
+def backtest_args(tree: Path) -> list[str]:
+    """The small backtest, on the files a tree ships (bench/ab.py runs a copy of bench/
+    that has no scenarios/ beside it)."""
+    examples = tree / "scenarios" / "backtests"
+    return [
+        "backtest",
+        "--data",
+        str(examples / "btcusd_hourly.csv"),
+        "--market",
+        "BTCUSD",
+        "--strategy",
+        f"{examples / 'ma_cross.py'}:MaCross",
+        "--taker-fee",
+        "0.001",
+        "--no-progress",
+    ]
+
+
 FIRST_ANSWER_LIMIT = 60.0  # seconds: a server that never answers fails the run
 
 
@@ -77,26 +82,31 @@ class Tree:
     def wall(self, *args: str) -> tuple[float, float]:
         """Seconds from spawning `sandex args` to its exit (status 0 required), and the
         CPU seconds it used (user and system)."""
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            self.command(*args),
-            cwd=self.scratch,
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise SystemExit(f"{self.label}: sandex {' '.join(args)} ended {proc.returncode}")
+        with tempfile.TemporaryFile() as errors:
+            started = time.perf_counter()
+            proc = subprocess.Popen(
+                self.command(*args),
+                cwd=self.scratch,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            seconds = time.perf_counter() - started
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                errors.seek(0)
+                said = errors.read().decode(errors="replace")[-2000:]
+                raise SystemExit(
+                    f"{self.label}: sandex {' '.join(args)} ended {proc.returncode}: {said}"
+                )
         return seconds, usage.ru_utime + usage.ru_stime
 
     def help(self) -> tuple[float, float]:
         return self.wall("--help")
 
     def backtest(self) -> tuple[float, float]:
-        return self.wall(*BACKTEST)
+        return self.wall(*backtest_args(measured_tree()))
 
     def serve(self) -> tuple[float, float]:
         """Seconds from spawning `sandex serve` on a new database to its first answer,
