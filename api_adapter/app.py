@@ -21,6 +21,7 @@ from api_adapter.routes import (
     deposit_addresses,
     events,
     executions,
+    fiat_accounts,
     funding,
     health,
     internal_transfers,
@@ -49,6 +50,7 @@ ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 ROUTERS += [conversions.router]
 ROUTERS += [transfer_limits.router]
 ROUTERS += [quotes.router, prices.router]
+ROUTERS += [fiat_accounts.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:

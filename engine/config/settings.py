@@ -45,6 +45,9 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:reject_crypto_deposit": ("transfer:write_crypto_withdrawal",),
     "transfer:update_crypto_deposit": ("transfer:write_crypto_withdrawal",),
     "transfer:write_sandbox_crypto_deposit": ("transfer:write_sandbox_fiat_deposit",),
+    "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
+    "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
+    "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
@@ -135,6 +138,16 @@ class Settings(BaseModel):
     # is above this is held for travel-rule review (secondary status
     # TRAVEL_RULE_INFO_REQUESTED) until it is updated or rejected; None holds none.
     crypto_deposit_review_usd: Annotated[Decimal, Field(ge=0)] | None = Decimal(10000)
+    # Fiat accounts and withdrawals (engine/domain/transfers/fiat_accounts.py,
+    # fiat_withdrawals.py): seconds from a fiat account's creation or update (PENDING) to
+    # its automated review (APPROVED, or REJECTED when a metadata value is
+    # "sandbox:reject"); seconds from a fiat withdrawal's request to COMPLETED; the fee of
+    # a wire withdrawal (the real sandbox's wire fee figure; CUBIX and CBIT, intrabank,
+    # charge none); the largest amount of one fiat withdrawal, in USD.
+    fiat_account_review_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(5)
+    fiat_withdrawal_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    wire_withdrawal_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
+    fiat_withdrawal_cap: Annotated[Decimal, Field(gt=0)] = Decimal(1_000_000)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

@@ -30,6 +30,11 @@ NOT_PRODUCED: dict[str, str] = {
     "StablecoinConversionCreated": "issue 19: scenarios/stablecoin_conversions.yaml",
     "StablecoinConversionSettled": "issue 19: scenarios/stablecoin_conversions.yaml",
     "StablecoinConversionCancelled": "issue 19: scenarios/stablecoin_conversions.yaml",
+    "FiatAccountCreated": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
+    "FiatAccountUpdated": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
+    "FiatAccountReviewed": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
+    "FiatAccountDeleted": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
+    "FiatWithdrawalRequested": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
 }
 
 
