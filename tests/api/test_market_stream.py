@@ -231,3 +231,11 @@ def test_the_feeds_need_no_token(sandbox: Any, path: str) -> None:
     )
     with sandbox.http.websocket_connect(path, headers={}) as ws:
         assert receive(ws)["market"] == "BTCUSD"
+
+
+def test_on_a_wall_clock_the_ladders_moves_are_sent_with_no_command(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(clock="wall")
+    with sb.http.websocket_connect("/marketdata/BTCUSD") as ws:
+        held = from_snapshot(receive(ws))
+        message = receive(ws, seconds=10)  # the house's ladder moves each market step
+        assert message["type"] == "UPDATE" and apply(held, message)
