@@ -99,7 +99,7 @@ async def _serve(websocket: WebSocket, kind: str, market: str | None) -> None:
         tasks.append(asyncio.ensure_future(_wall_ticks(engine, streams)))
     try:
         engine.submit(Tick())  # a group soon, whose publication brings the snapshot
-        await _pump(websocket, sub, ready, tasks[0], settings.stream_send_timeout_seconds)
+        await pump(websocket, sub, ready, tasks[0], settings.stream_send_timeout_seconds)
     finally:
         feed.unsubscribe(sub)
         for task in tasks:
@@ -109,7 +109,7 @@ async def _serve(websocket: WebSocket, kind: str, market: str | None) -> None:
             del streams.per_ip[address]
 
 
-async def _pump(
+async def pump(
     websocket: WebSocket,
     sub: Subscriber,
     ready: asyncio.Event,

@@ -154,8 +154,8 @@ class MarketFeed:
         self._lock = threading.Lock()
         self._subs: set[Subscriber] = set()  # claimed by a group (ready or not yet)
         self._pending: list[Subscriber] = []  # waiting for the next group
-        # Published (under the lock): each followed market's book and last trade as the
-        # last published group left them.
+        # Published: each followed market's book and last trade as the last published
+        # group left them (publication's own: it runs on one thread at a time).
         self._books: dict[str, tuple[Levels, Levels]] = {}
         self._last: dict[str, dict[str, Any] | None] = {}
         # The writer thread's own: what it computed last, and at which step of time.
@@ -239,42 +239,53 @@ class MarketFeed:
     # -- publication (after the group's COMMIT, in commit order) --------------------------
 
     def publish(self, changes: Changes) -> None:
+        """Publication runs on one thread at a time, in commit order (the committer, or
+        the writer once the group before is committed): the published books are its
+        own. The lock is held only to read and change who subscribes."""
+        for market in changes.dropped:
+            self._books.pop(market, None)
+        for market in changes.unfollowed:
+            self._last.pop(market, None)
+        books: list[tuple[str, str]] = []  # (market, encoded UPDATE) for ready subs
+        for market, book in changes.baselines.items():
+            old = self._books.get(market)
+            if old is not None:
+                books += [(market, _encode(_update(market, *d))) for d in _diff(old, book)]
+            self._books[market] = book
+        for market, diff in changes.diffs.items():
+            self._books[market] = _applied(self._books[market], diff)
+            books += [(market, _encode(_update(market, *d))) for d in diff]
+        trades: list[tuple[str, str]] = []  # in log order
+        for message in changes.trades:
+            trades.append((message["market"], _encode(message)))
+            self._last[message["market"]] = message
+        self._last.update(changes.last_trades)
         with self._lock:
-            for market in changes.dropped:
-                self._books.pop(market, None)
-            for market in changes.unfollowed:
-                self._last.pop(market, None)
-            books: list[tuple[str, str]] = []  # (market, encoded UPDATE) for ready subs
-            for market, book in changes.baselines.items():
-                old = self._books.get(market)
-                if old is not None:
-                    books += [(market, _encode(_update(market, *d))) for d in _diff(old, book)]
-                self._books[market] = book
-            for market, diff in changes.diffs.items():
-                self._books[market] = _applied(self._books[market], diff)
-                books += [(market, _encode(_update(market, *d))) for d in diff]
-            trades: list[tuple[str, str]] = []  # in log order
-            for message in changes.trades:
-                trades.append((message["market"], _encode(message)))
-                self._last[message["market"]] = message
-            self._last.update(changes.last_trades)
-            for sub in list(self._subs):
-                if not sub.ready:
-                    continue
+            ready = [sub for sub in self._subs if sub.ready]
+            claimed = [sub for sub in changes.claimed if sub in self._subs]
+        ended = []
+        if books or trades:
+            for sub in ready:
                 wanted = sub.wanted
                 items = [t for m, t in (books if sub.kind == BOOK else trades) if m in wanted]
                 if items and not sub.push(items):
-                    self._subs.discard(sub)
-            for sub in changes.claimed:
-                if sub not in self._subs:
-                    continue  # gone meanwhile
-                sub.ready = True
-                if sub.kind == BOOK:
-                    first = [_encode(_snapshot(m, self._books[m])) for m in sub.markets]
-                else:
-                    first = [_encode(t) for m in sub.markets if (t := self._last.get(m))]
-                if not sub.push(first):
-                    self._subs.discard(sub)
+                    ended.append(sub)
+        snapshots: dict[str, str] = {}
+        for sub in claimed:
+            if sub.kind == BOOK:
+                first = []
+                for m in sub.markets:
+                    if m not in snapshots:
+                        snapshots[m] = _encode(_snapshot(m, self._books[m]))
+                    first.append(snapshots[m])
+            else:
+                first = [_encode(t) for m in sub.markets if (t := self._last.get(m))]
+            sub.ready = True
+            if not sub.push(first):
+                ended.append(sub)
+        if ended:
+            with self._lock:
+                self._subs.difference_update(ended)
 
 
 def _applied(

@@ -5,13 +5,16 @@ in order."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from api_adapter.routes.market_stream import pump
 from engine.kernel.money import MARKETS
+from engine.runtime.market_feed import BOOK, TOO_SLOW, Subscriber
 from tests.support.stream_helpers import (
     Book,
     apply,
@@ -239,3 +242,40 @@ def test_on_a_wall_clock_the_ladders_moves_are_sent_with_no_command(sandbox_fact
         held = from_snapshot(receive(ws))
         message = receive(ws, seconds=10)  # the house's ladder moves each market step
         assert message["type"] == "UPDATE" and apply(held, message)
+
+
+class _StuckClient:
+    """A connection whose sends never complete (a client that stopped reading, its
+    socket buffers full)."""
+
+    def __init__(self) -> None:
+        self.closed: tuple[int, str] | None = None
+
+    async def send_text(self, text: str) -> None:
+        await asyncio.Event().wait()
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        self.closed = (code, reason or "")
+
+
+def _pumped(sub_limit: int, queued: list[str], timeout: float) -> tuple[int, str] | None:
+    async def main() -> tuple[int, str] | None:
+        ready = asyncio.Event()
+        sub = Subscriber(BOOK, ("BTCUSD",), sub_limit, ready.set)
+        sub.push(queued)
+        client = _StuckClient()
+        gone: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        await asyncio.wait_for(pump(client, sub, ready, gone, timeout), 10)  # type: ignore[arg-type]
+        return client.closed
+
+    return asyncio.run(main())
+
+
+def test_a_send_that_does_not_complete_in_time_closes_the_connection() -> None:
+    closed = _pumped(10, ['{"type": "UPDATE"}'], timeout=0.2)
+    assert closed == (1008, "too slow: a send did not complete in time")
+
+
+def test_a_queue_that_overflows_closes_the_connection_with_its_reason() -> None:
+    closed = _pumped(100, ["{}"] * 101, timeout=5)
+    assert closed == (TOO_SLOW, "too slow: more than 100 messages unread")
