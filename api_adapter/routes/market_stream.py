@@ -93,12 +93,13 @@ async def _serve(websocket: WebSocket, kind: str, market: str | None) -> None:
     markets = (market,) if market is not None else FEED_MARKETS
     sub = Subscriber(kind, markets, settings.stream_queue_messages, wake)
     feed = engine.market_feed
-    feed.subscribe(sub)
+    wanted = feed.subscribe(sub)
     tasks = [asyncio.ensure_future(_read_until_gone(websocket))]
     if settings.clock != "manual":
         tasks.append(asyncio.ensure_future(_wall_ticks(engine, streams)))
     try:
-        engine.submit(Tick())  # a group soon, whose publication brings the snapshot
+        if wanted:
+            engine.submit(Tick())  # a group soon, whose publication brings the snapshot
         await pump(websocket, sub, ready, tasks[0], settings.stream_send_timeout_seconds)
     finally:
         feed.unsubscribe(sub)

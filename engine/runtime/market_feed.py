@@ -165,10 +165,14 @@ class MarketFeed:
 
     # -- connections (any thread) -------------------------------------------------------
 
-    def subscribe(self, sub: Subscriber) -> None:
-        """`sub` gets its first messages in the publication of the next group decided."""
+    def subscribe(self, sub: Subscriber) -> bool:
+        """`sub` gets its first messages in the publication of the next group decided.
+        True when the caller should ask the writer for a group (a `Tick`): none was
+        asked for since the last group took the waiting subscribers, so however fast
+        connections open, they cost the writer one group per group at most."""
         with self._lock:
             self._pending.append(sub)
+            return len(self._pending) == 1
 
     def unsubscribe(self, sub: Subscriber) -> None:
         with self._lock:

@@ -59,3 +59,21 @@ def test_a_snapshot_and_a_clock_move_through_uvicorn(tmp_path: Path, servers: An
             assert (closed.rcvd.code, closed.rcvd.reason) == (1008, "unknown market: NOPE")
         else:
             raise AssertionError("an unknown market was not closed")
+
+
+def test_the_server_stops_with_feeds_open(tmp_path: Path, servers: Any) -> None:  # noqa: F811
+    server = Server(tmp_path / "ws.db", "--clock", "manual")
+    servers.append(server)
+    ws_base = server.base.replace("http://", "ws://")
+    with (
+        connect(f"{ws_base}/marketdata", open_timeout=10) as every,
+        connect(f"{ws_base}/executiondata/BTCUSD", open_timeout=10),
+    ):
+        assert json.loads(every.recv(timeout=10))["type"] == "SNAPSHOT"
+        code, _, err = server.stop()
+        assert code == 0, err[-2000:]
+        try:
+            while True:
+                every.recv(timeout=10)
+        except ConnectionClosed as closed:
+            assert closed.rcvd is not None and closed.rcvd.code in (1001, 1012)

@@ -94,3 +94,14 @@ def test_a_subscriber_whose_snapshot_group_failed_is_ended_to_connect_again(
         items, end = sub.take()
         assert items == [] and end is not None and end[0] == RESTARTED
         assert engine.market_feed.subscribers() == 0
+
+
+def test_connections_opening_together_ask_the_writer_for_one_group(tmp_path: Path) -> None:
+    with open_engine(tmp_path / "f.db", make_settings()) as engine:
+        feed = engine.market_feed
+        first, second, third = _subscriber(), _subscriber(), _subscriber()
+        assert feed.subscribe(first) is True
+        assert feed.subscribe(second) is False  # the group asked for takes both
+        engine.execute(Tick())
+        assert _messages(first) == _messages(second) != []
+        assert feed.subscribe(third) is True
