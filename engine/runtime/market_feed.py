@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from engine.config.settings import Settings
-from engine.domain.trading.market_feed import Levels, books_now, last_trade, trades_in
+from engine.domain.trading.market_feed import Levels, books_now, last_trade, step_at, trades_in
 from engine.kernel.events import Event
 from engine.kernel.state import State
 
@@ -161,7 +161,7 @@ class MarketFeed:
         # The writer thread's own: what it computed last, and at which step of time.
         self._w_books: dict[str, tuple[Levels, Levels]] = {}
         self._w_trades: set[str] = set()
-        self._w_now: datetime | None = None
+        self._w_step: int | None = None
 
     # -- connections (any thread) -------------------------------------------------------
 
@@ -202,8 +202,10 @@ class MarketFeed:
         for market in [m for m in w_books if m not in books]:
             del w_books[market]
             changes.dropped.append(market)
-        moved = now != self._w_now or bool(claimed)
-        self._w_now = now
+        # With no event and no new step of time, no book can have changed.
+        step = step_at(state, self._settings, self._seed, now)
+        moved = step != self._w_step
+        self._w_step = step
         events = list(events)
         if books and (events or moved or not books <= w_books.keys()):
             settings, seed = self._settings, self._seed
@@ -234,7 +236,7 @@ class MarketFeed:
         whose snapshot was to come from a group that was not committed is ended."""
         self._w_books.clear()
         self._w_trades.clear()
-        self._w_now = None
+        self._w_step = None
         with self._lock:
             for sub in [s for s in self._subs if not s.ready]:
                 self._subs.discard(sub)

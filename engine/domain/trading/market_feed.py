@@ -41,6 +41,13 @@ def books_now(
     return {m: (_side(tr, m, step, BUY), _side(tr, m, step, SELL)) for m in markets}
 
 
+def step_at(state: State, settings: Settings, seed: int, now: datetime) -> int:
+    """The market step of `now`: the house's ladders move only when it changes."""
+    tr = trading_for(state, settings, seed)
+    assert tr.cfg is not None
+    return tr.cfg.step_of(now)
+
+
 def last_trade(state: State, settings: Settings, seed: int, market: str) -> dict[str, Any] | None:
     """The market's last trade as an execution-feed message, None before its first."""
     tr = trading_for(state, settings, seed)
@@ -76,4 +83,12 @@ def execution_message(
     }
 
 
-__all__ = ["FEED_MARKETS", "Levels", "books_now", "execution_message", "last_trade", "trades_in"]
+__all__ = [
+    "FEED_MARKETS",
+    "Levels",
+    "books_now",
+    "execution_message",
+    "last_trade",
+    "step_at",
+    "trades_in",
+]
