@@ -3,10 +3,9 @@ and a book kept from a SNAPSHOT and its UPDATEs as a client keeps it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
-
-import anyio
 
 # price text -> amount text, per side
 Book = dict[str, dict[str, str]]
@@ -17,7 +16,7 @@ def receive(ws: Any, seconds: float = 10) -> dict[str, Any]:
     when none comes within `seconds`."""
 
     async def within() -> Any:
-        with anyio.fail_after(seconds):
+        async with asyncio.timeout(seconds):
             return await ws._send_rx.receive()
 
     message = ws.portal.call(within)
@@ -29,7 +28,7 @@ def close_of(ws: Any, seconds: float = 10) -> tuple[int, str]:
     """The code and reason the server closed the session with."""
 
     async def within() -> Any:
-        with anyio.fail_after(seconds):
+        async with asyncio.timeout(seconds):
             return await ws._send_rx.receive()
 
     message = ws.portal.call(within)
