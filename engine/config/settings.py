@@ -107,6 +107,12 @@ class Settings(BaseModel):
     max_connections: int = Field(default=1000, ge=1)
     max_url_bytes: int = Field(default=16 * 1024, ge=1024, le=65535)
     max_header_bytes: int = Field(default=64 * 1024, ge=4096)
+    # The WebSocket market data feeds (api_adapter/routes/market_stream.py): the most
+    # connections one client address holds at once, the most messages one connection
+    # may leave unread before it is closed, and seconds a send may take.
+    stream_connections_per_ip: int = Field(default=10, ge=1)
+    stream_queue_messages: int = Field(default=10_000, ge=100)
+    stream_send_timeout_seconds: float = Field(default=10, gt=0)
     rate_limits_enabled: bool = True
     rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     # Sandbox wires (engine/funding.py), as the real sandbox does them: credited about a
