@@ -13,7 +13,9 @@ Each run has two phases on the same database, after a warm-up of `--orders` orde
 
 - **CPU**: the CPU time of the engine's own threads (writer, committer, checkpointer;
   /proc/self/task) over the phase, per order: what the orders cost the writer side,
-  without the senders that stand in for HTTP handlers.
+  without the senders that stand in for HTTP handlers; and the bytes the process wrote
+  (/proc/self/io `wchar`: the WAL's frames and the checkpoints' copies into the
+  database file).
 - **WAL**: the background checkpointer stopped and the writer's own automatic
   checkpoint off, the log emptied (TRUNCATE), `--orders` orders, then the log's size
   over the orders. A commit writes each page it changed once as a frame (page + 24
@@ -67,6 +69,12 @@ def _engine_cpu() -> float:
             with contextlib.suppress(FileNotFoundError):  # ended since the listing
                 total += _thread_cpu(t.native_id)
     return total
+
+
+def _written() -> int:
+    """Bytes this process has handed to write system calls so far (/proc/self/io)."""
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("wchar:")).split()[1])
 
 
 def _setup(path: Path, customers: int) -> tuple[Engine, list[Actor]]:
@@ -137,9 +145,9 @@ def one_run(folder: Path, orders: int, in_flight: int, customers: int) -> dict[s
     engine, actors = _setup(path, customers)
     try:
         _send(engine, actors, orders, in_flight)  # warm-up: books, caches, indexes
-        cpu = _engine_cpu()
+        cpu, files = _engine_cpu(), _written()
         seconds = _send(engine, actors, orders, in_flight)
-        cpu = _engine_cpu() - cpu
+        cpu, files = _engine_cpu() - cpu, _written() - files
         _quiet_log(engine)
         wal = Path(f"{path}-wal")
         before = wal.stat().st_size if wal.exists() else 0
@@ -151,6 +159,7 @@ def one_run(folder: Path, orders: int, in_flight: int, customers: int) -> dict[s
     return {
         "bytes": written / orders,
         "cpu_us": cpu / orders * 1e6,
+        "files": files / orders,
         "rate": orders / seconds,
         "pages": frames / orders,
         "group": orders / max(commits, 1),
@@ -184,6 +193,10 @@ def main() -> int:
             problems += verify(str(Path(tmp) / "wal.db"))
     kib = [r["bytes"] / 1024 for r in runs]
     print(f"WAL bytes per order: {_spread(kib, '.1f')} KiB")
+    files = [r["files"] / 1024 for r in runs]
+    print(
+        f"bytes written to files per order, checkpoints on (WAL + database): {_spread(files, '.1f')} KiB"
+    )
     print(f"engine threads' CPU per order: {_spread([r['cpu_us'] for r in runs], '.0f')} us")
     print(f"pages written per order: {_spread([r['pages'] for r in runs], '.1f')}")
     print(f"orders per commit: {_spread([r['group'] for r in runs], '.1f')}")
