@@ -5,10 +5,10 @@ time of the command that draws it, in milliseconds since the Unix epoch, and its
 74 free bits a hash of the database's seed, the log position at which that command
 starts, and the rank of the draw within it. Ids drawn later sort later, so each index
 on an id takes its new entries on its last pages, which a commit writes once for the
-whole group, instead of one page anywhere in the index per id (random ids cost about
-three times the bytes written per order). The same seed, engine times and commands give
-the same ids on every run, and nothing needs persisting: after a restart the next
-position is read from the log.
+whole group, instead of one page anywhere in the index per id (random ids wrote 2.6
+times the bytes per order, docs/performance.md). The same seed, engine times and
+commands give the same ids on every run, and nothing needs persisting: after a restart
+the next position is read from the log.
 
 What an id shows a tenant is the time its object was made (its `created_at` says as
 much) and bits that look random: two ids of one millisecond are in no telling order, and
