@@ -768,7 +768,7 @@ class Engine:
         # unit the state is consistent after, so time travel cuts the log only there.
         state = self.state
         position = meta["command_position"] = state.position + 1  # `meta` is its own
-        self.ids.start(position)
+        self.ids.start(position, now)
         ctx = self._ctx
         if ctx is None or ctx.state is not state:
             ctx = self._ctx = Ctx(
