@@ -78,6 +78,12 @@ CATALOGUE: dict[str, EventSpec] = {
     "CryptoDepositReceived": _spec("transfer_id deposit_address_id due_at"),
     "CryptoDepositUpdated": _spec("transfer_id identity_id originator_address_info"),
     "CryptoDepositRejected": _spec("transfer_id identity_id"),
+    # fiat accounts and fiat withdrawals
+    "FiatAccountCreated": _spec("account due_at"),
+    "FiatAccountUpdated": _spec("fiat_account_id changes due_at"),
+    "FiatAccountReviewed": _spec("fiat_account_id status"),
+    "FiatAccountDeleted": _spec("fiat_account_id"),
+    "FiatWithdrawalRequested": _spec("transfer_id fiat_account_id due_at"),
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),
