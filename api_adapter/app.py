@@ -17,12 +17,14 @@ from api_adapter.middleware.fast_lane import FastLane
 from api_adapter.rate_limits import RateLimiter, rate_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
+    accounts,
     conversions,
     deposit_addresses,
     events,
     executions,
     funding,
     health,
+    identities,
     internal_transfers,
     markets,
     orders,
@@ -48,6 +50,7 @@ ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 ROUTERS += [conversions.router]
 ROUTERS += [transfer_limits.router]
+ROUTERS += [identities.router, accounts.router]
 ROUTERS += [quotes.router, prices.router]
 
 

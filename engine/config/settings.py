@@ -45,6 +45,11 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:reject_crypto_deposit": ("transfer:write_crypto_withdrawal",),
     "transfer:update_crypto_deposit": ("transfer:write_crypto_withdrawal",),
     "transfer:write_sandbox_crypto_deposit": ("transfer:write_sandbox_fiat_deposit",),
+    # identities and accounts extend what profiles are: granted with the profile scopes
+    "identity:read_identity": ("funding:read_profile",),
+    "identity:write_identity": ("funding:write_profile",),
+    "identity:read_account": ("funding:read_profile",),
+    "identity:write_account": ("funding:write_profile",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)

@@ -30,6 +30,22 @@ NOT_PRODUCED: dict[str, str] = {
     "StablecoinConversionCreated": "issue 19: scenarios/stablecoin_conversions.yaml",
     "StablecoinConversionSettled": "issue 19: scenarios/stablecoin_conversions.yaml",
     "StablecoinConversionCancelled": "issue 19: scenarios/stablecoin_conversions.yaml",
+    **dict.fromkeys(
+        (
+            "IdentityCreated",
+            "IdentityUpdated",
+            "IdentityStatusesSet",
+            "IdentitySummaryStatusChanged",
+            "IdentityDocumentAdded",
+            "InstitutionMembersAdded",
+            "InstitutionMemberRemoved",
+            "AccountCreated",
+            "AccountUpdated",
+            "AccountMembersAdded",
+            "AccountMemberRemoved",
+        ),
+        "issue 19: scenarios/identity_accounts_and_the_trading_rule.yaml",
+    ),
 }
 
 

@@ -187,6 +187,7 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
                     body[field] = answers[source][field if field != "to_profile_id" else "id"]
             if "quote_id" in body:  # a quote held by the ListQuotes answer
                 body["quote_id"] = answers["ListQuotes"]["items"][0]["id"]
+            body = _identity_ids(sandbox, name, body, answers)
             kwargs["json"] = body
         r = sandbox.http.request(method.upper(), url, headers=sandbox.headers, **kwargs)
         if r.status_code != 200:
@@ -195,6 +196,36 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
             answers[name] = r.json()
     assert not failed, "\n".join(failed)
     assert {"CreateOrder", "CreateCryptoWithdrawal", "InitiateSandboxFiatDeposit"} <= set(answers)
+
+
+def _identity_ids(
+    sandbox: Any, name: str, body: dict[str, Any], answers: dict[str, Any]
+) -> dict[str, Any]:
+    """The ids an identity or account example names: the person CreateIdentity's example
+    made, an institution made here for it, the account CreateAccount's example made."""
+    if name not in ("AddInstitutionMembers", "CreateAccount", "UpdateAccount", "AddAccountMembers"):
+        return body
+    person = answers["CreateIdentity"]["id"]
+    if name == "AddInstitutionMembers":
+        other = sandbox.post(
+            "/v2/identity/identities", {"person_details": {"first_name": "A", "last_name": "B"}}
+        ).json()["id"]
+        institution = sandbox.post(
+            "/v2/identity/identities",
+            {
+                "institution_details": {"name": "Institution A"},
+                "institution_members": [{"identity_id": other, "roles": ["TRUSTEE"]}],
+            },
+        ).json()["id"]
+        members = [{**m, "identity_id": person} for m in body["members"]]
+        return {**body, "institution_id": institution, "members": members}
+    if name == "CreateAccount":
+        return {"account": {**body["account"], "identity_id": person}}
+    account = answers["CreateAccount"]["id"]
+    if name == "UpdateAccount":
+        return {"account": {**body["account"], "id": account}}
+    members = [{**m, "identity_id": person} for m in body["members"]]
+    return {**body, "account_id": account, "members": members}
 
 
 def _form_fields(op: dict[str, Any]) -> dict[str, Any]:
