@@ -754,6 +754,12 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
     sandbox.post(
         "/v2/sandbox/profiles/default/deposit", {"asset": "BTC", "amount": "1"}, headers=intruder
     )
+    # the intruder integrates with identities too, so the ids its orders name are checked
+    sandbox.post(
+        "/v2/identity/identities",
+        {"person_details": {"first_name": "M", "last_name": "X"}},
+        headers=intruder,
+    )
     wire = {
         "account_number": "1",
         "fiat_account_owner_address": {"country": "US"},
@@ -839,6 +845,18 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
             {
                 "account_id": mine["account_id"],
                 "members": [{"identity_id": mine["identity_id"], "roles": ["AUTHORIZED_USER"]}],
+            },
+        ),
+        "A's identity trading for A's account": (
+            f"/v2/profiles/{theirs}/orders",
+            {
+                "side": "BUY",
+                "market": "BTCUSD",
+                "type": "LIMIT",
+                "price": "1000",
+                "base_amount": "0.01",
+                "identity_id": mine["identity_id"],
+                "identity_account_id": mine["account_id"],
             },
         ),
         "settle into A's profile": (
