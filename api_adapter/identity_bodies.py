@@ -17,6 +17,31 @@ Name200 = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=2
 # A string the reference does not bound: bounded here as other bodies' texts are.
 Free = Annotated[str, StringConstraints(max_length=1000)]
 Status = Literal["PENDING", "ERROR", "APPROVED", "DENIED", "DISABLED"]
+DocumentType = Literal[
+    "OTHER_DOCUMENTS",
+    "APPLICATION",
+    "ORGANIZATIONAL_DOCUMENTS",
+    "CERTIFICATE_OF_GOOD_STANDING",
+    "TAX_IDENTIFICATION",
+    "IDENTITY_VERIFICATION",
+    "PROOF_OF_RESIDENCY",
+    "PROOF_OF_FUNDS",
+    "SAMPLE_INVOICE",
+    "OPERATING_AGREEMENT",
+    "TRUST_DOCUMENTS",
+    "MONEY_SERVICE_DOCUMENTS",
+    "INVESTMENT_DOCUMENTS",
+    "CURP",
+    "AML_DOCUMENTS",
+    "FUND_STRUCTURE_CHART",
+    "FUND_MANAGER_REGISTRATION",
+    "MEMORANDUM_OF_ASSOCIATION",
+    "ORGANIZATIONAL_CHART",
+    "FOUNDATION_BY_LAWS",
+    "APPOINTMENT_OF_GUARDIAN_EVIDENCE",
+    "LEGAL_DOMICILE_OF_BENEFICIAL_OWNERS",
+    "GOVERNING_BODY_MEMBER_NAMES",
+]
 
 
 class IdentityMailingAddressIn(Body):
@@ -427,36 +452,7 @@ class UpdateIdentityRequest(Body):
 
 class DocumentUploadRequest(Body):
     name: Free
-    document_types: (
-        list[
-            Literal[
-                "OTHER_DOCUMENTS",
-                "APPLICATION",
-                "ORGANIZATIONAL_DOCUMENTS",
-                "CERTIFICATE_OF_GOOD_STANDING",
-                "TAX_IDENTIFICATION",
-                "IDENTITY_VERIFICATION",
-                "PROOF_OF_RESIDENCY",
-                "PROOF_OF_FUNDS",
-                "SAMPLE_INVOICE",
-                "OPERATING_AGREEMENT",
-                "TRUST_DOCUMENTS",
-                "MONEY_SERVICE_DOCUMENTS",
-                "INVESTMENT_DOCUMENTS",
-                "CURP",
-                "AML_DOCUMENTS",
-                "FUND_STRUCTURE_CHART",
-                "FUND_MANAGER_REGISTRATION",
-                "MEMORANDUM_OF_ASSOCIATION",
-                "ORGANIZATIONAL_CHART",
-                "FOUNDATION_BY_LAWS",
-                "APPOINTMENT_OF_GUARDIAN_EVIDENCE",
-                "LEGAL_DOMICILE_OF_BENEFICIAL_OWNERS",
-                "GOVERNING_BODY_MEMBER_NAMES",
-            ]
-        ]
-        | None
-    ) = None
+    document_types: list[DocumentType] | None = None
 
 
 class AddInstitutionMembersRequest(Body):

@@ -9,12 +9,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from api_adapter.identity_bodies import DocumentType, Status
 from api_adapter.request_bodies import ADDRESS_PATTERN
 from api_adapter.response_shapes import Shape, Time
 
 # The reference's free text pattern, and its date-times (sandex's Time: RFC 3339).
 Text = Annotated[str, Field(pattern=ADDRESS_PATTERN)]
-Status = Literal["PENDING", "ERROR", "APPROVED", "DENIED", "DISABLED"]
 
 
 class IdentityMailingAddress(Shape):
@@ -428,72 +428,14 @@ class ListIdentitiesResponse(Shape):
 class DocumentDescription(Shape):
     file_id: str | None = None
     name: str | None = None
-    document_types: (
-        list[
-            Literal[
-                "OTHER_DOCUMENTS",
-                "APPLICATION",
-                "ORGANIZATIONAL_DOCUMENTS",
-                "CERTIFICATE_OF_GOOD_STANDING",
-                "TAX_IDENTIFICATION",
-                "IDENTITY_VERIFICATION",
-                "PROOF_OF_RESIDENCY",
-                "PROOF_OF_FUNDS",
-                "SAMPLE_INVOICE",
-                "OPERATING_AGREEMENT",
-                "TRUST_DOCUMENTS",
-                "MONEY_SERVICE_DOCUMENTS",
-                "INVESTMENT_DOCUMENTS",
-                "CURP",
-                "AML_DOCUMENTS",
-                "FUND_STRUCTURE_CHART",
-                "FUND_MANAGER_REGISTRATION",
-                "MEMORANDUM_OF_ASSOCIATION",
-                "ORGANIZATIONAL_CHART",
-                "FOUNDATION_BY_LAWS",
-                "APPOINTMENT_OF_GUARDIAN_EVIDENCE",
-                "LEGAL_DOMICILE_OF_BENEFICIAL_OWNERS",
-                "GOVERNING_BODY_MEMBER_NAMES",
-            ]
-        ]
-        | None
-    ) = None
+    document_types: list[DocumentType] | None = None
     created_at: Time | None = None
     archived_at: Time | None = None
 
 
 class ListIdentityDocumentsResponse(Shape):
     documents: list[DocumentDescription] | None = None
-    pending_documents: (
-        list[
-            Literal[
-                "OTHER_DOCUMENTS",
-                "APPLICATION",
-                "ORGANIZATIONAL_DOCUMENTS",
-                "CERTIFICATE_OF_GOOD_STANDING",
-                "TAX_IDENTIFICATION",
-                "IDENTITY_VERIFICATION",
-                "PROOF_OF_RESIDENCY",
-                "PROOF_OF_FUNDS",
-                "SAMPLE_INVOICE",
-                "OPERATING_AGREEMENT",
-                "TRUST_DOCUMENTS",
-                "MONEY_SERVICE_DOCUMENTS",
-                "INVESTMENT_DOCUMENTS",
-                "CURP",
-                "AML_DOCUMENTS",
-                "FUND_STRUCTURE_CHART",
-                "FUND_MANAGER_REGISTRATION",
-                "MEMORANDUM_OF_ASSOCIATION",
-                "ORGANIZATIONAL_CHART",
-                "FOUNDATION_BY_LAWS",
-                "APPOINTMENT_OF_GUARDIAN_EVIDENCE",
-                "LEGAL_DOMICILE_OF_BENEFICIAL_OWNERS",
-                "GOVERNING_BODY_MEMBER_NAMES",
-            ]
-        ]
-        | None
-    ) = None
+    pending_documents: list[DocumentType] | None = None
 
 
 class DocumentUploadResponse(Shape):

@@ -181,6 +181,10 @@ def test_a_reused_ref_id_or_cip_id_is_a_409_naming_the_existing_identity(sandbox
         ({"institution_details": {"name": "I"}}, "institution_members"),
         ({"person_details": PERSON, "metadata": {str(i): "v" for i in range(7)}}, "metadata"),
         ({"person_details": PERSON, "colour": "red"}, "colour"),
+        (
+            {"person_details": {**PERSON, "passthrough_verified_at": "yesterday"}},
+            "person_details.passthrough_verified_at",
+        ),
     ],
 )
 def test_bad_input_names_the_field(sandbox: Any, body: dict[str, Any], field: str) -> None:
@@ -207,6 +211,8 @@ def test_an_update_is_a_delta_and_a_new_name_is_screened_again(sandbox: Any) -> 
     disabled = put(sandbox, f"{IDENTITIES}/{made['id']}", {"set_user_disabled": True}).json()
     assert disabled["summary_status"] == "DISABLED" and disabled["user_disabled"] is True
     assert len(_events(sandbox, "identity.disabled")) == 1
+    late = put(sandbox, f"{IDENTITIES}/{made['id']}", {"last_kyc_refresh_date": "soon"})
+    assert late.status_code == 400 and late.json()["meta"] == {"field": "last_kyc_refresh_date"}
     other = put(sandbox, f"{IDENTITIES}/{made['id']}", {"institution_details": {"name": "I"}})
     assert other.status_code == 400 and other.json()["meta"] == {"field": "institution_details"}
     second = person(sandbox, first_name="Jane")

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from engine.domain.metadata import check_metadata
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import CreateIdentity, SetIdentitySandboxStatus, UpdateIdentity
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
@@ -140,6 +141,28 @@ def _no_platform_fields(details: dict[str, Any], field: str) -> None:
         )
 
 
+# Date-time fields of the details, RFC 3339 as the document types them.
+_TIMES = {
+    "person_details": ("passthrough_verified_at",),
+    "institution_details": ("govt_registration_date",),
+}
+
+
+def check_time(value: str | None, field: str) -> None:
+    if value is None:
+        return
+    try:
+        parse_time(value)
+    except ValueError as exc:
+        raise Invalid(f"{field} invalid: not an RFC 3339 time", field=field) from exc
+
+
+def _check_details(details: dict[str, Any], field: str) -> None:
+    _no_platform_fields(details, field)
+    for name in _TIMES[field]:
+        check_time(details.get(name), f"{field}.{name}")
+
+
 def _ref_id(ref_id: str | None) -> None:
     if ref_id is not None and not 0 < len(ref_id) <= _MAX_REF_ID:
         raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
@@ -231,7 +254,7 @@ def create_identity(ctx: Ctx, cmd: CreateIdentity) -> dict[str, Any]:
     kind = "PERSON" if person is not None else "INSTITUTION"
     field = _DETAILS[kind]
     details = dict(person if person is not None else institution or {})
-    _no_platform_fields(details, field)
+    _check_details(details, field)
     _required(details, ("first_name", "last_name") if kind == "PERSON" else ("name",), field)
     metadata = check_metadata(cmd.metadata)
     _ref_id(cmd.ref_id)
@@ -298,7 +321,7 @@ def update_identity(ctx: Ctx, cmd: UpdateIdentity) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     given = getattr(cmd, field)
     if given is not None:
-        _no_platform_fields(given, field)
+        _check_details(given, field)
         merged = {**(record.get(field) or {}), **given}
         _required(
             merged, ("first_name", "last_name") if field == "person_details" else ("name",), field
@@ -326,6 +349,7 @@ def update_identity(ctx: Ctx, cmd: UpdateIdentity) -> dict[str, Any]:
     if cmd.is_merchant is not None:
         changes["is_merchant"] = cmd.is_merchant
     if cmd.last_kyc_refresh_date is not None:
+        check_time(cmd.last_kyc_refresh_date, "last_kyc_refresh_date")
         changes["last_kyc_refresh_date"] = cmd.last_kyc_refresh_date
     if cmd.set_user_disabled is not None:
         changes["user_disabled"] = cmd.set_user_disabled
