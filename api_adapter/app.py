@@ -22,10 +22,12 @@ from api_adapter.routes import (
     deposit_addresses,
     events,
     executions,
+    fiat_accounts,
     funding,
     health,
     identities,
     internal_transfers,
+    market_stream,
     markets,
     orders,
     prices,
@@ -52,6 +54,7 @@ ROUTERS += [conversions.router]
 ROUTERS += [transfer_limits.router]
 ROUTERS += [identities.router, accounts.router]
 ROUTERS += [quotes.router, prices.router]
+ROUTERS += [fiat_accounts.router]
 
 
 def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:
@@ -103,6 +106,9 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)
+    # The WebSocket feeds at the service's own paths (outside /v2, no token, no rate
+    # limit dependency): plain Starlette routes, not FastAPI's.
+    app.router.routes.extend(market_stream.ROUTES)
     openapi.install(app)
     # Outermost last: request log, body guard, then the fast lane of the busiest writes.
     if fast_lane:

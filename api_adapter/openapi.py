@@ -118,6 +118,17 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "CreateDepositAddress": {"profile_id": "default", "crypto_network": "BITCOIN"},
     "CreateSandboxCryptoDeposit": {"address": BTC_ADDRESS, "asset": "BTC", "amount": "0.001"},
     "RejectCryptoDeposit": {"identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264"},
+    "CreateFiatAccount": {
+        "fiat_account_owner": {"person_details": {"first_name": "Jane", "last_name": "Doe"}},
+        "fiat_network_instructions": {"wire": WIRE},
+    },
+    "UpdateFiatAccount": {"metadata": {"desk": "treasury"}},
+    "CreateFiatWithdrawal": {
+        "profile_id": "default",
+        "asset": "USD",
+        "fiat_account_id": "caa82b32-8abd-4899-afdc-f9d4bf9b4e98",
+        "amount": "12.34",
+    },
     "UpdateCryptoDeposit": {
         "identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264",
         "originator_address_info": {"individual_info": {"first_name": "John", "last_name": "Doe"}},

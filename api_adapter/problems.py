@@ -11,7 +11,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from api_adapter.request_bodies import ADDRESS_PATTERN, FIAT_AMOUNT_PATTERN, NULL_VALUE
+from api_adapter.request_bodies import (
+    ADDRESS_PATTERN,
+    FIAT_AMOUNT_PATTERN,
+    MEMO_PATTERN,
+    NULL_VALUE,
+)
 from api_adapter.responses import ProblemResponse, problem, title_for
 from engine.kernel.errors import DomainError
 from engine.kernel.money import AMOUNT_PATTERN
@@ -58,6 +63,7 @@ _PATTERNS = {
     FIAT_AMOUNT_PATTERN: "invalid amount '{input}': must be positive decimal"
     " with at most 2 decimal places",
     ADDRESS_PATTERN: "only letters, digits, spaces and / ? : ( ) . , & ' + - are allowed",
+    MEMO_PATTERN: "only letters, digits, spaces and / ? : ( ) . , & ' + - are allowed",
 }
 
 

@@ -338,3 +338,73 @@ class RejectCryptoDepositRequest(Body):
 class UpdateCryptoDepositRequest(Body):
     identity_id: ShortText
     originator_address_info: OriginatorAddressInfo
+
+
+# -- fiat accounts and fiat withdrawals ---------------------------------------------------
+
+MEMO_PATTERN = r"^[0-9A-Za-z /?:().,&'+-]*$"
+
+
+class CbitInstructions(Body):
+    wallet_address: ShortText
+
+
+class CubixInstructions(Body):
+    account_id: ShortText
+
+
+class AccountNumberInstructions(Body):
+    account_number: ShortText
+
+
+class FiatAccountNetworkInstructions(Body):
+    """Exactly one network's instructions (the engine says which one is missing)."""
+
+    wire: WireInstructions | None = None
+    cbit: CbitInstructions | None = None
+    dbs_act: AccountNumberInstructions | None = None
+    cubix: CubixInstructions | None = None
+    scb: AccountNumberInstructions | None = None
+
+
+class CreateFiatAccountRequest(Body):
+    fiat_account_owner: FiatAccountOwner
+    fiat_network_instructions: FiatAccountNetworkInstructions
+    ref_id: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    metadata: dict[str, str] | None = None
+
+
+class RoutingDetailsUpdate(Body):
+    bank_name: ShortText | None = None
+    bank_address: MailingAddress | None = None
+
+
+class WireUpdate(Body):
+    fiat_account_owner_address: MailingAddress | None = None
+    routing_details: RoutingDetailsUpdate | None = None
+    intermediary_routing_details: RoutingDetailsUpdate | None = None
+
+
+class FiatAccountNetworkInstructionsUpdate(Body):
+    wire: WireUpdate | None = None
+
+
+class UpdateFiatAccountRequest(Body):
+    fiat_account_owner: FiatAccountOwner | None = None
+    fiat_network_instructions: FiatAccountNetworkInstructionsUpdate | None = None
+    metadata: dict[str, str] | None = None
+
+
+class CreateFiatWithdrawalRequest(Body):
+    profile_id: ShortText
+    asset: ShortText
+    fiat_account_id: ShortText
+    amount: FiatAmount | None = None
+    total: Amount | None = None
+    ref_id: ShortText | None = None
+    identity_id: ShortText | None = None
+    account_id: ShortText | None = None
+    metadata: dict[str, str] | None = None
+    memo: Annotated[str, StringConstraints(pattern=MEMO_PATTERN, max_length=500)] | None = None

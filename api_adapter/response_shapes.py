@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # mypy sees the values as the strings they are; pydantic sees
     FiatWireAccountType = str
     QuoteExecutionStatus = str
     PriceMarket = str
+    FiatAccountStatus = str
 else:
     Market = _enum("Market", MARKETS)
     CryptoNetwork = _enum("CryptoNetwork", CRYPTO_NETWORKS)
@@ -102,6 +103,7 @@ else:
     FiatWireAccountType = _enum("FiatWireAccountType", ("ABA", "SWIFT"))
     QuoteExecutionStatus = _enum("QuoteExecutionStatus", ("CREATED", "SETTLED"))
     PriceMarket = _enum("PricePriceMarket", (m for m in MARKETS if m.endswith("USD")))
+    FiatAccountStatus = _enum("FiatAccountStatus", ("PENDING", "APPROVED", "REJECTED"))
 
 # -- profiles and balances ---------------------------------------------------------------
 
@@ -657,6 +659,34 @@ class RejectCryptoDepositResponse(Shape):
 
 class UpdateCryptoDepositResponse(Shape):
     """Empty: the deposit completes once its network has confirmed it."""
+
+
+# -- fiat accounts ------------------------------------------------------------------------
+
+
+class FiatAccount(Shape):
+    """In full from Get, Create and Update; the list leaves out the owner, keeps only an
+    address's country and shows an account number's last four digits (XXXX1234)."""
+
+    id: Id
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    fiat_account_owner: FiatAccountOwnerDetails | None = None
+    fiat_network_instructions: FiatNetworkInstructionsDetails
+    status: FiatAccountStatus
+    metadata: Metadata | None = None
+    created_at: Time
+    updated_at: Time | None = None
+
+
+class ListFiatAccountsResponse(Shape):
+    items: list[FiatAccount] | None = None
+    next_page_cursor: str | None = None
+
+
+class DeleteFiatAccountResponse(Shape):
+    """Empty: the account takes no more withdrawals and is read only with include_deleted."""
 
 
 def ok(model: type[BaseModel], description: str = "Success") -> dict[int | str, dict[str, Any]]:

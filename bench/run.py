@@ -272,6 +272,16 @@ BENCHES = {
         },
         timeout=1800,
     ),
+    "wal": Bench(
+        "bench_wal.py",
+        ["--orders", "6000", "--runs", "1"],
+        ["--orders", "500", "--runs", "1"],
+        RUNS,
+        {
+            "wal_kib": rf"WAL bytes per order: {NUM}",
+            "writer_cpu_us": rf"engine threads' CPU per order: {NUM}",
+        },
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -604,6 +614,27 @@ def table() -> list[str]:
             _verify(mem),
         )
     )
+    # 10. issue 20: bytes written and the writer's CPU per order
+    wal = BENCHES["wal"]
+    for label, name, unit, goal, most in (
+        ("bytes written to the WAL per order, 32 in flight", "wal_kib", "KiB", "≤ 20 KiB", 20),
+        ("writer CPU per order (writer, committer, checkpointer), 32 in flight",
+         "writer_cpu_us", "µs", "≤ 90 µs", 90),
+    ):  # fmt: skip
+        stat = per_run(wal, name)
+        rows.append(
+            _row(
+                label,
+                stat,
+                lambda x, unit=unit: f"{x:,.1f} {unit}",
+                "—",
+                None,
+                goal,
+                None if stat is None else stat.median <= most,
+                "—",
+                _verify(wal),
+            )
+        )
     rows += postgres_rows(BENCHES["postgres"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]

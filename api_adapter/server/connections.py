@@ -36,6 +36,8 @@ from engine.config.settings import Settings
 
 log = structlog.get_logger("sandex.http")
 
+WS_MAX_MESSAGE_BYTES = 4096
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
@@ -68,7 +70,13 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """The keyword arguments of `uvicorn.run` that set the limits of `settings`."""
     attributes = {"limits": ConnectionLimits.of(settings), "at_limit": _AtLimit()}
     protocol = type("SandexHttpProtocol", (LimitedHttpProtocol,), attributes)
-    return {"http": protocol, "timeout_keep_alive": settings.keep_alive_timeout_seconds}
+    return {
+        "http": protocol,
+        "timeout_keep_alive": settings.keep_alive_timeout_seconds,
+        # The market data feeds read nothing from a client: a message of more than this
+        # closes its connection rather than being buffered (uvicorn's default: 16 MiB).
+        "ws_max_size": WS_MAX_MESSAGE_BYTES,
+    }
 
 
 class _TooLong(Exception):

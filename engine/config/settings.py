@@ -50,6 +50,9 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "identity:write_identity": ("funding:write_profile",),
     "identity:read_account": ("funding:read_profile",),
     "identity:write_account": ("funding:write_profile",),
+    "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
+    "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
+    "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
@@ -109,6 +112,12 @@ class Settings(BaseModel):
     max_connections: int = Field(default=1000, ge=1)
     max_url_bytes: int = Field(default=16 * 1024, ge=1024, le=65535)
     max_header_bytes: int = Field(default=64 * 1024, ge=4096)
+    # The WebSocket market data feeds (api_adapter/routes/market_stream.py): the most
+    # connections one client address holds at once, the most messages one connection
+    # may leave unread before it is closed, and seconds a send may take.
+    stream_connections_per_ip: int = Field(default=10, ge=1)
+    stream_queue_messages: int = Field(default=10_000, ge=100)
+    stream_send_timeout_seconds: float = Field(default=10, gt=0)
     rate_limits_enabled: bool = True
     rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     # Sandbox wires (engine/funding.py), as the real sandbox does them: credited about a
@@ -140,6 +149,16 @@ class Settings(BaseModel):
     # is above this is held for travel-rule review (secondary status
     # TRAVEL_RULE_INFO_REQUESTED) until it is updated or rejected; None holds none.
     crypto_deposit_review_usd: Annotated[Decimal, Field(ge=0)] | None = Decimal(10000)
+    # Fiat accounts and withdrawals (engine/domain/transfers/fiat_accounts.py,
+    # fiat_withdrawals.py): seconds from a fiat account's creation or update (PENDING) to
+    # its automated review (APPROVED, or REJECTED when a metadata value is
+    # "sandbox:reject"); seconds from a fiat withdrawal's request to COMPLETED; the fee of
+    # a wire withdrawal (the real sandbox's wire fee figure; CUBIX and CBIT, intrabank,
+    # charge none); the largest amount of one fiat withdrawal, in USD.
+    fiat_account_review_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(5)
+    fiat_withdrawal_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
+    wire_withdrawal_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
+    fiat_withdrawal_cap: Annotated[Decimal, Field(gt=0)] = Decimal(1_000_000)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
     # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full

@@ -5,7 +5,7 @@ modules (`TransferCreated`, `OrderFilled`, ...) through its registration's obser
 into the service's Event shape: `type` (`transfer.crypto_withdrawal.completed`,
 `order.filled`), `object_type`, the object as it stood right after the change, and
 `created_at`, the time of the log event. Feed ids are derived from the log event's
-stream and version, so a replay gives the same ids and nothing needs drawing.
+time, stream and version, so a replay gives the same ids and nothing needs drawing.
 
 `seq` orders the feed: twice the log position, plus one for the second side of a trade.
 The feed is append-only: an item, once written, never changes, and a restore of a
@@ -17,6 +17,7 @@ from the whole log. Their listing is the read side's (engine/read/feed.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -25,7 +26,9 @@ import orjson
 from engine.domain.identity.identities import identities
 from engine.domain.trading import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
+from engine.kernel.clock import parse_time, to_millis
 from engine.kernel.events import Event
+from engine.kernel.ids import time_ordered_uuid, time_prefix
 from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import State
@@ -52,15 +55,18 @@ IDENTITY_OBJECT = "identity_summary_status_change"
 
 
 def event_id(e: Event, rank: int) -> str:
-    """A version-4 UUID drawn from the log event; what `uuid.UUID(bytes=…, version=4)`
-    gives, without building the object (it runs for every feed item of a replay)."""
+    """A version-7 UUID (engine/kernel/ids.py): the event's time, then bits drawn from
+    its stream, version and the item's rank, so that a feed's new items sort last in
+    its index; built as text, without a UUID object (it runs for every feed item of a
+    replay)."""
     h = hashlib.blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).hexdigest()
-    # the version nibble (byte 6's high half) is 4, the variant bits of byte 8 are 10
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+    return time_ordered_uuid(_prefix(e.occurred_at), h)
 
 
-# A hex digit with its top two bits set to 10: byte 8's high nibble after `& 0x3F | 0x80`.
-_VARIANT = {f"{k:x}": f"{(k & 0x3) | 0x8:x}" for k in range(16)}
+@functools.lru_cache(maxsize=64)
+def _prefix(occurred_at: str) -> str:
+    """The time prefix of an event's time (the events of a command share it)."""
+    return time_prefix(to_millis(parse_time(occurred_at)))
 
 
 def _add(

@@ -19,6 +19,8 @@ from engine.domain import (
 from engine.domain.trading import price_history
 from engine.domain.transfers import (
     deposit_addresses,
+    fiat_accounts,
+    fiat_withdrawals,
     funding,
     internal_transfers,
     stablecoin_conversions,
@@ -46,6 +48,8 @@ _MODULES: tuple[Registration, ...] = (
     internal_transfers.REGISTRATION,
     stablecoin_conversions.REGISTRATION,
     deposit_addresses.REGISTRATION,
+    fiat_accounts.REGISTRATION,
+    fiat_withdrawals.REGISTRATION,
     trading.REGISTRATION,
     quotes.REGISTRATION,
     price_history.REGISTRATION,

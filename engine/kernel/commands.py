@@ -379,3 +379,44 @@ class AddAccountMembers(Command):
 @dataclass(frozen=True, slots=True)
 class RemoveAccountMember(Command):
     member_id: str = ""
+
+
+# -- fiat accounts and fiat withdrawals (engine/domain/transfers/fiat_accounts.py,
+# fiat_withdrawals.py)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateFiatAccount(Command):
+    fiat_account_owner: dict[str, Any] = field(default_factory=dict)
+    fiat_network_instructions: dict[str, Any] = field(default_factory=dict)
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    metadata: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateFiatAccount(Command):
+    fiat_account_id: str = ""
+    fiat_account_owner: dict[str, Any] | None = None
+    fiat_network_instructions: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteFiatAccount(Command):
+    fiat_account_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateFiatWithdrawal(Command):
+    profile_id: str = ""
+    fiat_account_id: str = ""
+    asset: str = ""
+    amount: str | None = None
+    total: str | None = None
+    ref_id: str | None = None
+    identity_id: str | None = None
+    account_id: str | None = None
+    metadata: dict[str, str] | None = None
+    memo: str | None = None

@@ -90,6 +90,12 @@ CATALOGUE: dict[str, EventSpec] = {
     "AccountUpdated": _spec("account_id changes"),
     "AccountMembersAdded": _spec("account_id members"),
     "AccountMemberRemoved": _spec("account_id member_id"),
+    # fiat accounts and fiat withdrawals
+    "FiatAccountCreated": _spec("account due_at"),
+    "FiatAccountUpdated": _spec("fiat_account_id changes due_at"),
+    "FiatAccountReviewed": _spec("fiat_account_id status"),
+    "FiatAccountDeleted": _spec("fiat_account_id"),
+    "FiatWithdrawalRequested": _spec("transfer_id fiat_account_id due_at"),
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),

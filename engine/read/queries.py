@@ -202,8 +202,18 @@ class Queries(ReadConnections):
         if not include_deactivated:
             where.append("id NOT IN (SELECT profile_id FROM deactivated_profiles)")
         if nickname is not None:
-            where.append("nickname = ?")
-            params.append(nickname)
+            # The reference: prefix matching, case insensitive, no wildcards. Folded here
+            # rather than with SQL's lower(), which SQLite applies to ASCII only.
+            prefix = nickname.casefold()
+            named = [
+                pid
+                for pid, name in self.conn.execute(
+                    "SELECT id, nickname FROM profiles WHERE customer_id = ?", (customer_id,)
+                )
+                if name.casefold().startswith(prefix)
+            ]
+            where.append(f"id IN ({', '.join('?' for _ in named)})" if named else "0 = 1")
+            params.extend(named)
         if ids:
             where.append(f"id IN ({', '.join('?' for _ in ids)})")
             params.extend(ids)

@@ -41,6 +41,7 @@ from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
 from engine.read.readmodels import rows_for
 from engine.runtime.key_file import KeyFile, KeyFileError
+from engine.runtime.market_feed import Changes, MarketFeed
 from engine.runtime.replay import rebuild_read_models
 from engine.runtime.reply import Batch, Single
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
@@ -123,6 +124,9 @@ class Engine:
             )
         self.clock = clock
         self.ids = IdSource(self.seed)
+        # The WebSocket market data feeds' hub (engine/runtime/market_feed.py): fed by
+        # the writer after each group, published after its COMMIT.
+        self.market_feed = MarketFeed(self.settings, self.seed)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pending: list[Event] = []
@@ -560,6 +564,8 @@ class Engine:
             if suspect:
                 self._settle()
                 self._recover()
+            else:
+                self._publish_unwritten()
             _complete(spans)
             return
         writes = rows_for(state, state.dirty)
@@ -570,6 +576,7 @@ class Engine:
             _complete(spans)
             return
         written = _Written(spans, events, state.position)
+        written.feed = self.market_feed.collect(state, self.clock.now(), events)
         try:
             self.store.write(events, writes, state.position)
         except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
@@ -638,6 +645,8 @@ class Engine:
                 written.ok = True
                 self.last_commit_ok = True
                 self.committed = written.events
+                if written.feed is not None:
+                    self.market_feed.publish(written.feed)
                 if self._snapshot_every and self._thread is not None:
                     self._maybe_snapshot(written.position)
             except BaseException as exc:  # noqa: BLE001 - any failure: nothing is durable
@@ -710,7 +719,16 @@ class Engine:
             log.warning("the log changed outside the writer; reloading it")
         return changed
 
+    def _publish_unwritten(self) -> None:
+        """A group that wrote nothing may still change what the market data feeds show
+        (a new subscriber's snapshot, time moving the ladder): published once the group
+        before it is committed, so in log order."""
+        changes = self.market_feed.collect(self.state, self.clock.now(), ())
+        if changes is not None and self._settle():
+            self.market_feed.publish(changes)
+
     def _recover(self) -> None:
+        self.market_feed.reset()
         self.state.dirty.clear()
         self.state.appended = []
         try:
@@ -750,7 +768,7 @@ class Engine:
         # unit the state is consistent after, so time travel cuts the log only there.
         state = self.state
         position = meta["command_position"] = state.position + 1  # `meta` is its own
-        self.ids.start(position)
+        self.ids.start(position, now)
         ctx = self._ctx
         if ctx is None or ctx.state is not state:
             ctx = self._ctx = Ctx(
@@ -871,12 +889,13 @@ def _complete(spans: list[_Span]) -> None:
 class _Written:
     """A group commit written and waiting for its COMMIT (`Engine._finish`)."""
 
-    __slots__ = ("spans", "events", "position", "ok", "done", "started")
+    __slots__ = ("spans", "events", "position", "ok", "done", "started", "feed")
 
     def __init__(self, spans: list[_Span], events: list[Event], position: int) -> None:
         self.spans = spans
         self.events = events
         self.position = position
+        self.feed: Changes | None = None  # what the market data feeds publish after COMMIT
         self.ok = False
         # Bare locks, held until the committer releases them: a `threading.Event` builds a
         # Condition, a cost every inline command (a backtest's) would pay.

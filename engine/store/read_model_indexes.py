@@ -28,6 +28,10 @@ INDEXES: dict[str, dict[str, Any]] = {
         "indexes": [["customer_id", "seq"]],
         "fixed": ["customer_id", "seq"],
     },
+    "fiat_accounts": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "seq"],
+    },
     "withdrawal_fees": {
         "indexes": [["customer_id", "seq"]],
         "fixed": ["customer_id", "seq"],

@@ -170,14 +170,18 @@ def test_the_shape_comparison_finds_a_renamed_field_a_type_and_an_enum() -> None
 # What only another answer can give: the example's placeholder, then where it comes from.
 # What needs another example's answer first (a webhook to read, a snapshot to restore).
 LATER = ["GetSandboxWebhook", "RemoveSandboxWebhook", "RestoreSandboxSnapshot", "ResetSandbox"]
-LATER = ["CreateQuoteExecution", *LATER]
+# A fiat account is APPROVED by its review on the engine clock: the clock moves first.
+LATER = ["CreateQuoteExecution", "MoveSandboxClock", "CreateFiatWithdrawal", *LATER]
 # Query parameters an operation cannot do without.
 QUERIES = {"ListHistoricalPrices": {"increment": "ONE_HOUR"}}
 FROM_ANSWERS = {
     "memo_id": "CreateFiatDepositInstructions",
     "to_profile_id": "CreateProfile",
     "address": "CreateDepositAddress",
+    "fiat_account_id": "CreateFiatAccount",
 }
+# Where the answer names the field otherwise: the resource's own id.
+ANSWER_FIELDS = {"to_profile_id": "id", "fiat_account_id": "id"}
 
 
 def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> None:
@@ -218,7 +222,7 @@ def test_the_request_examples_are_valid_and_work_as_they_stand(sandbox: Any) -> 
             jsonschema.Draft202012Validator(schema).validate(body)
             for field, source in FROM_ANSWERS.items():
                 if field in body:
-                    body[field] = answers[source][field if field != "to_profile_id" else "id"]
+                    body[field] = answers[source][ANSWER_FIELDS.get(field, field)]
             if "quote_id" in body:  # a quote held by the ListQuotes answer
                 body["quote_id"] = answers["ListQuotes"]["items"][0]["id"]
             body = _identity_ids(sandbox, name, body, answers)

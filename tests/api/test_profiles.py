@@ -85,3 +85,20 @@ def test_a_bad_limit_or_cursor_is_a_400_naming_the_field(sandbox: Any) -> None:
     assert r.status_code == 400
     r = sandbox.get("/v2/profiles", params={"page_cursor": "garbage!"})
     assert r.status_code == 400 and "page_cursor" in r.json()["detail"]
+
+
+def test_the_nickname_filter_matches_a_prefix_ignoring_case(sandbox: Any) -> None:
+    """The reference: prefix matching, case insensitive, no wildcards."""
+    desk = sandbox.post("/v2/profiles", {"nickname": "Desk Ünter"}).json()
+    other = sandbox.post("/v2/profiles", {"nickname": "deskette"}).json()
+    sandbox.post("/v2/profiles", {"nickname": "my desk"})
+
+    def names(prefix: str) -> list[str]:
+        r = sandbox.get("/v2/profiles", params={"nickname": prefix})
+        assert r.status_code == 200
+        return [p["nickname"] for p in r.json()["items"]]
+
+    assert names("DESK") == [desk["nickname"], other["nickname"]]
+    assert names("desk ün") == [desk["nickname"]]
+    assert names("desk%") == []
+    assert names("nobody") == []

@@ -28,6 +28,7 @@ from tests.support.server_helpers import Server
 
 SANDEX = [sys.executable, "-m", "api_adapter.cli"]
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
+ACCOUNT_ID = "caa82b32-8abd-4899-afdc-f9d4bf9b4e98"  # a CUBIX account id
 
 
 def _b64(data: bytes) -> str:
@@ -354,6 +355,24 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
         "transfer:update_crypto_deposit",
     ),
     "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
+    "CreateFiatAccount": ("POST", "/v2/transfer/fiat-accounts", "transfer:write_fiat_account"),
+    "ListFiatAccounts": ("GET", "/v2/transfer/fiat-accounts", "transfer:read_fiat_account"),
+    "GetFiatAccount": ("GET", "/v2/transfer/fiat-accounts/{id}", "transfer:read_fiat_account"),
+    "UpdateFiatAccount": (
+        "PUT",
+        "/v2/transfer/fiat-accounts/{id}",
+        "transfer:write_fiat_account",
+    ),
+    "DeleteFiatAccount": (
+        "DELETE",
+        "/v2/transfer/fiat-accounts/{id}",
+        "transfer:write_fiat_account",
+    ),
+    "CreateFiatWithdrawal": (
+        "POST",
+        "/v2/transfer/fiat-withdrawals",
+        "transfer:write_fiat_withdrawal",
+    ),
     "ListEvents": ("GET", "/v2/events", "events:read_event"),
     "ListQuotes": ("GET", "/v2/quotes", "exchange:read_quote"),
     "ListPrices": ("GET", "/v2/all-markets/prices", None),
@@ -632,6 +651,14 @@ def _own_resources(sb: Any) -> dict[str, str]:
             }
         },
     ).json()
+    fiat_account = sb.post(
+        "/v2/transfer/fiat-accounts",
+        {
+            "fiat_account_owner": {"institution_details": {"name": "A Corp"}},
+            "fiat_network_instructions": {"cubix": {"account_id": ACCOUNT_ID}},
+            "ref_id": "mine",
+        },
+    ).json()
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
@@ -644,6 +671,7 @@ def _own_resources(sb: Any) -> dict[str, str]:
         "deposit_address_id": address["id"],
         "deposit_address": address["address"],
         "crypto_deposit_id": held["id"],
+        "fiat_account_id": fiat_account["id"],
         "profile_id": profile,
         "transfer_id": withdrawal["id"],
         "order_id": order.json()["id"],
@@ -672,6 +700,7 @@ IDS_BY_PATH = {
     "/v2/profiles/{profile_id}/quote-executions/{id}": "quote_execution_id",
     "/v2/transfer/crypto-deposits/{id}/reject": "crypto_deposit_id",
     "/v2/transfer/crypto-deposits/{id}/update": "crypto_deposit_id",
+    "/v2/transfer/fiat-accounts/{id}": "fiat_account_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox (admin only: a tenant meets 403 before any id).
@@ -696,6 +725,7 @@ BODIES = {
         "identity_id": "someone",
         "originator_address_info": {"individual_info": {"first_name": "J", "last_name": "D"}},
     },
+    "UpdateFiatAccount": {"metadata": {"taken": "over"}},
 }
 
 
@@ -742,6 +772,9 @@ def test_every_id_in_a_path_is_404_to_another_customer(sandbox: Any) -> None:
     assert {"GetProfile", "GetTransfer", "GetOrder", "CancelOrder", "GetEvent"} <= set(walked)
     assert {"ListProfileOrders", "CreateOrder", "CreateSandboxDeposit"} <= set(walked)
     assert {"RejectCryptoDeposit", "UpdateCryptoDeposit"} <= set(walked)
+    assert {"GetFiatAccount", "UpdateFiatAccount", "DeleteFiatAccount"} <= set(walked)
+    # A's fiat account is still there: the intruder's delete did nothing.
+    assert sandbox.get(f"/v2/transfer/fiat-accounts/{mine['fiat_account_id']}").status_code == 200
     # A's order is still open: the intruder's cancel did nothing.
     order = sandbox.get(f"/v2/profiles/{mine['profile_id']}/orders/{mine['order_id']}").json()
     assert order["status"] != "CANCELLED"
@@ -871,6 +904,15 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
             },
         ),
     }
+    cases["withdraw to A's fiat account"] = (
+        "/v2/transfer/fiat-withdrawals",
+        {
+            "profile_id": theirs,
+            "asset": "USD",
+            "fiat_account_id": mine["fiat_account_id"],
+            "amount": "1.00",
+        },
+    )
     failures = []
     for name, (path, body) in cases.items():
         r = sandbox.post(path, body, headers=intruder)
@@ -886,6 +928,8 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
         ("/v2/profiles", {"ids": mine["profile_id"]}),
         ("/v2/transfer/deposit-addresses", {"ids": mine["deposit_address_id"]}),
         ("/v2/transfer/deposit-addresses", {"profile_ids": mine["profile_id"]}),
+        ("/v2/transfer/fiat-accounts", {"ids": mine["fiat_account_id"]}),
+        ("/v2/transfer/fiat-accounts", {"ref_ids": "mine"}),
     ]:
         r = sandbox.get(path, params=params, headers=intruder)
         if r.status_code == 200 and any(

@@ -22,6 +22,10 @@ from engine.store import MemoryEventStore, TableWrites
 from engine.tools.verify import store_problems
 from tests.conftest import make_settings
 
+# How long a test waits for the writer's answer before calling it hung: a guard, not a
+# timing (a machine loaded by other work took more than 10 s to answer here).
+HUNG = 60
+
 
 def _customer(engine: Engine, name: str = "me") -> tuple[Actor, str]:
     made = engine.execute(CreateCustomer(client_id=name, client_secret="pw", bootstrap=True))
@@ -92,14 +96,14 @@ def test_when_the_writer_thread_dies_every_caller_is_told_at_once() -> None:
         store.die = True
         started = time.monotonic()
         with pytest.raises(WriterDied, match="stopped on an error"):
-            engine.submit(_deposit(actor)).result(timeout=10)
+            engine.submit(_deposit(actor)).result(timeout=HUNG)
         with pytest.raises(WriterDied):
-            engine.submit(_deposit(actor)).result(timeout=10)
+            engine.submit(_deposit(actor)).result(timeout=HUNG)
         batch = engine.submit_many([_deposit(actor), _deposit(actor)])
         with pytest.raises(WriterDied):
-            batch.answer(0, timeout=10)
+            batch.answer(0, timeout=HUNG)
         with pytest.raises(WriterDied):
-            engine.execute(_deposit(actor), timeout=10)
+            engine.execute(_deposit(actor), timeout=HUNG)
         assert time.monotonic() - started < 5
         assert engine.health()["writer_alive"] is False
     finally:
@@ -125,8 +129,8 @@ def test_a_commit_that_fails_in_an_unexpected_way_is_answered_and_the_engine_goe
         actor, profile = _customer(engine)
         store.finish = once_broken  # type: ignore[method-assign]
         with pytest.raises(Unavailable, match="unavailable"):
-            engine.execute(_deposit(actor), timeout=10)
-        engine.execute(_deposit(actor, "3"), timeout=10)
+            engine.execute(_deposit(actor), timeout=HUNG)
+        engine.execute(_deposit(actor, "3"), timeout=HUNG)
         assert engine.state.ledger.balance(f"{profile}:available", "BTC") == Decimal("3")
     finally:
         engine.stop()

@@ -14,6 +14,7 @@ from engine.domain.trading import order_views
 from engine.domain.trading.amount_texts import UNIT, gross_text
 from engine.domain.trading.book import BUY
 from engine.domain.trading.order import Order
+from engine.kernel.clock import parse_time, to_millis
 from engine.kernel.events import Event
 from engine.kernel.money import MARKETS, format_normal
 from engine.kernel.state import State
@@ -41,14 +42,26 @@ def test_gross_text_of_a_huge_product_takes_the_decimal_path() -> None:
     assert gross_text("BTCUSD", ticks, units) == _gross_by_decimal("BTCUSD", ticks, units)
 
 
-def test_event_id_is_the_version_4_uuid_of_the_digest() -> None:
+def test_event_id_is_the_version_7_uuid_of_the_event_time_and_the_digest() -> None:
+    times = [
+        "2024-01-01T00:00:00.000000Z",
+        "2024-03-05T10:11:12.345678Z",
+        "1970-01-01T00:00:00.001000Z",
+    ]
     for k in range(2000):
-        e = Event("OrderFilled", f"order-{k}", {}, k + 1, k % 9 + 1, "", {})
+        at = times[k % len(times)]
+        e = Event("OrderFilled", f"order-{k}", {}, k + 1, k % 9 + 1, at, {})
+        ms = to_millis(parse_time(at))
         for rank in (0, 1):
             digest = hashlib.blake2b(
                 f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16
             ).digest()
-            assert event_id(e, rank) == str(uuid.UUID(bytes=digest, version=4))
+            bits = int.from_bytes(digest[:10], "big")  # 80 bits: 12 then 62 are used
+            rand_a, rand_b = bits >> 68, (bits >> 4) & ((1 << 62) - 1)
+            value = ms << 80 | 7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+            made = uuid.UUID(event_id(e, rank))
+            assert str(made) == str(uuid.UUID(int=value))
+            assert made.version == 7 and made.variant == uuid.RFC_4122
 
 
 def _order(k: int) -> Order:

@@ -40,7 +40,7 @@ def read_market(ctx: Ctx, cmd: ReadMarket) -> dict[str, Any]:
         return {
             "items": [
                 {
-                    "match_number": _match_number(match),
+                    "match_number": match_number(match),
                     "price": ticks_text(mk, ticks),
                     "amount": units_text(units),
                     "executed_at": at,
@@ -134,7 +134,7 @@ def price_view(ctx: Ctx, tr: Trading, mk: Market, step: int) -> dict[str, Any]:
     }
 
 
-def _match_number(trade: int) -> str:
+def match_number(trade: int) -> str:
     n = trade + 36**11  # twelve characters
     out = []
     while n:

@@ -47,6 +47,17 @@ def live_trading(ctx: Ctx) -> Trading:
     return tr
 
 
+def trading_for(state: State, settings: Settings, seed: int) -> Trading:
+    """The trading state of `state` with its market settings made from `settings`: for a
+    reader on the writer's thread outside a decision (the market data feed)."""
+    tr = trading_state(state)
+    if tr.settings is not settings:
+        tr.cfg = MarketConfig.of(settings)
+        tr.settings = settings
+        tr.seed = seed
+    return tr
+
+
 def market_config(tr: Trading) -> MarketConfig:
     """The market settings of a state a decision has seen (`live_trading`)."""
     assert tr.cfg is not None

@@ -51,6 +51,12 @@ DEFAULT_CONFIRMATION_SECONDS: dict[str, Decimal] = {
     "STELLAR": Decimal(1),
 }
 
+# Transfers that hold their total in the profile's withdrawal hold while PENDING: crypto
+# withdrawals and fiat ones (engine/domain/transfers/fiat_withdrawals.py).
+HELD_TYPES = frozenset(
+    {"CRYPTO_WITHDRAWAL", "WIRE_WITHDRAWAL", "CUBIX_WITHDRAWAL", "CBIT_WITHDRAWAL"}
+)
+
 _EVM = frozenset({"ETHEREUM", "POLYGON_POS", "BASE", "ARBITRUM_ONE", "INK", "XLAYER"})
 _MAX_REF_ID = 128
 
@@ -239,10 +245,11 @@ def _requested(state: State, e: Event) -> None:
 
 
 def check_holds(state: State) -> list[str]:
-    """Every profile's withdrawal hold equals the totals of its PENDING withdrawals."""
+    """Every profile's withdrawal hold equals the totals of its PENDING withdrawals,
+    crypto and fiat."""
     expected: dict[tuple[str, str], Decimal] = {}
     for t in state.transfers.values():
-        if t["type"] == "CRYPTO_WITHDRAWAL" and t["status"] == "PENDING":
+        if t["type"] in HELD_TYPES and t["status"] == "PENDING":
             key = (withdrawing(t["profile_id"]), t["balance_asset"])
             expected[key] = expected.get(key, ZERO) + Decimal(t["total"])
     problems = []

@@ -1,0 +1,144 @@
+"""Fiat accounts, and fiat withdrawals to them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from api_adapter import response_shapes
+from api_adapter.auth import Principal, require
+from api_adapter.paging import created_page
+from api_adapter.request_bodies import (
+    CreateFiatAccountRequest,
+    CreateFiatWithdrawalRequest,
+    UpdateFiatAccountRequest,
+)
+from api_adapter.responses import JSONResponse
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import (
+    CreateFiatAccount,
+    CreateFiatWithdrawal,
+    DeleteFiatAccount,
+    UpdateFiatAccount,
+)
+from engine.read.fiat_accounts import fiat_account, list_fiat_accounts
+from engine.read.queries import Page
+
+router = APIRouter(prefix="/v2/transfer", tags=["Fiat Transfers"])
+
+Read = Annotated[Principal, Depends(require("transfer:read_fiat_account"))]
+Write = Annotated[Principal, Depends(require("transfer:write_fiat_account"))]
+Many = Annotated[list[str] | None, Query()]
+IncludeDeleted = Annotated[bool | None, Query()]
+
+
+@router.post(
+    "/fiat-accounts",
+    operation_id="CreateFiatAccount",
+    responses=response_shapes.ok(response_shapes.FiatAccount),
+)
+async def create_fiat_account(
+    request: Request, who: Write, body: CreateFiatAccountRequest
+) -> JSONResponse:
+    command = CreateFiatAccount(
+        actor=actor(request, who),
+        fiat_account_owner=body.fiat_account_owner.model_dump(exclude_none=True),
+        fiat_network_instructions=body.fiat_network_instructions.model_dump(exclude_none=True),
+        ref_id=body.ref_id,
+        identity_id=body.identity_id,
+        account_id=body.account_id,
+        metadata=body.metadata,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.get(
+    "/fiat-accounts",
+    operation_id="ListFiatAccounts",
+    responses=response_shapes.ok(response_shapes.ListFiatAccountsResponse),
+)
+async def list_accounts(
+    request: Request,
+    who: Read,
+    page: Annotated[Page, Depends(created_page)],
+    ids: Many = None,
+    ref_ids: Many = None,
+    order_by: Literal["CREATED_AT"] | None = None,  # the one order there is
+    include_deleted: IncludeDeleted = None,
+) -> JSONResponse:
+    filters = {"ids": ids or [], "ref_ids": ref_ids or []}
+    queries = request.app.state.queries
+    return JSONResponse(
+        list_fiat_accounts(queries, who.customer_id, page, filters, bool(include_deleted))
+    )
+
+
+@router.get(
+    "/fiat-accounts/{id}",
+    operation_id="GetFiatAccount",
+    responses=response_shapes.ok(response_shapes.FiatAccount),
+)
+async def get_account(
+    request: Request, who: Read, id: str, include_deleted: IncludeDeleted = None
+) -> JSONResponse:
+    queries = request.app.state.queries
+    return JSONResponse(fiat_account(queries, who.customer_id, id, bool(include_deleted)))
+
+
+@router.put(
+    "/fiat-accounts/{id}",
+    operation_id="UpdateFiatAccount",
+    responses=response_shapes.ok(response_shapes.FiatAccount),
+)
+async def update_account(
+    request: Request, who: Write, id: str, body: UpdateFiatAccountRequest
+) -> JSONResponse:
+    owner = body.fiat_account_owner
+    instructions = body.fiat_network_instructions
+    command = UpdateFiatAccount(
+        actor=actor(request, who),
+        fiat_account_id=id,
+        fiat_account_owner=owner.model_dump(exclude_none=True) if owner else None,
+        fiat_network_instructions=(
+            instructions.model_dump(exclude_none=True) if instructions else None
+        ),
+        metadata=body.metadata,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.delete(
+    "/fiat-accounts/{id}",
+    operation_id="DeleteFiatAccount",
+    responses=response_shapes.ok(response_shapes.DeleteFiatAccountResponse),
+)
+async def delete_account(request: Request, who: Write, id: str) -> JSONResponse:
+    command = DeleteFiatAccount(actor=actor(request, who), fiat_account_id=id)
+    return JSONResponse(await run(request, command))
+
+
+@router.post(
+    "/fiat-withdrawals",
+    operation_id="CreateFiatWithdrawal",
+    responses=response_shapes.ok(response_shapes.Transfer),
+)
+async def create_fiat_withdrawal(
+    request: Request,
+    who: Annotated[Principal, Depends(require("transfer:write_fiat_withdrawal"))],
+    body: CreateFiatWithdrawalRequest,
+) -> JSONResponse:
+    command = CreateFiatWithdrawal(
+        actor=actor(request, who),
+        profile_id=body.profile_id,
+        fiat_account_id=body.fiat_account_id,
+        asset=body.asset,
+        amount=body.amount,
+        total=body.total,
+        ref_id=body.ref_id,
+        identity_id=body.identity_id,
+        account_id=body.account_id,
+        metadata=body.metadata,
+        memo=body.memo,
+    )
+    return JSONResponse(await run(request, command))

@@ -1,0 +1,79 @@
+"""Shared by the market data feed tests: a WebSocket test session read with a deadline,
+and a book kept from a SNAPSHOT and its UPDATEs as a client keeps it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+# price text -> amount text, per side
+Book = dict[str, dict[str, str]]
+
+
+def receive(ws: Any, seconds: float = 10) -> dict[str, Any]:
+    """The next message of a Starlette WebSocket test session, failing (not hanging)
+    when none comes within `seconds`."""
+
+    async def within() -> Any:
+        async with asyncio.timeout(seconds):
+            return await ws._send_rx.receive()
+
+    message = ws.portal.call(within)
+    ws._raise_on_close(message)
+    return json.loads(message["text"])  # type: ignore[no-any-return]
+
+
+def close_of(ws: Any, seconds: float = 10) -> tuple[int, str]:
+    """The code and reason the server closed the session with."""
+
+    async def within() -> Any:
+        async with asyncio.timeout(seconds):
+            return await ws._send_rx.receive()
+
+    message = ws.portal.call(within)
+    assert message["type"] == "websocket.close", message
+    return int(message["code"]), str(message.get("reason") or "")
+
+
+def from_snapshot(message: dict[str, Any]) -> Book:
+    assert message["type"] == "SNAPSHOT" and message["final_snapshot"] is True, message
+    return {
+        "bids": {level["price"]: level["amount"] for level in message["bids"]},
+        "asks": {level["price"]: level["amount"] for level in message["asks"]},
+    }
+
+
+def from_order_book(body: dict[str, Any]) -> Book:
+    return {
+        "bids": {level["price"]: level["amount"] for level in body["bids"]},
+        "asks": {level["price"]: level["amount"] for level in body["asks"]},
+    }
+
+
+def differing(held: Book, shown: Book) -> int:
+    """How many levels differ between two books: the UPDATEs that must come."""
+    n = 0
+    for side in ("bids", "asks"):
+        a, b = held[side], shown[side]
+        n += sum(1 for p in a.keys() | b.keys() if a.get(p) != b.get(p))
+    return n
+
+
+def apply(book: Book, message: dict[str, Any]) -> bool:
+    """Apply one UPDATE as the service says a client does; False when it changed nothing
+    (a duplicate)."""
+    assert message["type"] == "UPDATE" and set(message) == {
+        "type",
+        "market",
+        "side",
+        "price",
+        "amount",
+    }, message
+    levels = book["bids" if message["side"] == "BUY" else "asks"]
+    before = levels.get(message["price"])
+    if message["amount"] == "0":
+        levels.pop(message["price"], None)
+        return before is not None
+    levels[message["price"]] = message["amount"]
+    return before != message["amount"]
