@@ -17,6 +17,7 @@ from api_adapter.middleware.fast_lane import FastLane
 from api_adapter.rate_limits import RateLimiter, rate_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
+    accounts,
     conversions,
     deposit_addresses,
     events,
@@ -24,6 +25,7 @@ from api_adapter.routes import (
     fiat_accounts,
     funding,
     health,
+    identities,
     internal_transfers,
     market_stream,
     markets,
@@ -50,6 +52,7 @@ ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
 ROUTERS += [conversions.router]
 ROUTERS += [transfer_limits.router]
+ROUTERS += [identities.router, accounts.router]
 ROUTERS += [quotes.router, prices.router]
 ROUTERS += [fiat_accounts.router]
 

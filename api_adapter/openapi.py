@@ -133,6 +133,49 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
         "identity_id": "54385e67-d7ef-40d1-b488-ceda6dd9b264",
         "originator_address_info": {"individual_info": {"first_name": "John", "last_name": "Doe"}},
     },
+    # identities and accounts: the ids are what other answers give
+    "CreateIdentity": {
+        "person_details": {
+            "first_name": "John",
+            "last_name": "Doe",
+            "date_of_birth": "1980-01-01",
+            "nationality": "USA",
+            "address": {
+                "country": "USA",
+                "address1": "1 Example St",
+                "city": "New York",
+                "province": "NY",
+                "zip_code": "10001",
+            },
+        },
+        "ref_id": "33ece656-eef1-43b5-a851-b6b9099089a5",
+    },
+    "UpdateIdentity": {"person_details": {"email": "john@example.org"}},
+    "SandboxSetIdentityStatus": {
+        "id_verification_status": "APPROVED",
+        "sanctions_verification_status": "APPROVED",
+    },
+    "DocumentUpload": {"name": "Proof_of_residence.jpg", "document_types": ["PROOF_OF_RESIDENCY"]},
+    "AddInstitutionMembers": {
+        "institution_id": "2908fa8b-427a-4089-b2cf-17654c604623",
+        "members": [{"identity_id": "31abdcbd-2801-4dbc-8986-adec3828391b", "roles": ["GRANTOR"]}],
+    },
+    "CreateAccount": {
+        "account": {
+            "identity_id": "82c338f4-3cb7-4d9b-be2a-4b077c82ee3a",
+            "ref_id": "fec36070-4c23-48ac-9ee1-df338b8233fc",
+            "description": "Individual account for John Doe",
+        }
+    },
+    "UpdateAccount": {
+        "account": {"id": "79c27a0e-46a2-4276-9769-e1ebc055fa72", "description": "Joint account"}
+    },
+    "AddAccountMembers": {
+        "account_id": "79c27a0e-46a2-4276-9769-e1ebc055fa72",
+        "members": [
+            {"identity_id": "08ba6b70-bcc0-4e4a-a67f-1d28842dedfc", "roles": ["AUTHORIZED_USER"]}
+        ],
+    },
 }
 _REASONS = {
     400: "Bad request: a field is missing, malformed or breaks a rule",

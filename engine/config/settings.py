@@ -45,6 +45,11 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:reject_crypto_deposit": ("transfer:write_crypto_withdrawal",),
     "transfer:update_crypto_deposit": ("transfer:write_crypto_withdrawal",),
     "transfer:write_sandbox_crypto_deposit": ("transfer:write_sandbox_fiat_deposit",),
+    # identities and accounts extend what profiles are: granted with the profile scopes
+    "identity:read_identity": ("funding:read_profile",),
+    "identity:write_identity": ("funding:write_profile",),
+    "identity:read_account": ("funding:read_profile",),
+    "identity:write_account": ("funding:write_profile",),
     "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
     "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
     "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),

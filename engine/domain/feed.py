@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from engine.domain.identity.identities import identities
 from engine.domain.trading import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
 from engine.kernel.clock import parse_time, to_millis
@@ -43,10 +44,14 @@ ORDER_EVENTS = (
     "OrderCancelled",
     "OrderRejected",
 )
-WATCHED = TRANSFER_EVENTS + ORDER_EVENTS
+# identity.approved, .denied and .disabled: the summary statuses the service announces
+IDENTITY_EVENTS = ("IdentitySummaryStatusChanged",)
+ANNOUNCED_IDENTITY_STATUSES = ("APPROVED", "DENIED", "DISABLED")
+WATCHED = TRANSFER_EVENTS + ORDER_EVENTS + IDENTITY_EVENTS
 
 TRANSFER_OBJECT = "transfer_status_change"
 ORDER_OBJECT = "order"
+IDENTITY_OBJECT = "identity_summary_status_change"
 
 
 def event_id(e: Event, rank: int) -> str:
@@ -138,12 +143,29 @@ def _order(state: State, e: Event) -> None:
     _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(state, o))
 
 
+def _identity(state: State, e: Event) -> None:
+    new = e.data["new_summary_status"]
+    if new not in ANNOUNCED_IDENTITY_STATUSES:
+        return
+    identity_id = e.data["identity_id"]
+    obj = {
+        "id": event_id(e, 1),
+        "identity_id": identity_id,
+        "old_summary_status": e.data["old_summary_status"],
+        "new_summary_status": new,
+    }
+    customer_id = identities(state)[identity_id]["customer_id"]
+    _add(state, e, 0, customer_id, f"identity.{new.lower()}", IDENTITY_OBJECT, obj)
+
+
 def observe(state: State, e: Event) -> None:
     """Runs after the applier of every watched event type."""
     if state.appended is None:
         return
     if e.type in TRANSFER_EVENTS:
         _transfer(state, e)
+    elif e.type in IDENTITY_EVENTS:
+        _identity(state, e)
     else:
         _order(state, e)
 

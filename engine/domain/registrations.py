@@ -10,6 +10,7 @@ from engine.domain import (
     balances,
     customers,
     feed,
+    identity,
     quotes,
     sandbox_snapshots,
     trading,
@@ -54,6 +55,7 @@ _MODULES: tuple[Registration, ...] = (
     price_history.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
+    *identity.REGISTRATIONS,
 )
 # Snapshots restore the read models of every module before them; the feed follows all.
 REGISTRATIONS: tuple[Registration, ...] = (

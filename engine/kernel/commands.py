@@ -298,6 +298,89 @@ class UpdateCryptoDeposit(Command):
     originator_address_info: dict[str, Any] = field(default_factory=dict)
 
 
+# -- identities and accounts (engine/domain/identity/) -----------------------------------
+# Bodies pass as the client sent them (nested objects as dicts): the identity modules
+# check them, so a backtest or a scenario driving the engine meets the same rules.
+
+
+@dataclass(frozen=True, slots=True)
+class CreateIdentity(Command):
+    person_details: dict[str, Any] | None = None
+    institution_details: dict[str, Any] | None = None
+    institution_members: tuple[dict[str, Any], ...] | None = None
+    ref_id: str | None = None
+    metadata: dict[str, str] | None = None
+    tax_details: tuple[dict[str, Any], ...] | None = None
+    tax_details_not_required: bool | None = None
+    customer_due_diligence: dict[str, Any] | None = None
+    is_merchant: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateIdentity(Command):
+    identity_id: str = ""
+    person_details: dict[str, Any] | None = None
+    institution_details: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
+    set_user_disabled: bool | None = None
+    ref_id: str | None = None
+    tax_details: tuple[dict[str, Any], ...] | None = None
+    set_tax_details_not_required: bool | None = None
+    customer_due_diligence: dict[str, Any] | None = None
+    is_merchant: bool | None = None
+    last_kyc_refresh_date: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetIdentitySandboxStatus(Command):
+    """The sandbox's verdicts on an identity: any of its verification statuses, and the
+    user's or an admin's disabling ({"disabled": bool})."""
+
+    identity_id: str = ""
+    statuses: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UploadIdentityDocument(Command):
+    identity_id: str = ""
+    name: str = ""
+    document_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AddInstitutionMembers(Command):
+    institution_id: str = ""
+    members: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveInstitutionMember(Command):
+    member_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAccount(Command):
+    account: dict[str, Any] = field(default_factory=dict)
+    create_profile: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateAccount(Command):
+    account: dict[str, Any] = field(default_factory=dict)
+    set_user_disabled: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddAccountMembers(Command):
+    account_id: str = ""
+    members: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccountMember(Command):
+    member_id: str = ""
+
+
 # -- fiat accounts and fiat withdrawals (engine/domain/transfers/fiat_accounts.py,
 # fiat_withdrawals.py)
 

@@ -78,6 +78,18 @@ CATALOGUE: dict[str, EventSpec] = {
     "CryptoDepositReceived": _spec("transfer_id deposit_address_id due_at"),
     "CryptoDepositUpdated": _spec("transfer_id identity_id originator_address_info"),
     "CryptoDepositRejected": _spec("transfer_id identity_id"),
+    # identities and accounts (engine/domain/identity/)
+    "IdentityCreated": _spec("identity"),
+    "IdentityUpdated": _spec("identity_id changes"),
+    "IdentityStatusesSet": _spec("identity_id changes"),
+    "IdentitySummaryStatusChanged": _spec("identity_id old_summary_status new_summary_status"),
+    "IdentityDocumentAdded": _spec("document"),
+    "InstitutionMembersAdded": _spec("institution_id members"),
+    "InstitutionMemberRemoved": _spec("institution_id member_id"),
+    "AccountCreated": _spec("account"),
+    "AccountUpdated": _spec("account_id changes"),
+    "AccountMembersAdded": _spec("account_id members"),
+    "AccountMemberRemoved": _spec("account_id member_id"),
     # fiat accounts and fiat withdrawals
     "FiatAccountCreated": _spec("account due_at"),
     "FiatAccountUpdated": _spec("fiat_account_id changes due_at"),

@@ -48,6 +48,18 @@ INDEXES: dict[str, dict[str, Any]] = {
         "indexes": [["customer_id", "seq"]],
         "fixed": ["customer_id", "profile_id", "ref_id", "seq"],
     },
+    "identities": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "type", "seq"],
+    },
+    "identity_documents": {
+        "indexes": [["identity_id", "seq"]],
+        "fixed": ["identity_id", "customer_id", "seq"],
+    },
+    "identity_accounts": {
+        "indexes": [["customer_id", "seq"]],
+        "fixed": ["customer_id", "identity_id", "seq"],
+    },
     "orders": {
         "indexes": [["customer_id", "seq"], ["profile_id", "seq"]],
         "fixed": ["customer_id", "profile_id", "seq"],

@@ -257,6 +257,9 @@ def test_a_client_recorded_before_the_conversion_scopes_holds_them_by_its_own(
     assert set(token["scope"].split()) == {
         "funding:read_profile",
         "conversion:read_conversion_stablecoin",
+        # identities and accounts extend profiles the same way (docs/identities.md)
+        "identity:read_identity",
+        "identity:read_account",
     }
     headers = {"Authorization": f"Bearer {token['access_token']}"}
     assert sandbox.get(PATH, headers=headers).status_code == 200

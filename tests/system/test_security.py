@@ -397,6 +397,46 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
         "exchange:read_quote_execution",
     ),
     "GetEvent": ("GET", "/v2/events/{id}", "events:read_event"),
+    # identities and accounts (issue 19)
+    "CreateIdentity": ("POST", "/v2/identity/identities", "identity:write_identity"),
+    "ListIdentities": ("GET", "/v2/identity/identities", "identity:read_identity"),
+    "GetIdentity": ("GET", "/v2/identity/identities/{id}", "identity:read_identity"),
+    "UpdateIdentity": ("PUT", "/v2/identity/identities/{id}", "identity:write_identity"),
+    "ListIdentityDocuments": (
+        "GET",
+        "/v2/identity/identities/{identity_id}/documents",
+        "identity:read_identity",
+    ),
+    "DocumentUpload": (
+        "PUT",
+        "/v2/identity/identities/{identity_id}/documents",
+        "identity:write_identity",
+    ),
+    "SandboxSetIdentityStatus": (
+        "PUT",
+        "/v2/identity/identities/{id}/sandbox-status",
+        "identity:write_identity",
+    ),
+    "AddInstitutionMembers": (
+        "POST",
+        "/v2/identity/institution-members",
+        "identity:write_identity",
+    ),
+    "DeleteInstitutionMember": (
+        "DELETE",
+        "/v2/identity/institution-members/{id}",
+        "identity:write_identity",
+    ),
+    "CreateAccount": ("POST", "/v2/identity/accounts", "identity:write_account"),
+    "ListAccounts": ("GET", "/v2/identity/accounts", "identity:read_account"),
+    "UpdateAccount": ("PUT", "/v2/identity/accounts", "identity:write_account"),
+    "GetAccount": ("GET", "/v2/identity/accounts/{id}", "identity:read_account"),
+    "AddAccountMembers": ("POST", "/v2/identity/account-members", "identity:write_account"),
+    "DeleteAccountMember": (
+        "DELETE",
+        "/v2/identity/account-members/{id}",
+        "identity:write_account",
+    ),
     # sandex's own operations: the sandbox's admin powers belong to the bootstrap client
     "GetSandboxClock": ("GET", "/v2/sandbox/clock", None),
     "MoveSandboxClock": ("POST", "/v2/sandbox/clock", "sandbox:write_customer"),
@@ -432,6 +472,7 @@ PATH_VALUES = {
     "market": "BTCUSD",
     "asset": "BTC",
     "name": "none",
+    "identity_id": "00000000-0000-0000-0000-000000000000",
 }
 
 
@@ -588,6 +629,28 @@ def _own_resources(sb: Any) -> dict[str, str]:
         {"address": address["address"], "asset": "BTC", "amount": "1"},
     ).json()
     assert held["secondary_status"]["name"] == "TRAVEL_RULE_INFO_REQUESTED", held
+    person = sb.post(
+        "/v2/identity/identities", {"person_details": {"first_name": "J", "last_name": "D"}}
+    ).json()
+    joint = sb.post(
+        "/v2/identity/identities", {"person_details": {"first_name": "K", "last_name": "D"}}
+    ).json()
+    institution = sb.post(
+        "/v2/identity/identities",
+        {
+            "institution_details": {"name": "I"},
+            "institution_members": [{"identity_id": person["id"], "roles": ["TRUSTEE"]}],
+        },
+    ).json()
+    account = sb.post(
+        "/v2/identity/accounts",
+        {
+            "account": {
+                "identity_id": person["id"],
+                "members": [{"identity_id": joint["id"], "roles": ["AUTHORIZED_USER"]}],
+            }
+        },
+    ).json()
     fiat_account = sb.post(
         "/v2/transfer/fiat-accounts",
         {
@@ -599,6 +662,10 @@ def _own_resources(sb: Any) -> dict[str, str]:
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
     return {
+        "identity_id": person["id"],
+        "account_id": account["id"],
+        "account_member_id": account["members"][0]["id"],
+        "institution_member_id": institution["institution_members"][0]["id"],
         "quote_id": quotes[1]["id"],
         "quote_execution_id": executed["id"],
         "deposit_address_id": address["id"],
@@ -618,8 +685,13 @@ def _own_resources(sb: Any) -> dict[str, str]:
 
 # Every path parameter that names a customer's resource, and which of A's fills it
 # (`id` by the path it sits in).
-ID_PARAMS = {"profile_id": "profile_id"}
+ID_PARAMS = {"profile_id": "profile_id", "identity_id": "identity_id"}
 IDS_BY_PATH = {
+    "/v2/identity/identities/{id}": "identity_id",
+    "/v2/identity/identities/{id}/sandbox-status": "identity_id",
+    "/v2/identity/accounts/{id}": "account_id",
+    "/v2/identity/account-members/{id}": "account_member_id",
+    "/v2/identity/institution-members/{id}": "institution_member_id",
     "/v2/transfer/transfers/{id}": "transfer_id",
     "/v2/profiles/{profile_id}/orders/{id}": "order_id",
     "/v2/transfer/fiat-deposit-instructions/{id}": "instructions_id",
@@ -646,6 +718,9 @@ BODIES = {
     "UpdateProfile": {"nickname": "taken over"},
     "CreateQuoteExecution": {"quote_id": "none", "quote_amount": "10"},
     "RejectCryptoDeposit": {"identity_id": "someone"},
+    "UpdateIdentity": {"metadata": {"taken": "over"}},
+    "SandboxSetIdentityStatus": {"sanctions_verification_status": "APPROVED"},
+    "DocumentUpload": {"name": "forged.pdf"},
     "UpdateCryptoDeposit": {
         "identity_id": "someone",
         "originator_address_info": {"individual_info": {"first_name": "J", "last_name": "D"}},
@@ -711,6 +786,12 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
     theirs = creds["profile_id"]
     sandbox.post(
         "/v2/sandbox/profiles/default/deposit", {"asset": "BTC", "amount": "1"}, headers=intruder
+    )
+    # the intruder integrates with identities too, so the ids its orders name are checked
+    sandbox.post(
+        "/v2/identity/identities",
+        {"person_details": {"first_name": "M", "last_name": "X"}},
+        headers=intruder,
     )
     wire = {
         "account_number": "1",
@@ -787,6 +868,29 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
         "send to A's deposit address": (
             "/v2/sandbox/crypto-deposits",
             {"address": mine["deposit_address"], "asset": "BTC", "amount": "0.01"},
+        ),
+        "account for A's identity": (
+            "/v2/identity/accounts",
+            {"account": {"identity_id": mine["identity_id"]}},
+        ),
+        "A's identity as a member": (
+            "/v2/identity/account-members",
+            {
+                "account_id": mine["account_id"],
+                "members": [{"identity_id": mine["identity_id"], "roles": ["AUTHORIZED_USER"]}],
+            },
+        ),
+        "A's identity trading for A's account": (
+            f"/v2/profiles/{theirs}/orders",
+            {
+                "side": "BUY",
+                "market": "BTCUSD",
+                "type": "LIMIT",
+                "price": "1000",
+                "base_amount": "0.01",
+                "identity_id": mine["identity_id"],
+                "identity_account_id": mine["account_id"],
+            },
         ),
         "settle into A's profile": (
             f"/v2/profiles/{theirs}/orders",

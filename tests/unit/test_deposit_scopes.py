@@ -22,5 +22,10 @@ def test_a_default_client_holds_the_deposit_scopes() -> None:
 
 def test_a_client_with_chosen_scopes_holds_those_and_what_they_imply_only() -> None:
     chosen = ("funding:read_profile", "transfer:read_deposit_address")
-    assert set(granted_scopes(chosen)) == {*chosen, "conversion:read_conversion_stablecoin"}
+    implied_by_profiles = {
+        "conversion:read_conversion_stablecoin",
+        "identity:read_identity",
+        "identity:read_account",
+    }
+    assert set(granted_scopes(chosen)) == {*chosen, *implied_by_profiles}
     assert not DEPOSIT_SCOPES & set(granted_scopes(("exchange:read_order",)))

@@ -13,6 +13,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from engine.domain.customers import active_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import available, trading
 from engine.domain.metadata import check_metadata
 from engine.domain.trading.amount_texts import decimal_text, price_ticks, ticks_text
@@ -164,6 +165,14 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     if (cmd.identity_id is None) != (cmd.identity_account_id is None):
         missing = "identity_account_id" if cmd.identity_account_id is None else "identity_id"
         raise Invalid("identity_id and identity_account_id must be sent together", field=missing)
+    check_acting(
+        state,
+        cmd.actor.customer_id,
+        cmd.identity_id,
+        cmd.identity_account_id,
+        action="trade",
+        account_field="identity_account_id",
+    )
     metadata = check_metadata(cmd.metadata)
     if cmd.await_fill_millis is not None and not 0 <= cmd.await_fill_millis <= MAX_AWAIT_MILLIS:
         raise Invalid(

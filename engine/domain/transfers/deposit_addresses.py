@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from engine.domain.customers import resolve_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import WORLD, available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -97,6 +98,13 @@ def create_deposit_address(ctx: Ctx, cmd: CreateDepositAddress) -> dict[str, Any
     if cmd.ref_id is not None and not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
         raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
     profile = resolve_profile(state, cmd.actor.customer_id, cmd.profile_id)
+    check_acting(
+        state,
+        cmd.actor.customer_id,
+        cmd.identity_id,
+        cmd.account_id,
+        action="create a deposit address",
+    )
     if cmd.ref_id is not None:
         for record in addresses(state).values():
             if (

@@ -1,0 +1,214 @@
+"""Identities (tag Identity), their documents, institution members, and the sandbox's
+verdicts on them (tag Sandbox Identity): each request translated into its command."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+
+from api_adapter import identity_shapes as shapes
+from api_adapter import response_shapes
+from api_adapter.auth import Principal, require
+from api_adapter.identity_bodies import (
+    AddInstitutionMembersRequest,
+    CreateIdentityRequest,
+    DocumentUploadRequest,
+    SandboxSetIdentityStatusRequest,
+    UpdateIdentityRequest,
+)
+from api_adapter.paging import created_page, updated_times
+from api_adapter.responses import JSONResponse
+from api_adapter.writer_bridge import actor, run
+from engine.kernel.commands import (
+    AddInstitutionMembers,
+    CreateIdentity,
+    RemoveInstitutionMember,
+    SetIdentitySandboxStatus,
+    UpdateIdentity,
+    UploadIdentityDocument,
+)
+from engine.read import identities as reads
+from engine.read.queries import Page
+
+router = APIRouter(prefix="/v2/identity", tags=["Identity"])
+
+Read = Annotated[Principal, Depends(require("identity:read_identity"))]
+Write = Annotated[Principal, Depends(require("identity:write_identity"))]
+
+
+def _dump(model: Any) -> Any:
+    """A nested part of a body as plain data, without the fields left out."""
+    if model is None:
+        return None
+    if isinstance(model, list):
+        return tuple(m.model_dump(exclude_none=True) for m in model)
+    return model.model_dump(exclude_none=True)
+
+
+@router.post(
+    "/identities",
+    operation_id="CreateIdentity",
+    responses=response_shapes.ok(shapes.Identity),
+)
+async def create_identity(
+    request: Request, who: Write, body: CreateIdentityRequest
+) -> JSONResponse:
+    command = CreateIdentity(
+        actor=actor(request, who),
+        person_details=_dump(body.person_details),
+        institution_details=_dump(body.institution_details),
+        institution_members=_dump(body.institution_members),
+        ref_id=body.ref_id,
+        metadata=body.metadata,
+        tax_details=_dump(body.tax_details),
+        tax_details_not_required=body.tax_details_not_required,
+        customer_due_diligence=_dump(body.customer_due_diligence),
+        is_merchant=body.is_merchant,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.get(
+    "/identities",
+    operation_id="ListIdentities",
+    responses=response_shapes.ok(shapes.ListIdentitiesResponse),
+)
+async def list_identities(
+    request: Request,
+    who: Read,
+    page: Annotated[Page, Depends(created_page)],
+    updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
+    summary_status: shapes.Status | None = None,
+    identity_type: Literal["PERSON", "INSTITUTION"] | None = None,
+    order_by: Literal["CREATED_AT"] | None = None,
+) -> JSONResponse:
+    page.times.update(updated)
+    queries = request.app.state.queries
+    return JSONResponse(
+        reads.list_identities(queries, who.customer_id, page, summary_status, identity_type)
+    )
+
+
+@router.get(
+    "/identities/{identity_id}/documents",
+    operation_id="ListIdentityDocuments",
+    tags=["Identity Documents"],
+    responses=response_shapes.ok(shapes.ListIdentityDocumentsResponse),
+)
+async def list_documents(
+    request: Request, who: Read, identity_id: str, include_pending_docs: bool = False
+) -> JSONResponse:
+    queries = request.app.state.queries
+    return JSONResponse(
+        reads.documents(queries, who.customer_id, identity_id, include_pending_docs)
+    )
+
+
+@router.put(
+    "/identities/{identity_id}/documents",
+    operation_id="DocumentUpload",
+    tags=["Identity Documents"],
+    responses=response_shapes.ok(shapes.DocumentUploadResponse),
+)
+async def upload_document(
+    request: Request, who: Write, identity_id: str, body: DocumentUploadRequest
+) -> JSONResponse:
+    command = UploadIdentityDocument(
+        actor=actor(request, who),
+        identity_id=identity_id,
+        name=body.name,
+        document_types=tuple(body.document_types or ()),
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.get(
+    "/identities/{id}",
+    operation_id="GetIdentity",
+    responses=response_shapes.ok(shapes.Identity),
+)
+async def get_identity(
+    request: Request,
+    who: Read,
+    id: str,
+    include_details: bool = False,
+    include_institution_members: bool = False,
+) -> JSONResponse:
+    return JSONResponse(
+        reads.identity(
+            request.app.state.queries,
+            who.customer_id,
+            id,
+            details=include_details,
+            members=include_institution_members,
+        )
+    )
+
+
+@router.put(
+    "/identities/{id}",
+    operation_id="UpdateIdentity",
+    responses=response_shapes.ok(shapes.Identity),
+)
+async def update_identity(
+    request: Request, who: Write, id: str, body: UpdateIdentityRequest
+) -> JSONResponse:
+    command = UpdateIdentity(
+        actor=actor(request, who),
+        identity_id=id,
+        person_details=_dump(body.person_details),
+        institution_details=_dump(body.institution_details),
+        metadata=body.metadata,
+        set_user_disabled=body.set_user_disabled,
+        ref_id=body.ref_id,
+        tax_details=_dump(body.tax_details),
+        set_tax_details_not_required=body.set_tax_details_not_required,
+        customer_due_diligence=_dump(body.customer_due_diligence),
+        is_merchant=body.is_merchant,
+        last_kyc_refresh_date=body.last_kyc_refresh_date,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.put(
+    "/identities/{id}/sandbox-status",
+    operation_id="SandboxSetIdentityStatus",
+    tags=["Sandbox Identity"],
+    responses=response_shapes.ok(shapes.SandboxSetIdentityResponse),
+)
+async def set_sandbox_status(
+    request: Request, who: Write, id: str, body: SandboxSetIdentityStatusRequest
+) -> JSONResponse:
+    command = SetIdentitySandboxStatus(
+        actor=actor(request, who), identity_id=id, statuses=body.model_dump(exclude_none=True)
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.post(
+    "/institution-members",
+    operation_id="AddInstitutionMembers",
+    tags=["Institution Members"],
+    responses=response_shapes.ok(shapes.AddInstitutionMembersResponse),
+)
+async def add_institution_members(
+    request: Request, who: Write, body: AddInstitutionMembersRequest
+) -> JSONResponse:
+    command = AddInstitutionMembers(
+        actor=actor(request, who),
+        institution_id=body.institution_id,
+        members=_dump(body.members),
+    )
+    return JSONResponse(await run(request, command))
+
+
+@router.delete(
+    "/institution-members/{id}",
+    operation_id="DeleteInstitutionMember",
+    tags=["Institution Members"],
+    responses=response_shapes.ok(shapes.DeleteInstitutionMemberResponse),
+)
+async def delete_institution_member(request: Request, who: Write, id: str) -> JSONResponse:
+    command = RemoveInstitutionMember(actor=actor(request, who), member_id=id)
+    return JSONResponse(await run(request, command))

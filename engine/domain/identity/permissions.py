@@ -1,0 +1,61 @@
+"""The rule of the create-order interface, and of withdrawals and deposit addresses that
+name an identity: "the identity must be allowed to trade for the account". It holds for
+a customer that integrates with identities (has created one): the named identity must
+be the customer's, APPROVED, and a member of the named account (its primary identity,
+or a member) with a role that acts for it (BENEFICIAL_OWNER, AUTHORIZED_USER; a
+FINANCIAL_ADVISOR advises), and the account must not be disabled.
+
+A customer that has created no identity keeps the ids as labels, as before identities
+existed: the service says whether they are needed depends on the integration type, and
+a log recorded before (the golden run's among them) must replay as it was."""
+
+from __future__ import annotations
+
+from engine.domain.identity.accounts import find_account
+from engine.domain.identity.identities import find_identity, uses_identities
+from engine.kernel.errors import Forbidden, Invalid
+from engine.kernel.state import State
+
+ACTING_ROLES = frozenset({"BENEFICIAL_OWNER", "AUTHORIZED_USER"})
+
+
+def check_acting(
+    state: State,
+    customer_id: str,
+    identity_id: str | None,
+    account_id: str | None,
+    *,
+    action: str,
+    account_field: str = "account_id",
+) -> None:
+    """Refuse unless the identity may `action` for the account (see the module)."""
+    if (identity_id is None and account_id is None) or not uses_identities(state, customer_id):
+        return
+    if identity_id is None or account_id is None:
+        missing = "identity_id" if identity_id is None else account_field
+        raise Invalid(f"identity_id and {account_field} must be sent together", field=missing)
+    identity = find_identity(state, customer_id, identity_id)
+    account = find_account(state, customer_id, account_id)
+    status = identity["summary_status"]
+    if status != "APPROVED":
+        raise Forbidden(
+            f"identity {identity['id']} is {status}: only an APPROVED identity may {action}",
+            meta={"identity_id": identity["id"], "summary_status": status},
+        )
+    if account.get("user_disabled") or account.get("admin_disabled"):
+        raise Forbidden(f"account {account['id']} is disabled", meta={"account_id": account["id"]})
+    roles = {"BENEFICIAL_OWNER"} if account["identity_id"] == identity["id"] else set()
+    for member in account["members"]:
+        if member["identity_id"] == identity["id"]:
+            roles |= set(member["roles"])
+    if not roles & ACTING_ROLES:
+        why = (
+            f"its roles are {', '.join(sorted(roles))}"
+            if roles
+            else "it is not a member of the account"
+        )
+        raise Forbidden(
+            f"identity {identity['id']} is not allowed to {action} for account"
+            f" {account['id']}: {why}",
+            meta={"identity_id": identity["id"], "account_id": account["id"]},
+        )
