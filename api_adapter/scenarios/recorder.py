@@ -22,7 +22,14 @@ How requests become steps:
   whose body is not JSON are left out, with a comment: neither changed anything;
 - a secret an answer shows once (a webhook's `secret`) is left out of the expected body
   and ignored: the file keeps no secret, and a replay draws a new one. The file is
-  created private (0600): it holds every request's body.
+  created private (0600): it holds every request's body;
+- a market data feed connection (docs/market-data.md) becomes `stream: {name: streamN,
+  path}`, the messages it was sent become `expect_messages` (exact, in order) before
+  the next step, and its end `close_stream`. Before each request the recorder waits
+  (briefly, bounded) until the feeds' connections have been sent every message
+  published so far, so each message lands before the step after the request that made
+  it, where a replay expects it. A session on a wall clock does not record its feeds:
+  the ladder moves with wall time there, which a replay does not follow.
 
 On a wall clock, the engine time that passed between two requests is recorded as an
 `advance`, and fields that hold times are ignored, since a replay runs on a manual
@@ -33,9 +40,12 @@ client sends one request at a time.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sys
+import time
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,7 +60,13 @@ from api_adapter.problems import AuthError
 from engine.config.settings import SELF_MATCH_PREVENTION
 from engine.kernel.clock import format_time, parse_time
 from engine.store import private_files
-from engine.tools.scenario_file import ADMIN, ANONYMOUS, FORMAT_VERSION, format_duration
+from engine.tools.scenario_file import (
+    ADMIN,
+    ANONYMOUS,
+    FORMAT_VERSION,
+    STREAM_PATHS,
+    format_duration,
+)
 
 # Settings that are not the scenario's to choose (see engine.scenario).
 _NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
@@ -77,6 +93,26 @@ SECRET_FIELDS = frozenset({"secret", "client_secret"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
 _ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
+
+
+# How long a request waits for the feeds to send what was published before it.
+FEED_CATCH_UP_SECONDS = 5.0
+
+
+@dataclass
+class _Feed:
+    """A feed connection being recorded: the messages sent since they were last written."""
+
+    name: str
+    path: str
+    written: bool = False  # its stream step is in the file
+    sent: int = 0
+    messages: list[Any] = field(default_factory=list)
+    closed: tuple[int, str] | None = None  # by the server
+
+
+def _is_feed(path: str) -> bool:
+    return path.split("/")[1:2] in ([p[1:]] for p in STREAM_PATHS)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -144,6 +180,8 @@ class Recorder:
         self.scopes: dict[str, set[str]] = {}  # client_id -> the scopes it holds
         self._last_time: datetime = engine.clock.now()
         self._tokens: Tokens | None = None
+        self.feeds: list[_Feed] = []  # open feed connections
+        self._feeds_opened = 0
         self._bootstrap = {
             c["client_id"] for c in engine.state.clients.values() if _is_bootstrap(engine, c)
         }
@@ -200,9 +238,14 @@ class Recorder:
     # -- ASGI --
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and _is_feed(scope["path"]):
+            await self._feed(scope, receive, send)
+            return
         if scope["type"] != "http" or not scope["path"].startswith("/v2"):
             await self.app(scope, receive, send)
             return
+        if self.feeds:
+            await self._catch_up()
         chunks: list[bytes] = []
         answer: dict[str, Any] = {"status": 0, "body": []}
 
@@ -230,6 +273,78 @@ class Recorder:
                 f"sandex: could not record {scope['method']} {scope['path']}: {exc}",
                 file=sys.stderr,
             )
+
+    # -- feed connections into steps --
+
+    async def _feed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.wall:
+            self._comment(f"left out: WebSocket {scope['path']} (a wall clock's feed)")
+            await self.app(scope, receive, send)
+            return
+        self._feeds_opened += 1
+        feed = _Feed(f"stream{self._feeds_opened}", scope["path"])
+
+        async def send_recorded(message: Message) -> None:
+            kind = message["type"]
+            if kind == "websocket.accept":
+                self.feeds.append(feed)
+            elif kind == "websocket.send" and message.get("text") is not None:
+                feed.messages.append(orjson.loads(message["text"]))
+                feed.sent += 1
+            elif kind == "websocket.close":
+                feed.closed = (int(message.get("code", 1000)), str(message.get("reason") or ""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_recorded)
+        finally:
+            if feed in self.feeds:
+                self.feeds.remove(feed)
+                try:
+                    self._write_feed(feed, ending=True)
+                except Exception as exc:  # noqa: BLE001 - recording must not fail the feed
+                    print(f"sandex: could not record {feed.path}: {exc}", file=sys.stderr)
+
+    async def _catch_up(self) -> None:
+        """Wait until every open feed was given its first messages and sent everything the
+        hub queued for it, then write what they were sent, before this request's step."""
+        hub = self.engine.market_feed
+        deadline = time.monotonic() + FEED_CATCH_UP_SECONDS
+        while True:
+            live = [f for f in self.feeds if f.closed is None]
+            if (
+                hub.subscribers() == len(live)
+                and not hub.waiting()
+                and hub.pushed() == sum(f.sent for f in live)
+            ):
+                break
+            if time.monotonic() > deadline:
+                self._comment(
+                    "the feeds had not sent every published message in time: the"
+                    " expect_messages below may not replay"
+                )
+                break
+            await asyncio.sleep(0.001)
+        for feed in list(self.feeds):
+            self._write_feed(feed, ending=False)
+
+    def _write_feed(self, feed: _Feed, *, ending: bool) -> None:
+        if not feed.written:
+            if feed.closed is not None and not feed.messages:
+                code, reason = feed.closed
+                self._comment(f"left out: WebSocket {feed.path}, closed at once: {code} {reason}")
+                return
+            self._append({"stream": {"name": feed.name, "path": feed.path}})
+            feed.written = True
+        if feed.messages:
+            messages, feed.messages = feed.messages, []
+            check = {"stream": feed.name, "match": "exact", "messages": self._ids(messages)}
+            self._append({"expect_messages": check})
+        if ending:
+            if feed.closed is not None and feed.closed[0] != 1000:
+                code, reason = feed.closed
+                self._comment(f"the server closed {feed.name}: {code} {reason}")
+            self._append({"close_stream": feed.name})
 
     # -- requests into steps --
 

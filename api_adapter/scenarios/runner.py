@@ -9,6 +9,7 @@ step is an HTTP request, so a scenario exercises exactly what an integration wou
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from api_adapter.scenarios.targets import (
     BOOTSTRAP_SECRET,
     InProcess,
     Remote,
+    Stream,
+    StreamsUnsupported,
     Target,
 )
 from engine.kernel.clock import format_time, parse_time
@@ -34,11 +37,14 @@ from engine.tools.scenario_file import (
     ActorStep,
     AdvanceStep,
     BalancesStep,
+    CloseStreamStep,
+    MessagesStep,
     OrderStep,
     PriceStep,
     RequestStep,
     Scenario,
     SetToStep,
+    StreamStep,
     UnknownVariable,
     clock_variables,
     compare,
@@ -110,6 +116,7 @@ class Runner:
         self._tokens: dict[tuple[str, tuple[str, ...] | None], str] = {}
         self.default_actor = next(iter(scenario.actors), ADMIN)
         self.clock_mode = "manual"
+        self.streams: dict[str, Stream] = {}
 
     # -- HTTP helpers --
 
@@ -190,22 +197,27 @@ class Runner:
             work.append((f"actor {name}", partial(self._create_actor, name, spec)))
         for step in self.scenario.steps:
             work.append((_label(step), partial(self._step, step)))
-        for index, (label, action) in enumerate(work, start=1):
-            t0 = time.perf_counter()
-            diffs: list[str] = []
-            status: int | None = None
-            try:
-                status = action()
-            except _Mismatch as exc:
-                diffs, status = exc.diffs, exc.status
-            except (StepFailed, UnknownVariable, ValueError, KeyError) as exc:
-                diffs = [_describe(exc)]
-            step_result = StepResult(
-                index, label, not diffs, diffs, status, time.perf_counter() - t0
-            )
-            result.steps.append(step_result)
-            if self.on_step is not None:
-                self.on_step(step_result)
+        try:
+            for index, (label, action) in enumerate(work, start=1):
+                t0 = time.perf_counter()
+                diffs: list[str] = []
+                status: int | None = None
+                try:
+                    status = action()
+                except _Mismatch as exc:
+                    diffs, status = exc.diffs, exc.status
+                except (StepFailed, UnknownVariable, ValueError, KeyError) as exc:
+                    diffs = [_describe(exc)]
+                step_result = StepResult(
+                    index, label, not diffs, diffs, status, time.perf_counter() - t0
+                )
+                result.steps.append(step_result)
+                if self.on_step is not None:
+                    self.on_step(step_result)
+        finally:
+            for stream in self.streams.values():
+                stream.close()
+            self.streams.clear()
         result.seconds = time.perf_counter() - started
         return result
 
@@ -230,6 +242,12 @@ class Runner:
             return self._balances(step)
         if isinstance(step, OrderStep):
             return self._order(step)
+        if isinstance(step, StreamStep):
+            return self._open_stream(step)
+        if isinstance(step, MessagesStep):
+            return self._expect_messages(step)
+        if isinstance(step, CloseStreamStep):
+            return self._close_stream(step.close_stream)
         raise StepFailed(f"unknown step {type(step).__name__}")
 
     def _create_actor(self, name: str, spec: Actor | ActorStep) -> int:
@@ -343,6 +361,78 @@ class Runner:
             raise _Mismatch(diffs, r.status_code)
         return r.status_code
 
+    # -- WebSocket streams --
+
+    def _settle(self) -> None:
+        try:
+            self.target.settle(list(self.streams.values()))
+        except (StreamsUnsupported, TimeoutError) as exc:
+            raise StepFailed(str(exc)) from exc
+
+    def _open_stream(self, step: StreamStep) -> int | None:
+        """Open, and wait for the first messages (a book's SNAPSHOT, a market's last
+        trade), so that what follows is the same on every run."""
+        name = step.stream.name
+        if name in self.streams:
+            raise StepFailed(f"a stream named {name} is open already")
+        path = substitute(step.stream.path, self.variables)
+        try:
+            stream = self.target.open_stream(path)
+        except StreamsUnsupported as exc:
+            raise StepFailed(str(exc)) from exc
+        self.streams[name] = stream
+        self._settle()
+        if stream.closed is not None:
+            code, reason = stream.closed
+            del self.streams[name]
+            stream.close()
+            raise StepFailed(f"the server closed stream {name} at once: {code} {reason}".rstrip())
+        return None
+
+    def _expect_messages(self, step: MessagesStep) -> int | None:
+        check = step.expect_messages
+        stream = self.streams.get(check.stream)
+        if stream is None:
+            raise StepFailed(f"no open stream named {check.stream}")
+        self._settle()
+        got, stream.messages = stream.messages, []
+        wanted = self._with_clock(check.messages)
+        diffs = message_diffs(wanted, got, mode=check.match, ignore=check.ignore)
+        if stream.closed is not None:
+            code, reason = stream.closed
+            diffs.append(f"the server closed the stream: {code} {reason}".rstrip())
+        if diffs:
+            raise _Mismatch(diffs, None)
+        return None
+
+    def _close_stream(self, name: str) -> int | None:
+        stream = self.streams.pop(name, None)
+        if stream is None:
+            raise StepFailed(f"no open stream named {name}")
+        stream.close()
+        return None
+
+
+def message_diffs(
+    wanted: list[Any], got: list[Any], *, mode: str = "subset", ignore: list[str] | None = None
+) -> list[str]:
+    """Every difference between the messages expected and those received, in order: each
+    pair compared as a body, then each message missing or extra shown whole."""
+    diffs: list[str] = []
+    if len(wanted) != len(got):
+        diffs.append(f"expected {len(wanted)} messages, got {len(got)}")
+    for i, (e, a) in enumerate(zip(wanted, got, strict=False)):
+        diffs += [f"message {i + 1}: {d}" for d in compare(e, a, mode=mode, ignore=ignore or [])]
+    for i in range(len(got), len(wanted)):
+        diffs.append(f"message {i + 1}: missing (expected {_json(wanted[i])})")
+    for i in range(len(wanted), len(got)):
+        diffs.append(f"message {i + 1}: unexpected {_json(got[i])}")
+    return diffs
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": "))
+
 
 class _Mismatch(Exception):
     def __init__(self, diffs: list[str], status: int | None) -> None:
@@ -384,6 +474,13 @@ def _label(step: Any) -> str:
         return f"expect_balances {step.expect_balances.profile} {assets}{note}"
     if isinstance(step, OrderStep):
         return f"expect_order {step.expect_order.id}{note}"
+    if isinstance(step, StreamStep):
+        return f"stream {step.stream.name} {step.stream.path}{note}"
+    if isinstance(step, MessagesStep):
+        check = step.expect_messages
+        return f"expect_messages {check.stream} ({len(check.messages)}){note}"
+    if isinstance(step, CloseStreamStep):
+        return f"close_stream {step.close_stream}{note}"
     return type(step).__name__
 
 

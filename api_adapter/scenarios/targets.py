@@ -5,7 +5,10 @@ sandbox at a URL. The runner (api_adapter/scenarios/runner.py) sees only a `Targ
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,49 @@ from engine.store import private_files
 
 BOOTSTRAP_CLIENT = "sandex"
 BOOTSTRAP_SECRET = "sandex-secret"
+
+
+# How long a stream step waits for the feed's messages before it fails.
+STREAM_WAIT_SECONDS = 10.0
+
+
+class StreamsUnsupported(Exception):
+    """The target cannot run a stream step; the message says why."""
+
+
+class Stream:
+    """One open WebSocket feed of an in-process sandbox: what it received since the
+    last check, and the code and reason if the server closed it."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.received = 0
+        self.messages: list[Any] = []
+        self.closed: tuple[int, str] | None = None
+
+    def poll(self) -> None:
+        """Take what has arrived, without waiting."""
+        if self.closed is not None:
+            return
+
+        async def arrived() -> list[Any]:
+            queue = self.session._send_rx  # the test session's own stream of the app's sends
+            return [queue.receive_nowait() for _ in range(queue.statistics().current_buffer_used)]
+
+        for message in self.session.portal.call(arrived):
+            if message["type"] == "websocket.close":
+                self.closed = (int(message.get("code", 1000)), str(message.get("reason") or ""))
+                return
+            text = message.get("text")
+            self.messages.append(json.loads(text) if text is not None else message.get("bytes"))
+            self.received += 1
+
+    def close(self) -> None:
+        """Leave, and return once the app has ended the connection (it unsubscribed)."""
+        if self.closed is None:
+            self.session.close(1000)
+        self.closed = self.closed or (1000, "")
+        self.session.__exit__(None, None, None)
 
 
 class Target:
@@ -31,6 +77,13 @@ class Target:
 
     def log_hash(self) -> str | None:
         return None
+
+    def open_stream(self, path: str) -> Stream:
+        raise StreamsUnsupported("this target cannot open WebSocket streams")
+
+    def settle(self, streams: list[Stream]) -> None:
+        """Return once `streams` hold every message the feed has published so far."""
+        raise StreamsUnsupported("this target cannot open WebSocket streams")
 
 
 class _ASGI(httpx.BaseTransport):
@@ -101,6 +154,38 @@ class InProcess(Target):
     def log_hash(self) -> str | None:
         return self._hash
 
+    def open_stream(self, path: str) -> Stream:
+        """Through Starlette's test client: a portal thread runs the connection on its
+        own event loop, as a server's would, against this very app."""
+        with warnings.catch_warnings():  # its httpx deprecation; the HTTP steps use httpx
+            warnings.filterwarnings("ignore", "Using `httpx` with `starlette.testclient`")
+            from starlette.testclient import TestClient
+
+        session = TestClient(self.app).websocket_connect(path)
+        session.__enter__()
+        return Stream(session)
+
+    def settle(self, streams: list[Stream]) -> None:
+        """Deterministic, with no sleep for luck: the feed publishes a group before its
+        callers are answered, so once every open stream got its first messages and the
+        streams received as many messages as the hub queued to their subscribers,
+        nothing published is still on its way (docs/market-data.md)."""
+        feed = self.engine.market_feed
+        deadline = time.monotonic() + STREAM_WAIT_SECONDS
+        while True:
+            for stream in streams:
+                stream.poll()
+            live = [s for s in streams if s.closed is None]
+            received = sum(s.received for s in live)
+            if feed.subscribers() == len(live) and not feed.waiting() and feed.pushed() == received:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the feed's messages did not all arrive within {STREAM_WAIT_SECONDS:g}s"
+                    f" ({received} of {feed.pushed()})"
+                )
+            time.sleep(0.001)
+
 
 class _NoDelivery(Deliverer):
     """A replay records webhook registrations but POSTs nothing: it has no effect
@@ -120,3 +205,10 @@ class Remote(Target):
         self.client = httpx.Client(base_url=url.rstrip("/"), timeout=30)
         self.client_id = client_id
         self.client_secret = client_secret
+
+    def open_stream(self, path: str) -> Stream:
+        raise StreamsUnsupported(
+            "stream steps run in-process only: a served sandbox does not tell a client when"
+            " every message published so far has reached it, so an exact expectation of the"
+            " messages could not be checked (replay this scenario without --url)"
+        )

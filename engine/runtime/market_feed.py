@@ -44,7 +44,18 @@ class Subscriber:
     """One connection's queue of encoded messages: filled by publication (the committer's
     thread), emptied by the connection (its event loop). Never blocks the filler."""
 
-    __slots__ = ("kind", "markets", "wanted", "limit", "ready", "_wake", "_lock", "_items", "_end")
+    __slots__ = (
+        "kind",
+        "markets",
+        "wanted",
+        "limit",
+        "ready",
+        "pushed",
+        "_wake",
+        "_lock",
+        "_items",
+        "_end",
+    )
 
     def __init__(
         self, kind: str, markets: Sequence[str], limit: int, wake: Callable[[], None]
@@ -56,6 +67,7 @@ class Subscriber:
         self.wanted = frozenset(markets)
         self.limit = limit
         self.ready = False  # its first messages were sent; updates follow
+        self.pushed = 0  # messages queued in all, sent or not
         self._wake = wake
         self._lock = threading.Lock()
         self._items: list[str] = []
@@ -72,6 +84,7 @@ class Subscriber:
                 overflowed = True
             else:
                 self._items.extend(items)
+                self.pushed += len(items)
                 overflowed = False
         self._wake()
         return not overflowed
@@ -183,6 +196,18 @@ class MarketFeed:
     def subscribers(self) -> int:
         with self._lock:
             return len(self._subs) + len(self._pending)
+
+    def waiting(self) -> int:
+        """Subscribers not yet given their first messages (a replay waits for none)."""
+        with self._lock:
+            return len(self._pending) + sum(1 for sub in self._subs if not sub.ready)
+
+    def pushed(self) -> int:
+        """Messages queued to the current subscribers in all: once their clients have
+        received this many, they hold everything published so far (how a replay knows
+        no message is still on its way, docs/scenarios.md)."""
+        with self._lock:
+            return sum(sub.pushed for sub in (*self._subs, *self._pending))
 
     # -- the writer thread ----------------------------------------------------------------
 

@@ -211,7 +211,69 @@ class OrderStep(_Model):
     expect_order: OrderCheck
 
 
-Step = RequestStep | AdvanceStep | SetToStep | PriceStep | ActorStep | BalancesStep | OrderStep
+# The WebSocket feeds a stream step may open (docs/market-data.md).
+STREAM_PATHS = ("/marketdata", "/executiondata")
+
+
+class StreamOpen(_Model):
+    """A WebSocket feed opened under a name, read until `close_stream` or the end."""
+
+    name: str
+    path: str
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"stream name {v!r} invalid: a plain identifier")
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        if v.split("/")[1:2] not in ([p[1:]] for p in STREAM_PATHS):
+            feeds = " or ".join(f"{p}[/{{market}}]" for p in STREAM_PATHS)
+            raise ValueError(f"stream path {v!r} invalid: a feed is {feeds}")
+        return v
+
+
+class StreamStep(_Model):
+    note: str | None = None
+    stream: StreamOpen
+
+
+class MessagesCheck(_Model):
+    """The messages a stream received since it was opened or last checked: as many as
+    listed, in order, each compared as `expect` compares a body."""
+
+    stream: str
+    messages: list[Any]
+    match: Literal["subset", "exact"] = "subset"
+    ignore: list[str] = Field(default_factory=list)
+
+
+class MessagesStep(_Model):
+    note: str | None = None
+    expect_messages: MessagesCheck
+
+
+class CloseStreamStep(_Model):
+    note: str | None = None
+    close_stream: str
+
+
+Step = (
+    RequestStep
+    | AdvanceStep
+    | SetToStep
+    | PriceStep
+    | ActorStep
+    | BalancesStep
+    | OrderStep
+    | StreamStep
+    | MessagesStep
+    | CloseStreamStep
+)
 _STEP_KINDS: dict[str, type[_Model]] = {
     "request": RequestStep,
     "advance": AdvanceStep,
@@ -220,6 +282,9 @@ _STEP_KINDS: dict[str, type[_Model]] = {
     "create_actor": ActorStep,
     "expect_balances": BalancesStep,
     "expect_order": OrderStep,
+    "stream": StreamStep,
+    "expect_messages": MessagesStep,
+    "close_stream": CloseStreamStep,
 }
 
 
@@ -263,7 +328,9 @@ class Scenario(_Model):
     def _steps(cls, v: Any) -> Any:
         if not isinstance(v, list):
             raise ValueError("steps is a list")
-        return [_step(i, raw) for i, raw in enumerate(v)]
+        steps = [_step(i, raw) for i, raw in enumerate(v)]
+        _check_streams(steps)
+        return steps
 
     def settings_model(self) -> Settings:
         return engine_settings(self.settings)
@@ -290,6 +357,29 @@ def _step(index: int, raw: Any) -> _Model:
         raise ValueError(f"step {index + 1} needs exactly one of {allowed} (found {found})")
     model = _STEP_KINDS[kinds[0]]
     return model.model_validate(raw)
+
+
+def _check_streams(steps: list[_Model]) -> None:
+    """A stream is opened before it is read or closed, and a name is open once at a time."""
+    open_: set[str] = set()
+    for index, step in enumerate(steps, start=1):
+        if isinstance(step, StreamStep):
+            if step.stream.name in open_:
+                raise ValueError(f"step {index}: a stream named {step.stream.name} is open already")
+            open_.add(step.stream.name)
+            continue
+        if isinstance(step, MessagesStep):
+            name = step.expect_messages.stream
+        elif isinstance(step, CloseStreamStep):
+            name = step.close_stream
+        else:
+            continue
+        if name not in open_:
+            raise ValueError(
+                f"step {index}: no open stream named {name} (open it with a stream step)"
+            )
+        if isinstance(step, CloseStreamStep):
+            open_.discard(name)
 
 
 def load(text: str, source: str = "<scenario>") -> Scenario:

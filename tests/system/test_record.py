@@ -256,3 +256,42 @@ def test_a_wall_clock_session_replays_on_virtual_time(tmp_path: Path, served: li
         [*SANDEX, "replay", str(recording)], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+def test_a_recorded_feed_session_replays_its_messages(tmp_path: Path, served: list[Served]) -> None:
+    """A feed connection becomes a stream step, what it was sent expect_messages before
+    the next step, and its end close_stream: the replay expects every message where the
+    recording saw it."""
+    from websockets.sync.client import connect
+
+    recording = tmp_path / "feeds.yaml"
+    live = Served(tmp_path / "feeds.db", *FLAGS, "--record", str(recording))
+    served.append(live)
+    admin = live.token("sandex", "sandex-secret")
+    c = httpx.Client(base_url=live.base, headers=admin)
+    ws_base = live.base.replace("http://", "ws://")
+    deposit = {"asset": "USD", "amount": "100000"}
+    assert c.post("/v2/sandbox/profiles/default/deposit", json=deposit).status_code == 200
+    with (
+        connect(f"{ws_base}/marketdata/BTCUSD", open_timeout=10) as book,
+        connect(f"{ws_base}/executiondata/BTCUSD", open_timeout=10) as trades,
+    ):
+        assert book.recv(timeout=10)  # the snapshot
+        for price in ("40000.00", "45000.00"):  # one rests, one crosses
+            order = {"market": "BTCUSD", "side": "BUY", "type": "LIMIT", "price": price}
+            r = c.post("/v2/profiles/default/orders", json={**order, "base_amount": "0.5"})
+            assert r.status_code == 200, r.text
+        assert trades.recv(timeout=10)
+        assert c.post("/v2/sandbox/clock", json={"advance_seconds": 5}).status_code == 200
+        assert book.recv(timeout=10)
+    c.get("/v2/markets/BTCUSD/order-book")
+    c.close()
+    live.stop()
+    scenario = load_file(recording)
+    kinds = [next(iter(step.model_dump(exclude_none=True))) for step in scenario.steps]
+    assert kinds.count("stream") == 2 and kinds.count("close_stream") == 2
+    assert kinds.count("expect_messages") >= 4
+    text = recording.read_text()
+    assert "type: SNAPSHOT" in text and "match_number:" in text and "price: '40000.00'" in text
+    result = run_in_process(scenario, check_invariants=True)
+    assert result.ok, [(s.label, s.diffs) for s in result.failed]

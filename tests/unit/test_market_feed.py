@@ -105,3 +105,27 @@ def test_connections_opening_together_ask_the_writer_for_one_group(tmp_path: Pat
         engine.execute(Tick())
         assert _messages(first) == _messages(second) != []
         assert feed.subscribe(third) is True
+
+
+def test_the_hub_counts_who_waits_for_first_messages_and_every_message_queued(
+    tmp_path: Path,
+) -> None:
+    """What a replay waits on (docs/scenarios.md): no subscriber waiting, and as many
+    messages received as the hub queued to the current subscribers."""
+    with open_engine(tmp_path / "f.db", make_settings()) as engine:
+        feed = engine.market_feed
+        book = _subscriber()
+        feed.subscribe(book)
+        assert (feed.waiting(), feed.pushed()) == (1, 0)
+        engine.execute(Tick())
+        assert (feed.waiting(), feed.pushed()) == (0, 1)  # the snapshot
+        engine.execute(AdvanceClock(to=START.replace(minute=1)))
+        moved = len(_messages(book)) - 1
+        assert moved > 0 and feed.pushed() == 1 + moved
+        later = _subscriber(("ETHUSD",))
+        feed.subscribe(later)
+        assert feed.waiting() == 1
+        engine.execute(Tick())
+        assert (feed.waiting(), feed.pushed()) == (0, 2 + moved)
+        feed.unsubscribe(book)
+        assert feed.pushed() == 1  # a subscriber gone takes its count with it
