@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.identity_helpers import approved_account, person
 from tests.support.reference import assert_matches, full_schema
 from tests.support.transfer_helpers import PROBLEMS
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait
@@ -497,3 +498,31 @@ def test_a_withdrawals_changes_are_posted_to_the_webhook(sandbox_factory: Any) -
     posted = [json.loads(body) for _, body in receiver.received]
     mine = [e["type"] for e in posted if e["object"]["id"] == made["id"]]
     assert mine == ["transfer.wire_withdrawal.pending", "transfer.wire_withdrawal.completed"]
+
+
+def _named(sb: Any, fiat_account_id: str, identity_id: str, account_id: str) -> Any:
+    """A withdrawal naming an identity and its account (the body's `account_id`)."""
+    body = {"profile_id": "default", "asset": "USD", "fiat_account_id": fiat_account_id}
+    body |= {"amount": "100.00", "identity_id": identity_id, "account_id": account_id}
+    return sb.post(WITHDRAWALS, body)
+
+
+def test_a_fiat_withdrawal_naming_an_identity_follows_the_create_order_rule(
+    sandbox: Any,
+) -> None:
+    """As crypto withdrawals: the identity must be the caller's, APPROVED, and act for
+    the account."""
+    sandbox.deposit("USD", "1000")
+    target = _approved(sandbox)["id"]
+    identity, acct = approved_account(sandbox)
+    r = _named(sandbox, target, identity, acct)
+    assert r.status_code == 200, r.text
+    assert (r.json()["identity_id"], r.json()["account_id"]) == (identity, acct)
+    pending = person(sandbox, first_name="Pat")["id"]
+    refused = _named(sandbox, target, pending, acct)
+    assert refused.status_code == 403, refused.text
+    assert "only an APPROVED identity may withdraw" in refused.json()["detail"]
+    unknown = _named(sandbox, target, "nope", acct)
+    assert unknown.status_code == 404, unknown.text
+    held = sandbox.balance("USD")["available"]
+    assert held == "870", held  # only the first (100 and the 30 wire fee) was held

@@ -1,4 +1,4 @@
-"""The rule of the create-order interface, and of withdrawals and deposit addresses that
+"""The rule of the create-order interface, and of (crypto and fiat) withdrawals and deposit addresses that
 name an identity: "the identity must be allowed to trade for the account". It holds for
 a customer that integrates with identities (has created one): the named identity must
 be the customer's, APPROVED, and a member of the named account (its primary identity,

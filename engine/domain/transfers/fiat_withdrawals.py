@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.config.settings import Settings
 from engine.domain.customers import active_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -71,6 +72,7 @@ def create_fiat_withdrawal(ctx: Ctx, cmd: CreateFiatWithdrawal) -> dict[str, Any
         raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")
     profile = active_profile(state, cmd.actor.customer_id, cmd.profile_id)
     profile_id = profile["id"]
+    check_acting(state, cmd.actor.customer_id, cmd.identity_id, cmd.account_id, action="withdraw")
     account = owned_account(state, cmd.actor.customer_id, cmd.fiat_account_id)
     if account is None:
         raise NotFound("fiat account not found with requested ID")
