@@ -1,6 +1,7 @@
-"""The rule of the create-order interface, and of (crypto and fiat) withdrawals and deposit addresses that
-name an identity: "the identity must be allowed to trade for the account". It holds for
-a customer that integrates with identities (has created one): the named identity must
+"""The rule of the create-order interface, and of withdrawals (crypto and fiat) and
+deposit addresses that name an identity: "the identity must be allowed to trade for
+the account". It holds for a customer that integrates with identities (has created
+one): the named identity must
 be the customer's, APPROVED, and a member of the named account (its primary identity,
 or a member) with a role that acts for it (BENEFICIAL_OWNER, AUTHORIZED_USER; a
 FINANCIAL_ADVISOR advises), and the account must not be disabled.
