@@ -165,7 +165,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     if (cmd.identity_id is None) != (cmd.identity_account_id is None):
         missing = "identity_account_id" if cmd.identity_account_id is None else "identity_id"
         raise Invalid("identity_id and identity_account_id must be sent together", field=missing)
-    metadata = check_metadata(cmd.metadata)
+    metadata = check_metadata(cmd.metadata) if cmd.metadata is not None else None
     if cmd.await_fill_millis is not None and not 0 <= cmd.await_fill_millis <= MAX_AWAIT_MILLIS:
         raise Invalid(
             f"await_fill_millis invalid: must be between 0 and {MAX_AWAIT_MILLIS}",
@@ -239,7 +239,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         needed = base
     pid = profile["id"]
     funds = available(pid)
-    have = state.ledger.balance(funds, asset)
+    have = state.ledger.balances.get((funds, asset), ZERO)  # `Ledger.balance`
     if needed > have:
         raise InsufficientFunds(pid, asset, format_normal(have), format_normal(needed))
     order_id = ctx.ids.uuid()
