@@ -18,7 +18,10 @@ run decides exactly the same commands and ends at the same log position (checked
 - with persistence / memory store: the commands submitted through the writer thread
   (group commit, at most 4,096 in flight) of an engine on SQLite (FULL), beside the same
   commands run inline on a memory store (wall clock), alternately in each round; the
-  ratio is paired by round. (The writer thread on a memory store is no baseline: its
+  ratio is paired by round. Beside it the same in CPU: the memory store's inline loop
+  (its thread's CPU) over the engine threads' CPU with persistence (/proc/self/task,
+  as bench_wal), which a machine busy with other work disturbs far less than the wall
+  clock. (The writer thread on a memory store is no baseline: its
   commits hold the GIL, and the hand-over between the writer and the committer thread
   leaves both idle.)
 """
@@ -44,6 +47,7 @@ from bench._common import fmt_rate, machine, measured_tree  # noqa: E402
 ROOT = measured_tree()
 
 from bench.bench_matching import CUSTOMERS, _commands, workload  # noqa: E402
+from bench.bench_wal import _engine_cpu  # noqa: E402
 from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, CancelOrder, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.read.readmodels import TABLES  # noqa: E402
@@ -137,16 +141,15 @@ def count_calls(commands: list[Any]) -> tuple[float, float, float]:
     return (counts[0] + counts[1]) / n, counts[1] / n, counts[2] / n
 
 
-def cpu_per_order(commands: list[Any], wall: bool = False) -> float:
-    """Process CPU seconds (or wall seconds) per command of the inline loop on a memory
-    store."""
+def cpu_per_order(commands: list[Any]) -> tuple[float, float]:
+    """CPU seconds and wall seconds per command of the inline loop on a memory store."""
     engine = _memory_engine()
     _funded(engine, inline=True)
     gc.collect()
-    clock = time.perf_counter if wall else time.process_time
-    started = clock()
+    cpu, wall = time.thread_time(), time.perf_counter()
     _inline(engine, commands)
-    return (clock() - started) / len(commands)
+    n = len(commands)
+    return (time.thread_time() - cpu) / n, (time.perf_counter() - wall) / n
 
 
 def _drive(engine: Engine, commands: list[Any], window: int = 4096) -> float:
@@ -165,18 +168,21 @@ def _drive(engine: Engine, commands: list[Any], window: int = 4096) -> float:
     return time.perf_counter() - started
 
 
-def through_writer(engine: Engine, commands: list[Any], end: int) -> float:
-    """Commands per second through `engine`'s writer thread."""
+def through_writer(engine: Engine, commands: list[Any], end: int) -> tuple[float, float]:
+    """Commands per second through `engine`'s writer thread, and the CPU seconds of the
+    engine's threads (writer, committer, checkpointer) per command."""
     engine.start()
     try:
         _funded(engine, inline=False)
         gc.collect()
+        cpu = _engine_cpu()
         seconds = _drive(engine, commands)
+        cpu = _engine_cpu() - cpu
         if engine.state.position != end:
             raise SystemExit(f"the run ended at {engine.state.position}, not {end}")
     finally:
         engine.stop()
-    return len(commands) / seconds
+    return len(commands) / seconds, cpu / len(commands)
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -199,19 +205,22 @@ def main() -> int:
     print(f"\nunit tier (memory store, run inline), first {len(counted):,} commands:")
     print(f"  Python calls per order: {calls:.1f} ({decided:.1f} in the decision)")
     print(f"  C calls per order: {c_calls:.1f}")
-    cpu = [cpu_per_order(commands) * 1e6 for _ in range(args.rounds)]
+    cpu = [cpu_per_order(commands)[0] * 1e6 for _ in range(args.rounds)]
     print(f"  CPU per order: {_spread(cpu, '.1f')} µs, median of {args.rounds}")
-    memory, persisted, ratios = [], [], []
+    memory, persisted, ratios, cpu_m, cpu_p, cpu_ratios = [], [], [], [], [], []
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sandex-bench-") as tmp:
         for i in range(args.rounds):
-            rate_m = 1 / cpu_per_order(commands, wall=True)
+            cpu_mem, wall_mem = cpu_per_order(commands)
             db = Path(tmp) / f"orders-{i}.db"
-            rate_p = through_writer(open_engine(db, _settings()), commands, end)
+            rate_p, cpu_per = through_writer(open_engine(db, _settings()), commands, end)
             problems += verify(str(db))
-            memory.append(rate_m)
+            memory.append(1 / wall_mem)
             persisted.append(rate_p)
-            ratios.append(rate_p / rate_m)
+            ratios.append(rate_p * wall_mem)
+            cpu_m.append(cpu_mem * 1e6)
+            cpu_p.append(cpu_per * 1e6)
+            cpu_ratios.append(cpu_mem / cpu_per)
     print(f"\n{len(commands):,} commands, {args.rounds} rounds, the two alternated:")
     print(
         f"  decided on the memory store (inline)  {fmt_rate(statistics.median(memory)):>12}"
@@ -222,6 +231,9 @@ def main() -> int:
         f" (min {fmt_rate(min(persisted))}, max {fmt_rate(max(persisted))})"
     )
     print(f"  ratio persistence / memory store: {_spread(ratios, '.2f')}")
+    print(f"  CPU per order, memory store (inline): {_spread(cpu_m, '.1f')} µs")
+    print(f"  CPU per order, with persistence (engine threads): {_spread(cpu_p, '.1f')} µs")
+    print(f"  CPU ratio memory store / persistence: {_spread(cpu_ratios, '.2f')}")
     print(f"  sandex verify: {'OK' if not problems else problems[0]}")
     return 0
 

@@ -272,6 +272,29 @@ BENCHES = {
         },
         timeout=1800,
     ),
+    "decide": Bench(
+        "bench_decide.py",
+        ["--orders", "20000", "--count-orders", "3000", "--rounds", "5"],
+        ["--orders", "2000", "--count-orders", "500", "--rounds", "2"],
+        1,
+        {
+            "calls": rf"Python calls per order: {NUM}",
+            "decided_calls": rf"Python calls per order: .*?\({NUM} in the decision",
+            "cpu_us": rf"CPU per order: {NUM}",
+            "cpu_us_min": rf"CPU per order: .*?min {NUM}",
+            "cpu_us_max": rf"CPU per order: .*?max {NUM}",
+            "memory": rf"decided on the memory store \(inline\)\s+{NUM}/s",
+            "persisted": rf"with persistence \(SQLite FULL, writer thread\)\s+{NUM}/s",
+            "persisted_min": rf"with persistence \(SQLite FULL.*?min {NUM}/s",
+            "persisted_max": rf"with persistence \(SQLite FULL.*?max {NUM}/s",
+            "persisted_ratio": rf"ratio persistence / memory store: {NUM}",
+            "persisted_ratio_min": rf"ratio persistence / memory store: .*?min {NUM}",
+            "persisted_ratio_max": rf"ratio persistence / memory store: .*?max {NUM}",
+            "cpu_ratio": rf"CPU ratio memory store / persistence: {NUM}",
+            "cpu_ratio_min": rf"CPU ratio memory store / persistence: .*?min {NUM}",
+            "cpu_ratio_max": rf"CPU ratio memory store / persistence: .*?max {NUM}",
+        },
+    ),
     "wal": Bench(
         "bench_wal.py",
         ["--orders", "6000", "--runs", "1"],
@@ -635,6 +658,44 @@ def table() -> list[str]:
                 _verify(wal),
             )
         )
+    # 11. issue 20: deciding with fewer calls, and persistence beside the memory store
+    dc = BENCHES["decide"]
+    for label, name, goal in (
+        ("Python calls per order, decided on the memory store (unit tier)", "calls", "report"),
+        ("CPU per order, decided on the memory store (unit tier)", "cpu_us", "report"),
+    ):
+        stat = in_process(dc, name, f"{dc.arg('--rounds')} in one process")
+        if name == "calls" and stat is not None:
+            stat = Stat(stat.median, stat.median, stat.median, "a count (1 run)")
+        rows.append(_row(label, stat, lambda x: f"{x:,.1f}", "—", None, goal, None, "—", "—"))
+    ratio = in_process(dc, "persisted_ratio", f"{dc.arg('--rounds')} rounds in one process")
+    rows.append(
+        _row(
+            "orders/s, engine with persistence (FULL, writer thread)",
+            in_process(dc, "persisted", f"{dc.arg('--rounds')} rounds in one process"),
+            _rate,
+            base("the same commands decided on the memory store", med(dc, "memory")),
+            None if ratio is None else ratio.median,
+            "≥ 0.70",
+            None if ratio is None else ratio.median >= 0.7,
+            "—",
+            _verify(dc),
+        )
+    )
+    cpu_ratio = in_process(dc, "cpu_ratio", f"{dc.arg('--rounds')} rounds in one process")
+    rows.append(
+        _row(
+            "the same in CPU per order: memory store (inline) over the engine's threads (FULL)",
+            cpu_ratio,
+            lambda x: f"{x:.2f}",
+            "—",
+            None,
+            "report",
+            None,
+            "—",
+            _verify(dc),
+        )
+    )
     rows += postgres_rows(BENCHES["postgres"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
