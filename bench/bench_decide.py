@@ -1,6 +1,6 @@
 """Deciding orders: Python calls and CPU per order on the memory store (the unit tier:
 deciders, appliers, read-model rows, no SQLite), and the engine with persistence beside
-the same commands decided on the memory store, measured in the same run.
+the same commands decided alone on the memory store, measured in the same run.
 
     python bench/bench_decide.py [--orders 20000] [--count-orders 3000] [--rounds 5]
 
@@ -15,20 +15,22 @@ run decides exactly the same commands and ends at the same log position (checked
   the observers they chain), the rest is the group's read-model rows and the store.
 - CPU per order: process CPU of the same inline loop, without the profiler, median of
   the rounds.
-- with persistence / memory store: the commands submitted through the writer thread
+- with persistence / decided alone: the commands submitted through the writer thread
   (group commit, at most 4,096 in flight) of an engine on SQLite (FULL), beside the same
-  commands run inline on a memory store (wall clock), alternately in each round; the
-  ratio is paired by round. Beside it the same in CPU: the memory store's inline loop
-  (its thread's CPU) over the engine threads' CPU with persistence (/proc/self/task,
-  as bench_wal), which a machine busy with other work disturbs far less than the wall
-  clock. (The writer thread on a memory store is no baseline: its
-  commits hold the GIL, and the hand-over between the writer and the committer thread
-  leaves both idle.)
+  commands decided alone (the writer's `_handle`: deciders, appliers, observers; no
+  read-model rows, no store write, as bench_matching's "decide + apply") on an engine on
+  the memory store, alternately in each round; the ratio is paired by round. Beside it
+  the same in CPU: deciding alone (its thread's CPU) over the engine threads' CPU with
+  persistence (/proc/self/task, as bench_wal), which a machine busy with other work
+  disturbs far less than the wall clock. (The writer thread on a memory store is no
+  baseline: its commits hold the GIL, and the hand-over between the writer and the
+  committer thread leaves both idle.)
 """
 
 from __future__ import annotations
 
 import argparse
+import decimal
 import gc
 import statistics
 import sys
@@ -50,6 +52,8 @@ from bench.bench_matching import CUSTOMERS, _commands, workload  # noqa: E402
 from bench.bench_wal import _engine_cpu  # noqa: E402
 from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, CancelOrder, CreateCustomer, SandboxDeposit  # noqa: E402
+from engine.kernel.errors import DomainError  # noqa: E402
+from engine.kernel.money import CONTEXT  # noqa: E402
 from engine.read.readmodels import TABLES  # noqa: E402
 from engine.store import MemoryEventStore  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
@@ -141,15 +145,40 @@ def count_calls(commands: list[Any]) -> tuple[float, float, float]:
     return (counts[0] + counts[1]) / n, counts[1] / n, counts[2] / n
 
 
-def cpu_per_order(commands: list[Any]) -> tuple[float, float]:
-    """CPU seconds and wall seconds per command of the inline loop on a memory store."""
+def cpu_per_order(commands: list[Any]) -> float:
+    """CPU seconds per command of the inline loop on a memory store."""
     engine = _memory_engine()
     _funded(engine, inline=True)
     gc.collect()
-    cpu, wall = time.thread_time(), time.perf_counter()
+    started = time.thread_time()
     _inline(engine, commands)
-    n = len(commands)
-    return (time.thread_time() - cpu) / n, (time.perf_counter() - wall) / n
+    return (time.thread_time() - started) / len(commands)
+
+
+def decided_only(commands: list[Any], end: int) -> tuple[float, float]:
+    """CPU and wall seconds per command of deciding alone (deciders, appliers and their
+    observers, through the writer's `_handle`) on an engine on a memory store: no
+    read-model rows, no store write, no group (bench_matching's "decide + apply")."""
+    engine = _memory_engine()
+    _funded(engine, inline=True)
+    handle = engine._handle
+    state = engine.state
+    pending = engine._pending
+    gc.collect()
+    cpu, wall = time.thread_time(), time.perf_counter()
+    with decimal.localcontext(CONTEXT):
+        for command in commands:
+            try:  # noqa: SIM105 - a `with suppress` per command would be measured too
+                handle(command)
+            except DomainError:
+                pass  # a refused order is part of the workload
+            pending.clear()
+            state.dirty.clear()
+            state.appended = []  # what a commit hands to the store
+    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    if state.position != end:
+        raise SystemExit(f"deciding alone ended at {state.position}, not {end}")
+    return cpu / len(commands), wall / len(commands)
 
 
 def _drive(engine: Engine, commands: list[Any], window: int = 4096) -> float:
@@ -205,13 +234,13 @@ def main() -> int:
     print(f"\nunit tier (memory store, run inline), first {len(counted):,} commands:")
     print(f"  Python calls per order: {calls:.1f} ({decided:.1f} in the decision)")
     print(f"  C calls per order: {c_calls:.1f}")
-    cpu = [cpu_per_order(commands)[0] * 1e6 for _ in range(args.rounds)]
+    cpu = [cpu_per_order(commands) * 1e6 for _ in range(args.rounds)]
     print(f"  CPU per order: {_spread(cpu, '.1f')} µs, median of {args.rounds}")
     memory, persisted, ratios, cpu_m, cpu_p, cpu_ratios = [], [], [], [], [], []
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sandex-bench-") as tmp:
         for i in range(args.rounds):
-            cpu_mem, wall_mem = cpu_per_order(commands)
+            cpu_mem, wall_mem = decided_only(commands, end)
             db = Path(tmp) / f"orders-{i}.db"
             rate_p, cpu_per = through_writer(open_engine(db, _settings()), commands, end)
             problems += verify(str(db))
@@ -223,17 +252,17 @@ def main() -> int:
             cpu_ratios.append(cpu_mem / cpu_per)
     print(f"\n{len(commands):,} commands, {args.rounds} rounds, the two alternated:")
     print(
-        f"  decided on the memory store (inline)  {fmt_rate(statistics.median(memory)):>12}"
+        f"  decided alone on the memory store      {fmt_rate(statistics.median(memory)):>12}"
         f" (min {fmt_rate(min(memory))}, max {fmt_rate(max(memory))})"
     )
     print(
         f"  with persistence (SQLite FULL, writer thread) {fmt_rate(statistics.median(persisted)):>12}"
         f" (min {fmt_rate(min(persisted))}, max {fmt_rate(max(persisted))})"
     )
-    print(f"  ratio persistence / memory store: {_spread(ratios, '.2f')}")
-    print(f"  CPU per order, memory store (inline): {_spread(cpu_m, '.1f')} µs")
+    print(f"  ratio persistence / decided alone: {_spread(ratios, '.2f')}")
+    print(f"  CPU per order, decided alone: {_spread(cpu_m, '.1f')} µs")
     print(f"  CPU per order, with persistence (engine threads): {_spread(cpu_p, '.1f')} µs")
-    print(f"  CPU ratio memory store / persistence: {_spread(cpu_ratios, '.2f')}")
+    print(f"  CPU ratio decided alone / persistence: {_spread(cpu_ratios, '.2f')}")
     print(f"  sandex verify: {'OK' if not problems else problems[0]}")
     return 0
 

@@ -283,16 +283,16 @@ BENCHES = {
             "cpu_us": rf"CPU per order: {NUM}",
             "cpu_us_min": rf"CPU per order: .*?min {NUM}",
             "cpu_us_max": rf"CPU per order: .*?max {NUM}",
-            "memory": rf"decided on the memory store \(inline\)\s+{NUM}/s",
+            "memory": rf"decided alone on the memory store\s+{NUM}/s",
             "persisted": rf"with persistence \(SQLite FULL, writer thread\)\s+{NUM}/s",
             "persisted_min": rf"with persistence \(SQLite FULL.*?min {NUM}/s",
             "persisted_max": rf"with persistence \(SQLite FULL.*?max {NUM}/s",
-            "persisted_ratio": rf"ratio persistence / memory store: {NUM}",
-            "persisted_ratio_min": rf"ratio persistence / memory store: .*?min {NUM}",
-            "persisted_ratio_max": rf"ratio persistence / memory store: .*?max {NUM}",
-            "cpu_ratio": rf"CPU ratio memory store / persistence: {NUM}",
-            "cpu_ratio_min": rf"CPU ratio memory store / persistence: .*?min {NUM}",
-            "cpu_ratio_max": rf"CPU ratio memory store / persistence: .*?max {NUM}",
+            "persisted_ratio": rf"ratio persistence / decided alone: {NUM}",
+            "persisted_ratio_min": rf"ratio persistence / decided alone: .*?min {NUM}",
+            "persisted_ratio_max": rf"ratio persistence / decided alone: .*?max {NUM}",
+            "cpu_ratio": rf"CPU ratio decided alone / persistence: {NUM}",
+            "cpu_ratio_min": rf"CPU ratio decided alone / persistence: .*?min {NUM}",
+            "cpu_ratio_max": rf"CPU ratio decided alone / persistence: .*?max {NUM}",
         },
     ),
     "wal": Bench(
@@ -662,7 +662,7 @@ def table() -> list[str]:
     dc = BENCHES["decide"]
     for label, name, goal in (
         ("Python calls per order, decided on the memory store (unit tier)", "calls", "report"),
-        ("CPU per order, decided on the memory store (unit tier)", "cpu_us", "report"),
+        ("CPU per order (µs), decided on the memory store (unit tier)", "cpu_us", "report"),
     ):
         stat = in_process(dc, name, f"{dc.arg('--rounds')} in one process")
         if name == "calls" and stat is not None:
@@ -674,7 +674,7 @@ def table() -> list[str]:
             "orders/s, engine with persistence (FULL, writer thread)",
             in_process(dc, "persisted", f"{dc.arg('--rounds')} rounds in one process"),
             _rate,
-            base("the same commands decided on the memory store", med(dc, "memory")),
+            base("the same commands decided alone on the memory store", med(dc, "memory")),
             None if ratio is None else ratio.median,
             "≥ 0.70",
             None if ratio is None else ratio.median >= 0.7,
@@ -685,7 +685,7 @@ def table() -> list[str]:
     cpu_ratio = in_process(dc, "cpu_ratio", f"{dc.arg('--rounds')} rounds in one process")
     rows.append(
         _row(
-            "the same in CPU per order: memory store (inline) over the engine's threads (FULL)",
+            "the same in CPU per order: deciding alone over the engine's threads (FULL)",
             cpu_ratio,
             lambda x: f"{x:.2f}",
             "—",
