@@ -52,9 +52,11 @@ PUBLIC_ENGINE_NAMES = {"Engine", "Settings"}
 # figures that measure no sandex code (the noise shows in them) or are counts, not speed
 REFERENCE = re.compile(r"^(raw|raw_min|raw_max|scan|plain|ma_theirs|trivial_\w+|trivial\.[\w.]+)$")
 COUNT = re.compile(r"^(replay_n|matching_n|tail|.*\.offered)$")
-# lower is better: latencies, seconds, bytes, MB, KiB, µs, the wall-time ratio to backtesting.py
+# lower is better: latencies, seconds, bytes, MB, KiB, µs, the wall-time ratio to
+# backtesting.py, calls per order
 LOWER = re.compile(
-    r"(\.(p50|p99|p99\.9|max)$|_s$|^startup|_mb$|^per_order$|^ma_ours$|^ma_ratio$|_kib$|_us$)"
+    r"(\.(p50|p99|p99\.9|max)$|_s$|^startup|_mb$|^per_order$|^ma_ours$|^ma_ratio$|_kib$"
+    r"|_us(_min|_max)?$|calls$)"
 )
 
 

@@ -5,8 +5,8 @@
 Each benchmark is a plain script that runs alone; this runs each as a separate process
 (five times; bench_store once, repeating each of its figures five times inside its one
 process because it builds a 1,000,000-event log first; bench_scenarios, which has no
-figure of issue 8, once; bench_sweep and bench_cli once, each with its five rounds in
-one process), reads the figures from what it prints, and writes for each figure the
+figure of issue 8, once; bench_sweep, bench_cli and bench_decide once, each with its
+five rounds in one process), reads the figures from what it prints, and writes for each figure the
 median with min and max over
 the runs, the baseline measured in the same run and the median of the per-run ratios to
 it, the goal of issue 8 with met / not met, the open-loop latencies of the HTTP routes
@@ -292,6 +292,29 @@ BENCHES = {
             "pg_acknowledged": rf"acknowledged writes: {NUM}",
         },
         timeout=1800,
+    ),
+    "decide": Bench(
+        "bench_decide.py",
+        ["--orders", "20000", "--count-orders", "3000", "--rounds", "5"],
+        ["--orders", "2000", "--count-orders", "500", "--rounds", "2"],
+        1,
+        {
+            "calls": rf"Python calls per order: {NUM}",
+            "decided_calls": rf"Python calls per order: .*?\({NUM} in the decision",
+            "cpu_us": rf"CPU per order: {NUM}",
+            "cpu_us_min": rf"CPU per order: .*?min {NUM}",
+            "cpu_us_max": rf"CPU per order: .*?max {NUM}",
+            "memory": rf"decided alone on the memory store\s+{NUM}/s",
+            "persisted": rf"with persistence \(SQLite FULL, writer thread\)\s+{NUM}/s",
+            "persisted_min": rf"with persistence \(SQLite FULL.*?min {NUM}/s",
+            "persisted_max": rf"with persistence \(SQLite FULL.*?max {NUM}/s",
+            "persisted_ratio": rf"ratio persistence / decided alone: {NUM}",
+            "persisted_ratio_min": rf"ratio persistence / decided alone: .*?min {NUM}",
+            "persisted_ratio_max": rf"ratio persistence / decided alone: .*?max {NUM}",
+            "cpu_ratio": rf"CPU ratio decided alone / persistence: {NUM}",
+            "cpu_ratio_min": rf"CPU ratio decided alone / persistence: .*?min {NUM}",
+            "cpu_ratio_max": rf"CPU ratio decided alone / persistence: .*?max {NUM}",
+        },
     ),
     "wal": Bench(
         "bench_wal.py",
@@ -656,11 +679,57 @@ def table() -> list[str]:
                 _verify(wal),
             )
         )
+    rows += decide_rows(BENCHES["decide"])
     rows += cli_rows(BENCHES["cli"])
     rows += postgres_rows(BENCHES["postgres"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def decide_rows(dc: Bench) -> list[list[str]]:
+    """Issue 20's figures of deciding: calls and CPU per order on the memory store, and
+    the engine with persistence beside the same commands decided alone (bench_decide)."""
+    rows: list[list[str]] = []
+    for label, name, goal in (
+        ("Python calls per order, decided on the memory store (unit tier)", "calls", "report"),
+        ("CPU per order (µs), decided on the memory store (unit tier)", "cpu_us", "report"),
+    ):
+        stat = in_process(dc, name, f"{dc.arg('--rounds')} in one process")
+        if name == "calls" and stat is not None:
+            stat = Stat(stat.median, stat.median, stat.median, "a count (1 run)")
+        rows.append(_row(label, stat, lambda x: f"{x:,.1f}", "—", None, goal, None, "—", "—"))
+    ratio = in_process(dc, "persisted_ratio", f"{dc.arg('--rounds')} rounds in one process")
+    alone = dc.values("memory")
+    baseline = _rate(statistics.median(alone)) if alone else "—"
+    rows.append(
+        _row(
+            "orders/s, engine with persistence (FULL, writer thread)",
+            in_process(dc, "persisted", f"{dc.arg('--rounds')} rounds in one process"),
+            _rate,
+            f"the same commands decided alone on the memory store: {baseline}",
+            None if ratio is None else ratio.median,
+            "≥ 0.70",
+            None if ratio is None else ratio.median >= 0.7,
+            "—",
+            _verify(dc),
+        )
+    )
+    cpu_ratio = in_process(dc, "cpu_ratio", f"{dc.arg('--rounds')} rounds in one process")
+    rows.append(
+        _row(
+            "the same in CPU per order: deciding alone over the engine's threads (FULL)",
+            cpu_ratio,
+            lambda x: f"{x:.2f}",
+            "—",
+            None,
+            "report",
+            None,
+            "—",
+            _verify(dc),
+        )
+    )
+    return rows
 
 
 def cli_rows(cli: Bench) -> list[list[str]]:
@@ -839,7 +908,8 @@ Notes on the figures:
   the standby's first 2xx; every 2xx checked in the log). docs/operations.md explains.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
-  copy; backtest: every run's database; cli: the last database `sandex serve` made).
+  copy; backtest: every run's database; cli: the last database `sandex serve` made;
+  decide: the database of each round with persistence).
   bench_memory decides its orders without the store (no log to verify).
 """
 

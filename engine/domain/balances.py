@@ -7,7 +7,7 @@ from typing import Any
 
 from engine.domain.ledger import available, trading
 from engine.kernel.errors import NotFound
-from engine.kernel.money import ASSETS, format_normal
+from engine.kernel.money import ASSETS, ZERO, format_normal
 from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import State
@@ -15,12 +15,14 @@ from engine.kernel.state import State
 
 def _row(state: State, key: tuple[str, str]) -> dict[str, Any] | None:
     profile_id, asset = key
-    ledger = state.ledger
+    # `Ledger.balance` of `available` and `trading`, written out: every order and trade
+    # rewrites two rows or more of this table.
+    get = state.ledger.balances.get
     return {
         "profile_id": profile_id,
         "asset": asset,
-        "available": format_normal(ledger.balance(available(profile_id), asset)),
-        "trading": format_normal(ledger.balance(trading(profile_id), asset)),
+        "available": format_normal(get((f"{profile_id}:available", asset), ZERO)),
+        "trading": format_normal(get((f"{profile_id}:trading", asset), ZERO)),
     }
 
 

@@ -38,6 +38,9 @@ def test_directions() -> None:
     assert direction("per_order") == "lower"
     assert direction("trivial.p99.9") == "reference"
     assert direction("orders.offered") == "count"
+    assert direction("decided_calls") == "lower"
+    assert direction("cpu_us_min") == "lower"
+    assert direction("cpu_ratio") == "higher"
     # every figure of the table has a direction that is one of these
     figures = [f for b in BENCHES.values() for f in b.figures]
     assert {direction(f) for f in figures} <= {"higher", "lower", "reference", "count"}

@@ -12,12 +12,12 @@ from engine.domain.trading.book import BUY, SELL
 from engine.domain.trading.market_watch import arm_after_replay
 from engine.domain.trading.order import SIDES, Order
 from engine.domain.trading.order_types import ORDER_TYPES
-from engine.domain.trading.trading_state import trading_state
+from engine.domain.trading.trading_state import Trading, trading_state
 from engine.domain.transfers.transfer_records import post
 from engine.kernel.clock import parse_time
 from engine.kernel.events import Event
 from engine.kernel.money import MARKETS
-from engine.kernel.state import State
+from engine.kernel.state import Applier, State
 
 # The fields every OrderPlaced record has (create_order writes them unconditionally).
 _PLAIN_FIELDS = 11
@@ -72,7 +72,8 @@ def _placed(state: State, e: Event) -> None:
         state.timers.add(parse_time(o.expires), "order_expire", o.id)
     if "submit_at" in d:
         state.timers.add(parse_time(d["submit_at"]), "order_submit", o.id)
-    state.mark("order", o.id)
+    if state.live:  # `State.mark`, written out
+        state.dirty.add(("order", o.id))
 
 
 def _time(state: State, at: str) -> str:
@@ -97,7 +98,14 @@ def _rate(state: State, text: str) -> Decimal:
     return rate
 
 
+# The appliers of an order's later events each do what `_changed` says, written out in
+# each (`_time` and `State.mark` too): they run for every order, several times, and
+# the calls of shared helpers were a tenth of a decision's.
+
+
 def _changed(state: State, e: Event, status: str | None = None) -> Order:
+    """The order an event names, its status set (when given), its time changed and its
+    row marked."""
     o = trading_state(state).orders[e.data["order_id"]]
     if status is not None:
         o.status = status
@@ -111,8 +119,18 @@ def _submitted(state: State, e: Event) -> None:
 
 
 def _opened(state: State, e: Event) -> None:
-    o = _changed(state, e, "OPEN")
-    tr = trading_state(state)
+    tr: Trading = state.ext["trading"]  # an order's later event: the order is in it
+    o = tr.orders[e.data["order_id"]]
+    o.status = "OPEN"
+    caches = state.caches
+    at = e.occurred_at
+    if at == caches.order_time:
+        at = caches.order_time
+    else:
+        caches.order_time = at
+    o.modified_at = at
+    if state.live:
+        state.dirty.add(("order", o.id))
     mk = tr.markets[o.market]
     if ORDER_TYPES[o.type].stop and not o.triggered:
         mk.stops[o.id] = o
@@ -129,38 +147,46 @@ def _triggered(state: State, e: Event) -> None:
     trading_state(state).markets[o.market].stops.pop(o.id, None)
 
 
-def _closed(state: State, e: Event, status: str) -> None:
-    o = _changed(state, e, status)
-    o.closed_at = e.occurred_at
-    mk = trading_state(state).markets[o.market]
-    if o.live:
-        mk.book.remove(o)
-    mk.stops.pop(o.id, None)
-    if "release" in e.data:
-        o.hold -= Decimal(e.data["release"])
-        post(state, e.data["postings"])
+def _closer(status: str) -> Applier:
+    """The applier of an event that closes an order with `status`."""
 
+    def closed(state: State, e: Event) -> None:
+        tr: Trading = state.ext["trading"]  # an order's later event: the order is in it
+        d = e.data
+        o = tr.orders[d["order_id"]]
+        o.status = status
+        caches = state.caches
+        at = e.occurred_at
+        if at == caches.order_time:
+            at = caches.order_time
+        else:
+            caches.order_time = at
+        o.modified_at = at
+        if state.live:
+            state.dirty.add(("order", o.id))
+        o.closed_at = e.occurred_at
+        mk = tr.markets[o.market]
+        if o.live:
+            mk.book.remove(o)
+        if mk.stops:
+            mk.stops.pop(o.id, None)
+        release = d.get("release")
+        if release is not None:
+            o.hold -= Decimal(release)
+            post(state, d["postings"])
 
-def _filled(state: State, e: Event) -> None:
-    _closed(state, e, "FILLED")
-
-
-def _cancelled(state: State, e: Event) -> None:
-    _closed(state, e, "CANCELLED")
-
-
-def _rejected(state: State, e: Event) -> None:
-    _closed(state, e, "REJECTED")
+    return closed
 
 
 def _traded(state: State, e: Event) -> None:
-    tr = trading_state(state)
+    tr: Trading = state.ext["trading"]  # an order's later event: the order is in it
     d = e.data
     mk = tr.markets[d["market"]]
     ticks = int(Decimal(d["price"]) / mk.tick)
     units = int(Decimal(d["amount"]) / UNIT)
     at = _time(state, e.occurred_at)
     orders = tr.orders
+    dirty = state.dirty if state.live else None  # `State.mark`, written out
     first_execution = 0
     for key in ("buy", "sell"):
         side = d.get(key)
@@ -179,8 +205,9 @@ def _traded(state: State, e: Event) -> None:
         first_execution = first_execution or execution
         tr.executions[execution] = (o, at, ticks, units, commission, intern(side["liquidity"]))
         tr.next_execution = execution + 1
-        state.mark("order", o.id)
-        state.mark("execution", execution)
+        if dirty is not None:
+            dirty.add(("order", o.id))
+            dirty.add(("execution", execution))
     house = d.get("house")
     if house:
         mk.consume(d["step"], BUY if "buy" not in d else SELL, house)
@@ -215,8 +242,8 @@ APPLIERS = {
     "OrderOpened": _opened,
     "OrderTriggered": _triggered,
     "TradeExecuted": _traded,
-    "OrderFilled": _filled,
-    "OrderCancelled": _cancelled,
-    "OrderRejected": _rejected,
+    "OrderFilled": _closer("FILLED"),
+    "OrderCancelled": _closer("CANCELLED"),
+    "OrderRejected": _closer("REJECTED"),
     "MarketPriceSet": _price_set,
 }

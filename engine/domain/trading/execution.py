@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from engine.domain.ledger import FEES, HOUSE, available, trading
-from engine.domain.trading.amount_texts import UNIT, decimal_text, ticks_text, units_text
+from engine.domain.trading.amount_texts import UNIT, decimal_text, price_text, units_text
 from engine.domain.trading.book import BUY, SELL
 from engine.domain.trading.market import Market
 from engine.domain.trading.market_watch import arm
@@ -24,18 +24,25 @@ from engine.kernel.money import ZERO
 from engine.kernel.state import Ctx
 
 
-def carry_forward(ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int) -> None:
+def carry_forward(
+    ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int, crossing: bool | None = None
+) -> None:
     """A SUBMITTED order: wait as a stop, or take liquidity; then the cascade of stops
-    its trades may trigger, and the market's watch."""
+    its trades may trigger, and the market's watch. `crossing`: whether the order, a
+    limit order that is no stop, crosses the book or the house's ladder, when its
+    placement has just asked (nothing placing it changes either: not asked twice)."""
+    cfg = tr.cfg
+    assert cfg is not None
     if ORDER_TYPES[order.type].stop and not order.triggered:
-        if mk.last_price(market_config(tr), tr.seed, step) <= order.stop_ticks:
+        if mk.last_price(cfg, tr.seed, step) <= order.stop_ticks:
             ctx.emit("OrderTriggered", f"order-{order.id}", {"order_id": order.id})
             _take(ctx, tr, mk, order, step)
         else:
             ctx.emit("OrderOpened", f"order-{order.id}", {"order_id": order.id})
     else:
-        _take(ctx, tr, mk, order, step)
-    _cascade(ctx, tr, mk, step)
+        _take(ctx, tr, mk, order, step, crossing)
+    if mk.stops:
+        _cascade(ctx, tr, mk, step)
     arm(ctx, tr, mk, step + 1)
 
 
@@ -52,9 +59,13 @@ def close_order(ctx: Ctx, o: Order, kind: str, reason: str | None = None) -> Non
     ctx.emit(kind, f"order-{o.id}", data)
 
 
-def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
-    """`o` meets the book and the house's ladder as the taker."""
-    cfg = market_config(tr)
+def _take(
+    ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int, crossing: bool | None = None
+) -> None:
+    """`o` meets the book and the house's ladder as the taker (`crossing`: see
+    `carry_forward`)."""
+    cfg = tr.cfg
+    assert cfg is not None
     opposite = SELL if o.side == BUY else BUY
     taking = ORDER_TYPES[o.type].taking
     acts_as_market = taking == TAKES_AT_ANY_PRICE
@@ -66,9 +77,9 @@ def _take(ctx: Ctx, tr: Trading, mk: Market, o: Order, step: int) -> None:
         else:
             ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
         return
-    if not acts_as_market and not crosses(
-        mk.book, o.side, o.ticks, mk.ladder_top(cfg, tr.seed, step, opposite)
-    ):
+    if crossing is None and not acts_as_market:
+        crossing = crosses(mk.book, o.side, o.ticks, mk.ladder_top(cfg, tr.seed, step, opposite))
+    if not acts_as_market and not crossing:
         if o.tif in ("IOC", "FOK"):
             close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
         else:
@@ -129,7 +140,8 @@ def _trade(
     """Record one trade at `ticks` for `units` between two orders, or an order and the
     house (None); `aggressor` is the side that took liquidity (None: the house did, and
     `house` lists the ladder levels it used, which may be better than `ticks`)."""
-    cfg = market_config(tr)
+    cfg = tr.cfg
+    assert cfg is not None
     spec = mk.spec
     notional = Decimal(ticks * units) * mk.unit
     base_amount = Decimal(units) * UNIT
@@ -139,7 +151,7 @@ def _trade(
         "market": mk.name,
         "step": step,
         "trade": tr.next_trade,
-        "price": ticks_text(mk, ticks),
+        "price": price_text(mk.name, ticks),
         "amount": amount_text,
     }
     execution = tr.next_execution
@@ -155,8 +167,8 @@ def _trade(
         data["buy"] = {
             "order_id": buy.id,
             "execution_id": execution,
-            "commission": decimal_text(fee_buy),
-            "held": decimal_text(held),
+            "commission": format(fee_buy, "f"),
+            "held": format(held, "f"),
             "liquidity": "TAKER" if aggressor == BUY else "MAKER",
         }
         execution += 1
@@ -165,7 +177,7 @@ def _trade(
         data["sell"] = {
             "order_id": sell.id,
             "execution_id": execution,
-            "commission": decimal_text(fee_sell),
+            "commission": format(fee_sell, "f"),
             "held": amount_text,
             "liquidity": "TAKER" if aggressor == SELL else "MAKER",
         }
@@ -181,14 +193,14 @@ def _trade(
     proceeds = notional - fee_sell
     if proceeds > ZERO:
         seller = available(sell.recipient or sell.profile_id) if sell is not None else HOUSE
-        postings.append([payer, seller, spec.quote, decimal_text(proceeds)])
+        postings.append([payer, seller, spec.quote, format(proceeds, "f")])
     fees = fee_buy + fee_sell
     if fees > ZERO:
-        postings.append([payer, FEES, spec.quote, decimal_text(fees)])
+        postings.append([payer, FEES, spec.quote, format(fees, "f")])
     if buy is not None:
-        release = Decimal(data["buy"]["held"]) - notional - fee_buy
+        release = held - notional - fee_buy  # `held` as its text says: format is exact
         if release > ZERO:
-            postings.append([payer, available(buy.profile_id), spec.quote, decimal_text(release)])
+            postings.append([payer, available(buy.profile_id), spec.quote, format(release, "f")])
     if buy is None or sell is None:
         data["house"] = house or [[ticks, units]]
     data["postings"] = postings
@@ -200,7 +212,8 @@ def _trade(
 def _cascade(ctx: Ctx, tr: Trading, mk: Market, step: int) -> None:
     """Trigger every stop whose condition the last price now meets, highest stop first;
     each triggered stop trades, which may move the last price and trigger more."""
-    cfg = market_config(tr)
+    cfg = tr.cfg
+    assert cfg is not None
     while mk.stops:
         last = mk.last_price(cfg, tr.seed, step)
         due = [o for o in mk.stops.values() if o.stop_ticks >= last]

@@ -14,12 +14,9 @@ from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.state import State
 
 
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
 def _order_row(state: State, key: str) -> dict[str, Any] | None:
-    o = trading_state(state).orders.get(key)
+    tr = state.ext.get("trading")  # `trading_state`, which would make one for nothing
+    o = tr.orders.get(key) if tr is not None else None
     if o is None:
         return None
     return {
@@ -32,12 +29,13 @@ def _order_row(state: State, key: str) -> dict[str, Any] | None:
         "account_id": o.identity_account_id,
         "created_at": o.created_at,
         "seq": o.seq,
-        "body": _json(shown_view(state, o)),
+        "body": orjson.dumps(shown_view(state, o)).decode(),
     }
 
 
 def _execution_row(state: State, key: int) -> dict[str, Any] | None:
-    record = trading_state(state).executions.get(key)
+    tr = state.ext.get("trading")  # as in `_order_row`
+    record = tr.executions.get(key) if tr is not None else None
     if record is None:
         return None
     o = record[0]
@@ -49,7 +47,7 @@ def _execution_row(state: State, key: int) -> dict[str, Any] | None:
         "account_id": o.identity_account_id,
         "executed_at": record[1],
         "seq": key,
-        "body": _json(execution_view(key, record)),
+        "body": orjson.dumps(execution_view(key, record)).decode(),
     }
 
 

@@ -12,6 +12,7 @@ from engine.kernel.money import MARKETS, format_normal
 from engine.kernel.state import State
 
 CENT = Decimal("0.01")
+UNFILLED = "0.00000000"  # `units_text(0)`, and `order_vwap_text` of nothing filled
 
 
 def order_view(state: State, o: Order) -> dict[str, Any]:
@@ -72,6 +73,9 @@ def shown_view(state: State, o: Order) -> dict[str, Any]:
 def _build_view(o: Order) -> dict[str, Any]:
     market = o.market
     filled = o.filled
+    # most views are built at placement, before any fill: their texts of 0 are known
+    filled_text = units_text(filled) if filled else UNFILLED
+    vwap = order_vwap_text(market, o.spent, filled) if filled else UNFILLED
     if (
         o.ref_id is None
         and o.expires is None
@@ -93,8 +97,8 @@ def _build_view(o: Order) -> dict[str, Any]:
             "metadata": o.metadata or {},
             "created_at": o.created_at,
             "modified_at": o.modified_at,
-            "amount_filled": units_text(filled),
-            "volume_weighted_average_price": order_vwap_text(market, o.spent, filled),
+            "amount_filled": filled_text,
+            "volume_weighted_average_price": vwap,
             "time_in_force": o.tif,
             "is_triggered": o.triggered,
         }
@@ -111,8 +115,8 @@ def _build_view(o: Order) -> dict[str, Any]:
     view["metadata"] = o.metadata or {}
     view["created_at"] = o.created_at
     view["modified_at"] = o.modified_at
-    view["amount_filled"] = units_text(filled)
-    view["volume_weighted_average_price"] = order_vwap_text(market, o.spent, filled)
+    view["amount_filled"] = filled_text
+    view["volume_weighted_average_price"] = vwap
     view["time_in_force"] = o.tif
     if o.expires is not None:
         view["expiration_date"] = o.expires

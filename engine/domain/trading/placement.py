@@ -16,7 +16,7 @@ from engine.domain.customers import active_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import available, trading
 from engine.domain.metadata import check_metadata
-from engine.domain.trading.amount_texts import decimal_text, price_ticks, ticks_text
+from engine.domain.trading.amount_texts import price_text, price_ticks, ticks_text
 from engine.domain.trading.book import BUY, SELL
 from engine.domain.trading.execution import carry_forward
 from engine.domain.trading.market import Market
@@ -119,7 +119,8 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     """Decider of CreateOrder: checks in the documented order, then the hold and the
     order's first steps; answers the order's view."""
     tr = live_trading(ctx)
-    cfg = market_config(tr)
+    cfg = tr.cfg
+    assert cfg is not None
     state = ctx.state
     profile = active_profile(state, cmd.actor.customer_id, cmd.profile_id)
     if cmd.side not in SIDES:
@@ -173,7 +174,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         action="trade",
         account_field="identity_account_id",
     )
-    metadata = check_metadata(cmd.metadata)
+    metadata = check_metadata(cmd.metadata) if cmd.metadata is not None else None
     if cmd.await_fill_millis is not None and not 0 <= cmd.await_fill_millis <= MAX_AWAIT_MILLIS:
         raise Invalid(
             f"await_fill_millis invalid: must be between 0 and {MAX_AWAIT_MILLIS}",
@@ -216,12 +217,10 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         _check_ref(ctx.state, tr, profile["id"], cmd.ref_id, ctx.now)
     step = cfg.step_of(ctx.now)
     _check_notional(tr, mk, row, base, quote, ticks, stop_ticks, step)
-    if row.taker_band and crosses(
-        mk.book,
-        side,
-        ticks,
-        mk.ladder_top(cfg, tr.seed, step, 1 - side),
-    ):
+    crossing = None  # whether a limit order crosses: asked once, here or when it takes
+    if row.taker_band:
+        crossing = crosses(mk.book, side, ticks, mk.ladder_top(cfg, tr.seed, step, 1 - side))
+    if crossing:
         mid = _mid(tr, mk, step)
         if abs(mk.tick * ticks - mid) >= mid * TAKER_BAND:
             raise Invalid(
@@ -248,12 +247,13 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         assert base is not None
         needed = base
     pid = profile["id"]
-    have = state.ledger.balance(available(pid), asset)
+    funds = available(pid)
+    have = state.ledger.balances.get((funds, asset), ZERO)  # `Ledger.balance`
     if needed > have:
         raise InsufficientFunds(pid, asset, format_normal(have), format_normal(needed))
     order_id = ctx.ids.uuid()
     latency = cfg.latency_us
-    hold_text = decimal_text(needed)
+    hold_text = format(needed, "f")  # decimal_text, as every amount below
     record: dict[str, Any] = {
         "id": order_id,
         "profile_id": pid,
@@ -265,14 +265,14 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         "status": "PENDING_SUBMISSION" if latency else "SUBMITTED",
         "hold": hold_text,
         "hold_asset": asset,
-        "hold_rate": decimal_text(rate),
+        "hold_rate": format(rate, "f"),
     }
     if ticks:
-        record["price"] = ticks_text(mk, ticks)
+        record["price"] = price_text(mk.name, ticks)
     if base is not None:
-        record["base_amount"] = decimal_text(base)
+        record["base_amount"] = format(base, "f")
     if quote is not None:
-        record["quote_amount"] = decimal_text(quote)
+        record["quote_amount"] = format(quote, "f")
     if stop_ticks:
         record["stop_price"] = ticks_text(mk, stop_ticks)
     if expires is not None:
@@ -290,11 +290,11 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         record["self_match_prevention_id"] = smp
     if latency:
         record["submit_at"] = format_time(ctx.now + timedelta(microseconds=latency))
-    postings = [[available(pid), trading(pid), asset, hold_text]] if needed > ZERO else []
+    postings = [[funds, trading(pid), asset, hold_text]] if needed > ZERO else []
     ctx.emit("OrderPlaced", f"order-{order_id}", {"order": record, "postings": postings})
     order = tr.orders[order_id]
     if not latency:
-        carry_forward(ctx, tr, mk, order, step)
+        carry_forward(ctx, tr, mk, order, step, crossing)
     return order_view(ctx.state, order)
 
 

@@ -39,7 +39,9 @@ def trading_state(state: State) -> Trading:
 
 def live_trading(ctx: Ctx) -> Trading:
     """The trading state for a decision, its market settings made from the decision's."""
-    tr = trading_state(ctx.state)
+    tr = ctx.state.ext.get("trading")
+    if tr is None:
+        tr = trading_state(ctx.state)
     if tr.settings is not ctx.settings:
         tr.cfg = MarketConfig.of(ctx.settings)
         tr.settings = ctx.settings

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from engine.kernel.events import Event
-from engine.kernel.ledger import Posting, encode_postings, is_owned_account
+from engine.kernel.ledger import Posting, encode_postings
 from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
@@ -75,9 +75,10 @@ def post(state: State, raw_postings: list[list[str]]) -> None:
         return
     touched = state.ledger.post_encoded(raw_postings, state.caches.amounts)
     if state.live:
-        for account, asset in touched:
-            if is_owned_account(account):
-                state.mark("balance", (account.split(":", 1)[0], asset))
+        dirty = state.dirty  # `State.mark` and `is_owned_account`, written out: every
+        for account, asset in touched:  # order and trade posts, on two accounts or more
+            if ":" in account:
+                dirty.add(("balance", (account.split(":", 1)[0], asset)))
 
 
 def _created(state: State, e: Event) -> None:
