@@ -132,6 +132,22 @@ class _Columns:
         self.starts = starts
         self.kinds = kinds
 
+    def expand(self, k: int, keys: list[str], rows: list[int]) -> list[Any]:
+        """Kind `k`'s columns at its rows `rows` (whose keys are `keys`), as lists."""
+        n = len(rows)
+        out: list[Any] = []
+        for column in self.kinds[k][1]:
+            how = column[0]
+            if how == _KEY:
+                out.append(keys)
+            elif how == _SAME:
+                out.append([column[1]] * n)
+            elif how == _CODED:
+                out.append(list(map(column[1].__getitem__, map(column[2].__getitem__, rows))))
+            else:
+                out.append(list(map(column[1].__getitem__, rows)))
+        return out
+
     def record(self, key: str, row: int) -> dict[str, Any]:
         k = bisect_right(self.starts, row) - 1
         fields, columns = self.kinds[k]
@@ -153,50 +169,67 @@ class _Columns:
 def _pack(records: Records) -> tuple[Any, ...]:
     """What `_unpickle` rebuilds `records` from: its keys in order, each entry's row
     number (-1 for a dict kept whole: not settled), those dicts with their places, and
-    the settled entries' columns."""
+    the settled entries' columns. The snapshot thread packs a million records every
+    snapshot: the per-record work is kept to C loops (map, zip) where it can be, and
+    the rows of the columns the records were loaded with stay columns."""
     keys = list(dict.keys(records))
-    rows = array("q")
     whole: list[tuple[int, dict[str, Any]]] = []
-    by_kind: dict[tuple[str, ...], list[tuple[str, tuple[Any, ...]]]] = {}
-    order: list[tuple[tuple[str, ...], int]] = []  # (kind, index in it) per settled entry
-    for key, value in dict.items(records):
-        if type(value) is dict:
-            whole.append((len(rows), value))
-            rows.append(-1)
+    by_kind: dict[tuple[str, ...], tuple[list[int], list[str], list[tuple[Any, ...]]]] = {}
+    loaded: dict[int, list[tuple[int, str, int]]] = {}  # rows of `records._columns`, by kind
+    old = records._columns
+    for n, (key, value) in enumerate(dict.items(records)):
+        kind = type(value)
+        if kind is dict:
+            whole.append((n, value))
             continue
-        record = records._row(key, value) if type(value) is int else _read(value)
-        if type(value) is tuple and len(value) == 2:
-            fields, values = value
-        else:
+        if kind is int:
+            assert old is not None
+            k = bisect_right(old.starts, value) - 1
+            loaded.setdefault(k, []).append((n, key, value - old.starts[k]))
+            continue
+        if len(value) == 3:
+            record = _read(value)
             fields, values = tuple(record), tuple(record.values())
-        entries = by_kind.setdefault(fields, [])
-        order.append((fields, len(entries)))
-        entries.append((key, values))
-        rows.append(0)
+        else:
+            fields, values = value
+        places, names, rows = by_kind.setdefault(fields, ([], [], []))
+        places.append(n)
+        names.append(key)
+        rows.append(values)
+    parts: dict[tuple[str, ...], list[tuple[list[int], list[str], list[Any]]]] = {}
+    for fields, (places, names, rows) in by_kind.items():
+        parts.setdefault(fields, []).append((places, names, list(zip(*rows, strict=True))))
+    for k, entries in loaded.items():
+        assert old is not None
+        names = [key for _, key, _ in entries]
+        columns = old.expand(k, names, [i for _, _, i in entries])
+        parts.setdefault(old.kinds[k][0], []).append(([n for n, _, _ in entries], names, columns))
+    numbers = array("q", [-1]) * len(keys)
     starts: list[int] = []
     kinds: list[tuple[tuple[str, ...], list[Any]]] = []
-    first: dict[tuple[str, ...], int] = {}
     total = 0
-    for fields, entries in by_kind.items():
-        first[fields] = total
+    for fields, pieces in parts.items():
+        names = [key for _, piece, _ in pieces for key in piece]
+        columns = [
+            [v for _, _, piece in pieces for v in piece[c]] if len(pieces) > 1 else pieces[0][2][c]
+            for c in range(len(fields))
+        ]
         starts.append(total)
-        kinds.append((fields, _columns([k for k, _ in entries], [v for _, v in entries])))
-        total += len(entries)
-    settled = iter(order)
-    for n in range(len(rows)):
-        if rows[n] == 0:
-            fields, index = next(settled)
-            rows[n] = first[fields] + index
-    return (keys, rows.tobytes(), whole, starts, kinds)
+        kinds.append((fields, _columns(names, columns)))
+        for places, _, _ in pieces:
+            for n in places:
+                numbers[n] = total
+                total += 1
+    return (keys, numbers.tobytes(), whole, starts, kinds)
 
 
-def _columns(keys: list[str], rows: list[tuple[Any, ...]]) -> list[Any]:
+def _columns(keys: list[str], columns: list[Any]) -> list[Any]:
     """Each field's column, in the most compact form that gives back the very values:
     only texts, None and booleans are coded (a Decimal equal to another may differ in
-    its digits, and 1 == True)."""
+    its digits, and 1 == True; texts, None and booleans never equal one another)."""
     out: list[Any] = []
-    for column in zip(*rows, strict=True):
-        types = {type(v) for v in column}
+    for column in columns:
+        types = set(map(type, column))
         if types == {str} and list(column) == keys:
             out.append((_KEY,))
             continue
@@ -207,16 +240,14 @@ def _columns(keys: list[str], rows: list[tuple[Any, ...]]) -> list[Any]:
             except OverflowError:
                 pass
         if types <= _CODABLE:
-            distinct: dict[Any, int] = {}
-            for v in column:
-                distinct.setdefault((type(v), v), len(distinct))
+            distinct = dict.fromkeys(column)
             if len(distinct) == 1:
                 out.append((_SAME, column[0]))
                 continue
             if len(distinct) * 2 <= len(column):
-                size = "B" if len(distinct) <= 1 << 8 else "H" if len(distinct) <= 1 << 16 else "I"
-                index = array(size, [distinct[(type(v), v)] for v in column])
-                out.append((_CODED, [v for _, v in distinct], index))
+                number = {v: i for i, v in enumerate(distinct)}
+                size = "B" if len(number) <= 1 << 8 else "H" if len(number) <= 1 << 16 else "I"
+                out.append((_CODED, list(distinct), array(size, map(number.__getitem__, column))))
                 continue
         out.append((_PLAIN, list(column)))
     return out
