@@ -11,13 +11,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
+from api_adapter.problem_types import domain_problem_body, domain_status
 from api_adapter.request_bodies import (
     ADDRESS_PATTERN,
     FIAT_AMOUNT_PATTERN,
     MEMO_PATTERN,
     NULL_VALUE,
 )
-from api_adapter.responses import ProblemResponse, problem, title_for
+from api_adapter.responses import ProblemResponse, problem
 from engine.kernel.errors import DomainError
 from engine.kernel.money import AMOUNT_PATTERN
 
@@ -133,47 +134,6 @@ def validation_problem(errors: list[dict[str, Any]]) -> ProblemResponse:
     name = _field_name(tuple(first.get("loc", ())))
     meta = {"field": name} if first.get("type") != "json_invalid" else None
     return problem(400, _describe(first), meta=meta)
-
-
-PROBLEM_BASE = "https://developer.paxos.com/docs/v2/problems/"
-
-# A domain error's code (engine/kernel/errors.py) -> its status, and the slug and title of
-# its problem type; a code without a slug is about:blank, titled by its status.
-_DOMAIN_PROBLEMS: dict[str, tuple[int, str | None, str | None]] = {
-    "error": (400, None, None),
-    "invalid": (400, None, None),
-    "not-found": (404, None, None),
-    "forbidden": (403, None, None),
-    "conflict": (409, None, None),
-    "unavailable": (503, None, None),
-    "already-exists": (409, "already-exists", "Already Exists"),
-    "insufficient-funds": (403, "insufficient-funds", "Insufficient Funds"),
-    "expired": (403, "expired", "Expired"),
-    "rejected": (403, "rejected", "Rejected"),
-    "exceed-precision": (400, "exceed-precision", "Exceed Precision"),
-    "notional-value-too-large": (403, "notional-value-too-large", "Notional Value Too Large"),
-    "exceed-max-withdraw-limit": (400, "exceed-max-withdraw-limit", "Exceed Max Withdraw Limit"),
-}
-
-
-def domain_status(exc: DomainError) -> int:
-    return _DOMAIN_PROBLEMS[exc.code][0]
-
-
-def domain_problem_body(exc: DomainError) -> dict[str, Any]:
-    """The RFC 7807 body the HTTP API answers for `exc`; the backtest's strategies are
-    given it too (`engine.backtest.run(problems=...)`)."""
-    status, slug, title = _DOMAIN_PROBLEMS[exc.code]
-    body: dict[str, Any] = {
-        "type": PROBLEM_BASE + slug if slug else "about:blank",
-        "title": title or title_for(status),
-        "status": status,
-        "detail": exc.detail,
-    }
-    meta = exc.details
-    if meta is not None:
-        body["meta"] = meta
-    return body
 
 
 def domain_problem(exc: DomainError) -> ProblemResponse:

@@ -8,26 +8,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Send
 
-_TITLES = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    408: "Request Timeout",
-    409: "Conflict",
-    413: "Payload Too Large",
-    414: "URI Too Long",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
-
-
-def title_for(status: int) -> str:
-    """A problem's title when its type is about:blank: the status's reason phrase."""
-    return _TITLES.get(status, "Error")
+from api_adapter.problem_types import title_for
 
 
 class JSONResponse(Response):

@@ -5,8 +5,9 @@
 Each benchmark is a plain script that runs alone; this runs each as a separate process
 (five times; bench_store once, repeating each of its figures five times inside its one
 process because it builds a 1,000,000-event log first; bench_scenarios, which has no
-figure of issue 8, once; bench_sweep once, its five rounds in one process), reads the
-figures from what it prints, and writes for each figure the median with min and max over
+figure of issue 8, once; bench_sweep and bench_cli once, each with its five rounds in
+one process), reads the figures from what it prints, and writes for each figure the
+median with min and max over
 the runs, the baseline measured in the same run and the median of the per-run ratios to
 it, the goal of issue 8 with met / not met, the open-loop latencies of the HTTP routes
 (p50, p99, p99.9, max) and what `sandex verify` said after each benchmark that writes a
@@ -234,6 +235,26 @@ BENCHES = {
             "combinations": rf"sweep of {NUM} combinations",
         },
         timeout=600,
+    ),
+    # issue 20: the command line's start; five rounds inside one process
+    "cli": Bench(
+        "bench_cli.py",
+        ["--runs", "5"],
+        ["--runs", "1"],
+        1,
+        {
+            f"{name}{end}": rf"{line}: {where}"
+            for name, line in (
+                ("help_s", r"sandex --help"),
+                ("backtest_s", r"sandex backtest, 600 hourly bars, MA cross"),
+                ("serve_s", r"sandex serve, empty database, to its first answer"),
+            )
+            for end, where in (
+                ("", rf"{NUM} s"),
+                ("_min", rf".*?\[{NUM}–"),
+                ("_max", rf".*?–{NUM}\]"),
+            )
+        },
     ),
     "memory": Bench(
         "bench_memory.py",
@@ -635,10 +656,37 @@ def table() -> list[str]:
                 _verify(wal),
             )
         )
+    rows += cli_rows(BENCHES["cli"])
     rows += postgres_rows(BENCHES["postgres"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def cli_rows(cli: Bench) -> list[list[str]]:
+    """Issue 20's figures: whole `sandex` processes, wall time (bench_cli)."""
+    runs = f"{cli.arg('--runs')} in one process"
+    rows = []
+    for name, figure, goal in (
+        ("help_s", "`sandex --help`, process wall time", 0.4),
+        ("backtest_s", "`sandex backtest`, 600 hourly bars, MA cross: process wall time", 0.4),
+        ("serve_s", "`sandex serve` on an empty database: start to its first answer", 1.0),
+    ):
+        stat = in_process(cli, name, runs)
+        rows.append(
+            _row(
+                figure,
+                stat,
+                lambda x: f"{x:.3f} s",
+                "—",
+                None,
+                f"< {goal} s",
+                None if stat is None else stat.median < goal,
+                "—",
+                _verify(cli) if name == "serve_s" else "—",
+            )
+        )
+    return rows
 
 
 def postgres_rows(pg: Bench) -> list[list[str]]:
@@ -791,8 +839,8 @@ Notes on the figures:
   the standby's first 2xx; every 2xx checked in the log). docs/operations.md explains.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
-  copy; backtest: every run's database). bench_memory decides its orders without the
-  store (no log to verify).
+  copy; backtest: every run's database; cli: the last database `sandex serve` made).
+  bench_memory decides its orders without the store (no log to verify).
 """
 
 

@@ -11,7 +11,7 @@ def backtest(args: argparse.Namespace) -> int:
     """`sandex backtest`: 0 with a summary, 2 when the run cannot be made."""
     from api_adapter.cli.progress import progress_bar
     from api_adapter.cli.run_options import Usage, pairs, run_options
-    from api_adapter.problems import domain_problem_body
+    from api_adapter.problem_types import domain_problem_body
     from engine.backtest import ApiError, BacktestError, run
 
     try:

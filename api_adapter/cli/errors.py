@@ -93,7 +93,13 @@ def _server_database(url: str) -> str:
 def new_or_sandex_database(path: str) -> str:
     """For `sandex serve --db`: a file that does not exist yet (it will be created) or an
     empty one (what `touch` makes; SQLite takes it as a new database), else a sandex
-    database as `sandex_database` checks it."""
+    database as `sandex_database` checks it. Not an in-memory database: the read side
+    reads on connections of its own, which cannot reach one (docs/design.md)."""
+    if path == ":memory:" or path.startswith("file:"):
+        raise CliError(
+            f"cannot serve {path}: an in-memory database has no second connection for the"
+            " read side; give a file or a PostgreSQL URL"
+        )
     if _server_url(path):  # made if empty, checked by the store when it opens
         return path
     p = Path(path)

@@ -13,7 +13,7 @@ def sweep(args: argparse.Namespace) -> int:
     """`sandex sweep`: 0 with the table written (failed runs are rows), 2 when the sweep
     cannot be made."""
     from api_adapter.cli.run_options import Usage, pairs, run_options
-    from api_adapter.problems import domain_problem_body
+    from api_adapter.problem_types import domain_problem_body
     from engine.backtest import BacktestError, Search
     from engine.backtest import sweep as run_sweep
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter.responses import title_for
+from api_adapter.problem_types import title_for
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 MAX_DEPTH = 32

@@ -31,7 +31,7 @@ import orjson
 import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from api_adapter.responses import title_for
+from api_adapter.problem_types import title_for
 from engine.config.settings import Settings
 
 log = structlog.get_logger("sandex.http")

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import structlog
 
+from engine.kernel.logs import get_logger
 from engine.store import private_files
 from engine.store.locations import local_base
 
-log = structlog.get_logger("sandex.keys")
+log = get_logger("sandex.keys")
 
 _VERSION = 1
 

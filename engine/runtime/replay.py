@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
-import structlog
 
 from engine.domain.registrations import domain_registry
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
@@ -21,7 +21,7 @@ from engine.kernel.state import State
 from engine.read.readmodels import all_rows
 from engine.store import Concurrency, EventStore
 
-log = structlog.get_logger("sandex.engine")
+log = get_logger("sandex.engine")
 
 
 @contextmanager

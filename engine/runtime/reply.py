@@ -22,9 +22,9 @@ from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-import structlog
+from engine.kernel.logs import get_logger
 
-log = structlog.get_logger("sandex.engine")
+log = get_logger("sandex.engine")
 # Guards the callback lists of every Reply: held only to append or swap a list.
 _CALLBACKS = threading.Lock()
 

@@ -45,14 +45,14 @@ from pathlib import Path
 from typing import Any
 
 import sortedcontainers
-import structlog
 
 from engine.domain.transfers.transfer_records import SETTLED
+from engine.kernel.logs import get_logger
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.store import EventStore
 
-log = structlog.get_logger("sandex.snapshots")
+log = get_logger("sandex.snapshots")
 
 KEEP = 2  # snapshots kept: the newest, and one before it should the newest be unusable
 

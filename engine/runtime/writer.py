@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import decimal
 import gc
+import os
 import queue
 import threading
 from collections.abc import Iterator, Sequence
@@ -21,8 +22,6 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
-
-import structlog
 
 from engine.config.settings import Settings
 from engine.domain.registrations import domain_registry
@@ -36,6 +35,7 @@ from engine.kernel.execution_ids import database_key
 from engine.kernel.execution_ids import new_key as new_execution_key
 from engine.kernel.ids import IdSource
 from engine.kernel.invariants import check_state
+from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
@@ -49,7 +49,7 @@ from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
 from engine.store import EventStore, StoreUnavailable, in_memory
 
-log = structlog.get_logger("sandex.engine")
+log = get_logger("sandex.engine")
 
 _STOP = object()
 
@@ -97,6 +97,8 @@ class Engine:
         """`store` is the engine's from now on: `stop` closes it. A composition root
         builds it (engine/runtime/composition.py: `open_engine` for a database file).
         `registry`: the deciders, appliers and timers (the domain's when None)."""
+        if isinstance(store, str | os.PathLike):
+            raise TypeError(f"Engine takes a store: open_engine({str(store)!r}) opens one")
         self.registry = domain_registry() if registry is None else registry
         self.settings = settings or Settings()
         self.store = store

@@ -26,9 +26,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-import structlog
+from engine.kernel.logs import get_logger
 
-log = structlog.get_logger("sandex.store")
+log = get_logger("sandex.store")
 
 
 def _connect(path: str) -> sqlite3.Connection:

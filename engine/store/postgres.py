@@ -25,9 +25,9 @@ from typing import Any
 import orjson
 import psycopg
 import psycopg.errors
-import structlog
 
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.kernel.logs import get_logger
 from engine.store import postgres_schema
 from engine.store.lease import Fenced, LeaseHeld
 from engine.store.locations import display
@@ -35,7 +35,7 @@ from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableW
 from engine.store.postgres_reads import ConnectionReads, PostgresReads
 from engine.store.read_model_indexes import with_indexes
 
-log = structlog.get_logger("sandex.store")
+log = get_logger("sandex.store")
 
 _SYNC = {"FULL": "on", "NORMAL": "off", "OFF": "off"}
 

@@ -17,9 +17,9 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-import structlog
+from engine.kernel.logs import get_logger
 
-log = structlog.get_logger("sandex.files")
+log = get_logger("sandex.files")
 
 MODE = 0o600
 # Files SQLite keeps beside a database, with the database's permissions.

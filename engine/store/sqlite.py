@@ -1,13 +1,18 @@
-"""The embedded event store: SQLite in WAL mode, through sqlite-utils.
+"""The embedded event store: SQLite in WAL mode.
 
-sqlite-utils creates and migrates the schema; the hot append path uses the `sqlite3`
-connection it wraps, with `executemany`, inside one transaction per group commit.
+sqlite-utils creates and migrates the schema, and is imported only when a table or an
+index is missing, without pandas and numpy (`_sqlite_utils`). Everything else uses the
+`sqlite3` connection directly: the hot append path with `executemany`, inside one
+transaction per group commit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
 import sqlite3
+import sys
+import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import sqlite_utils
-import structlog
 
 from engine.kernel.credentials import EVENT_FIELDS, redact
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from engine.kernel.logs import get_logger
 from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
 from engine.store.lease import WriterLease
@@ -32,7 +36,7 @@ _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
 # share once they clear (primary result codes; an error carries an extended one).
 _FILE_FAULTS = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN})
 
-log = structlog.get_logger("sandex.store")
+log = get_logger("sandex.store")
 
 _EVENT_COLUMNS = {
     "position": int,
@@ -159,13 +163,11 @@ class SqliteEventStore:
         if not in_memory(self.path) and not private_files.create(self.path):
             private_files.tighten_database(self.path)
         try:
-            conn = self._open_writer()
-            self.db = sqlite_utils.Database(conn)
+            self.conn = self._open_writer()
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
             self._release_lease()
             raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
-        self.conn = conn
         self._columns: dict[str, list[str]] = {
             name: list(spec["columns"]) for name, spec in (tables or {}).items()
         }
@@ -223,7 +225,6 @@ class SqliteEventStore:
             seen = None
         conn = self._open_writer()
         old, self.conn = self.conn, conn
-        self.db = sqlite_utils.Database(conn)
         old.close()
         raw = int(conn.execute("PRAGMA data_version").fetchone()[0])
         # Unknown what the old connection last saw: make the count change, so the engine
@@ -235,34 +236,53 @@ class SqliteEventStore:
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
         """All of it in one transaction: a new database is made whole or not at all, and
         one commit instead of one per statement (a fifth of a short backtest's start)."""
-        with self.db.atomic():
+        with self._transaction():
             self._create_tables(tables)
 
-    def _create_tables(self, tables: dict[str, dict[str, Any]]) -> None:
-        db = self.db
-        if "events" not in db.table_names():
-            db.table("events").create(_EVENT_COLUMNS, pk="position", not_null=set(_EVENT_COLUMNS))
-            db.table("events").create_index(["stream", "version"], unique=True)
-        if "sandex_meta" not in db.table_names():
-            db.table("sandex_meta").create({"key": str, "value": str}, pk="key")
-        if "checkpoint" not in db.table_names():
-            db.table("checkpoint").create({"name": str, "position": int}, pk="name")
-            db.table("checkpoint").insert({"name": "read_models", "position": 0})
-        if "state_snapshots" not in db.table_names():
-            # The writer's state at a position, so that start-up replays only the tail
-            # (engine/state_snapshots.py); never a source of truth, always droppable.
-            db.table("state_snapshots").create(
-                {"position": int, "format": str, "event_check": str, "data": bytes},
-                pk="position",
-                not_null={"format", "event_check", "data"},
-            )
-        self.create_read_models(tables)
+    def _schema_tool(self) -> Any:
+        """sqlite-utils on the writer's connection: imported here, when the schema needs
+        a table or an index, and never for a database whose schema is whole."""
+        return _sqlite_utils().Database(self.conn)
 
-    def create_read_models(self, tables: dict[str, dict[str, Any]]) -> None:
-        existing = set(self.db.table_names())
+    def _table_names(self) -> set[str]:
+        return {
+            str(row[0])
+            for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+
+    def _create_tables(self, tables: dict[str, dict[str, Any]]) -> None:
+        existing = self._table_names()
+        if not {"events", "sandex_meta", "checkpoint", "state_snapshots"} <= existing:
+            db = self._schema_tool()
+            if "events" not in existing:
+                db.table("events").create(
+                    _EVENT_COLUMNS, pk="position", not_null=set(_EVENT_COLUMNS)
+                )
+                db.table("events").create_index(["stream", "version"], unique=True)
+            if "sandex_meta" not in existing:
+                db.table("sandex_meta").create({"key": str, "value": str}, pk="key")
+            if "checkpoint" not in existing:
+                db.table("checkpoint").create({"name": str, "position": int}, pk="name")
+                db.table("checkpoint").insert({"name": "read_models", "position": 0})
+            if "state_snapshots" not in existing:
+                # The writer's state at a position, so that start-up replays only the tail
+                # (engine/state_snapshots.py); never a source of truth, always droppable.
+                db.table("state_snapshots").create(
+                    {"position": int, "format": str, "event_check": str, "data": bytes},
+                    pk="position",
+                    not_null={"format", "event_check", "data"},
+                )
+        self.create_read_models(tables, existing)
+
+    def create_read_models(
+        self, tables: dict[str, dict[str, Any]], existing: set[str] | None = None
+    ) -> None:
+        """The read-model tables of `tables` that `existing` (else the database) lacks,
+        and each table's indexes as its spec names them."""
+        existing = self._table_names() if existing is None else existing
         for name, spec in tables.items():
             if name not in existing:
-                self.db.table(name).create(spec["columns"], pk=tuple(spec["pk"]))
+                self._schema_tool().table(name).create(spec["columns"], pk=tuple(spec["pk"]))
             self._migrate_indexes(name, spec.get("indexes", ()))
 
     def _migrate_indexes(self, table: str, indexes: Sequence[Sequence[str]]) -> None:
@@ -273,14 +293,39 @@ class SqliteEventStore:
         ours = f"idx_{table}_"  # an index somebody else made on the table is left alone
         have = {
             str(row[1])
-            for row in self.db.execute(f"PRAGMA index_list({table})")
+            for row in self.conn.execute(f"PRAGMA index_list({table})")
             if row[3] == "c" and str(row[1]).startswith(ours)  # by CREATE INDEX, ours
         }
         for name in sorted(have - wanted.keys()):
-            self.db.execute(f"DROP INDEX {name}")
+            self.conn.execute(f"DROP INDEX {name}")
         for name, cols in wanted.items():
             if name not in have:
-                self.db.table(table).create_index(cols, index_name=name)
+                self._schema_tool().table(table).create_index(cols, index_name=name)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction around the block, or a savepoint inside an open one (what
+        sqlite-utils' `atomic` does, without importing it)."""
+        conn = self.conn
+        if conn.in_transaction:
+            conn.execute("SAVEPOINT block")
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO block")
+                    conn.execute("RELEASE block")
+                raise
+            conn.execute("RELEASE block")
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
         """Empty every read-model table and fill it again, in one transaction, made from
@@ -663,12 +708,14 @@ class SqliteEventStore:
     @classmethod
     def reader(cls, path: str | Path) -> SqliteEventStore:
         """A read-only store on an existing database (no schema work), for a thread or a
-        process that only reads the log."""
+        process that only reads the log. Not of an in-memory database: a second
+        connection to `:memory:` opens another database, empty, not this one."""
+        if in_memory(str(path)):
+            raise StoreUnavailable("an in-memory database has no second connection")
         store = cls.__new__(cls)
         store.path = str(path)
         store.conn = connect_read_only(path)
         store.conn.execute("PRAGMA busy_timeout=5000")
-        store.db = sqlite_utils.Database(store.conn)
         store._columns = {}
         store._pks = {}
         store._fixed = {}
@@ -736,7 +783,7 @@ class SqliteEventStore:
         return {str(k): str(v) for k, v in self.conn.execute("SELECT key, value FROM sandex_meta")}
 
     def set_metas(self, values: Mapping[str, str]) -> None:
-        with self.db.atomic():
+        with self._transaction():
             for key, value in values.items():
                 self.set_meta(key, value)
 
@@ -779,7 +826,7 @@ class SqliteEventStore:
         """Append stored rows (as `stored_rows` gives them, from any store) as they are,
         in one transaction: a log copied from another database."""
         self._fold = None
-        with self.db.atomic():
+        with self._transaction():
             self.conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 8)})", rows
             )
@@ -793,7 +840,7 @@ class SqliteEventStore:
     def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
         """Insert rows of a read-model table, in its columns' order, as they are."""
         columns = self._columns[table]
-        with self.db.atomic():
+        with self._transaction():
             self.conn.executemany(
                 f"INSERT INTO {table} ({', '.join(columns)})"
                 f" VALUES ({', '.join('?' for _ in columns)})",
@@ -884,6 +931,39 @@ class SqliteEventStore:
         lease, self._lease = self._lease, None
         if lease is not None:
             lease.release()
+
+
+# What sqlite-utils imports when installed only to name column types for their values
+# (pandas' Timestamp, numpy's scalars), which sandex never gives it: pandas alone was a
+# quarter of a second of every new database's (every backtest's) start, numpy 40 ms of a
+# server's.
+_NOT_FOR_SQLITE_UTILS = frozenset({"pandas", "numpy"})
+
+
+class _NotForSqliteUtils(importlib.abc.MetaPathFinder):
+    """Refuses pandas and numpy to one thread, the one importing sqlite-utils (which
+    takes their absence as they are not installed); other threads import what they like
+    meanwhile, and so does this one afterwards."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+        if name in _NOT_FOR_SQLITE_UTILS and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError("not imported for sqlite-utils", name=name)
+        return None
+
+
+def _sqlite_utils() -> Any:
+    """The sqlite-utils module; imported without pandas and numpy, unless they are in
+    already (then sqlite-utils takes them, as it would anyway)."""
+    finder = _NotForSqliteUtils()
+    sys.meta_path.insert(0, finder)
+    try:
+        import sqlite_utils
+    finally:
+        sys.meta_path.remove(finder)
+    return sqlite_utils
 
 
 def in_memory(path: str) -> bool:

@@ -288,9 +288,9 @@ def _domain_errors() -> list[type[Any]]:
 
 
 def test_every_domain_error_code_has_its_http_status_title_and_type() -> None:
-    from api_adapter.problems import _DOMAIN_PROBLEMS
+    from api_adapter.problem_types import DOMAIN_PROBLEMS
 
-    assert {cls.code for cls in _domain_errors()} == set(_DOMAIN_PROBLEMS)
+    assert {cls.code for cls in _domain_errors()} == set(DOMAIN_PROBLEMS)
 
 
 def test_a_domain_error_renders_as_the_same_problem_as_before() -> None:

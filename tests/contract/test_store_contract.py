@@ -17,6 +17,7 @@ from engine.store import (
     SqliteEventStore,
     StoreUnavailable,
     connect_read_only,
+    open_reader,
 )
 from engine.store.postgres import PostgresEventStore
 from tests.support.store_contract import TABLES, StoreContract, event
@@ -51,6 +52,32 @@ class SqliteStoreTest(StoreContract):
             other.commit(events, {}, events[-1].position)
         finally:
             other.close()
+
+
+class InMemorySqliteStoreTest(StoreContract):
+    """SQLite's `:memory:` database (tests, throwaway backtests): the same store on a
+    database that lives in its one connection. docs/design.md says what it keeps of the
+    file's promises: no second connection, so no read-only handle, no SQL reader for the
+    read side and no other writer; nothing durable, no checkpoints, no state snapshots."""
+
+    __test__ = True
+    has_sql_reader = False
+
+    def make_store(self, folder: Path) -> EventStore:
+        return SqliteEventStore(":memory:", tables=TABLES)
+
+    def test_another_writers_commit_changes_the_data_version(self) -> None:
+        self.skipTest("no second connection reaches an in-memory database")
+
+    def test_a_read_only_handle_reads_what_is_committed_and_writes_nothing(self) -> None:
+        """None is given: a second connection to `:memory:` is another, empty database."""
+        with self.assertRaises(StoreUnavailable):
+            self.store.read_only()
+        with self.assertRaises(StoreUnavailable):
+            open_reader(":memory:")
+
+    def test_reads_in_a_consistent_block_see_one_state(self) -> None:
+        self.skipTest("no second connection reaches an in-memory database")
 
 
 def test_sqlite_runs_in_wal_mode_with_the_asked_durability(tmp_path: Path) -> None:

@@ -178,6 +178,21 @@ def test_serve_refuses_a_database_it_cannot_use_before_creating_anything(
     assert _unchanged(before, _files(tmp_path), bad)
 
 
+@pytest.mark.parametrize("db", [":memory:", "file::memory:?cache=shared"])
+def test_serve_refuses_an_in_memory_database(
+    db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It served one whose read side opened another, empty database: every read was a
+    500 ("no such table")."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["serve", "--db", db, "--port", "0", "--log-format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "an in-memory database has no second connection" in _one_line(err)
+    assert "sandex serving" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", ["verify", "events", "rebuild"])
 def test_the_installed_command_says_one_line_too(tmp_path: Path, command: str) -> None:
     """The same through `python -m api_adapter.cli`, as a user runs it: the exit status

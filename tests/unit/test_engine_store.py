@@ -71,6 +71,11 @@ def test_an_engine_on_an_in_memory_sqlite_database_starts_and_writes() -> None:
         assert engine.store.last_position() == engine.state.position > 0
 
 
+def test_an_engine_given_a_path_instead_of_a_store_says_what_opens_one() -> None:
+    with pytest.raises(TypeError, match=r"open_engine\(':memory:'\)"):
+        Engine(":memory:", make_settings())  # type: ignore[arg-type]
+
+
 class _Escaped(BaseException):
     """An error no `except Exception` catches: it ends the writer thread."""
 
