@@ -18,7 +18,7 @@ that insert; the thread's replay and pickling share the GIL with it, which shows
 latency while a snapshot is being built (docs/performance.md has the figures).
 
 Format: `pickle` (protocol 5) of `(State, stream versions as marshal bytes)`,
-compressed with zlib at level 1; settled transfers are kept as tuples
+compressed with zlib at level 1; settled transfers are stored by column
 (engine/kernel/compact_records.py). The state is plain data (dicts, lists, slotted classes, Decimals,
 SortedDicts); pickle keeps the sharing between them (an order in `orders` and in its
 book level is one object), which a JSON form would have to rebuild by hand. Unpickling

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from decimal import Decimal
 
 from engine.kernel.compact_records import Records
 
@@ -46,3 +47,58 @@ def test_pickle_and_deepcopy_keep_the_records_and_their_type() -> None:
     deep = copy.deepcopy(records)
     deep["b"]["status"] = "FAILED"  # a copy's open entry is its own
     assert records["b"]["status"] == "PENDING"
+
+
+def _mixed(n: int) -> Records:
+    """Settled records of two shapes, with values a column must give back exactly: equal
+    Decimals of other digits, True beside 1, None, ints past 64 bits, an id equal to its key,
+    and a dict left open among them."""
+    records = Records()
+    for i in range(n):
+        key = f"t-{i}"
+        records[key] = {
+            "id": key,
+            "status": "COMPLETED",
+            "amount": Decimal("1.0") if i % 2 else Decimal("1.00"),
+            "flag": True if i % 3 else 1,
+            "note": None if i % 5 else "x",
+            "big": 2**70 + i if i == 7 else i,
+            "seq": i,
+        }
+        if i % 4 == 0:
+            records[f"w-{i}"] = {"id": f"w-{i}", "status": "FAILED", "tags": [i]}
+    records["open"] = {"id": "open", "status": "PENDING"}
+    return records
+
+
+def test_a_pickled_settled_record_comes_back_as_a_row_with_every_value_exact() -> None:
+    records = _mixed(40)
+    before = {k: copy.deepcopy(records[k]) for k in records}
+    records.settle(lambda r: r["status"] != "PENDING")
+    twin = pickle.loads(pickle.dumps(records, 5))
+    assert list(twin) == list(before)  # key order kept
+    assert type(dict.__getitem__(twin, "t-3")) is int
+    assert type(dict.__getitem__(twin, "open")) is dict
+    for k, record in before.items():
+        read = twin[k]
+        assert read == record
+        assert [(type(v), str(v)) for v in read.values()] == [
+            (type(v), str(v)) for v in record.values()
+        ]
+    assert [dict(r) for r in twin.values()] == list(before.values())
+    assert twin.get("w-8") == before["w-8"] and twin.get("missing") is None
+
+
+def test_records_loaded_from_columns_settle_pickle_and_copy_again() -> None:
+    """The snapshot thread loads the previous snapshot, adds and settles, pickles again."""
+    records = _mixed(20)
+    records.settle(lambda r: r["status"] != "PENDING")
+    loaded = pickle.loads(pickle.dumps(records, 5))
+    loaded["new"] = {"id": "new", "status": "COMPLETED", "seq": 99}
+    loaded["open"]["status"] = "COMPLETED"
+    loaded.settle(lambda r: r["status"] != "PENDING")
+    expected = {k: loaded[k] for k in loaded}
+    again = pickle.loads(pickle.dumps(loaded, 5))
+    assert {k: again[k] for k in again} == expected
+    for twin in (copy.copy(again), copy.deepcopy(again)):
+        assert {k: twin[k] for k in twin} == expected
