@@ -9,6 +9,30 @@ from typing import Annotated, Literal
 
 from pydantic import StringConstraints
 
+from api_adapter.identity_vocabulary import (
+    AccountMemberRole,
+    AccountType,
+    CipIdType,
+    CustomerRegions,
+    EmploymentStatus,
+    EstimatedNetWorth,
+    EstimatedYearlyIncome,
+    ExpectedTransferValue,
+    GovtIdType,
+    InstitutionRole,
+    InstitutionSubType,
+    InstitutionType,
+    MerchantFundingSource,
+    PassthroughVerificationFields,
+    PassthroughVerifierType,
+    PurposeOfAccount,
+    RegulationStatus,
+    SourceOfFunds,
+    SourceOfWealth,
+    TinVerificationStatus,
+    TradingType,
+    VerifierType,
+)
 from api_adapter.request_bodies import ADDRESS_PATTERN, Body
 
 # The reference's free text: its pattern, at most 35 or 200 characters.
@@ -67,35 +91,13 @@ class PersonDetailsIn(Body):
     email: Free | None = None
     nationality: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] | None = None
     verifier_id: Free | None = None
-    verifier_type: Literal["PAXOS", "PASSTHROUGH", "MANUAL"] | None = None
+    verifier_type: VerifierType | None = None
     id_verification_url: Free | None = None
-    passthrough_verifier_type: (
-        Literal[
-            "JUMIO",
-            "ALLOY",
-            "LEXISNEXIS",
-            "MITEK",
-            "SUMSUB",
-            "MICROBILT",
-            "ONFIDO",
-            "CUSTOMER",
-            "EQUIFAX",
-            "ID3_AUTHENTICATE",
-            "FIS",
-            "PROVE",
-            "PERSONA",
-            "PLAID",
-        ]
-        | None
-    ) = None
+    passthrough_verifier_type: PassthroughVerifierType | None = None
     passthrough_verified_at: Free | None = None
-    govt_id_type: (
-        Literal["SSN", "ID_CARD", "ITIN", "PASSPORT", "DRIVING_LICENSE", "VISA"] | None
-    ) = None
+    govt_id_type: GovtIdType | None = None
     cip_id: Name200 | None = None
-    cip_id_type: Literal["SSN", "ID_CARD", "ITIN", "PASSPORT", "DRIVING_LICENSE", "VISA"] | None = (
-        None
-    )
+    cip_id_type: GovtIdType | None = None
     cip_id_country: Free | None = None
     additional_screening_status: Status | None = None
     profession: Free | None = None
@@ -103,9 +105,7 @@ class PersonDetailsIn(Body):
     country_of_birth: Free | None = None
     passthrough_verification_id: Free | None = None
     passthrough_verification_status: Status | None = None
-    passthrough_verification_fields: (
-        list[Literal["FULL_LEGAL_NAME", "ADDRESS", "DATE_OF_BIRTH", "CIP_ID"]] | None
-    ) = None
+    passthrough_verification_fields: list[PassthroughVerificationFields] | None = None
 
 
 class InstitutionDetailsIn(Body):
@@ -114,62 +114,15 @@ class InstitutionDetailsIn(Body):
     business_address: IdentityMailingAddressIn | None = None
     phone_number: Free | None = None
     email: Free | None = None
-    institution_type: Literal["TRUST", "CORPORATION", "LLC", "PARTNERSHIP"] | None = None
-    institution_sub_type: (
-        Literal[
-            "INVESTMENT",
-            "HEDGE_FUND",
-            "MONEY_SERVICE_BUSINESS",
-            "STO_ISSUER",
-            "PRECIOUS_METALS",
-            "NON_PROFIT",
-            "REGISTERED_INVESTMENT_ADVISOR",
-            "AGRICULTURE_FORESTRY_FISHING_HUNTING",
-            "MINING",
-            "UTILITIES",
-            "CONSTRUCTION",
-            "MANUFACTURING",
-            "WHOLESALE_TRADE",
-            "RETAIL_TRADE",
-            "TRANSPORTATION_WAREHOUSING",
-            "INFORMATION",
-            "FINANCE_INSURANCE",
-            "REAL_ESTATE_RENTAL_LEASING",
-            "PROFESSIONAL_SCIENTIFIC_TECHNICAL_SERVICES",
-            "MANAGEMENT_OF_COMPANIES_ENTERPRISES",
-            "ADMINISTRATIVE_SUPPORT_WASTE_MANAGEMENT_REMEDIATION_SERVICES",
-            "EDUCATIONAL_SERVICES",
-            "HEALTH_CARE_SOCIAL_ASSISTANCE",
-            "ARTS_ENTERTAINMENT_RECREATION",
-            "ACCOMMODATION_FOOD_SERVICES",
-            "OTHER_SERVICES",
-            "PUBLIC_ADMINISTRATION",
-            "NOT_CLASSIFIED",
-            "ADULT_ENTERTAINMENT",
-            "AUCTIONS",
-            "AUTOMOBILES",
-            "BLOCKCHAIN",
-            "CRYPTO",
-            "DRUGS",
-            "EXPORT_IMPORT",
-            "E_COMMERCE",
-            "FINANCIAL_INSTITUTION",
-            "GAMBLING",
-            "INSURANCE",
-            "MARKET_MAKER",
-            "SHELL_BANK",
-            "TRAVEL_TRANSPORT",
-            "WEAPONS",
-        ]
-        | None
-    ) = None
+    institution_type: InstitutionType | None = None
+    institution_sub_type: InstitutionSubType | None = None
     cip_id: Name200 | None = None
-    cip_id_type: Literal["EIN", "SSN", "ITIN", "REGISTRATION_NUMBER"] | None = None
+    cip_id_type: CipIdType | None = None
     cip_id_country: Free | None = None
     govt_registration_date: Free | None = None
     incorporation_address: IdentityMailingAddressIn | None = None
-    regulation_status: Literal["US_REGULATED", "INTL_REGULATED", "NON_REGULATED"] | None = None
-    trading_type: Literal["PRIVATE", "PUBLIC", "PUBLICLY_TRADED_SUBSIDIARY"] | None = None
+    regulation_status: RegulationStatus | None = None
+    trading_type: TradingType | None = None
     listed_exchange: Free | None = None
     ticker_symbol: Free | None = None
     parent_institution_name: Free | None = None
@@ -184,20 +137,7 @@ class InstitutionDetailsIn(Body):
 
 class InstitutionMemberIn(Body):
     identity_id: Free | None = None
-    roles: (
-        list[
-            Literal[
-                "BENEFICIAL_OWNER",
-                "ACCOUNT_OPENER",
-                "TRUSTEE",
-                "AUTHORIZED_USER",
-                "GRANTOR",
-                "MANAGEMENT_CONTROL_PERSON",
-                "BENEFICIARY",
-            ]
-        ]
-        | None
-    ) = None
+    roles: list[InstitutionRole] | None = None
     ownership: Free | None = None
     position: Free | None = None
     name: Free | None = None
@@ -208,221 +148,26 @@ class InstitutionMemberIn(Body):
 class TaxDetailIn(Body):
     tax_payer_id: Line35 | None = None
     tax_payer_country: Free | None = None
-    tin_verification_status: (
-        Literal["TIN_VERIFICATION_PENDING", "TIN_VERIFICATION_ERROR", "TIN_VERIFICATION_VALID"]
-        | None
-    ) = None
+    tin_verification_status: TinVerificationStatus | None = None
 
 
 class CustomerDueDiligenceIn(Body):
     aliases: list[Free] | None = None
-    estimated_net_worth: (
-        Literal[
-            "NET_WORTH_0_TO_100K",
-            "NET_WORTH_100K_TO_500K",
-            "NET_WORTH_500K_TO_1M",
-            "NET_WORTH_1M_TO_2_5M",
-            "NET_WORTH_2_5M_TO_5M",
-            "NET_WORTH_5M_TO_7_5M",
-            "NET_WORTH_7_5M_TO_10M",
-            "NET_WORTH_10M_TO_25M",
-            "NET_WORTH_25M_TO_50M",
-            "NET_WORTH_OVER_50M",
-        ]
-        | None
-    ) = None
-    estimated_yearly_income: (
-        Literal[
-            "INCOME_0_TO_50K",
-            "INCOME_50K_TO_100K",
-            "INCOME_100K_TO_250K",
-            "INCOME_250K_TO_500K",
-            "INCOME_500K_TO_750K",
-            "INCOME_750K_TO_1M",
-            "INCOME_ABOVE_1M",
-        ]
-        | None
-    ) = None
-    expected_transfer_value: (
-        Literal[
-            "TRANSFER_VALUE_0_TO_25K",
-            "TRANSFER_VALUE_25K_TO_50K",
-            "TRANSFER_VALUE_50K_TO_100K",
-            "TRANSFER_VALUE_100K_TO_250K",
-            "TRANSFER_VALUE_250K_TO_500K",
-            "TRANSFER_VALUE_500K_TO_750K",
-            "TRANSFER_VALUE_750K_TO_1M",
-            "TRANSFER_VALUE_1M_TO_2_5M",
-            "TRANSFER_VALUE_2_5M_TO_5M",
-            "TRANSFER_VALUE_ABOVE_5M",
-        ]
-        | None
-    ) = None
-    source_of_wealth: (
-        Literal[
-            "INHERITANCE",
-            "INVESTMENT_GAINS",
-            "BUSINESS_OWNERSHIP_DIVIDENDS",
-            "EMPLOYMENT_INCOME",
-            "REAL_ESTATE",
-            "OTHER_SOURCE_OF_WEALTH",
-        ]
-        | None
-    ) = None
-    source_of_funds: (
-        Literal[
-            "SALARY_DISBURSEMENT",
-            "INHERITANCE_DISTRIBUTION",
-            "INVESTMENT_RETURNS",
-            "BUSINESS_DIVIDENDS_PROFITS",
-            "PROPERTY_SALE",
-            "LOAN_DISBURSEMENT",
-            "SAVINGS_ACCOUNT_WITHDRAWAL",
-            "GOVERNMENT_BENEFITS",
-        ]
-        | None
-    ) = None
-    purpose_of_account: (
-        Literal["INVESTMENT_TRADING", "SAVINGS", "STABLECOIN_PURCHASE_REDEMPTION"] | None
-    ) = None
-    employment_status: (
-        Literal[
-            "CONTRACTUAL",
-            "FULL_TIME",
-            "PART_TIME",
-            "RETIRED",
-            "SELF_EMPLOYED",
-            "STUDENT",
-            "UNEMPLOYED",
-        ]
-        | None
-    ) = None
-    employment_industry_sector: (
-        Literal[
-            "INVESTMENT",
-            "HEDGE_FUND",
-            "MONEY_SERVICE_BUSINESS",
-            "STO_ISSUER",
-            "PRECIOUS_METALS",
-            "NON_PROFIT",
-            "REGISTERED_INVESTMENT_ADVISOR",
-            "AGRICULTURE_FORESTRY_FISHING_HUNTING",
-            "MINING",
-            "UTILITIES",
-            "CONSTRUCTION",
-            "MANUFACTURING",
-            "WHOLESALE_TRADE",
-            "RETAIL_TRADE",
-            "TRANSPORTATION_WAREHOUSING",
-            "INFORMATION",
-            "FINANCE_INSURANCE",
-            "REAL_ESTATE_RENTAL_LEASING",
-            "PROFESSIONAL_SCIENTIFIC_TECHNICAL_SERVICES",
-            "MANAGEMENT_OF_COMPANIES_ENTERPRISES",
-            "ADMINISTRATIVE_SUPPORT_WASTE_MANAGEMENT_REMEDIATION_SERVICES",
-            "EDUCATIONAL_SERVICES",
-            "HEALTH_CARE_SOCIAL_ASSISTANCE",
-            "ARTS_ENTERTAINMENT_RECREATION",
-            "ACCOMMODATION_FOOD_SERVICES",
-            "OTHER_SERVICES",
-            "PUBLIC_ADMINISTRATION",
-            "NOT_CLASSIFIED",
-            "ADULT_ENTERTAINMENT",
-            "AUCTIONS",
-            "AUTOMOBILES",
-            "BLOCKCHAIN",
-            "CRYPTO",
-            "DRUGS",
-            "EXPORT_IMPORT",
-            "E_COMMERCE",
-            "FINANCIAL_INSTITUTION",
-            "GAMBLING",
-            "INSURANCE",
-            "MARKET_MAKER",
-            "SHELL_BANK",
-            "TRAVEL_TRANSPORT",
-            "WEAPONS",
-        ]
-        | None
-    ) = None
-    industry_sector: (
-        Literal[
-            "INVESTMENT",
-            "HEDGE_FUND",
-            "MONEY_SERVICE_BUSINESS",
-            "STO_ISSUER",
-            "PRECIOUS_METALS",
-            "NON_PROFIT",
-            "REGISTERED_INVESTMENT_ADVISOR",
-            "AGRICULTURE_FORESTRY_FISHING_HUNTING",
-            "MINING",
-            "UTILITIES",
-            "CONSTRUCTION",
-            "MANUFACTURING",
-            "WHOLESALE_TRADE",
-            "RETAIL_TRADE",
-            "TRANSPORTATION_WAREHOUSING",
-            "INFORMATION",
-            "FINANCE_INSURANCE",
-            "REAL_ESTATE_RENTAL_LEASING",
-            "PROFESSIONAL_SCIENTIFIC_TECHNICAL_SERVICES",
-            "MANAGEMENT_OF_COMPANIES_ENTERPRISES",
-            "ADMINISTRATIVE_SUPPORT_WASTE_MANAGEMENT_REMEDIATION_SERVICES",
-            "EDUCATIONAL_SERVICES",
-            "HEALTH_CARE_SOCIAL_ASSISTANCE",
-            "ARTS_ENTERTAINMENT_RECREATION",
-            "ACCOMMODATION_FOOD_SERVICES",
-            "OTHER_SERVICES",
-            "PUBLIC_ADMINISTRATION",
-            "NOT_CLASSIFIED",
-            "ADULT_ENTERTAINMENT",
-            "AUCTIONS",
-            "AUTOMOBILES",
-            "BLOCKCHAIN",
-            "CRYPTO",
-            "DRUGS",
-            "EXPORT_IMPORT",
-            "E_COMMERCE",
-            "FINANCIAL_INSTITUTION",
-            "GAMBLING",
-            "INSURANCE",
-            "MARKET_MAKER",
-            "SHELL_BANK",
-            "TRAVEL_TRANSPORT",
-            "WEAPONS",
-        ]
-        | None
-    ) = None
+    estimated_net_worth: EstimatedNetWorth | None = None
+    estimated_yearly_income: EstimatedYearlyIncome | None = None
+    expected_transfer_value: ExpectedTransferValue | None = None
+    source_of_wealth: SourceOfWealth | None = None
+    source_of_funds: SourceOfFunds | None = None
+    purpose_of_account: PurposeOfAccount | None = None
+    employment_status: EmploymentStatus | None = None
+    employment_industry_sector: InstitutionSubType | None = None
+    industry_sector: InstitutionSubType | None = None
     has_underlying_trust_structure: bool | None = None
     has_nominee_shareholders: bool | None = None
     created_at: Free | None = None
     is_publicly_traded: bool | None = None
-    merchant_funding_source: (
-        Literal[
-            "BUSINESS_LOANS_FINANCING",
-            "SALARY_SAVINGS",
-            "INVESTMENT_GAINS",
-            "INHERITANCE",
-            "REAL_ESTATE_INCOME",
-            "NON_PROFIT_SOURCES",
-            "OTHER_BUSINESS_INCOME",
-        ]
-        | None
-    ) = None
-    customer_regions: (
-        list[
-            Literal[
-                "US_CANADA",
-                "MEXICO_CENTRAL_AMERICA",
-                "SOUTH_AMERICA",
-                "EUROPE",
-                "ASIA",
-                "AFRICA",
-                "OCEANIA",
-            ]
-        ]
-        | None
-    ) = None
+    merchant_funding_source: MerchantFundingSource | None = None
+    customer_regions: list[CustomerRegions] | None = None
 
 
 class CreateIdentityRequest(Body):
@@ -462,8 +207,8 @@ class AddInstitutionMembersRequest(Body):
 
 class AccountMemberIn(Body):
     identity_id: Free | None = None
-    type: Literal["BENEFICIAL_OWNER", "AUTHORIZED_USER", "FINANCIAL_ADVISOR"] | None = None
-    roles: list[Literal["BENEFICIAL_OWNER", "AUTHORIZED_USER", "FINANCIAL_ADVISOR"]] | None = None
+    type: AccountMemberRole | None = None
+    roles: list[AccountMemberRole] | None = None
     id: Free | None = None
 
 
@@ -480,9 +225,7 @@ class AccountIn(Body):
     summary_status: Status | None = None
     updated_at: Free | None = None
     profile_id: Free | None = None
-    type: (
-        Literal["BROKERAGE", "TRADITIONAL_IRA", "ROTH_IRA", "SEP_IRA", "FINANCIAL_ADVISOR"] | None
-    ) = None
+    type: AccountType | None = None
 
 
 class CreateAccountRequest(Body):
