@@ -21,7 +21,7 @@ from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
 from engine.domain.transfers.fiat_accounts import network_of, owned_account
-from engine.domain.transfers.withdrawals import FAIL_MEMO
+from engine.domain.transfers.withdrawals import FAIL_MEMO, fail_as_asked
 from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import CreateFiatWithdrawal
 from engine.kernel.errors import (
@@ -166,19 +166,7 @@ def settle(ctx: Ctx, transfer_id: str) -> None:
     hold = withdrawing(t["profile_id"])
     amount, charged, total = Decimal(t["amount"]), Decimal(t["fee"]), Decimal(t["total"])
     if t.get("memo") == FAIL_MEMO:
-        details = {
-            "sandbox_forced_failure": {
-                "message": f"withdrawal failed because its memo is '{FAIL_MEMO}';"
-                " the held funds are returned",
-                "memo": FAIL_MEMO,
-            }
-        }
-        transfer_records.fail(
-            ctx,
-            transfer_id,
-            {"status_details": details},
-            [(hold, available(t["profile_id"]), "USD", total)],
-        )
+        fail_as_asked(ctx, transfer_id, [(hold, available(t["profile_id"]), "USD", total)])
         return
     postings: list[Posting] = [(hold, WORLD, "USD", amount)]
     if charged > ZERO:

@@ -61,6 +61,19 @@ _EVM = frozenset({"ETHEREUM", "POLYGON_POS", "BASE", "ARBITRUM_ONE", "INK", "XLA
 _MAX_REF_ID = 128
 
 
+def fail_as_asked(ctx: Ctx, transfer_id: str, returned: list[Posting]) -> None:
+    """A withdrawal whose memo asks for the failure path (crypto or fiat): FAILED, its
+    hold returned by `returned`, and the reason in its status details."""
+    details = {
+        "sandbox_forced_failure": {
+            "message": f"withdrawal failed because its memo is '{FAIL_MEMO}';"
+            " the held funds are returned",
+            "memo": FAIL_MEMO,
+        }
+    }
+    transfer_records.fail(ctx, transfer_id, {"status_details": details}, returned)
+
+
 def confirmation_delay(settings: Settings, network: str) -> Decimal:
     override = settings.withdrawal_confirmation_seconds.get(network)
     return override if override is not None else DEFAULT_CONFIRMATION_SECONDS.get(network, ZERO)
@@ -214,19 +227,7 @@ def confirm(ctx: Ctx, transfer_id: str) -> None:
     amount, fee, total = Decimal(t["amount"]), Decimal(t["fee"]), Decimal(t["total"])
     hold = withdrawing(profile_id)
     if t.get("memo") == FAIL_MEMO:
-        details = {
-            "sandbox_forced_failure": {
-                "message": f"withdrawal failed because its memo is '{FAIL_MEMO}';"
-                " the held funds are returned",
-                "memo": FAIL_MEMO,
-            }
-        }
-        transfer_records.fail(
-            ctx,
-            transfer_id,
-            {"status_details": details},
-            [(hold, available(profile_id), paid_from, total)],
-        )
+        fail_as_asked(ctx, transfer_id, [(hold, available(profile_id), paid_from, total)])
         return
     source = hold
     postings: list[Posting] = []
