@@ -1,10 +1,10 @@
 """The rule of the create-order interface, and of withdrawals (crypto and fiat) and
 deposit addresses that name an identity: "the identity must be allowed to trade for
 the account". It holds for a customer that integrates with identities (has created
-one): the named identity must
-be the customer's, APPROVED, and a member of the named account (its primary identity,
-or a member) with a role that acts for it (BENEFICIAL_OWNER, AUTHORIZED_USER; a
-FINANCIAL_ADVISOR advises), and the account must not be disabled.
+one): the named identity must be the customer's, APPROVED, and a member of the named
+account (its primary identity, or a member) with a role that acts for it
+(BENEFICIAL_OWNER, AUTHORIZED_USER; a FINANCIAL_ADVISOR advises), and the account must
+not be disabled.
 
 A customer that has created no identity keeps the ids as labels, as before identities
 existed: the service says whether they are needed depends on the integration type, and
