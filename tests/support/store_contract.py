@@ -144,6 +144,22 @@ class StoreContract(unittest.TestCase, abc.ABC):
         self.store.commit([event(1, "s", 1)], {"things": ([{"id": "x", "owner": "o"}], [])}, 1)
         self.assertEqual(self.rows(), [("x", "o", None, None)])
 
+    def test_a_large_group_lands_whole_in_order_the_last_upsert_of_a_key_winning(self) -> None:
+        """A group of 103 events and 101 upserts (SQLite cuts them into statements of 64,
+        32, 4, 2 and 1 rows): every event and row lands; a key upserted twice in the group
+        holds its last row; a row that lacks a column among full ones is null there."""
+        events = [event(i, f"s{i % 7}", (i - 1) // 7 + 1) for i in range(1, 104)]
+        rows = [thing(f"k{i:03d}", str(i), seq=i) for i in range(100)]
+        rows[50] = {"id": "k050", "owner": "o"}
+        rows.append(thing("k007", "again", seq=7))
+        self.store.commit(events, {"things": (rows, [])}, 103)
+        self.assertEqual([e.as_json() for e in self.store.read()], [e.as_json() for e in events])
+        got = {r[0]: r for r in self.rows()}
+        self.assertEqual(len(got), 100)
+        self.assertEqual(got["k007"], ("k007", "o", "again", 7))
+        self.assertEqual(got["k050"], ("k050", "o", None, None))
+        self.assertEqual(got["k099"], ("k099", "o", "99", 99))
+
     def test_rows_of_a_table_the_store_does_not_hold_are_refused(self) -> None:
         with self.assertRaises(NoSuchTable):
             list(self.store.read_model_rows("absent", ["id"]))
