@@ -19,19 +19,19 @@ latency while a snapshot is being built (docs/performance.md has the figures).
 
 Format: `pickle` (protocol 5) of `(State, stream versions as marshal bytes)`, compressed
 with zlib at level 1; settled transfers are stored by column
-(engine/kernel/compact_records.py), and their streams' versions are left out: a settled
-transfer never gets another event in practice, and a million versions were a third of a
-start-up's CPU. Should an event ever be appended to such a stream, its version is read
-from the log then (`StreamVersions`, `_from_log`). The state is plain data (dicts,
-lists, slotted classes, Decimals, SortedDicts); pickle keeps the sharing between them
-(an order in `orders` and in its book level is one object), which a JSON form would have
-to rebuild by hand. Unpickling runs code named in the data, so a snapshot must come from
-a trusted writer: it is read only from the user's own database, the same file whose log
-the engine trusts anyway. A snapshot is used only when its format matches this code
-exactly (FORMAT hashes the engine's sources, the Python version and sortedcontainers':
-after an upgrade the old snapshots are ignored and start-up replays the whole log once)
-and when the event at its position is still the event it was taken after (time travel or
-a rewritten log cannot pair a state with the wrong events).
+(engine/kernel/compact_records.py), and the versions of settled transfers' and closed
+orders' streams are left out: such a stream gets no event in practice, and a million
+versions were a third of a start-up's CPU. Should an event ever be appended to such a
+stream, its version is read from the log then (`StreamVersions`, `_from_log`). The state
+is plain data (dicts, lists, slotted classes, Decimals, SortedDicts); pickle keeps the
+sharing between them (an order in `orders` and in its book level is one object), which a
+JSON form would have to rebuild by hand. Unpickling runs code named in the data, so a
+snapshot must come from a trusted writer: it is read only from the user's own database,
+the same file whose log the engine trusts anyway. A snapshot is used only when its
+format matches this code exactly (FORMAT hashes the engine's sources, the Python version
+and sortedcontainers': after an upgrade the old snapshots are ignored and start-up
+replays the whole log once) and when the event at its position is still the event it was
+taken after (time travel or a rewritten log cannot pair a state with the wrong events).
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from typing import Any
 import sortedcontainers
 
 from engine.domain.transfers.transfer_records import SETTLED
-from engine.kernel.compact_records import Records
 from engine.kernel.logs import get_logger
 from engine.kernel.registry import Registry
 from engine.kernel.state import State, StreamVersions
@@ -86,11 +85,11 @@ def encode(state: State, versions: dict[str, int]) -> bytes:
     """The bytes of a snapshot. `state` must be the caller's own (the snapshot thread's
     replay): its settled transfers are made compact first (compact_records.py), with
     their equal short strings made one object, which pickle then writes once and
-    start-up builds once. The versions of their streams are left out (`_unsettled`)."""
+    start-up builds once. The versions of settled streams are left out (`_unsettled`)."""
     state.transfers.settle(_settled)
     # Stream versions (one per transfer and order ever made) as marshal: a flat dict of
     # str to int loads in less than half pickle's time.
-    kept = _unsettled(versions, state.transfers)
+    kept = _unsettled(versions, state)
     return zlib.compress(pickle.dumps((state, marshal.dumps(kept)), protocol=5), 1)
 
 
@@ -98,32 +97,53 @@ def _settled(transfer: dict[str, Any]) -> bool:
     return transfer.get("status") in SETTLED
 
 
-# A transfer's events are on the stream of this prefix and its id (transfer_records.py).
+# The streams of a transfer and of an order: this prefix and its id (transfer_records.py,
+# trading/placement.py). Settled transfers and closed orders get no event after.
 _TRANSFER = "transfer-"
-_ID = len(_TRANSFER)
+_ORDER = "order-"
 _COMPACT = (tuple, int)  # a settled entry of `Records`, as `settle` left it or unpickled
 
 
-def _unsettled(versions: dict[str, int], transfers: Records) -> dict[str, int]:
-    """`versions` but those of settled transfers' streams (settled: compact in
-    `transfers`). With a snapshot before, `versions` holds only the streams left in it
-    and those of the events since: a short walk."""
+def _orders(state: State) -> dict[str, Any]:
+    trading = state.ext.get("trading")
+    return {} if trading is None else trading.orders  # type: ignore[no-any-return]
+
+
+def _unsettled(versions: dict[str, int], state: State) -> dict[str, int]:
+    """`versions` but those of settled streams: a transfer's compact in `state` (settled)
+    and a closed order's. With a snapshot before, `versions` holds only the streams left
+    in it and those of the events since: a short walk."""
+    transfers, orders = state.transfers, _orders(state)
     entry = dict.get  # the stored form, not `Records.get`'s read
-    return {
-        stream: version
-        for stream, version in versions.items()
-        if not (stream.startswith(_TRANSFER) and type(entry(transfers, stream[_ID:])) in _COMPACT)
-    }
+    t, o = len(_TRANSFER), len(_ORDER)
+    kept = {}
+    for stream, version in versions.items():
+        if stream.startswith(_TRANSFER):
+            if type(entry(transfers, stream[t:])) in _COMPACT:
+                continue
+        elif stream.startswith(_ORDER):
+            order = orders.get(stream[o:])
+            if order is not None and order.closed_at is not None:
+                continue
+        kept[stream] = version
+    return kept
 
 
-def _from_log(store: EventStore, transfers: Records) -> Callable[[str], int]:
-    """The version of a stream missing from a snapshot's versions: a settled transfer's
-    (any key of `transfers`, the snapshot's own, which only ever grows) from the log,
-    through a read-only handle of its own (the writer's connection may be committing
-    on another thread meanwhile); 0 for any other (a new stream)."""
+def _from_log(store: EventStore, state: State) -> Callable[[str], int]:
+    """The version of a stream missing from the versions of a snapshot of `state`: one of
+    its transfers' or orders' (the dicts of `state` as loaded, which only ever grow,
+    whatever a sandbox restore installs later) read from the log, through a read-only
+    handle of its own (the writer's connection may be committing on another thread
+    meanwhile); 0 for any other stream (a new one)."""
+    transfers, orders = state.transfers, _orders(state)
+    t, o = len(_TRANSFER), len(_ORDER)
 
     def version(stream: str) -> int:
-        if not stream.startswith(_TRANSFER) or stream[_ID:] not in transfers:
+        if stream.startswith(_TRANSFER):
+            known = stream[t:] in transfers
+        else:
+            known = stream.startswith(_ORDER) and stream[o:] in orders
+        if not known:
             return 0
         reader = store.read_only()
         try:
@@ -150,7 +170,7 @@ def decode(data: bytes, log: EventStore | None = None) -> tuple[State, StreamVer
         raise ValueError("not a state snapshot")
     versions = StreamVersions(kept)
     if log is not None:
-        versions.elsewhere = _from_log(log, state.transfers)
+        versions.elsewhere = _from_log(log, state)
     return state, versions
 
 

@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 
 from engine import open_engine
 from engine.domain.registrations import REGISTRATIONS
+from engine.domain.transfers.transfer_records import SETTLED
 from engine.kernel.commands import Command
 from engine.kernel.events import Event
 from engine.kernel.registry import Registration, build_registry
@@ -24,7 +25,7 @@ from engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
 from tests.support.database import copy_database, execute, query
 from tests.support.state_helpers import assert_same, busy, more
-from tests.support.transfer_helpers import transfer, withdraw
+from tests.support.transfer_helpers import withdraw
 
 
 def _events(db: Path | str) -> list[Any]:
@@ -198,62 +199,69 @@ def test_snapshots_of_another_build_are_ignored_and_the_start_up_says_so(
 
 
 @dataclass(frozen=True, slots=True)
-class _Annotate(Command):
-    """Appends an event to a transfer's stream, settled or not (no command of the domain
-    appends to a settled transfer's stream; a later one might)."""
+class _Append(Command):
+    """Appends an event to any stream (no command of the domain appends to a settled
+    transfer's or a closed order's; a later one might)."""
 
-    transfer_id: str = ""
-
-
-def _annotate(ctx: Ctx, cmd: _Annotate) -> int:
-    stream = f"transfer-{cmd.transfer_id}"
-    return ctx.emit("TransferAnnotated", stream, {"transfer_id": cmd.transfer_id}).version
+    stream: str = ""
 
 
-def _annotated(state: State, event: Event) -> None:
-    state.ext.setdefault("annotated", []).append(event.data["transfer_id"])
+def _append(ctx: Ctx, cmd: _Append) -> int:
+    return ctx.emit("StreamNoted", cmd.stream, {"stream": cmd.stream}).version
 
 
-_ANNOTATING = build_registry(
-    [*REGISTRATIONS, Registration({_Annotate: _annotate}, {"TransferAnnotated": _annotated})]
+def _noted(state: State, event: Event) -> None:
+    state.ext.setdefault("noted", []).append(event.data["stream"])
+
+
+_NOTING = build_registry(
+    [*REGISTRATIONS, Registration({_Append: _append}, {"StreamNoted": _noted})]
 )
 
 
 def test_an_event_appended_to_a_settled_stream_after_a_restart_gets_its_next_version(
     sandbox_factory: Any, database: Any
 ) -> None:
-    """A snapshot leaves out the versions of settled transfers' streams: the first event
-    appended to one after a restart reads its version from the log."""
+    """A snapshot leaves out the versions of settled transfers' and closed orders'
+    streams: the first event appended to one after a restart reads its version from
+    the log."""
     sb = sandbox_factory("s.db", snapshot_every_events=0)
-    settled = [sb.deposit(a, "100")["activity_id"] for a in ("BTC", "USDC")]
+    busy(sb)  # deposits, open, filled and cancelled orders, a pending withdrawal
     for memo in (None, "sandbox:fail"):  # created, then completed or failed: version 2+
         r = withdraw(sb, amount="0.001", memo=memo)
         assert r.status_code == 200, r.text
-        settled.append(r.json()["id"])
     sb.advance(60)
-    assert [transfer(sb, t)["status"] for t in settled[2:]] == ["COMPLETED", "FAILED"]
+    state = sb.engine.state
+    transfers = {f"transfer-{t['id']}": t["status"] in SETTLED for t in state.transfers.values()}
+    orders = {
+        f"order-{o.id}": o.closed_at is not None for o in state.ext["trading"].orders.values()
+    }
     sb.close()
     db = database("restart.db")  # the log gets events the domain's registry cannot read
     copy_database(sb.db, db)
     store = open_store(db)
     last = store.last_position()
-    versions = {t: store.stream_version(f"transfer-{t}") for t in settled}
-    assert min(versions.values()) == 1 and max(versions.values()) > 1
+    versions = {stream: store.stream_version(stream) for stream in {**transfers, **orders}}
+    left_out = {stream for stream, settled in {**transfers, **orders}.items() if settled}
+    assert any(versions[s] > 1 for s in left_out if s.startswith("transfer-"))
+    assert any(s.startswith("order-") for s in left_out)
+    assert len(left_out) < len(versions)  # open orders and pending transfers: kept
     check = store.event_check(last)
     assert check is not None
     data = startup_cache.encode(*replay(store.read(with_meta=False)))
     store.save_state_snapshot(last, startup_cache.FORMAT, check, data)
     store.close()
 
-    engine = open_engine(db, make_settings(snapshot_every_events=1000), registry=_ANNOTATING)
+    engine = open_engine(db, make_settings(snapshot_every_events=1000), registry=_NOTING)
     engine.start()
     try:
         assert engine.loaded_from == last
-        assert not any(f"transfer-{t}" in dict.keys(engine._versions) for t in settled)
-        for t in settled:
-            assert engine.execute(_Annotate(transfer_id=t)) == versions[t] + 1
-            assert engine.execute(_Annotate(transfer_id=t)) == versions[t] + 2
-        assert engine.execute(_Annotate(transfer_id="new")) == 1  # a stream with no event
+        assert set(dict.keys(engine._versions)) & set(versions) == set(versions) - left_out
+        for stream, version in versions.items():
+            assert engine.execute(_Append(stream=stream)) == version + 1
+            assert engine.execute(_Append(stream=stream)) == version + 2
+        assert engine.execute(_Append(stream="transfer-new")) == 1  # no event yet
+        assert engine.execute(_Append(stream="order-new")) == 1
     finally:
         engine.stop()
-    assert verify(str(db), registry=_ANNOTATING) == []
+    assert verify(str(db), registry=_NOTING) == []
