@@ -115,11 +115,14 @@ def main() -> None:
     print(
         f"\nstart-up from the snapshot at {position:,} of {args.events:,} events, {args.rounds} rounds"
     )
-    for k, name in ((0, "wall s"), (1, "process CPU s"), (2, "peak RSS MiB")):
+    for k, name, digits in ((0, "wall s", 2), (1, "process CPU s", 2), (2, "peak RSS MiB", 0)):
         base = [f[k] for f in figures["base"]]
         head = [f[k] for f in figures["head"]]
         ratios = [h / b for b, h in zip(base, head, strict=True)]
-        print(f"{name:14} base {_spread(base)}  head {_spread(head)}  head/base {_spread(ratios)}")
+        print(
+            f"{name:14} base {_spread(base, digits)}  head {_spread(head, digits)}"
+            f"  head/base {_spread(ratios)}"
+        )
     loads = [f[3] for side in SIDES for f in figures[side]]
     print(f"load average {min(loads):.2f}–{max(loads):.2f}")
     for side in SIDES:
