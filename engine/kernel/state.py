@@ -117,6 +117,26 @@ class State:
 Applier = Callable[[State, Event], None]
 
 
+class StreamVersions(dict[str, int]):
+    """Each stream's last version: what gives the next event of a stream its version.
+
+    A stream missing from the dict has no event yet (0), unless `elsewhere` knows it: a
+    state snapshot leaves out the streams that are settled, which are most of a long
+    log's and never get another event in practice (engine/runtime/startup_cache.py), and
+    `elsewhere` then reads such a stream's version from the log the first time an event
+    is appended to it."""
+
+    __slots__ = ("elsewhere",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.elsewhere: Callable[[str], int] | None = None
+
+    def __missing__(self, stream: str) -> int:
+        elsewhere = self.elsewhere
+        return 0 if elsewhere is None else elsewhere(stream)
+
+
 class Ctx:
     """What one decision sees: state, engine time, the seeded id source, the source of
     secrets (the OS, engine/kernel/credentials.py) and settings.
@@ -146,7 +166,7 @@ class Ctx:
         secrets: Secrets,
         settings: Settings,
         appliers: dict[str, Applier],
-        versions: dict[str, int],
+        versions: StreamVersions,
         meta: dict[str, Any],
         price_sources: tuple[Callable[[State, str], Decimal | None], ...] = (),
     ) -> None:
@@ -176,7 +196,7 @@ class Ctx:
     def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
         state = self.state
         versions = self._versions
-        version = versions[stream] = versions.get(stream, 0) + 1
+        version = versions[stream] = versions[stream] + 1
         event = Event(type, stream, data, state.position + 1, version, self.now_text, self.meta)
         self._appliers[type](state, event)
         state.position = event.position

@@ -17,7 +17,7 @@ from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
-from engine.kernel.state import State
+from engine.kernel.state import State, StreamVersions
 from engine.read.readmodels import all_rows
 from engine.store import Concurrency, EventStore
 
@@ -44,11 +44,11 @@ def _folding(state: State, pause_gc: bool) -> Iterator[None]:
 def replay(
     events: Iterable[Event],
     state: State | None = None,
-    versions: dict[str, int] | None = None,
+    versions: StreamVersions | None = None,
     *,
     pause_gc: bool = True,
     registry: Registry | None = None,
-) -> tuple[State, dict[str, int]]:
+) -> tuple[State, StreamVersions]:
     """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
     after it); the same code path as live application.
 
@@ -56,7 +56,7 @@ def replay(
     long-lived objects and no cyclic garbage. The switch is process-wide, so a replay in
     a background thread, beside a running writer, leaves it alone."""
     state = State() if state is None else state
-    versions = {} if versions is None else versions
+    versions = StreamVersions() if versions is None else versions
     registry = domain_registry() if registry is None else registry
     appliers = registry.appliers if state.appended is not None else registry.state_appliers
     event = None
@@ -74,14 +74,14 @@ def replay(
 def replay_log(
     store: EventStore,
     state: State | None = None,
-    versions: dict[str, int] | None = None,
+    versions: StreamVersions | None = None,
     *,
     after: int = 0,
     until: int | None = None,
     pause_gc: bool = True,
     cancelled: Callable[[], bool] | None = None,
     registry: Registry | None = None,
-) -> tuple[State, dict[str, int]]:
+) -> tuple[State, StreamVersions]:
     """`replay` of the log after `after` (up to `until`), read as raw rows: the same
     state, faster. A run of events whose type has a replayer (`Registry.replayers`) goes to
     it as rows, with no `Event` built; any other event goes through its applier as
@@ -89,7 +89,7 @@ def replay_log(
     collects read-model rows takes the appliers and their observers for every event.
     `cancelled` is asked between chunks of rows; when it answers true, `Cancelled`."""
     state = State() if state is None else state
-    versions = {} if versions is None else versions
+    versions = StreamVersions() if versions is None else versions
     collecting = state.appended is not None
     registry = domain_registry() if registry is None else registry
     appliers = registry.appliers if collecting else registry.state_appliers

@@ -17,18 +17,21 @@ of its own (the writer stays the only connection that writes). The writer's cost
 that insert; the thread's replay and pickling share the GIL with it, which shows as
 latency while a snapshot is being built (docs/performance.md has the figures).
 
-Format: `pickle` (protocol 5) of `(State, stream versions as marshal bytes)`,
-compressed with zlib at level 1; settled transfers are stored by column
-(engine/kernel/compact_records.py). The state is plain data (dicts, lists, slotted classes, Decimals,
-SortedDicts); pickle keeps the sharing between them (an order in `orders` and in its
-book level is one object), which a JSON form would have to rebuild by hand. Unpickling
-runs code named in the data, so a snapshot must come from a trusted writer: it is read
-only from the user's own database, the same file whose log the engine trusts anyway. A snapshot is
-used only when its format matches this code exactly (FORMAT hashes the engine's
-sources, the Python version and sortedcontainers': after an upgrade the old snapshots
-are ignored and start-up replays the whole log once) and when the event at its position
-is still the event it was taken after (time travel or a rewritten log cannot pair a
-state with the wrong events).
+Format: `pickle` (protocol 5) of `(State, stream versions as marshal bytes)`, compressed
+with zlib at level 1; settled transfers are stored by column
+(engine/kernel/compact_records.py), and the versions of settled transfers' and closed
+orders' streams are left out: such a stream gets no event in practice, and a million
+versions were a third of a start-up's CPU. Should an event ever be appended to such a
+stream, its version is read from the log then (`StreamVersions`, `_from_log`). The state
+is plain data (dicts, lists, slotted classes, Decimals, SortedDicts); pickle keeps the
+sharing between them (an order in `orders` and in its book level is one object), which a
+JSON form would have to rebuild by hand. Unpickling runs code named in the data, so a
+snapshot must come from a trusted writer: it is read only from the user's own database,
+the same file whose log the engine trusts anyway. A snapshot is used only when its
+format matches this code exactly (FORMAT hashes the engine's sources, the Python version
+and sortedcontainers': after an upgrade the old snapshots are ignored and start-up
+replays the whole log once) and when the event at its position is still the event it was
+taken after (time travel or a rewritten log cannot pair a state with the wrong events).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import sortedcontainers
 from engine.domain.transfers.transfer_records import SETTLED
 from engine.kernel.logs import get_logger
 from engine.kernel.registry import Registry
-from engine.kernel.state import State
+from engine.kernel.state import State, StreamVersions
 from engine.store import EventStore
 
 log = get_logger("sandex.snapshots")
@@ -80,35 +83,100 @@ FORMAT = _format()
 
 def encode(state: State, versions: dict[str, int]) -> bytes:
     """The bytes of a snapshot. `state` must be the caller's own (the snapshot thread's
-    replay): its settled transfers are made compact first (engine/kernel/compact_records.py), with their
-    equal short strings made one object, which pickle then writes once and start-up
-    builds once."""
+    replay): its settled transfers are made compact first (compact_records.py), with
+    their equal short strings made one object, which pickle then writes once and
+    start-up builds once. The versions of settled streams are left out (`_unsettled`)."""
     state.transfers.settle(_settled)
     # Stream versions (one per transfer and order ever made) as marshal: a flat dict of
     # str to int loads in less than half pickle's time.
-    return zlib.compress(pickle.dumps((state, marshal.dumps(versions)), protocol=5), 1)
+    kept = _unsettled(versions, state)
+    return zlib.compress(pickle.dumps((state, marshal.dumps(kept)), protocol=5), 1)
 
 
 def _settled(transfer: dict[str, Any]) -> bool:
     return transfer.get("status") in SETTLED
 
 
-def decode(data: bytes) -> tuple[State, dict[str, int]]:
+# The streams of a transfer and of an order: this prefix and its id (transfer_records.py,
+# trading/placement.py). Settled transfers and closed orders get no event after.
+_TRANSFER = "transfer-"
+_ORDER = "order-"
+_COMPACT = (tuple, int)  # a settled entry of `Records`, as `settle` left it or unpickled
+
+
+def _orders(state: State) -> dict[str, Any]:
+    trading = state.ext.get("trading")
+    return {} if trading is None else trading.orders  # type: ignore[no-any-return]
+
+
+def _unsettled(versions: dict[str, int], state: State) -> dict[str, int]:
+    """`versions` but those of settled streams: a transfer's compact in `state` (settled)
+    and a closed order's. With a snapshot before, `versions` holds only the streams left
+    in it and those of the events since: a short walk."""
+    transfers, orders = state.transfers, _orders(state)
+    entry = dict.get  # the stored form, not `Records.get`'s read
+    t, o = len(_TRANSFER), len(_ORDER)
+    kept = {}
+    for stream, version in versions.items():
+        if stream.startswith(_TRANSFER):
+            if type(entry(transfers, stream[t:])) in _COMPACT:
+                continue
+        elif stream.startswith(_ORDER):
+            order = orders.get(stream[o:])
+            if order is not None and order.closed_at is not None:
+                continue
+        kept[stream] = version
+    return kept
+
+
+def _from_log(store: EventStore, state: State) -> Callable[[str], int]:
+    """The version of a stream missing from the versions of a snapshot of `state`: one of
+    its transfers' or orders' (the dicts of `state` as loaded, which only ever grow,
+    whatever a sandbox restore installs later) read from the log, through a read-only
+    handle of its own (the writer's connection may be committing on another thread
+    meanwhile); 0 for any other stream (a new one)."""
+    transfers, orders = state.transfers, _orders(state)
+    t, o = len(_TRANSFER), len(_ORDER)
+
+    def version(stream: str) -> int:
+        if stream.startswith(_TRANSFER):
+            known = stream[t:] in transfers
+        else:
+            known = stream.startswith(_ORDER) and stream[o:] in orders
+        if not known:
+            return 0
+        reader = store.read_only()
+        try:
+            return reader.stream_version(stream)
+        finally:
+            reader.close()
+
+    return version
+
+
+def decode(data: bytes, log: EventStore | None = None) -> tuple[State, StreamVersions]:
+    """The state and versions of a snapshot. With `log`, the store it was taken of,
+    the versions it left out are read from it when asked for: right only for a state
+    replayed to the log's end, the only one events are appended to."""
     collecting = gc.isenabled()
     gc.disable()  # millions of long-lived objects at once: no cyclic collection midway
     try:
         state, packed = pickle.loads(zlib.decompress(data))  # noqa: S301 - see above
-        versions = marshal.loads(packed)
+        kept = marshal.loads(packed)
     finally:
         if collecting:
             gc.enable()
-    if not isinstance(state, State) or not isinstance(versions, dict):
+    if not isinstance(state, State) or not isinstance(kept, dict):
         raise ValueError("not a state snapshot")
+    versions = StreamVersions(kept)
+    if log is not None:
+        versions.elsewhere = _from_log(log, state)
     return state, versions
 
 
-def newest(store: EventStore, upto: int | None = None) -> tuple[State, dict[str, int]] | None:
-    """The newest usable snapshot at or before `upto` (the log's end when None), or None."""
+def newest(store: EventStore, upto: int | None = None) -> tuple[State, StreamVersions] | None:
+    """The newest usable snapshot at or before `upto` (the log's end when None), or None;
+    its versions read what they left out from `store` only for the log's end."""
     for position, check in store.state_snapshots(FORMAT):
         if upto is not None and position > upto:
             continue
@@ -119,7 +187,7 @@ def newest(store: EventStore, upto: int | None = None) -> tuple[State, dict[str,
         if data is None:
             continue
         try:
-            state, versions = decode(data)
+            state, versions = decode(data, store if upto is None else None)
         except Exception as exc:  # noqa: BLE001 - a bad cache costs a longer replay only
             log.warning(
                 "a state snapshot cannot be read; ignored", position=position, error=str(exc)
@@ -137,7 +205,7 @@ def load(
     upto: int | None = None,
     use_snapshots: bool = True,
     registry: Registry | None = None,
-) -> tuple[State, dict[str, int], int]:
+) -> tuple[State, StreamVersions, int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
     from engine.runtime.replay import replay_log
