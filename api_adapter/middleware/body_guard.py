@@ -248,12 +248,10 @@ class BodyGuard:
             fault = self._media_fault(media)
             if fault is None:
                 value = flat_object(body)
-                if value is None:
-                    fault = json_fault(body)
-                    if fault is not None:
-                        fault = 400, fault
-                else:
+                if value is not None:
                     scope.setdefault("state", {})[PARSED_BODY] = body, value
+                elif (why := json_fault(body)) is not None:
+                    fault = 400, why
             if fault is not None:
                 await _problem(send, *fault)
                 return
