@@ -85,28 +85,38 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+# Bytes held at most before they go out: past this a write is the transport's at once, so
+# that its back-pressure (uvicorn's pause of a sender) works as without the holding.
+_HOLD_AT_MOST = 64 * 1024
+
+
 class _Coalescing:
     """The transport as a connection's request cycles see it: what they write within one
     turn of the loop leaves in one write, at the end of the answer (the protocol's
     `on_response_complete`), at a close, or at the next turn of the loop at the latest
-    (a streamed answer's chunks are not held longer)."""
+    (a streamed answer's chunks are not held longer), or at once past _HOLD_AT_MOST."""
 
-    __slots__ = ("transport", "loop", "held")
+    __slots__ = ("transport", "loop", "held", "size")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self.transport = transport
         self.loop = loop
         self.held: list[bytes] = []
+        self.size = 0
 
     def write(self, data: bytes) -> None:
         if not self.held:
             self.loop.call_soon(self.flush)
         self.held.append(data)
+        self.size += len(data)
+        if self.size > _HOLD_AT_MOST:
+            self.flush()
 
     def flush(self) -> None:
         held = self.held
         if held:
             self.held = []
+            self.size = 0
             if not self.transport.is_closing():
                 self.transport.write(held[0] if len(held) == 1 else b"".join(held))
 

@@ -116,3 +116,29 @@ def test_what_is_written_before_a_close_is_sent_before_it() -> None:
     transport = asyncio.run(run())
     assert transport.closed
     assert len(transport.writes) == 1 and transport.writes[0].endswith(b"ok")
+
+
+def test_a_large_answer_is_not_held() -> None:
+    """Past 64 KiB a write goes to the transport at once: its back-pressure still holds
+    back a sender."""
+
+    async def run() -> list[bytes]:
+        big = b"x" * 100_000
+
+        async def large(scope: Any, receive: Any, send: Any) -> None:
+            headers = [(b"content-length", b"%d" % (2 * len(big)))]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": big, "more_body": True})
+            seen.append(len(transport.writes))
+            await send({"type": "http.response.body", "body": big})
+
+        seen: list[int] = []
+        protocol, transport = _connect(large)
+        protocol.data_received(REQUEST)
+        await _turns()
+        protocol.connection_lost(None)
+        assert seen == [1]  # head and first chunk out before the app went on
+        return transport.writes
+
+    writes = asyncio.run(run())
+    assert len(writes) == 2 and writes[1] == b"x" * 100_000
