@@ -2,10 +2,11 @@
 
 Tokens are stateless and signed with the signing key of the database's key file
 (engine/runtime/key_file.py), so they survive a restart and are worthless against another
-deployment. `sandex keys rotate` replaces the key: the file is checked on every token
-signed or verified (a stat), so tokens signed before stop working at once, in a running
-server too. Token lifetime is wall time (an HTTP concern): a manual engine clock moved a
-day forward does not log clients out.
+deployment. `sandex keys rotate` replaces the key: the file is checked (a stat) on every
+token signed, and on the first token verified in each turn of the event loop (every token
+outside one), so tokens signed before stop working at once, in a running server too
+(`LoopTurns` says why once a turn is enough). Token lifetime is wall time (an HTTP
+concern): a manual engine clock moved a day forward does not log clients out.
 """
 
 from __future__ import annotations
@@ -61,6 +62,37 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+class LoopTurns:
+    """Whether a check is the first of the running event loop's turn (iteration).
+
+    What such a check reads (the key file, the clients table) holds for the rest of the
+    turn: it is read in the first check of a turn, after the loop has read from its
+    sockets every byte that the turn's requests are made of (a request's handler runs in
+    a task scheduled by the read that completed it, and the turn's reset is scheduled
+    behind the reads that came before it). So a request sent after a change was made
+    (a key rotated, a client revoked, by this process or another) is checked against the
+    change. Outside a running loop every check is a first one."""
+
+    __slots__ = ("_loop",)
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def first(self) -> bool:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return True
+        if self._loop is loop:
+            return False
+        self._loop = loop
+        loop.call_soon(self._next_turn)
+        return True
+
+    def _next_turn(self) -> None:
+        self._loop = None
+
+
 # Tokens whose signature and payload have been checked, kept until the cache fills up.
 # Only the signature check is cached: expiry is compared on every request, and the
 # client's revocation is looked up on every request (`authenticate`).
@@ -74,6 +106,7 @@ class Tokens:
         self._key = self._keyset.signing
         self.ttl = ttl_seconds
         self._verified: dict[str, dict[str, Any]] = {}
+        self._turns = LoopTurns()
 
     def _current(self) -> None:
         """Follow a rotation of the signing key: the tokens checked under the old key
@@ -98,8 +131,10 @@ class Tokens:
         """The token's claims, or AuthError 401 when forged, malformed or expired.
 
         A token's signature is checked once (an HMAC and a decode cost more than the rest
-        of the bearer check); its expiry on every call."""
-        self._current()
+        of the bearer check); its expiry on every call, and the key file once a turn of
+        the event loop (`LoopTurns`)."""
+        if self._turns.first():
+            self._current()
         claims = self._verified.get(token)
         if claims is None:
             claims = self._checked(token)

@@ -34,13 +34,23 @@ def actor(request: Request, principal: Principal) -> Actor:
     return actor_of(principal, getattr(request.state, "client_request_id", "") or "")
 
 
+# The actors of requests without a request id of the client's (most of them), one per
+# client: an Actor is immutable, and making one was a tenth of the fast lane's own work.
+_ACTORS: dict[tuple[str, str], Actor] = {}
+_MAX_ACTORS = 4096
+
+
 def actor_of(principal: Principal, client_request_id: str) -> Actor:
     """The command's actor; only a request id the client sent enters the log."""
-    return Actor(
-        customer_id=principal.customer_id,
-        client_id=principal.client_id,
-        request_id=client_request_id,
-    )
+    if client_request_id:
+        return Actor(principal.customer_id, principal.client_id, client_request_id)
+    key = principal.customer_id, principal.client_id
+    made = _ACTORS.get(key)
+    if made is None:
+        if len(_ACTORS) >= _MAX_ACTORS:
+            _ACTORS.clear()
+        made = _ACTORS[key] = Actor(principal.customer_id, principal.client_id)
+    return made
 
 
 async def run(request: Request, command: Command) -> Any:

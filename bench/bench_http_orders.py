@@ -30,7 +30,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import BENCH_CODE, machine, open_loop, open_loop_line  # noqa: E402
+from bench._common import (  # noqa: E402
+    BENCH_CODE,
+    cpu_line,
+    machine,
+    open_loop,
+    open_loop_line,
+    server_cpu,
+)
 from bench.bench_withdrawals import (  # noqa: E402
     TRIVIAL,
     _cli_verify,
@@ -110,7 +117,11 @@ def run_http(
         try:
             url = f"http://127.0.0.1:{port}/v2/trivial"
             _load(url, [TRIVIAL], {}, warmup, connections)
+            cpu_before = server_cpu(base.pid)
             closed = _load(url, [TRIVIAL], {}, seconds, connections)
+            closed["cpu"] = cpu_line(  # type: ignore[assignment]
+                "trivial request", cpu_before, server_cpu(base.pid), closed["requests"]
+            )
             body = [json.dumps(TRIVIAL).encode()]
             opened = None
             if rate:
@@ -150,13 +161,17 @@ def run_http(
             )
         url = f"{root}/v2/profiles/default/orders"
         _load(url, BODIES, auth, warmup, connections)
+        cpu_before = server_cpu(server.pid)
         orders = _load(url, BODIES, auth, seconds, connections)
+        cpu_orders = cpu_line("order", cpu_before, server_cpu(server.pid), orders["requests"])
         # The cheapest write through the same stack (token check, one command, one
         # event, group commit): what the shared request path itself allows.
         deposit = {"asset": "USD", "amount": "1"}
+        cpu_before = server_cpu(server.pid)
         deposits = _load(
             f"{root}/v2/sandbox/profiles/default/deposit", [deposit], auth, seconds, connections
         )
+        cpu_deposits = cpu_line("deposit", cpu_before, server_cpu(server.pid), deposits["requests"])
         rate = fixed_rate or rate_fraction * orders["rps"]
         orders_open = open_loop(url, encoded, auth, rate, open_s, connections, server.pid)
     finally:
@@ -175,6 +190,10 @@ def run_http(
     print(line("POST sandbox deposit (FULL)", deposits))
     print(f"  ratio orders / trivial (mean of before and after): {orders['rps'] / trivial:.2f}")
     print(f"  ratio orders / sandbox deposit: {orders['rps'] / deposits['rps']:.2f}")
+    print(before["cpu"], "(before)")
+    print(after["cpu"], "(after)")
+    print(cpu_orders)
+    print(cpu_deposits)
     how = argparse.Namespace(
         rate=fixed_rate,
         rate_fraction=rate_fraction,

@@ -38,11 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import (  # noqa: E402
     BENCH_CODE,
+    cpu_line,
     machine,
     measured_tree,
     open_loop,
     open_loop_line,
     percentiles,
+    server_cpu,
 )
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
@@ -271,7 +273,11 @@ def main() -> int:
         try:
             url = f"http://127.0.0.1:{port}/v2/trivial"
             load(url, TRIVIAL, {}, args.warmup, args.connections)
+            cpu_before = server_cpu(base.pid)
             closed = load(url, TRIVIAL, {}, args.seconds, args.connections)
+            closed["cpu"] = cpu_line(  # type: ignore[assignment]
+                "trivial request", cpu_before, server_cpu(base.pid), closed["requests"]
+            )
             body = [json.dumps(TRIVIAL).encode()]
             opened = None
             if rate:
@@ -308,7 +314,11 @@ def main() -> int:
         )
         url = f"{root}/v2/transfer/crypto-withdrawals"
         load(url, WITHDRAWAL, auth, args.warmup, args.connections)
+        cpu_before = server_cpu(server.pid)
         sandex = load(url, WITHDRAWAL, auth, args.seconds, args.connections)
+        # each withdrawal's confirmation comes a second later: those of the warm-up are
+        # inside the window, those of its last second are not
+        cpu = cpu_line("withdrawal", cpu_before, server_cpu(server.pid), sandex["requests"])
         # Only answered withdrawals count: a refusal (429, 403) is cheaper than the work.
         ok_rps = sandex["rps"] * (1 - sandex["non_2xx"] / max(sandex["requests"], 1))
         rate = args.rate or args.rate_fraction * ok_rps
@@ -342,6 +352,9 @@ def main() -> int:
     print(
         f"ratio withdrawals / trivial (mean of before and after), 2xx only: {ok_rps / trivial_rps:.2f}"
     )
+    print(str(trivial_before["cpu"]).strip(), "(before)")
+    print(str(trivial_after["cpu"]).strip(), "(after)")
+    print(cpu.strip())
     print(open_loop_header(rate, args, "POST crypto-withdrawals' 2xx", sandex_open))
     assert trivial_open is not None
     print(open_loop_line("trivial FastAPI endpoint", trivial_open))

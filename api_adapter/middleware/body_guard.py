@@ -83,6 +83,38 @@ def _depth(body: bytes) -> int:
     return max(map(operator.sub, accumulate(steps), count(1)), default=0)
 
 
+# Where the guard leaves a body it parsed for the app: (the body, its value), in the
+# request's state. The fast lane validates that value instead of parsing the body again.
+PARSED_BODY = "sandex.parsed_body"
+_SCALARS = (str, bool, type(None))
+
+
+def flat_object(body: bytes) -> dict[str, Any] | None:
+    """`body`'s value when it is a JSON object of texts, booleans and nulls that
+    `json_fault` accepts (the shape of most request bodies), found by orjson at a
+    fraction of `json_fault`'s cost; None when it is anything else, for `json_fault` to
+    judge. Without a backslash no string holds an escape (so no NUL and no lone
+    surrogate); orjson refuses what json_fault refuses (bytes that are not UTF-8, control
+    characters in strings, NaN, trailing data, a BOM); an object that is flat has no
+    depth and no number; and with every quote a string's, the quotes counted show each
+    key once: a key sent twice leaves more quotes than the object's keys and texts."""
+    if b"\\" in body:
+        return None
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not dict:
+        return None
+    quotes = 2 * len(value)
+    for item in value.values():
+        if type(item) is str:
+            quotes += 2
+        elif not isinstance(item, _SCALARS):
+            return None
+    return value if body.count(b'"') == quotes else None
+
+
 def json_fault(body: bytes) -> str | None:
     """Why `body` is not acceptable JSON for a request, or None when it is."""
     try:
@@ -213,7 +245,13 @@ class BodyGuard:
         body = b"".join(chunks)
         if body and scope["path"].startswith("/v2"):
             media = _media_type(scope)
-            fault = self._fault(media, body)
+            fault = self._media_fault(media)
+            if fault is None:
+                value = flat_object(body)
+                if value is not None:
+                    scope.setdefault("state", {})[PARSED_BODY] = body, value
+                elif (why := json_fault(body)) is not None:
+                    fault = 400, why
             if fault is not None:
                 await _problem(send, *fault)
                 return
@@ -231,7 +269,7 @@ class BodyGuard:
         await self.app(scope, replay, send)
 
     @staticmethod
-    def _fault(media: tuple[str, str] | None, body: bytes) -> tuple[int, str] | None:
+    def _media_fault(media: tuple[str, str] | None) -> tuple[int, str] | None:
         if media is not None:
             kind, charset = media
             if kind != "application/json" and not (
@@ -240,5 +278,4 @@ class BodyGuard:
                 return 415, f"unsupported media type {kind or '(empty)'}: send application/json"
             if charset not in ("", "utf-8", "utf8"):
                 return 415, f"unsupported charset {charset}: send UTF-8"
-        fault = json_fault(body)
-        return None if fault is None else (400, fault)
+        return None

@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.auth import Clients, Principal, Tokens, principal_of
+from api_adapter.middleware.body_guard import PARSED_BODY
 from api_adapter.problems import AuthError, domain_problem, http_problem
 from api_adapter.rate_limits import RateLimiter
 from api_adapter.responses import send_json
@@ -118,10 +119,10 @@ class FastLane:
             return None
         if lane.scope not in principal.scopes:
             return None
+        parsed = scope.get("state", {}).get(PARSED_BODY)  # the body guard's, if it parsed
         try:
-            model = lane.model.__pydantic_validator__.validate_python(
-                orjson.loads(body), from_attributes=True
-            )
+            value = parsed[1] if parsed is not None and parsed[0] == body else orjson.loads(body)
+            model = lane.model.__pydantic_validator__.validate_python(value, from_attributes=True)
         except (ValidationError, orjson.JSONDecodeError):
             return None
         if lane.route_only(model):

@@ -136,6 +136,19 @@ def test_a_head_sent_a_byte_at_a_time_is_cut_at_its_deadline(server: Server) -> 
     assert _problem(received, 408)["detail"] == "request headers not received within 1 s"
 
 
+def test_a_kept_alive_request_whose_head_stops_is_cut_at_its_deadline(server: Server) -> None:
+    """The deadline of a second request on a connection starts at its first byte, though
+    the read that brought it did not bring the whole head."""
+    conn = server.connect()
+    conn.sendall(b"GET /v2/markets HTTP/1.1\r\nHost: x\r\n\r\n")
+    first = conn.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200 "), first[:200]
+    conn.sendall(b"GET /v2/markets HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    took, received = _answer(conn)
+    assert took < CUT_WITHIN
+    assert _problem(received, 408)["detail"] == "request headers not received within 1 s"
+
+
 def test_a_connection_that_sends_nothing_is_closed(server: Server) -> None:
     took, received = _answer(server.connect())
     assert took < CUT_WITHIN

@@ -1,0 +1,144 @@
+"""The HTTP protocol of `sandex serve` (api_adapter/server/connections.py) on a transport
+that records what it is given: an answer leaves in one write, a streamed one chunk by
+chunk, and nothing written is lost at a close."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.config import Config
+from uvicorn.server import ServerState
+
+from api_adapter.server.connections import uvicorn_options
+from engine.config.settings import Settings
+
+REQUEST = b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n"
+
+
+class Recorder(asyncio.Transport):
+    """A transport that keeps each write apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:  # type: ignore[override]
+        assert not self.closed, "written after the close"
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 5000), "sockname": ("127.0.0.1", 80)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def _connect(app: Any) -> tuple[Any, Recorder]:
+    options = uvicorn_options(Settings())
+    config = Config(app, http=options["http"], lifespan="off", log_config=None)
+    config.load()
+    protocol = options["http"](
+        config=config, server_state=ServerState(), app_state={}, _loop=asyncio.get_running_loop()
+    )
+    transport = Recorder()
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+async def _turns(n: int = 5) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def _answer(scope: Any, receive: Any, send: Any) -> None:
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+    )
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def test_an_answer_leaves_in_one_write_head_and_body_together() -> None:
+    async def run() -> list[bytes]:
+        protocol, transport = _connect(_answer)
+        protocol.data_received(REQUEST + REQUEST)  # two pipelined: one write each
+        await _turns()
+        protocol.connection_lost(None)
+        return transport.writes
+
+    writes = asyncio.run(run())
+    assert len(writes) == 2
+    for write in writes:
+        assert write.startswith(b"HTTP/1.1 200 OK\r\n") and write.endswith(b"\r\n\r\nok")
+
+
+def test_a_streamed_answer_leaves_chunk_by_chunk_not_at_its_end() -> None:
+    async def run() -> tuple[list[bytes], list[bytes]]:
+        more = asyncio.Event()
+
+        async def stream(scope: Any, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"first", "more_body": True})
+            await more.wait()
+            await send({"type": "http.response.body", "body": b"last"})
+
+        protocol, transport = _connect(stream)
+        protocol.data_received(REQUEST)
+        await _turns()
+        before = list(transport.writes)  # the app still waits to send the rest
+        more.set()
+        await _turns()
+        protocol.connection_lost(None)
+        return before, transport.writes
+
+    before, after = asyncio.run(run())
+    assert b"".join(before).endswith(b"5\r\nfirst\r\n")
+    assert b"".join(after).endswith(b"4\r\nlast\r\n0\r\n\r\n")
+
+
+def test_what_is_written_before_a_close_is_sent_before_it() -> None:
+    async def run() -> Recorder:
+        protocol, transport = _connect(_answer)
+        protocol.data_received(b"GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        await _turns()
+        return transport
+
+    transport = asyncio.run(run())
+    assert transport.closed
+    assert len(transport.writes) == 1 and transport.writes[0].endswith(b"ok")
+
+
+def test_a_large_answer_is_not_held() -> None:
+    """Past 64 KiB a write goes to the transport at once: its back-pressure still holds
+    back a sender."""
+
+    async def run() -> list[bytes]:
+        big = b"x" * 100_000
+
+        async def large(scope: Any, receive: Any, send: Any) -> None:
+            headers = [(b"content-length", b"%d" % (2 * len(big)))]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": big, "more_body": True})
+            seen.append(len(transport.writes))
+            await send({"type": "http.response.body", "body": big})
+
+        seen: list[int] = []
+        protocol, transport = _connect(large)
+        protocol.data_received(REQUEST)
+        await _turns()
+        protocol.connection_lost(None)
+        assert seen == [1]  # head and first chunk out before the app went on
+        return transport.writes
+
+    writes = asyncio.run(run())
+    assert len(writes) == 2 and writes[1] == b"x" * 100_000
