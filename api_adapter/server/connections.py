@@ -79,6 +79,10 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     return {
         "http": protocol,
         "timeout_keep_alive": settings.keep_alive_timeout_seconds,
+        # The peer's address is the client's (api_adapter/rate_limits.py keys its budgets
+        # on it): uvicorn's default took X-Forwarded-For from any loopback peer, so a
+        # client on the same host could spend a new budget per request.
+        "proxy_headers": False,
         # The market data feeds read nothing from a client: a message of more than this
         # closes its connection rather than being buffered (uvicorn's default: 16 MiB).
         "ws_max_size": WS_MAX_MESSAGE_BYTES,
