@@ -259,29 +259,24 @@ class Clients:
         # the principal of a token, with the client row it was made from
         self._principals: dict[str, tuple[dict[str, Any], Principal]] = {}
         self._version: tuple[object, int] | None = None
-        self._checked_in: asyncio.AbstractEventLoop | None = None  # the iteration's loop
+        self._turns = LoopTurns()
 
     def get(self, client_id: str) -> dict[str, Any] | None:
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:
             return client_rows.client(self.reads, client_id)
-        if self._checked_in is not loop:
+        if self._turns.first():
             version = self.reads.data_version()
             if version != self._version:
                 self._rows.clear()
                 self._version = version
-            self._checked_in = loop
-            loop.call_soon(self._next_iteration)
         row = self._rows.get(client_id)
         if row is None:
             row = client_rows.client(self.reads, client_id)
             if row is not None and len(self._rows) < self._MAX_ROWS:
                 self._rows[client_id] = row
         return row
-
-    def _next_iteration(self) -> None:
-        self._checked_in = None
 
     def principal(self, token: str, claims: dict[str, Any], client: dict[str, Any]) -> Principal:
         """The principal of a verified token whose client `client` is not revoked.
