@@ -248,14 +248,19 @@ class Clients:
     requests share that answer and the rows read since (the writer commits every few
     milliseconds, so a row is read about once per group commit instead of once per
     request: each read of SQLite is a read transaction and hands the GIL to the writer).
-    Outside a running loop every call reads the database.
+    A row read again after a commit that left its record as it was is the row held
+    before, the same object: its principals (`principal`) are not made again. Outside a
+    running loop every call reads the database.
     """
 
     _MAX_ROWS = 4096
 
     def __init__(self, reads: ReadConnections) -> None:
         self.reads = reads
-        self._rows: dict[str, dict[str, Any]] = {}
+        # client id -> its stored record and the row made of it
+        self._rows: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        # the clients whose records were read at the data version `_version`
+        self._current: set[str] = set()
         # the principal of a token, with the client row it was made from
         self._principals: dict[str, tuple[dict[str, Any], Principal]] = {}
         self._version: tuple[object, int] | None = None
@@ -269,13 +274,19 @@ class Clients:
         if self._turns.first():
             version = self.reads.data_version()
             if version != self._version:
-                self._rows.clear()
+                self._current.clear()
                 self._version = version
-        row = self._rows.get(client_id)
-        if row is None:
-            row = client_rows.client(self.reads, client_id)
-            if row is not None and len(self._rows) < self._MAX_ROWS:
-                self._rows[client_id] = row
+        held = self._rows.get(client_id)
+        if held is not None and client_id in self._current:
+            return held[1]
+        stored = client_rows.record(self.reads, client_id)
+        if stored is None:
+            self._rows.pop(client_id, None)
+            return None
+        row = held[1] if held is not None and held[0] == stored else client_rows.row_of(stored)
+        if held is not None or len(self._rows) < self._MAX_ROWS:
+            self._rows[client_id] = (stored, row)
+            self._current.add(client_id)
         return row
 
     def principal(self, token: str, claims: dict[str, Any], client: dict[str, Any]) -> Principal:

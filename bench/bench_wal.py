@@ -49,6 +49,7 @@ ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 from bench.bench_http_orders import BODIES  # noqa: E402
 from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
+from engine.kernel.registry import Registry  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -77,8 +78,10 @@ def _written() -> int:
         return int(next(line for line in f if line.startswith("wchar:")).split()[1])
 
 
-def _setup(path: Path, customers: int) -> tuple[Engine, list[Actor]]:
-    engine = open_engine(path, Settings(clock="wall", durability="FULL")).start()
+def _setup(
+    path: Path, customers: int, registry: Registry | None = None
+) -> tuple[Engine, list[Actor]]:
+    engine = open_engine(path, Settings(clock="wall", durability="FULL"), registry=registry).start()
     actors = []
     for _ in range(customers):
         made = engine.execute(CreateCustomer())

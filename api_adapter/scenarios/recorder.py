@@ -69,7 +69,8 @@ from engine.tools.scenario_file import (
 )
 
 # Settings that are not the scenario's to choose (see engine.scenario).
-_NOT_RECORDED = {"clock", "durability", "group_commit_max", "tick_interval_seconds"}
+_NOT_RECORDED = {"clock", "durability", "group_commit_max", "group_commit_events"}
+_NOT_RECORDED |= {"tick_interval_seconds"}
 _NOT_RECORDED |= {"rate_limits_enabled", "rate_limits", "assert_invariants", "execution_ids"}
 # Fields holding a time: ignored when the session ran on a wall clock.
 TIME_FIELDS = [

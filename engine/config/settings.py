@@ -177,7 +177,10 @@ class Settings(BaseModel):
     taker_fee_rate: Decimal = Decimal(0)
     # Delay between an order's creation (PENDING_SUBMISSION) and its submission.
     order_submission_latency_ms: int = Field(default=0, ge=0)
-    group_commit_max: int = 512
+    # A group commit holds at most this many commands, and about `group_commit_events`
+    # events: the writer takes as many commands as the last group's fit (runtime/writer.py).
+    group_commit_max: int = 4096
+    group_commit_events: int = Field(default=2048, ge=1)
     # Start-up: the writer has a snapshot of the state built every this many events, and
     # start-up replays only the log after the newest (engine/state_snapshots.py); 0: never.
     snapshot_every_events: int = Field(default=100_000, ge=0)

@@ -18,10 +18,10 @@ from the whole log. Their listing is the read side's (engine/read/feed.py).
 from __future__ import annotations
 
 import functools
-import hashlib
+from hashlib import blake2b as _blake2b
 from typing import Any
 
-import orjson
+from orjson import dumps as _dumps
 
 from engine.domain.identity.identities import identities
 from engine.domain.trading import shown_view, trading_state
@@ -59,7 +59,7 @@ def event_id(e: Event, rank: int) -> str:
     its stream, version and the item's rank, so that a feed's new items sort last in
     its index; built as text, without a UUID object (it runs for every feed item of a
     replay)."""
-    h = hashlib.blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).hexdigest()
+    h = _blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).hexdigest()
     return time_ordered_uuid(_prefix(e.occurred_at), h)
 
 
@@ -78,28 +78,35 @@ def _add(
     object_type: str,
     obj: dict[str, Any],
 ) -> None:
-    item_id = event_id(e, rank)
+    appended = state.appended
+    if appended is None:
+        return
+    at = e.occurred_at
+    item_id = time_ordered_uuid(
+        _prefix(at),
+        _blake2b(f"{e.stream}:{e.version}:{rank}".encode(), digest_size=16).hexdigest(),
+    )
     body = {
         "id": item_id,
         "type": kind,
         "object_type": object_type,
         "object": obj,
-        "created_at": e.occurred_at,
+        "created_at": at,
     }
-    state.append(
-        "event_feed",
-        {
-            "id": item_id,
-            "customer_id": customer_id,
-            "type": kind,
-            "created_at": e.occurred_at,
-            "seq": e.position * 2 + rank,
-            "body": orjson.dumps(body).decode(),
-        },
-    )
+    row = {
+        "id": item_id,
+        "customer_id": customer_id,
+        "type": kind,
+        "created_at": at,
+        "seq": e.position * 2 + rank,
+        "body": _dumps(body).decode(),
+    }
+    appended.append(("event_feed", row))
 
 
 def _transfer(state: State, e: Event) -> None:
+    if state.appended is None:
+        return
     tid = e.data["transfer"]["id"] if e.type == "TransferCreated" else e.data["transfer_id"]
     t = state.transfers[tid]
     kind = f"transfer.{t['type'].lower()}.{t['status'].lower()}"
@@ -116,34 +123,40 @@ _ORDER_TYPES = {
 }
 
 
-def _order(state: State, e: Event) -> None:
-    orders = trading_state(state).orders
-    if e.type == "TradeExecuted":
-        # A trade that leaves an order open is news; one that completes it is announced
-        # by the `order.filled` that follows in the same decision.
-        for rank, side in enumerate(("buy", "sell")):
-            part = e.data.get(side)
-            if part is None:
-                continue
-            o = orders[part["order_id"]]
-            if o.qty and o.filled < o.qty:
-                _add(
-                    state,
-                    e,
-                    rank,
-                    o.customer_id,
-                    "order.partially_filled",
-                    ORDER_OBJECT,
-                    shown_view(state, o),
-                )
+def _order_placed(state: State, e: Event) -> None:
+    if state.appended is None:
         return
-    order_id = e.data["order"]["id"] if e.type == "OrderPlaced" else e.data["order_id"]
-    o = orders[order_id]
-    kind = f"order.{o.status.lower()}" if e.type == "OrderPlaced" else _ORDER_TYPES[e.type]
+    o = trading_state(state).orders[e.data["order"]["id"]]
+    kind = f"order.{o.status.lower()}"
     _add(state, e, 0, o.customer_id, kind, ORDER_OBJECT, shown_view(state, o))
 
 
+def _order_changed(state: State, e: Event) -> None:
+    if state.appended is None:
+        return
+    o = trading_state(state).orders[e.data["order_id"]]
+    _add(state, e, 0, o.customer_id, _ORDER_TYPES[e.type], ORDER_OBJECT, shown_view(state, o))
+
+
+def _trade(state: State, e: Event) -> None:
+    """A trade that leaves an order open is news; one that completes it is announced by
+    the `order.filled` that follows in the same decision."""
+    if state.appended is None:
+        return
+    orders = trading_state(state).orders
+    for rank, side in enumerate(("buy", "sell")):
+        part = e.data.get(side)
+        if part is None:
+            continue
+        o = orders[part["order_id"]]
+        if o.qty and o.filled < o.qty:
+            view = shown_view(state, o)
+            _add(state, e, rank, o.customer_id, "order.partially_filled", ORDER_OBJECT, view)
+
+
 def _identity(state: State, e: Event) -> None:
+    if state.appended is None:
+        return
     new = e.data["new_summary_status"]
     if new not in ANNOUNCED_IDENTITY_STATUSES:
         return
@@ -158,16 +171,15 @@ def _identity(state: State, e: Event) -> None:
     _add(state, e, 0, customer_id, f"identity.{new.lower()}", IDENTITY_OBJECT, obj)
 
 
-def observe(state: State, e: Event) -> None:
-    """Runs after the applier of every watched event type."""
-    if state.appended is None:
-        return
-    if e.type in TRANSFER_EVENTS:
-        _transfer(state, e)
-    elif e.type in IDENTITY_EVENTS:
-        _identity(state, e)
-    else:
-        _order(state, e)
+# Each watched event type's observer, run after its applier while rows are collected
+# (`State.appended`); a start-up replay collects none.
+OBSERVERS = {
+    **dict.fromkeys(TRANSFER_EVENTS, _transfer),
+    **dict.fromkeys(IDENTITY_EVENTS, _identity),
+    "OrderPlaced": _order_placed,
+    "TradeExecuted": _trade,
+    **dict.fromkeys(_ORDER_TYPES, _order_changed),
+}
 
 
 # -- read model -----------------------------------------------------------------------
@@ -189,4 +201,4 @@ TABLE = ReadModelTable(
     # beside it cost a page write per customer and type at every commit.
     append_position="seq / 2",
 )
-REGISTRATION = Registration(observers=dict.fromkeys(WATCHED, observe), tables=(TABLE,))
+REGISTRATION = Registration(observers=OBSERVERS, tables=(TABLE,))

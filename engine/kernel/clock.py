@@ -16,6 +16,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The latest time the engine accepts: far enough from datetime's end (year 9999) that
 # every deadline computed from it (expiries, confirmations, GTT) stays representable.
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 class Clock(Protocol):
@@ -34,19 +36,22 @@ class WallClock:
 
     def __init__(self) -> None:
         self._floor = EPOCH
+        self._floor_us = 0  # the floor in microseconds since the epoch, compared cheaply
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
-        wall = EPOCH + timedelta(microseconds=_time.time_ns() // 1000)
+        wall_us = _time.time_ns() // 1000
         with self._lock:
-            if wall > self._floor:
-                self._floor = wall
+            if wall_us > self._floor_us:
+                self._floor_us = wall_us
+                self._floor = EPOCH + timedelta(microseconds=wall_us)
             return self._floor
 
     def observe(self, t: datetime) -> None:
         with self._lock:
             if t > self._floor:
                 self._floor = t
+                self._floor_us = (t - EPOCH) // _MICROSECOND
 
 
 class ManualClock:
@@ -74,6 +79,8 @@ class ManualClock:
 
 def format_time(t: datetime) -> str:
     """RFC 3339 UTC with microseconds and `Z`, the wire format of every timestamp."""
+    if t.tzinfo is UTC:  # the engine's own times: `isoformat` is C, and ends in +00:00
+        return t.isoformat(timespec="microseconds")[:-6] + "Z"
     if t.utcoffset():
         t = t.astimezone(UTC)
     return (
@@ -84,6 +91,11 @@ def format_time(t: datetime) -> str:
 
 def parse_time(s: str) -> datetime:
     """Parse RFC 3339; a naive time is refused because it has no meaning here."""
+    if s[-1:] == "Z" and len(s) == 27:  # the wire format (`format_time`) as written
+        try:
+            return datetime.fromisoformat(s)
+        except ValueError:
+            pass  # said again below, with the text
     text = s.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -101,4 +113,4 @@ def from_millis(ms: int) -> datetime:
 
 
 def to_millis(t: datetime) -> int:
-    return (t - EPOCH) // timedelta(milliseconds=1)
+    return (t - EPOCH) // _MILLISECOND

@@ -11,18 +11,28 @@ from engine.read.connections import ReadConnections
 def client(reads: ReadConnections, client_id: str) -> dict[str, Any] | None:
     """The client's row (scopes as a tuple, with those they imply; `revoked` as a bool),
     or None when unknown."""
-    row = reads.conn.execute(
+    stored = record(reads, client_id)
+    return None if stored is None else row_of(stored)
+
+
+def record(reads: ReadConnections, client_id: str) -> tuple[Any, ...] | None:
+    """The client's columns as stored, or None when unknown: equal records make equal
+    rows (`row_of`), so a reader holding a row can tell that it still holds."""
+    found: tuple[Any, ...] | None = reads.conn.execute(
         "SELECT client_id, customer_id, salt, secret_hash, scopes, revoked FROM clients"
         " WHERE client_id = ?",
         (client_id,),
     ).fetchone()
-    if row is None:
-        return None
+    return found
+
+
+def row_of(stored: tuple[Any, ...]) -> dict[str, Any]:
+    """The row (`client`) of a stored record (`record`)."""
     return {
-        "client_id": row[0],
-        "customer_id": row[1],
-        "salt": row[2],
-        "secret_hash": row[3],
-        "scopes": granted_scopes(row[4].split()),
-        "revoked": bool(row[5]),
+        "client_id": stored[0],
+        "customer_id": stored[1],
+        "salt": stored[2],
+        "secret_hash": stored[3],
+        "scopes": granted_scopes(stored[4].split()),
+        "revoked": bool(stored[5]),
     }

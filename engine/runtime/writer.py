@@ -72,6 +72,10 @@ class _SnapshotBuilt:
         self.data = data
 
 
+# The events per command a writer assumes before its first group: about an order's.
+_FIRST_EVENTS_PER_COMMAND = 4.0
+
+
 class EngineStopped(Unavailable):
     pass
 
@@ -131,6 +135,9 @@ class Engine:
         self.market_feed = MarketFeed(self.settings, self.seed)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        # Events per command of the last group written (`_group_limit`); an order's
+        # few until the first group says otherwise.
+        self._events_per_command = _FIRST_EVENTS_PER_COMMAND
         self._pending: list[Event] = []
         self._ctx: Ctx | None = None  # one context for every decision on this state
         # The events the last batch committed (or wrote into a held transaction,
@@ -424,9 +431,18 @@ class Engine:
                 if not batch.done():
                     _answer_all(batch, died)
 
+    def _group_limit(self) -> int:
+        """The most commands the next group takes: `group_commit_max`, or fewer, so that
+        it holds about `group_commit_events` events if its commands emit as many each as
+        the last group's did. A group's first command waits for the whole group to be
+        decided and written: its size follows the work it holds, so that a backlog of
+        one-event commands is committed in large groups and one of orders in smaller."""
+        settings = self.settings
+        by_events = int(settings.group_commit_events / self._events_per_command)
+        return max(1, min(settings.group_commit_max, by_events))
+
     def _drain(self) -> None:
         q = self._queue
-        limit = self.settings.group_commit_max
         carry: Batch | None = None  # a batch that the last group commit ended within
         stopping = False
         while True:
@@ -440,7 +456,7 @@ class Engine:
             # first it holds no value for.
             work: list[Batch] = []
             snapshots: list[_SnapshotBuilt] = []
-            room = limit
+            room = self._group_limit()
             while True:
                 if isinstance(item, Batch):
                     left = len(item.commands) - len(item.values)
@@ -539,6 +555,7 @@ class Engine:
                 _fail(batch, exc)
                 suspect = True
         events, self._pending = self._pending, []
+        self._events_per_command = max(1.0, len(events) / len(work))
         state = self.state
         if broken:
             self._settle()

@@ -31,7 +31,14 @@ RESERVED_ACTORS = frozenset({ADMIN, ANONYMOUS})
 # Settings a scenario may not choose: it always runs on a manual clock with seeded
 # execution ids, and how the engine commits is not part of what a scenario describes.
 _FORBIDDEN_SETTINGS = frozenset(
-    {"clock", "durability", "group_commit_max", "tick_interval_seconds", "execution_ids"}
+    {
+        "clock",
+        "durability",
+        "group_commit_max",
+        "group_commit_events",
+        "tick_interval_seconds",
+        "execution_ids",
+    }
 )
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -245,6 +245,40 @@ def test_submit_many_answers_each_command_in_order_across_group_commits(tmp_path
     assert len({v["activity_id"] for i, v in enumerate(values) if i != 3}) == 9
 
 
+def test_a_group_commit_holds_about_group_commit_events_events(tmp_path: Path) -> None:
+    """After its first group the writer takes as many commands as fit
+    `group_commit_events` at the last group's events per command: a backlog of
+    one-event commands goes in groups of that many, never more than `group_commit_max`
+    commands."""
+    with open_engine(tmp_path / "g.db", make_settings()) as engine:
+        actor = _boot(engine)
+    engine = open_engine(
+        tmp_path / "g.db", make_settings(group_commit_max=10, group_commit_events=8)
+    )
+    commits = _count_writes(engine)
+    per_event = [CreateProfile(actor=actor, nickname=f"p{k}") for k in range(20)]
+    engine._thread = threading.current_thread()  # queued before the writer starts
+    one = engine.submit_many(per_event)
+    engine._thread = None
+    engine.start()
+    one.result(HUNG)
+    assert not one.errors
+    # the first group assumes four events a command: 8 / 4 = 2 commands
+    assert commits == [2, 8, 8, 2]
+    engine.stop()
+    engine = open_engine(
+        tmp_path / "g.db", make_settings(group_commit_max=3, group_commit_events=100)
+    )
+    capped = _count_writes(engine)
+    engine._thread = threading.current_thread()
+    many = engine.submit_many([CreateProfile(actor=actor, nickname=f"q{k}") for k in range(7)])
+    engine._thread = None
+    engine.start()
+    many.result(HUNG)
+    engine.stop()
+    assert capped == [3, 3, 1]
+
+
 def test_submit_many_on_a_stopped_engine_answers_every_command_unavailable(
     tmp_path: Path,
 ) -> None:
