@@ -1,11 +1,13 @@
 """The transfer path's shortcuts against plain definitions: the Solana tx hash's base58
-(four digits per division of the big number) against the `base58` package, and the
-public view of a transfer (a copy whose nulls are deleted) against the plain filter
+(four digits per division of the big number) against the `base58` package, a
+confirmation delay's span (kept per delay) against its product, and the public view of a transfer (a copy whose nulls are deleted) against the plain filter
 (tests/support/equivalence_helpers.py), keys in the same order, since their JSON is
 stored and compared byte for byte (the golden log and tables)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import base58
@@ -13,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.domain.transfers.transfer_records import transfer_view
-from engine.domain.transfers.withdrawals import _base58
+from engine.domain.transfers.withdrawals import _base58, delay_span
 from tests.support import equivalence_helpers as plain
 
 # Leading zero bytes are written as "1"s; the rest of the number in base 58.
@@ -36,6 +38,17 @@ payloads = st.one_of(
 @example((3364).to_bytes(2, "big"))
 def test_base58_is_the_bitcoin_alphabet_encoding(data: bytes) -> None:
     assert _base58(data) == base58.b58encode(data).decode()
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.decimals(min_value=0, max_value=10**6, places=7, allow_nan=False))
+@example(Decimal("1"))
+@example(Decimal("1.000"))
+@example(Decimal("0.0000005"))
+def test_delay_span_is_the_delay_in_whole_microseconds(seconds: Decimal) -> None:
+    expected = timedelta(microseconds=int(seconds * 1_000_000))
+    assert delay_span(seconds) == expected
+    assert delay_span(seconds) == expected  # kept, the same answer
 
 
 fields = st.sampled_from(
