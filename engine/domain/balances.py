@@ -12,6 +12,11 @@ from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import State
 
+# The accounts a profile's balance row shows (its `available` and `trading`): a posting
+# on another of its accounts (a withdrawal's hold, a conversion's debit) leaves the row
+# as it was.
+SHOWN = (":available", ":trading")
+
 
 def _row(state: State, key: tuple[str, str]) -> dict[str, Any] | None:
     profile_id, asset = key
@@ -54,7 +59,7 @@ def _keys(state: State) -> set[tuple[str, str]]:
     return {
         (acct.split(":", 1)[0], asset)
         for (acct, asset) in state.ledger.balances
-        if acct.endswith((":available", ":trading"))
+        if acct.endswith(SHOWN)
     }
 
 

@@ -69,3 +69,9 @@ def order_view(o: Any) -> dict[str, Any]:
         view["recipient_profile_id"] = o.recipient
     view["is_triggered"] = o.triggered
     return view
+
+
+def transfer_view(record: dict[str, Any]) -> dict[str, Any]:
+    """A transfer as the API shows it: every field of the record but its nulls and its
+    log position (`seq`), in the record's order."""
+    return {k: v for k, v in record.items() if v is not None and k != "seq"}

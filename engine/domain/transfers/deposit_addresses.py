@@ -16,7 +16,6 @@ TRAVEL_RULE_INFO_REQUESTED): it stays PENDING until the originator's details are
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -29,7 +28,12 @@ from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
 from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_asset_network, make_address
 from engine.domain.transfers.notional_prices import usd_value
-from engine.domain.transfers.withdrawals import CONVERSION, confirmation_delay, tx_hash
+from engine.domain.transfers.withdrawals import (
+    CONVERSION,
+    confirmation_delay,
+    delay_span,
+    tx_hash,
+)
 from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import (
     CreateDepositAddress,
@@ -191,7 +195,7 @@ def sandbox_crypto_deposit(ctx: Ctx, cmd: SandboxCryptoDeposit) -> dict[str, Any
         }
     transfer = transfer_records.create(ctx, record, [])
     delay = confirmation_delay(ctx.settings, network)
-    due = ctx.now + timedelta(microseconds=int(delay * 1_000_000))
+    due = ctx.now + delay_span(delay)
     ctx.emit(
         "CryptoDepositReceived",
         f"transfer-{transfer['id']}",

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from engine.domain.balances import SHOWN
 from engine.kernel.events import Event
 from engine.kernel.ledger import Posting, encode_postings
 from engine.kernel.read_model_spec import ReadModelTable
@@ -26,9 +27,13 @@ _STREAM = itemgetter(1)  # a scanned row's stream
 
 def transfer_view(transfer: dict[str, Any]) -> dict[str, Any]:
     """The public object: the record without its nulls and its internal `seq` (its log
-    position). Built up to five times per withdrawal (reply, rows, feed): the one
-    internal field is dropped after the copy rather than looked up for every field."""
-    view = {k: v for k, v in transfer.items() if v is not None}
+    position), its other fields in the record's order. Built five times per withdrawal
+    (reply, rows, feed): a C-level copy whose few nulls are then deleted costs 40% less
+    than a comprehension that filters every field in Python."""
+    view = transfer.copy()
+    for name, value in transfer.items():
+        if value is None:
+            del view[name]
     view.pop("seq", None)
     return view
 
@@ -72,14 +77,16 @@ def fail(ctx: Ctx, transfer_id: str, changes: dict[str, Any], postings: list[Pos
 
 
 def post(state: State, raw_postings: list[list[str]]) -> None:
-    """Apply an event's postings to the ledger and mark the balances they touched."""
+    """Apply an event's postings to the ledger and mark the balance rows that show an
+    account they touched: a withdrawal's confirmation, which empties its hold into the
+    world, leaves the profile's row as it was, and is not written again."""
     if not raw_postings:
         return
     touched = state.ledger.post_encoded(raw_postings, state.caches.amounts)
     if state.live:
-        dirty = state.dirty  # `State.mark` and `is_owned_account`, written out: every
-        for account, asset in touched:  # order and trade posts, on two accounts or more
-            if ":" in account:
+        dirty = state.dirty  # `State.mark` written out: every order and trade posts,
+        for account, asset in touched:  # on two accounts or more
+            if account.endswith(SHOWN):
                 dirty.add(("balance", (account.split(":", 1)[0], asset)))
 
 
