@@ -63,10 +63,20 @@ def event_id(e: Event, rank: int) -> str:
     return time_ordered_uuid(_prefix(e.occurred_at), h)
 
 
-@functools.lru_cache(maxsize=64)
 def _prefix(occurred_at: str) -> str:
-    """The time prefix of an event's time (the events of a command share it)."""
+    """The time prefix of an event's time. The prefix holds milliseconds: an engine time
+    (`format_time`, 27 characters) is looked up by its text cut there, which on a wall
+    clock the commands of one millisecond share (each has a time of its own)."""
+    if len(occurred_at) == 27:
+        return _millisecond_prefix(occurred_at[:23])
     return time_prefix(to_millis(parse_time(occurred_at)))
+
+
+@functools.lru_cache(maxsize=64)
+def _millisecond_prefix(text: str) -> str:
+    """The prefix of `YYYY-MM-DDTHH:MM:SS.mmm` in UTC: the time cut to the millisecond
+    in the calendar is cut to it since the epoch (which falls on one), before it too."""
+    return time_prefix(to_millis(parse_time(text + "Z")))
 
 
 def _add(

@@ -6,16 +6,21 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from datetime import UTC, datetime
 from decimal import Decimal, localcontext
 from typing import Any
 
-from engine.domain.feed import event_id
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from engine.domain.feed import _prefix, event_id
 from engine.domain.trading import order_views
 from engine.domain.trading.amount_texts import UNIT, gross_text
 from engine.domain.trading.book import BUY
 from engine.domain.trading.order import Order
-from engine.kernel.clock import parse_time, to_millis
+from engine.kernel.clock import format_time, parse_time, to_millis
 from engine.kernel.events import Event
+from engine.kernel.ids import time_prefix
 from engine.kernel.money import MARKETS, format_normal
 from engine.kernel.state import State
 
@@ -62,6 +67,18 @@ def test_event_id_is_the_version_7_uuid_of_the_event_time_and_the_digest() -> No
             made = uuid.UUID(event_id(e, rank))
             assert str(made) == str(uuid.UUID(int=value))
             assert made.version == 7 and made.variant == uuid.RFC_4122
+
+
+@settings(max_examples=500, derandomize=True, deadline=None)
+@given(st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(UTC)))
+@example(datetime(1969, 12, 31, 23, 59, 59, 999500, tzinfo=UTC))
+@example(datetime(1970, 1, 1, 0, 0, 0, 999, tzinfo=UTC))
+def test_a_feed_id_s_time_prefix_is_looked_up_by_the_millisecond(t: datetime) -> None:
+    """The prefix cached by the time's text cut to the millisecond is the prefix of the
+    time itself, before 1970 too (where cutting the text and flooring since the epoch
+    could part: they do not)."""
+    assert _prefix(format_time(t)) == time_prefix(to_millis(t))
+    assert _prefix(format_time(t).replace("Z", "+00:00")) == time_prefix(to_millis(t))
 
 
 def _order(k: int) -> Order:
