@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,13 @@ ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_http_orders import BODIES  # noqa: E402
 from engine import Engine, Settings, open_engine  # noqa: E402
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
+from engine.kernel.commands import (  # noqa: E402
+    Actor,
+    Command,
+    CreateCustomer,
+    CreateOrder,
+    SandboxDeposit,
+)
 from engine.kernel.registry import Registry  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
@@ -94,16 +101,15 @@ def _setup(
     return engine, actors
 
 
-def _send(engine: Engine, actors: list[Actor], orders: int, in_flight: int) -> float:
-    """`orders` orders from `in_flight` closed-loop senders; the seconds they took."""
+def closed_loop(engine: Engine, command: Callable[[int], Command], n: int, in_flight: int) -> float:
+    """`n` commands (the i-th `command(i)`) from `in_flight` closed-loop senders, each
+    handing over one and waiting for its answer before the next; the seconds they took."""
     failed: list[BaseException] = []
 
     def sender(k: int) -> None:
-        actor = actors[k % len(actors)]
         try:
-            for i in range(k, orders, in_flight):
-                body = BODIES[i % len(BODIES)]
-                engine.submit(CreateOrder(actor=actor, profile_id="default", **body)).result(60)
+            for i in range(k, n, in_flight):
+                engine.submit(command(i)).result(60)
         except BaseException as exc:  # noqa: BLE001 - reported below, the run fails
             failed.append(exc)
 
@@ -116,6 +122,17 @@ def _send(engine: Engine, actors: list[Actor], orders: int, in_flight: int) -> f
     if failed:
         raise failed[0]
     return time.perf_counter() - started
+
+
+def _send(engine: Engine, actors: list[Actor], orders: int, in_flight: int) -> float:
+    """`orders` orders from `in_flight` closed-loop senders, sender k as customer k; the
+    seconds they took."""
+
+    def order(i: int) -> CreateOrder:
+        actor = actors[i % in_flight % len(actors)]
+        return CreateOrder(actor=actor, profile_id="default", **BODIES[i % len(BODIES)])
+
+    return closed_loop(engine, order, orders, in_flight)
 
 
 def _quiet_log(engine: Engine) -> None:

@@ -21,7 +21,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from bench._common import machine, measured_tree  # noqa: E402
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
-from bench.bench_wal import _engine_cpu  # noqa: E402
+from bench.bench_wal import _engine_cpu, closed_loop  # noqa: E402
 from bench.bench_withdrawals import WITHDRAWAL  # noqa: E402
 from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.kernel.commands import (  # noqa: E402
@@ -59,22 +58,8 @@ def _funded(run: Callable[[Any], Any]) -> Actor:
 
 
 def _send(engine: Engine, actor: Actor, n: int, in_flight: int) -> None:
-    failed: list[BaseException] = []
-
-    def sender(k: int) -> None:
-        try:
-            for _ in range(k, n, in_flight):
-                engine.submit(CreateCryptoWithdrawal(actor=actor, **WITHDRAWAL)).result(60)
-        except BaseException as exc:  # noqa: BLE001 - reported below, the run fails
-            failed.append(exc)
-
-    threads = [threading.Thread(target=sender, args=(k,)) for k in range(in_flight)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failed:
-        raise failed[0]
+    withdrawal = CreateCryptoWithdrawal(actor=actor, **WITHDRAWAL)
+    closed_loop(engine, lambda _: withdrawal, n, in_flight)
 
 
 def through_writer(folder: Path, n: int, in_flight: int) -> float:
