@@ -172,7 +172,8 @@ def parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         default=None,
-        help="seed of every random choice (default: the --config file's, else 0)",
+        help="seed of the price paths and the ids, for a reproducible sandbox (default: the"
+        " --config file's, else none: price seed 0, ids keyed by a secret in the key file)",
     )
     serve.add_argument(
         "--config", default=None, help="YAML file of engine settings (default: none, built-ins)"

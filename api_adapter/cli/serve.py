@@ -98,8 +98,10 @@ def serve(args: argparse.Namespace) -> int:
         from api_adapter.scenarios.recorder import Recorder
 
         app.add_middleware(Recorder, path=args.record, engine=engine)
+    ids = ", keyed ids" if engine.ids.keyed else ""
     print(
-        f"sandex serving {base}/v2 on {args.db} ({engine.clock.mode} clock, seed {engine.seed})\n"
+        f"sandex serving {base}/v2 on {args.db}"
+        f" ({engine.clock.mode} clock, seed {engine.seed}{ids})\n"
         f"  token:       POST {base}/oauth2/token\n"
         f"  client_id:     {client_id}\n"
         f"  client_secret: {shown_secret}\n"

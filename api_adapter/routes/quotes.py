@@ -31,7 +31,8 @@ async def list_quotes(
     who: Annotated[Principal, Depends(require("exchange:read_quote"))],
     markets: Annotated[list[MarketName] | None, Query()] = None,
 ) -> JSONResponse:
-    """Issues a fresh batch for the caller (an event): every market when none is named."""
+    """The markets' shared quotes (every market when none is named): a new batch, an
+    event, only for a market whose live pair is stale (engine/domain/quotes.py)."""
     command = IssueQuotes(actor=actor(request, who), markets=tuple(markets or ()))
     return JSONResponse(await run(request, command))
 

@@ -82,7 +82,11 @@ CUSTOMER_SCOPES: tuple[str, ...] = tuple(
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    seed: int = 0
+    # Seeds the price paths and, when set, the ids: the same seed and commands give the
+    # same ids (replays, scenarios, backtests). Not set, a new database's price paths use
+    # seed 0 and its ids are keyed by a secret id key from its key file
+    # (engine/kernel/ids.py), so no tenant computes another's ids from seed 0.
+    seed: int | None = None
     # The key of the execution id permutation (engine/execution_ids.py), chosen when the
     # database is created: "random" (from the OS CSPRNG) hides the sandbox's trading
     # volume from tenants; "seeded" derives it from the seed, so the same seed and

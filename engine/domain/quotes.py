@@ -2,17 +2,24 @@
 
 A quote is a price to buy or to sell on a market, held until `expires_at`: the market's
 reference price plus or minus the configured spread (`quote_spread_bps`), rounded to the
-market's tick against the customer. Each `GET /v2/quotes` issues a batch for its caller
-(`QuotesIssued`); a timer on the engine clock expires the batch (`QuotesExpired`), as
-fee quotes expire, so a replayed log answers "was this quote still valid" exactly as
-the live engine did. An execution moves the funds at the held price between the profile
-and the house in one event (`QuoteExecuted`) and is settled at once; a quote is executed
-at most once.
+market's tick against the customer. Quotes are shared, as the reference allows ("calls
+in quick succession may return the same quote"): `GET /v2/quotes` answers every caller
+the market's live pair while its prices are still the current ones and at least half
+its ttl is left, and issues a new pair (`QuotesIssued`, one event for every market that needed
+one) only otherwise. So a read writes at most one event per market per price step or
+half ttl, however many callers ask. A timer on the engine clock expires a batch
+(`QuotesExpired`), as fee quotes expire, so a replayed log answers "was this quote still
+valid" exactly as the live engine did; the expired quotes leave the state then, and a
+later execution of one is told it expired by the time its id carries (a version-7 UUID
+of the millisecond it was issued, which `expires_at` counts the ttl from). An execution
+moves the funds at the held price between the profile and the house in one event
+(`QuoteExecuted`) and is settled at once; each customer executes a quote at most once.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_UP, Decimal
 from typing import Any
 
@@ -23,7 +30,7 @@ from engine.domain.ledger import HOUSE, available
 from engine.domain.metadata import check_metadata
 from engine.domain.trading.trading_state import live_trading, market_config
 from engine.domain.transfers.transfer_records import post
-from engine.kernel.clock import format_time, parse_time
+from engine.kernel.clock import format_time, from_millis, parse_time, to_millis
 from engine.kernel.commands import CreateQuoteExecution, IssueQuotes
 from engine.kernel.errors import (
     AlreadyExists,
@@ -66,6 +73,11 @@ def _batches(state: State) -> dict[str, list[str]]:
     return state.ext.setdefault("quote_batches", {})  # type: ignore[no-any-return]
 
 
+def _live(state: State) -> dict[str, tuple[datetime, str, str]]:
+    """Per market, its newest pair: (expiry, buy quote id, sell quote id)."""
+    return state.ext.setdefault("quote_live", {})  # type: ignore[no-any-return]
+
+
 def executions(state: State) -> dict[str, dict[str, Any]]:
     return state.ext.setdefault("quote_executions", {})  # type: ignore[no-any-return]
 
@@ -94,17 +106,53 @@ def _prices(ctx: Ctx, market: str) -> tuple[str, str]:
     return format_normal(buy), format_normal(max(sell, tick))
 
 
+def _ttl(ctx: Ctx) -> timedelta:
+    return timedelta(microseconds=int(ctx.settings.quote_ttl_seconds * 1_000_000))
+
+
+def _shared(ctx: Ctx, market: str, prices: tuple[str, str]) -> list[dict[str, Any]] | None:
+    """The market's live pair, if a caller may be answered it now: its prices are the
+    ones a new pair would hold, and at least half its ttl is left."""
+    live = _live(ctx.state).get(market)
+    if live is None or (live[0] - ctx.now) * 2 < _ttl(ctx):
+        return None
+    quotes = _quotes(ctx.state)
+    pair = [quotes[live[1]], quotes[live[2]]]
+    if (pair[0]["price"], pair[1]["price"]) != prices:
+        return None
+    return pair
+
+
 def issue_quotes(ctx: Ctx, cmd: IssueQuotes) -> dict[str, Any]:
     markets = list(dict.fromkeys(cmd.markets)) or list(QUOTE_MARKETS)
     for market in markets:
         if market not in MARKETS:
             raise Invalid(f"markets invalid: unknown market '{market[:32]}'", field="markets")
-    ttl = ctx.settings.quote_ttl_seconds
-    expires = format_time(ctx.now + timedelta(microseconds=int(ttl * 1_000_000)))
-    quotes = []
+    answered: dict[str, list[dict[str, Any]]] = {}
+    stale = []
     for market in markets:
+        prices = _prices(ctx, market)
+        shared = _shared(ctx, market, prices)
+        if shared is None:
+            stale.append((market, prices))
+        else:
+            answered[market] = shared
+    if stale:
+        answered.update(_issue(ctx, cmd, stale))
+    return {"items": [quote_view(q, q["expires_at"]) for m in markets for q in answered[m]]}
+
+
+def _issue(
+    ctx: Ctx, cmd: IssueQuotes, stale: list[tuple[str, tuple[str, str]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """A new pair for each market of `stale`, in one batch; its expiry counts the ttl from
+    the millisecond its ids carry, so that it can be told once the quote has left the
+    state (`_dropped_expiry`)."""
+    expires = format_time(from_millis(to_millis(ctx.now)) + _ttl(ctx))
+    quotes = []
+    for market, prices in stale:
         spec = MARKETS[market]
-        for side, price in zip(("BUY", "SELL"), _prices(ctx, market), strict=True):
+        for side, price in zip(("BUY", "SELL"), prices, strict=True):
             quotes.append(
                 {
                     "id": ctx.ids.uuid(),
@@ -127,7 +175,23 @@ def issue_quotes(ctx: Ctx, cmd: IssueQuotes) -> dict[str, Any]:
             "quotes": quotes,
         },
     )
-    return {"items": [quote_view(q, expires) for q in quotes]}
+    issued: dict[str, list[dict[str, Any]]] = {}
+    for q in quotes:
+        issued.setdefault(q["market"], []).append({**q, "expires_at": expires})
+    return issued
+
+
+def _dropped_expiry(ctx: Ctx, quote_id: str) -> datetime | None:
+    """When a quote the state no longer holds expired: the time its id carries plus the
+    ttl, if that is past; None for an id that no expired quote can have."""
+    try:
+        parsed = uuid.UUID(quote_id)
+        if parsed.version != 7:
+            return None
+        expired = from_millis(parsed.int >> 80) + _ttl(ctx)
+    except (ValueError, OverflowError):  # not a uuid; a time beyond any datetime
+        return None
+    return expired if expired <= ctx.now else None
 
 
 def expire_quotes(ctx: Ctx, batch_id: str) -> None:
@@ -184,14 +248,19 @@ def create_execution(ctx: Ctx, cmd: CreateQuoteExecution) -> dict[str, Any]:
                 execution_view(executions(state)[existing]),
             )
     quote = _quotes(state).get(cmd.quote_id)
-    if quote is None or quote["customer_id"] != customer_id:
-        raise NotFound(f"quote not found with id {cmd.quote_id[:64]}")
-    if quote["status"] == "EXPIRED" or ctx.now >= parse_time(quote["expires_at"]):
+    if quote is None:
+        dropped = _dropped_expiry(ctx, cmd.quote_id)
+        if dropped is None:
+            raise NotFound(f"quote not found with id {cmd.quote_id[:64]}")
+        expired_at = format_time(dropped)
+        raise Expired(f"quote {cmd.quote_id[:64]} expired at {expired_at}", expired_at)
+    if ctx.now >= parse_time(quote["expires_at"]):
         raise Expired(f"quote {quote['id']} expired at {quote['expires_at']}", quote["expires_at"])
-    if quote["status"] == "USED":
+    used = quote.get("used", {}).get(customer_id)
+    if used is not None:
         raise Rejected(
-            f"quote {quote['id']} was already executed by quote execution {quote['execution_id']}",
-            meta={"quote_id": quote["id"], "quote_execution_id": quote["execution_id"]},
+            f"quote {quote['id']} was already executed by quote execution {used}",
+            meta={"quote_id": quote["id"], "quote_execution_id": used},
         )
     base, counter = _amounts(quote, cmd)
     base_asset, quote_asset = quote["base_asset"], quote["quote_asset"]
@@ -246,32 +315,31 @@ def execution_view(execution: dict[str, Any]) -> dict[str, Any]:
 
 
 def _issued(state: State, e: Event) -> None:
+    """Held until the batch expires; each market's pair becomes its live one. The
+    batch's `customer_id` is the caller whose read issued it; every caller may execute
+    it."""
     data = e.data
     quotes = _quotes(state)
+    expires = parse_time(data["expires_at"])
+    live = _live(state)
     ids = []
     for q in data["quotes"]:
-        quotes[q["id"]] = {
-            **q,
-            "customer_id": data["customer_id"],
-            "expires_at": data["expires_at"],
-            "status": "ACTIVE",
-        }
+        quotes[q["id"]] = {**q, "expires_at": data["expires_at"]}
         ids.append(q["id"])
+    for buy, sell in zip(data["quotes"][::2], data["quotes"][1::2], strict=True):
+        live[buy["market"]] = (expires, buy["id"], sell["id"])
     _batches(state)[data["batch_id"]] = ids
-    state.timers.add(parse_time(data["expires_at"]), "quote_expiry", data["batch_id"])
+    state.timers.add(expires, "quote_expiry", data["batch_id"])
 
 
 def _expired(state: State, e: Event) -> None:
-    """An expired quote is kept only as far as its refusal needs: its owner and expiry."""
+    """Expired quotes leave the state: what it holds is bounded by the live ones."""
     quotes = _quotes(state)
+    live = _live(state)
     for quote_id in _batches(state).pop(e.data["batch_id"], ()):
-        q = quotes[quote_id]
-        quotes[quote_id] = {
-            "id": quote_id,
-            "customer_id": q["customer_id"],
-            "expires_at": q["expires_at"],
-            "status": "EXPIRED",
-        }
+        market = quotes.pop(quote_id)["market"]
+        if quote_id in live.get(market, ())[1:]:
+            del live[market]
 
 
 def _executed(state: State, e: Event) -> None:
@@ -283,8 +351,7 @@ def _executed(state: State, e: Event) -> None:
         _refs(state)[(execution["profile_id"], execution["ref_id"])] = eid
     quote = _quotes(state).get(execution["quote_id"])
     if quote is not None:
-        quote["status"] = "USED"
-        quote["execution_id"] = eid
+        quote.setdefault("used", {})[execution["customer_id"]] = eid
     post(state, e.data["postings"])
     state.mark("quote_execution", eid)
 

@@ -13,8 +13,12 @@ the next position is read from the log.
 What an id shows a tenant is the time its object was made (its `created_at` says as
 much) and bits that look random: two ids of one millisecond are in no telling order, and
 the ids of other tenants made in between leave no trace, unlike a log position or a
-counter would. Anyone who knows the seed and a position can compute these ids, so they
-are never secrets: secrets come from the OS (engine/kernel/credentials.py).
+counter would. Whose bits those are depends on the database: one created without a
+seed draws them through a secret id key (keyed BLAKE2b; the key lives in the key file,
+engine/runtime/key_file.py), so nobody without that file can compute them; one created
+with a seed set (replays, scenarios, backtests) draws them from the seed alone, so
+anyone who knows the seed and a position can compute them. Ids are never secrets
+either way: secrets come from the OS (engine/kernel/credentials.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from datetime import datetime
 
 from engine.kernel.clock import to_millis
 
+# The database's meta entry that says its ids are keyed (by the key file's id key);
+# without it, they are drawn from the seed.
+META_KEY = "ids"
+KEYED = "keyed"
 _MS_BITS = (1 << 48) - 1
 # A hex digit with its top two bits set to 10: the variant of an RFC 9562 UUID.
 _VARIANT = {f"{k:x}": f"{(k & 0x3) | 0x8:x}" for k in range(16)}
@@ -44,14 +52,21 @@ def time_ordered_uuid(prefix: str, random_hex: str) -> str:
 
 
 class IdSource:
-    __slots__ = ("seed", "_position", "_rank", "_now", "_prefix")
+    __slots__ = ("seed", "_key", "_position", "_rank", "_now", "_prefix")
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, key: bytes | None = None) -> None:
+        """`key`: the database's secret id key, or None to draw from `seed` alone."""
         self.seed = seed
+        self._key = key
         self._position = 0
         self._rank = 0
         self._now: datetime | None = None
         self._prefix = time_prefix(0)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the ids are drawn through a secret id key rather than the seed."""
+        return self._key is not None
 
     def start(self, position: int, now: datetime) -> None:
         """Begin drawing for the command whose first event will sit at `position`,
@@ -64,8 +79,11 @@ class IdSource:
 
     def _digest(self, salt: str) -> bytes:
         self._rank += 1
-        key = f"{self.seed}:{self._position}:{self._rank}:{salt}".encode()
-        return hashlib.blake2b(key, digest_size=32).digest()
+        if self._key is not None:
+            data = f"{self._position}:{self._rank}:{salt}".encode()
+            return hashlib.blake2b(data, digest_size=32, key=self._key).digest()
+        data = f"{self.seed}:{self._position}:{self._rank}:{salt}".encode()
+        return hashlib.blake2b(data, digest_size=32).digest()
 
     def uuid(self) -> str:
         """A version-7 UUID: the command's engine time, then seeded bits."""

@@ -1,7 +1,8 @@
 """The deployment's keys: in a file beside the database, never in the database.
 
 `<db>.key`, mode 0600, is JSON: `{"version": 1, "signing_key": hex, "sealing_key":
-hex}`, 32 random bytes each from the OS CSPRNG.
+hex, "id_key": hex}`, 32 random bytes each from the OS CSPRNG (a file written before id
+keys has no `id_key`).
 
 - The signing key signs access tokens (HMAC-SHA256, api_adapter/auth.py).
   `sandex keys rotate` replaces it: every token signed before stops working at once,
@@ -10,6 +11,9 @@ hex}`, 32 random bytes each from the OS CSPRNG.
   It is never rotated: the log is immutable, and the secrets sealed in it must still
   open. Losing the key file loses it: tokens must be fetched again and webhooks
   registered again.
+- The id key keys the ids of a database created without a seed (engine/kernel/ids.py),
+  so that no tenant computes another's ids from the public algorithm. It is never
+  rotated; a key file made anew gives new ids from then on (they stay unique).
 
 A copy of the database alone (a backup, a file attached to a bug report) therefore
 mints no token. The file is created once, atomically and durably, by whichever process
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -41,6 +45,7 @@ _VERSION = 1
 class Keys:
     signing: bytes
     sealing: bytes
+    ids: bytes | None = None
 
 
 class KeyFileError(Exception):
@@ -115,7 +120,7 @@ class KeyFile:
         """Replace the signing key with a new one, keeping the sealing key; every token
         signed with the old one stops working."""
         keys = self.current() if self.path is None else _read(self.path)
-        new = Keys(secrets.token_bytes(32), keys.sealing)
+        new = replace(keys, signing=secrets.token_bytes(32))
         if self.path is not None:
             private_files.write(self.path, _encode(new), sync=True)
             self._seen = _signature(self.path)
@@ -125,19 +130,29 @@ class KeyFile:
 
 def _new_keys(legacy_signing: str | None) -> Keys:
     signing = bytes.fromhex(legacy_signing) if legacy_signing else secrets.token_bytes(32)
-    return Keys(signing, secrets.token_bytes(32))
+    return Keys(signing, secrets.token_bytes(32), secrets.token_bytes(32))
 
 
 def _encode(keys: Keys) -> bytes:
-    return orjson.dumps(
-        {"version": _VERSION, "signing_key": keys.signing.hex(), "sealing_key": keys.sealing.hex()}
-    )
+    raw: dict[str, object] = {
+        "version": _VERSION,
+        "signing_key": keys.signing.hex(),
+        "sealing_key": keys.sealing.hex(),
+    }
+    if keys.ids is not None:
+        raw["id_key"] = keys.ids.hex()
+    return orjson.dumps(raw)
 
 
 def _read(path: Path) -> Keys:
     try:
         raw = orjson.loads(path.read_bytes())
-        return Keys(bytes.fromhex(raw["signing_key"]), bytes.fromhex(raw["sealing_key"]))
+        ids = raw.get("id_key")
+        return Keys(
+            bytes.fromhex(raw["signing_key"]),
+            bytes.fromhex(raw["sealing_key"]),
+            None if ids is None else bytes.fromhex(ids),
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise KeyFileError(f"cannot read key file {path}: {exc}") from exc
 

@@ -33,7 +33,8 @@ from engine.kernel.events import Event
 from engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
 from engine.kernel.execution_ids import database_key
 from engine.kernel.execution_ids import new_key as new_execution_key
-from engine.kernel.ids import IdSource
+from engine.kernel.ids import KEYED, IdSource
+from engine.kernel.ids import META_KEY as IDS_KEY
 from engine.kernel.invariants import check_state
 from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
@@ -110,9 +111,12 @@ class Engine:
         seed = self.store.get_meta("seed")
         new_database = seed is None
         if seed is None:
-            seed = str(self.settings.seed)
+            seed = str(self.settings.seed or 0)
+            labels = {"seed": seed, "created_with_clock": self.settings.clock}
+            if self.settings.seed is None:  # no seed asked for: ids nobody else can compute
+                labels[IDS_KEY] = KEYED
             # One commit, and a database never half-labelled.
-            self.store.set_metas({"seed": seed, "created_with_clock": self.settings.clock})
+            self.store.set_metas(labels)
         self.seed = int(seed)
         key = self.store.get_meta(EXECUTION_KEY)
         if key is None:  # a new database, or one from before execution ids were permuted
@@ -129,7 +133,7 @@ class Engine:
                 else WallClock()
             )
         self.clock = clock
-        self.ids = IdSource(self.seed)
+        self.ids = IdSource(self.seed, self._id_key())
         # The WebSocket market data feeds' hub (engine/runtime/market_feed.py): fed by
         # the writer after each group, published after its COMMIT.
         self.market_feed = MarketFeed(self.settings, self.seed)
@@ -182,6 +186,19 @@ class Engine:
             self.store.erase_meta("signing_secret")
             log.warning("signing key moved out of the database", key_file=str(keys.path))
         return keys
+
+    def _id_key(self) -> bytes | None:
+        """The key file's id key for a database whose ids are keyed; None for one whose
+        ids are drawn from its seed (created with a seed set, or before id keys)."""
+        if self.store.get_meta(IDS_KEY) != KEYED:
+            return None
+        key = self.keys.current().ids
+        if key is None:
+            self.store.close()
+            raise StoreUnavailable(
+                f"the key file of {self.db_path} holds no id key, which its database needs"
+            )
+        return key
 
     def _load(self) -> None:
         """Rebuild the state from the newest state snapshot and the log after it; bring

@@ -347,11 +347,12 @@ class Scenario(_Model):
 
 
 def engine_settings(values: dict[str, Any]) -> Settings:
-    """The engine settings a scenario runs with: its own, on a manual clock, with
-    execution ids from the seed (a replay answers the same ids every time). Rate limits
-    count wall time, which a replay does not follow, so they are off unless asked for."""
+    """The engine settings a scenario runs with: its own, on a manual clock, with ids
+    and execution ids from the seed, 0 unless it names one (a replay answers the same ids
+    every time). Rate limits count wall time, which a replay does not follow, so they are
+    off unless asked for."""
     fixed = {"clock": "manual", "execution_ids": "seeded"}
-    return Settings.model_validate({"rate_limits_enabled": False, **values, **fixed})
+    return Settings.model_validate({"rate_limits_enabled": False, "seed": 0, **values, **fixed})
 
 
 def _step(index: int, raw: Any) -> _Model:

@@ -14,17 +14,30 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine import Settings, open_engine
+from engine.domain.transfers.networks import make_address
 from engine.kernel.clock import parse_time, to_millis
-from engine.kernel.commands import Actor, CreateProfile
+from engine.kernel.commands import (
+    Actor,
+    CreateCustomer,
+    CreateDepositAddress,
+    CreateFiatDepositInstructions,
+    CreateProfile,
+)
 from engine.kernel.execution_ids import LIMIT, ExecutionIds, new_key
+from engine.kernel.ids import IdSource
+from engine.runtime.key_file import KeyFile
 from engine.tools.scenario_file import ScenarioError, engine_settings, load
+from tests.conftest import make_settings
 from tests.support.database import query
+from tests.support.file_helpers import database_bytes
 from tests.support.trading_helpers import limit, placed, set_price, still
 
 # -- helpers -------------------------------------------------------------------------
@@ -335,3 +348,67 @@ def test_the_permutation_is_a_bijection_with_an_inverse() -> None:
     assert [other.public(n) for n in range(1, 100)] != public[:99]
     seeded = new_key("seeded", 7)
     assert seeded == new_key("seeded", 7) != new_key("seeded", 8)
+
+
+# -- uuids, deposit addresses and memos: keyed unless a seed is set (issue 29) --------
+
+
+def _a_tenants_ids(db: Path, settings: Settings) -> tuple[list[tuple[int, Any]], dict[str, str]]:
+    """A new database's first tenant, a wire memo and a deposit address: what each
+    command started at (position, engine time), and what it drew."""
+    with open_engine(db, settings) as engine:
+        starts = [(1, engine.clock.now())]
+        made = engine.execute(CreateCustomer(client_id="me", client_secret="pw", bootstrap=True))
+        me = Actor(made["customer_id"], "me")
+        starts.append((engine.state.position + 1, engine.clock.now()))
+        memo = engine.execute(CreateFiatDepositInstructions(actor=me, profile_id="default"))
+        starts.append((engine.state.position + 1, engine.clock.now()))
+        address = engine.execute(
+            CreateDepositAddress(actor=me, profile_id="default", crypto_network="ETHEREUM")
+        )
+    drawn = {
+        "customer": made["customer_id"],
+        "profile": made["profile_id"],
+        "memo": memo["memo_id"],
+        "address": address["address"],
+    }
+    return starts, drawn
+
+
+def _computable(starts: list[tuple[int, Any]], seed: int) -> set[str]:
+    """Everything the public algorithm draws from `seed` for commands that start there:
+    what a tenant who knows the seed computes of other tenants' ids."""
+    out: set[str] = set()
+    for position, now in starts:
+        ids = IdSource(seed)
+        ids.start(position, now)
+        for rank in range(12):
+            ids._rank = rank
+            out.add(ids.uuid())
+            ids._rank = rank
+            out.add(ids.code(10))
+            ids._rank = rank
+            out.add(make_address("ETHEREUM", bytes.fromhex(ids.hex())))
+    return out
+
+
+def test_ids_are_keyed_per_database_unless_a_seed_is_set(tmp_path: Path) -> None:
+    """By default (no seed set), ids, memos and addresses come through the key file's id
+    key: seed 0 computes none of them, and two databases given the same commands differ.
+    A seed set explicitly (replays, scenarios, backtests) still reproduces them, and seed
+    0 set explicitly computes them as before."""
+    default = make_settings().model_dump(exclude={"seed"})
+    keyed = [_a_tenants_ids(tmp_path / f"k{i}.db", Settings(**default)) for i in (1, 2)]
+    seeded = [_a_tenants_ids(tmp_path / f"s{i}.db", make_settings(seed=0)) for i in (1, 2)]
+    for starts, drawn in keyed:
+        assert not set(drawn.values()) & _computable(starts, 0)
+    assert not set(keyed[0][1].values()) & set(keyed[1][1].values())
+    assert seeded[0][1] == seeded[1][1]
+    assert set(seeded[0][1].values()) <= _computable(seeded[0][0], 0)
+    # the key is in the key file beside the database, never in the database itself
+    key = bytes.fromhex(json.loads((tmp_path / "k1.db.key").read_text())["id_key"])
+    assert len(key) == 32 and key not in database_bytes(tmp_path / "k1.db")
+    KeyFile.open(tmp_path / "k1.db").rotate()  # a new signing key; the id key stays
+    assert json.loads((tmp_path / "k1.db.key").read_text())["id_key"] == key.hex()
+    with open_engine(tmp_path / "k1.db", make_settings(seed=3)) as engine:
+        assert engine.ids.keyed  # fixed when the database was made: a later seed changes nothing

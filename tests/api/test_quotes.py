@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 from typing import Any
 
@@ -175,19 +176,77 @@ def test_bad_sizing_is_400_naming_the_field(
     assert body["meta"]["field"] == field
 
 
-def test_another_customers_quote_and_executions_are_404(sandbox_factory: Any) -> None:
+def test_another_customers_executions_are_404(sandbox_factory: Any) -> None:
     sb = _still(sandbox_factory)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     x = execute(sb, buy, quote_amount="10").json()
     theirs, _ = sb.tenant()
     mine = quotes(sb, "BTCUSD", headers=theirs)[("BTCUSD", "BUY")]
-    problem(execute(sb, buy, quote_amount="10", headers=theirs), 404)
     problem(sb.get(f"{EXECUTIONS}/{x['id']}", headers=theirs), 404)
     own = sb.get("/v2/profiles/default", headers=theirs).json()["id"]
     problem(sb.get(f"/v2/profiles/{own}/quote-executions/{x['id']}", headers=theirs), 404)
     profile = sb.get("/v2/profiles/default").json()["id"]
     problem(sb.get(f"/v2/profiles/{profile}/quote-executions", headers=theirs), 404)
     problem(execute(sb, mine, quote_amount="10", profile=profile, headers=theirs), 404)
+
+
+def test_a_quote_is_shared_and_each_customer_executes_it_once(sandbox_factory: Any) -> None:
+    """Every caller of one window is answered the same quotes (the reference: "calls in
+    quick succession may return the same quote"), and each may execute one once."""
+    sb = _still(sandbox_factory)
+    buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
+    theirs, _ = sb.tenant()
+    assert quotes(sb, "BTCUSD", headers=theirs)[("BTCUSD", "BUY")] == buy
+    sb.deposit("USD", "100", headers=theirs)
+    assert execute(sb, buy, quote_amount="10").status_code == 200
+    x = execute(sb, buy, quote_amount="10", headers=theirs)
+    assert x.status_code == 200, x.text
+    assert sb.balance("USD", headers=theirs)["available"] == "90"
+    body = problem(execute(sb, buy, quote_amount="10", headers=theirs), 403, "rejected")
+    assert body["meta"]["quote_execution_id"] == x.json()["id"]
+
+
+def test_reads_write_at_most_one_event_per_market_and_window(sandbox_factory: Any) -> None:
+    """Issue 29: every GET /v2/quotes wrote an event and its quotes stayed in memory after
+    they expired. Now many reads of one window, by several customers, write one batch;
+    a new pair comes only when the price moved or half the ttl is gone; and expired
+    quotes leave the state."""
+    sb = _still(sandbox_factory)
+    engine = sb.engine
+    theirs, _ = sb.tenant()
+    before = engine.state.position
+    first = quotes(sb)
+    for i in range(40):
+        assert quotes(sb, headers=theirs if i % 2 else sb.headers) == first
+    assert engine.state.position == before + 1  # one QuotesIssued for all 14 markets
+    assert len(engine.state.ext["quotes"]) == 28
+    sb.advance(14)  # more than half the ttl left: still shared
+    assert quotes(sb, "BTCUSD") == {k: v for k, v in first.items() if k[0] == "BTCUSD"}
+    assert engine.state.position == before + 2  # the clock's own event only
+    sb.advance(2)  # less than half left: a new pair for the market asked for
+    later = quotes(sb, "BTCUSD")
+    assert later[("BTCUSD", "BUY")]["id"] != first[("BTCUSD", "BUY")]["id"]
+    assert later[("BTCUSD", "BUY")]["expires_at"] == "2024-01-01T00:00:46.000000Z"
+    assert engine.state.position == before + 4
+    set_price = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "40000"})
+    assert set_price.status_code == 200, set_price.text
+    moved = quotes(sb, "BTCUSD")  # a new price: a new pair at once
+    assert moved[("BTCUSD", "BUY")]["price"] == "40100"
+    assert len(engine.state.ext["quotes"]) == 32
+    sb.advance(15)  # the first batch expired; the two BTCUSD pairs of 00:00:16 are live
+    assert len(engine.state.ext["quotes"]) == 4
+    sb.advance(15)
+    assert len(engine.state.ext["quotes"]) == 0
+    assert not engine.state.ext["quote_live"] and not engine.state.ext["quote_batches"]
+    # a dropped quote is still refused as expired, at the time it expired
+    body = problem(execute(sb, first[("BTCUSD", "BUY")], quote_amount="10"), 403, "expired")
+    assert body["meta"] == {"expired_at": "2024-01-01T00:00:30.000000Z"}
+    # an id no quote had is judged by its time alone: older than the ttl, expired
+    old = {"id": "018cc251-f400-7000-8000-000000000000"}  # 2024-01-01T00:00:00Z
+    problem(execute(sb, old, quote_amount="1"), 403, "expired")
+    problem(execute(sb, {"id": str(uuid.uuid4())}, quote_amount="1"), 404)
+    for far in ("ffffffff-ffff-7fff-bfff-ffffffffffff", "018cc251-f400-7000-8000-00000000000"):
+        problem(execute(sb, {"id": far}, quote_amount="1"), 404)  # past any date; no uuid
 
 
 def test_executions_are_listed_newest_first_and_filtered(sandbox_factory: Any) -> None:

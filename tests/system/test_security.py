@@ -666,7 +666,6 @@ def _own_resources(sb: Any) -> dict[str, str]:
         "account_id": account["id"],
         "account_member_id": account["members"][0]["id"],
         "institution_member_id": institution["institution_members"][0]["id"],
-        "quote_id": quotes[1]["id"],
         "quote_execution_id": executed["id"],
         "deposit_address_id": address["id"],
         "deposit_address": address["address"],
@@ -849,10 +848,7 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
                 "fiat_network_instructions": {"wire": wire},
             },
         ),
-        "execute A's quote": (
-            f"/v2/profiles/{theirs}/quote-executions",
-            {"quote_id": mine["quote_id"], "base_amount": "0.001"},
-        ),
+        # (a held-rate quote is not A's: quotes are the market's, shared by every caller)
         "quote proceeds into A's profile": (
             f"/v2/profiles/{theirs}/quote-executions",
             {

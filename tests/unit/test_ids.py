@@ -49,6 +49,22 @@ def test_the_seed_position_rank_and_time_give_the_same_ids_every_time() -> None:
     assert _drawn(7, T0) != _drawn(8, T0)
 
 
+def test_a_keyed_source_draws_what_the_seed_alone_does_not() -> None:
+    """The id key of a database made without a seed: the same key gives the same ids,
+    hex and codes; another key, or the seed alone, gives others."""
+
+    def draws(ids: IdSource) -> list[str]:
+        ids.start(7, T0)
+        return [ids.uuid(), ids.hex(), ids.code()]
+
+    key = bytes(range(32))
+    assert IdSource(0, key).keyed and not IdSource(0).keyed
+    mine = draws(IdSource(0, key))
+    assert mine == draws(IdSource(5, key))
+    assert not set(mine) & set(draws(IdSource(0)) + draws(IdSource(0, bytes(32))))
+    assert uuid.UUID(mine[0]).version == 7 and uuid.UUID(mine[0]).int >> 80 == to_millis(T0)
+
+
 def _pairs(gap: int) -> list[tuple[int, int]]:
     """A tenant's two ids in one millisecond, `gap` events of other customers between
     them: for each trial, the commands at positions p and p + 1 + gap."""
