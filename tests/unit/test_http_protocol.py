@@ -142,3 +142,50 @@ def test_a_large_answer_is_not_held() -> None:
 
     writes = asyncio.run(run())
     assert len(writes) == 2 and writes[1] == b"x" * 100_000
+
+
+def test_a_whole_head_over_the_limit_is_refused_before_it_is_parsed() -> None:
+    """A 100 KB head that arrived in one read was parsed and served, though
+    `max_header_bytes` is 64 KiB: its size was counted only after parsing."""
+
+    async def run() -> tuple[Recorder, list[Any]]:
+        called: list[Any] = []
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            called.append(scope)
+            await _answer(scope, receive, send)
+
+        protocol, transport = _connect(app)
+        big = b"GET /x HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n"
+        protocol.data_received(big)
+        await _turns()
+        protocol.connection_lost(None)
+        return transport, called
+
+    transport, called = asyncio.run(run())
+    assert not called and transport.closed
+    assert len(transport.writes) == 1
+    assert transport.writes[0].startswith(b"HTTP/1.1 431 ")
+    assert transport.writes[0].endswith(b'"detail":"request head too large: at most 65536 bytes"}')
+
+
+def test_a_head_under_the_limit_with_its_body_in_the_same_read_is_served() -> None:
+    """Only the head is measured, up to its blank line: the body that follows in the same
+    read does not count towards `max_header_bytes`."""
+
+    async def run() -> list[bytes]:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            while (await receive()).get("more_body"):
+                pass
+            await _answer(scope, receive, send)
+
+        protocol, transport = _connect(app)
+        body = b"b" * 60_000
+        head = b"POST /x HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 60_000
+        protocol.data_received(head + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        await _turns()
+        protocol.connection_lost(None)
+        return transport.writes
+
+    writes = asyncio.run(run())
+    assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200 ")
