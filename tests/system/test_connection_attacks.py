@@ -31,6 +31,7 @@ ATTACKER = "127.0.0.1"
 OTHER = "127.0.0.2"  # another client: loopback, another address
 WAIT = 6.0  # seconds a probe or an attacker's connection waits for an answer
 PROBES = 15
+FEED_CAP = b"too many connections: at most 10 per address"
 
 
 class Server:
@@ -262,7 +263,9 @@ def test_a_flood_of_frames_on_the_feeds_closes_them_and_others_are_served(
             thread.join(timeout=2 * WAIT)
     assert statuses == [200] * PROBES, statuses
     assert _holds(baseline, during), (baseline, during)
-    assert all(close == (1008, b"the feed reads no messages") for close in closes), closes
+    # 1013: the feed's own cap per address, met while a dropped connection is let go.
+    expected = {(1008, b"the feed reads no messages"), (1013, FEED_CAP)}
+    assert set(closes) <= expected, closes  # (a reset may come before the close frame)
     assert _served_again(server, ATTACKER)
     dropped = [e for e in server.events() if e.get("event") == "market data client dropped"]
     assert dropped and {e["reason"] for e in dropped} == {"the feed reads no messages"}
