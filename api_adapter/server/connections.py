@@ -413,7 +413,7 @@ class LimitedWebSocketProtocol(WebSocketsSansIOProtocol):
     def hold(self, address: str | None, seconds: float) -> None:
         """Take over the upgraded connection's count and the rest of its head deadline."""
         self._address = address
-        self._deadline = self.loop.call_later(seconds, self._late, seconds)
+        self._deadline = self.loop.call_later(seconds, self._late)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -450,9 +450,10 @@ class LimitedWebSocketProtocol(WebSocketsSansIOProtocol):
             status, detail = 400, "not a valid WebSocket handshake"
         self._answer(status, detail)
 
-    def _late(self, seconds: float) -> None:
+    def _late(self) -> None:
         self._deadline = None
         if not self.handshake_complete and not self.transport.is_closing():
+            seconds = self.limits.header_timeout
             self._answer(408, f"WebSocket handshake not completed within {seconds:g} s")
 
     def _answer(self, status: int, detail: str) -> None:
