@@ -220,7 +220,7 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="time a client has to send a request's body after its head (default: 30)",
+        help="time a client has to send a request's body after its head (default: 10)",
     )
     serve.add_argument(
         "--keep-alive-timeout",
@@ -235,6 +235,13 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="connections held at once; more are answered 503 (default: 1000)",
+    )
+    serve.add_argument(
+        "--max-connections-per-ip",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections one client address holds at once; more are answered 429 (default: 100)",
     )
     serve.add_argument(
         "--lease-seconds",

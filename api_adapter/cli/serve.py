@@ -16,6 +16,7 @@ _CONNECTION_FLAGS = {
     "body_timeout": "body_timeout_seconds",
     "keep_alive_timeout": "keep_alive_timeout_seconds",
     "max_connections": "max_connections",
+    "max_connections_per_ip": "max_connections_per_ip",
     "lease_seconds": "writer_lease_seconds",
 }
 

@@ -49,8 +49,8 @@ def _streams(websocket: WebSocket) -> _Streams:
 
 
 async def _read_until_gone(websocket: WebSocket) -> None:
-    """The client sends nothing the feed reads; what it sends is dropped (uvicorn bounds
-    a message's size) until it disconnects."""
+    """The client sends nothing the feed reads (the server's WebSocket protocol closes a
+    connection that sends a message): wait until it disconnects."""
     with contextlib.suppress(WebSocketDisconnect, RuntimeError):
         while (await websocket.receive())["type"] != "websocket.disconnect":
             pass

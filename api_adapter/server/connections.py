@@ -13,9 +13,15 @@ over 64 KB met httptools' own limit as a plain-text 400. Here:
   not run out while the server itself is not reading (a pipelined request waits its
   turn, a body waits for the app to read it); the time between requests is uvicorn's
   keep-alive timeout;
-- a connection beyond `max_connections` is answered 503 as it opens, and closed;
+- a connection beyond `max_connections` is answered 503 as it opens, and closed, and
+  one beyond `max_connections_per_ip` from one client address 429: one address that
+  reopened each connection dropped held every slot;
 - a request line over `max_url_bytes` is refused 414 as it arrives, a head over
-  `max_header_bytes` 431 (checked after each read, so within one read of the limit).
+  `max_header_bytes` 431 (measured before each read is parsed: a whole head over the
+  limit that came in one read was served);
+- a WebSocket upgrade (the market data feeds) keeps its head's deadline until the app
+  accepts it, a handshake the WebSocket parser rejects is answered, and a feed connection
+  that sends a data frame is closed unparsed (`LimitedWebSocketProtocol`).
 
 Each refusal is a problem document (application/problem+json) sent on the connection,
 which is then closed; a request the app is still reading sees a disconnect.
@@ -30,12 +36,16 @@ of a read, not armed and cancelled within the read that brought the whole reques
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import orjson
 import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import HeaderLineTooLong, RequestLineTooLong, TooManyHeaders
+from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
 from api_adapter.problem_types import title_for
 from engine.config.settings import Settings
@@ -50,6 +60,7 @@ class ConnectionLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+    max_connections_per_ip: int
     max_url_bytes: int
     max_header_bytes: int
 
@@ -59,32 +70,50 @@ class ConnectionLimits:
             header_timeout=settings.header_timeout_seconds,
             body_timeout=settings.body_timeout_seconds,
             max_connections=settings.max_connections,
+            max_connections_per_ip=settings.max_connections_per_ip,
             max_url_bytes=settings.max_url_bytes,
             max_header_bytes=settings.max_header_bytes,
         )
 
 
 @dataclass(slots=True)
-class _AtLimit:
-    """Connections refused since the limit was reached: logged once when it is reached
-    and once when a connection is taken again, not once per refusal (a flood of them)."""
+class _Held:
+    """A server's connections as its protocols count them (event loop only).
+
+    `refused`: connections refused since `max_connections` was reached; `per_ip`: the
+    connections each client address holds (HTTP and WebSocket alike); `refused_by`: the
+    refusals of each address at its cap. Refusals are logged once when a limit is reached
+    and once when a connection is taken again, not once each (a flood of them)."""
 
     refused: int = 0
+    per_ip: Counter[str] = field(default_factory=Counter)
+    refused_by: Counter[str] = field(default_factory=Counter)
+
+    def release(self, address: str) -> None:
+        """One connection of `address` ended."""
+        self.per_ip[address] -= 1
+        if self.per_ip[address] <= 0:
+            del self.per_ip[address]
+        refused = self.refused_by.pop(address, 0)
+        if refused:
+            log.warning("address below its connection limit", client=address, refused=refused)
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """The keyword arguments of `uvicorn.run` that set the limits of `settings`."""
-    attributes = {"limits": ConnectionLimits.of(settings), "at_limit": _AtLimit()}
+    attributes = {"limits": ConnectionLimits.of(settings), "held": _Held()}
     protocol = type("SandexHttpProtocol", (LimitedHttpProtocol,), attributes)
+    feeds = type("SandexWebSocketProtocol", (LimitedWebSocketProtocol,), attributes)
     return {
         "http": protocol,
+        "ws": feeds,
         "timeout_keep_alive": settings.keep_alive_timeout_seconds,
         # The peer's address is the client's (api_adapter/rate_limits.py keys its budgets
         # on it): uvicorn's default took X-Forwarded-For from any loopback peer, so a
         # client on the same host could spend a new budget per request.
         "proxy_headers": False,
-        # The market data feeds read nothing from a client: a message of more than this
-        # closes its connection rather than being buffered (uvicorn's default: 16 MiB).
+        # The market data feeds read nothing from a client (LimitedWebSocketProtocol closes
+        # a connection at its first message): a backstop on what a frame may hold.
         "ws_max_size": WS_MAX_MESSAGE_BYTES,
     }
 
@@ -139,53 +168,108 @@ class _TooLong(Exception):
     """Raised in a parser callback to stop parsing a request refused for its size."""
 
 
+def _problem_answer(status: int, detail: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A whole HTTP answer: the problem document of a refusal, with `connection: close`."""
+    body = orjson.dumps(
+        {"type": "about:blank", "title": title_for(status), "status": status, "detail": detail}
+    )
+    head = [STATUS_LINE[status]]
+    for name, value in default_headers:
+        head += [name, b": ", value, b"\r\n"]
+    head += [
+        b"content-type: application/problem+json\r\n",
+        b"content-length: %d\r\n" % len(body),
+        b"connection: close\r\n",
+        b"retry-after: 1\r\n" if status in (429, 503) else b"",
+        b"\r\n",
+    ]
+    return b"".join(head) + body
+
+
+def _head_end(tail: bytes, data: bytes) -> int:
+    """How many bytes of `data` belong to a head whose last bytes so far were `tail`: up to
+    its blank line (CRLF or bare LF), or all of it when the head goes on."""
+    window = tail + data
+    ends = [i + n for i, n in ((window.find(b"\r\n\r\n"), 4), (window.find(b"\n\n"), 2)) if i >= 0]
+    return len(data) if not ends else max(0, min(ends) - len(tail))
+
+
 class LimitedHttpProtocol(HttpToolsProtocol):
-    """A subclass per server sets `limits` (see `uvicorn_options`)."""
+    """A subclass per server sets `limits` and `held` (see `uvicorn_options`)."""
 
     limits: ClassVar[ConnectionLimits]
-    at_limit: ClassVar[_AtLimit]
+    held: ClassVar[_Held]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._in_head = True
         self._head_bytes = 0
+        self._head_tail = b""
         self._refusal: tuple[int, str] | None = None
         self._in_body = False
         self._out: _Coalescing | None = None
+        self._address: str | None = None  # counted in `held.per_ip` while this holds it
 
     # -- the connection ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._out = _Coalescing(transport, self.loop)
+        held = self.held
         most = self.limits.max_connections
         if len(self.connections) > most:
-            if not self.at_limit.refused:
+            if not held.refused:
                 log.warning("connection limit reached: refusing connections", limit=most)
-            self.at_limit.refused += 1
+            held.refused += 1
             self._refuse(503, f"too many connections: at most {most} are held; retry shortly")
             return
-        if self.at_limit.refused:
-            log.warning("connections taken again", refused=self.at_limit.refused)
-            self.at_limit.refused = 0
+        address = self.client[0] if self.client else ""
+        per_ip = self.limits.max_connections_per_ip
+        if held.per_ip[address] >= per_ip:
+            if not held.refused_by[address]:
+                log.warning("address at its connection limit", client=address, limit=per_ip)
+            held.refused_by[address] += 1
+            self._refuse(429, f"too many connections: at most {per_ip} per address are held")
+            return
+        if held.refused:
+            log.warning("connections taken again", refused=held.refused)
+            held.refused = 0
+        held.per_ip[address] += 1
+        self._address = address
         self._arm(self.limits.header_timeout, "headers")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._release()
         super().connection_lost(exc)
 
+    def _release(self) -> None:
+        if self._address is not None:
+            self.held.release(self._address)
+            self._address = None
+
     def data_received(self, data: bytes) -> None:
+        # A head is measured before it is parsed: one read may bring a whole head larger
+        # than the limit, which the parser would otherwise take.
+        if not self._in_body:
+            so_far = self._head_bytes if self._in_head else 0
+            tail = self._head_tail if self._in_head else b""
+            most = self.limits.max_header_bytes
+            if so_far + _head_end(tail, data) > most:
+                # The parser sees the head up to the limit only, so that a URL too long
+                # is still a 414.
+                super().data_received(data[: max(0, most - so_far)])
+                if not self.transport.is_closing():
+                    self._refuse(431, f"request head too large: at most {most} bytes")
+                return
         super().data_received(data)
-        if self.transport.is_closing():
-            return
+        if self.transport.is_closing() or self._address is None:
+            return  # refused, or upgraded: the connection is the WebSocket protocol's
         # Counted after parsing: when the head ends within this read, the rest is body.
         if self._in_head:
             self._head_bytes += len(data)
-            if self._head_bytes > self.limits.max_header_bytes:
-                most = self.limits.max_header_bytes
-                self._refuse(431, f"request head too large: at most {most} bytes")
-                return
+            self._head_tail = (self._head_tail + data)[-3:]
         # A part still incomplete after the read that began it gets its deadline now.
         if self._deadline is None:
             if self._in_head:
@@ -194,9 +278,27 @@ class LimitedHttpProtocol(HttpToolsProtocol):
                 self._arm(self.limits.body_timeout, "body")
 
     def handle_websocket_upgrade(self) -> None:
-        self._disarm()  # the connection is the WebSocket protocol's from here on
+        """uvicorn's upgrade, with the head's deadline and the address's count handed to the
+        WebSocket protocol, which holds them until its handshake completes."""
+        left = self.limits.header_timeout
+        if self._deadline is not None:
+            left = max(0.0, self._deadline.when() - self.loop.time())
+        self._disarm()
         self._in_head = self._in_body = False
-        super().handle_websocket_upgrade()
+        self.connections.discard(self)
+        address, self._address = self._address, None
+        head = [self.scope["method"].encode(), b" ", self.url, b" HTTP/1.1\r\n"]
+        for name, value in self.scope["headers"]:
+            head += [name, b": ", value, b"\r\n"]
+        head.append(b"\r\n")
+        protocol = self.ws_protocol_class(  # type: ignore[call-arg, misc]
+            config=self.config, server_state=self.server_state, app_state=self.app_state
+        )
+        assert isinstance(protocol, LimitedWebSocketProtocol)
+        protocol.connection_made(self.transport)
+        protocol.hold(address, left)
+        protocol.data_received(b"".join(head))
+        self.transport.set_protocol(protocol)
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request the parser refused: a problem, not plain text."""
@@ -209,6 +311,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._in_head = True
         self._head_bytes = 0
+        self._head_tail = b""
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -219,6 +322,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if self.parser.should_upgrade() and self._should_upgrade():
+            # A WebSocket handshake: its deadline runs on until the handshake completes.
+            super().on_headers_complete()
+            return
         self._in_body = True
         self._disarm()
         super().on_headers_complete()
@@ -266,26 +373,146 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             cycle.disconnected = True  # the app's receive() answers http.disconnect
             cycle.message_event.set()
         if not started:
-            body = orjson.dumps(
-                {
-                    "type": "about:blank",
-                    "title": title_for(status),
-                    "status": status,
-                    "detail": detail,
-                }
-            )
-            head = [STATUS_LINE[status]]
-            for name, value in self.server_state.default_headers:
-                head += [name, b": ", value, b"\r\n"]
-            head += [
-                b"content-type: application/problem+json\r\n",
-                b"content-length: %d\r\n" % len(body),
-                b"connection: close\r\n",
-                b"retry-after: 1\r\n" if status == 503 else b"",
-                b"\r\n",
-            ]
-            self.transport.write(b"".join(head) + body)
+            self.transport.write(_problem_answer(status, detail, self.server_state.default_headers))
         self.transport.close()
-        if status != 503:  # refusals at the connection limit are logged by their count
+        if status not in (429, 503):  # refusals at a connection limit are logged by count
             client = self.client[0] if self.client else None
             log.info("request refused", status=status, detail=detail, client=client)
+
+
+# Control frames (ping, pong, close) a feed connection may send per window of this many
+# seconds: a client answers the server's pings and may send its own, a few a minute.
+_CONTROL_FRAMES = 32
+_CONTROL_WINDOW = 20.0
+_CONTROL = frozenset({0x8, 0x9, 0xA})  # close, ping, pong
+
+
+class LimitedWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol for the feeds, which read nothing from a client.
+
+    Until its handshake completes (the app accepts or refuses) it holds the deadline of
+    the head that asked for it, and a handshake its parser rejects (a line over 8 KB,
+    more than 128 headers) is answered with a problem and closed: uvicorn sent nothing and
+    held the connection for ever. After it, a client's data frame closes the connection
+    (1008) before it is parsed, as do control frames beyond _CONTROL_FRAMES a window:
+    each inbound frame was parsed and queued on the event loop, so a flood of them
+    stalled every other request. A subclass per server sets `limits` and `held`."""
+
+    limits: ClassVar[ConnectionLimits]
+    held: ClassVar[_Held]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._address: str | None = None
+        self._partial = b""  # the start of a frame header that a read cut
+        self._skip = 0  # bytes of the current frame still to come
+        self._window_start = 0.0
+        self._control = 0
+
+    def hold(self, address: str | None, seconds: float) -> None:
+        """Take over the upgraded connection's count and the rest of its head deadline."""
+        self._address = address
+        self._deadline = self.loop.call_later(seconds, self._late)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self._address is not None:
+            self.held.release(self._address)
+            self._address = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.handshake_initiated:
+            refused = self._screen(data)
+            if refused:
+                self._drop(refused)
+                return
+        super().data_received(data)
+        if not self.handshake_initiated and self.conn.handshake_exc is not None:
+            self._refuse_handshake(self.conn.handshake_exc)
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if self.handshake_complete:
+            self._disarm()
+
+    # -- the handshake ------------------------------------------------------------------
+
+    def _refuse_handshake(self, exc: Exception) -> None:
+        if isinstance(exc, RequestLineTooLong):
+            status, detail = 414, f"request line too long: at most {MAX_LINE_LENGTH} bytes"
+        elif isinstance(exc, HeaderLineTooLong):
+            status, detail = 431, f"a header line too long: at most {MAX_LINE_LENGTH} bytes"
+        elif isinstance(exc, TooManyHeaders):
+            status, detail = 431, f"too many headers: at most {MAX_NUM_HEADERS}"
+        else:
+            status, detail = 400, "not a valid WebSocket handshake"
+        self._answer(status, detail)
+
+    def _late(self) -> None:
+        self._deadline = None
+        if not self.handshake_complete and not self.transport.is_closing():
+            seconds = self.limits.header_timeout
+            self._answer(408, f"WebSocket handshake not completed within {seconds:g} s")
+
+    def _answer(self, status: int, detail: str) -> None:
+        """Answer the handshake with a problem and close."""
+        self._disarm()
+        # The app's next send is a ClientDisconnected, which uvicorn ends it with quietly.
+        self.handshake_complete = self.close_sent = self.disconnected = True
+        self.transport.write(_problem_answer(status, detail, self.default_headers))
+        self.transport.close()
+        client = self.client[0] if self.client else None
+        log.info("request refused", status=status, detail=detail, client=client)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    # -- frames from the client -------------------------------------------------------
+
+    def _screen(self, data: bytes) -> str | None:
+        """Walk the frame headers in `data` without parsing the frames: why the connection
+        is to close, or None while the client sends only a few control frames."""
+        view = self._partial + data if self._partial else data
+        self._partial = b""
+        at, end = 0, len(view)
+        while at < end:
+            if self._skip:
+                step = min(self._skip, end - at)
+                self._skip -= step
+                at += step
+                continue
+            if end - at < 2:
+                self._partial = bytes(view[at:])
+                return None
+            opcode, size = view[at] & 0x0F, view[at + 1] & 0x7F
+            if opcode not in _CONTROL:
+                return "the feed reads no messages"
+            masked = 4 if view[at + 1] & 0x80 else 0
+            if size > 125:  # a control frame's payload is at most 125 bytes (RFC 6455)
+                return "a control frame too long"
+            now = self.loop.time()
+            if now - self._window_start > _CONTROL_WINDOW:
+                self._window_start, self._control = now, 0
+            self._control += 1
+            if self._control > _CONTROL_FRAMES:
+                return f"more than {_CONTROL_FRAMES} control frames in {_CONTROL_WINDOW:g} s"
+            self._skip = masked + size
+            at += 2
+        return None
+
+    def _drop(self, reason: str) -> None:
+        """Close with 1008 (policy violation), unparsed input and all."""
+        if self.transport.is_closing():
+            return
+        if self.handshake_complete and not self.close_sent:
+            self.conn.fail(1008, reason)
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": 1008, "reason": reason})
+        self.close_sent = self.disconnected = True
+        self.transport.close()
+        client = self.client[0] if self.client else None
+        log.info("market data client dropped", reason=reason, client=client)

@@ -107,13 +107,15 @@ class Settings(BaseModel):
     # body, and average requests per second per address by family, operation id or
     # "default" (the families without a figure of the real service's).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
-    # Connections of `sandex serve` (api_adapter/connections.py): seconds a client has to
-    # send a request's head and then its body, seconds an idle kept-alive connection is
-    # held, the most connections held at once, the longest request line and request head.
+    # Connections of `sandex serve` (api_adapter/server/connections.py): seconds a client
+    # has to send a request's head and then its body, seconds an idle kept-alive connection
+    # is held, the most connections held at once and by one client address, the longest
+    # request line and request head.
     header_timeout_seconds: float = Field(default=10, gt=0)
-    body_timeout_seconds: float = Field(default=30, gt=0)
+    body_timeout_seconds: float = Field(default=10, gt=0)
     keep_alive_timeout_seconds: int = Field(default=5, ge=1)
     max_connections: int = Field(default=1000, ge=1)
+    max_connections_per_ip: int = Field(default=100, ge=1)
     max_url_bytes: int = Field(default=16 * 1024, ge=1024, le=65535)
     max_header_bytes: int = Field(default=64 * 1024, ge=4096)
     # The WebSocket market data feeds (api_adapter/routes/market_stream.py): the most

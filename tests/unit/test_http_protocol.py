@@ -142,3 +142,178 @@ def test_a_large_answer_is_not_held() -> None:
 
     writes = asyncio.run(run())
     assert len(writes) == 2 and writes[1] == b"x" * 100_000
+
+
+def test_a_whole_head_over_the_limit_is_refused_before_it_is_parsed() -> None:
+    """A 100 KB head that arrived in one read was parsed and served, though
+    `max_header_bytes` is 64 KiB: its size was counted only after parsing."""
+
+    async def run() -> tuple[Recorder, list[Any]]:
+        called: list[Any] = []
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            called.append(scope)
+            await _answer(scope, receive, send)
+
+        protocol, transport = _connect(app)
+        big = b"GET /x HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n"
+        protocol.data_received(big)
+        await _turns()
+        protocol.connection_lost(None)
+        return transport, called
+
+    transport, called = asyncio.run(run())
+    assert not called and transport.closed
+    assert len(transport.writes) == 1
+    assert transport.writes[0].startswith(b"HTTP/1.1 431 ")
+    assert transport.writes[0].endswith(b'"detail":"request head too large: at most 65536 bytes"}')
+
+
+def test_a_head_under_the_limit_with_its_body_in_the_same_read_is_served() -> None:
+    """Only the head is measured, up to its blank line: the body that follows in the same
+    read does not count towards `max_header_bytes`."""
+
+    async def run() -> list[bytes]:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            while (await receive()).get("more_body"):
+                pass
+            await _answer(scope, receive, send)
+
+        protocol, transport = _connect(app)
+        body = b"b" * 60_000
+        head = b"POST /x HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 60_000
+        protocol.data_received(head + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        await _turns()
+        protocol.connection_lost(None)
+        return transport.writes
+
+    writes = asyncio.run(run())
+    assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200 ")
+
+
+UPGRADE = (
+    b"GET /feed HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+)
+
+
+class Switching(Recorder):
+    """A Recorder whose protocol an upgrade replaces, as asyncio's transports do."""
+
+    protocol: Any = None
+
+    def set_protocol(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    def get_protocol(self) -> Any:
+        return self.protocol
+
+
+def _upgraded(app: Any, **settings: Any) -> tuple[Any, Switching, Any]:
+    """The HTTP protocol, its transport, and the counts of its server after an upgrade
+    request (the WebSocket protocol is then `transport.protocol`)."""
+    options = uvicorn_options(Settings(**settings))
+    config = Config(app, http=options["http"], ws=options["ws"], lifespan="off", log_config=None)
+    config.load()
+    state = ServerState()
+    protocol = options["http"](
+        config=config, server_state=state, app_state={}, _loop=asyncio.get_running_loop()
+    )
+    transport = Switching()
+    transport.protocol = protocol
+    protocol.connection_made(transport)
+    return protocol, transport, options["http"].held
+
+
+async def _accepts(scope: Any, receive: Any, send: Any) -> None:
+    await receive()
+    await send({"type": "websocket.accept"})
+    while (await receive())["type"] != "websocket.disconnect":
+        pass
+
+
+async def _never_accepts(scope: Any, receive: Any, send: Any) -> None:
+    await asyncio.Event().wait()
+
+
+def _close_of(frame: bytes) -> tuple[int, bytes]:
+    assert frame[0] == 0x88, frame  # an unmasked close frame, as a server sends it
+    return int.from_bytes(frame[2:4], "big"), frame[4 : 2 + frame[1]]
+
+
+def test_a_feed_connection_that_sends_a_message_is_closed_1008_and_released() -> None:
+    """The feeds read nothing: a data frame closes the connection before it is parsed (a
+    flood of them was parsed and queued on the event loop), and the address's count goes
+    with the connection."""
+
+    async def run() -> tuple[Switching, Any, dict[str, int]]:
+        protocol, transport, held = _upgraded(_accepts)
+        protocol.data_received(UPGRADE + b"\r\n")
+        await _turns()
+        assert transport.writes[-1].startswith(b"HTTP/1.1 101 ")
+        assert dict(held.per_ip) == {"127.0.0.1": 1}
+        transport.protocol.data_received(b"\x81\x81\x00\x00\x00\x00x" * 1000)
+        await _turns()
+        transport.protocol.connection_lost(None)
+        await _turns()
+        return transport, transport.protocol, dict(held.per_ip)
+
+    transport, ws, per_ip = asyncio.run(run())
+    assert transport.closed and per_ip == {}
+    assert _close_of(transport.writes[-1]) == (1008, b"the feed reads no messages")
+    assert ws.queue.empty() or ws.queue.get_nowait()["type"] == "websocket.disconnect"
+
+
+def test_a_feed_connection_that_floods_control_frames_is_closed_1008() -> None:
+    async def run() -> Switching:
+        protocol, transport, _ = _upgraded(_accepts)
+        protocol.data_received(UPGRADE + b"\r\n")
+        await _turns()
+        ping = b"\x89\x80\x00\x00\x00\x00"  # a masked ping, no payload
+        transport.protocol.data_received(ping * 10)
+        await _turns()
+        assert not transport.closed  # a few pings are answered
+        transport.protocol.data_received(ping * 30)
+        await _turns()
+        transport.protocol.connection_lost(None)
+        return transport
+
+    transport = asyncio.run(run())
+    assert transport.closed
+    assert _close_of(transport.writes[-1]) == (1008, b"more than 32 control frames in 20 s")
+
+
+def test_a_handshake_the_websocket_parser_rejects_is_answered_431() -> None:
+    """uvicorn sent nothing for it and held the connection for ever."""
+
+    async def run() -> tuple[Switching, dict[str, int]]:
+        protocol, transport, held = _upgraded(_accepts)
+        protocol.data_received(UPGRADE + b"X-Big: " + b"a" * 9000 + b"\r\n\r\n")
+        await _turns()
+        transport.protocol.connection_lost(None)
+        return transport, dict(held.per_ip)
+
+    transport, per_ip = asyncio.run(run())
+    assert transport.closed and per_ip == {}
+    assert transport.writes[-1].startswith(b"HTTP/1.1 431 ")
+    assert b'"detail":"a header line too long: at most 8192 bytes"' in transport.writes[-1]
+
+
+def test_an_upgrade_keeps_the_head_deadline_until_the_handshake_completes() -> None:
+    """The head's deadline was disarmed at the upgrade: a handshake never completed held
+    its connection for ever."""
+
+    async def run() -> Switching:
+        protocol, transport, _ = _upgraded(_never_accepts, header_timeout_seconds=0.05)
+        protocol.data_received(UPGRADE + b"\r\n")
+        for _ in range(100):
+            if transport.closed:
+                break
+            await asyncio.sleep(0.01)
+        transport.protocol.connection_lost(None)
+        return transport
+
+    transport = asyncio.run(run())
+    assert transport.closed
+    assert transport.writes[-1].startswith(b"HTTP/1.1 408 ")
+    assert b"WebSocket handshake not completed within 0.05 s" in transport.writes[-1]
