@@ -146,8 +146,8 @@ def test_no_variance_no_loss_no_drawdown_leave_the_ratios_undefined() -> None:
     assert (flat["volatility_pct"], flat["sharpe"], flat["cagr_pct"]) == ("0.00", None, "0.00")
 
 
-# Six daily prices of BTCUSD (trade data: the period is the day), 1,000 USD, and three
-# round trips, one of them a partial close, with a trade still open at the end:
+# Six daily prices of BTCUSD (trade data: the period is the day), 1,000 USD, and two
+# round trips, the second left in two sells, with a position still open at the end:
 #   day 0 at 100: buy 5 (500, fee 1)       -> 499 USD, 5 BTC;  equity  999
 #   day 1 at 110: sell 5 (550, fee 1)      -> 1048 USD;        equity 1048
 #   day 2 at  99: buy 10 (990, fee 2)      -> 56 USD, 10 BTC;  equity 1046
@@ -177,29 +177,23 @@ def three_trades() -> BacktestResult:
 def test_trade_statistics() -> None:
     result = three_trades()
     s = result.summary
-    # trade 1: 5 at 100 -> 110: 550 - 500 - 1 - 1 = 48; 48 / 500 = 9.6%, one day
-    # trade 2: 4 of the 10 at 99 -> 121: cost 990 x 4/10 = 396, entry fee 2 x 4/10 = 0.8:
-    #          484 - 396 - 0.8 - 1 = 86.2; 86.2 / 396 = 21.7676...%, one day
-    # trade 3: the other 6 -> 90: cost 594, entry fee 1.2: 540 - 594 - 1.2 - 1 = -56.2;
-    #          -56.2 / 594 = -9.4612...%, two days
-    assert [(t.amount, t.pnl) for t in result.trades] == [
-        (D(5), D(48)),
-        (D(4), D("86.2")),
-        (D(6), D("-56.2")),
-    ]
+    # position 1: 5 at 100 -> 110: 550 - 500 - 1 - 1 = 48; 48 / 500 = 9.6%, one day
+    # position 2: 10 at 99 (990, fee 2), left in two sells: 4 at 121 (484, fee 1) and
+    #          6 at 90 (540, fee 1): 1024 - 990 - 4 = 30; 30 / 990 = 3.0303...%, two days
+    assert [(t.amount, t.pnl) for t in result.trades] == [(D(5), D(48)), (D(10), D(30))]
     assert result.trades == round_trips(result)
     assert s["trades"] == {
-        "count": 3,
+        "count": 2,
         "open": 1,  # day 5's buy
-        "win_rate_pct": "66.67",  # 2 / 3
-        "profit_factor": "2.3879",  # (48 + 86.2) / 56.2 = 134.2 / 56.2 = 2.38790...
-        # (9.6 + 21.7676... - 9.4612...) / 3 = 21.9063... / 3 = 7.3021...
-        "avg_trade_pct": "7.30",
-        "best_trade_pct": "21.77",
-        "worst_trade_pct": "-9.46",
-        "avg_pnl": "26",  # (48 + 86.2 - 56.2) / 3 = 78 / 3
-        "expectancy": "26",  # 2/3 x 67.1 - 1/3 x 56.2 = (134.2 - 56.2) / 3
-        "avg_duration": "P1DT8H",  # (1 + 1 + 2) / 3 days = 1 day 8 h
+        "win_rate_pct": "100.00",  # 2 / 2
+        "profit_factor": None,  # no loss
+        # (9.6 + 3.0303...) / 2 = 6.3151...
+        "avg_trade_pct": "6.32",
+        "best_trade_pct": "9.60",
+        "worst_trade_pct": "3.03",
+        "avg_pnl": "39",  # (48 + 30) / 2
+        "expectancy": "39",
+        "avg_duration": "P1DT12H",  # (1 + 2) / 2 days
         "max_duration": "P2D",
     }
 
@@ -254,18 +248,15 @@ def test_trades_csv_has_one_row_per_closed_trade(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [(r["entry_time"][:10], r["exit_time"][:10], r["duration"]) for r in rows] == [
         ("2024-01-01", "2024-01-02", "P1D"),
-        ("2024-01-03", "2024-01-04", "P1D"),
         ("2024-01-03", "2024-01-05", "P2D"),
     ]
     assert [(r["amount"], r["entry_price"], r["exit_price"]) for r in rows] == [
         ("5", "100", "110"),
-        ("4", "99", "121"),
-        ("6", "99", "90"),
+        ("10", "99", "102.4"),  # (484 + 540) / 10
     ]
     assert [(r["pnl"], r["return_pct"], r["fees"]) for r in rows] == [
         ("48", "9.60", "2"),
-        ("86.2", "21.77", "1.8"),  # 0.8 of the entry's 2 and the exit's 1
-        ("-56.2", "-9.46", "2.2"),
+        ("30", "3.03", "4"),  # the entry's 2 and the exits' 1 and 1
     ]
 
 
@@ -285,3 +276,29 @@ def test_a_run_shorter_than_a_day_has_no_cagr() -> None:
     # one day is enough: 1.1 ^ 365.25 = 1,314,250,812,077,362.312174...; less 1, x 100
     day = record("LTCUSD", [T0, T0 + DAY], ["100", "110"], [(T0, (D(0), D(1)))]).summary
     assert day["cagr_pct"] == "131425081207736131.22"
+
+
+def test_trades_are_counted_by_position_and_win_rate_by_positions() -> None:
+    # One position entered with one order and left with two (the cap on a market order
+    # splits a large exit), then a second position, one order each way:
+    #   hour 0 at 100: buy 2 (200)        -> 800 USD, 2 BTC
+    #   hour 1 at  90: sell 1 (90)        -> 890 USD, 1 BTC
+    #   hour 2 at 120: sell 1 (120)       -> 1010 USD        position 1: 210 - 200 = +10
+    #   hour 3 at 100: buy 1 (100)        -> 910 USD, 1 BTC
+    #   hour 4 at  95: sell 1 (95)        -> 1005 USD        position 2: 95 - 100 = -5
+    # Counted by order, the first position's exits would be two trades (-10 and +20):
+    # three trades, one win in three. By position: two trades, one win in two.
+    hour = 3_600 * SECOND
+    times = [T0 + k * hour for k in range(5)]
+    prices = ["100", "90", "120", "100", "95"]
+    moves = [("a", "BUY", "2"), ("s1", "SELL", "1"), ("s2", "SELL", "1")]
+    moves += [("b", "BUY", "1"), ("s3", "SELL", "1")]
+    fills = [fill(o, side, times[k], n, prices[k], "0") for k, (o, side, n) in enumerate(moves)]
+    held = [(1000, 0), (800, 2), (890, 1), (1010, 0), (910, 1), (1005, 0)]
+    at = [T0, *times]
+    holdings = [(t, (D(usd), D(btc))) for t, (usd, btc) in zip(at, held, strict=True)]
+    s = record("BTCUSD", times, prices, holdings, fills).summary["trades"]
+    # +10 / 200 = 5%, -5 / 100 = -5%: mean 0; profit factor 10 / 5 = 2
+    assert (s["count"], s["open"], s["win_rate_pct"]) == (2, 0, "50.00")
+    assert (s["profit_factor"], s["avg_trade_pct"], s["avg_pnl"]) == ("2.0000", "0.00", "2.5")
+    assert (s["best_trade_pct"], s["worst_trade_pct"]) == ("5.00", "-5.00")
