@@ -94,17 +94,17 @@ def _ratio(value: Decimal | None) -> str | None:
 
 
 def duration(us: int | None) -> str | None:
-    """An ISO 8601 duration of whole days, hours, minutes and seconds: P1DT2H0.5S."""
+    """An ISO 8601 duration in whole days, hours, minutes and seconds (P1DT2H5S), to the
+    nearest second (half up): a mean of durations has fractions nobody reads."""
     if us is None:
         return None
-    sign = "-" if us < 0 else ""
-    us = abs(us)
-    days, rest = divmod(us, DAY_US)
-    hours, rest = divmod(rest, 3_600_000_000)
-    minutes, rest = divmod(rest, 60_000_000)
-    seconds = _amount(Decimal(rest).scaleb(-6), 6)
-    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n) + (
-        f"{seconds}S" if seconds != "0" else ""
+    whole = (abs(us) + 500_000) // 1_000_000
+    sign = "-" if us < 0 and whole else ""
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, seconds = divmod(rest, 60)
+    time = "".join(
+        f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M"), (seconds, "S")) if n
     )
     text = f"{sign}P{f'{days}D' if days else ''}"
     if time or not days:

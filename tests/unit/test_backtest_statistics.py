@@ -11,7 +11,7 @@ from pathlib import Path
 from engine.backtest import BacktestResult
 from engine.backtest.price_files import from_micros
 from engine.backtest.result import Fill
-from engine.backtest.statistics import duration
+from engine.backtest.statistics import duration, trade_statistics
 from engine.backtest.trades import round_trips
 from engine.config.settings import Settings
 from engine.kernel.clock import format_time
@@ -263,9 +263,23 @@ def test_trades_csv_has_one_row_per_closed_trade(tmp_path: Path) -> None:
 def test_durations_are_iso_8601() -> None:
     assert duration(0) == "PT0S"
     assert duration(DAY) == "P1D"
-    assert duration(DAY + 3_661 * SECOND + SECOND // 2) == "P1DT1H1M1.5S"
+    assert duration(DAY + 3_661 * SECOND + SECOND // 2) == "P1DT1H1M2S"
     assert duration(90 * SECOND) == "PT1M30S"
     assert duration(None) is None
+
+
+def test_durations_are_rounded_to_the_second() -> None:
+    # a mean of eleven trades' durations: 48 d 22 h 15 min 16.363636 s
+    mean = (48 * 86_400 + 22 * 3_600 + 15 * 60 + 16) * SECOND + 363_636
+    assert duration(mean) == "P48DT22H15M16S"
+    assert duration(mean + 136_364) == "P48DT22H15M17S"  # 16.5 s: half rounds up
+    assert duration(SECOND // 3) == "PT0S"
+    trades = three_trades()
+    # the trades' durations, 1 and 2 days and a third second: a mean of 1.5 days and
+    # a sixth of a second
+    late = [t._replace(exit_time=t.exit_time + SECOND // 3) for t in trades.trades]
+    figures = trade_statistics(late, 0, "USD")
+    assert (figures["avg_duration"], figures["max_duration"]) == ("P1DT12H", "P2D")
 
 
 def test_a_run_shorter_than_a_day_has_no_cagr() -> None:
