@@ -76,6 +76,20 @@ def _money(value: Decimal, asset: str) -> str:
     return _amount(value, places(asset))
 
 
+def exact(value: Decimal) -> str:
+    """An amount with every digit it has (trailing zeros dropped): what the files hold,
+    so that their amounts add up; the page rounds them (`shown`)."""
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def shown(amount: str, asset: str) -> str:
+    """An exact amount's text as the page shows it: at its asset's precision."""
+    return _fixed(Decimal(amount), places(asset))
+
+
 def _fixed(value: Decimal, decimals: int) -> str:
     # Enough digits for every whole digit too (a CAGR can have many).
     digits = Context(prec=max(PRECISION, value.adjusted() + decimals + 2))
@@ -103,9 +117,7 @@ def duration(us: int | None) -> str | None:
     days, rest = divmod(whole, 86_400)
     hours, rest = divmod(rest, 3_600)
     minutes, seconds = divmod(rest, 60)
-    time = "".join(
-        f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M"), (seconds, "S")) if n
-    )
+    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M"), (seconds, "S")) if n)
     text = f"{sign}P{f'{days}D' if days else ''}"
     if time or not days:
         text += f"T{time or '0S'}"
@@ -232,10 +244,10 @@ def _compute(result: BacktestResult) -> Figures:
         },
         "executions": len(executions),
         "volume": {
-            "base": {k: _money(v, k) for k, v in sorted(volume_base.items())},
-            "quote": _money(volume_quote, currency),
+            "base": {k: exact(v) for k, v in sorted(volume_base.items())},
+            "quote": exact(volume_quote),
         },
-        "fees": _money(fees, currency),
+        "fees": exact(fees),
         "starting_balances": _balances(assets, holdings[0][1]),
         "final_balances": _final_balances(result.balances),
         "starting_equity": _money(start_value, currency),
@@ -928,14 +940,14 @@ def _price_at(
 
 
 def _balances(assets: list[str], held: tuple[Decimal, ...]) -> dict[str, str]:
-    return {asset: _money(held[a], asset) for a, asset in enumerate(assets) if held[a]}
+    return {asset: exact(held[a]) for a, asset in enumerate(assets) if held[a]}
 
 
 def _final_balances(balances: dict[str, dict[str, Decimal]]) -> dict[str, dict[str, str]]:
-    """The flow's final balances, leaving out assets whose amounts all show as 0."""
+    """The flow's final balances, exact, leaving out assets whose amounts are all 0."""
     out = {}
     for asset, kinds in balances.items():
-        row = {kind: _money(amount, asset) for kind, amount in kinds.items()}
+        row = {kind: exact(amount) for kind, amount in kinds.items()}
         if any(v != "0" for v in row.values()):
             out[asset] = row
     return out
@@ -945,8 +957,8 @@ def _executions(
     fills: list[Fill],
 ) -> tuple[list[dict[str, Any]], dict[str, Decimal], Decimal, Decimal]:
     """executions.csv's rows (as the API shows an execution, with the notional and the
-    commission at their asset's precision), the volume per base asset and in the quote
-    asset, and the fees in the quote asset."""
+    commission exact, so that the rows add up to the fees), the volume per base asset
+    and in the quote asset, and the fees in the quote asset."""
     rows = []
     volume_base: dict[str, Decimal] = {}
     volume_quote = ZERO
@@ -974,8 +986,8 @@ def _executions(
                 "side": v["side"],
                 "amount": v["amount"],
                 "price": v["price"],
-                "gross_trade_amount": _fixed(gross, places(spec.quote)),
-                "commission": _fixed(commission, places(v["commission_asset"])),
+                "gross_trade_amount": exact(gross),
+                "commission": exact(commission),
                 "commission_asset": v["commission_asset"],
                 "liquidity": f.liquidity,
                 "reference_price": format(f.reference, "f") if f.reference else "",
@@ -1041,8 +1053,10 @@ __all__ = [
     "compute",
     "duration",
     "equity_rows",
+    "exact",
     "iter_equity_rows",
     "places",
+    "shown",
     "trade_rows",
     "trade_statistics",
 ]

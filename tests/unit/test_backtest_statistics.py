@@ -214,7 +214,7 @@ def test_return_statistics_per_day_with_trades() -> None:
     assert s["buy_and_hold_return_pct"] == "0.00"
 
 
-def test_amounts_are_shown_at_their_assets_precision(tmp_path: Path) -> None:
+def test_the_files_keep_exact_amounts_and_the_page_rounds_them(tmp_path: Path) -> None:
     # a fill whose notional and commission carry 11 decimals, as the engine's do
     times = [T0, T0 + DAY]
     buy = fill("a", "BUY", T0, "0.97582872", "51238.50", "49.99999986972")
@@ -224,22 +224,43 @@ def test_amounts_are_shown_at_their_assets_precision(tmp_path: Path) -> None:
     result = record("BTCUSD", times, ["51238.50", "51238.50"], held, [buy])
     s = result.summary
     assert (s["fees"], s["volume"]["quote"], s["volume"]["base"]) == (
-        "50",
-        "50000",
+        "49.99999986972",
+        "49999.99986972",
         {"BTC": "0.97582872"},
     )
-    # 100000 - 49999.99986972 - 49.99999986972 = 49950.00013041028 USD shows as 49950
-    # (2 decimals, trailing zeros dropped)
-    assert s["final_balances"]["USD"]["available"] == "49950"
+    # 100000 - 49999.99986972 - 49.99999986972 = 49950.00013041028 USD, as held
+    assert s["final_balances"]["USD"]["available"] == "49950.00013041028"
     row = result.executions[0]
     assert (row["gross_trade_amount"], row["commission"], row["amount"]) == (
-        "50000.00",
-        "50.00",
+        "49999.99986972",
+        "49.99999986972",
         "0.97582872",
     )
     result.write(tmp_path)
     with (tmp_path / "executions.csv").open() as f:
-        assert next(csv.DictReader(f))["commission"] == "50.00"
+        assert next(csv.DictReader(f))["commission"] == "49.99999986972"
+    # the page shows them at the asset's precision: 2 decimals for USD
+    page = (tmp_path / "report.html").read_text()
+    assert "<td>50.00</td>" in page  # the execution's fee
+    assert "<th>USD</th><td class='n'>available 49950.00, " in page
+
+
+def test_the_commissions_in_executions_csv_add_up_to_the_fees(tmp_path: Path) -> None:
+    # two fills of 0.2225 USD commission each: rounded to cents each shows 0.22, and the
+    # rows would sum to 0.44 against fees of 0.445
+    times = [T0, T0 + DAY]
+    fills = [
+        fill("a", "BUY", T0, "1", "222.5", "0.2225"),
+        fill("b", "SELL", T0 + DAY, "1", "222.5", "0.2225"),
+    ]
+    held = [(T0, (D(1000), D(0))), (T0, (D("777.2775"), D(1))), (T0 + DAY, (D("999.555"), D(0)))]
+    result = record("BTCUSD", times, ["222.5", "222.5"], held, fills)
+    result.write(tmp_path)
+    with (tmp_path / "executions.csv").open() as f:
+        commissions = [D(r["commission"]) for r in csv.DictReader(f)]
+    assert commissions == [D("0.2225"), D("0.2225")]
+    assert sum(commissions) == D(result.summary["fees"]) == D("0.445")
+    assert result.summary["final_balances"]["USD"]["available"] == "999.555"
 
 
 def test_trades_csv_has_one_row_per_closed_trade(tmp_path: Path) -> None:
