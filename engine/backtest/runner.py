@@ -135,8 +135,12 @@ class Runner:
         self.delivering = False
         self.fills: list[Fill] = []
         self.assets = list(assets)
-        # (time in us, holdings per asset in `assets` order), whenever they change
+        # (time in us, holdings per asset in `assets` order), whenever they change, and
+        # the first point each is held at (`held_from`): a change made while a point is
+        # walked, or by the strategy after it, is held from the next point on
         self.holdings: list[tuple[int, tuple[Decimal, ...]]] = []
+        self.held_from: list[int] = []
+        self.valued_from = 0
         # (time in us, asset, amount) moved in or (negative) out other than by trading
         self.flows: list[tuple[int, str, Decimal]] = []
         self.commands = 0
@@ -253,6 +257,7 @@ class Runner:
         )
         if not self.holdings or self.holdings[-1][1] != held:
             self.holdings.append((self.now_us, held))
+            self.held_from.append(self.valued_from)
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
@@ -401,6 +406,8 @@ class Runner:
         self.notices.clear()
         self.flows.clear()
         self.holdings.clear()
+        self.held_from.clear()
+        self.valued_from = 0
         self._snapshot()
 
     def run(self) -> None:
@@ -408,10 +415,12 @@ class Runner:
         self.strategy.api = self.api
         on_start = getattr(strategy, "on_start", None)
         if on_start is not None:
+            self.valued_from = 1  # it trades at the first point's price, after it
             on_start(self.api)
             self.deliver()
         self._loop()
         self.now_us = self.times[-1]
+        self.valued_from = len(self.times)
         on_end = getattr(strategy, "on_end", None)
         if on_end is not None:
             on_end(self.api)
@@ -466,6 +475,7 @@ class Runner:
                 ):
                     walked[0] = ticks[close]
                     seen[0] = close
+                    self.valued_from = close + 1
                     self.now_us = before = at
                     # its close is the one point the strategy sees; nothing is pending
                     if on_price is not None:
@@ -491,6 +501,10 @@ class Runner:
             if t != before:
                 first = i
                 before = t
+            # What happens before the point (a deadline, resting interest met on the way
+            # to it) is held at it; what it makes happen, from the next point on.
+            if self.valued_from < i:
+                self.valued_from = i
             if t >= self.wake:
                 self._wake(t, first == i)
             m = mks[i]
@@ -502,6 +516,7 @@ class Runner:
                     self._through(m, q, p)
             walked[m] = p
             seen[m] = i
+            self.valued_from = i + 1
             if p <= lo[m] or p >= hi[m]:
                 self.sync()
             if i + 1 < n and times[i + 1] == t:
@@ -597,6 +612,7 @@ class Runner:
             db=db,
             errors=errors,
             ohlc=self.bars,
+            held_from=self.held_from,
             params=params or {},
         )
 

@@ -15,7 +15,7 @@ decimals), durations in ISO 8601."""
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
@@ -196,12 +196,25 @@ def _compute(result: BacktestResult) -> Figures:
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
     ends = _period_ends(times, mks, len(markets), result.bars)
+    held_from = _held_from(result)
     walked = None
     if isinstance(prices, OnTick) and len(markets) == 1:
-        walked = _walk_compact(times, prices, holdings, cash, valued_by, start_value, stride, ends)
+        walked = _walk_compact(
+            times, prices, holdings, held_from, cash, valued_by, start_value, stride, ends
+        )
     if walked is None:
         walked = _walk(
-            times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
+            times,
+            mks,
+            prices,
+            holdings,
+            held_from,
+            cash,
+            valued_by,
+            list(latest),
+            start_value,
+            stride,
+            ends,
         )
     for m in range(len(markets)):  # the latest price of each market, for the final value
         latest[m] = prices[len(mks) - 1 - mks[::-1].index(m)]
@@ -536,6 +549,15 @@ def iter_equity_rows(
         yield row
 
 
+def _held_from(result: BacktestResult) -> Sequence[int]:
+    """The first point each entry of the holdings is held at: the runner's, or for a
+    record made by hand, the first point after the entry's instant."""
+    if result.held_from is not None:
+        return result.held_from
+    times = result.times
+    return [0, *(bisect_right(times, t) for t, _ in result.holdings[1:])]
+
+
 def _worth(
     held: tuple[Decimal, ...], cash: int, valued_by: dict[int, int], latest: list[Decimal]
 ) -> Decimal:
@@ -548,13 +570,13 @@ def _worth(
 
 
 class _Walked(NamedTuple):
-    rows: list[tuple[Any, ...]]  # equity rows, sampled
+    rows: list[tuple[Any, ...]]  # equity rows, sampled: each point with what was held there
     max_dd: Decimal  # deepest drawdown, as a fraction of its peak
     max_dd_amount: Decimal
     max_dd_us: int | None  # longest time under a previous peak (None: never under one)
     exposed_us: int  # time holding a priced asset
     exposure_sum: Decimal  # the sum over points of the share of equity in positions
-    samples: Sequence[Decimal] | Samples  # the equity at each period's end
+    samples: Sequence[Decimal] | Samples  # the equity at each period's end, its trades made
 
 
 def _walk(
@@ -562,6 +584,7 @@ def _walk(
     mks: Sequence[int],
     prices: Sequence[Decimal],
     holdings: list[tuple[int, tuple[Decimal, ...]]],
+    held_from: Sequence[int],
     cash: int,
     valued_by: dict[int, int],
     latest: list[Decimal],
@@ -571,7 +594,12 @@ def _walk(
 ) -> _Walked:
     """The walk over every point: equity rows, drawdown (deepest, as a ratio and an
     amount, and longest), time exposed, the sum of exposures and the equity at each
-    period's end. `latest` starts at each market's first price."""
+    period's end. `latest` starts at each market's first price.
+
+    Two values of each point: the rows and the drawdown value it with what was held at
+    it (`held_from`: a sale at a bar's close does not hide the bar's low, a purchase
+    there does not make one); the period's returns and the exposure with what was held
+    once its instant's trades were made (`holdings`' times), as a period ends."""
     n = len(times)
     equity_rows: list[tuple[Any, ...]] = []
     append = equity_rows.append
@@ -596,6 +624,9 @@ def _walk(
     last = n - 1
     changes = iter([*(c[0] for c in holdings[1:]), INF])
     next_change = next(changes)
+    at_points = iter([*held_from[1:], INF])
+    next_at = next(at_points)
+    k = 0  # the entry of `holdings` held at the point
 
     def holding(held: tuple[Decimal, ...]) -> tuple[bool, tuple[Decimal, int] | None]:
         """Whether a priced asset is held, and (amount, market) when only one is: the
@@ -605,6 +636,8 @@ def _walk(
 
     cash_held = held[cash]
     position, only = holding(held)
+    point_held, point_cash, point_position, point_only = held, cash_held, position, only
+    point_value = start_value
     # One pass over the three columns: iterating is cheaper than indexing each. With one
     # market on the compact timeline (engine/backtest/timeline.py) the pass reads its
     # ticks, and a point's price is made (ticks x tick, exact here) only where it is
@@ -621,9 +654,17 @@ def _walk(
             held = holdings[h][1]
             cash_held = held[cash]
             position, only = holding(held)
+        moved = i >= next_at
+        if moved:
+            while next_at <= i:
+                k += 1
+                next_at = next(at_points)
+            point_held = holdings[k][1]
+            point_cash = point_held[cash]
+            point_position, point_only = holding(point_held)
         if not lazy:
             latest[m] = price
-        elif position:
+        elif position or point_position:
             price = latest[0] = price * tick
         if position:
             value = (
@@ -633,24 +674,32 @@ def _walk(
             )
         elif changed:
             value = cash_held
+        if point_position:
+            point_value = (
+                point_cash + point_only[0] * latest[point_only[1]]
+                if point_only is not None
+                else _worth(point_held, cash, valued_by, latest)
+            )
+        elif moved:
+            point_value = point_cash
         # Time under water runs from the last point at the peak to the first point
         # back at (or above) it, or to the end.
-        if value >= peak:
+        if point_value >= peak:
             if under:
                 under = False
                 if longest is None or t - peak_at > longest:
                     longest = t - peak_at
             peak_at = t
-            if value > peak:
-                peak = trough = value
+            if point_value > peak:
+                peak = trough = point_value
         else:
             under = True
-            if value < trough and peak > 0:
-                trough = value
-                drawdown = (peak - value) / peak
+            if point_value < trough and peak > 0:
+                trough = point_value
+                drawdown = (peak - point_value) / peak
                 if drawdown > max_dd:
                     max_dd = drawdown
-                    max_dd_amount = peak - value
+                    max_dd_amount = peak - point_value
         if position:
             if i < last:
                 exposed_us += times[i + 1] - t
@@ -659,16 +708,16 @@ def _walk(
         if i == next_end:
             samples.append(value)
             next_end = next(period_ends)
-        if changed or i % stride == 0 or i == last:
+        if moved or i % stride == 0 or i == last:
             append(
                 (
                     t,
-                    price * tick if lazy and not position else price,
+                    price * tick if lazy and not (position or point_position) else price,
                     m,
-                    value,
+                    point_value,
                     peak,
-                    held,
-                    cash_held,
+                    point_held,
+                    point_cash,
                 )
             )
     if under and (longest is None or times[-1] - peak_at > longest):
@@ -793,6 +842,7 @@ def _walk_compact(
     times: Any,
     prices: OnTick,
     holdings: list[tuple[int, tuple[Decimal, ...]]],
+    held_from: Sequence[int],
     cash: int,
     valued_by: dict[int, int],
     start_value: Decimal,
@@ -820,6 +870,7 @@ def _walk_compact(
         return None
     at = np.frombuffer(times, dtype=np.int64) if isinstance(times, array) else np.array(times)
     changes = np.array([h[0] for h in holdings[1:]], dtype=np.int64)
+    at_points = np.array(held_from[1:], dtype=np.int64)
     c_of = np.array(cs, dtype=np.int64)
     k_of = np.array(ks, dtype=np.int64)
     start = cs[0] + ks[0] * int(ticks[0])
@@ -840,26 +891,30 @@ def _walk_compact(
     for lo in range(0, n, _BLOCK):  # in blocks: a million bars' temporaries stay small
         hi = min(lo + _BLOCK, n)
         block_at = at[lo:hi]
+        # as a period ends (returns, exposure): what its instant's trades left
         segs = np.searchsorted(changes, block_at, side="right")
         values = c_of[segs] + k_of[segs] * ticks[lo:hi]
-        peaks = np.maximum.accumulate(np.maximum(values, peak))
+        # at each point (drawdown, rows): what was held there
+        held_at = np.searchsorted(at_points, np.arange(lo, hi, dtype=np.int64), side="right")
+        worth = c_of[held_at] + k_of[held_at] * ticks[lo:hi]
+        peaks = np.maximum.accumulate(np.maximum(worth, peak))
         before = np.empty(hi - lo, dtype=np.int64)
         before[0] = peak
         before[1:] = peaks[:-1]
         peak = int(peaks[-1])
         # The deepest drawdown: the first point of the largest (peak - value) / peak,
         # found in floats and decided in integers.
-        down = (peaks > 0) & (values < peaks)
+        down = (peaks > 0) & (worth < peaks)
         if down.any():
-            ratio = np.where(down, (peaks - values) / np.where(down, peaks, 1), 0.0)
+            ratio = np.where(down, (peaks - worth) / np.where(down, peaks, 1), 0.0)
             deepest = float(ratio.max())
             for i in np.flatnonzero(ratio >= deepest * (1 - 1e-9)).tolist():
-                p, v = int(peaks[i]), int(values[i])
+                p, v = int(peaks[i]), int(worth[i])
                 if best is None or (p - v) * best[0] > (best[0] - best[1]) * p:
                     best = (p, v)
             del ratio
         # Time under water: from the last point at the peak to the first back at it.
-        at_peak = np.flatnonzero(values >= before)
+        at_peak = np.flatnonzero(worth >= before)
         if len(at_peak):
             if under or at_peak[0] > 0:
                 gap = int(block_at[at_peak[0]]) - peak_at
@@ -882,14 +937,14 @@ def _walk_compact(
             exposure += float(((v - c_of[segs[share]]) / v).sum())
         # Rows: each change of holdings, every `stride`-th point and the last.
         picked = np.empty(hi - lo, dtype=bool)
-        picked[0] = segs[0] != seg_before
-        picked[1:] = segs[1:] != segs[:-1]
+        picked[0] = held_at[0] != seg_before
+        picked[1:] = held_at[1:] != held_at[:-1]
         picked[(-lo) % stride :: stride] = True
         if hi == n:
             picked[-1] = True
         points = np.flatnonzero(picked)
-        picked_rows.append((points + lo, peaks[points], segs[points], values[points]))
-        seg_before = int(segs[-1])
+        picked_rows.append((points + lo, peaks[points], held_at[points], worth[points]))
+        seg_before = int(held_at[-1])
         mine = period_ends[(period_ends >= lo) & (period_ends < hi)]
         samples_of.append(values[mine - lo])
     if under:

@@ -203,10 +203,12 @@ def test_return_statistics_per_day_with_trades() -> None:
     assert (s["final_equity"], s["pnl"], s["return_pct"], s["fees"]) == ("1078", "78", "7.80", "6")
     # one period a day: six days' closes over a run of five days: 6 x 365.25 / 5 = 438.3
     assert s["return_periods"] == {"period": "day", "count": 6, "per_year": "438.3000"}
-    # deepest: 1265 -> 1078, 187 / 1265 = 14.7826...%
-    assert (s["max_drawdown_pct"], s["max_drawdown_amount"]) == ("14.78", "187")
-    # under water: day 0 (999 < 1000) to day 1, day 1 to day 3 (1046 < 1048), day 3 to
-    # the end (1078 < 1265): the longest two days
+    # each day's point is valued with what was held there, before that day's fill:
+    # 1000, 499 + 5 x 110 = 1049, 1048, 56 + 10 x 121 = 1266, 539 + 6 x 90 = 1079, 1078
+    # deepest: 1266 -> 1078, 188 / 1266 = 14.8499...%
+    assert (s["max_drawdown_pct"], s["max_drawdown_amount"]) == ("14.85", "188")
+    # under water: day 1 to day 3 (1048 < 1049), day 3 to the end (1079, 1078 < 1266):
+    # the longest two days
     assert s["max_drawdown_duration"] == "P2D"
     # a position on days 0, 2 and 3 (each to the next point): 3 of the 5 days
     assert s["exposure_pct"] == "60.00"
