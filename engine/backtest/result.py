@@ -64,6 +64,8 @@ class BacktestResult:
     # value each point with what was held there). None (a record made by hand): each
     # entry from the first point after its instant.
     held_from: Sequence[int] | None = field(default=None, repr=False)
+    # where an order sent once a bar is complete filled (runner.FILL_AT)
+    fill_at: str = field(default="close", repr=False)
     # -- figures, computed from the record when the result is made
     summary: dict[str, Any] = field(init=False)
     executions: list[dict[str, Any]] = field(init=False)

@@ -244,6 +244,7 @@ def _compute(result: BacktestResult) -> Figures:
         "points": n,
         "bars": result.bars,
         "seed": result.settings.seed,
+        "fill_at": result.fill_at,
         "settings": {
             k: (format(v, "f") if isinstance(v, Decimal) else v)
             for k, v in result.settings.model_dump().items()
