@@ -148,11 +148,9 @@ class Runner:
         self.fills: list[Fill] = []
         self.assets = list(assets)
         # (time in us, holdings per asset in `assets` order), whenever they change, and
-        # the first point each is held at (`held_from`): a change made while a point is
-        # walked, or by the strategy after it, is held from the next point on
+        # the first point each is held at (`held_from`)
         self.holdings: list[tuple[int, tuple[Decimal, ...]]] = []
         self.held_from: list[int] = []
-        self.valued_from = 0
         # (time in us, asset, amount) moved in or (negative) out other than by trading
         self.flows: list[tuple[int, str, Decimal]] = []
         self.commands = 0
@@ -268,8 +266,12 @@ class Runner:
             for a in self.assets
         )
         if not self.holdings or self.holdings[-1][1] != held:
+            # Held from the point after the last one walked: a change made before a
+            # point is reached (a deadline, resting interest met on the way to it) is
+            # held at it; one the point makes happen, or the strategy once it is seen
+            # (on_start: the first point), from the next on.
+            self.held_from.append(max(self.seen) + 1 if self.holdings else 0)
             self.holdings.append((self.now_us, held))
-            self.held_from.append(self.valued_from)
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
         if self.queries is None:
@@ -328,7 +330,6 @@ class Runner:
         m = self.mks[j]
         self.walked[m] = self.ticks[j]
         self.seen[m] = j
-        self.valued_from = j + 1
 
     def next_open(self, market: str) -> int | None:
         """The point where the market's next bar opens, after now; None after its last
@@ -447,7 +448,6 @@ class Runner:
         self.flows.clear()
         self.holdings.clear()
         self.held_from.clear()
-        self.valued_from = 0
         self._snapshot()
 
     def run(self) -> None:
@@ -455,12 +455,10 @@ class Runner:
         self.strategy.api = self.api
         on_start = getattr(strategy, "on_start", None)
         if on_start is not None:
-            self.valued_from = 1  # it trades at the first point's price, after it
             on_start(self.api)
             self.deliver()
         self._loop()
         self.now_us = self.times[-1]
-        self.valued_from = len(self.times)
         on_end = getattr(strategy, "on_end", None)
         if on_end is not None:
             on_end(self.api)
@@ -516,7 +514,6 @@ class Runner:
                 ):
                     walked[0] = ticks[close]
                     seen[0] = close
-                    self.valued_from = close + 1
                     self.now_us = before = at
                     if at_next_open and close + 1 < n:
                         self.to_open = close + 1
@@ -546,10 +543,6 @@ class Runner:
             if t != before:
                 first = i
                 before = t
-            # What happens before the point (a deadline, resting interest met on the way
-            # to it) is held at it; what it makes happen, from the next point on.
-            if self.valued_from < i:
-                self.valued_from = i
             if t >= self.wake:
                 self._wake(t, first == i)
             m = mks[i]
@@ -561,7 +554,6 @@ class Runner:
                     self._through(m, q, p)
             walked[m] = p
             seen[m] = i
-            self.valued_from = i + 1
             if p <= lo[m] or p >= hi[m]:
                 self.sync()
             if i + 1 < n and times[i + 1] == t:
