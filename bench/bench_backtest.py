@@ -13,7 +13,9 @@ and a moving-average cross on hourly bars against backtesting.py on the same dat
 - MA cross: `scenarios/backtests/ma_cross.py` (SMA 10/30 on closes, all in, all out,
   0.1% taker fee) on `--bars` hourly bars, whole run from the CSV file to the summary,
   against the same rule in backtesting.py (`pip install -e .[bench]`) from the same
-  CSV file to its stats, in the same process, the two alternated. The goal's figure
+  CSV file to its stats, in the same process, the two alternated. sandex fills at the
+  next bar's open (`fill_at="next-open"`), as backtesting.py does by default, and the
+  line after the timings sets the two sides' trades and win rates side by side. The goal's figure
   keeps nothing, as backtesting.py does (no `--db`: a scratch log, dropped); a second
   figure keeps the log in a database, verified, and every run's log hash must agree.
   A third line splits sandex's time: its orders go through the engine (book, matching,
@@ -368,7 +370,7 @@ def median_of(runs: int, fn: Any) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in results) for k in results[0]}
 
 
-def backtesting_py(data: Path) -> float:
+def backtesting_py(data: Path) -> tuple[float, dict[str, Any]]:
     import pandas as pd
     from backtesting import Backtest
     from backtesting import Strategy as BtStrategy
@@ -393,8 +395,9 @@ def backtesting_py(data: Path) -> float:
     frame = pd.read_csv(data, parse_dates=["timestamp"], index_col="timestamp")
     frame.columns = [c.capitalize() for c in frame.columns]
     bt = Backtest(frame, SmaCross, cash=10_000_000, commission=0.001)
-    bt.run()
-    return time.perf_counter() - started
+    stats = bt.run()
+    spent = time.perf_counter() - started
+    return spent, {"count": int(stats["# Trades"]), "win_rate_pct": float(stats["Win Rate [%]"])}
 
 
 def sandex_ma(data: Path, keep: bool) -> dict[str, Any]:
@@ -433,6 +436,7 @@ def sandex_ma(data: Path, keep: bool) -> dict[str, Any]:
             taker_fee="0.001",
             progress=False,
             db=db,
+            fill_at="next-open",
         )
         total = time.perf_counter() - started
     finally:
@@ -446,6 +450,7 @@ def sandex_ma(data: Path, keep: bool) -> dict[str, Any]:
         "orders": result.summary["orders"]["total"],
         "executions": result.summary["executions"],
         "log_hash": result.summary["log_hash"],
+        "trades": result.summary["trades"],
     }
 
 
@@ -455,10 +460,12 @@ def ma_cross(bars: Path, n_bars: int, runs: int) -> None:
     scratch: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
     theirs: list[float] = []
+    their_trades: dict[str, Any] = {}
     for _ in range(runs):
         scratch.append(sandex_ma(bars, keep=False))
         with contextlib.suppress(ImportError):  # reported below
-            theirs.append(backtesting_py(bars))
+            spent, their_trades = backtesting_py(bars)
+            theirs.append(spent)
         kept.append(sandex_ma(bars, keep=True))
     hashes = {m["log_hash"] for m in scratch + kept}
     if len(hashes) != 1:
@@ -479,6 +486,12 @@ def ma_cross(bars: Path, n_bars: int, runs: int) -> None:
             f"  the same with the log kept in a database (db=, verified):"
             f" {spread([m['total'] for m in kept], 1, '.3f')} s, ratio {spread(kept_ratios, 1, '.2f')};"
             f" log hash the same in every run: {'yes' if len(hashes) == 1 else 'NO'}"
+        )
+        ours = scratch[0]["trades"]
+        print(
+            f"  trades (positions), both filled at the next open: sandex {ours['count']},"
+            f" win rate {ours['win_rate_pct']} %; backtesting.py {their_trades['count']},"
+            f" win rate {their_trades['win_rate_pct']:.2f} %"
         )
     else:
         print(f"{line}; backtesting.py is not installed (pip install -e .[bench])")

@@ -13,6 +13,7 @@ def backtest(args: argparse.Namespace) -> int:
     from api_adapter.cli.run_options import Usage, pairs, run_options
     from api_adapter.problem_types import domain_problem_body
     from engine.backtest import ApiError, BacktestError, run
+    from engine.backtest.statistics import shown as rounded
 
     try:
         options = run_options(args)
@@ -47,7 +48,7 @@ def backtest(args: argparse.Namespace) -> int:
         f" {s['orders']['total']} orders, {s['executions']} executions\n"
         f"  pnl {s['pnl']} {s['currency']} (return {_shown(s['return_pct'], '%')}),"
         f" max drawdown {_shown(s['max_drawdown_pct'], '%')}, Sharpe {_shown(s['sharpe'])},"
-        f" fees {s['fees']} {s['currency']}\n"
+        f" fees {rounded(s['fees'], s['currency'])} {s['currency']}\n"
         f"  trades {t['count']} closed, {t['open']} open,"
         f" win rate {_shown(t['win_rate_pct'], '%')}\n"
         f"  log {s['log_hash']}"

@@ -149,6 +149,13 @@ def _run_settings(p: argparse.ArgumentParser, source: str, seed_help: str | None
         default=None,
         help="length of a bar (default: the shortest gap between two bars of the file)",
     )
+    p.add_argument(
+        "--fill-at",
+        default="close",
+        metavar="close|next-open",
+        help="where an order sent once a bar is complete fills: at that bar's close, or at"
+        " the next bar's open (bars of one market)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:

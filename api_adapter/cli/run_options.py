@@ -42,6 +42,7 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
         "settings": settings,
         "seed": args.seed,
         "bar_seconds": args.bar_seconds,
+        "fill_at": args.fill_at,
     }
 
 

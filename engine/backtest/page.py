@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engine.backtest.charts import chart_data, layout
+from engine.backtest.statistics import shown as rounded
 
 if TYPE_CHECKING:
     from engine.backtest.result import BacktestResult
@@ -104,8 +105,8 @@ def render_html(result: BacktestResult) -> str:
         ("Orders", s["orders"]["total"]),
         ("Orders by status", ", ".join(f"{k} {v}" for k, v in s["orders"]["by_status"].items())),
         ("Executions", s["executions"]),
-        ("Volume", f"{s['volume']['quote']} {s['currency']}"),
-        ("Fees", f"{s['fees']} {s['currency']}"),
+        ("Volume", f"{rounded(s['volume']['quote'], s['currency'])} {s['currency']}"),
+        ("Fees", f"{rounded(s['fees'], s['currency'])} {s['currency']}"),
         (
             "Slippage",
             f"{s['slippage']['average_bps']} bps, {s['slippage']['cost']} {s['currency']}"
@@ -118,15 +119,15 @@ def render_html(result: BacktestResult) -> str:
     execution_rows = "".join(
         "<tr>"
         + "".join(
-            f"<td>{html.escape(str(e[c]))}</td>"
-            for c in (
-                "executed_at",
-                "side",
-                "order_type",
-                "amount",
-                "price",
-                "commission",
-                "slippage_bps",
+            f"<td>{html.escape(str(value))}</td>"
+            for value in (
+                e["executed_at"],
+                e["side"],
+                e["order_type"],
+                e["amount"],
+                e["price"],
+                rounded(e["commission"], e["commission_asset"]),
+                e["slippage_bps"],
             )
         )
         + "</tr>"
@@ -139,7 +140,7 @@ def render_html(result: BacktestResult) -> str:
     )
     balances = _rows(
         [
-            (k, ", ".join(f"{kk} {vv}" for kk, vv in v.items()))
+            (k, ", ".join(f"{kk} {rounded(vv, k)}" for kk, vv in v.items()))
             for k, v in s["final_balances"].items()
         ]
     )

@@ -59,6 +59,13 @@ class BacktestResult:
     ohlc: Sequence[Any] = field(default_factory=list, repr=False)
     # the strategy's parameters the run used, as JSON holds them (summary["params"])
     params: dict[str, Any] = field(default_factory=dict, repr=False)
+    # for each entry of `holdings`, the first point of the timeline held with it: the
+    # point where the change happened is valued before it (the drawdown and equity.csv
+    # value each point with what was held there). None (a record made by hand): each
+    # entry from the first point after its instant.
+    held_from: Sequence[int] | None = field(default=None, repr=False)
+    # where an order sent once a bar is complete filled (runner.FILL_AT)
+    fill_at: str = field(default="close", repr=False)
     # -- figures, computed from the record when the result is made
     summary: dict[str, Any] = field(init=False)
     executions: list[dict[str, Any]] = field(init=False)

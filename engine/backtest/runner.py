@@ -71,6 +71,7 @@ from engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCustomer,
+    CreateOrder,
     SandboxDeposit,
     SetMarketPrice,
 )
@@ -86,6 +87,10 @@ from engine.runtime.writer import Engine, NotDecided
 from engine.store import SqliteEventStore, display, holds_events, is_server_url
 
 INF = 1 << 62
+# Where an order the strategy sends once a bar is complete fills: at that bar's close
+# (the default: the strategy acts when it sees the close), or at the next bar's open
+# (what backtesting.py does, and most published strategies assume).
+FILL_AT = ("close", "next-open")
 # Renders a refusal as the body a strategy sees in `ApiError.problem`.
 Problems = Callable[[DomainError], dict[str, Any]]
 CLIENT_ID = "backtest"
@@ -105,8 +110,13 @@ class Runner:
         progress: Progress | None,
         assets: Sequence[str],
         problems: Problems | None = None,
+        fill_at: str = "close",
     ) -> None:
         self.engine = engine
+        self.at_next_open = fill_at == "next-open"
+        # next-open, while the strategy handles a bar's close: the next bar's open point,
+        # to which the walk moves before the strategy's first order
+        self.to_open: int | None = None
         self.problems = problems
         self.strategy = strategy
         self.progress = progress
@@ -118,6 +128,8 @@ class Runner:
             series, self.ticks_of
         )
         self.seen = [self.mks.index(m) for m in range(len(self.markets))]
+        # per market: the last point walked, in ticks
+        self.walked = [self.ticks[i] for i in self.seen]
         self.set_at = [-1] * len(self.markets)
         # The reference price each market was last set to: a fill's reference.
         self.reference: list[Decimal] = [self.prices[i] for i in self.seen]
@@ -135,8 +147,10 @@ class Runner:
         self.delivering = False
         self.fills: list[Fill] = []
         self.assets = list(assets)
-        # (time in us, holdings per asset in `assets` order), whenever they change
+        # (time in us, holdings per asset in `assets` order), whenever they change, and
+        # the first point each is held at (`held_from`)
         self.holdings: list[tuple[int, tuple[Decimal, ...]]] = []
+        self.held_from: list[int] = []
         # (time in us, asset, amount) moved in or (negative) out other than by trading
         self.flows: list[tuple[int, str, Decimal]] = []
         self.commands = 0
@@ -252,6 +266,11 @@ class Runner:
             for a in self.assets
         )
         if not self.holdings or self.holdings[-1][1] != held:
+            # Held from the point after the last one walked: a change made before a
+            # point is reached (a deadline, resting interest met on the way to it) is
+            # held at it; one the point makes happen, or the strategy once it is seen
+            # (on_start: the first point), from the next on.
+            self.held_from.append(max(self.seen) + 1 if self.holdings else 0)
             self.holdings.append((self.now_us, held))
 
     def read(self, query: Callable[[Queries, str], dict[str, Any]]) -> dict[str, Any]:
@@ -275,6 +294,8 @@ class Runner:
         """A strategy's command: the engine first catches up with now. The prices that
         brings are set in one chain with the command (`Engine.run_inline_chain`): the
         same commands in the same order, one write and one follow-up instead of two."""
+        if self.to_open is not None and isinstance(command, CreateOrder):
+            self._to_next_open(self.to_open)
         prices = self._catch_up()
         if not prices:
             return self._run(command)
@@ -296,6 +317,31 @@ class Runner:
             return chain.answer(len(prices))
         except DomainError as exc:
             raise self.refused(exc) from None
+
+    def _to_next_open(self, j: int) -> None:
+        """next-open: move the walk to the next bar's open, point `j`, so that the order
+        that follows meets its price (set as the open's gap). Deadlines before it fire
+        first, at their times; the loop then finds the point walked."""
+        self.to_open = None
+        t = self.times[j]
+        if t >= self.wake:
+            self._wake(t, False)
+        self.now_us = t
+        m = self.mks[j]
+        self.walked[m] = self.ticks[j]
+        self.seen[m] = j
+
+    def next_open(self, market: str) -> int | None:
+        """The point where the market's next bar opens, after now; None after its last
+        bar, and on trade data."""
+        m = self.market_index(market)
+        if not self.bars:
+            return None
+        mks, flags, times = self.mks, self.flags, self.times
+        for j in range(self.seen[m] + 1, len(mks)):
+            if mks[j] == m and flags[j] & GAP and times[j] > self.now_us:
+                return j
+        return None
 
     def sync(self) -> None:
         """Bring the engine to `now_us` with every market at its latest point's price."""
@@ -401,6 +447,7 @@ class Runner:
         self.notices.clear()
         self.flows.clear()
         self.holdings.clear()
+        self.held_from.clear()
         self._snapshot()
 
     def run(self) -> None:
@@ -426,7 +473,8 @@ class Runner:
         flags = self.flags
         names = self.markets
         lo, hi, seen = self.lo, self.hi, self.seen
-        walked = [ticks[i] for i in seen]  # per market: the last point walked, in ticks
+        walked = self.walked
+        at_next_open = self.at_next_open
         strategy = self.strategy
         on_price = _hook(strategy, "on_price")
         on_bar = _hook(strategy, "on_bar") if bars else None
@@ -467,6 +515,8 @@ class Runner:
                     walked[0] = ticks[close]
                     seen[0] = close
                     self.now_us = before = at
+                    if at_next_open and close + 1 < n:
+                        self.to_open = close + 1
                     # its close is the one point the strategy sees; nothing is pending
                     if on_price is not None:
                         on_price(market, from_micros(at), exact(ticks[close], tick_of[0]))
@@ -476,6 +526,8 @@ class Runner:
                         on_bar(market, bar_of(i >> 2))
                         if notices:
                             deliver()
+                    if at_next_open:
+                        self.to_open = None
                     if timers:
                         following = times[close + 1] if close + 1 < n else at + 1
                         if timers[0][0] < following:
@@ -506,6 +558,8 @@ class Runner:
                 self.sync()
             if i + 1 < n and times[i + 1] == t:
                 continue  # the instant goes on: no strategy code inside it
+            if at_next_open and flags[i] & SEEN and i + 1 < n:
+                self.to_open = i + 1  # one market of bars: a close's next point is an open
             if notices:
                 deliver()
             for k in range(first, i + 1):
@@ -522,6 +576,8 @@ class Runner:
                         on_bar(names[mks[k]], bar)
                         if notices:
                             deliver()
+            if at_next_open:
+                self.to_open = None
             if timers:
                 following = times[i + 1] if i + 1 < n else t + 1
                 if timers[0][0] < following:
@@ -567,6 +623,7 @@ class Runner:
         db: str | None,
         errors: list[Any],
         params: dict[str, Any] | None = None,
+        fill_at: str = "close",
     ) -> BacktestResult:
         """What the run recorded, as plain values (the engine's state is read here, once),
         and the figures computed from it."""
@@ -597,7 +654,9 @@ class Runner:
             db=db,
             errors=errors,
             ohlc=self.bars,
+            held_from=self.held_from,
             params=params or {},
+            fill_at=fill_at,
         )
 
 
@@ -710,6 +769,7 @@ def run(
     bar_seconds: float | None = None,
     problems: Problems | None = None,
     params: Mapping[str, Any] | None = None,
+    fill_at: str = "close",
 ) -> BacktestResult:
     """Run an order flow (a `Strategy` instance or class, `path.py:Class`, or a flow
     file) over price data and answer its `engine.backtest.result.BacktestResult`.
@@ -719,11 +779,15 @@ def run(
     `problems` renders a refusal's body for the strategy's `ApiError.problem` (the HTTP
     API's: `api_adapter.problems.domain_problem_body`); without it the body is the
     engine's code, detail and meta. `params` sets the strategy's parameters (see
-    `engine.backtest.strategy.apply_params`); the summary says which it ran with."""
+    `engine.backtest.strategy.apply_params`); the summary says which it ran with.
+    `fill_at` is where an order sent once a bar is complete fills (`FILL_AT`): at that
+    bar's close, or at the next bar's open (bars of one market)."""
     from engine.tools.time_travel import log_hash
 
     if (strategy is None) == (flow is None):
         raise BacktestError("give exactly one of a strategy and a flow")
+    if fill_at not in FILL_AT:
+        raise BacktestError(f"fill_at {fill_at!r}: one of {', '.join(FILL_AT)}")
     _check_outputs(db, out)  # before the run, not after it
     the_flow: Flow | None = None
     if flow is not None:
@@ -757,6 +821,8 @@ def run(
     series = {m: s for m, s in series.items() if len(s)}
     if not series:
         raise BacktestError("the data holds no price points")
+    if fill_at == "next-open" and (len(series) > 1 or not next(iter(series.values())).bars):
+        raise BacktestError("fill_at next-open needs bars of one market")
     first = min(s.times[0] for s in series.values())
     names = list(series)
     quote = MARKETS[names[0]].quote
@@ -806,7 +872,13 @@ def run(
         if folded is not None and not folded.fold_log(aside=True):
             folded = None
         runner = Runner(
-            engine, series, strategy, _progress_of(progress), _assets(names, chosen), problems
+            engine,
+            series,
+            strategy,
+            _progress_of(progress),
+            _assets(names, chosen),
+            problems,
+            fill_at,
         )
         fingerprint = None
         try:
@@ -826,6 +898,7 @@ def run(
             str(db_path) if scratch is None else None,
             getattr(strategy, "errors", []),
             params_text(used),
+            fill_at,
         )
     finally:
         if scratch is not None:

@@ -15,7 +15,7 @@ decimals), durations in ISO 8601."""
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, Overflow, localcontext
@@ -76,6 +76,20 @@ def _money(value: Decimal, asset: str) -> str:
     return _amount(value, places(asset))
 
 
+def exact(value: Decimal) -> str:
+    """An amount with every digit it has (trailing zeros dropped): what the files hold,
+    so that their amounts add up; the page rounds them (`shown`)."""
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def shown(amount: str, asset: str) -> str:
+    """An exact amount's text as the page shows it: at its asset's precision."""
+    return _fixed(Decimal(amount), places(asset))
+
+
 def _fixed(value: Decimal, decimals: int) -> str:
     # Enough digits for every whole digit too (a CAGR can have many).
     digits = Context(prec=max(PRECISION, value.adjusted() + decimals + 2))
@@ -94,18 +108,16 @@ def _ratio(value: Decimal | None) -> str | None:
 
 
 def duration(us: int | None) -> str | None:
-    """An ISO 8601 duration of whole days, hours, minutes and seconds: P1DT2H0.5S."""
+    """An ISO 8601 duration in whole days, hours, minutes and seconds (P1DT2H5S), to the
+    nearest second (half up): a mean of durations has fractions nobody reads."""
     if us is None:
         return None
-    sign = "-" if us < 0 else ""
-    us = abs(us)
-    days, rest = divmod(us, DAY_US)
-    hours, rest = divmod(rest, 3_600_000_000)
-    minutes, rest = divmod(rest, 60_000_000)
-    seconds = _amount(Decimal(rest).scaleb(-6), 6)
-    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n) + (
-        f"{seconds}S" if seconds != "0" else ""
-    )
+    whole = (abs(us) + 500_000) // 1_000_000
+    sign = "-" if us < 0 and whole else ""
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, seconds = divmod(rest, 60)
+    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M"), (seconds, "S")) if n)
     text = f"{sign}P{f'{days}D' if days else ''}"
     if time or not days:
         text += f"T{time or '0S'}"
@@ -184,12 +196,25 @@ def _compute(result: BacktestResult) -> Figures:
     stride = max(1, n // EQUITY_ROWS)
     base_columns = [(a, assets[a]) for a in valued_by]
     ends = _period_ends(times, mks, len(markets), result.bars)
+    held_from = _held_from(result)
     walked = None
     if isinstance(prices, OnTick) and len(markets) == 1:
-        walked = _walk_compact(times, prices, holdings, cash, valued_by, start_value, stride, ends)
+        walked = _walk_compact(
+            times, prices, holdings, held_from, cash, valued_by, start_value, stride, ends
+        )
     if walked is None:
         walked = _walk(
-            times, mks, prices, holdings, cash, valued_by, list(latest), start_value, stride, ends
+            times,
+            mks,
+            prices,
+            holdings,
+            held_from,
+            cash,
+            valued_by,
+            list(latest),
+            start_value,
+            stride,
+            ends,
         )
     for m in range(len(markets)):  # the latest price of each market, for the final value
         latest[m] = prices[len(mks) - 1 - mks[::-1].index(m)]
@@ -219,6 +244,7 @@ def _compute(result: BacktestResult) -> Figures:
         "points": n,
         "bars": result.bars,
         "seed": result.settings.seed,
+        "fill_at": result.fill_at,
         "settings": {
             k: (format(v, "f") if isinstance(v, Decimal) else v)
             for k, v in result.settings.model_dump().items()
@@ -232,10 +258,10 @@ def _compute(result: BacktestResult) -> Figures:
         },
         "executions": len(executions),
         "volume": {
-            "base": {k: _money(v, k) for k, v in sorted(volume_base.items())},
-            "quote": _money(volume_quote, currency),
+            "base": {k: exact(v) for k, v in sorted(volume_base.items())},
+            "quote": exact(volume_quote),
         },
-        "fees": _money(fees, currency),
+        "fees": exact(fees),
         "starting_balances": _balances(assets, holdings[0][1]),
         "final_balances": _final_balances(result.balances),
         "starting_equity": _money(start_value, currency),
@@ -524,6 +550,15 @@ def iter_equity_rows(
         yield row
 
 
+def _held_from(result: BacktestResult) -> Sequence[int]:
+    """The first point each entry of the holdings is held at: the runner's, or for a
+    record made by hand, the first point after the entry's instant."""
+    if result.held_from is not None:
+        return result.held_from
+    times = result.times
+    return [0, *(bisect_right(times, t) for t, _ in result.holdings[1:])]
+
+
 def _worth(
     held: tuple[Decimal, ...], cash: int, valued_by: dict[int, int], latest: list[Decimal]
 ) -> Decimal:
@@ -536,13 +571,13 @@ def _worth(
 
 
 class _Walked(NamedTuple):
-    rows: list[tuple[Any, ...]]  # equity rows, sampled
+    rows: list[tuple[Any, ...]]  # equity rows, sampled: each point with what was held there
     max_dd: Decimal  # deepest drawdown, as a fraction of its peak
     max_dd_amount: Decimal
     max_dd_us: int | None  # longest time under a previous peak (None: never under one)
     exposed_us: int  # time holding a priced asset
     exposure_sum: Decimal  # the sum over points of the share of equity in positions
-    samples: Sequence[Decimal] | Samples  # the equity at each period's end
+    samples: Sequence[Decimal] | Samples  # the equity at each period's end, its trades made
 
 
 def _walk(
@@ -550,6 +585,7 @@ def _walk(
     mks: Sequence[int],
     prices: Sequence[Decimal],
     holdings: list[tuple[int, tuple[Decimal, ...]]],
+    held_from: Sequence[int],
     cash: int,
     valued_by: dict[int, int],
     latest: list[Decimal],
@@ -559,7 +595,12 @@ def _walk(
 ) -> _Walked:
     """The walk over every point: equity rows, drawdown (deepest, as a ratio and an
     amount, and longest), time exposed, the sum of exposures and the equity at each
-    period's end. `latest` starts at each market's first price."""
+    period's end. `latest` starts at each market's first price.
+
+    Two values of each point: the rows and the drawdown value it with what was held at
+    it (`held_from`: a sale at a bar's close does not hide the bar's low, a purchase
+    there does not make one); the period's returns and the exposure with what was held
+    once its instant's trades were made (`holdings`' times), as a period ends."""
     n = len(times)
     equity_rows: list[tuple[Any, ...]] = []
     append = equity_rows.append
@@ -584,6 +625,9 @@ def _walk(
     last = n - 1
     changes = iter([*(c[0] for c in holdings[1:]), INF])
     next_change = next(changes)
+    at_points = iter([*held_from[1:], INF])
+    next_at = next(at_points)
+    k = 0  # the entry of `holdings` held at the point
 
     def holding(held: tuple[Decimal, ...]) -> tuple[bool, tuple[Decimal, int] | None]:
         """Whether a priced asset is held, and (amount, market) when only one is: the
@@ -593,6 +637,8 @@ def _walk(
 
     cash_held = held[cash]
     position, only = holding(held)
+    point_held, point_cash, point_position, point_only = held, cash_held, position, only
+    point_value = start_value
     # One pass over the three columns: iterating is cheaper than indexing each. With one
     # market on the compact timeline (engine/backtest/timeline.py) the pass reads its
     # ticks, and a point's price is made (ticks x tick, exact here) only where it is
@@ -609,9 +655,17 @@ def _walk(
             held = holdings[h][1]
             cash_held = held[cash]
             position, only = holding(held)
+        moved = i >= next_at
+        if moved:
+            while next_at <= i:
+                k += 1
+                next_at = next(at_points)
+            point_held = holdings[k][1]
+            point_cash = point_held[cash]
+            point_position, point_only = holding(point_held)
         if not lazy:
             latest[m] = price
-        elif position:
+        elif position or point_position:
             price = latest[0] = price * tick
         if position:
             value = (
@@ -621,24 +675,32 @@ def _walk(
             )
         elif changed:
             value = cash_held
+        if point_position:
+            point_value = (
+                point_cash + point_only[0] * latest[point_only[1]]
+                if point_only is not None
+                else _worth(point_held, cash, valued_by, latest)
+            )
+        elif moved:
+            point_value = point_cash
         # Time under water runs from the last point at the peak to the first point
         # back at (or above) it, or to the end.
-        if value >= peak:
+        if point_value >= peak:
             if under:
                 under = False
                 if longest is None or t - peak_at > longest:
                     longest = t - peak_at
             peak_at = t
-            if value > peak:
-                peak = trough = value
+            if point_value > peak:
+                peak = trough = point_value
         else:
             under = True
-            if value < trough and peak > 0:
-                trough = value
-                drawdown = (peak - value) / peak
+            if point_value < trough and peak > 0:
+                trough = point_value
+                drawdown = (peak - point_value) / peak
                 if drawdown > max_dd:
                     max_dd = drawdown
-                    max_dd_amount = peak - value
+                    max_dd_amount = peak - point_value
         if position:
             if i < last:
                 exposed_us += times[i + 1] - t
@@ -647,16 +709,16 @@ def _walk(
         if i == next_end:
             samples.append(value)
             next_end = next(period_ends)
-        if changed or i % stride == 0 or i == last:
+        if moved or i % stride == 0 or i == last:
             append(
                 (
                     t,
-                    price * tick if lazy and not position else price,
+                    price * tick if lazy and not (position or point_position) else price,
                     m,
-                    value,
+                    point_value,
                     peak,
-                    held,
-                    cash_held,
+                    point_held,
+                    point_cash,
                 )
             )
     if under and (longest is None or times[-1] - peak_at > longest):
@@ -781,6 +843,7 @@ def _walk_compact(
     times: Any,
     prices: OnTick,
     holdings: list[tuple[int, tuple[Decimal, ...]]],
+    held_from: Sequence[int],
     cash: int,
     valued_by: dict[int, int],
     start_value: Decimal,
@@ -808,6 +871,7 @@ def _walk_compact(
         return None
     at = np.frombuffer(times, dtype=np.int64) if isinstance(times, array) else np.array(times)
     changes = np.array([h[0] for h in holdings[1:]], dtype=np.int64)
+    at_points = np.array(held_from[1:], dtype=np.int64)
     c_of = np.array(cs, dtype=np.int64)
     k_of = np.array(ks, dtype=np.int64)
     start = cs[0] + ks[0] * int(ticks[0])
@@ -828,26 +892,30 @@ def _walk_compact(
     for lo in range(0, n, _BLOCK):  # in blocks: a million bars' temporaries stay small
         hi = min(lo + _BLOCK, n)
         block_at = at[lo:hi]
+        # as a period ends (returns, exposure): what its instant's trades left
         segs = np.searchsorted(changes, block_at, side="right")
         values = c_of[segs] + k_of[segs] * ticks[lo:hi]
-        peaks = np.maximum.accumulate(np.maximum(values, peak))
+        # at each point (drawdown, rows): what was held there
+        held_at = np.searchsorted(at_points, np.arange(lo, hi, dtype=np.int64), side="right")
+        worth = c_of[held_at] + k_of[held_at] * ticks[lo:hi]
+        peaks = np.maximum.accumulate(np.maximum(worth, peak))
         before = np.empty(hi - lo, dtype=np.int64)
         before[0] = peak
         before[1:] = peaks[:-1]
         peak = int(peaks[-1])
         # The deepest drawdown: the first point of the largest (peak - value) / peak,
         # found in floats and decided in integers.
-        down = (peaks > 0) & (values < peaks)
+        down = (peaks > 0) & (worth < peaks)
         if down.any():
-            ratio = np.where(down, (peaks - values) / np.where(down, peaks, 1), 0.0)
+            ratio = np.where(down, (peaks - worth) / np.where(down, peaks, 1), 0.0)
             deepest = float(ratio.max())
             for i in np.flatnonzero(ratio >= deepest * (1 - 1e-9)).tolist():
-                p, v = int(peaks[i]), int(values[i])
+                p, v = int(peaks[i]), int(worth[i])
                 if best is None or (p - v) * best[0] > (best[0] - best[1]) * p:
                     best = (p, v)
             del ratio
         # Time under water: from the last point at the peak to the first back at it.
-        at_peak = np.flatnonzero(values >= before)
+        at_peak = np.flatnonzero(worth >= before)
         if len(at_peak):
             if under or at_peak[0] > 0:
                 gap = int(block_at[at_peak[0]]) - peak_at
@@ -870,14 +938,14 @@ def _walk_compact(
             exposure += float(((v - c_of[segs[share]]) / v).sum())
         # Rows: each change of holdings, every `stride`-th point and the last.
         picked = np.empty(hi - lo, dtype=bool)
-        picked[0] = segs[0] != seg_before
-        picked[1:] = segs[1:] != segs[:-1]
+        picked[0] = held_at[0] != seg_before
+        picked[1:] = held_at[1:] != held_at[:-1]
         picked[(-lo) % stride :: stride] = True
         if hi == n:
             picked[-1] = True
         points = np.flatnonzero(picked)
-        picked_rows.append((points + lo, peaks[points], segs[points], values[points]))
-        seg_before = int(segs[-1])
+        picked_rows.append((points + lo, peaks[points], held_at[points], worth[points]))
+        seg_before = int(held_at[-1])
         mine = period_ends[(period_ends >= lo) & (period_ends < hi)]
         samples_of.append(values[mine - lo])
     if under:
@@ -928,14 +996,14 @@ def _price_at(
 
 
 def _balances(assets: list[str], held: tuple[Decimal, ...]) -> dict[str, str]:
-    return {asset: _money(held[a], asset) for a, asset in enumerate(assets) if held[a]}
+    return {asset: exact(held[a]) for a, asset in enumerate(assets) if held[a]}
 
 
 def _final_balances(balances: dict[str, dict[str, Decimal]]) -> dict[str, dict[str, str]]:
-    """The flow's final balances, leaving out assets whose amounts all show as 0."""
+    """The flow's final balances, exact, leaving out assets whose amounts are all 0."""
     out = {}
     for asset, kinds in balances.items():
-        row = {kind: _money(amount, asset) for kind, amount in kinds.items()}
+        row = {kind: exact(amount) for kind, amount in kinds.items()}
         if any(v != "0" for v in row.values()):
             out[asset] = row
     return out
@@ -945,8 +1013,8 @@ def _executions(
     fills: list[Fill],
 ) -> tuple[list[dict[str, Any]], dict[str, Decimal], Decimal, Decimal]:
     """executions.csv's rows (as the API shows an execution, with the notional and the
-    commission at their asset's precision), the volume per base asset and in the quote
-    asset, and the fees in the quote asset."""
+    commission exact, so that the rows add up to the fees), the volume per base asset
+    and in the quote asset, and the fees in the quote asset."""
     rows = []
     volume_base: dict[str, Decimal] = {}
     volume_quote = ZERO
@@ -974,8 +1042,8 @@ def _executions(
                 "side": v["side"],
                 "amount": v["amount"],
                 "price": v["price"],
-                "gross_trade_amount": _fixed(gross, places(spec.quote)),
-                "commission": _fixed(commission, places(v["commission_asset"])),
+                "gross_trade_amount": exact(gross),
+                "commission": exact(commission),
                 "commission_asset": v["commission_asset"],
                 "liquidity": f.liquidity,
                 "reference_price": format(f.reference, "f") if f.reference else "",
@@ -1041,8 +1109,10 @@ __all__ = [
     "compute",
     "duration",
     "equity_rows",
+    "exact",
     "iter_equity_rows",
     "places",
+    "shown",
     "trade_rows",
     "trade_statistics",
 ]

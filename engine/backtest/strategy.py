@@ -111,6 +111,14 @@ class Api:
         m = r.market_index(market)
         return r.prices[r.seen[m]]
 
+    def next_bar_time(self, market: str) -> datetime | None:
+        """When the market's next bar opens (its time, after now): a timer set there
+        fires once the open has happened, so an order it sends meets the open, weekends
+        and gaps in the data included. None after the last bar, and on trade data."""
+        r = self._r
+        j = r.next_open(market)
+        return None if j is None else from_micros(r.times[j])
+
     def set_timer(
         self, name: str, *, at: datetime | None = None, after: timedelta | None = None
     ) -> None:

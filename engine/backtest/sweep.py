@@ -40,6 +40,7 @@ RUN_OPTIONS = frozenset(
         "settings",
         "seed",
         "bar_seconds",
+        "fill_at",
         "problems",
     }
 )

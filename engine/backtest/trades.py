@@ -1,15 +1,15 @@
 """Round trips: a backtest's fills paired into trades, as a quant reads a run.
 
-Spot and long only (a sell needs holdings). Each buy order's fills open one trade;
-sells close open trades first in, first out; a sell that closes part of a trade splits
-it (the closed part is a trade, the rest stays open), as backtesting.py does. A trade's
-fees are its entry's commission pro rata to the part closed plus its exit's commission
-pro rata. Base the run held before it bought (a starting balance, a deposit) closes no
-trade: it was never entered."""
+Spot and long only (a sell needs holdings). A trade is a position: it opens when the
+holding the run bought leaves zero and closes when it returns to zero, whatever the
+orders in between (an entry made of one order and an exit of two, as the market order's
+cap splits a large one, is one trade; a buy while it is open adds to it). Its fees are
+every commission of its fills (a commission in the base asset valued at its fill's
+price). Base the run held before it bought (a starting balance, a deposit) is no part of
+a trade: a sell beyond the position closes nothing."""
 
 from __future__ import annotations
 
-from collections import deque
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,40 +30,28 @@ class Trade(NamedTuple):
     """One closed round trip: amounts in the base asset, money in the quote asset."""
 
     market: str
-    entry_time: int  # us since the epoch: the entry order's first fill
-    exit_time: int  # us: the fill that closed it
-    amount: Decimal
-    entry_price: Decimal  # the entry's average price (its notional / amount)
-    exit_price: Decimal  # the exit's average price
+    entry_time: int  # us since the epoch: the position's first fill
+    exit_time: int  # us: the fill that brought it back to zero
+    amount: Decimal  # bought in all (and sold)
+    entry_price: Decimal  # the buys' average price (their notional / amount)
+    exit_price: Decimal  # the sells' average price
     pnl: Decimal  # exit notional - entry notional - fees
     return_pct: Decimal  # pnl / entry notional x 100
     fees: Decimal
 
 
-class _Open:
-    """An open trade: what is left of it, with its cost and fees for that part."""
+class _Position:
+    """An open position: what is held of it, and its buys' and sells' sums so far."""
 
-    __slots__ = ("amount", "cost", "entry_time", "fees", "order_id", "split")
+    __slots__ = ("bought", "cost", "entry_time", "fees", "held", "proceeds")
 
-    def __init__(self, order_id: str, entry_time: int) -> None:
-        self.order_id = order_id
+    def __init__(self, entry_time: int) -> None:
         self.entry_time = entry_time
-        self.amount = ZERO
+        self.held = ZERO
+        self.bought = ZERO
         self.cost = ZERO
+        self.proceeds = ZERO
         self.fees = ZERO
-        self.split = False  # part of it was closed: later fills of its order open anew
-
-
-class _Execution(NamedTuple):
-    """One order's fills at one instant, summed (a market order takes several levels)."""
-
-    market: str
-    order_id: str
-    side: str
-    time: int
-    amount: Decimal
-    notional: Decimal
-    fees: Decimal  # in the quote asset
 
 
 def round_trips(result: BacktestResult) -> list[Trade]:
@@ -72,93 +60,60 @@ def round_trips(result: BacktestResult) -> list[Trade]:
 
 
 def pair(fills: list[Fill]) -> tuple[list[Trade], int]:
-    """The closed trades (in exit order) and how many trades are still open at the end."""
+    """The closed trades (in exit order) and how many positions are still open at the end."""
     with localcontext(prec=PRECISION):
         return _pair(fills)
 
 
 def _pair(fills: list[Fill]) -> tuple[list[Trade], int]:
-    books: dict[str, deque[_Open]] = {}
-    by_order: dict[str, _Open] = {}
+    positions: dict[str, _Position] = {}
     closed: list[Trade] = []
-    for e in _executions(fills):
-        book = books.setdefault(e.market, deque())
-        if e.side == "BUY":
-            trade = by_order.get(e.order_id)
-            if trade is None or trade.split or trade.amount == 0:
-                trade = by_order[e.order_id] = _Open(e.order_id, e.time)
-                book.append(trade)
-            trade.amount += e.amount
-            trade.cost += e.notional
-            trade.fees += e.fees
-            continue
-        _close(book, e, closed)
-    return closed, sum(len(book) for book in books.values())
-
-
-def _close(book: deque[_Open], e: _Execution, closed: list[Trade]) -> None:
-    """Closes `e.amount` of the open trades, oldest first; each piece takes its share
-    of the exit's notional and fees (the last piece the rest, so the parts add up)."""
-    left, notional, fees = e.amount, e.notional, e.fees
-    while left > 0 and book:
-        trade = book[0]
-        part = min(left, trade.amount)
-        if part == trade.amount:
-            cost, entry_fees = trade.cost, trade.fees
-            book.popleft()
-        else:
-            cost = trade.cost * part / trade.amount
-            entry_fees = trade.fees * part / trade.amount
-            trade.split = True
-        trade.amount -= part
-        trade.cost -= cost
-        trade.fees -= entry_fees
-        if part == left:
-            proceeds, exit_fees = notional, fees
-        else:
-            proceeds = e.notional * part / e.amount
-            exit_fees = e.fees * part / e.amount
-        left -= part
-        notional -= proceeds
-        fees -= exit_fees
-        pnl = proceeds - cost - entry_fees - exit_fees
-        closed.append(
-            Trade(
-                market=e.market,
-                entry_time=trade.entry_time,
-                exit_time=e.time,
-                amount=part,
-                entry_price=cost / part,
-                exit_price=proceeds / part,
-                pnl=pnl,
-                return_pct=pnl / cost * HUNDRED,
-                fees=entry_fees + exit_fees,
-            )
-        )
-
-
-def _executions(fills: list[Fill]) -> list[_Execution]:
-    """Fills summed per order and instant, in the order they happened."""
-    out: list[_Execution] = []
     for f in fills:
         v = f.view
-        spec = MARKETS[v["market"]]
+        market = v["market"]
         amount = Decimal(v["amount"])
         notional = Decimal(v["gross_trade_amount"])
         fee = Decimal(v["commission"])
-        if v["commission_asset"] == spec.base:
+        if v["commission_asset"] == MARKETS[market].base:
             fee *= Decimal(v["price"])
         at = parse_timestamp(v["executed_at"])
-        last = out[-1] if out else None
-        if last is not None and last.order_id == v["order_id"] and last.time == at:
-            out[-1] = last._replace(
-                amount=last.amount + amount,
-                notional=last.notional + notional,
-                fees=last.fees + fee,
-            )
-        else:
-            out.append(_Execution(v["market"], v["order_id"], v["side"], at, amount, notional, fee))
-    return out
+        position = positions.get(market)
+        if v["side"] == "BUY":
+            if position is None:
+                position = positions[market] = _Position(at)
+            position.held += amount
+            position.bought += amount
+            position.cost += notional
+            position.fees += fee
+            continue
+        if position is None:
+            continue  # base held before any buy: no trade's
+        part = min(amount, position.held)
+        if part < amount:  # the rest of the sell is base held before: its share only
+            notional = notional * part / amount
+            fee = fee * part / amount
+        position.held -= part
+        position.proceeds += notional
+        position.fees += fee
+        if position.held == 0:
+            del positions[market]
+            closed.append(_closed(market, position, at))
+    return closed, len(positions)
+
+
+def _closed(market: str, p: _Position, exit_time: int) -> Trade:
+    pnl = p.proceeds - p.cost - p.fees
+    return Trade(
+        market=market,
+        entry_time=p.entry_time,
+        exit_time=exit_time,
+        amount=p.bought,
+        entry_price=p.cost / p.bought,
+        exit_price=p.proceeds / p.bought,
+        pnl=pnl,
+        return_pct=pnl / p.cost * HUNDRED,
+        fees=p.fees,
+    )
 
 
 __all__ = ["Trade", "pair", "round_trips"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from engine.backtest import BacktestResult
 from engine.backtest.price_files import from_micros
 from engine.backtest.result import Fill
-from engine.backtest.statistics import duration
+from engine.backtest.statistics import duration, trade_statistics
 from engine.backtest.trades import round_trips
 from engine.config.settings import Settings
 from engine.kernel.clock import format_time
@@ -146,8 +146,8 @@ def test_no_variance_no_loss_no_drawdown_leave_the_ratios_undefined() -> None:
     assert (flat["volatility_pct"], flat["sharpe"], flat["cagr_pct"]) == ("0.00", None, "0.00")
 
 
-# Six daily prices of BTCUSD (trade data: the period is the day), 1,000 USD, and three
-# round trips, one of them a partial close, with a trade still open at the end:
+# Six daily prices of BTCUSD (trade data: the period is the day), 1,000 USD, and two
+# round trips, the second left in two sells, with a position still open at the end:
 #   day 0 at 100: buy 5 (500, fee 1)       -> 499 USD, 5 BTC;  equity  999
 #   day 1 at 110: sell 5 (550, fee 1)      -> 1048 USD;        equity 1048
 #   day 2 at  99: buy 10 (990, fee 2)      -> 56 USD, 10 BTC;  equity 1046
@@ -177,29 +177,23 @@ def three_trades() -> BacktestResult:
 def test_trade_statistics() -> None:
     result = three_trades()
     s = result.summary
-    # trade 1: 5 at 100 -> 110: 550 - 500 - 1 - 1 = 48; 48 / 500 = 9.6%, one day
-    # trade 2: 4 of the 10 at 99 -> 121: cost 990 x 4/10 = 396, entry fee 2 x 4/10 = 0.8:
-    #          484 - 396 - 0.8 - 1 = 86.2; 86.2 / 396 = 21.7676...%, one day
-    # trade 3: the other 6 -> 90: cost 594, entry fee 1.2: 540 - 594 - 1.2 - 1 = -56.2;
-    #          -56.2 / 594 = -9.4612...%, two days
-    assert [(t.amount, t.pnl) for t in result.trades] == [
-        (D(5), D(48)),
-        (D(4), D("86.2")),
-        (D(6), D("-56.2")),
-    ]
+    # position 1: 5 at 100 -> 110: 550 - 500 - 1 - 1 = 48; 48 / 500 = 9.6%, one day
+    # position 2: 10 at 99 (990, fee 2), left in two sells: 4 at 121 (484, fee 1) and
+    #          6 at 90 (540, fee 1): 1024 - 990 - 4 = 30; 30 / 990 = 3.0303...%, two days
+    assert [(t.amount, t.pnl) for t in result.trades] == [(D(5), D(48)), (D(10), D(30))]
     assert result.trades == round_trips(result)
     assert s["trades"] == {
-        "count": 3,
+        "count": 2,
         "open": 1,  # day 5's buy
-        "win_rate_pct": "66.67",  # 2 / 3
-        "profit_factor": "2.3879",  # (48 + 86.2) / 56.2 = 134.2 / 56.2 = 2.38790...
-        # (9.6 + 21.7676... - 9.4612...) / 3 = 21.9063... / 3 = 7.3021...
-        "avg_trade_pct": "7.30",
-        "best_trade_pct": "21.77",
-        "worst_trade_pct": "-9.46",
-        "avg_pnl": "26",  # (48 + 86.2 - 56.2) / 3 = 78 / 3
-        "expectancy": "26",  # 2/3 x 67.1 - 1/3 x 56.2 = (134.2 - 56.2) / 3
-        "avg_duration": "P1DT8H",  # (1 + 1 + 2) / 3 days = 1 day 8 h
+        "win_rate_pct": "100.00",  # 2 / 2
+        "profit_factor": None,  # no loss
+        # (9.6 + 3.0303...) / 2 = 6.3151...
+        "avg_trade_pct": "6.32",
+        "best_trade_pct": "9.60",
+        "worst_trade_pct": "3.03",
+        "avg_pnl": "39",  # (48 + 30) / 2
+        "expectancy": "39",
+        "avg_duration": "P1DT12H",  # (1 + 2) / 2 days
         "max_duration": "P2D",
     }
 
@@ -209,10 +203,12 @@ def test_return_statistics_per_day_with_trades() -> None:
     assert (s["final_equity"], s["pnl"], s["return_pct"], s["fees"]) == ("1078", "78", "7.80", "6")
     # one period a day: six days' closes over a run of five days: 6 x 365.25 / 5 = 438.3
     assert s["return_periods"] == {"period": "day", "count": 6, "per_year": "438.3000"}
-    # deepest: 1265 -> 1078, 187 / 1265 = 14.7826...%
-    assert (s["max_drawdown_pct"], s["max_drawdown_amount"]) == ("14.78", "187")
-    # under water: day 0 (999 < 1000) to day 1, day 1 to day 3 (1046 < 1048), day 3 to
-    # the end (1078 < 1265): the longest two days
+    # each day's point is valued with what was held there, before that day's fill:
+    # 1000, 499 + 5 x 110 = 1049, 1048, 56 + 10 x 121 = 1266, 539 + 6 x 90 = 1079, 1078
+    # deepest: 1266 -> 1078, 188 / 1266 = 14.8499...%
+    assert (s["max_drawdown_pct"], s["max_drawdown_amount"]) == ("14.85", "188")
+    # under water: day 1 to day 3 (1048 < 1049), day 3 to the end (1079, 1078 < 1266):
+    # the longest two days
     assert s["max_drawdown_duration"] == "P2D"
     # a position on days 0, 2 and 3 (each to the next point): 3 of the 5 days
     assert s["exposure_pct"] == "60.00"
@@ -220,7 +216,7 @@ def test_return_statistics_per_day_with_trades() -> None:
     assert s["buy_and_hold_return_pct"] == "0.00"
 
 
-def test_amounts_are_shown_at_their_assets_precision(tmp_path: Path) -> None:
+def test_the_files_keep_exact_amounts_and_the_page_rounds_them(tmp_path: Path) -> None:
     # a fill whose notional and commission carry 11 decimals, as the engine's do
     times = [T0, T0 + DAY]
     buy = fill("a", "BUY", T0, "0.97582872", "51238.50", "49.99999986972")
@@ -230,22 +226,43 @@ def test_amounts_are_shown_at_their_assets_precision(tmp_path: Path) -> None:
     result = record("BTCUSD", times, ["51238.50", "51238.50"], held, [buy])
     s = result.summary
     assert (s["fees"], s["volume"]["quote"], s["volume"]["base"]) == (
-        "50",
-        "50000",
+        "49.99999986972",
+        "49999.99986972",
         {"BTC": "0.97582872"},
     )
-    # 100000 - 49999.99986972 - 49.99999986972 = 49950.00013041028 USD shows as 49950
-    # (2 decimals, trailing zeros dropped)
-    assert s["final_balances"]["USD"]["available"] == "49950"
+    # 100000 - 49999.99986972 - 49.99999986972 = 49950.00013041028 USD, as held
+    assert s["final_balances"]["USD"]["available"] == "49950.00013041028"
     row = result.executions[0]
     assert (row["gross_trade_amount"], row["commission"], row["amount"]) == (
-        "50000.00",
-        "50.00",
+        "49999.99986972",
+        "49.99999986972",
         "0.97582872",
     )
     result.write(tmp_path)
     with (tmp_path / "executions.csv").open() as f:
-        assert next(csv.DictReader(f))["commission"] == "50.00"
+        assert next(csv.DictReader(f))["commission"] == "49.99999986972"
+    # the page shows them at the asset's precision: 2 decimals for USD
+    page = (tmp_path / "report.html").read_text()
+    assert "<td>50.00</td>" in page  # the execution's fee
+    assert "<th>USD</th><td class='n'>available 49950.00, " in page
+
+
+def test_the_commissions_in_executions_csv_add_up_to_the_fees(tmp_path: Path) -> None:
+    # two fills of 0.2225 USD commission each: rounded to cents each shows 0.22, and the
+    # rows would sum to 0.44 against fees of 0.445
+    times = [T0, T0 + DAY]
+    fills = [
+        fill("a", "BUY", T0, "1", "222.5", "0.2225"),
+        fill("b", "SELL", T0 + DAY, "1", "222.5", "0.2225"),
+    ]
+    held = [(T0, (D(1000), D(0))), (T0, (D("777.2775"), D(1))), (T0 + DAY, (D("999.555"), D(0)))]
+    result = record("BTCUSD", times, ["222.5", "222.5"], held, fills)
+    result.write(tmp_path)
+    with (tmp_path / "executions.csv").open() as f:
+        commissions = [D(r["commission"]) for r in csv.DictReader(f)]
+    assert commissions == [D("0.2225"), D("0.2225")]
+    assert sum(commissions) == D(result.summary["fees"]) == D("0.445")
+    assert result.summary["final_balances"]["USD"]["available"] == "999.555"
 
 
 def test_trades_csv_has_one_row_per_closed_trade(tmp_path: Path) -> None:
@@ -254,27 +271,38 @@ def test_trades_csv_has_one_row_per_closed_trade(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [(r["entry_time"][:10], r["exit_time"][:10], r["duration"]) for r in rows] == [
         ("2024-01-01", "2024-01-02", "P1D"),
-        ("2024-01-03", "2024-01-04", "P1D"),
         ("2024-01-03", "2024-01-05", "P2D"),
     ]
     assert [(r["amount"], r["entry_price"], r["exit_price"]) for r in rows] == [
         ("5", "100", "110"),
-        ("4", "99", "121"),
-        ("6", "99", "90"),
+        ("10", "99", "102.4"),  # (484 + 540) / 10
     ]
     assert [(r["pnl"], r["return_pct"], r["fees"]) for r in rows] == [
         ("48", "9.60", "2"),
-        ("86.2", "21.77", "1.8"),  # 0.8 of the entry's 2 and the exit's 1
-        ("-56.2", "-9.46", "2.2"),
+        ("30", "3.03", "4"),  # the entry's 2 and the exits' 1 and 1
     ]
 
 
 def test_durations_are_iso_8601() -> None:
     assert duration(0) == "PT0S"
     assert duration(DAY) == "P1D"
-    assert duration(DAY + 3_661 * SECOND + SECOND // 2) == "P1DT1H1M1.5S"
+    assert duration(DAY + 3_661 * SECOND + SECOND // 2) == "P1DT1H1M2S"
     assert duration(90 * SECOND) == "PT1M30S"
     assert duration(None) is None
+
+
+def test_durations_are_rounded_to_the_second() -> None:
+    # a mean of eleven trades' durations: 48 d 22 h 15 min 16.363636 s
+    mean = (48 * 86_400 + 22 * 3_600 + 15 * 60 + 16) * SECOND + 363_636
+    assert duration(mean) == "P48DT22H15M16S"
+    assert duration(mean + 136_364) == "P48DT22H15M17S"  # 16.5 s: half rounds up
+    assert duration(SECOND // 3) == "PT0S"
+    trades = three_trades()
+    # the trades' durations, 1 and 2 days and a third second: a mean of 1.5 days and
+    # a sixth of a second
+    late = [t._replace(exit_time=t.exit_time + SECOND // 3) for t in trades.trades]
+    figures = trade_statistics(late, 0, "USD")
+    assert (figures["avg_duration"], figures["max_duration"]) == ("P1DT12H", "P2D")
 
 
 def test_a_run_shorter_than_a_day_has_no_cagr() -> None:
@@ -285,3 +313,29 @@ def test_a_run_shorter_than_a_day_has_no_cagr() -> None:
     # one day is enough: 1.1 ^ 365.25 = 1,314,250,812,077,362.312174...; less 1, x 100
     day = record("LTCUSD", [T0, T0 + DAY], ["100", "110"], [(T0, (D(0), D(1)))]).summary
     assert day["cagr_pct"] == "131425081207736131.22"
+
+
+def test_trades_are_counted_by_position_and_win_rate_by_positions() -> None:
+    # One position entered with one order and left with two (the cap on a market order
+    # splits a large exit), then a second position, one order each way:
+    #   hour 0 at 100: buy 2 (200)        -> 800 USD, 2 BTC
+    #   hour 1 at  90: sell 1 (90)        -> 890 USD, 1 BTC
+    #   hour 2 at 120: sell 1 (120)       -> 1010 USD        position 1: 210 - 200 = +10
+    #   hour 3 at 100: buy 1 (100)        -> 910 USD, 1 BTC
+    #   hour 4 at  95: sell 1 (95)        -> 1005 USD        position 2: 95 - 100 = -5
+    # Counted by order, the first position's exits would be two trades (-10 and +20):
+    # three trades, one win in three. By position: two trades, one win in two.
+    hour = 3_600 * SECOND
+    times = [T0 + k * hour for k in range(5)]
+    prices = ["100", "90", "120", "100", "95"]
+    moves = [("a", "BUY", "2"), ("s1", "SELL", "1"), ("s2", "SELL", "1")]
+    moves += [("b", "BUY", "1"), ("s3", "SELL", "1")]
+    fills = [fill(o, side, times[k], n, prices[k], "0") for k, (o, side, n) in enumerate(moves)]
+    held = [(1000, 0), (800, 2), (890, 1), (1010, 0), (910, 1), (1005, 0)]
+    at = [T0, *times]
+    holdings = [(t, (D(usd), D(btc))) for t, (usd, btc) in zip(at, held, strict=True)]
+    s = record("BTCUSD", times, prices, holdings, fills).summary["trades"]
+    # +10 / 200 = 5%, -5 / 100 = -5%: mean 0; profit factor 10 / 5 = 2
+    assert (s["count"], s["open"], s["win_rate_pct"]) == (2, 0, "50.00")
+    assert (s["profit_factor"], s["avg_trade_pct"], s["avg_pnl"]) == ("2.0000", "0.00", "2.5")
+    assert (s["best_trade_pct"], s["worst_trade_pct"]) == ("5.00", "-5.00")

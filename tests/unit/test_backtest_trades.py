@@ -1,5 +1,5 @@
-"""Round trips paired from fills by hand: a buy order's fills open one trade, sells
-close trades first in first out, a partial close splits a trade, fees pro rata."""
+"""Round trips paired from fills by hand: a trade is a position, from the holding
+leaving zero to its return to zero, however many orders enter and leave it."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_an_order_taking_two_levels_is_one_trade_at_its_average_price() -> None:
     assert t.return_pct == D("8.701980198019801980198019801980198019802")
 
 
-def test_sells_close_first_in_first_out_and_a_partial_close_splits_a_trade() -> None:
+def test_buys_and_sells_while_a_position_is_open_are_one_trade() -> None:
     trades, still_open = pair(
         [
             fill("a", "BUY", 1, "1", "100", "1"),
@@ -67,34 +67,39 @@ def test_sells_close_first_in_first_out_and_a_partial_close_splits_a_trade() -> 
             fill("s2", "SELL", 4, "2", "150", "0"),
         ]
     )
+    # the holding leaves zero at hour 1 and returns to it at hour 4: one position
+    # bought 4 for 100 + 600 = 700 (175 each); sold 4 for 600 + 300 = 900 (225 each)
+    # fees 1 + 3 + 2 + 0 = 6; pnl 900 - 700 - 6 = 194; return 194 / 700 = 27.714285...%
     assert still_open == 0
     assert trades == [
-        # a, whole: proceeds 600 x 1/2 = 300, exit fee 2 x 1/2 = 1: 300 - 100 - 1 - 1 = 198
-        Trade("BTCUSD", T0 + HOUR, T0 + 3 * HOUR, D(1), D(100), D(300), D(198), D(198), D(2)),
-        # 1 of b's 3: cost 600 x 1/3 = 200, entry fee 3 x 1/3 = 1; the sell's rest: 300, 1
-        # pnl 300 - 200 - 1 - 1 = 98, return 98 / 200 = 49%
-        Trade("BTCUSD", T0 + 2 * HOUR, T0 + 3 * HOUR, D(1), D(200), D(300), D(98), D(49), D(2)),
-        # b's other 2: cost 400, entry fee 2; proceeds 300, no fee: 300 - 400 - 2 = -102
-        # return -102 / 400 = -25.5%
         Trade(
-            "BTCUSD", T0 + 2 * HOUR, T0 + 4 * HOUR, D(2), D(200), D(150), D(-102), D("-25.5"), D(2)
-        ),
+            "BTCUSD",
+            T0 + HOUR,
+            T0 + 4 * HOUR,
+            D(4),
+            D(175),
+            D(225),
+            D(194),
+            D("27.71428571428571428571428571428571428571"),
+            D(6),
+        )
     ]
 
 
-def test_a_split_trades_later_fills_open_a_new_trade_and_open_trades_are_counted() -> None:
-    trades, still_open = pair(
-        [
-            fill("b", "BUY", 1, "2", "100", "0"),
-            fill("s", "SELL", 2, "1", "110", "0"),
-            fill("b", "BUY", 3, "1", "90", "0"),  # the resting order fills again
-            fill("c", "BUY", 4, "1", "95", "0"),
-            fill("c", "BUY", 5, "1", "97", "0"),  # same order, later: the same trade
-        ]
-    )
-    # open: b's remaining 1, b's new 1, c's 2 (one trade of two fills)
-    assert [(t.amount, t.pnl) for t in trades] == [(D(1), D(10))]
-    assert still_open == 3
+def test_a_position_is_open_until_the_holding_returns_to_zero() -> None:
+    fills = [
+        fill("b", "BUY", 1, "2", "100", "0"),
+        fill("s", "SELL", 2, "1", "110", "0"),  # a partial exit: part of the trade
+        fill("b", "BUY", 3, "1", "90", "0"),  # the resting order fills again
+        fill("c", "BUY", 4, "1", "95", "0"),
+        fill("c", "BUY", 5, "1", "97", "0"),
+    ]
+    # held 2, 1, 2, 3, 4: never back at zero, so one open trade and none closed
+    assert pair(fills) == ([], 1)
+    trades, still_open = pair([*fills, fill("t", "SELL", 6, "4", "100", "0")])
+    # bought 5 for 200 + 90 + 95 + 97 = 482; sold 5 for 110 + 400 = 510: pnl 28
+    assert [(t.amount, t.pnl, t.entry_time) for t in trades] == [(D(5), D(28), T0 + HOUR)]
+    assert still_open == 0
 
 
 def test_a_sell_of_base_never_bought_closes_nothing() -> None:
@@ -118,3 +123,20 @@ def test_a_commission_in_the_base_asset_is_valued_at_the_fill_price() -> None:
         ]
     )
     assert [(t.fees, t.pnl) for t in trades] == [(D("2.1"), D("7.9"))]  # 110 - 100 - 2.1
+
+
+def test_one_entry_order_and_two_exit_orders_are_one_trade() -> None:
+    # The market order's cap splits a large exit into two orders: still one position.
+    trades, still_open = pair(
+        [
+            fill("a", "BUY", 0, "2", "100", "0.2"),
+            fill("s1", "SELL", 1, "1", "90", "0.09"),
+            fill("s2", "SELL", 2, "1", "120", "0.12"),
+        ]
+    )
+    # bought 2 for 200; sold 1 for 90 and 1 for 120: 210, 105 each
+    # fees 0.2 + 0.09 + 0.12 = 0.41; pnl 210 - 200 - 0.41 = 9.59; return 9.59 / 200 = 4.795%
+    assert still_open == 0
+    assert trades == [
+        Trade("BTCUSD", T0, T0 + 2 * HOUR, D(2), D(100), D(105), D("9.59"), D("4.795"), D("0.41"))
+    ]
