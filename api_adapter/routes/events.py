@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.paging import strict_int
+from api_adapter.paging import page_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.webhook_delivery import delivered_through
 from engine.read import feed
@@ -30,9 +30,7 @@ Read = Annotated[Principal, Depends(require("events:read_event"))]
 async def list_events(
     request: Request,
     who: Read,
-    limit: Annotated[
-        int | None, strict_int(1, feed.MAX_LIMIT), Query(ge=1, le=feed.MAX_LIMIT)
-    ] = None,
+    limit: Annotated[int | None, page_limit(feed.MAX_LIMIT), Query()] = None,
     page_cursor: str | None = None,
     type: str | None = None,
     created_at_lt: Annotated[str | None, Query(alias="created_at.lt")] = None,
