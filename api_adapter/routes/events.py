@@ -30,7 +30,11 @@ Read = Annotated[Principal, Depends(require("events:read_event"))]
 async def list_events(
     request: Request,
     who: Read,
-    limit: Annotated[int | None, page_limit(feed.MAX_LIMIT), Query()] = None,
+    limit: Annotated[
+        int | None,
+        page_limit(feed.MAX_LIMIT),
+        Query(description=f"page size, 1 to {feed.MAX_LIMIT}; 0 is the same as none"),
+    ] = None,
     page_cursor: str | None = None,
     type: str | None = None,
     created_at_lt: Annotated[str | None, Query(alias="created_at.lt")] = None,

@@ -52,7 +52,14 @@ async def list_historical_prices(
     max_data_points: Annotated[int | None, strict_int(1, _BIG), Query(ge=1)] = None,
     begin: Annotated[str | None, Query(alias="range.begin")] = None,
     end: Annotated[str | None, Query(alias="range.end")] = None,
-    limit: Annotated[int | None, page_limit(MAX_LIMIT), Query(alias="pagination.limit")] = None,
+    limit: Annotated[
+        int | None,
+        page_limit(MAX_LIMIT),
+        Query(
+            alias="pagination.limit",
+            description=f"page size, 1 to {MAX_LIMIT}; 0 is the same as none",
+        ),
+    ] = None,
     offset: Annotated[
         int | None, strict_int(0, _BIG), Query(alias="pagination.offset", ge=0)
     ] = None,
