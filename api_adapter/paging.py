@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
@@ -18,25 +19,38 @@ def strict_int(low: int, high: int) -> BeforeValidator:
     """An integer query parameter checked as engine.read.params checks every one: ASCII
     digits within bounds (pydantic alone takes ' 5', '+5', '5.0' and '1_0'). A fault is
     reported as pydantic's own error of its kind, which api_adapter.problems words."""
+    return BeforeValidator(partial(_checked_int, low=low, high=high))
+
+
+def _checked_int(value: Any, low: int, high: int) -> Any:
+    if isinstance(value, str):
+        fault = int_fault(value, low, high)
+        if fault == "digits":
+            raise PydanticKnownError("int_parsing")
+        if fault == "above":
+            raise PydanticKnownError("less_than_equal", {"le": high})
+        if fault == "below":
+            raise PydanticKnownError("greater_than_equal", {"ge": low})
+    return value
+
+
+def page_limit(most: int) -> BeforeValidator:
+    """A list's page size: 1 to `most`, and 0 the same as none (the list's default), for 0
+    is the unset value of the service's wire format. Its Query() takes no ge or le, which
+    pydantic would apply to that None: this checks the bounds."""
 
     def check(value: Any) -> Any:
-        if isinstance(value, str):
-            fault = int_fault(value, low, high)
-            if fault == "digits":
-                raise PydanticKnownError("int_parsing")
-            if fault == "above":
-                raise PydanticKnownError("less_than_equal", {"le": high})
-            if fault == "below":
-                raise PydanticKnownError("greater_than_equal", {"ge": low})
-        return value
+        if isinstance(value, str) and value.isascii() and value.isdigit() and not value.strip("0"):
+            return None
+        return _checked_int(value, 1, most)
 
     return BeforeValidator(check)
 
 
 Limit = Annotated[
     int | None,
-    strict_int(1, MAX_LIMIT),
-    Query(ge=1, le=MAX_LIMIT, description=f"page size, at most {MAX_LIMIT}"),
+    page_limit(MAX_LIMIT),
+    Query(description=f"page size, 1 to {MAX_LIMIT}; 0 is the same as none"),
 ]
 Order = Annotated[Literal["ASC", "DESC"] | None, Query()]
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.paging import strict_int
+from api_adapter.paging import page_limit
 from api_adapter.responses import JSONResponse
 from api_adapter.webhook_delivery import delivered_through
 from engine.read import feed
@@ -31,7 +31,9 @@ async def list_events(
     request: Request,
     who: Read,
     limit: Annotated[
-        int | None, strict_int(1, feed.MAX_LIMIT), Query(ge=1, le=feed.MAX_LIMIT)
+        int | None,
+        page_limit(feed.MAX_LIMIT),
+        Query(description=f"page size, 1 to {feed.MAX_LIMIT}; 0 is the same as none"),
     ] = None,
     page_cursor: str | None = None,
     type: str | None = None,

@@ -57,9 +57,10 @@ async def create_order(
 
 
 async def _await_fill(request: Request, who: Principal, order: dict, millis: int) -> dict:
-    """Hold the answer until the order is closed or `millis` of wall time pass. On a
-    manual clock no time passes between requests, so the answer is immediate."""
-    if request.app.state.engine.clock.mode != "wall" or order["status"] in CLOSED:
+    """Hold the answer until the order is closed or `millis` of real time pass, whatever
+    the engine's clock: the reference's rule is a wait, and on a manual clock another
+    request (a price set, the clock moved) may fill the order meanwhile."""
+    if order["status"] in CLOSED:
         return order
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis / 1000

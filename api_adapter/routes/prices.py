@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api_adapter import response_shapes
 from api_adapter.auth import Principal, require
-from api_adapter.paging import strict_int
+from api_adapter.paging import page_limit, strict_int
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.domain.trading.market_views import TICKER_MARKETS
@@ -53,7 +53,12 @@ async def list_historical_prices(
     begin: Annotated[str | None, Query(alias="range.begin")] = None,
     end: Annotated[str | None, Query(alias="range.end")] = None,
     limit: Annotated[
-        int | None, strict_int(1, MAX_LIMIT), Query(alias="pagination.limit", ge=1, le=MAX_LIMIT)
+        int | None,
+        page_limit(MAX_LIMIT),
+        Query(
+            alias="pagination.limit",
+            description=f"page size, 1 to {MAX_LIMIT}; 0 is the same as none",
+        ),
     ] = None,
     offset: Annotated[
         int | None, strict_int(0, _BIG), Query(alias="pagination.offset", ge=0)

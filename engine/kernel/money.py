@@ -1,7 +1,8 @@
 """Decimal amounts, asset precision and market specifications.
 
 Amounts are `Decimal` from the wire to the ledger; JSON carries them as plain strings.
-An amount with more decimals than its asset allows is refused, never rounded.
+An amount with more decimals than its asset allows is refused, never rounded (unless it
+is taken from a balance that holds as many: `check_precision`).
 """
 
 from __future__ import annotations
@@ -108,9 +109,22 @@ def decimals(value: Decimal) -> int:
     return max(0, -exponent)
 
 
-def check_precision(value: Decimal, asset: str, field: str) -> None:
+def debit_places(asset: str, held: Decimal) -> int:
+    """The places of an amount taken from a balance that holds `held`: the asset's, or as
+    many as the balance carries. Trades settle the quote at full precision, as the
+    service's executions do (a `gross_trade_amount` of 99.9997727575 USD), so a fiat
+    balance may hold digits below the cent, and a balance shown must be movable whole."""
+    return max(ASSET_PRECISION[asset], decimals(held))
+
+
+def check_precision(value: Decimal, asset: str, field: str, held: Decimal | None = None) -> None:
+    """At most the asset's places, or, for an amount taken from a balance that holds
+    `held`, its `debit_places`."""
     places = ASSET_PRECISION.get(asset)
-    if places is not None and decimals(value) > places:
+    if places is None:
+        return
+    most = places if held is None else debit_places(asset, held)
+    if decimals(value) > most:
         raise ExceedPrecision(asset, places, field)
 
 

@@ -3,8 +3,8 @@
 `int()` and `str.isdigit()` take far more than an API should: `isdigit()` holds for
 '²' (which `int()` refuses: a 500), `int()` takes '١٢', ' 12', '+12' and '1_2', and a
 value past 2**63 - 1 passes both and fails inside SQLite (another 500). Here only ASCII
-digits are taken, and the value must lie within the parameter's bounds; anything else
-is a 400 that names the parameter.
+digits are taken (after a minus sign, a value below the bound), and the value must lie
+within the parameter's bounds; anything else is a 400 that names the parameter.
 """
 
 from __future__ import annotations
@@ -29,10 +29,16 @@ def int_fault(text: str, low: int = 0, high: int = MAX_INT64) -> Fault | None:
     """What keeps `text` from being an integer from `low` to `high`, or None.
 
     Leading zeros are dropped and the digits counted before any conversion, so a long
-    string costs no big-number arithmetic (nor meets `int()`'s limit of 4300 digits)."""
-    if not (text and text.isascii() and text.isdigit()):
+    string costs no big-number arithmetic (nor meets `int()`'s limit of 4300 digits).
+    A negative integer is an integer below the bound, not a malformed one: the bounds
+    are never negative (every such parameter is a count, an offset or an id)."""
+    negative = text[:1] == "-"
+    unsigned = text[1:] if negative else text
+    if not (unsigned and unsigned.isascii() and unsigned.isdigit()):
         return "digits"
-    digits = text.lstrip("0") or "0"
+    digits = unsigned.lstrip("0") or "0"
+    if negative:
+        return "digits" if digits == "0" else "below"  # no signed zero
     if len(digits) > len(str(high)) or int(digits) > high:
         return "above"
     if int(digits) < low:

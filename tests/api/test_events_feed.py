@@ -111,7 +111,7 @@ def test_filters_by_type_and_time_and_pages_with_a_cursor(sandbox: Any) -> None:
 
 
 def test_refusals_name_the_field(sandbox: Any) -> None:
-    assert problem(sandbox.get("/v2/events", params={"limit": 0}), 400)["meta"]["field"] == "limit"
+    assert problem(sandbox.get("/v2/events", params={"limit": -1}), 400)["meta"]["field"] == "limit"
     assert (
         problem(sandbox.get("/v2/events", params={"limit": 101}), 400)["meta"]["field"] == "limit"
     )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.support.reference import component_schemas
-from tests.support.transfer_helpers import problem, profile_id
+from tests.support.transfer_helpers import problem, profile_id, usd_below_the_cent
 
 PATH = "/v2/transfer/internal"
 
@@ -152,3 +152,17 @@ def test_the_scope_is_required(sandbox: Any) -> None:
     headers = sandbox.login("sandex", "sandex-secret", scope="transfer:write_crypto_withdrawal")
     body = {"from_profile_id": "default", "to_profile_id": desk, "asset": "BTC", "amount": "1"}
     assert sandbox.post(PATH, body, headers=headers).status_code == 403
+
+
+def test_a_balance_a_trade_left_below_the_cent_moves_whole(sandbox: Any) -> None:
+    """Trades settle the quote at full precision, as the reference's executions show; what a
+    balance shows, it can move: as many places as it holds, not the asset's two."""
+    held = usd_below_the_cent(sandbox)
+    desk = _desk(sandbox)
+    finer = problem(_move(sandbox, desk, amount=held + "1", asset="USD"), 400, "exceed-precision")
+    assert finer["detail"] == "max precision allowed for asset USD is 2"
+    r = _move(sandbox, desk, amount=held, asset="USD")
+    assert r.status_code == 200, r.text
+    assert r.json()["amount"] == held
+    assert sandbox.balance("USD")["available"] == "0"
+    assert sandbox.balance("USD", profile=desk)["available"] == held

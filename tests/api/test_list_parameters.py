@@ -12,6 +12,13 @@ from tests.support.reference import document
 # The interface names these transfer types PLATFORM_TRANSFER_*, and it wins over the
 # OpenAPI document where the two disagree (the reference's README).
 RENAMED = {"PAXOS_TRANSFER_DEBIT", "PAXOS_TRANSFER_CREDIT"}
+LIMIT_ORDER = {
+    "side": "SELL",
+    "market": "BTCUSD",
+    "type": "LIMIT",
+    "price": "90000",
+    "base_amount": "0.1",
+}
 
 
 def _refused(r: Any, name: str) -> None:
@@ -137,3 +144,41 @@ def test_the_other_lists_keep_the_reference_default_order(
     times = [item["created_at"] for item in items]
     assert len(times) >= 2
     assert times == sorted(times, reverse=newest_first)
+
+
+# Path parameters and required query parameters of sandex's list operations, to call them.
+_PATH_VALUES = {"{profile_id}": "default", "{market}": "BTCUSD"}
+_REQUIRED = {"/v2/markets/{market}/historical-prices": {"increment": "ONE_HOUR"}}
+
+
+def _paged_lists(sandbox: Any) -> list[tuple[str, str, dict[str, str]]]:
+    """Every GET of sandex's own document that takes a page size: (path, name, required)."""
+    found = []
+    for template, operations in sandbox.app.openapi()["paths"].items():
+        for param in operations.get("get", {}).get("parameters", []):
+            if param["in"] == "query" and param["name"] in ("limit", "pagination.limit"):
+                path = template
+                for name, value in _PATH_VALUES.items():
+                    path = path.replace(name, value)
+                found.append((path, param["name"], _REQUIRED.get(template, {})))
+    return found
+
+
+def test_a_limit_of_0_is_no_limit_and_a_negative_one_is_below_1(sandbox: Any) -> None:
+    """0 is the unset value of the service's wire format: the list's default page size.
+    A negative limit is an integer, refused for its value."""
+    sandbox.deposit("BTC", "1")
+    sandbox.post("/v2/profiles/default/orders", {**LIMIT_ORDER, "ref_id": "r"})
+    lists = _paged_lists(sandbox)
+    assert len(lists) >= 10, lists
+    for path, name, required in lists:
+        unset = sandbox.get(path, params=required)
+        assert unset.status_code == 200, f"{path}: {unset.text}"
+        zero = sandbox.get(path, params={**required, name: "0"})
+        assert zero.status_code == 200, f"{path}?{name}=0: {zero.text}"
+        assert zero.json() == unset.json(), path
+        negative = sandbox.get(path, params={**required, name: "-1"})
+        assert negative.status_code == 400, f"{path}?{name}=-1: {negative.text}"
+        body = negative.json()
+        assert body["detail"] == f"{name} invalid: must be at least 1", (path, body)
+        assert body["meta"] == {"field": name}

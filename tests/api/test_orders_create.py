@@ -269,7 +269,7 @@ def test_metadata_at_the_limits_is_stored(sb: Any) -> None:
 def test_await_fill_millis_over_10000_is_a_400(sb: Any) -> None:
     r = place(sb, **VALID["LIMIT"], await_fill_millis=10001)
     assert r.status_code == 400 and r.json()["detail"].startswith("await_fill_millis invalid")
-    assert placed(sb, **VALID["LIMIT"], await_fill_millis=10000)["status"] == "OPEN"
+    assert placed(sb, **VALID["MARKET BUY"], await_fill_millis=10000)["status"] == "FILLED"
 
 
 def test_self_match_prevention_id_over_36_characters_is_a_400(sandbox_factory: Any) -> None:

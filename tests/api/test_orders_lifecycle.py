@@ -268,11 +268,28 @@ def test_the_moving_path_triggers_stops(sandbox_factory: Any) -> None:
 # -- await_fill_millis -----------------------------------------------------------------
 
 
-def test_await_fill_returns_at_once_on_a_manual_clock(sb: Any) -> None:
+def test_await_fill_on_a_manual_clock_waits_in_real_time_until_filled(sb: Any) -> None:
+    """The rule is a wait whatever the clock: a request that moves the price meanwhile
+    fills the order, and the waiting answer says FILLED."""
     started = time.monotonic()
-    order = placed(sb, **limit("BUY", "40000", "1"), await_fill_millis=10000)
+    order = placed(sb, **limit("BUY", "40000", "1"), await_fill_millis=300)
     assert order["status"] == "OPEN"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started >= 0.3  # nothing filled it: it waited the time
+    answer: dict[str, Any] = {}
+
+    def waiting() -> None:
+        body = limit("BUY", "42000", "0.1", ref_id="waiting")
+        answer.update(placed(sb, **body, await_fill_millis=10000))
+
+    thread = threading.Thread(target=waiting)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not sb.get("/v2/orders", params={"ref_ids": "waiting"}).json()["items"]:
+        assert time.monotonic() < deadline, "the waiting order was never placed"
+        time.sleep(0.01)
+    set_price(sb, "41500")  # the house's ask falls under the waiting order's price
+    thread.join(15)
+    assert answer["status"] == "FILLED", answer
 
 
 def test_await_fill_on_a_wall_clock_waits_until_filled_or_the_time_is_up(

@@ -113,10 +113,10 @@ def test_a_bug_is_a_500_problem_that_leaks_nothing(sandbox: Any) -> None:
 ORDER = {"side": "BUY", "market": "BTCUSD", "type": "LIMIT", "price": "1", "base_amount": "1"}
 # (method, path, query or body, the detail): the API's own words, naming what was sent.
 WORDED = [
-    ("GET", "/v2/profiles", {"limit": "0"}, "limit invalid: must be at least 1"),
+    ("GET", "/v2/profiles", {"limit": "-1"}, "limit invalid: must be at least 1"),
     ("GET", "/v2/profiles", {"limit": "5000"}, "limit invalid: must be at most 1000"),
     ("GET", "/v2/profiles", {"limit": "ten"}, "limit invalid: must be an integer"),
-    ("GET", "/v2/events", {"limit": "0"}, "limit invalid: must be at least 1"),
+    ("GET", "/v2/events", {"limit": "-1"}, "limit invalid: must be at least 1"),
     (
         "GET",
         "/v2/profiles/default/executions",

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from engine.kernel.commands import CreateCustomer
+from tests.support.transfer_helpers import usd_below_the_cent
 
 PATH = "/v2/conversion/stablecoins"
 NO_ID = "00000000-0000-0000-0000-000000000000"
@@ -146,6 +147,18 @@ def test_refused_pairs_amounts_and_precision_name_their_field(sandbox_factory: A
     missing = sb.post(PATH, {"amount": "1", "source_asset": "USD", "target_asset": "USDP"})
     assert missing.status_code == 400 and missing.json()["meta"]["field"] == "profile_id"
     assert sb.balance("USD")["available"] == "20000"
+
+
+def test_a_usd_balance_a_trade_left_below_the_cent_converts_whole(sandbox: Any) -> None:
+    """USD to USDP (18 places) at the balance's own places; USDG keeps its 6."""
+    held = usd_below_the_cent(sandbox)
+    refused = _convert(sandbox, held, target="USDG")
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["detail"] == "max precision allowed for asset USDG is 6"
+    r = _convert(sandbox, held)
+    assert r.status_code == 200, r.text
+    assert r.json()["amount"] == held
+    assert sandbox.balance("USD")["available"] == "0"
 
 
 def test_directed_settlement_credits_the_recipient_profile(sandbox: Any) -> None:

@@ -20,6 +20,7 @@ from tests.support.transfer_helpers import (
     profile_id,
     quote,
     transfer,
+    usd_below_the_cent,
     withdraw,
     withdrawal_body,
 )
@@ -504,6 +505,14 @@ def test_balance_asset_debits_usd_for_a_stablecoin_withdrawal(sandbox: Any) -> N
     assert _ledger(sandbox, WORLD, "USDC") - world_usdc == Decimal("10")
     assert _ledger(sandbox, FEES, "USDC") == Decimal("0.01")
     assert _ledger(sandbox, CONVERSION, "USD") == Decimal("10.01")
+
+
+def test_a_usd_balance_a_trade_left_below_the_cent_is_withdrawn_whole(sandbox: Any) -> None:
+    """As a stablecoin of 18 places, by `total`: the balance's own places are accepted."""
+    held = usd_below_the_cent(sandbox)
+    body = _ok(withdraw(sandbox, asset="USDP", network="ETHEREUM", total=held, balance_asset="USD"))
+    assert (body["balance_asset"], body["total"]) == ("USD", held)
+    assert sandbox.balance("USD")["available"] == "0"
 
 
 def test_balance_asset_may_be_another_usd_stablecoin(sandbox: Any) -> None:

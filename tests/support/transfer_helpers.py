@@ -77,3 +77,15 @@ def profile_id(sandbox: Any, profile: str = "default", **kw: Any) -> str:
     r = sandbox.get(f"/v2/profiles/{profile}", **kw)
     assert r.status_code == 200, r.text
     return r.json()["id"]  # type: ignore[no-any-return]
+
+
+def usd_below_the_cent(sandbox: Any) -> str:
+    """A USD balance with digits below the cent, as trades leave one (a market buy by
+    `quote_amount` spends whole base units, so not all of it): its `available` text."""
+    sandbox.deposit("USD", "1000")
+    order = {"side": "BUY", "market": "BTCUSD", "type": "MARKET", "quote_amount": "100.00"}
+    r = sandbox.post("/v2/profiles/default/orders", order)
+    assert r.status_code == 200 and r.json()["status"] == "FILLED", r.text
+    held = sandbox.balance("USD")["available"]
+    assert len(held.partition(".")[2]) > 2, held
+    return held  # type: ignore[no-any-return]

@@ -97,8 +97,11 @@ def any_int_length() -> Iterator[None]:
 
 
 def _plain_fault(text: str, low: int, high: int) -> str | None:
-    if not text or not all("0" <= c <= "9" for c in text):
+    unsigned = text.removeprefix("-")
+    if not unsigned or not all("0" <= c <= "9" for c in unsigned):
         return "digits"
+    if unsigned != text and not unsigned.strip("0"):
+        return "digits"  # a signed zero
     with any_int_length():
         value = int(text)
     if value > high:
@@ -113,13 +116,15 @@ def _plain_fault(text: str, low: int, high: int) -> str | None:
     st.one_of(
         st.from_regex(r"0{0,30}[0-9]{0,25}", fullmatch=True),
         st.text(max_size=6),
-        st.integers(0, 2**70).map(str),
+        st.integers(-(2**70), 2**70).map(str),
     ),
     st.sampled_from(((0, MAX_INT64), (1, 100), (5, 5), (0, 0), (10, 2**64))),
 )
 @example("0" * 5000 + "7", (1, 100))
 @example("9" * 5000, (0, MAX_INT64))
 @example("²", (0, 100))
+@example("-7", (0, 100))
+@example("-000", (0, 100))
 def test_integer_parameters_are_judged_as_their_value(text: str, bounds: tuple[int, int]) -> None:
     low, high = bounds
     assert int_fault(text, low, high) == _plain_fault(text, low, high)

@@ -37,7 +37,6 @@ def create_internal_transfer(ctx: Ctx, cmd: CreateInternalTransfer) -> dict[str,
     if asset not in ASSET_PRECISION:
         raise Invalid(f"asset invalid: unknown asset '{asset[:32]}'", field="asset")
     amount = parse_amount(cmd.amount, "amount")
-    check_precision(amount, asset, "amount")
     metadata = check_metadata(cmd.metadata)
     recipient_metadata = check_metadata(cmd.recipient_metadata, "recipient_metadata")
     if cmd.ref_id is not None and not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
@@ -58,6 +57,7 @@ def create_internal_transfer(ctx: Ctx, cmd: CreateInternalTransfer) -> dict[str,
                 transfer_records.transfer_view(state.transfers[existing]),
             )
     funds = state.ledger.balance(available(sender["id"]), asset)
+    check_precision(amount, asset, "amount", held=funds)
     if funds < amount:
         raise InsufficientFunds(sender["id"], asset, format_normal(funds), format_normal(amount))
     group_id = ctx.ids.uuid()

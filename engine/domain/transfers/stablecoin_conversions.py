@@ -36,6 +36,7 @@ from engine.kernel.events import Event
 from engine.kernel.ledger import encode_postings
 from engine.kernel.money import (
     ASSET_PRECISION,
+    debit_places,
     decimals,
     format_amount,
     format_normal,
@@ -80,20 +81,20 @@ def _pair(source: str, target: str) -> None:
         )
 
 
-def _precision(amount: Decimal, source: str, target: str) -> None:
-    """The amount leaves one asset and lands in the other: at most the places of both."""
-    places = min(ASSET_PRECISION[source], ASSET_PRECISION[target])
+def _precision(amount: Decimal, source: str, target: str, held: Decimal) -> None:
+    """The amount leaves one balance and lands in the other asset: at most the places of
+    both, the source's being those of a debit from a balance that holds `held`."""
+    source_places = debit_places(source, held)
+    places = min(source_places, ASSET_PRECISION[target])
     if decimals(amount) > places:
-        raise ExceedPrecision(
-            source if ASSET_PRECISION[source] == places else target, places, "amount"
-        )
+        named = source if source_places == places else target
+        raise ExceedPrecision(named, ASSET_PRECISION[named], "amount")
 
 
 def create_conversion(ctx: Ctx, cmd: CreateStablecoinConversion) -> dict[str, Any]:
     state = ctx.state
     _pair(cmd.source_asset, cmd.target_asset)
     amount = parse_amount(cmd.amount, "amount")
-    _precision(amount, cmd.source_asset, cmd.target_asset)
     limit = ctx.settings.conversion_max_amount
     if amount > limit:
         raise Invalid(
@@ -119,6 +120,7 @@ def create_conversion(ctx: Ctx, cmd: CreateStablecoinConversion) -> dict[str, An
             )
     pid = profile["id"]
     held = state.ledger.balance(available(pid), cmd.source_asset)
+    _precision(amount, cmd.source_asset, cmd.target_asset, held)
     if held < amount:
         raise InsufficientFunds(pid, cmd.source_asset, format_normal(held), format_amount(amount))
     delay = ctx.settings.conversion_settle_seconds

@@ -153,9 +153,10 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
             field="amount" if sizing.amount is not None else "total",
         )
     withdrawal_fees.check_cap(ctx.settings, asset, amount)
-    if balance_asset != asset:
-        check_precision(total, balance_asset, "total" if sizing.total is not None else "amount")
     held = state.ledger.balance(available(profile_id), balance_asset)
+    if balance_asset != asset:
+        field = "total" if sizing.total is not None else "amount"
+        check_precision(total, balance_asset, field, held=held)
     if held < total:
         raise InsufficientFunds(
             profile_id, balance_asset, format_normal(held), format_normal(total)
