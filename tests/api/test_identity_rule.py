@@ -1,9 +1,11 @@
 """Issue 19, the create-order rule: "the identity must be allowed to trade for the
-account". An order, a crypto withdrawal or a deposit address that names an identity and
-an account is refused unless the identity is the caller's, APPROVED, and a member of the
-account with a role that acts for it; each refusal with the document's status and
-problem type (403 Forbidden, as its `user account is disabled` example; 404 Not Found
-for an id the caller does not have; 400 naming a field sent without its partner)."""
+account". An order, a crypto withdrawal or a deposit address (and, since issue 29, every
+other operation that names an identity and an account) is refused unless the identity is
+the caller's, APPROVED, and a member of the account with a role that acts for it; each
+refusal with the document's status and problem type (403 Forbidden, as its `user account
+is disabled` example; 404 Not Found for an id the caller does not have; 400 naming a
+field sent without its partner). Only a customer created with `identity_labels` keeps
+the ids as labels, until it creates an identity."""
 
 from __future__ import annotations
 
@@ -194,16 +196,6 @@ def test_an_order_naming_neither_is_placed_as_before(sb: Any) -> None:
     assert _order(sb, None, None).status_code == 200
 
 
-def test_a_customer_without_identities_keeps_the_ids_as_labels(sb: Any) -> None:
-    """Before identities existed any pair was kept on the order; a customer that has
-    created none still is served so (the golden run's orders among them)."""
-    r = _order(sb, "id-b", "acct-b")
-    assert r.status_code == 200, r.text
-    assert (r.json()["identity_id"], r.json()["identity_account_id"]) == ("id-b", "acct-b")
-    person(sb)  # from its first identity on, the ids are checked
-    _refused(_order(sb, "id-b", "acct-b"), 404, "identity not found with id id-b")
-
-
 # -- crypto withdrawals ------------------------------------------------------------------
 
 
@@ -282,3 +274,42 @@ def test_an_approval_withdrawn_stops_the_next_order(sb: Any) -> None:
     _refused(_order(sb, identity, acct), 403, "is PENDING")
     approve(sb, identity)
     assert _order(sb, identity, acct).status_code == 200
+
+
+# -- issue 29: unknown identities refused by default, labels by choice --------------------
+
+
+def test_an_unknown_identity_or_account_is_refused_by_a_customer_without_identities(
+    sb: Any,
+) -> None:
+    """Nothing that does not exist can be allowed to trade: a customer that has created no
+    identity is refused as one that has (404), unless it chose labels."""
+    before = _orders(sb)
+    _refused(_order(sb, "id-b", "acct-b"), 404, "identity not found with id id-b")
+    _refused(_withdraw(sb, identity_id="id-b", account_id="acct-b"), 404, "identity not found")
+    identity, _ = approved_account(sb)
+    _refused(_order(sb, identity, "acct-b"), 404, "account not found with id acct-b")
+    assert _orders(sb) == before
+
+
+def test_a_customer_created_with_identity_labels_keeps_the_ids_as_labels(sb: Any) -> None:
+    """An integration without identities chooses labels; once it creates an identity of
+    its own, the rule holds for it too."""
+    labels, _ = sb.tenant(identity_labels=True)
+    sb.deposit("USD", "10000", headers=labels)
+    r = _order(sb, "id-b", "acct-b", headers=labels)
+    assert r.status_code == 200, r.text
+    assert (r.json()["identity_id"], r.json()["identity_account_id"]) == ("id-b", "acct-b")
+    person(sb, labels)
+    _refused(_order(sb, "id-b", "acct-b", headers=labels), 404, "identity not found with id id-b")
+
+
+def test_the_bootstrap_customer_keeps_labels_when_the_settings_say_so(
+    sandbox_factory: Any,
+) -> None:
+    labels = sandbox_factory(bootstrap_identity_labels=True)
+    labels.deposit("USD", "10000")
+    assert _order(labels, "id-b", "acct-b").status_code == 200
+    other, _ = labels.tenant()
+    labels.deposit("USD", "10000", headers=other)
+    _refused(_order(labels, "id-b", "acct-b", headers=other), 404, "identity not found")

@@ -1,14 +1,15 @@
 """The rule of the create-order interface, and of withdrawals (crypto and fiat) and
-deposit addresses that name an identity: "the identity must be allowed to trade for
-the account". It holds for a customer that integrates with identities (has created
-one): the named identity must be the customer's, APPROVED, and a member of the named
-account (its primary identity, or a member) with a role that acts for it
+deposit addresses that name an identity: "the identity must be allowed to trade for the
+account". Nothing that does not exist can be allowed, so the named identity must be the
+customer's, APPROVED, and a member of the named account (its primary identity, or a
+member) with a role that acts for it
 (BENEFICIAL_OWNER, AUTHORIZED_USER; a FINANCIAL_ADVISOR advises), and the account must
 not be disabled.
 
-A customer that has created no identity keeps the ids as labels, as before identities
-existed: the service says whether they are needed depends on the integration type, and
-a log recorded before (the golden run's among them) must replay as it was."""
+The service says whether the ids are needed depends on the integration type: a customer
+created with `identity_labels` (an integration that does not use identities) keeps them
+as labels until it creates an identity of its own, as every customer did before the
+rule held for all."""
 
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ from engine.kernel.errors import Forbidden, Invalid
 from engine.kernel.state import State
 
 ACTING_ROLES = frozenset({"BENEFICIAL_OWNER", "AUTHORIZED_USER"})
+
+
+def ids_are_labels(state: State, customer_id: str) -> bool:
+    """Whether the customer's identity ids are labels: created with `identity_labels`
+    and no identity of its own yet."""
+    customer = state.customers.get(customer_id) or {}
+    return bool(customer.get("identity_labels")) and not uses_identities(state, customer_id)
 
 
 def check_acting(
@@ -30,7 +38,7 @@ def check_acting(
     account_field: str = "account_id",
 ) -> None:
     """Refuse unless the identity may `action` for the account (see the module)."""
-    if (identity_id is None and account_id is None) or not uses_identities(state, customer_id):
+    if (identity_id is None and account_id is None) or ids_are_labels(state, customer_id):
         return
     if identity_id is None or account_id is None:
         missing = "identity_id" if identity_id is None else account_field
