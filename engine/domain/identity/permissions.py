@@ -1,8 +1,10 @@
-"""The rule of the create-order interface, and of withdrawals (crypto and fiat) and
-deposit addresses that name an identity: "the identity must be allowed to trade for the
-account". Nothing that does not exist can be allowed, so the named identity must be the
-customer's, APPROVED, and a member of the named account (its primary identity, or a
-member) with a role that acts for it
+"""The rule of the create-order interface, and of every other operation that names an
+identity and an account (quote executions, stablecoin conversions, internal transfers,
+withdrawals, deposit addresses, fiat deposit instructions and fiat accounts): "the
+identity must be allowed to trade for the account"; an identity named alone (a held
+crypto deposit's update or rejection) must at least be the customer's. Nothing that does not exist can be
+allowed, so the named identity must be the customer's, APPROVED, and a member of the
+named account (its primary identity, or a member) with a role that acts for it
 (BENEFICIAL_OWNER, AUTHORIZED_USER; a FINANCIAL_ADVISOR advises), and the account must
 not be disabled.
 
@@ -28,6 +30,13 @@ def ids_are_labels(state: State, customer_id: str) -> bool:
     return bool(customer.get("identity_labels")) and not uses_identities(state, customer_id)
 
 
+def check_named(state: State, customer_id: str, identity_id: str) -> None:
+    """Refuse (404) an identity the customer does not have, unless its ids are labels: an
+    identity named without an account (a held deposit's update or rejection)."""
+    if not ids_are_labels(state, customer_id):
+        find_identity(state, customer_id, identity_id)
+
+
 def check_acting(
     state: State,
     customer_id: str,
@@ -35,14 +44,15 @@ def check_acting(
     account_id: str | None,
     *,
     action: str,
+    identity_field: str = "identity_id",
     account_field: str = "account_id",
 ) -> None:
     """Refuse unless the identity may `action` for the account (see the module)."""
     if (identity_id is None and account_id is None) or ids_are_labels(state, customer_id):
         return
     if identity_id is None or account_id is None:
-        missing = "identity_id" if identity_id is None else account_field
-        raise Invalid(f"identity_id and {account_field} must be sent together", field=missing)
+        missing = identity_field if identity_id is None else account_field
+        raise Invalid(f"{identity_field} and {account_field} must be sent together", field=missing)
     identity = find_identity(state, customer_id, identity_id)
     account = find_account(state, customer_id, account_id)
     status = identity["summary_status"]
