@@ -201,6 +201,9 @@ class CreateCustomerRequest(Body):
     # The permission self_match_prevention_id needs, which the real service grants to
     # some accounts only: without it an order naming that field is a 403.
     self_match_prevention: bool = False
+    # An integration that does not use identities: identity ids on its orders and
+    # transfers are labels until it creates an identity (docs/identities.md).
+    identity_labels: bool = False
 
 
 class CreateCryptoWithdrawalFeeRequest(Body):

@@ -65,9 +65,12 @@ class Sandbox:
         assert response.status_code == 200, response.text
         return {"Authorization": f"Bearer {response.json()['access_token']}"}
 
-    def tenant(self) -> tuple[dict[str, str], dict[str, Any]]:
-        """A new isolated customer: its auth headers and its credentials."""
-        created = self.http.post("/v2/sandbox/customers", headers=self.headers)
+    def tenant(self, **options: Any) -> tuple[dict[str, str], dict[str, Any]]:
+        """A new isolated customer (`options`: the creation's body, such as
+        identity_labels=True): its auth headers and its credentials."""
+        created = self.http.post(
+            "/v2/sandbox/customers", json=options or None, headers=self.headers
+        )
         assert created.status_code == 200, created.text
         body = created.json()
         return self.login(body["client_id"], body["client_secret"]), body

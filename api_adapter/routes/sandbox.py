@@ -73,5 +73,6 @@ async def create_customer(
         actor=actor(request, who),
         scopes=tuple(body.scopes) if body and body.scopes else (),
         self_match_prevention=body.self_match_prevention if body else False,
+        identity_labels=body.identity_labels if body else False,
     )
     return JSONResponse(await run(request, command))

@@ -494,6 +494,8 @@ class Recorder:
         if body.get("self_match_prevention") is True:
             step["self_match_prevention"] = True
             self.scopes.get(made["client_id"], set()).add(SELF_MATCH_PREVENTION)
+        if body.get("identity_labels") is True:
+            step["identity_labels"] = True
         return step
 
     def _ids(self, value: Any) -> Any:

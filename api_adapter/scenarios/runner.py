@@ -256,6 +256,8 @@ class Runner:
         body: dict[str, Any] = {"scopes": spec.scopes} if spec.scopes else {}
         if spec.self_match_prevention:
             body["self_match_prevention"] = True
+        if spec.identity_labels:
+            body["identity_labels"] = True
         r = self._send("POST", "/v2/sandbox/customers", actor=ADMIN, body=body or None)
         _expect_ok(r)
         made = r.json()

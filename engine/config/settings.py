@@ -103,6 +103,9 @@ class Settings(BaseModel):
     # Whether the bootstrap client, made with a new database, holds the permission that
     # self_match_prevention_id needs (SELF_MATCH_PREVENTION above).
     bootstrap_self_match_prevention: bool = False
+    # Whether the bootstrap customer, made with a new database, keeps identity ids as
+    # labels (the customer option identity_labels; engine/domain/identity/permissions.py).
+    bootstrap_identity_labels: bool = False
     # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
     # body, and average requests per second per address by family, operation id or
     # "default" (the families without a figure of the real service's).

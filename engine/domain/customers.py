@@ -115,11 +115,10 @@ def create_customer(ctx: Ctx, cmd: CreateCustomer) -> dict[str, Any]:
     salt = ctx.secrets.salt()
     customer_id = ctx.ids.uuid()
     profile_id = ctx.ids.uuid()
-    ctx.emit(
-        "CustomerCreated",
-        f"customer-{customer_id}",
-        {"customer_id": customer_id, "bootstrap": cmd.bootstrap},
-    )
+    created: dict[str, Any] = {"customer_id": customer_id, "bootstrap": cmd.bootstrap}
+    if cmd.identity_labels or (cmd.bootstrap and ctx.settings.bootstrap_identity_labels):
+        created["identity_labels"] = True  # only when set: other customers' events unchanged
+    ctx.emit("CustomerCreated", f"customer-{customer_id}", created)
     ctx.emit(
         "ClientCreated",
         f"client-{client_id}",
@@ -249,6 +248,7 @@ def _customer_created(state: State, e: Event) -> None:
         "profile_ids": [],
         "default_profile_id": None,
         "bootstrap": e.data.get("bootstrap", False),
+        "identity_labels": e.data.get("identity_labels", False),
     }
     state.mark("customer", cid)
 

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from engine.domain.customers import resolve_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import HOUSE, available
 from engine.domain.metadata import check_metadata
 from engine.domain.trading.trading_state import live_trading, market_config
@@ -262,6 +263,7 @@ def create_execution(ctx: Ctx, cmd: CreateQuoteExecution) -> dict[str, Any]:
             f"quote {quote['id']} was already executed by quote execution {used}",
             meta={"quote_id": quote["id"], "quote_execution_id": used},
         )
+    check_acting(state, customer_id, cmd.identity_id, cmd.account_id, action="trade")
     base, counter = _amounts(quote, cmd)
     base_asset, quote_asset = quote["base_asset"], quote["quote_asset"]
     buy = quote["side"] == "BUY"

@@ -34,6 +34,8 @@ class CreateCustomer(Command):
     bootstrap: bool = False
     # Grant the permission self_match_prevention_id needs, on top of the scopes.
     self_match_prevention: bool = False
+    # Keep identity ids as labels (an integration without identities; permissions.py).
+    identity_labels: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ _CLOSED = _spec("order_id reason", "release postings")
 
 CATALOGUE: dict[str, EventSpec] = {
     # customers
-    "CustomerCreated": _spec("customer_id bootstrap"),
+    "CustomerCreated": _spec("customer_id bootstrap", "identity_labels"),
     "ClientCreated": _spec(
         "client_id customer_id salt secret_hash scopes", credentials="salt secret_hash"
     ),

@@ -97,10 +97,12 @@ class _Model(BaseModel):
 
 class Actor(_Model):
     """A customer created on the fly, with its own client; `scopes` narrows the client,
-    `self_match_prevention` grants the permission self_match_prevention_id needs."""
+    `self_match_prevention` grants the permission self_match_prevention_id needs,
+    `identity_labels` keeps its identity ids as labels (docs/identities.md)."""
 
     scopes: list[str] | None = None
     self_match_prevention: bool = False
+    identity_labels: bool = False
 
 
 class Request(_Model):
@@ -185,6 +187,7 @@ class ActorStep(_Model):
     create_actor: str
     scopes: list[str] | None = None
     self_match_prevention: bool = False
+    identity_labels: bool = False
 
 
 class Balance(_Model):

@@ -42,9 +42,13 @@ def _transfer(sb: Any, transfer_id: str) -> dict[str, Any]:
     return r.json()  # type: ignore[no-any-return]
 
 
+# The identity ids here are labels (the identity rule is tests/api/test_identity_rule.py's).
+LABELS = {"crypto_deposit_review_usd": "10000", "bootstrap_identity_labels": True}
+
+
 @pytest.fixture
 def sb(sandbox_factory: Any) -> Any:
-    return sandbox_factory(crypto_deposit_review_usd="10000")
+    return sandbox_factory(**LABELS)
 
 
 # -- deposit addresses -----------------------------------------------------------------
@@ -349,10 +353,10 @@ def test_travel_rule_refusals(sb: Any) -> None:
 
 
 def test_a_held_deposit_survives_a_restart(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(crypto_deposit_review_usd="10000")
+    sb = sandbox_factory(**LABELS)
     _, sent = _held(sb)
     sb.close()
-    again = sandbox_factory(crypto_deposit_review_usd="10000")
+    again = sandbox_factory(**LABELS)
     again.advance(60)
     assert _transfer(again, sent["id"])["status"] == "PENDING"
     r = again.post(

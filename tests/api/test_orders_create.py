@@ -9,6 +9,7 @@ import pytest
 
 from engine.kernel.clock import to_millis
 from tests.conftest import START
+from tests.support.identity_helpers import approved_account
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import PROBLEMS, get_order, limit, money, place, placed, still
 
@@ -241,8 +242,9 @@ def test_identity_without_its_account_or_the_reverse_is_rejected(
 
 
 def test_identity_with_its_account_is_kept_on_the_order(sb: Any) -> None:
-    order = placed(sb, **VALID["LIMIT"], identity_id="i-1", identity_account_id="a-1")
-    assert (order["identity_id"], order["identity_account_id"]) == ("i-1", "a-1")
+    identity, acct = approved_account(sb)
+    order = placed(sb, **VALID["LIMIT"], identity_id=identity, identity_account_id=acct)
+    assert (order["identity_id"], order["identity_account_id"]) == (identity, acct)
 
 
 @pytest.mark.parametrize(

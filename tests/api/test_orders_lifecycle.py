@@ -12,6 +12,7 @@ import pytest
 
 from engine.kernel.clock import to_millis
 from tests.conftest import START
+from tests.support.identity_helpers import approved_account
 from tests.support.trading_helpers import (
     best,
     events,
@@ -355,9 +356,12 @@ def test_list_orders_filters_and_pages(sb: Any) -> None:
 
 
 def test_list_orders_by_account(sb: Any) -> None:
-    mine = placed(sb, **limit("BUY", "40000", "0.1", identity_id="i", identity_account_id="acc"))
+    identity, acct = approved_account(sb)
+    mine = placed(
+        sb, **limit("BUY", "40000", "0.1", identity_id=identity, identity_account_id=acct)
+    )
     placed(sb, **limit("BUY", "40000", "0.1"))
-    items = sb.get("/v2/orders", params={"account_id": "acc"}).json()["items"]
+    items = sb.get("/v2/orders", params={"account_id": acct}).json()["items"]
     assert [o["id"] for o in items] == [mine["id"]]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.identity_helpers import approved_account
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import (
     best,
@@ -243,10 +244,13 @@ def test_fills_settle_into_the_recipient_profile(sb: Any) -> None:
 
 
 def test_executions_and_orders_have_the_reference_shapes(sb: Any) -> None:
-    order = placed(sb, **limit("BUY", "42600", "1.5", identity_id="i", identity_account_id="acc"))
+    identity, acct = approved_account(sb)
+    order = placed(
+        sb, **limit("BUY", "42600", "1.5", identity_id=identity, identity_account_id=acct)
+    )
     page = sb.get("/v2/executions").json()
     assert_matches(page, response_schema("/executions", "get"))
-    assert {e["account_id"] for e in page["items"]} == {"acc"}
+    assert {e["account_id"] for e in page["items"]} == {acct}
     assert_matches(
         sb.get("/v2/profiles/default/executions").json(),
         response_schema("/profiles/{profile_id}/executions", "get"),

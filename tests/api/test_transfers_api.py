@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.identity_helpers import approved_account
 from tests.support.transfer_helpers import withdraw
 
 
@@ -130,9 +131,11 @@ def test_order_by_must_agree_with_the_time_filter_and_its_cursor(sandbox_factory
 
 def test_filters_by_identity_and_account(sandbox: Any) -> None:
     sandbox.deposit("BTC", "1")
-    mine = withdraw(sandbox, identity_id="person-1", account_id="account-1").json()["id"]
-    withdraw(sandbox, identity_id="person-2", account_id="account-2")
+    person_1, account_1 = approved_account(sandbox)
+    person_2, account_2 = approved_account(sandbox)
+    mine = withdraw(sandbox, identity_id=person_1, account_id=account_1).json()["id"]
+    withdraw(sandbox, identity_id=person_2, account_id=account_2)
     path = "/v2/transfer/transfers"
-    assert _ids(sandbox.get(path, params={"identity_ids": "person-1"})) == [mine]
-    assert _ids(sandbox.get(path, params={"account_ids": "account-1"})) == [mine]
+    assert _ids(sandbox.get(path, params={"identity_ids": person_1})) == [mine]
+    assert _ids(sandbox.get(path, params={"account_ids": account_1})) == [mine]
     assert _ids(sandbox.get(path, params={"account_ids": "nobody"})) == []

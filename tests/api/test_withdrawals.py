@@ -11,6 +11,7 @@ import pytest
 
 from engine.domain.ledger import FEES, WORLD, withdrawing
 from engine.domain.transfers.withdrawals import CONVERSION
+from tests.support.identity_helpers import approved_account
 from tests.support.reference import component_schemas
 from tests.support.transfer_helpers import (
     ADDRESSES,
@@ -42,9 +43,16 @@ def _ok(response: Any) -> dict[str, Any]:
 
 def test_a_withdrawal_is_a_pending_debit_with_every_required_field(sandbox: Any) -> None:
     sandbox.deposit("BTC", "1")
+    identity, acct = approved_account(sandbox)
     body = _ok(
         withdraw(
-            sandbox, amount="0.001", ref_id="w-1", metadata={"k": "v"}, memo="m", identity_id="i"
+            sandbox,
+            amount="0.001",
+            ref_id="w-1",
+            metadata={"k": "v"},
+            memo="m",
+            identity_id=identity,
+            account_id=acct,
         )
     )
     schema = component_schemas()
@@ -66,7 +74,8 @@ def test_a_withdrawal_is_a_pending_debit_with_every_required_field(sandbox: Any)
         "crypto_network": "BITCOIN",
         "metadata": {"k": "v"},
         "memo": "m",
-        "identity_id": "i",
+        "identity_id": identity,
+        "account_id": acct,
         "created_at": "2024-01-01T00:00:00.000000Z",
         "updated_at": "2024-01-01T00:00:00.000000Z",
     }

@@ -31,12 +31,15 @@ DB_NAME = "golden.db"
 
 # A fixed seed and seeded execution ids (the default draws their key from the OS); fees,
 # so that trades post commissions. The price path moves (the default volatility): the
-# house's ladder moves under resting orders and its watch fills them.
+# house's ladder moves under resting orders and its watch fills them. The bootstrap
+# customer's identity ids are labels: its held deposits name "ident-1", which is not an
+# identity (the run creates none).
 SETTINGS: dict[str, Any] = {
     "seed": 16,
     "execution_ids": "seeded",
     "maker_fee_rate": "0.001",
     "taker_fee_rate": "0.002",
+    "bootstrap_identity_labels": True,
 }
 # The second half is served by a restarted engine, its state loaded from the log, whose
 # orders wait this long before they reach the market.
@@ -199,10 +202,11 @@ def _first_half(s: Session) -> dict[str, Any]:
 
 
 def _tenants_and_funding(s: Session) -> dict[str, Any]:
-    # Who: the bootstrap customer (with a second profile), a tenant with two profiles, a
+    # Who: the bootstrap customer (with a second profile), a tenant with two profiles
+    # whose identity ids are labels (its order names id-b/acct-b, which do not exist), a
     # tenant that may prevent self-matches, and one with only some scopes.
     desk = s.post(PROFILES, {"nickname": "desk", "description": "the second profile"})
-    b_creds = s.post("/v2/sandbox/customers")
+    b_creds = s.post("/v2/sandbox/customers", {"identity_labels": True})
     b = s.login(b_creds)
     c_creds = s.post("/v2/sandbox/customers", {"self_match_prevention": True})
     c = s.login(c_creds)

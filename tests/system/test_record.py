@@ -80,8 +80,10 @@ def _session(base: str, server: Served) -> None:
     """What an integration might do: tenants, funding, a withdrawal, a trade, refusals."""
     admin = server.token("sandex", "sandex-secret")
     c = httpx.Client(base_url=base)
-    # with the permission self_match_prevention_id needs: the recording must keep it
-    made = c.post("/v2/sandbox/customers", json={"self_match_prevention": True}, headers=admin)
+    # with the permission self_match_prevention_id needs, and identity ids as labels: the
+    # recording must keep both
+    options = {"self_match_prevention": True, "identity_labels": True}
+    made = c.post("/v2/sandbox/customers", json=options, headers=admin)
     made = made.json()
     alice = server.token(made["client_id"], made["client_secret"])
     pid = made["profile_id"]
@@ -127,6 +129,8 @@ def _session(base: str, server: Served) -> None:
             "price": "45000",
             "base_amount": "0.1",
             "self_match_prevention_id": "desk-a",
+            "identity_id": "person-1",
+            "identity_account_id": "account-1",
         },
         headers=alice,
     ).json()
@@ -183,6 +187,7 @@ def test_a_recorded_session_replays_green_on_a_fresh_sandbox(
     assert scenario.settings["seed"] == 5
     text = recording.read_text()
     assert "create_actor: customer1" in text and "advance: 10s" in text
+    assert "identity_labels: true" in text
     assert "{{braces}} stay text" in text and "oauth2" not in text
     # sealed cursors and keyed execution ids are followed by name, like ids
     assert "page_cursor: '{v" in text and "since_execution_id: '{v" in text

@@ -786,12 +786,7 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
     sandbox.post(
         "/v2/sandbox/profiles/default/deposit", {"asset": "BTC", "amount": "1"}, headers=intruder
     )
-    # the intruder integrates with identities too, so the ids its orders name are checked
-    sandbox.post(
-        "/v2/identity/identities",
-        {"person_details": {"first_name": "M", "last_name": "X"}},
-        headers=intruder,
-    )
+    # the ids its orders name are checked though it has no identity of its own (the default)
     wire = {
         "account_number": "1",
         "fiat_account_owner_address": {"country": "US"},

@@ -93,7 +93,10 @@ def _log(db: Path, latency_ms: int) -> list[Event]:
     try:
         with engine.one_transaction():
             made = engine.run_inline(
-                CreateCustomer(client_id="me", client_secret="pw", bootstrap=True)
+                # identity_labels: the orders' made-up identity ids are kept as labels
+                CreateCustomer(
+                    client_id="me", client_secret="pw", bootstrap=True, identity_labels=True
+                )
             )
             me = Actor(made["customer_id"], "me")
             desk = engine.run_inline(CreateProfile(actor=me, nickname="desk"))["id"]

@@ -1,14 +1,17 @@
-"""The rule of the create-order interface, and of withdrawals (crypto and fiat) and
-deposit addresses that name an identity: "the identity must be allowed to trade for
-the account". It holds for a customer that integrates with identities (has created
-one): the named identity must be the customer's, APPROVED, and a member of the named
-account (its primary identity, or a member) with a role that acts for it
+"""The rule of the create-order interface, and of every other operation that names an
+identity and an account (quote executions, stablecoin conversions, internal transfers,
+withdrawals, deposit addresses, fiat deposit instructions and fiat accounts): "the
+identity must be allowed to trade for the account"; an identity named alone (a held
+crypto deposit's update or rejection) must at least be the customer's. Nothing that does not exist can be
+allowed, so the named identity must be the customer's, APPROVED, and a member of the
+named account (its primary identity, or a member) with a role that acts for it
 (BENEFICIAL_OWNER, AUTHORIZED_USER; a FINANCIAL_ADVISOR advises), and the account must
 not be disabled.
 
-A customer that has created no identity keeps the ids as labels, as before identities
-existed: the service says whether they are needed depends on the integration type, and
-a log recorded before (the golden run's among them) must replay as it was."""
+The service says whether the ids are needed depends on the integration type: a customer
+created with `identity_labels` (an integration that does not use identities) keeps them
+as labels until it creates an identity of its own, as every customer did before the
+rule held for all."""
 
 from __future__ import annotations
 
@@ -20,6 +23,20 @@ from engine.kernel.state import State
 ACTING_ROLES = frozenset({"BENEFICIAL_OWNER", "AUTHORIZED_USER"})
 
 
+def ids_are_labels(state: State, customer_id: str) -> bool:
+    """Whether the customer's identity ids are labels: created with `identity_labels`
+    and no identity of its own yet."""
+    customer = state.customers.get(customer_id) or {}
+    return bool(customer.get("identity_labels")) and not uses_identities(state, customer_id)
+
+
+def check_named(state: State, customer_id: str, identity_id: str) -> None:
+    """Refuse (404) an identity the customer does not have, unless its ids are labels: an
+    identity named without an account (a held deposit's update or rejection)."""
+    if not ids_are_labels(state, customer_id):
+        find_identity(state, customer_id, identity_id)
+
+
 def check_acting(
     state: State,
     customer_id: str,
@@ -27,14 +44,15 @@ def check_acting(
     account_id: str | None,
     *,
     action: str,
+    identity_field: str = "identity_id",
     account_field: str = "account_id",
 ) -> None:
     """Refuse unless the identity may `action` for the account (see the module)."""
-    if (identity_id is None and account_id is None) or not uses_identities(state, customer_id):
+    if (identity_id is None and account_id is None) or ids_are_labels(state, customer_id):
         return
     if identity_id is None or account_id is None:
-        missing = "identity_id" if identity_id is None else account_field
-        raise Invalid(f"identity_id and {account_field} must be sent together", field=missing)
+        missing = identity_field if identity_id is None else account_field
+        raise Invalid(f"{identity_field} and {account_field} must be sent together", field=missing)
     identity = find_identity(state, customer_id, identity_id)
     account = find_account(state, customer_id, account_id)
     status = identity["summary_status"]

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from engine.domain.customers import resolve_profile
-from engine.domain.identity.permissions import check_acting
+from engine.domain.identity.permissions import check_acting, check_named
 from engine.domain.ledger import WORLD, available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -231,9 +231,11 @@ def confirm(ctx: Ctx, transfer_id: str) -> None:
 
 
 def _deposit_needing_info(ctx: Ctx, customer_id: str, transfer_id: str, identity_id: str) -> None:
-    """The caller's deposit `transfer_id`, if it waits for travel rule information."""
+    """The caller's deposit `transfer_id`, if it waits for travel rule information, and
+    `identity_id` one of the caller's identities."""
     if not _UUID.match(transfer_id):
         raise Invalid(f"id must be uuid, given {transfer_id[:64]}", field="id")
+    check_named(ctx.state, customer_id, identity_id)
     t = ctx.state.transfers.get(transfer_id)
     if (
         t is None

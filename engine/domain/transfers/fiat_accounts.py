@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from engine.domain.identity.permissions import check_acting
 from engine.domain.metadata import check_metadata
 from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import CreateFiatAccount, DeleteFiatAccount, UpdateFiatAccount
@@ -221,6 +222,13 @@ def create_fiat_account(ctx: Ctx, cmd: CreateFiatAccount) -> dict[str, Any]:
     _check_owner(cmd.fiat_account_owner)
     _check_instructions(cmd.fiat_network_instructions)
     metadata = check_metadata(cmd.metadata)
+    check_acting(
+        state,
+        cmd.actor.customer_id,
+        cmd.identity_id,
+        cmd.account_id,
+        action="hold a fiat account",
+    )
     if cmd.ref_id is not None:
         if not 0 < len(cmd.ref_id) <= _MAX_REF_ID:
             raise Invalid(f"ref_id invalid: 1 to {_MAX_REF_ID} characters", field="ref_id")

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from engine.domain.customers import active_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -109,6 +110,7 @@ def create_fiat_deposit_instructions(
             field="routing_number_type",
         )
     metadata = check_metadata(cmd.metadata)
+    check_acting(state, profile["customer_id"], cmd.identity_id, cmd.account_id, action="deposit")
     if cmd.ref_id is not None:
         if not cmd.ref_id or len(cmd.ref_id) > 128:
             raise Invalid("ref_id invalid: 1 to 128 characters", field="ref_id")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.domain.customers import active_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
@@ -48,6 +49,22 @@ def create_internal_transfer(ctx: Ctx, cmd: CreateInternalTransfer) -> dict[str,
         raise Invalid(
             "to_profile_id invalid: the recipient must be another profile than the sender",
             field="to_profile_id",
+        )
+    # Both sides: the sender moves the funds, the recipient's identity takes them into its
+    # account, so each must be allowed to act for the account named with it.
+    sides = (
+        ("from", cmd.from_identity_id, cmd.from_account_id),
+        ("to", cmd.to_identity_id, cmd.to_account_id),
+    )
+    for side, identity_id, account_id in sides:
+        check_acting(
+            state,
+            customer_id,
+            identity_id,
+            account_id,
+            action="transfer",
+            identity_field=f"{side}_identity_id",
+            account_field=f"{side}_account_id",
         )
     if cmd.ref_id is not None:
         existing = state.transfer_refs.get((sender["id"], cmd.ref_id))

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from engine.domain.customers import active_profile
+from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import available, converting
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers.transfer_records import post
@@ -111,6 +112,7 @@ def create_conversion(ctx: Ctx, cmd: CreateStablecoinConversion) -> dict[str, An
         recipient = active_profile(
             state, customer_id, cmd.recipient_profile_id, "recipient_profile_id"
         )["id"]
+    check_acting(state, customer_id, cmd.identity_id, cmd.account_id, action="convert")
     if cmd.ref_id is not None:
         existing = _refs(state).get((customer_id, cmd.ref_id))
         if existing is not None:
