@@ -434,7 +434,11 @@ class Runner:
 
     def setup(self, deposits: Mapping[str, str]) -> None:
         made = self.engine.run_inline(
-            CreateCustomer(client_id=CLIENT_ID, client_secret=CLIENT_ID, bootstrap=True)
+            # identity_labels: a backtest has no identity API, so the ids a strategy's
+            # orders name (as its live code would) are labels, not identities to refuse.
+            CreateCustomer(
+                client_id=CLIENT_ID, client_secret=CLIENT_ID, bootstrap=True, identity_labels=True
+            )
         )
         self.actor = Actor(made["customer_id"], CLIENT_ID)
         self.profile_id = made["profile_id"]

@@ -120,6 +120,19 @@ def test_a_resting_limit_fills_at_its_price_when_a_point_crosses_it(
     assert verify(str(result.db)) == []
 
 
+def test_a_strategys_identity_ids_are_labels(tmp_path: Path, database: Any) -> None:
+    """A backtest has no identity API: the identity ids a strategy's orders name, as its
+    live code would, are kept as labels, where a live customer without identities gets a
+    404 for them (docs/identities.md)."""
+    script = Script({0: limit_buy("41000", identity_id="id-1", identity_account_id="acct-1")})
+    result = backtest(tmp_path, ["42000", "40900"], script, db=database("bt.db"))
+    order = script.answers[0]
+    assert order["status"] == "OPEN"
+    assert order["identity_id"] == "id-1" and order["identity_account_id"] == "acct-1"
+    assert result.summary["orders"]["by_status"] == {"FILLED": 1}
+    assert verify(str(result.db)) == []
+
+
 def test_a_stop_triggers_when_the_last_price_falls_to_it(tmp_path: Path, database: Any) -> None:
     def stop(api: Api) -> Any:
         return api.create_order(
