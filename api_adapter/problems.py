@@ -122,8 +122,8 @@ def _describe(error: dict[str, Any]) -> str:
 
 
 def _located(error: dict[str, Any]) -> dict[str, Any]:
-    """A null or an unknown field refused by a body model (api_adapter/request_bodies.py)
-    is located at its field."""
+    """A null or an unknown field refused by a body model (`Body._declared_fields`) is
+    located at its field."""
     if error.get("type") in (NULL_VALUE, UNKNOWN_FIELD):
         field = (error.get("ctx") or {}).get("field")
         return {**error, "loc": (*tuple(error.get("loc", ())), field)}

@@ -71,7 +71,7 @@ RoutingNumberType = Literal["ABA", "SWIFT"]
 
 
 # The error types of a null sent for a declared field and of a field no model declares
-# (api_adapter/problems.py words them).
+# (`problems._wording` words them).
 NULL_VALUE = "null_value"
 UNKNOWN_FIELD = "unknown_field"
 # Whether the request being served refuses unknown fields: the server's `strict_fields`
@@ -97,7 +97,9 @@ class Body(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nulls(cls, data: Any) -> Any:
+    def _declared_fields(cls, data: Any) -> Any:
+        """No null for a declared field and, with STRICT_FIELDS, no field undeclared: each
+        refused with the field's name, which `problems._located` adds to the error's place."""
         if isinstance(data, dict):
             if None in data.values():
                 for name, value in data.items():

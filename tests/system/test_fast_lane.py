@@ -100,7 +100,7 @@ REQUESTS: list[tuple[str, Any, Any]] = [
     (ORDERS, {**LIMIT, "ref_id": "r-1"}, "own"),  # already exists
     (ORDERS, {**LIMIT, "base_amount": "1000000"}, "own"),  # insufficient funds
     (ORDERS, {**LIMIT, "price": "30000.001"}, "own"),  # finer than the tick
-    (ORDERS, {**LIMIT, "colour": "red"}, "own"),  # unknown field
+    (ORDERS, {**LIMIT, "colour": "red"}, "own"),  # an unknown field: ignored
     (ORDERS, {**LIMIT, "side": "UP"}, "own"),
     (ORDERS, {**LIMIT, "await_fill_millis": 50}, "own"),
     (ORDERS, {**LIMIT, "expiration_date": 1893456000000, "time_in_force": "GTT"}, "own"),
