@@ -147,7 +147,9 @@ def _path(ids: dict[str, str], operation: str, name: str, template: str) -> str:
     )
 
 
-def _answers(sandbox: Any, ids: dict[str, str]) -> dict[tuple[str, str], Any]:
+def _answers(
+    sandbox: Any, ids: dict[str, str], examples: list[tuple[str, str, str, str, Any]]
+) -> dict[tuple[str, str], Any]:
     """Each served example's answer: (status, detail, body)."""
     served = {
         (method.upper(), path)
@@ -155,7 +157,7 @@ def _answers(sandbox: Any, ids: dict[str, str]) -> dict[tuple[str, str], Any]:
         for method in ops
     }
     answers = {}
-    for operation, method, template, name, body in reference.request_examples():
+    for operation, method, template, name, body in examples:
         if (method, template) in served:
             path = _path(ids, operation, name, template)
             r = sandbox.http.request(method, path, json=body, headers=sandbox.headers)
@@ -166,10 +168,11 @@ def _answers(sandbox: Any, ids: dict[str, str]) -> dict[tuple[str, str], Any]:
 def test_every_example_body_of_the_document_is_taken_as_the_service_takes_it(
     sandbox: Any,
 ) -> None:
+    examples = reference.request_examples()  # first: it skips where the document is absent
     ids = _path_ids(sandbox)
     fiat_account = f"{FIAT_ACCOUNTS}/{ids[f'{FIAT_ACCOUNTS}/{{id}}:id']}"
     wire_before = _made(sandbox.get(fiat_account))["fiat_network_instructions"]
-    answers = _answers(sandbox, ids)
+    answers = _answers(sandbox, ids, examples)
     assert set(answers) == set(TAKEN) | set(FAULTS)
     assert {k: status for k, (status, _, _) in answers.items() if k in TAKEN} == TAKEN
     assert {k: (status, why) for k, (status, why, _) in answers.items() if k in FAULTS} == FAULTS
@@ -202,8 +205,9 @@ STRAY_FIELDS = {
 def test_with_strict_fields_the_stray_fields_of_the_examples_are_400s_naming_them(
     sandbox_factory: Any,
 ) -> None:
+    examples = reference.request_examples()
     strict = sandbox_factory(strict_fields=True)
-    answers = _answers(strict, _path_ids(strict))
+    answers = _answers(strict, _path_ids(strict), examples)
     refused = {
         k: body["meta"]["field"]
         for k, (status, why, body) in answers.items()
