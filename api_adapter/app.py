@@ -113,6 +113,8 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     # Outermost last: request log, body guard, then the fast lane of the busiest writes.
     if fast_lane:
         app.add_middleware(FastLane, state=app.state)
-    app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyGuard, max_body_bytes=settings.max_body_bytes, strict_fields=settings.strict_fields
+    )
     app.add_middleware(RequestLog)
     return app

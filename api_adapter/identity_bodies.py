@@ -33,7 +33,7 @@ from api_adapter.identity_vocabulary import (
     TradingType,
     VerifierType,
 )
-from api_adapter.request_bodies import ADDRESS_PATTERN, Body
+from api_adapter.request_bodies import ADDRESS_PATTERN, Body, OptionalAddressField
 
 # The reference's free text: its pattern, at most 35 or 200 characters.
 Line35 = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]
@@ -71,10 +71,10 @@ DocumentType = Literal[
 class IdentityMailingAddressIn(Body):
     country: Line35
     address1: Line35
-    address2: Line35 | None = None
+    address2: OptionalAddressField = None
     city: Line35
     province: Line35
-    zip_code: Line35 | None = None
+    zip_code: OptionalAddressField = None
 
 
 class PersonDetailsIn(Body):

@@ -17,6 +17,7 @@ from api_adapter.request_bodies import (
     FIAT_AMOUNT_PATTERN,
     MEMO_PATTERN,
     NULL_VALUE,
+    UNKNOWN_FIELD,
 )
 from api_adapter.responses import ProblemResponse, problem
 from engine.kernel.errors import DomainError
@@ -101,7 +102,7 @@ def _wording(kind: str, ctx: dict[str, Any], value: Any) -> str:
         return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
     if kind == "too_short":
         return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
-    if kind == "extra_forbidden":
+    if kind == UNKNOWN_FIELD:
         return "unknown field"
     if kind == NULL_VALUE:
         return "must not be null"
@@ -121,8 +122,9 @@ def _describe(error: dict[str, Any]) -> str:
 
 
 def _located(error: dict[str, Any]) -> dict[str, Any]:
-    """A null refused by a body model (api_adapter/request_bodies.py) is located at its field."""
-    if error.get("type") == NULL_VALUE:
+    """A null or an unknown field refused by a body model (`Body._declared_fields`) is
+    located at its field."""
+    if error.get("type") in (NULL_VALUE, UNKNOWN_FIELD):
         field = (error.get("ctx") or {}).get("field")
         return {**error, "loc": (*tuple(error.get("loc", ())), field)}
     return error

@@ -1,11 +1,14 @@
-"""Request bodies as the reference shapes them. Unknown fields are refused (a typo in a
-user's integration should fail here, not silently in production); amounts are strings
-and a JSON number is never coerced into one. An optional field may be left out but not
-sent as null: the reference makes no field nullable, so `"total": null` is a 400 naming
-`total`, not a request without a total."""
+"""Request bodies as the reference shapes them. Unknown fields are ignored, as the
+service ignores them (its own examples carry fields beyond its schemas); with the
+`strict_fields` setting they are refused, a 400 naming the field, so that a typo fails
+here rather than silently. Amounts are strings and a JSON number is never coerced into
+one. An optional field may be left out but not sent as null: the reference makes no
+field nullable, so `"total": null` is a 400 naming `total`, not a request without a
+total."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -26,6 +29,15 @@ ADDRESS_PATTERN = r"^[0-9A-Za-z /?:().,&'+-]+$"
 Amount = Annotated[str, StringConstraints(pattern=AMOUNT_PATTERN.pattern, max_length=64)]
 FiatAmount = Annotated[str, StringConstraints(pattern=FIAT_AMOUNT_PATTERN, max_length=64)]
 AddressField = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]
+
+
+def _empty_is_absent(value: object) -> object:
+    return None if value == "" else value
+
+
+# An optional address line sent empty (`"address2": ""`, as the service's own examples
+# send it) is a line left out; a required one must still hold a character.
+OptionalAddressField = Annotated[AddressField | None, BeforeValidator(_empty_is_absent)]
 Text = Annotated[str, StringConstraints(max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 
@@ -58,8 +70,13 @@ SecondaryStatus = Literal["TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED"]
 RoutingNumberType = Literal["ABA", "SWIFT"]
 
 
-# The error type of a null sent for a declared field (api_adapter/problems.py words it).
+# The error types of a null sent for a declared field and of a field no model declares
+# (`problems._wording` words them).
 NULL_VALUE = "null_value"
+UNKNOWN_FIELD = "unknown_field"
+# Whether the request being served refuses unknown fields: the server's `strict_fields`
+# setting, set per request by the body guard (a process may serve several apps).
+STRICT_FIELDS: ContextVar[bool] = ContextVar("sandex_strict_fields", default=False)
 
 
 def _not_nullable(schema: dict[str, Any]) -> None:
@@ -76,15 +93,21 @@ def _not_nullable(schema: dict[str, Any]) -> None:
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_not_nullable)
+    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=_not_nullable)
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict) and None in data.values():
-            for name, value in data.items():
-                if value is None and name in cls.model_fields:
-                    raise PydanticCustomError(NULL_VALUE, "{field} is null", {"field": name})
+    def _declared_fields(cls, data: Any) -> Any:
+        """No null for a declared field and, with STRICT_FIELDS, no field undeclared: each
+        refused with the field's name, which `problems._located` adds to the error's place."""
+        if isinstance(data, dict):
+            if None in data.values():
+                for name, value in data.items():
+                    if value is None and name in cls.model_fields:
+                        raise PydanticCustomError(NULL_VALUE, "{field} is null", {"field": name})
+            if STRICT_FIELDS.get() and not data.keys() <= cls.model_fields.keys():
+                name = next(name for name in data if name not in cls.model_fields)
+                raise PydanticCustomError(UNKNOWN_FIELD, "{field} is unknown", {"field": name})
         return data
 
 
@@ -128,11 +151,11 @@ class CreateFiatDepositInstructionsRequest(Body):
 
 class MailingAddress(Body):
     country: AddressField
-    address1: AddressField | None = None
-    address2: AddressField | None = None
-    city: AddressField | None = None
-    province: AddressField | None = None
-    zip_code: AddressField | None = None
+    address1: OptionalAddressField = None
+    address2: OptionalAddressField = None
+    city: OptionalAddressField = None
+    province: OptionalAddressField = None
+    zip_code: OptionalAddressField = None
 
 
 class WireRoutingDetails(Body):

@@ -6,7 +6,8 @@ not UTF-8, JSON that is malformed, nested deeper than any request shape, carries
 duplicate keys (which parsers resolve silently and differently), NaN or Infinity (not
 JSON), numbers longer than any field takes, or a NUL character in a string, path or query
 (PostgreSQL's text cannot hold one, so no store may be handed one) (400). Each answer is a problem with a
-detail that names the fault. The checked body is replayed to the app unchanged.
+detail that names the fault. The checked body is replayed to the app unchanged, with
+the server's `strict_fields` setting (STRICT_FIELDS) in force while the app serves it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.problem_types import title_for
+from api_adapter.request_bodies import STRICT_FIELDS
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 MAX_DEPTH = 32
@@ -208,9 +210,15 @@ async def _problem(
 
 
 class BodyGuard:
-    def __init__(self, app: ASGIApp, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        strict_fields: bool = False,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.strict_fields = strict_fields
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -266,7 +274,14 @@ class BodyGuard:
             replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+        if not self.strict_fields:
+            await self.app(scope, replay, send)
+            return
+        strict = STRICT_FIELDS.set(True)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            STRICT_FIELDS.reset(strict)
 
     @staticmethod
     def _media_fault(media: tuple[str, str] | None) -> tuple[int, str] | None:

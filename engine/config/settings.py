@@ -110,6 +110,10 @@ class Settings(BaseModel):
     # body, and average requests per second per address by family, operation id or
     # "default" (the families without a figure of the real service's).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Request bodies' fields no operation declares: ignored, as the service ignores them
+    # (its own examples send some), or, with this on, refused by the whole server with a
+    # 400 naming the field.
+    strict_fields: bool = False
     # Connections of `sandex serve` (api_adapter/server/connections.py): seconds a client
     # has to send a request's head and then its body, seconds an idle kept-alive connection
     # is held, the most connections held at once and by one client address, the longest

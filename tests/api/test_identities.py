@@ -180,7 +180,6 @@ def test_a_reused_ref_id_or_cip_id_is_a_409_naming_the_existing_identity(sandbox
         ({"person_details": {**PERSON, "verifier_type": "ROBOT"}}, "person_details.verifier_type"),
         ({"institution_details": {"name": "I"}}, "institution_members"),
         ({"person_details": PERSON, "metadata": {str(i): "v" for i in range(7)}}, "metadata"),
-        ({"person_details": PERSON, "colour": "red"}, "colour"),
         (
             {"person_details": {**PERSON, "passthrough_verified_at": "yesterday"}},
             "person_details.passthrough_verified_at",
@@ -296,3 +295,13 @@ def test_identities_survive_a_restart(sandbox_factory: Any) -> None:
     approve_again = set_status(sb, made["id"], sanctions_verification_status="ERROR")
     assert approve_again.status_code == 200
     assert sb.get(f"{IDENTITIES}/{made['id']}").json()["summary_status"] == "ERROR"
+
+
+def test_an_empty_optional_address_line_is_a_line_left_out(sandbox: Any) -> None:
+    address = {**PERSON["address"], "address2": "", "zip_code": ""}  # type: ignore[dict-item]
+    made = person(sandbox, address=address)
+    assert made["person_details"]["address"] == {
+        k: v for k, v in address.items() if k not in ("address2", "zip_code")
+    }
+    r = sandbox.post(IDENTITIES, {"person_details": {**PERSON, "address": {**address, "city": ""}}})
+    assert r.status_code == 400 and r.json()["meta"] == {"field": "person_details.address.city"}

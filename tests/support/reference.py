@@ -127,3 +127,31 @@ def _no_unknown_fields(instance: Any, schema_: dict[str, Any], where: str) -> No
     elif isinstance(instance, list) and "items" in schema_:
         for i, value in enumerate(instance):
             _no_unknown_fields(value, schema_["items"], f"{where}[{i}]")
+
+
+def request_examples() -> list[tuple[str, str, str, str, Any]]:
+    """Every example request body of the whole document (paxos-openapi.json), as written:
+    (operation id, method, path with the /v2 prefix, example name, body). The document
+    gives them three ways: named `examples` and an `example` of the media type, and an
+    `example` of the body's schema ("schema example"). Skips where the document is absent."""
+    doc = json.loads(path(FULL_NAME).read_text())  # as written: _load's fixes left out
+    schemas = doc["components"]["schemas"]
+    found = []
+    for route, ops in doc["paths"].items():
+        for method, op in ops.items():
+            if not isinstance(op, dict) or "requestBody" not in op:
+                continue
+            media = op["requestBody"]["content"].get("application/json")
+            if media is None:
+                continue
+            schema_ = media.get("schema", {})
+            if "$ref" in schema_:
+                schema_ = schemas[schema_["$ref"].rsplit("/", 1)[-1]]
+            named = [(name, ex["value"]) for name, ex in media.get("examples", {}).items()]
+            if "example" in media:
+                named.append(("media example", media["example"]))
+            if "example" in schema_:
+                named.append(("schema example", schema_["example"]))
+            for name, body in named:
+                found.append((op["operationId"], method.upper(), "/v2" + route, name, body))
+    return found

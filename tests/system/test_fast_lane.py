@@ -100,7 +100,7 @@ REQUESTS: list[tuple[str, Any, Any]] = [
     (ORDERS, {**LIMIT, "ref_id": "r-1"}, "own"),  # already exists
     (ORDERS, {**LIMIT, "base_amount": "1000000"}, "own"),  # insufficient funds
     (ORDERS, {**LIMIT, "price": "30000.001"}, "own"),  # finer than the tick
-    (ORDERS, {**LIMIT, "colour": "red"}, "own"),  # unknown field
+    (ORDERS, {**LIMIT, "colour": "red"}, "own"),  # an unknown field: ignored
     (ORDERS, {**LIMIT, "side": "UP"}, "own"),
     (ORDERS, {**LIMIT, "await_fill_millis": 50}, "own"),
     (ORDERS, {**LIMIT, "expiration_date": 1893456000000, "time_in_force": "GTT"}, "own"),
@@ -151,6 +151,32 @@ def test_the_lane_answers_as_the_routes_do(tmp_path: Any) -> None:
         for sb in (lane, plain):
             sb.close()
     assert lane.verify() == [] and plain.verify() == []
+
+
+# Unknown fields, which both ignore by default (REQUESTS), refused with `strict_fields`.
+STRICT_REFUSALS: list[tuple[str, Any, str]] = [
+    (ORDERS, {**LIMIT, "colour": "red"}, "colour"),
+    (DEPOSIT, {"asset": "BTC", "amount": "1", "colour": "red"}, "colour"),
+    (WITHDRAWALS, {**WITHDRAWAL, "beneficiary": {"name": "n"}}, "beneficiary.name"),
+]
+
+
+def test_the_lane_answers_as_the_routes_do_with_strict_fields(tmp_path: Any) -> None:
+    lane, plain = _pair(tmp_path, strict_fields=True)
+    try:
+        for asset in ("BTC", "USD"):
+            deposit = {"asset": asset, "amount": "100000"}
+            assert _same(lane, plain, DEPOSIT, deposit).status_code == 200
+        for path, body, field in STRICT_REFUSALS:
+            r = _same(lane, plain, path, body)
+            assert r.status_code == 400, r.text
+            assert r.json()["meta"] == {"field": field}
+            assert r.json()["detail"] == f"{field} invalid: unknown field"
+        assert _same(lane, plain, ORDERS, LIMIT).status_code == 200
+        assert log_hash(str(lane.db)) == log_hash(str(plain.db))
+    finally:
+        for sb in (lane, plain):
+            sb.close()
 
 
 def test_the_lane_keeps_the_rate_limits(tmp_path: Any) -> None:
