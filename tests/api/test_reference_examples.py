@@ -33,7 +33,7 @@ TAKEN: dict[tuple[str, str], int] = {
     ("CreateQuoteExecution", "Sell 2 ETH"): 404,
     ("CreateQuoteExecution", "schema example"): 404,
     ("InitiateSandboxFiatDeposit", "media example"): 404,
-    ("RejectCryptoDeposit", "schema example"): 200,
+    ("RejectCryptoDeposit", "schema example"): 404,  # names the document's identity
     ("CreateCryptoWithdrawal", "schema example"): 404,
     ("CreateDepositAddress", "schema example"): 404,
     ("CreateCryptoWithdrawalFee", "schema example"): 200,
