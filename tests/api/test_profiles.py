@@ -79,7 +79,7 @@ def test_profiles_page_with_a_cursor(sandbox: Any) -> None:
 
 
 def test_a_bad_limit_or_cursor_is_a_400_naming_the_field(sandbox: Any) -> None:
-    r = sandbox.get("/v2/profiles", params={"limit": 0})
+    r = sandbox.get("/v2/profiles", params={"limit": -1})
     assert r.status_code == 400 and r.json()["meta"]["field"] == "limit"
     r = sandbox.get("/v2/profiles", params={"limit": 1001})
     assert r.status_code == 400

@@ -157,9 +157,13 @@ def test_the_scope_is_required(sandbox: Any) -> None:
     assert sandbox.post(PATH, fee_body(), headers={}).status_code == 401
 
 
-def test_unknown_fields_are_refused(sandbox: Any) -> None:
-    r = sandbox.post(PATH, fee_body(profile_id="default"))
-    assert "profile_id" in problem(r, 400)["detail"]
+def test_unknown_fields_are_ignored_unless_strict(sandbox_factory: Any) -> None:
+    """The operation takes no profile: one sent is ignored (docs/configuration.md's
+    strict_fields refuses it by name)."""
+    r = sandbox_factory().post(PATH, fee_body(profile_id="default"))
+    assert r.status_code == 200 and "profile_id" not in r.json()
+    r = sandbox_factory("strict.db", strict_fields=True).post(PATH, fee_body(profile_id="default"))
+    assert problem(r, 400)["meta"] == {"field": "profile_id"}
 
 
 @pytest.mark.parametrize(
