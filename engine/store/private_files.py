@@ -5,7 +5,9 @@ file holds the token signing key. Both are created mode 0600 whatever the umask 
 mode is set on the open file, not left to the umask), and a file found readable by
 others is tightened at open, with a warning. SQLite creates a database's `-wal`,
 `-shm` and journal files with the database file's own permissions, so a private
-database gets private companions.
+database gets private companions; the writer makes its `-wal` and `-shm` itself, 0600,
+before SQLite would (`prepare_database`), since ones made from a read-only database
+would be read-only too and keep the writer read-only after the database is writable.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ log = get_logger("sandex.files")
 MODE = 0o600
 # Files SQLite keeps beside a database, with the database's permissions.
 COMPANIONS = ("-wal", "-shm", "-journal")
+# The companions the writer makes itself (a `-journal` is never made empty: one that
+# exists holds a transaction to roll back).
+WRITER_COMPANIONS = COMPANIONS[:2]
 
 
 def create(path: str | Path) -> bool:
@@ -67,6 +72,35 @@ def tighten_database(path: str | Path) -> None:
     tighten(path)
     for suffix in COMPANIONS:
         tighten(f"{path}{suffix}")
+
+
+def prepare_database(path: str | Path) -> None:
+    """Before the writer opens the database at `path`: the database created private, or
+    tightened, and its `-wal` and `-shm` created private, or made the owner's to read
+    and write. SQLite opens a companion it cannot write read-only, and shares one
+    read-only `-shm` mapping among the process's connections for as long as any is
+    open: the writer would stay read-only after the operator made the database
+    writable again. A read-only database still refuses every write by its own mode."""
+    if not create(path):
+        tighten_database(path)
+    for suffix in WRITER_COMPANIONS:
+        companion = Path(f"{path}{suffix}")
+        if not create(companion):
+            _owner_writes(companion)
+
+
+def _owner_writes(path: Path) -> None:
+    """Give a regular file its owner's read and write bits (left alone when not ours)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o600 == 0o600:
+        return
+    try:
+        os.chmod(path, stat.S_IMODE(st.st_mode) | 0o600)
+    except OSError as exc:
+        log.warning("cannot make the file writable", path=str(path), error=str(exc))
 
 
 def write(path: str | Path, data: bytes, *, sync: bool = False) -> None:

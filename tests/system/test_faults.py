@@ -140,6 +140,49 @@ def test_a_server_started_on_a_read_only_file_writes_again_once_the_file_is_writ
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.skipif(
+    bool(_AS_A_USER) and shutil.which("setpriv") is None, reason="needs setpriv to drop root"
+)
+@pytest.mark.parametrize("refused", [0, 2])
+def test_a_server_that_made_the_wal_and_shm_of_a_read_only_file_writes_once_it_is_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: int
+) -> None:
+    """No `-wal` nor `-shm` beside a database of mode 0444 when the server starts: SQLite
+    would make them with the database's mode, open them read-only ever after, and share
+    the read-only `-shm` among the process's connections, so every write stayed a 503
+    after the operator's `chmod` of the database. Now the first write after it works,
+    whether writes (and reads) were refused before it or none was tried."""
+    db = tmp_path / "ro.db"
+    first = Server(db)
+    headers = first.token()
+    assert httpx.post(
+        f"{first.base}{DEPOSIT}", json={"asset": "BTC", "amount": "1"}, headers=headers
+    ).is_success
+    assert first.stop()[0] == 0
+    conn = sqlite3.connect(db)  # the last connection to close removes `-wal` and `-shm`
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists()
+    db.chmod(0o444)
+    monkeypatch.setattr(server_helpers, "SANDEX", [*_AS_A_USER, *server_helpers.SANDEX])
+    server = Server(db, "--no-rate-limits")
+    url = f"{server.base}{DEPOSIT}"
+    balance = f"{server.base}/v2/profiles/default/balances/BTC"
+    try:
+        for _ in range(refused):
+            r = httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers)
+            _assert_503(r, "readonly")
+            assert httpx.get(balance, headers=headers).json()["available"] == "1"
+        db.chmod(0o644)  # the database only, as the operator fixes it
+        for _ in range(2):
+            r = httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers)
+            assert r.status_code == 200, r.text
+        assert httpx.get(balance, headers=headers).json()["available"] == "3"
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
+
+
 def test_a_full_disk_answers_503_and_writes_nothing(sandbox: Any) -> None:
     """What still fits in free pages is written whole; what does not is a 503 that left
     nothing behind."""
