@@ -6,7 +6,7 @@ mode is set on the open file, not left to the umask), and a file found readable 
 others is tightened at open, with a warning. SQLite creates a database's `-wal`,
 `-shm` and journal files with the database file's own permissions, so a private
 database gets private companions; the writer makes its `-wal` and `-shm` itself, 0600,
-before SQLite would (`prepare_database`), since ones made from a read-only database
+before SQLite would (`writable_companions`), since ones made from a read-only database
 would be read-only too and keep the writer read-only after the database is writable.
 """
 
@@ -74,19 +74,40 @@ def tighten_database(path: str | Path) -> None:
         tighten(f"{path}{suffix}")
 
 
-def prepare_database(path: str | Path) -> None:
+def prepare_database(path: str | Path) -> list[Path]:
     """Before the writer opens the database at `path`: the database created private, or
-    tightened, and its `-wal` and `-shm` created private, or made the owner's to read
-    and write. SQLite opens a companion it cannot write read-only, and shares one
-    read-only `-shm` mapping among the process's connections for as long as any is
-    open: the writer would stay read-only after the operator made the database
-    writable again. A read-only database still refuses every write by its own mode."""
+    tightened, and `writable_companions`; answers the companions made here (a database
+    that then fails to open leaves none, `remove_empty`)."""
     if not create(path):
         tighten_database(path)
+    return writable_companions(path)
+
+
+def writable_companions(path: str | Path) -> list[Path]:
+    """The database's `-wal` and `-shm` created private, or made the owner's to read and
+    write; answers those created. SQLite opens a companion it cannot write read-only,
+    and shares one read-only `-shm` mapping among the process's connections for as
+    long as any is open: the writer would stay read-only after the operator made the
+    database writable again. A read-only database still refuses every write by its
+    own mode."""
+    made = []
     for suffix in WRITER_COMPANIONS:
         companion = Path(f"{path}{suffix}")
-        if not create(companion):
+        if create(companion):
+            made.append(companion)
+        else:
             _owner_writes(companion)
+    return made
+
+
+def remove_empty(paths: list[Path]) -> None:
+    """Remove those of `paths` that are still empty files."""
+    for path in paths:
+        try:
+            if path.stat().st_size == 0:
+                path.unlink()
+        except OSError:
+            pass
 
 
 def _owner_writes(path: Path) -> None:

@@ -208,12 +208,12 @@ class SqliteEventStore:
         self._faulted = False  # the last write failed by a fault of the file
         self._version_base = 0  # `data_version` across `_reopen`
         self._lease = WriterLease.take(self.path) if lease else None
-        if not in_memory(self.path):
-            private_files.prepare_database(self.path)
+        made = [] if in_memory(self.path) else private_files.prepare_database(self.path)
         try:
             self.conn = self._open_writer()
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
+            private_files.remove_empty(made)  # none beside a file that is no database
             self._release_lease()
             raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
         # Opened on a file it may not write: the connection is read-only for good, so the
@@ -280,7 +280,7 @@ class SqliteEventStore:
             seen = None
         # The `-wal` and `-shm` SQLite made again meanwhile have the database's mode of
         # then (read-only): the owner's to write again before the fresh connection opens.
-        private_files.prepare_database(self.path)
+        private_files.writable_companions(self.path)
         conn = self._open_writer()
         old, self.conn = self.conn, conn
         old.close()

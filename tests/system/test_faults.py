@@ -373,3 +373,21 @@ def _quote_status(db: Path, quote_id: str) -> str:
     types = [r[0] for r in rows]
     assert types and types[0] == "WithdrawalFeeQuoted", types
     return "EXPIRED" if "WithdrawalFeeExpired" in types else "ACTIVE"
+
+
+@pytest.mark.parametrize("kind", ["foreign file", "directory"])
+def test_a_database_that_cannot_be_opened_leaves_no_wal_nor_shm_beside_it(
+    tmp_path: Path, kind: str
+) -> None:
+    """The writer makes a database's `-wal` and `-shm` before SQLite opens it; a file
+    that is no database, or a directory, keeps nothing of that beside it."""
+    from engine.store import SqliteEventStore, StoreUnavailable
+
+    db = tmp_path / "not.db"
+    if kind == "directory":
+        db.mkdir()
+    else:
+        db.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreUnavailable, match="cannot open database"):
+        SqliteEventStore(db)
+    assert [p.name for p in tmp_path.iterdir()] == ["not.db"]
