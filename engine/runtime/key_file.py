@@ -40,6 +40,10 @@ log = get_logger("sandex.keys")
 
 _VERSION = 1
 
+# The meta value where a database made before key files holds its signing key; moved to
+# the key file and erased at the database's first open by a writer.
+LEGACY_SIGNING_META = "signing_secret"
+
 
 @dataclass(frozen=True, slots=True)
 class Keys:

@@ -41,14 +41,14 @@ from engine.kernel.money import CONTEXT
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
 from engine.read.readmodels import rows_for
-from engine.runtime.key_file import KeyFile, KeyFileError
+from engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError
 from engine.runtime.market_feed import Changes, MarketFeed
 from engine.runtime.replay import rebuild_read_models
 from engine.runtime.reply import Batch, Single
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
-from engine.store import EventStore, StoreUnavailable, in_memory
+from engine.store import EventStore, StoreUnavailable, in_memory, unfinished_copy
 
 log = get_logger("sandex.engine")
 
@@ -108,6 +108,9 @@ class Engine:
         self.settings = settings or Settings()
         self.store = store
         self.db_path = store.path
+        refusal = unfinished_copy(store)
+        if refusal is not None:  # served, it would get new keys and half its rows
+            raise StoreUnavailable(refusal)
         seed = self.store.get_meta("seed")
         new_database = seed is None
         if seed is None:
@@ -176,14 +179,14 @@ class Engine:
     def _open_keys(self, new_database: bool) -> KeyFile:
         """The database's key file (engine/runtime/key_file.py), made on first open; a signing key
         that an older sandex kept in the database moves there and is erased."""
-        legacy = self.store.get_meta("signing_secret")
+        legacy = self.store.get_meta(LEGACY_SIGNING_META)
         try:
             keys = KeyFile.open(self.db_path, legacy_signing=legacy, new_database=new_database)
         except (KeyFileError, OSError) as exc:
             self.store.close()
             raise StoreUnavailable(f"cannot open the key file of {self.db_path}: {exc}") from exc
         if legacy is not None:
-            self.store.erase_meta("signing_secret")
+            self.store.erase_meta(LEGACY_SIGNING_META)
             log.warning("signing key moved out of the database", key_file=str(keys.path))
         return keys
 

@@ -9,7 +9,13 @@ server one, and `MemoryEventStore` one for unit tests; `open_store` picks by `--
 from engine.store.lease import LeaseHeld
 from engine.store.locations import display, is_server_url, local_base
 from engine.store.memory import MemoryEventStore
-from engine.store.opening import holds_events, open_reader, open_store
+from engine.store.opening import (
+    UNFINISHED_COPY,
+    holds_events,
+    open_reader,
+    open_store,
+    unfinished_copy,
+)
 from engine.store.port import (
     Concurrency,
     EventStore,
@@ -21,6 +27,7 @@ from engine.store.port import (
 from engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
 
 __all__ = [
+    "UNFINISHED_COPY",
     "Concurrency",
     "EventStore",
     "LeaseHeld",
@@ -38,4 +45,5 @@ __all__ = [
     "local_base",
     "open_reader",
     "open_store",
+    "unfinished_copy",
 ]

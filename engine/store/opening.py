@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.store.locations import is_server_url
+from engine.store.locations import display, is_server_url
 from engine.store.port import EventStore
 from engine.store.sqlite import SqliteEventStore
 
@@ -44,6 +44,25 @@ def holds_events(db: str | Path) -> bool:
         return reader.last_position() > 0
     finally:
         reader.close()
+
+
+# The meta value `sandex copy` (engine/tools/copy.py) sets in its target before it writes
+# the log, and erases once the log, the read models and the key file are whole: a
+# database that holds it is a copy that never finished, which nothing may serve. Its
+# value: the source, as `display` shows it.
+UNFINISHED_COPY = "unfinished_copy"
+
+
+def unfinished_copy(store: EventStore) -> str | None:
+    """Why `store` must not be served nor pass verify, when it is a copy that stopped
+    before it was whole (else None): one line, what to do included."""
+    source = store.get_meta(UNFINISHED_COPY)
+    if source is None:
+        return None
+    return (
+        f"{display(store.path)} holds an unfinished copy of {source} (sandex copy stopped"
+        " before the log, the read models and the key file were whole); drop it and copy again"
+    )
 
 
 def open_reader(db: str | Path) -> EventStore:

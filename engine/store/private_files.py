@@ -5,7 +5,9 @@ file holds the token signing key. Both are created mode 0600 whatever the umask 
 mode is set on the open file, not left to the umask), and a file found readable by
 others is tightened at open, with a warning. SQLite creates a database's `-wal`,
 `-shm` and journal files with the database file's own permissions, so a private
-database gets private companions.
+database gets private companions; the writer makes its `-wal` and `-shm` itself, 0600,
+before SQLite would (`writable_companions`), since ones made from a read-only database
+would be read-only too and keep the writer read-only after the database is writable.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ log = get_logger("sandex.files")
 MODE = 0o600
 # Files SQLite keeps beside a database, with the database's permissions.
 COMPANIONS = ("-wal", "-shm", "-journal")
+# The companions the writer makes itself (a `-journal` is never made empty: one that
+# exists holds a transaction to roll back).
+WRITER_COMPANIONS = COMPANIONS[:2]
 
 
 def create(path: str | Path) -> bool:
@@ -67,6 +72,56 @@ def tighten_database(path: str | Path) -> None:
     tighten(path)
     for suffix in COMPANIONS:
         tighten(f"{path}{suffix}")
+
+
+def prepare_database(path: str | Path) -> list[Path]:
+    """Before the writer opens the database at `path`: the database created private, or
+    tightened, and `writable_companions`; answers the companions made here (a database
+    that then fails to open leaves none, `remove_empty`)."""
+    if not create(path):
+        tighten_database(path)
+    return writable_companions(path)
+
+
+def writable_companions(path: str | Path) -> list[Path]:
+    """The database's `-wal` and `-shm` created private, or made the owner's to read and
+    write; answers those created. SQLite opens a companion it cannot write read-only,
+    and shares one read-only `-shm` mapping among the process's connections for as
+    long as any is open: the writer would stay read-only after the operator made the
+    database writable again. A read-only database still refuses every write by its
+    own mode."""
+    made = []
+    for suffix in WRITER_COMPANIONS:
+        companion = Path(f"{path}{suffix}")
+        if create(companion):
+            made.append(companion)
+        else:
+            _owner_writes(companion)
+    return made
+
+
+def remove_empty(paths: list[Path]) -> None:
+    """Remove those of `paths` that are still empty files."""
+    for path in paths:
+        try:
+            if path.stat().st_size == 0:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _owner_writes(path: Path) -> None:
+    """Give a regular file its owner's read and write bits (left alone when not ours)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o600 == 0o600:
+        return
+    try:
+        os.chmod(path, stat.S_IMODE(st.st_mode) | 0o600)
+    except OSError as exc:
+        log.warning("cannot make the file writable", path=str(path), error=str(exc))
 
 
 def write(path: str | Path, data: bytes, *, sync: bool = False) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.abc
 import operator
+import os
 import sqlite3
 import sys
 import threading
@@ -207,14 +208,17 @@ class SqliteEventStore:
         self._faulted = False  # the last write failed by a fault of the file
         self._version_base = 0  # `data_version` across `_reopen`
         self._lease = WriterLease.take(self.path) if lease else None
-        if not in_memory(self.path) and not private_files.create(self.path):
-            private_files.tighten_database(self.path)
+        made = [] if in_memory(self.path) else private_files.prepare_database(self.path)
         try:
             self.conn = self._open_writer()
             self._create_schema(tables or {})
         except sqlite3.DatabaseError as exc:
+            private_files.remove_empty(made)  # none beside a file that is no database
             self._release_lease()
             raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
+        # Opened on a file it may not write: the connection is read-only for good, so the
+        # first write opens afresh (`_reopen`), as after a write that failed by the file.
+        self._faulted = not in_memory(self.path) and not os.access(self.path, os.W_OK)
         self._columns: dict[str, list[str]] = {
             name: list(spec["columns"]) for name, spec in (tables or {}).items()
         }
@@ -274,6 +278,9 @@ class SqliteEventStore:
             seen: int | None = self.data_version()
         except sqlite3.DatabaseError:
             seen = None
+        # The `-wal` and `-shm` SQLite made again meanwhile have the database's mode of
+        # then (read-only): the owner's to write again before the fresh connection opens.
+        private_files.writable_companions(self.path)
         conn = self._open_writer()
         old, self.conn = self.conn, conn
         old.close()

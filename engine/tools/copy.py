@@ -6,11 +6,17 @@ column byte for byte, so the log hash cannot change), every read-model row and t
 checkpoint, all read in one snapshot of the source; and the key file, so tokens and
 the webhook secrets sealed in the log still open. What does not: the state snapshots
 (a cache; the first start-up on the copy replays the log and takes them again). The
-target must hold no event, and is written under its writer lease. The copy is then
-verified (`store_problems`, as `sandex verify`) and its log hash compared with the
-source's; a mismatch is an error. A copy into PostgreSQL that fails halfway leaves a
-database that verify refuses: drop it and copy again. A copy into an SQLite file is
-made under another name and renamed into place when whole."""
+target must hold no event, and is written under its writer lease.
+
+A copy is visible only when whole. Its first write marks the target unfinished
+(`UNFINISHED_COPY`, with the metas), and the mark goes only after the log, the read
+models and the key file are all written: a copy into PostgreSQL stopped at any point
+between (killed, the server gone) leaves a database that `sandex serve` refuses with
+one line and `sandex verify` fails; drop it and copy again. A copy into an SQLite file
+is made under another name (`.partial`) and renamed into place when whole, its
+companions removed. The copy is then verified (`store_problems` and
+`key_file_problems`, as `sandex verify`) and its log hash compared with the source's;
+a mismatch is an error."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from typing import Any, Protocol
 from engine.read.readmodels import TABLES
 from engine.runtime import key_file
 from engine.store import (
+    UNFINISHED_COPY,
     EventStore,
     display,
     holds_events,
@@ -31,8 +38,9 @@ from engine.store import (
     open_store,
     private_files,
 )
+from engine.store.lease import lock_path
 from engine.tools.time_travel import store_log_hash
-from engine.tools.verify import store_problems
+from engine.tools.verify import key_file_problems, store_problems
 
 __all__ = ["CopyError", "Copied", "copy", "display"]
 
@@ -69,24 +77,31 @@ def copy(source: str | Path, target: str | Path) -> Copied:
         if not final_path.parent.is_dir():
             raise CopyError(f"{target}: no folder {final_path.parent} to write it in")
         target = final_path.with_name(final_path.name + ".partial")
-        for leftover in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
-            leftover.unlink(missing_ok=True)
+        _remove_aside(target)
     with closing(open_reader(source)) as reader:
+        keyless = key_file_problems(str(source), reader)
+        if keyless:  # the copy could not be whole
+            raise CopyError(f"the source {display(source)} cannot be copied: {keyless[0]}")
         with closing(open_store(target, tables=TABLES, lease=True)) as store:
             loading: _Loading = store  # type: ignore[assignment]
             with reader.consistent():
-                store.set_metas(reader.all_meta())
+                store.set_metas({**reader.all_meta(), UNFINISHED_COPY: display(source)})
                 loading.load_events(reader.stored_rows())
                 for table, spec in TABLES.items():
                     loading.load_rows(table, reader.read_model_rows(table, list(spec["columns"])))
                 loading.set_checkpoint(reader.checkpoint())
                 events = reader.last_position()
                 expected = store_log_hash(reader)
-        _copy_keys(source, final)
+            _copy_keys(source, final)
+            store.erase_meta(UNFINISHED_COPY)  # whole: the copy may be served
     if final is not target:
+        wal = Path(f"{target}-wal")  # emptied by the last write's checkpoint (erase_meta)
+        if wal.exists() and wal.stat().st_size > 0:
+            raise CopyError(f"{target}: its write-ahead log was not copied into it; copy again")
         Path(target).rename(final)
+        _remove_aside(Path(target))
     with closing(open_reader(final)) as copied, copied.consistent():
-        problems = store_problems(copied)
+        problems = store_problems(copied) + key_file_problems(str(final), copied)
         got = store_log_hash(copied)
     if problems:
         raise CopyError(f"the copy at {display(final)} fails verify: {problems[0]}")
@@ -95,9 +110,19 @@ def copy(source: str | Path, target: str | Path) -> Copied:
     return Copied(events=events, log_hash=got)
 
 
+def _remove_aside(partial: Path) -> None:
+    """The SQLite file a copy builds aside, and what SQLite and the writer lease keep
+    beside it: a copy stopped before its rename leaves them; one renamed leaves the
+    companions and the lock file, which name no database any more."""
+    for suffix in ("", *private_files.COMPANIONS):
+        Path(f"{partial}{suffix}").unlink(missing_ok=True)
+    Path(lock_path(str(partial))).unlink(missing_ok=True)
+
+
 def _copy_keys(source: str | Path, target: str | Path) -> None:
     """The target gets the source's key file (the same signing and sealing keys)."""
     source_keys = key_file.path_for(source)
     target_keys = key_file.path_for(target)
     if source_keys is not None and target_keys is not None and source_keys.exists():
-        private_files.copy(source_keys, target_keys)
+        # durable before the mark goes: a copy served must find its keys after a crash
+        private_files.write(target_keys, source_keys.read_bytes(), sync=True)

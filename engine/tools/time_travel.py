@@ -120,7 +120,7 @@ def travel(
     finally:
         reader.close()
     # A signing key an older sandex kept in the database goes to the key file, not along.
-    legacy_signing = meta.pop("signing_secret", None)
+    legacy_signing = meta.pop(key_file.LEGACY_SIGNING_META, None)
     partial = out_path.with_name(out_path.name + ".partial")
     for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
         leftover.unlink(missing_ok=True)

@@ -1,14 +1,18 @@
 """`sandex verify` and `sandex rebuild`: the log is checked, replayed and compared.
 
-Verify names the first broken invariant: a gap in the log, a posting that does not
-balance or drives a profile account negative, an asset whose postings do not sum to
-zero, or a read-model table that differs from a rebuild."""
+Verify names the first broken invariant: a copy that never finished, a gap in the log,
+a posting that does not balance or drives a profile account negative, an asset whose
+postings do not sum to zero, a read-model table that differs from a rebuild, or a key
+file that is missing, unreadable or not the one that sealed the log's webhook secrets
+(without it the database's tokens and webhook secrets are lost)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from engine.domain.registrations import domain_registry
+from engine.domain.webhook_registrations import TABLE as WEBHOOKS
+from engine.kernel.credentials import SealError, unseal
 from engine.kernel.events import Event
 from engine.kernel.invariants import check_state
 from engine.kernel.ledger import LedgerViolation
@@ -16,10 +20,11 @@ from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
 from engine.read.readmodels import TABLES, all_rows
+from engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError, path_for
 from engine.runtime.replay import rebuild_read_models, replay
-from engine.store import EventStore, NoSuchTable, open_reader, open_store
+from engine.store import EventStore, NoSuchTable, open_reader, open_store, unfinished_copy
 
-__all__ = ["rebuild", "store_problems", "verify"]
+__all__ = ["key_file_problems", "rebuild", "store_problems", "verify"]
 
 
 def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
@@ -66,9 +71,44 @@ def verify(
     store = open_reader(db_path)
     try:
         with store.consistent():  # the snapshot starts at the first read, the log's
-            return store_problems(store, progress, registry)
+            return store_problems(store, progress, registry) + key_file_problems(db_path, store)
     finally:
         store.close()
+
+
+def key_file_problems(db_path: str, store: EventStore) -> list[str]:
+    """What is wrong with the key file of the database at `db_path` (`store`, read):
+    missing or unreadable while the log holds events (the database's tokens and sealed
+    webhook secrets open with it alone), or not the file that sealed the webhooks'
+    secrets. A database from before key files keeps its signing key in the database
+    until its first open, and has none yet."""
+    path = path_for(db_path)
+    if path is None or store.last_position() == 0:
+        return []
+    if not path.exists():
+        if store.get_meta(LEGACY_SIGNING_META) is not None:
+            return []
+        return [
+            f"key file {path} is missing: the database's tokens and webhook secrets open"
+            " only with the file its writer made (restore it beside the database)"
+        ]
+    try:
+        sealing = KeyFile.existing(db_path).current().sealing
+    except KeyFileError as exc:
+        return [str(exc)]
+    try:
+        webhooks = list(store.read_model_rows(WEBHOOKS.name, ["id", "secret"]))
+    except NoSuchTable:  # a database older than the table: verify names it already
+        return []
+    for webhook_id, secret in webhooks:
+        try:
+            unseal(sealing, str(secret), str(webhook_id))
+        except SealError:
+            return [
+                f"key file {path} does not open webhook {webhook_id}'s secret: it is not the"
+                " file of this database's writer"
+            ]
+    return []
 
 
 def store_problems(
@@ -76,7 +116,8 @@ def store_problems(
 ) -> list[str]:
     """`verify` of any store, read as it is now."""
     registry = domain_registry() if registry is None else registry
-    problems: list[str] = []
+    refusal = unfinished_copy(store)
+    problems: list[str] = [] if refusal is None else [refusal]
     last: list[Event] = []
 
     def tracking(events: Any) -> Any:

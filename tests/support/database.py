@@ -87,6 +87,8 @@ def copy_database(source: Path | str, target: Path | str) -> None:
     snapshots (which `sandex copy` leaves out: a cache)."""
     if not is_server_url(source):
         shutil.copy(source, target)
+        if Path(f"{source}.key").exists():  # whole with its keys, as verify wants it
+            shutil.copy(f"{source}.key", f"{target}.key")
         return
     from engine.tools.copy import copy
 

@@ -136,6 +136,7 @@ def _populated(sandbox_factory: Any) -> Path:
     sandbox.close()
     copy = sandbox.db.with_name("copy.db")  # tests tamper with a copy, not the verified original
     shutil.copy(sandbox.db, copy)
+    shutil.copy(f"{sandbox.db}.key", f"{copy}.key")  # a copy whole: verify checks its keys
     return copy  # type: ignore[no-any-return]
 
 

@@ -140,6 +140,49 @@ def test_a_server_started_on_a_read_only_file_writes_again_once_the_file_is_writ
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.skipif(
+    bool(_AS_A_USER) and shutil.which("setpriv") is None, reason="needs setpriv to drop root"
+)
+@pytest.mark.parametrize("refused", [0, 2])
+def test_a_server_that_made_the_wal_and_shm_of_a_read_only_file_writes_once_it_is_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: int
+) -> None:
+    """No `-wal` nor `-shm` beside a database of mode 0444 when the server starts: SQLite
+    would make them with the database's mode, open them read-only ever after, and share
+    the read-only `-shm` among the process's connections, so every write stayed a 503
+    after the operator's `chmod` of the database. Now the first write after it works,
+    whether writes (and reads) were refused before it or none was tried."""
+    db = tmp_path / "ro.db"
+    first = Server(db)
+    headers = first.token()
+    assert httpx.post(
+        f"{first.base}{DEPOSIT}", json={"asset": "BTC", "amount": "1"}, headers=headers
+    ).is_success
+    assert first.stop()[0] == 0
+    conn = sqlite3.connect(db)  # the last connection to close removes `-wal` and `-shm`
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists()
+    db.chmod(0o444)
+    monkeypatch.setattr(server_helpers, "SANDEX", [*_AS_A_USER, *server_helpers.SANDEX])
+    server = Server(db, "--no-rate-limits")
+    url = f"{server.base}{DEPOSIT}"
+    balance = f"{server.base}/v2/profiles/default/balances/BTC"
+    try:
+        for _ in range(refused):
+            r = httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers)
+            _assert_503(r, "readonly")
+            assert httpx.get(balance, headers=headers).json()["available"] == "1"
+        db.chmod(0o644)  # the database only, as the operator fixes it
+        for _ in range(2):
+            r = httpx.post(url, json={"asset": "BTC", "amount": "1"}, headers=headers)
+            assert r.status_code == 200, r.text
+        assert httpx.get(balance, headers=headers).json()["available"] == "3"
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
+
+
 def test_a_full_disk_answers_503_and_writes_nothing(sandbox: Any) -> None:
     """What still fits in free pages is written whole; what does not is a 503 that left
     nothing behind."""
@@ -330,3 +373,21 @@ def _quote_status(db: Path, quote_id: str) -> str:
     types = [r[0] for r in rows]
     assert types and types[0] == "WithdrawalFeeQuoted", types
     return "EXPIRED" if "WithdrawalFeeExpired" in types else "ACTIVE"
+
+
+@pytest.mark.parametrize("kind", ["foreign file", "directory"])
+def test_a_database_that_cannot_be_opened_leaves_no_wal_nor_shm_beside_it(
+    tmp_path: Path, kind: str
+) -> None:
+    """The writer makes a database's `-wal` and `-shm` before SQLite opens it; a file
+    that is no database, or a directory, keeps nothing of that beside it."""
+    from engine.store import SqliteEventStore, StoreUnavailable
+
+    db = tmp_path / "not.db"
+    if kind == "directory":
+        db.mkdir()
+    else:
+        db.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreUnavailable, match="cannot open database"):
+        SqliteEventStore(db)
+    assert [p.name for p in tmp_path.iterdir()] == ["not.db"]

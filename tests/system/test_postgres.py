@@ -134,6 +134,111 @@ def test_copy_moves_a_whole_log_to_postgresql_and_back(
         reopened.close()
 
 
+class _Killed(BaseException):
+    """The copying process dies here: nothing after it runs, no handler tidies up."""
+
+
+def _copied_source(sandbox_factory: Any) -> Path:
+    """A closed SQLite database with a tenant, funds and a sealed webhook secret."""
+    sb = sandbox_factory("source.db")
+    sb.deposit("USD", "1000")
+    headers, _ = sb.tenant()
+    sb.deposit("BTC", "0.5", headers=headers)
+    assert sb.post("/v2/sandbox/webhooks", {"url": "https://hooks.example.com/a"}).is_success
+    sb.close()
+    return Path(sb.db)
+
+
+def _die_at(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, call: int = 1) -> None:
+    """The `call`-th call of `owner.name` kills the copy before it does anything."""
+    real = getattr(owner, name)
+    calls = [0]
+
+    def dying(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == call:
+            raise _Killed(name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, dying)
+
+
+@pytest.mark.parametrize(
+    ("step", "call"),
+    [
+        ("load_events", 1),  # the metas are in; no event
+        ("load_rows", 3),  # the log is in; two read-model tables of many
+        ("set_checkpoint", 1),  # every row is in; the checkpoint still 0
+        ("_copy_keys", 1),  # the log and read models whole; no key file
+        ("erase_meta", 1),  # the key file written; the copy not yet marked whole
+    ],
+)
+def test_a_copy_to_postgresql_stopped_at_any_step_is_refused_by_serve_and_fails_verify(
+    postgres_url: str, sandbox_factory: Any, monkeypatch: pytest.MonkeyPatch, step: str, call: int
+) -> None:
+    """Before, the unfinished target was served (with new keys: the source's tokens 401
+    and the webhook secret lost; or with half its read models), and a copy stopped
+    before its key file passed verify."""
+    import engine.tools.copy as copy_tool
+    from engine.store.postgres import PostgresEventStore
+
+    source = _copied_source(sandbox_factory)
+    _die_at(monkeypatch, copy_tool if step == "_copy_keys" else PostgresEventStore, step, call)
+    with pytest.raises(_Killed):
+        copy_tool.copy(source, postgres_url)
+    monkeypatch.undo()
+    served = _run("serve", "--db", postgres_url, "--port", "0")
+    assert served.returncode == 2, served.stdout
+    assert served.stdout == ""
+    lines = served.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sandex: "), served.stderr
+    assert "unfinished copy" in lines[0] and "copy again" in lines[0]
+    verified = _run("verify", "--db", postgres_url)
+    assert verified.returncode != 0
+    assert "unfinished copy" in verified.stdout + verified.stderr
+
+
+def test_verify_checks_the_key_file_of_a_finished_copy(
+    tmp_path: Path, postgres_url: str, sandbox_factory: Any
+) -> None:
+    """A finished copy carries the source's key file; verify fails the copy without it,
+    or with another database's, which opens none of its webhook secrets."""
+    from engine.runtime.key_file import path_for
+    from engine.tools.verify import verify
+
+    source = _copied_source(sandbox_factory)
+    assert _run("copy", "--from", str(source), "--to", postgres_url).returncode == 0
+    assert verify(postgres_url) == []
+    keys = path_for(postgres_url)
+    assert keys is not None and keys.read_bytes() == Path(f"{source}.key").read_bytes()
+    kept = keys.read_bytes()
+    keys.unlink()
+    problems = verify(postgres_url)
+    assert len(problems) == 1 and f"key file {keys} is missing" in problems[0]
+    other = sandbox_factory("other.db")
+    other.close()
+    keys.write_bytes(Path(f"{other.db}.key").read_bytes())
+    problems = verify(postgres_url)
+    assert len(problems) == 1 and "does not open webhook" in problems[0], problems
+    keys.write_bytes(kept)
+    assert verify(postgres_url) == []
+
+
+def test_a_copy_from_postgresql_to_sqlite_leaves_no_partial_file(
+    tmp_path: Path, postgres_url: str, sandbox_factory: Any
+) -> None:
+    source = _copied_source(sandbox_factory)
+    assert _run("copy", "--from", str(source), "--to", postgres_url).returncode == 0
+    back = tmp_path / "back" / "back.db"
+    back.parent.mkdir()
+    home = _run("copy", "--from", postgres_url, "--to", str(back))
+    assert home.returncode == 0, home.stderr
+    left = sorted(p.name for p in back.parent.iterdir())
+    assert "back.db" in left and "back.db.key" in left
+    assert [name for name in left if ".partial" in name] == [], left
+    assert _run("verify", "--db", str(back)).returncode == 0
+
+
 @pytest.mark.parametrize("bad", ["postgresql://nobody@/nothing?host=/nonexistent"])
 def test_an_unreachable_server_is_one_line(bad: str) -> None:
     done = _run("events", "--db", bad)

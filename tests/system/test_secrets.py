@@ -168,6 +168,8 @@ def test_a_webhook_whose_secret_no_longer_opens_is_not_signed_nor_sent(sandbox: 
     status = sandbox.get("/v2/sandbox/webhooks").json()
     assert "register the webhook again" in status["last_error"]
     assert status["undelivered_webhooks"] == 1
+    assert any("does not open webhook" in p for p in sandbox.verify())  # verify says so too
+    key_file.write_text(json.dumps(keys))
 
 
 def test_a_sealed_secret_opens_only_with_its_key_and_for_its_webhook() -> None:
