@@ -53,6 +53,9 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
     "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
     "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),
+    # the server's other worlds (docs/worlds.md): its routes admit only the default
+    # world's bootstrap customer besides
+    "sandbox:worlds": ("sandbox:write_customer",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
