@@ -41,6 +41,8 @@ from api_adapter.routes import (
     withdrawals,
 )
 from api_adapter.webhook_delivery import Deliverer
+from api_adapter.worlds import routes as worlds
+from api_adapter.worlds.manager import WorldManager
 from engine import Engine
 from engine.read.cursors import Cursors
 from engine.read.queries import Queries
@@ -55,12 +57,17 @@ ROUTERS += [transfer_limits.router]
 ROUTERS += [identities.router, accounts.router]
 ROUTERS += [quotes.router, prices.router]
 ROUTERS += [fiat_accounts.router]
+ROUTERS += [worlds.router]
 
 
-def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:
+def create_app(
+    engine: Engine, *, scheduler: Any = None, fast_lane: bool = True, worlds: bool = True
+) -> FastAPI:
     """An app serving `engine`, which must be started; `scheduler` runs with the app.
     `fast_lane=False` serves every request through FastAPI's routes (the tests hold the
-    fast lane's answers to theirs)."""
+    fast lane's answers to theirs). `worlds`: the app is a default world, which keeps
+    the other worlds of its server beside its database (api_adapter/worlds; served by
+    `WorldDispatch` in front of it); a world's own app is made with False."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -73,6 +80,8 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
             app.state.webhooks.stop()
             if scheduler is not None:
                 scheduler.stop()
+            if app.state.worlds is not None:
+                app.state.worlds.close()
 
     # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
     # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
@@ -103,6 +112,7 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
+    app.state.worlds = WorldManager.beside(engine.db_path, settings) if worlds else None
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -47,6 +47,7 @@ def serve(args: argparse.Namespace) -> int:
     from api_adapter.logging import configure
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
+    from api_adapter.worlds.dispatch import WorldDispatch
     from engine import open_engine
     from engine.read.database_contents import display, is_server_url
     from engine.runtime.scheduler import Scheduler
@@ -110,9 +111,12 @@ def serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     fenced = getattr(engine.store, "fenced", None)  # PostgreSQL: the lease was lost
+    front = WorldDispatch(app) if app.state.worlds is not None else app
     try:
-        serve_on(listener, app, host=args.host, port=args.port, stop_when=fenced, **options)
+        serve_on(listener, front, host=args.host, port=args.port, stop_when=fenced, **options)
     finally:
+        if app.state.worlds is not None:
+            app.state.worlds.close()
         engine.stop()
     if fenced is not None and fenced.is_set():
         print(

@@ -1,0 +1,475 @@
+"""The non-default worlds of a server: each an SQLite file, its key file and a manifest in
+the worlds folder beside the default database (`<db>.worlds/`), opened on its first
+request and stopped when deleted or when the server stops.
+
+Worlds share nothing but the process: each has its own engine (log, clock, seed,
+settings, books, timers, feeds), key file (tokens of one are refused by another), app
+(rate limits, webhooks) and bootstrap client. The manifest, written atomically, is what
+lists a world, so a restarted server serves the same worlds."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi import FastAPI
+from pydantic import ValidationError
+
+from engine import Engine, open_engine
+from engine.config.settings import Settings
+from engine.domain.sandbox_snapshots import snapshots
+from engine.kernel.clock import format_time
+from engine.kernel.commands import CreateCustomer
+from engine.kernel.errors import Invalid, NotFound
+from engine.kernel.logs import get_logger
+from engine.runtime import key_file
+from engine.runtime.scheduler import Scheduler
+from engine.store import in_memory, local_base, open_reader, private_files
+
+log = get_logger("sandex.worlds")
+
+PREFIX = "w_"
+_ID = re.compile(r"^w_[A-Za-z0-9_-]{16,64}$")
+# Settings a world may not choose: the server's connection limits are the server's.
+SERVER_SETTINGS = frozenset(
+    {
+        "header_timeout_seconds",
+        "body_timeout_seconds",
+        "keep_alive_timeout_seconds",
+        "max_connections",
+        "max_connections_per_ip",
+        "max_url_bytes",
+        "max_header_bytes",
+        "writer_lease_seconds",
+    }
+)
+# The files of a world besides its database: the SQLite companions, key file and lock.
+_COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial")
+# How long a deletion waits for the world's requests in flight before it stops the engine.
+DRAIN_SECONDS = 5.0
+# The WebSocket close code of a feed whose world is deleted (RFC 6455: going away).
+GOING_AWAY = 1001
+# The bootstrap client's id in a new world (each world has its own clients).
+BOOTSTRAP_CLIENT = "sandex"
+
+
+def folder_for(db: str | Path) -> Path:
+    """The worlds folder of the default database `db` (a file, or a server's database:
+    then under the local state folder, beside its key file)."""
+    return Path(f"{local_base(db)}.worlds")
+
+
+@dataclass
+class Served:
+    """A loaded world: its started engine, its app, and what runs beside them."""
+
+    engine: Engine
+    app: FastAPI
+    scheduler: Scheduler | None
+    in_flight: int = 0
+
+    def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        self.app.state.webhooks.stop()
+        self.app.state.queries.close()
+        self.engine.stop()
+
+
+def assemble(db: Path, settings: Settings) -> Served:
+    """A started world on `db`: the one place a world is put together (engine, scheduler,
+    webhook deliverer, app), as `sandex serve` puts the default world together."""
+    from api_adapter.app import create_app
+
+    engine = open_engine(db, settings).start()
+    try:
+        scheduler = (
+            Scheduler(engine, settings.tick_interval_seconds)
+            if engine.clock.mode == "wall"
+            else None
+        )
+        app = create_app(engine, worlds=False)
+        app.state.webhooks.start()
+        if scheduler is not None:
+            scheduler.start()
+    except BaseException:
+        engine.stop()
+        raise
+    return Served(engine, app, scheduler)
+
+
+@dataclass
+class Record:
+    """A world as its manifest holds it: what it was created with."""
+
+    id: str
+    name: str
+    created_at: str
+    clock: str
+    seed: int | None
+    start_time: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    from_world: str | None = None
+    from_snapshot: str | None = None
+    expires_after_idle_seconds: int | None = None
+    seq: int = 0  # creation order: what a list's cursor holds
+
+    def as_json(self) -> bytes:
+        return orjson.dumps(self.__dict__, option=orjson.OPT_INDENT_2)
+
+
+class WorldManager:
+    """The worlds of one server beside its default database `db`. `base` is the default
+    world's settings, under every world's own choices. Thread-safe; its methods run on
+    the event loop's thread and may block it for a world's opening (milliseconds)."""
+
+    def __init__(self, db: str | Path, base: Settings) -> None:
+        self.folder = folder_for(db)
+        self.base = base
+        self._lock = threading.RLock()
+        self._records: dict[str, Record] = {}
+        self._served: dict[str, Served] = {}
+        self._last_used: dict[str, float] = {}
+        if self.folder.is_dir():
+            private_files.tighten(self.folder)
+            for manifest in sorted(self.folder.glob(f"{PREFIX}*.json")):
+                try:
+                    record = Record(**orjson.loads(manifest.read_bytes()))
+                except (OSError, ValueError, TypeError) as exc:
+                    log.warning("world manifest unreadable", path=str(manifest), error=str(exc))
+                    continue
+                if self.db_of(record.id).exists():
+                    self._records[record.id] = record
+
+    @classmethod
+    def beside(cls, db: str | Path, base: Settings) -> WorldManager | None:
+        """The worlds of the default database `db`; None for an in-memory one."""
+        return None if in_memory(str(db)) else cls(db, base)
+
+    # -- files --
+
+    def db_of(self, world_id: str) -> Path:
+        return self.folder / f"{world_id}.db"
+
+    def _manifest_of(self, world_id: str) -> Path:
+        return self.folder / f"{world_id}.json"
+
+    def _files_of(self, world_id: str) -> list[Path]:
+        db = self.db_of(world_id)
+        return [db, *(Path(f"{db}{tail}") for tail in _COMPANIONS)]
+
+    def _make_folder(self) -> None:
+        self.folder.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+
+    # -- the worlds --
+
+    def ids(self) -> list[tuple[int, str]]:
+        """Every world's (seq, id), oldest first."""
+        with self._lock:
+            return sorted((r.seq, r.id) for r in self._records.values())
+
+    def settings_of(self, record: Record) -> Settings:
+        """A world's settings: the server's, under the world's clock, seed and overrides."""
+        chosen = {k: v for k, v in self.base.model_dump().items() if k not in {"seed"}}
+        chosen.update(record.settings)
+        chosen["clock"] = record.clock
+        chosen["seed"] = record.seed
+        if record.start_time is not None:
+            chosen["clock_start"] = record.start_time
+        return Settings(**chosen)
+
+    def create(
+        self,
+        *,
+        name: str | None = None,
+        clock: str = "wall",
+        start_time: str | None = None,
+        seed: int | None = None,
+        settings: dict[str, Any] | None = None,
+        from_world: str | None = None,
+        from_snapshot: str | None = None,
+        expires_after_idle_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """Make a world, start it and answer its id and its bootstrap client (the secret
+        is drawn from the OS and answered here only). With `from_world` and
+        `from_snapshot` the world is a fork: that world as it was at that snapshot."""
+        if (from_world is None) != (from_snapshot is None):
+            missing = "from_snapshot" if from_snapshot is None else "from_world"
+            raise Invalid(f"{missing} is required with a fork", field=missing)
+        world_id = PREFIX + secrets.token_urlsafe(18)
+        overrides = dict(settings or {})
+        for key in overrides:
+            if key in SERVER_SETTINGS or key in {"clock", "seed", "clock_start"}:
+                raise Invalid(
+                    f"settings invalid: {key} cannot be set per world", field=f"settings.{key}"
+                )
+        if from_world is not None:
+            assert from_snapshot is not None
+            template = self._record(from_world, field_name="from_world")
+            record = Record(
+                id=world_id,
+                name=name or world_id,
+                created_at="",
+                clock=template.clock,
+                seed=template.seed,
+                start_time=template.start_time,
+                settings={**template.settings, **overrides},
+                from_world=from_world,
+                from_snapshot=from_snapshot,
+                expires_after_idle_seconds=expires_after_idle_seconds,
+            )
+        else:
+            record = Record(
+                id=world_id,
+                name=name or world_id,
+                created_at="",
+                clock=clock,
+                seed=seed,
+                start_time=start_time,
+                settings=overrides,
+                expires_after_idle_seconds=expires_after_idle_seconds,
+            )
+        try:
+            world_settings = self.settings_of(record)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            name_of = {"clock_start": "start_time"}.get(where, where)
+            if where not in {"clock_start"}:
+                name_of = f"settings.{where}"
+            raise Invalid(f"{name_of} invalid: {error['msg']}", field=name_of) from exc
+        with self._lock:
+            record.seq = max((r.seq for r in self._records.values()), default=0) + 1
+            self._make_folder()
+            db = self.db_of(world_id)
+            secret: str | None = None
+            try:
+                if from_world is not None:
+                    assert from_snapshot is not None
+                    self._fork(from_world, from_snapshot, db)
+                served = assemble(db, world_settings)
+                try:
+                    state = served.engine.state
+                    if not state.customers:
+                        secret = secrets.token_urlsafe(30)
+                        made = served.engine.execute(
+                            CreateCustomer(
+                                client_id=BOOTSTRAP_CLIENT, client_secret=secret, bootstrap=True
+                            )
+                        )
+                        client_id, profile_id = made["client_id"], made["profile_id"]
+                    else:
+                        client_id, profile_id = _bootstrap_of(served.engine)
+                    record.created_at = format_time(served.engine.clock.now())
+                    private_files.write(self._manifest_of(world_id), record.as_json(), sync=True)
+                except BaseException:
+                    served.stop()
+                    raise
+            except BaseException:
+                self._remove_files(world_id)
+                raise
+            self._records[world_id] = record
+            self._served[world_id] = served
+            self._last_used[world_id] = time.time()
+        log.info("world created", world=world_id, fork_of=from_world)
+        return {
+            "id": world_id,
+            "name": record.name,
+            "client_id": client_id,
+            "client_secret": secret,
+            "profile_id": profile_id,
+            "clock": {
+                "mode": served.engine.clock.mode,
+                "now": format_time(served.engine.clock.now()),
+            },
+            "created_at": record.created_at,
+        }
+
+    def _record(self, world_id: str, *, field_name: str | None = None) -> Record:
+        with self._lock:
+            record = self._records.get(world_id)
+        if record is None:
+            if field_name is not None:
+                raise Invalid(f"{field_name} invalid: no world {world_id}", field=field_name)
+            raise NotFound(f"world not found with id {world_id}")
+        return record
+
+    def _fork(self, template_id: str, snapshot: str, db: Path) -> None:
+        """Write `db`, the world `template_id` as it was at its snapshot `snapshot`: a copy
+        of its files when its log ends at the snapshot, else its log up to the snapshot
+        with the state loaded from it (engine/tools/time_travel.py). Never a replay of
+        commands. The fork keeps the template's sealing and id keys (the secrets sealed
+        in its log still open) under a new signing key: no token crosses."""
+        from engine.tools.time_travel import travel
+
+        template = self._served_of(template_id)
+        taken = snapshots(template.engine.state).get(snapshot)
+        if taken is None:
+            raise Invalid(
+                f"from_snapshot invalid: no snapshot {snapshot} in world {template_id}",
+                field="from_snapshot",
+            )
+        position = int(taken["position"])
+        source = self.db_of(template_id)
+        if not self._copy_at(source, db, position):
+            travel(source, db, position=position)
+        else:
+            private_files.copy(Path(f"{source}.key"), Path(f"{db}.key"))
+        key_file.KeyFile.existing(db).rotate()
+
+    @staticmethod
+    def _copy_at(source: Path, db: Path, position: int) -> bool:
+        """Copy `source` into `db` with SQLite's backup (a consistent copy of a live
+        database) when its log ends at `position`; False, and nothing left, otherwise."""
+        private_files.create(db)
+        try:
+            with (
+                closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as src,
+                closing(sqlite3.connect(db)) as dst,
+            ):
+                src.backup(dst)
+                last = dst.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0]
+                if last == position:
+                    dst.execute("PRAGMA journal_mode=WAL")
+                    return True
+        except BaseException:
+            db.unlink(missing_ok=True)
+            raise
+        db.unlink(missing_ok=True)
+        for tail in ("-wal", "-shm"):
+            Path(f"{db}{tail}").unlink(missing_ok=True)
+        return False
+
+    def _served_of(self, world_id: str) -> Served:
+        """The world loaded, opened now if it was not."""
+        with self._lock:
+            served = self._served.get(world_id)
+            if served is None:
+                record = self._record(world_id)
+                served = assemble(self.db_of(world_id), self.settings_of(record))
+                self._served[world_id] = served
+            self._last_used[world_id] = time.time()
+            return served
+
+    def app_of(self, world_id: str) -> Served | None:
+        """The loaded world `world_id` (opened now if it was not), None when unknown."""
+        if not _ID.match(world_id):
+            return None
+        with self._lock:
+            if world_id not in self._records:
+                return None
+            return self._served_of(world_id)
+
+    @contextmanager
+    def serving(self, served: Served) -> Iterator[None]:
+        """Count a request of `served` while it runs, so a deletion lets it end first."""
+        served.in_flight += 1
+        try:
+            yield
+        finally:
+            served.in_flight -= 1
+
+    def describe(self, world_id: str) -> dict[str, Any]:
+        """A world's status (no secret): clock, events, size on disk, loaded, last used."""
+        with self._lock:
+            record = self._record(world_id)
+            served = self._served.get(world_id)
+            last_used = self._last_used.get(world_id)
+        db = self.db_of(world_id)
+        size = sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
+        clock: dict[str, str]
+        if served is not None:
+            events = served.engine.store.last_position()
+            clock = {
+                "mode": served.engine.clock.mode,
+                "now": format_time(served.engine.clock.now()),
+            }
+        else:
+            with closing(open_reader(db)) as reader:
+                events = reader.last_position()
+            clock = {"mode": record.clock}  # its time is known once it is loaded
+        expires = record.expires_after_idle_seconds
+        return {
+            "id": record.id,
+            "name": record.name,
+            "status": "ACTIVE",
+            "clock": clock,
+            "events": events,
+            "size_bytes": size,
+            "loaded": served is not None,
+            "last_used_at": _wall(last_used),
+            "expires_after_idle_seconds": expires,
+            "expires_at": _wall(last_used + expires) if expires and last_used else None,
+            "from_world": record.from_world,
+            "from_snapshot": record.from_snapshot,
+            "created_at": record.created_at,
+        }
+
+    def forget(self, world_id: str) -> Served | None:
+        """Unlist the world at once (its requests from now on are 404) and end its feeds;
+        answer it, loaded, for `remove` once its requests in flight have ended."""
+        with self._lock:
+            self._record(world_id)
+            del self._records[world_id]
+            served = self._served.pop(world_id, None)
+            self._last_used.pop(world_id, None)
+            self._manifest_of(world_id).unlink(missing_ok=True)
+        if served is not None:
+            served.engine.market_feed.end_all(GOING_AWAY, "the world was deleted")
+        return served
+
+    def remove(self, world_id: str, served: Served | None) -> None:
+        """Stop a forgotten world (a write still queued is answered 503) and remove its
+        files."""
+        if served is not None:
+            served.stop()
+        self._remove_files(world_id)
+        log.info("world deleted", world=world_id)
+
+    def delete(self, world_id: str) -> None:
+        """`forget` and `remove` at once: for a caller with no request in flight."""
+        self.remove(world_id, self.forget(world_id))
+
+    def _remove_files(self, world_id: str) -> None:
+        self._manifest_of(world_id).unlink(missing_ok=True)
+        for path in self._files_of(world_id):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Stop every loaded world (the server is stopping); their files stay."""
+        with self._lock:
+            served, self._served = list(self._served.values()), {}
+        for world in served:
+            world.stop()
+
+
+def _bootstrap_of(engine: Engine) -> tuple[str, str]:
+    """The bootstrap client of a forked world and its customer's first profile."""
+    state = engine.state
+    for client in state.clients.values():
+        customer = state.customers.get(client["customer_id"])
+        if customer and customer.get("bootstrap") and not client["revoked"]:
+            return str(client["client_id"]), str(customer["profile_ids"][0])
+    raise NotFound("the template world has no bootstrap client")
+
+
+def _wall(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return format_time(datetime.fromtimestamp(seconds, UTC))
