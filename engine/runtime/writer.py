@@ -14,41 +14,37 @@ from __future__ import annotations
 
 import decimal
 import gc
-import os
 import queue
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from engine.config.settings import Settings
-from engine.domain.registrations import domain_registry
-from engine.kernel.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
+from engine.kernel.clock import LATEST, Clock, ManualClock, format_time, parse_time
 from engine.kernel.commands import AdvanceClock, Command, Tick
 from engine.kernel.credentials import Secrets
 from engine.kernel.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.kernel.events import Event
-from engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
-from engine.kernel.execution_ids import database_key
-from engine.kernel.execution_ids import new_key as new_execution_key
-from engine.kernel.ids import KEYED, IdSource
-from engine.kernel.ids import META_KEY as IDS_KEY
+from engine.kernel.execution_ids import ExecutionIds
+from engine.kernel.ids import IdSource
 from engine.kernel.invariants import check_state
 from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
-from engine.read.readmodels import rows_for
-from engine.runtime.key_file import KeyFile, KeyFileError
+from engine.read.readmodels import Projection
+from engine.runtime.key_file import KeyFile
 from engine.runtime.market_feed import Changes, MarketFeed
 from engine.runtime.replay import rebuild_read_models
 from engine.runtime.reply import Batch, Single
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
-from engine.store import EventStore, StoreUnavailable, in_memory
+from engine.store import EventStore, StoreUnavailable
 
 log = get_logger("sandex.engine")
 
@@ -90,53 +86,48 @@ class NotDecided(Unavailable):
     """A command of a chain (`Engine.run_inline_chain`) after one that failed."""
 
 
+@dataclass(frozen=True, slots=True)
+class EngineParts:
+    """Everything an engine runs on, built by the composition root
+    (engine/runtime/composition.py, `bootstrap`): the engine only wires them together,
+    so whoever builds them (a server's default database, a world) decides what they are."""
+
+    store: EventStore  # the engine's from now on: `stop` closes it
+    settings: Settings
+    registry: Registry  # the deciders, appliers, timers and read-model tables
+    projection: Projection  # the registry's read-model tables and their rows
+    seed: int
+    execution_ids: ExecutionIds
+    keys: KeyFile
+    secrets: Secrets
+    clock: Clock
+    ids: IdSource
+    market_feed: MarketFeed  # the WebSocket feeds' hub, fed by the writer after each group
+    snapshotter: Snapshotter
+    snapshot_every: int  # events between state snapshots; 0: none
+
+
 class Engine:
-    def __init__(
-        self,
-        store: EventStore,
-        settings: Settings | None = None,
-        clock: Clock | None = None,
-        *,
-        registry: Registry | None = None,
-    ):
-        """`store` is the engine's from now on: `stop` closes it. A composition root
-        builds it (engine/runtime/composition.py: `open_engine` for a database file).
-        `registry`: the deciders, appliers and timers (the domain's when None)."""
-        if isinstance(store, str | os.PathLike):
-            raise TypeError(f"Engine takes a store: open_engine({str(store)!r}) opens one")
-        self.registry = domain_registry() if registry is None else registry
-        self.settings = settings or Settings()
-        self.store = store
-        self.db_path = store.path
-        seed = self.store.get_meta("seed")
-        new_database = seed is None
-        if seed is None:
-            seed = str(self.settings.seed or 0)
-            labels = {"seed": seed, "created_with_clock": self.settings.clock}
-            if self.settings.seed is None:  # no seed asked for: ids nobody else can compute
-                labels[IDS_KEY] = KEYED
-            # One commit, and a database never half-labelled.
-            self.store.set_metas(labels)
-        self.seed = int(seed)
-        key = self.store.get_meta(EXECUTION_KEY)
-        if key is None:  # a new database, or one from before execution ids were permuted
-            key = new_execution_key(self.settings.execution_ids, self.seed)
-            self.store.set_meta(EXECUTION_KEY, key)
-        self.execution_ids = database_key(key)
-        self.keys = self._open_keys(new_database)
-        # Secrets come from the OS, never from the seeded ids (engine/credentials.py).
-        self.secrets = Secrets(self.keys.current().sealing)
-        if clock is None:
-            clock = (
-                ManualClock(self.settings.clock_start)
-                if self.settings.clock == "manual"
-                else WallClock()
+    def __init__(self, parts: EngineParts) -> None:
+        """An engine on `parts`; `build_engine` and `open_engine`
+        (engine/runtime/composition.py) build them."""
+        if not isinstance(parts, EngineParts):
+            raise TypeError(
+                f"Engine takes its parts: build_engine(store, settings) or"
+                f" open_engine({str(parts)!r}) builds them"
             )
-        self.clock = clock
-        self.ids = IdSource(self.seed, self._id_key())
-        # The WebSocket market data feeds' hub (engine/runtime/market_feed.py): fed by
-        # the writer after each group, published after its COMMIT.
-        self.market_feed = MarketFeed(self.settings, self.seed)
+        self.registry = parts.registry
+        self.projection = parts.projection
+        self.settings = parts.settings
+        self.store = parts.store
+        self.db_path = parts.store.path
+        self.seed = parts.seed
+        self.execution_ids = parts.execution_ids
+        self.keys = parts.keys
+        self.secrets = parts.secrets
+        self.clock = parts.clock
+        self.ids = parts.ids
+        self.market_feed = parts.market_feed
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         # Events per command of the last group written (`_group_limit`); an order's
@@ -161,44 +152,16 @@ class Engine:
         self._scratch = False  # `one_transaction(scratch=True)`
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
-        # State snapshots (engine/runtime/startup_cache.py): none for an in-memory
-        # database, which a second connection cannot see.
-        self._snapshot_every = self.settings.snapshot_every_events
-        if in_memory(self.db_path):
-            self._snapshot_every = 0
-        self._snapshotter = Snapshotter(self.store, self._snapshot_built, self.registry)
+        # State snapshots (engine/runtime/startup_cache.py), built off the writer thread
+        # and handed back to it to store.
+        self._snapshot_every = parts.snapshot_every
+        self._snapshotter = parts.snapshotter
+        self._snapshotter.deliver = self._snapshot_built
         self.snapshot_base = 0  # position of the newest snapshot written or loaded
         self.loaded_from = 0  # position of the snapshot the last load started from
         self._load()
 
     # -- start-up ---------------------------------------------------------------------
-
-    def _open_keys(self, new_database: bool) -> KeyFile:
-        """The database's key file (engine/runtime/key_file.py), made on first open; a signing key
-        that an older sandex kept in the database moves there and is erased."""
-        legacy = self.store.get_meta("signing_secret")
-        try:
-            keys = KeyFile.open(self.db_path, legacy_signing=legacy, new_database=new_database)
-        except (KeyFileError, OSError) as exc:
-            self.store.close()
-            raise StoreUnavailable(f"cannot open the key file of {self.db_path}: {exc}") from exc
-        if legacy is not None:
-            self.store.erase_meta("signing_secret")
-            log.warning("signing key moved out of the database", key_file=str(keys.path))
-        return keys
-
-    def _id_key(self) -> bytes | None:
-        """The key file's id key for a database whose ids are keyed; None for one whose
-        ids are drawn from its seed (created with a seed set, or before id keys)."""
-        if self.store.get_meta(IDS_KEY) != KEYED:
-            return None
-        key = self.keys.current().ids
-        if key is None:
-            self.store.close()
-            raise StoreUnavailable(
-                f"the key file of {self.db_path} holds no id key, which its database needs"
-            )
-        return key
 
     def _load(self) -> None:
         """Rebuild the state from the newest state snapshot and the log after it; bring
@@ -232,7 +195,7 @@ class Engine:
             log.warning(
                 "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
             )
-            rebuild_read_models(self.store, registry=self.registry)
+            rebuild_read_models(self.store, registry=self.registry, projection=self.projection)
         state.appended = []
         self._data_version = self.store.data_version()
         # Millions of long-lived objects: out of the collector's sight from now on, or
@@ -372,7 +335,7 @@ class Engine:
         self._deferred = []
         writes = {}
         if rows:
-            writes = rows_for(state, state.dirty)
+            writes = self.projection.rows_for(state, state.dirty)
             state.dirty.clear()
         state.appended = None if self._scratch else []
         try:
@@ -604,7 +567,7 @@ class Engine:
                 self._publish_unwritten()
             _complete(spans)
             return
-        writes = rows_for(state, state.dirty)
+        writes = self.projection.rows_for(state, state.dirty)
         state.dirty.clear()
         state.appended = []
         if not self._settle():  # the group before failed: this one was decided on it
@@ -666,7 +629,7 @@ class Engine:
         finally:
             self._recover()
         state = self.state
-        rows = rows_for(state, touched)
+        rows = self.projection.rows_for(state, touched)
         if rows:
             self.store.write([], rows, position)
             self.store.finish()
