@@ -42,7 +42,7 @@ def _child(variant: str, orders: int) -> dict[str, float]:
     from engine.domain import feed
     from engine.domain.registrations import REGISTRATIONS
     from engine.kernel.registry import build_registry
-    from engine.read.readmodels import Projection
+    from engine.runtime.projection import Projection
 
     registry = None
     if variant != VARIANTS[0]:

@@ -23,9 +23,9 @@ from engine.kernel.ids import KEYED, IdSource
 from engine.kernel.ids import META_KEY as IDS_KEY
 from engine.kernel.logs import get_logger
 from engine.kernel.registry import Registry
-from engine.read.readmodels import Projection
 from engine.runtime.key_file import KeyFile, KeyFileError
 from engine.runtime.market_feed import MarketFeed
+from engine.runtime.projection import Projection
 from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.writer import Engine, EngineParts
 from engine.store import EventStore, StoreUnavailable, in_memory, open_store

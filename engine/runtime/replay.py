@@ -17,7 +17,7 @@ from engine.kernel.money import CONTEXT
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State, StreamVersions
-from engine.read.readmodels import Projection
+from engine.runtime.projection import Projection
 from engine.store import Concurrency, EventStore
 
 log = get_logger("sandex.engine")

@@ -36,9 +36,9 @@ from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
-from engine.read.readmodels import Projection
 from engine.runtime.key_file import KeyFile
 from engine.runtime.market_feed import Changes, MarketFeed
+from engine.runtime.projection import Projection
 from engine.runtime.replay import rebuild_read_models
 from engine.runtime.reply import Batch, Single
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT

@@ -14,8 +14,8 @@ from engine.kernel.ledger import LedgerViolation
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
-from engine.read.readmodels import Projection
 from engine.runtime.composition import default_registry
+from engine.runtime.projection import Projection
 from engine.runtime.replay import rebuild_read_models, replay
 from engine.store import EventStore, NoSuchTable, open_reader, open_store
 

@@ -25,7 +25,7 @@ import pytest
 import engine.tools.verify as verify_module
 from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.read.readmodels import Projection
+from engine.runtime.projection import Projection
 from engine.store import LeaseHeld
 from engine.store.lease import lock_path
 from engine.tools.verify import rebuild, verify

@@ -94,9 +94,9 @@ def test_importing_the_domain_registers_nothing() -> None:
     """Every hook is a Registration field: no module keeps a list others append to."""
     import engine.domain.transfers.notional_prices as prices
     import engine.kernel.invariants as invariants
-    import engine.read.readmodels as readmodels
+    import engine.runtime.projection as projection
 
-    assert not hasattr(readmodels, "register") and not hasattr(readmodels, "register_append")
+    assert not hasattr(projection, "register") and not hasattr(projection, "register_append")
     assert not hasattr(invariants, "CHECKS") and not hasattr(prices, "SOURCES")
 
 

@@ -1,4 +1,5 @@
-"""Read-model tables: the query side, written in the writer's transaction.
+"""The projection stage of the runtime: the read-model tables, written in the writer's
+transaction (and rebuilt from a replayed state), which the read side (engine/read) queries.
 
 Each table row is a pure function of one entity of the in-memory state, so a live
 table and one rebuilt from the log are equal row for row. `body` holds the public JSON
