@@ -13,23 +13,24 @@ happens around it depends on who drives the engine, and is one of these:
   when the block ends (a backtest's; `scratch` for a log nobody reads afterwards).
 
 A strategy is the writer's own part: it calls the engine's reload (`_recover`) and
-reads its state, store and projection. The engine holds one at a time."""
+reads its state, store and projection (`Writer`, what it uses of the engine). The
+engine holds one at a time."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from engine.kernel.clock import Clock
 from engine.kernel.errors import Unavailable
 from engine.kernel.events import Event
 from engine.kernel.logs import get_logger
-from engine.runtime.market_feed import Changes
+from engine.kernel.state import State
+from engine.runtime.market_feed import Changes, MarketFeed
+from engine.runtime.projection import Projection
 from engine.runtime.reply import Batch, Span, complete, fail, overrule
-from engine.store import StoreUnavailable
-
-if TYPE_CHECKING:
-    from engine.runtime.writer import Engine
+from engine.store import EventStore, StoreUnavailable
 
 log = get_logger("sandex.engine")
 
@@ -39,6 +40,30 @@ DEFER_EVENTS = 2048
 # A scratch block (`one_transaction(scratch=True)`) writes its read-model rows once this
 # many entities wait for them, read or not: what it keeps in memory stays bounded.
 DEFER_ROWS = 65536
+
+
+class Writer(Protocol):
+    """What a commit strategy uses of the engine it commits for (`Engine`,
+    engine/runtime/writer.py)."""
+
+    state: State
+    store: EventStore
+    projection: Projection
+    market_feed: MarketFeed
+    clock: Clock
+    committed: list[Event]
+    last_commit_ok: bool
+    _stale: bool
+    _thread: threading.Thread | None
+    _snapshot_every: int
+
+    def _recover(self) -> None: ...
+
+    def _changed_elsewhere(self) -> bool: ...
+
+    def _publish_unwritten(self) -> None: ...
+
+    def _maybe_snapshot(self, position: int) -> None: ...
 
 
 class Written:
@@ -68,7 +93,7 @@ class CommitStrategy:
     # the events decided and not yet written (`OneTransaction`), else None
     deferred: list[Event] | None = None
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Writer) -> None:
         self.engine = engine
 
     def prepare(self, work: list[Batch], spans: list[Span]) -> bool:
@@ -192,7 +217,7 @@ class Pipelined(Inline):
     failed COMMIT fails the group decided behind it too (its decisions rest on events
     that are not in the log) and the state reloads."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Writer) -> None:
         super().__init__(engine)
         # the group whose COMMIT is under way, and the committer thread's queue
         self.inflight: Written | None = None
@@ -260,7 +285,7 @@ class OneTransaction(CommitStrategy):
     about every `DEFER_EVENTS` events and when the block ends (no other writer can change
     the log meanwhile). A broken decision is still undone alone."""
 
-    def __init__(self, engine: Engine, scratch: bool) -> None:
+    def __init__(self, engine: Writer, scratch: bool) -> None:
         super().__init__(engine)
         self.deferred = []
         self.scratch = scratch
