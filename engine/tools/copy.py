@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.read.readmodels import TABLES
 from engine.runtime import key_file
+from engine.runtime.composition import TABLES
 from engine.store import (
     UNFINISHED_COPY,
     EventStore,
