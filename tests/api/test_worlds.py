@@ -398,3 +398,22 @@ def test_a_restarted_server_serves_the_same_worlds(
     listed = httpx.get(f"{again.base}/v2/sandbox/worlds", headers=again.token()).json()
     assert [w["id"] for w in listed["items"]] == [world["id"]]
     assert again.stop()[0] == 0
+
+
+def test_a_worlds_busiest_writes_take_the_fast_lane(
+    front: Front, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from api_adapter.middleware import fast_lane
+
+    looked_up: list[str] = []
+
+    def lane_of(method: str, path: str) -> Any:
+        looked_up.append(path)
+        return fast_lane_of(method, path)
+
+    fast_lane_of = fast_lane.lane_of
+    monkeypatch.setattr(fast_lane, "lane_of", lane_of)
+    world = front.world()
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "100"})
+    world.order(**limit("BUY", "20000", "0.001"))
+    assert looked_up[-2:] == ["/v2/sandbox/profiles/default/deposit", "/v2/profiles/default/orders"]
