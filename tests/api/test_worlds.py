@@ -417,3 +417,14 @@ def test_a_worlds_busiest_writes_take_the_fast_lane(
     world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "100"})
     world.order(**limit("BUY", "20000", "0.001"))
     assert looked_up[-2:] == ["/v2/sandbox/profiles/default/deposit", "/v2/profiles/default/orders"]
+
+
+def test_a_worlds_requests_are_logged_with_its_prefix(front: Front) -> None:
+    from structlog.testing import capture_logs
+
+    world = front.world()
+    with capture_logs() as logs:
+        world.ok("GET", "/v2/profiles")
+        front.http.get("/v2/sandbox/clock")
+    paths = [entry["path"] for entry in logs if entry.get("event") == "request"]
+    assert paths == [f"{world.prefix}/v2/profiles", "/v2/sandbox/clock"]
