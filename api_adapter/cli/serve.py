@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from api_adapter.cli.bootstrap import bootstrap
+from api_adapter.bootstrap import bootstrap
 
 # The exit status of a writer that lost its lease to another (docs/operations.md).
 FENCED = 4
@@ -88,7 +88,7 @@ def serve(args: argparse.Namespace) -> int:
         listener.close()
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
-    client_id, shown_secret = bootstrap(engine, args.host)
+    credentials = bootstrap(engine, args.host)
     scheduler = (
         Scheduler(engine, engine.settings.tick_interval_seconds)
         if engine.clock.mode == "wall"
@@ -104,8 +104,8 @@ def serve(args: argparse.Namespace) -> int:
         f"sandex serving {base}/v2 on {args.db}"
         f" ({engine.clock.mode} clock, seed {engine.seed}{ids})\n"
         f"  token:       POST {base}/oauth2/token\n"
-        f"  client_id:     {client_id}\n"
-        f"  client_secret: {shown_secret}\n"
+        f"  client_id:     {credentials.client_id}\n"
+        f"  client_secret: {credentials.shown}\n"
         f"  docs:        {base}/docs",
         flush=True,
     )
