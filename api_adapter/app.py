@@ -100,8 +100,8 @@ def create_app(
     app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)
     app.state.tokens = auth.Tokens(engine.keys, engine.settings.token_ttl_seconds)
-    # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
-    # context manager); a test may replace it with a faster-polling one before that.
+    # Webhook delivery runs with the served app (started by its `World`, or by the
+    # lifespan); a test may replace it with a faster-polling one before that.
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
