@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
@@ -42,7 +41,6 @@ from api_adapter.routes import (
 )
 from api_adapter.webhook_delivery import Deliverer
 from api_adapter.worlds import routes as worlds
-from api_adapter.worlds.manager import WorldManager
 from engine import Engine
 from engine.read.cursors import Cursors
 from engine.read.queries import Queries
@@ -61,27 +59,24 @@ ROUTERS += [worlds.router]
 
 
 def create_app(
-    engine: Engine, *, scheduler: Any = None, fast_lane: bool = True, worlds: bool = True
+    engine: Engine, *, fast_lane: bool = True, webhooks_on_lifespan: bool = True
 ) -> FastAPI:
-    """An app serving `engine`, which must be started; `scheduler` runs with the app.
-    `fast_lane=False` serves every request through FastAPI's routes (the tests hold the
-    fast lane's answers to theirs). `worlds`: the app is a default world, which keeps
-    the other worlds of its server beside its database (api_adapter/worlds; served by
-    `WorldDispatch` in front of it); a world's own app is made with False."""
+    """An app serving `engine`, which must be started. `fast_lane=False` serves every
+    request through FastAPI's routes (the tests hold the fast lane's answers to theirs).
+    The app's lifespan starts and stops its webhook deliverer when it is served on its
+    own (a test's client used as a context manager); `webhooks_on_lifespan=False` leaves
+    that to its `World`, whose app may be served mounted, with no lifespan of its own."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if scheduler is not None:
-            scheduler.start()
+        if not webhooks_on_lifespan:
+            yield
+            return
         app.state.webhooks.start()
         try:
             yield
         finally:
             app.state.webhooks.stop()
-            if scheduler is not None:
-                scheduler.stop()
-            if app.state.worlds is not None:
-                app.state.worlds.close()
 
     # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
     # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
@@ -107,12 +102,14 @@ def create_app(
     app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)
     app.state.tokens = auth.Tokens(engine.keys, engine.settings.token_ttl_seconds)
-    # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
-    # context manager); a test may replace it with a faster-polling one before that.
+    # Webhook delivery runs with the served app (started by its `World`, or by the
+    # lifespan); a test may replace it with a faster-polling one before that.
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
-    app.state.worlds = WorldManager.beside(engine.db_path, settings) if worlds else None
+    # The server's other worlds, kept by the default world's `World` (api_adapter/worlds);
+    # none in a world's own app, where the worlds operations are 404.
+    app.state.worlds = None
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -21,13 +21,17 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from fastapi import FastAPI
 from pydantic import ValidationError
 
-from engine import Engine, open_engine
+if TYPE_CHECKING:
+    from api_adapter.world import World
+
+from api_adapter.bootstrap import Bootstrap, Credentials
+from engine import Engine
 from engine.config.settings import Settings
 from engine.domain.sandbox_snapshots import snapshots
 from engine.kernel.clock import format_time
@@ -35,7 +39,6 @@ from engine.kernel.commands import CreateCustomer
 from engine.kernel.errors import Invalid, NotFound
 from engine.kernel.logs import get_logger
 from engine.runtime import key_file
-from engine.runtime.scheduler import Scheduler
 from engine.store import in_memory, local_base, open_reader, private_files
 
 log = get_logger("sandex.worlds")
@@ -73,41 +76,53 @@ def folder_for(db: str | Path) -> Path:
 
 @dataclass
 class Served:
-    """A loaded world: its started engine, its app, and what runs beside them."""
+    """A loaded world: its assembly (engine, scheduler, webhook deliverer, app), and
+    its HTTP requests in flight (a deletion lets them end first)."""
 
-    engine: Engine
-    app: FastAPI
-    scheduler: Scheduler | None
+    world: World
     in_flight: int = 0
 
+    @property
+    def engine(self) -> Engine:
+        return self.world.engine
+
+    @property
+    def app(self) -> FastAPI:
+        return self.world.app
+
     def stop(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.stop()
-        self.app.state.webhooks.stop()
-        self.app.state.queries.close()
-        self.engine.stop()
+        self.world.stop()
 
 
-def assemble(db: Path, settings: Settings) -> Served:
-    """A started world on `db`: the one place a world is put together (engine, scheduler,
-    webhook deliverer, app), as `sandex serve` puts the default world together."""
-    from api_adapter.app import create_app
+def assemble(db: Path, settings: Settings, bootstrap: Bootstrap) -> Served:
+    """A started world on `db`, assembled as `sandex serve` assembles the default one,
+    but with no worlds of its own; `bootstrap` makes its bootstrap client."""
+    from api_adapter.world import World
 
-    engine = open_engine(db, settings).start()
-    try:
-        scheduler = (
-            Scheduler(engine, settings.tick_interval_seconds)
-            if engine.clock.mode == "wall"
-            else None
+    world = World.open(db, settings, bootstrap=bootstrap, background=True, worlds=False)
+    return Served(world.start())
+
+
+def _new_client(secret: str) -> Bootstrap:
+    """The bootstrap client of a new world, with a secret drawn from the OS; a world
+    that has its clients (a fork, a restart) keeps them."""
+
+    def made(engine: Engine) -> Credentials:
+        if engine.state.customers:
+            client_id, _ = _bootstrap_of(engine)
+            return Credentials(client_id, None, "(not shown)")
+        engine.execute(
+            CreateCustomer(client_id=BOOTSTRAP_CLIENT, client_secret=secret, bootstrap=True)
         )
-        app = create_app(engine, worlds=False)
-        app.state.webhooks.start()
-        if scheduler is not None:
-            scheduler.start()
-    except BaseException:
-        engine.stop()
-        raise
-    return Served(engine, app, scheduler)
+        return Credentials(BOOTSTRAP_CLIENT, secret, secret)
+
+    return made
+
+
+def _kept_clients(engine: Engine) -> Credentials:
+    """A world opened again: its bootstrap client is in its log."""
+    client_id, _ = _bootstrap_of(engine)
+    return Credentials(client_id, None, "(not shown)")
 
 
 @dataclass
@@ -255,24 +270,14 @@ class WorldManager:
             record.seq = max((r.seq for r in self._records.values()), default=0) + 1
             self._make_folder()
             db = self.db_of(world_id)
-            secret: str | None = None
             try:
                 if from_world is not None:
                     assert from_snapshot is not None
                     self._fork(from_world, from_snapshot, db)
-                served = assemble(db, world_settings)
+                served = assemble(db, world_settings, _new_client(secrets.token_urlsafe(30)))
                 try:
-                    state = served.engine.state
-                    if not state.customers:
-                        secret = secrets.token_urlsafe(30)
-                        made = served.engine.execute(
-                            CreateCustomer(
-                                client_id=BOOTSTRAP_CLIENT, client_secret=secret, bootstrap=True
-                            )
-                        )
-                        client_id, profile_id = made["client_id"], made["profile_id"]
-                    else:
-                        client_id, profile_id = _bootstrap_of(served.engine)
+                    credentials = served.world.credentials
+                    _, profile_id = _bootstrap_of(served.engine)
                     record.created_at = format_time(served.engine.clock.now())
                     private_files.write(self._manifest_of(world_id), record.as_json(), sync=True)
                 except BaseException:
@@ -288,8 +293,8 @@ class WorldManager:
         return {
             "id": world_id,
             "name": record.name,
-            "client_id": client_id,
-            "client_secret": secret,
+            "client_id": credentials.client_id,
+            "client_secret": credentials.client_secret,
             "profile_id": profile_id,
             "clock": {
                 "mode": served.engine.clock.mode,
@@ -359,7 +364,7 @@ class WorldManager:
             served = self._served.get(world_id)
             if served is None:
                 record = self._record(world_id)
-                served = assemble(self.db_of(world_id), self.settings_of(record))
+                served = assemble(self.db_of(world_id), self.settings_of(record), _kept_clients)
                 self._served[world_id] = served
             self._last_used[world_id] = time.time()
             return served
