@@ -31,7 +31,8 @@ class WorldDispatch:
             await self.app(scope, receive, send)
             return
         world_id, slash, rest = scope["path"][len(PREFIX) :].partition("/")
-        served = self.manager.app_of(world_id)
+        feed = scope["type"] == "websocket"  # a deletion waits for requests, not feeds
+        served = self.manager.enter(world_id, feed=feed)
         if served is None:
             await _refuse(scope, receive, send, NotFound(f"world not found with id {world_id}"))
             return
@@ -51,17 +52,15 @@ class WorldDispatch:
             await send(message)
 
         try:
-            if scope["type"] == "http":  # a deletion waits for these, not for feeds
-                with self.manager.serving(served):
-                    await served.app(child, receive, sending)
-            else:
-                await served.app(child, receive, sending)
+            await served.app(child, receive, sending)
         except Exception as exc:
             # A world deleted under its request: its engine and connections are gone.
-            if started or self.manager.app_of(world_id) is served:
+            if started or self.manager.is_current(world_id, served):
                 raise
             log.info("request of a deleted world", world=world_id, error=repr(exc))
             await _refuse(scope, receive, send, Unavailable(f"world {world_id} was deleted"))
+        finally:
+            self.manager.leave(world_id, served, feed=feed)
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, error: Any) -> None:

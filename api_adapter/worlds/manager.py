@@ -16,8 +16,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from engine.config.settings import Settings
 from engine.domain.sandbox_snapshots import snapshots
 from engine.kernel.clock import format_time
 from engine.kernel.commands import CreateCustomer
-from engine.kernel.errors import Invalid, NotFound
+from engine.kernel.errors import Forbidden, Invalid, NotFound
 from engine.kernel.logs import get_logger
 from engine.runtime import key_file
 from engine.store import in_memory, local_base, open_reader, private_files
@@ -56,12 +55,18 @@ SERVER_SETTINGS = frozenset(
         "max_url_bytes",
         "max_header_bytes",
         "writer_lease_seconds",
+        "max_worlds",
+        "max_loaded_worlds",
+        "world_idle_unload_seconds",
+        "world_expires_after_idle_seconds",
     }
 )
 # The files of a world besides its database: the SQLite companions, key file and lock.
 _COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial")
 # How long a deletion waits for the world's requests in flight before it stops the engine.
 DRAIN_SECONDS = 5.0
+# How often the housekeeping thread unloads idle worlds and deletes expired ones.
+_SWEEP_SECONDS = 1.0
 # The WebSocket close code of a feed whose world is deleted (RFC 6455: going away).
 GOING_AWAY = 1001
 # The bootstrap client's id in a new world (each world has its own clients).
@@ -80,7 +85,12 @@ class Served:
     its HTTP requests in flight (a deletion lets them end first)."""
 
     world: World
-    in_flight: int = 0
+    in_flight: int = 0  # HTTP requests
+    sockets: int = 0  # WebSocket feeds
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.in_flight or self.sockets)
 
     @property
     def engine(self) -> Engine:
@@ -157,8 +167,11 @@ class WorldManager:
         self._records: dict[str, Record] = {}
         self._served: dict[str, Served] = {}
         self._last_used: dict[str, float] = {}
+        self._opened_at = time.time()  # a world unused since the server started: since then
+        self._stopping = threading.Event()
+        self._sweeper: threading.Thread | None = None
         if self.folder.is_dir():
-            private_files.tighten(self.folder)
+            self._make_folder()  # private, whatever its mode was
             for manifest in sorted(self.folder.glob(f"{PREFIX}*.json")):
                 try:
                     record = Record(**orjson.loads(manifest.read_bytes()))
@@ -167,6 +180,8 @@ class WorldManager:
                     continue
                 if self.db_of(record.id).exists():
                     self._records[record.id] = record
+            if self._records:
+                self._start_housekeeping()  # worlds unused since the restart expire too
 
     @classmethod
     def beside(cls, db: str | Path, base: Settings) -> WorldManager | None:
@@ -267,6 +282,13 @@ class WorldManager:
                 name_of = f"settings.{where}"
             raise Invalid(f"{name_of} invalid: {error['msg']}", field=name_of) from exc
         with self._lock:
+            most = self.base.max_worlds
+            if len(self._records) >= most:
+                raise Forbidden(
+                    f"max_worlds reached: this server keeps at most {most} worlds; delete one",
+                    meta={"limit": "max_worlds", "max_worlds": most},
+                )
+            self._make_room()
             record.seq = max((r.seq for r in self._records.values()), default=0) + 1
             self._make_folder()
             db = self.db_of(world_id)
@@ -289,6 +311,7 @@ class WorldManager:
             self._records[world_id] = record
             self._served[world_id] = served
             self._last_used[world_id] = time.time()
+            self._start_housekeeping()
         log.info("world created", world=world_id, fork_of=from_world)
         return {
             "id": world_id,
@@ -364,28 +387,100 @@ class WorldManager:
             served = self._served.get(world_id)
             if served is None:
                 record = self._record(world_id)
+                self._make_room()
                 served = assemble(self.db_of(world_id), self.settings_of(record), _kept_clients)
                 self._served[world_id] = served
+                self._start_housekeeping()
             self._last_used[world_id] = time.time()
             return served
 
-    def app_of(self, world_id: str) -> Served | None:
-        """The loaded world `world_id` (opened now if it was not), None when unknown."""
+    def _make_room(self) -> None:
+        """Unload the least recently used idle worlds until one more may be loaded."""
+        idle = sorted(
+            (self._last_used.get(w, 0.0), w) for w, s in self._served.items() if not s.busy
+        )
+        while len(self._served) >= self.base.max_loaded_worlds and idle:
+            self.unload(idle.pop(0)[1])
+
+    def enter(self, world_id: str, *, feed: bool = False) -> Served | None:
+        """The world `world_id`, loaded now if it was not, counted in use (an HTTP
+        request, or a WebSocket `feed`) until `leave`; None when there is no such world."""
         if not _ID.match(world_id):
             return None
         with self._lock:
             if world_id not in self._records:
                 return None
-            return self._served_of(world_id)
+            served = self._served_of(world_id)
+            if feed:
+                served.sockets += 1
+            else:
+                served.in_flight += 1
+            return served
 
-    @contextmanager
-    def serving(self, served: Served) -> Iterator[None]:
-        """Count a request of `served` while it runs, so a deletion lets it end first."""
-        served.in_flight += 1
-        try:
-            yield
-        finally:
-            served.in_flight -= 1
+    def leave(self, world_id: str, served: Served, *, feed: bool = False) -> None:
+        with self._lock:
+            if feed:
+                served.sockets -= 1
+            else:
+                served.in_flight -= 1
+            if self._served.get(world_id) is served:
+                self._last_used[world_id] = time.time()
+
+    def is_current(self, world_id: str, served: Served) -> bool:
+        """Whether `served` is still the world `world_id` (not deleted nor unloaded)."""
+        with self._lock:
+            return self._served.get(world_id) is served
+
+    def unload(self, world_id: str) -> bool:
+        """Stop a loaded world that nothing uses; its files stay and its next request
+        loads it again as it was. False when it is in use or not loaded."""
+        with self._lock:
+            served = self._served.get(world_id)
+            if served is None or served.busy:
+                return False
+            del self._served[world_id]
+            served.stop()  # under the lock: a request meanwhile waits for the lease
+        log.info("world unloaded", world=world_id)
+        return True
+
+    def sweep(self, now: float | None = None) -> None:
+        """Delete the worlds idle past their expiry, unload those idle past
+        `world_idle_unload_seconds` (what the housekeeping thread runs every second)."""
+        now = time.time() if now is None else now
+        expired, idle = [], []
+        with self._lock:
+            for world_id, record in self._records.items():
+                served = self._served.get(world_id)
+                if served is not None and served.busy:
+                    continue
+                idle_for = now - self._last_used.get(world_id, self._opened_at)
+                expiry = (
+                    record.expires_after_idle_seconds or self.base.world_expires_after_idle_seconds
+                )
+                if expiry is not None and idle_for >= expiry:
+                    expired.append(world_id)
+                elif served is not None and idle_for >= self.base.world_idle_unload_seconds:
+                    idle.append(world_id)
+        for world_id in expired:
+            with suppress(NotFound):
+                self.delete(world_id)
+                log.info("world expired", world=world_id)
+        for world_id in idle:
+            self.unload(world_id)
+
+    def _housekeeping(self) -> None:
+        while not self._stopping.wait(_SWEEP_SECONDS):
+            try:
+                self.sweep()
+            except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+                log.warning("world housekeeping failed", error=repr(exc))
+
+    def _start_housekeeping(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(
+                target=self._housekeeping, name="sandex-worlds", daemon=True
+            )
+            self._sweeper.start()
 
     def describe(self, world_id: str) -> dict[str, Any]:
         """A world's status (no secret): clock, events, size on disk, loaded, last used."""
@@ -445,8 +540,13 @@ class WorldManager:
         log.info("world deleted", world=world_id)
 
     def delete(self, world_id: str) -> None:
-        """`forget` and `remove` at once: for a caller with no request in flight."""
-        self.remove(world_id, self.forget(world_id))
+        """`forget`, wait for the world's requests in flight (up to DRAIN_SECONDS), and
+        `remove`: for a caller outside the event loop that serves them."""
+        served = self.forget(world_id)
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while served is not None and served.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.remove(world_id, served)
 
     def _remove_files(self, world_id: str) -> None:
         self._manifest_of(world_id).unlink(missing_ok=True)
@@ -458,6 +558,10 @@ class WorldManager:
 
     def close(self) -> None:
         """Stop every loaded world (the server is stopping); their files stay."""
+        self._stopping.set()
+        if self._sweeper is not None:
+            self._sweeper.join(10)
+            self._sweeper = None
         with self._lock:
             served, self._served = list(self._served.values()), {}
         for world in served:

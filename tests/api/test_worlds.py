@@ -4,6 +4,7 @@ dispatcher in front of the default world's app (docs/worlds.md), driven through 
 from __future__ import annotations
 
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,65 @@ def front(sandbox: Any) -> Iterator[Front]:
     yield made
     made.http.close()
     sandbox.app.state.worlds.close()
+
+
+def _status(front: Front, world: World) -> dict[str, Any]:
+    r = front.http.get(f"/v2/sandbox/worlds/{world.id}", headers=front.headers)
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_an_idle_world_is_unloaded_and_comes_back_as_it_was(front: Front, sandbox: Any) -> None:
+    world = front.world()
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "12"})
+    order = world.order(**limit("BUY", "20000", "0.0001"))
+    world.ok("POST", "/v2/sandbox/clock", {"advance_seconds": 30})
+    before = _status(front, world)
+    manager = sandbox.app.state.worlds
+    manager.sweep(time.time() + sandbox.engine.settings.world_idle_unload_seconds + 1)
+    unloaded = _status(front, world)
+    assert unloaded["loaded"] is False and unloaded["events"] == before["events"]
+    assert verify(str(folder_for(sandbox.db) / f"{world.id}.db")) == []
+    # its next request loads it: the same clock, balances and orders, the same token
+    assert world.ok("GET", "/v2/sandbox/clock")["now"] == before["clock"]["now"]
+    assert world.balance("USD") == "10"
+    assert world.ok("GET", f"/v2/profiles/default/orders/{order['id']}")["status"] == "OPEN"
+    assert _status(front, world)["loaded"] is True
+
+
+def test_at_most_max_loaded_worlds_are_loaded_the_least_recently_used_unloaded_first(
+    sandbox_factory: Any,
+) -> None:
+    sandbox = sandbox_factory(max_loaded_worlds=2)
+    front = Front(sandbox)
+    first, second = front.world(), front.world()
+    first.ok("GET", "/v2/profiles")  # second is now the least recently used
+    third = front.world()
+    loaded = {w.id: _status(front, w)["loaded"] for w in (first, second, third)}
+    assert loaded == {first.id: True, second.id: False, third.id: True}
+    assert second.ok("GET", "/v2/profiles")["items"][0]["id"] == second.made["profile_id"]
+    assert _status(front, first)["loaded"] is False
+    front.http.close()
+
+
+def test_a_server_keeps_at_most_max_worlds(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(max_worlds=1)
+    front = Front(sandbox)
+    front.world()
+    r = front.create(MANUAL)
+    assert r.status_code == 403 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["meta"] == {"limit": "max_worlds", "max_worlds": 1}
+    front.http.close()
+
+
+def test_a_world_idle_past_its_expiry_is_deleted_on_its_own(front: Front, sandbox: Any) -> None:
+    short = front.world({**MANUAL, "expires_after_idle_seconds": 60})
+    kept = front.world()
+    assert _status(front, short)["expires_after_idle_seconds"] == 60
+    sandbox.app.state.worlds.sweep(time.time() + 61)
+    assert short.get("/v2/profiles").status_code == 404
+    assert not list(folder_for(sandbox.db).glob(f"{short.id}*"))
+    assert _status(front, kept)["loaded"] is True
 
 
 def test_a_world_is_made_with_its_own_bootstrap_client_and_answers_where_it_lives(
