@@ -79,6 +79,20 @@ def folder_for(db: str | Path) -> Path:
     return Path(f"{local_base(db)}.worlds")
 
 
+def records(folder: Path) -> list[Record]:
+    """The worlds a worlds folder lists (a manifest and its database), oldest first."""
+    found = []
+    for manifest in folder.glob(f"{PREFIX}*.json"):
+        try:
+            record = Record(**orjson.loads(manifest.read_bytes()))
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("world manifest unreadable", path=str(manifest), error=str(exc))
+            continue
+        if (folder / f"{record.id}.db").exists():
+            found.append(record)
+    return sorted(found, key=lambda r: r.seq)
+
+
 @dataclass
 class Served:
     """A loaded world: its assembly (engine, scheduler, webhook deliverer, app), and
@@ -172,14 +186,7 @@ class WorldManager:
         self._sweeper: threading.Thread | None = None
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
-            for manifest in sorted(self.folder.glob(f"{PREFIX}*.json")):
-                try:
-                    record = Record(**orjson.loads(manifest.read_bytes()))
-                except (OSError, ValueError, TypeError) as exc:
-                    log.warning("world manifest unreadable", path=str(manifest), error=str(exc))
-                    continue
-                if self.db_of(record.id).exists():
-                    self._records[record.id] = record
+            self._records = {r.id: r for r in records(self.folder)}
             if self._records:
                 self._start_housekeeping()  # worlds unused since the restart expire too
 

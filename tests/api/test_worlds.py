@@ -4,6 +4,7 @@ dispatcher in front of the default world's app (docs/worlds.md), driven through 
 from __future__ import annotations
 
 import stat
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from api_adapter.worlds.dispatch import WorldDispatch
 from api_adapter.worlds.manager import folder_for
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
-from tests.support.server_helpers import Server, servers  # noqa: F401 - a fixture
+from tests.support.server_helpers import ROOT, SANDEX, Server, servers  # noqa: F401 - a fixture
 from tests.support.trading_helpers import limit
 
 pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
@@ -488,3 +489,35 @@ def test_a_worlds_requests_are_logged_with_its_prefix(front: Front) -> None:
         front.http.get("/v2/sandbox/clock")
     paths = [entry["path"] for entry in logs if entry.get("event") == "request"]
     assert paths == [f"{world.prefix}/v2/profiles", "/v2/sandbox/clock"]
+
+
+def _sandex(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SANDEX, *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
+    front: Front, sandbox: Any
+) -> None:
+    world = front.world({**MANUAL, "name": "ci-1"})
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "5"})
+    db = str(sandbox.db)
+    listed = _sandex("worlds", "list", "--db", db)
+    assert listed.returncode == 0, listed.stderr
+    assert f"{world.id}\tci-1\tmanual\t" in listed.stdout
+    verified = _sandex("verify", "--db", db, "--world", world.id)
+    assert verified.returncode == 0 and verified.stdout.startswith("OK"), verified.stdout
+    shown = _sandex("events", "--db", db, "--world", world.id)
+    profile = world.made["profile_id"]
+    assert shown.returncode == 0 and profile in shown.stdout, shown.stdout[-300:]
+    assert profile not in _sandex("events", "--db", db).stdout
+    unknown = _sandex("verify", "--db", db, "--world", "w_none")
+    assert unknown.returncode == 2 and f"no world w_none beside {db}" in unknown.stderr
+    # the sandbox's engine holds the database's writer lease, as a server does
+    refused = _sandex("worlds", "delete", world.id, "--db", db)
+    assert refused.returncode == 2 and "DELETE /v2/sandbox/worlds/" in refused.stderr
+    assert world.get("/v2/profiles").status_code == 200
+    sandbox.close()
+    gone = _sandex("worlds", "delete", world.id, "--db", db)
+    assert gone.returncode == 0, gone.stderr
+    assert not list(folder_for(sandbox.db).glob(f"{world.id}*"))
+    assert _sandex("worlds", "list", "--db", db).stdout.startswith("no worlds")
