@@ -3,6 +3,8 @@ dispatcher in front of the default world's app (docs/worlds.md), driven through 
 
 from __future__ import annotations
 
+import os
+import re
 import stat
 import subprocess
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 
@@ -521,3 +524,32 @@ def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
     assert gone.returncode == 0, gone.stderr
     assert not list(folder_for(sandbox.db).glob(f"{world.id}*"))
     assert _sandex("worlds", "list", "--db", db).stdout.startswith("no worlds")
+
+
+def test_the_worlds_guide_runs_as_written(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
+) -> None:
+    """docs/worlds.md's curl session, against a real server with its default limits."""
+    text = (ROOT / "docs" / "worlds.md").read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S) if "curl" in b]
+    assert len(blocks) == 1
+    server = Server(tmp_path / "guide.db")
+    servers.append(server)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks[0]],
+        env={**os.environ, "BASE": server.base},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert '"asset":"USD","available":"1000"' in out  # the fork holds the template's funds
+    # the fork's clock moved two hours; the template's did not
+    moved = out.index('"now":"2024-01-01T02:00:00')
+    assert out.index('"now":"2024-01-01T00:00:00', moved) > moved
+    assert '"deleted":true' in out
+    listed = orjson.loads(out[out.rindex('{"items":') :])
+    assert [w["name"] for w in listed["items"]] == ["template"]
+    assert server.stop()[0] == 0
