@@ -499,7 +499,8 @@ class WorldManager:
         size = sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
         clock: dict[str, str]
         if served is not None:
-            events = served.engine.store.last_position()
+            # through the app's read connection: the store's own is the writer thread's
+            events = served.app.state.queries.log_position() or 0
             clock = {
                 "mode": served.engine.clock.mode,
                 "now": format_time(served.engine.clock.now()),
