@@ -9,6 +9,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from api_adapter.worlds.dispatch import WorldDispatch
 from api_adapter.worlds.manager import folder_for
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
-from tests.support.server_helpers import ROOT, SANDEX, Server, servers  # noqa: F401 - a fixture
+from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
 from tests.support.trading_helpers import limit
 
 pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
@@ -427,6 +428,71 @@ def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
     assert after.status_code == 404
     assert not list(folder_for(tmp_path / "sandex.db").glob(f"{world['id']}*"))
     assert server.stop()[0] == 0
+
+
+def test_worlds_driven_at_once_share_no_state(tmp_path: Path) -> None:
+    """The two-engine isolation test, scaled up: worlds driven in parallel through one
+    server each see only their own deposits, orders and clock."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # its log in a file: a pipe nobody reads would fill and stop the server
+    server = Process(tmp_path / "sandex.db", tmp_path / "server.log")
+    token = httpx.post(
+        f"{server.base}/oauth2/token",
+        data={"grant_type": "client_credentials", "client_id": "sandex"}
+        | {"client_secret": "sandex-secret"},
+    )
+    admin = {"Authorization": f"Bearer {token.json()['access_token']}"}
+
+    def drive(n: int) -> dict[str, Any]:
+        with httpx.Client(timeout=30) as http:
+            made = http.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=admin)
+            assert made.status_code == 200, made.text
+            world = made.json()
+            form = {
+                "grant_type": "client_credentials",
+                "client_id": world["client_id"],
+                "client_secret": world["client_secret"],
+            }
+            token = http.post(world["token_url"], data=form).json()["access_token"]
+            auth = {"Authorization": f"Bearer {token}"}
+            api = world["base_url"]
+            amount = str(1000 + n)
+            deposit = {"asset": "USD", "amount": amount}
+            for _ in range(3):
+                r = http.post(f"{api}/sandbox/profiles/default/deposit", json=deposit, headers=auth)
+                assert r.status_code == 200, r.text
+            order = {"market": "BTCUSD", **limit("BUY", str(20000 + n), "0.01")}
+            placed = http.post(f"{api}/profiles/default/orders", json=order, headers=auth)
+            assert placed.status_code == 200, placed.text
+            http.post(f"{api}/sandbox/clock", json={"advance_seconds": n}, headers=auth)
+            return {
+                "n": n,
+                "balance": http.get(f"{api}/profiles/default/balances/USD", headers=auth).json(),
+                "orders": http.get(f"{api}/profiles/default/orders", headers=auth).json(),
+                "clock": http.get(f"{api}/sandbox/clock").json(),
+            }
+
+    count = 24
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(drive, range(count)))
+    except BaseException:
+        server.kill()
+        raise
+    for world in seen:
+        n = world["n"]
+        held = Decimal(20000 + n) / 100
+        assert Decimal(world["balance"]["available"]) == 3 * (1000 + n) - held
+        assert [Decimal(o["price"]) for o in world["orders"]["items"]] == [20000 + n]
+        assert world["clock"]["now"].startswith(f"2024-01-01T00:00:{n:02d}")
+    try:
+        listed = httpx.get(
+            f"{server.base}/v2/sandbox/worlds", params={"limit": 100}, headers=admin
+        ).json()
+        assert len(listed["items"]) == count
+    finally:
+        server.stop()
 
 
 @pytest.mark.slow
