@@ -171,8 +171,9 @@ class Record:
 
 class WorldManager:
     """The worlds of one server beside its default database `db`. `base` is the default
-    world's settings, under every world's own choices. Thread-safe; its methods run on
-    the event loop's thread and may block it for a world's opening (milliseconds)."""
+    world's settings, under every world's own choices. Thread-safe: `create` and
+    `remove` run in worker threads; `enter`, on the event loop, may wait for a world's
+    loading (milliseconds)."""
 
     def __init__(self, db: str | Path, base: Settings) -> None:
         self.folder = folder_for(db)
@@ -184,9 +185,12 @@ class WorldManager:
         self._opened_at = time.time()  # a world unused since the server started: since then
         self._stopping = threading.Event()
         self._sweeper: threading.Thread | None = None
+        self._making = 0  # worlds being made (counted against max_worlds)
+        self._seq = 0  # the last world's seq
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
             self._records = {r.id: r for r in records(self.folder)}
+            self._seq = max((r.seq for r in self._records.values()), default=0)
             if self._records:
                 self._start_housekeeping()  # worlds unused since the restart expire too
 
@@ -290,15 +294,20 @@ class WorldManager:
             raise Invalid(f"{name_of} invalid: {error['msg']}", field=name_of) from exc
         with self._lock:
             most = self.base.max_worlds
-            if len(self._records) >= most:
+            if len(self._records) + self._making >= most:
                 raise Forbidden(
                     f"max_worlds reached: this server keeps at most {most} worlds; delete one",
                     meta={"limit": "max_worlds", "max_worlds": most},
                 )
             self._make_room()
-            record.seq = max((r.seq for r in self._records.values()), default=0) + 1
+            self._seq += 1
+            record.seq = self._seq
             self._make_folder()
-            db = self.db_of(world_id)
+            self._making += 1
+        # Made outside the lock (its id is new to everyone): the other worlds' requests
+        # go on meanwhile.
+        db = self.db_of(world_id)
+        try:
             try:
                 if from_world is not None:
                     assert from_snapshot is not None
@@ -315,10 +324,14 @@ class WorldManager:
             except BaseException:
                 self._remove_files(world_id)
                 raise
-            self._records[world_id] = record
-            self._served[world_id] = served
-            self._last_used[world_id] = time.time()
-            self._start_housekeeping()
+            with self._lock:
+                self._records[world_id] = record
+                self._served[world_id] = served
+                self._last_used[world_id] = time.time()
+                self._start_housekeeping()
+        finally:
+            with self._lock:
+                self._making -= 1
         log.info("world created", world=world_id, fork_of=from_world)
         return {
             "id": world_id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -98,15 +99,18 @@ async def create_world(
             raise Invalid(
                 "start_time invalid: not an RFC 3339 time with offset", field="start_time"
             ) from exc
-    made = worlds.create(
-        name=body.name,
-        clock=body.clock,
-        start_time=body.start_time,
-        seed=body.seed,
-        settings=body.settings,
-        from_world=body.from_world,
-        from_snapshot=body.from_snapshot,
-        expires_after_idle_seconds=body.expires_after_idle_seconds,
+    made = await run_in_threadpool(
+        partial(
+            worlds.create,
+            name=body.name,
+            clock=body.clock,
+            start_time=body.start_time,
+            seed=body.seed,
+            settings=body.settings,
+            from_world=body.from_world,
+            from_snapshot=body.from_snapshot,
+            expires_after_idle_seconds=body.expires_after_idle_seconds,
+        )
     )
     urls = _urls(request, made["id"])
     answer = {"id": made["id"], "name": made["name"], **urls}
