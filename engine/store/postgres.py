@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -30,7 +31,7 @@ from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.kernel.logs import get_logger
 from engine.store import postgres_schema
 from engine.store.lease import Fenced, LeaseHeld
-from engine.store.locations import display
+from engine.store.locations import display, locate
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
 from engine.store.postgres_reads import ConnectionReads, PostgresReads
 from engine.store.read_model_indexes import with_indexes
@@ -72,11 +73,14 @@ def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
 
 
 def _connect(url: str, *, read_only: bool, options: str = "") -> psycopg.Connection[Any]:
+    """A connection to the database at `url`, in its schema (the URL's `schema`)."""
+    conninfo, in_schema = locate(url).conninfo()
+    options = f"{in_schema} {options}".strip()
     if read_only:
         options = f"{options} -c default_transaction_read_only=on".strip()
     try:
         return psycopg.connect(
-            url, autocommit=True, options=options, connect_timeout=10, **_KEEPALIVES
+            conninfo, autocommit=True, options=options, connect_timeout=10, **_KEEPALIVES
         )
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
@@ -127,7 +131,8 @@ class _Lease:
                 "PostgreSQL before 14 has no idle_session_timeout: a hung writer keeps the"
                 " lease until its connection ends (TCP keepalives)"
             )
-        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()
+        self.key = _lease_key(url)
+        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
         if not (got and got[0]):
             holder = self.conn.execute(
                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
@@ -164,12 +169,29 @@ class _Lease:
         with self._guard:
             if not self.conn.closed:
                 with suppress(psycopg.Error):
-                    self.conn.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
+                    self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
                 self.conn.close()
+
+
+def _lease_key(url: str) -> int:
+    """The writer lease's advisory lock key: `WRITER_LOCK` for the database's default
+    schema; for a named schema (each its own store) that key with the schema's CRC in its
+    high half, so stores in two schemas of one database have leases of their own."""
+    schema = locate(url).schema
+    if schema is None:
+        return WRITER_LOCK
+    return (zlib.crc32(schema.encode()) & 0x7FFF_FFFF) << 32 | WRITER_LOCK
 
 
 def _millis(seconds: float) -> int:
     return max(1, round(seconds * 1000))
+
+
+def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
+    """The first column of the one row `sql` answers."""
+    row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return row[0]
 
 
 class PostgresEventStore:
@@ -207,7 +229,7 @@ class PostgresEventStore:
                     self.conn.execute(
                         f"SET synchronous_commit = {_SYNC[durability]}"  # type: ignore[arg-type]
                     )
-                    postgres_schema.create(self.conn, tables)
+                    postgres_schema.create(self.conn, tables, schema=locate(url).schema)
                     if lease:
                         self._epoch = int(
                             self.conn.execute(
@@ -221,6 +243,8 @@ class PostgresEventStore:
         except BaseException:
             self._release_lease()
             raise
+        self._tables = tables  # what a fork opens with
+        self._durability = durability
         self._columns = {name: list(spec["columns"]) for name, spec in tables.items()}
         self._pks = {name: list(spec["pk"]) for name, spec in tables.items()}
         self._fixed = {name: frozenset(spec.get("fixed", ())) for name, spec in tables.items()}

@@ -59,10 +59,16 @@ CREATE OR REPLACE FUNCTION json_extract(doc text, path text) RETURNS text
 """
 
 
-def create(conn: psycopg.Connection[Any], tables: dict[str, dict[str, Any]]) -> None:
-    """The whole schema, made or brought up to date, all or nothing."""
+def create(
+    conn: psycopg.Connection[Any], tables: dict[str, dict[str, Any]], schema: str | None = None
+) -> None:
+    """The whole schema, made or brought up to date, all or nothing; `schema`: the SQL
+    schema that the connection's search path names, made first if missing (a store of
+    its own in a shared database, engine/store/locations.py)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        if schema is not None:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")  # type: ignore[arg-type]
         for statement in _BASE.split(";\n"):
             if statement.strip():
                 conn.execute(statement)  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ from engine.kernel.logs import get_logger
 from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
 from engine.store.lease import WriterLease
+from engine.store.locations import locate
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
 from engine.store.read_model_indexes import with_indexes
 
@@ -219,6 +220,7 @@ class SqliteEventStore:
         # Opened on a file it may not write: the connection is read-only for good, so the
         # first write opens afresh (`_reopen`), as after a write that failed by the file.
         self._faulted = not in_memory(self.path) and not os.access(self.path, os.W_OK)
+        self._tables = tables  # what a fork opens with
         self._columns: dict[str, list[str]] = {
             name: list(spec["columns"]) for name, spec in (tables or {}).items()
         }
@@ -771,6 +773,7 @@ class SqliteEventStore:
         store.path = str(path)
         store.conn = connect_read_only(path)
         store.conn.execute("PRAGMA busy_timeout=5000")
+        store._tables = {}
         store._columns = {}
         store._pks = {}
         store._fixed = {}
@@ -1024,4 +1027,4 @@ def _sqlite_utils() -> Any:
 
 def in_memory(path: str) -> bool:
     """A database no second connection can open (no lease, no reader, no snapshots)."""
-    return path == ":memory:" or path.startswith("file::memory:") or "mode=memory" in path
+    return locate(path).in_memory
