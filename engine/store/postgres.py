@@ -741,6 +741,73 @@ class PostgresEventStore:
             raise StoreUnavailable(str(exc)) from exc
         yield from rows
 
+    # -- fork: a new, independent store in another schema of this database -----------
+
+    def fork(self, target: str, up_to: int | None = None) -> PostgresEventStore:
+        """A new store in the schema that `target` names (this database's URL with
+        `?schema=NAME`; the schema must not exist), independent of this one, opened as
+        a store: at the head (`up_to` None, or at or past the last position) every table
+        copied; before it, the log up to `up_to`, the meta values, the state snapshots
+        at or before it and empty read models at checkpoint 0, which an engine opened on
+        it rebuilds from the log. `up_to` should end a decision.
+
+        One REPEATABLE READ transaction on a connection of its own reads the source and
+        writes the fork: one committed state of the source, however its writer goes on
+        meanwhile, and a fork made whole or not at all. The key file is not the store's
+        business: whoever forks (the world manager) gives the fork a key file of its own."""
+        where = locate(target)
+        schema = where.schema
+        if schema is None:
+            raise ValueError(f"{display(target)}: a PostgreSQL fork needs ?schema=NAME")
+        conn = _connect(self.path, read_only=False)
+        try:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                source = str(_one(conn, "SELECT current_schema()"))
+                head = int(_one(conn, "SELECT coalesce(max(position), 0) FROM events"))
+                at_head = up_to is None or up_to >= head
+                cut = head if at_head or up_to is None else up_to
+                checkpoint = int(
+                    _one(conn, "SELECT position FROM checkpoint WHERE name = 'read_models'")
+                )
+                conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
+                conn.execute(f"SET LOCAL search_path = {schema}")  # type: ignore[arg-type]
+                postgres_schema.create(conn, self._tables)
+                src = f'"{source}"'
+                conn.execute(  # type: ignore[call-overload]
+                    f"INSERT INTO events ({_COLUMNS}) SELECT {_COLUMNS} FROM {src}.events"
+                    " WHERE position <= %s",
+                    (cut,),
+                )
+                conn.execute(  # type: ignore[call-overload]
+                    f"INSERT INTO sandex_meta (key, value) SELECT key, value FROM {src}.sandex_meta"
+                )
+                conn.execute(  # type: ignore[call-overload]
+                    "INSERT INTO state_snapshots (position, format, event_check, data)"
+                    " SELECT position, format, event_check, data"
+                    f" FROM {src}.state_snapshots WHERE position <= %s",
+                    (cut,),
+                )
+                if at_head:
+                    for table, columns in self._columns.items():
+                        names = ", ".join(columns)
+                        conn.execute(  # type: ignore[call-overload]
+                            f"INSERT INTO {table} ({names}) SELECT {names} FROM {src}.{table}"
+                        )
+                conn.execute(
+                    "UPDATE checkpoint SET position = %s WHERE name = 'read_models'",
+                    (checkpoint if at_head else 0,),
+                )
+                conn.execute(
+                    "UPDATE log_head SET position = %s, commits = 0, epoch = 0 WHERE name = 'log'",
+                    (cut,),
+                )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot fork into {display(target)}: {exc}") from exc
+        finally:
+            conn.close()
+        return PostgresEventStore(where.text, durability=self._durability, tables=self._tables)
+
     # -- lifecycle --------------------------------------------------------------------
 
     def start_checkpoints(self) -> None:

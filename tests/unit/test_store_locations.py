@@ -10,6 +10,7 @@ import pytest
 
 from engine.store import (
     BulkLoad,
+    Forking,
     LogFolding,
     MemoryEventStore,
     SqliteEventStore,
@@ -85,8 +86,10 @@ def test_optional_capabilities_are_asked_for_by_type() -> None:
     try:
         assert capability(memory, BulkLoad) is None
         assert capability(memory, LogFolding) is None
+        assert capability(memory, Forking) is memory
         assert capability(sqlite, BulkLoad) is sqlite
         assert capability(sqlite, LogFolding) is sqlite
+        assert capability(sqlite, Forking) is sqlite
     finally:
         sqlite.close()
 
