@@ -860,7 +860,8 @@ class SqliteEventStore:
 
         Copied from a read transaction of a connection of its own: one committed state
         of the database, whole, however the writer goes on meanwhile; a write not yet
-        committed is not in it. The key file is not the store's business: whoever forks
+        committed is not in it. The new file is written without a journal and synced
+        once, when whole. The key file is not the store's business: whoever forks
         (the world manager) gives the fork a key file of its own."""
         where = locate(target)
         if where.kind != "file":
@@ -873,6 +874,10 @@ class SqliteEventStore:
         try:
             copy = sqlite3.connect(target, isolation_level=None)
             try:
+                # Nothing in the new file is worth a journal or a sync until it is whole:
+                # one sync at the end (a journaled, synced backup took several times longer).
+                copy.execute("PRAGMA journal_mode=OFF")
+                copy.execute("PRAGMA synchronous=OFF")
                 reading = not source.in_transaction
                 if reading:
                     source.execute("BEGIN")
@@ -888,6 +893,7 @@ class SqliteEventStore:
                 copy.execute("PRAGMA journal_mode=WAL")
             finally:
                 copy.close()
+            _sync(target)
         except BaseException:
             for leftover in (target, f"{target}-wal", f"{target}-shm"):
                 Path(leftover).unlink(missing_ok=True)
@@ -1042,6 +1048,15 @@ class SqliteEventStore:
         lease, self._lease = self._lease, None
         if lease is not None:
             lease.release()
+
+
+def _sync(path: str) -> None:
+    """The file at `path` on the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _cut(conn: sqlite3.Connection, up_to: int) -> None:
