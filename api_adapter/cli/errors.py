@@ -74,9 +74,9 @@ def sandex_database(path: str) -> str:
 
 def _server_url(path: str) -> bool:
     # imported here, as below: only a command that checks a --db loads the engine
-    from engine.store import locate
+    from engine.read.database_contents import on_server
 
-    return locate(path).on_server
+    return on_server(path)
 
 
 def _server_database(url: str) -> str:

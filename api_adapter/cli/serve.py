@@ -48,9 +48,9 @@ def serve(args: argparse.Namespace) -> int:
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
     from engine import open_engine
-    from engine.read.database_contents import display
+    from engine.read.database_contents import display, on_server
     from engine.runtime.scheduler import Scheduler
-    from engine.store import LeaseHeld, StoreUnavailable, locate
+    from engine.store import LeaseHeld, StoreUnavailable
 
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
     configure(json_lines=json_logs, level=args.log_level)
@@ -67,7 +67,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         engine = open_engine(args.db, settings).start()  # type: ignore[arg-type]
     except LeaseHeld as exc:
-        if not locate(args.db).on_server:  # an SQLite file has one machine: no standby
+        if not on_server(args.db):  # an SQLite file has one machine: no standby
             listener.close()
             print(f"sandex: {exc}", file=sys.stderr)
             return 2

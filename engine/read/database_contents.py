@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from engine.store import database_contents as stored_contents
-from engine.store import display
+from engine.store import display, locate
 
-__all__ = ["DatabaseContents", "database_contents", "display"]
+__all__ = ["DatabaseContents", "database_contents", "display", "on_server"]
 
 
 class DatabaseContents(NamedTuple):
@@ -25,3 +25,8 @@ class DatabaseContents(NamedTuple):
 def database_contents(path: str | Path) -> DatabaseContents:
     """The contents of the SQLite file (or PostgreSQL database) at `path`, read-only."""
     return DatabaseContents(*stored_contents(path))
+
+
+def on_server(path: str | Path) -> bool:
+    """Whether `path` names a database on a server (the store's `locate` says)."""
+    return locate(path).on_server
