@@ -206,9 +206,11 @@ class PostgresEventStore:
         lease: bool = False,
         read_only: bool = False,
         lease_seconds: float = 5.0,
+        schema_made: bool = False,
     ) -> None:
         """`lease`: hold the writer lease (`lease_seconds`: how long a hung holder keeps
-        it) and fence every append with a new epoch."""
+        it) and fence every append with a new epoch. `schema_made`: the schema is known
+        whole with `tables` (a fork just made it), so no schema work."""
         if durability not in _SYNC:
             raise ValueError(f"durability must be one of {sorted(_SYNC)}")
         tables = with_indexes(tables or {})
@@ -229,7 +231,8 @@ class PostgresEventStore:
                     self.conn.execute(
                         f"SET synchronous_commit = {_SYNC[durability]}"  # type: ignore[arg-type]
                     )
-                    postgres_schema.create(self.conn, tables, schema=locate(url).schema)
+                    if not schema_made:
+                        postgres_schema.create(self.conn, tables, schema=locate(url).schema)
                     if lease:
                         self._epoch = int(
                             self.conn.execute(
@@ -772,7 +775,7 @@ class PostgresEventStore:
                 )
                 conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
                 conn.execute(f"SET LOCAL search_path = {schema}")  # type: ignore[arg-type]
-                postgres_schema.create(conn, self._tables)
+                postgres_schema.create(conn, self._tables, fresh=True)
                 src = f'"{source}"'
                 conn.execute(  # type: ignore[call-overload]
                     f"INSERT INTO events ({_COLUMNS}) SELECT {_COLUMNS} FROM {src}.events"
@@ -806,7 +809,9 @@ class PostgresEventStore:
             raise StoreUnavailable(f"cannot fork into {display(target)}: {exc}") from exc
         finally:
             conn.close()
-        return PostgresEventStore(where.text, durability=self._durability, tables=self._tables)
+        return PostgresEventStore(
+            where.text, durability=self._durability, tables=self._tables, schema_made=True
+        )
 
     # -- lifecycle --------------------------------------------------------------------
 

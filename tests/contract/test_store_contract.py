@@ -162,6 +162,24 @@ class PostgresStoreTest(StoreContract):
     def fork_target(self, name: str) -> str:
         return locate(self.url).with_schema(f"fork_{name}").text
 
+    def test_a_forks_schema_has_the_indexes_of_its_source(self) -> None:
+        """Made fresh, not migrated: the same index names, so a later migration of
+        the fork finds its own indexes and adds none."""
+        import psycopg
+
+        self.fork("idx")
+        PostgresEventStore(self.fork_target("idx"), tables=TABLES).close()  # a migration
+
+        def indexes(schema: str) -> list[tuple[str, str]]:
+            with psycopg.connect(locate(self.url).conninfo()[0]) as conn:
+                rows = conn.execute(
+                    "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = %s",
+                    (schema,),
+                ).fetchall()
+            return sorted((str(t), str(i)) for t, i in rows)
+
+        self.assertEqual(indexes("fork_idx"), indexes("public"))
+
     def tearDown(self) -> None:
         super().tearDown()
         self.server.drop(self.url)
