@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
@@ -57,22 +56,25 @@ ROUTERS += [quotes.router, prices.router]
 ROUTERS += [fiat_accounts.router]
 
 
-def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True) -> FastAPI:
-    """An app serving `engine`, which must be started; `scheduler` runs with the app.
-    `fast_lane=False` serves every request through FastAPI's routes (the tests hold the
-    fast lane's answers to theirs)."""
+def create_app(
+    engine: Engine, *, fast_lane: bool = True, webhooks_on_lifespan: bool = True
+) -> FastAPI:
+    """An app serving `engine`, which must be started. `fast_lane=False` serves every
+    request through FastAPI's routes (the tests hold the fast lane's answers to theirs).
+    The app's lifespan starts and stops its webhook deliverer when it is served on its
+    own (a test's client used as a context manager); `webhooks_on_lifespan=False` leaves
+    that to its `World`, whose app may be served mounted, with no lifespan of its own."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if scheduler is not None:
-            scheduler.start()
+        if not webhooks_on_lifespan:
+            yield
+            return
         app.state.webhooks.start()
         try:
             yield
         finally:
             app.state.webhooks.stop()
-            if scheduler is not None:
-                scheduler.stop()
 
     # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
     # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
@@ -98,8 +100,8 @@ def create_app(engine: Engine, *, scheduler: Any = None, fast_lane: bool = True)
     app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)
     app.state.tokens = auth.Tokens(engine.keys, engine.settings.token_ttl_seconds)
-    # Webhook delivery runs with the served app (uvicorn, or a TestClient used as a
-    # context manager); a test may replace it with a faster-polling one before that.
+    # Webhook delivery runs with the served app (started by its `World`, or by the
+    # lifespan); a test may replace it with a faster-polling one before that.
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None

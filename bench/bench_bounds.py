@@ -42,13 +42,13 @@ def _child(variant: str, orders: int) -> dict[str, float]:
     from engine.domain import feed
     from engine.domain.registrations import REGISTRATIONS
     from engine.kernel.registry import build_registry
-    from engine.runtime import writer
+    from engine.runtime.projection import Projection
 
     registry = None
     if variant != VARIANTS[0]:
         registry = build_registry(r for r in REGISTRATIONS if r is not feed.REGISTRATION)
     if variant == VARIANTS[2]:
-        writer.rows_for = lambda state, dirty: {}  # type: ignore[assignment]
+        Projection.rows_for = lambda self, state, dirty: {}  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
         engine, actors = _setup(Path(tmp) / "bounds.db", 1, registry)
         try:

@@ -54,7 +54,7 @@ from engine import Engine, Settings, open_engine  # noqa: E402
 from engine.kernel.commands import Actor, CancelOrder, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.kernel.errors import DomainError  # noqa: E402
 from engine.kernel.money import CONTEXT  # noqa: E402
-from engine.read.readmodels import TABLES  # noqa: E402
+from engine.runtime.composition import TABLES, build_engine  # noqa: E402
 from engine.store import MemoryEventStore  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
@@ -78,7 +78,7 @@ def _funded(engine: Engine, inline: bool) -> list[Actor]:
 
 
 def _memory_engine() -> Engine:
-    return Engine(MemoryEventStore(tables=TABLES), _settings())
+    return build_engine(MemoryEventStore(tables=TABLES), _settings())
 
 
 def resolved_commands(n: int) -> tuple[list[Any], int]:

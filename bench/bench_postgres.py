@@ -66,7 +66,7 @@ def raw_copy(url: str, n: int, batch: int = 500) -> float:
     import orjson
     import psycopg
 
-    from engine.read.readmodels import TABLES
+    from engine.runtime.composition import TABLES
     from engine.store.postgres import PostgresEventStore
 
     PostgresEventStore(url, tables=TABLES).close()  # the schema
@@ -192,7 +192,7 @@ def startup(url: str) -> tuple[float, int]:
 
 
 def startups(server: Any, n: int, tail: int, runs: int, tmp: Path) -> None:
-    from engine.read.readmodels import TABLES
+    from engine.runtime.composition import TABLES
     from engine.runtime.startup_cache import FORMAT, Snapshotter
     from engine.store import open_store
     from engine.tools.copy import copy

@@ -43,7 +43,7 @@ from engine.domain.registrations import REGISTRATIONS  # noqa: E402
 from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
 from engine.kernel.events import Event  # noqa: E402
 from engine.kernel.registry import Registration, build_registry  # noqa: E402
-from engine.read.readmodels import TABLES  # noqa: E402
+from engine.runtime.composition import TABLES  # noqa: E402
 from engine.runtime.startup_cache import FORMAT, Snapshotter  # noqa: E402
 from engine.store import SqliteEventStore  # noqa: E402
 from engine.tools.verify import rebuild, verify  # noqa: E402

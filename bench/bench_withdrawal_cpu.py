@@ -42,7 +42,7 @@ from engine.kernel.commands import (  # noqa: E402
     SandboxDeposit,
     Tick,
 )
-from engine.read.readmodels import TABLES  # noqa: E402
+from engine.runtime.composition import TABLES, build_engine  # noqa: E402
 from engine.store import MemoryEventStore  # noqa: E402
 from engine.tools.verify import verify  # noqa: E402
 
@@ -84,7 +84,7 @@ def through_writer(folder: Path, n: int, in_flight: int) -> float:
 
 def inline(n: int) -> float:
     """µs of one thread's CPU per withdrawal and its confirmation, on the memory store."""
-    engine = Engine(MemoryEventStore(tables=TABLES), Settings(clock="wall", seed=1))
+    engine = build_engine(MemoryEventStore(tables=TABLES), Settings(clock="wall", seed=1))
     actor = _funded(engine.run_inline)
     commands = [CreateCryptoWithdrawal(actor=actor, **WITHDRAWAL) for _ in range(n)]
     run = engine.run_inline

@@ -17,9 +17,9 @@ import pytest
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from fastapi.testclient import TestClient
 
-from api_adapter import create_app
-from engine import Settings, open_engine
-from engine.kernel.commands import CreateCustomer
+from api_adapter.bootstrap import fixed
+from api_adapter.world import World
+from engine import Settings
 from engine.tools.verify import verify
 from tests.support.conformance import Answer, Observe, conformance_problems
 
@@ -41,16 +41,15 @@ def make_settings(**overrides: Any) -> Settings:
 
 
 class Sandbox:
-    """A started engine, its app and a logged-in bootstrap client."""
+    """A started world (no background work: the test moves the clock), its app and a
+    logged-in bootstrap client."""
 
     def __init__(self, db: Path, settings: Settings) -> None:
         self.db = db
-        self.engine = open_engine(db, settings).start()
-        if not self.engine.state.customers:
-            self.engine.execute(
-                CreateCustomer(client_id="sandex", client_secret="sandex-secret", bootstrap=True)
-            )
-        self.app = create_app(self.engine)
+        bootstrap = fixed("sandex", "sandex-secret")
+        self.world = World.open(db, settings, bootstrap=bootstrap, background=False).start()
+        self.engine = self.world.engine
+        self.app = self.world.app
         # every answer, held to the app's own OpenAPI document when the test ends
         self.answers: list[Answer] = []
         self.app.add_middleware(Observe, answers=self.answers)
@@ -106,8 +105,8 @@ class Sandbox:
 
     def close(self) -> None:
         self.http.close()
-        self.app.state.queries.close()
-        self.engine.stop()
+        self.app.state.queries.close()  # a test may have served another app on the engine
+        self.world.stop()
 
     def verify(self) -> list[str]:
         return verify(str(self.db))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from api_adapter.cli.bootstrap import DEFAULT_SECRET
+from api_adapter.bootstrap import DEFAULT_SECRET
 
 if TYPE_CHECKING:
     from api_adapter.scenarios.runner import ScenarioResult, StepResult

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
-from api_adapter.cli.bootstrap import bootstrap
+if TYPE_CHECKING:
+    from api_adapter.world import World
 
 # The exit status of a writer that lost its lease to another (docs/operations.md).
 FENCED = 4
@@ -41,15 +43,12 @@ def serve_settings(args: argparse.Namespace) -> object:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """`sandex serve`."""
-    from api_adapter.app import create_app
+    """`sandex serve`: the default world on `--db`, served on the listener."""
     from api_adapter.cli.errors import new_or_sandex_database
     from api_adapter.logging import configure
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
-    from engine import open_engine
     from engine.read.database_contents import display, on_server
-    from engine.runtime.scheduler import Scheduler
     from engine.store import LeaseHeld, StoreUnavailable
 
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
@@ -65,7 +64,7 @@ def serve(args: argparse.Namespace) -> int:
     base = f"http://{args.host}:{args.port}"
     options = {"log_config": None, "access_log": False, **uvicorn_options(settings)}  # type: ignore[arg-type]
     try:
-        engine = open_engine(args.db, settings).start()  # type: ignore[arg-type]
+        world = _started(args, settings)
     except LeaseHeld as exc:
         if not on_server(args.db):  # an SQLite file has one machine: no standby
             listener.close()
@@ -79,41 +78,31 @@ def serve(args: argparse.Namespace) -> int:
             " standby, until then)",
             flush=True,
         )
-        taken = wait_as_standby(listener, lambda: _started(args.db, settings), options)
+        taken = wait_as_standby(listener, lambda: _started(args, settings), options)
         if taken is None:
             listener.close()
             return 0
-        engine = taken
+        world = taken
     except StoreUnavailable as exc:
         listener.close()
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
-    client_id, shown_secret = bootstrap(engine, args.host)
-    scheduler = (
-        Scheduler(engine, engine.settings.tick_interval_seconds)
-        if engine.clock.mode == "wall"
-        else None
-    )
-    app = create_app(engine, scheduler=scheduler)
-    if args.record:
-        from api_adapter.scenarios.recorder import Recorder
-
-        app.add_middleware(Recorder, path=args.record, engine=engine)
+    engine, credentials = world.engine, world.credentials
     ids = ", keyed ids" if engine.ids.keyed else ""
     print(
         f"sandex serving {base}/v2 on {args.db}"
-        f" ({engine.clock.mode} clock, seed {engine.seed}{ids})\n"
+        f" ({world.clock_mode} clock, seed {engine.seed}{ids})\n"
         f"  token:       POST {base}/oauth2/token\n"
-        f"  client_id:     {client_id}\n"
-        f"  client_secret: {shown_secret}\n"
+        f"  client_id:     {credentials.client_id}\n"
+        f"  client_secret: {credentials.shown}\n"
         f"  docs:        {base}/docs",
         flush=True,
     )
     fenced = getattr(engine.store, "fenced", None)  # PostgreSQL: the lease was lost
     try:
-        serve_on(listener, app, host=args.host, port=args.port, stop_when=fenced, **options)
+        serve_on(listener, world.app, host=args.host, port=args.port, stop_when=fenced, **options)
     finally:
-        engine.stop()
+        world.stop()
     if fenced is not None and fenced.is_set():
         print(
             f"sandex: another sandex took over {display(args.db)} (this one lost its writer"
@@ -125,13 +114,9 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _started(db: str, settings: object) -> object:
-    """A started engine on `db`; one that fails to start gives its lease back."""
-    from engine import open_engine
+def _started(args: argparse.Namespace, settings: Any) -> World:
+    """The default world on `--db`, started; one that fails to start gives its lease back."""
+    from api_adapter.bootstrap import served_on
+    from api_adapter.world import World
 
-    engine = open_engine(db, settings)  # type: ignore[arg-type]
-    try:
-        return engine.start()
-    except BaseException:
-        engine.store.close()
-        raise
+    return World.open(args.db, settings, bootstrap=served_on(args.host), record=args.record).start()

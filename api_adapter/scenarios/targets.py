@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx
 
+from api_adapter.bootstrap import DEFAULT_SECRET
 from api_adapter.webhook_delivery import Deliverer
 from engine.config.settings import Settings
 from engine.store import private_files
 
 BOOTSTRAP_CLIENT = "sandex"
-BOOTSTRAP_SECRET = "sandex-secret"
+BOOTSTRAP_SECRET = DEFAULT_SECRET
 
 
 # How long a stream step waits for the feed's messages before it fails.
@@ -116,20 +117,17 @@ class InProcess(Target):
     def __init__(
         self, settings: Settings, keep_db: str | Path | None = None, db: str | None = None
     ) -> None:
-        from api_adapter.app import create_app
-        from engine import open_engine
-        from engine.kernel.commands import CreateCustomer
+        from api_adapter.bootstrap import fixed
+        from api_adapter.world import World
 
         self._tmp = tempfile.TemporaryDirectory(prefix="sandex-replay-")
         self.db: str | Path = db if db is not None else Path(self._tmp.name) / "sandex.db"
         self.keep_db = Path(keep_db) if keep_db is not None else None
-        self.engine = open_engine(self.db, settings).start()
-        self.engine.execute(
-            CreateCustomer(
-                client_id=self.client_id, client_secret=self.client_secret, bootstrap=True
-            )
-        )
-        self.app = create_app(self.engine)
+        self.world = World.open(
+            self.db, settings, bootstrap=fixed(self.client_id, self.client_secret), background=False
+        ).start()
+        self.engine = self.world.engine
+        self.app = self.world.app
         self.app.state.webhooks = _NoDelivery(str(self.db))
         self.client = httpx.Client(transport=_ASGI(self.app), base_url="http://sandex")
         self._closed = False
@@ -142,8 +140,7 @@ class InProcess(Target):
         from engine.tools.time_travel import log_hash
 
         self.client.close()
-        self.app.state.queries.close()
-        self.engine.stop()
+        self.world.stop()
         self._hash = log_hash(self.db)
         if self.keep_db is not None:
             self.keep_db.parent.mkdir(parents=True, exist_ok=True)

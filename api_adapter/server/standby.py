@@ -1,10 +1,10 @@
 """A standby `sandex serve`: while another process holds a PostgreSQL database's writer
 lease, this one answers every request 503 (`/healthz` too, with `role: standby`, so a
 load balancer sends the traffic to the writer) and tries the lease again every `POLL`
-seconds. Once it has the lease it opens the engine (the newest state snapshot plus the
-log's tail, the ordinary start-up) and hands it back, to be served on the same socket:
-the socket stays open throughout, so a client that connects during the switch waits in
-its backlog instead of being refused."""
+seconds. Once it has the lease it opens the world (its engine from the newest state
+snapshot plus the log's tail, the ordinary start-up) and hands it back, to be served on
+the same socket: the socket stays open throughout, so a client that connects during the
+switch waits in its backlog instead of being refused."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def wait_as_standby(
     listener: socket.socket, open_writer: Callable[[], Any], options: dict[str, Any]
 ) -> Any | None:
     """Serve `standby_app` on `listener` until `open_writer()` (which raises `LeaseHeld`
-    while another writer runs) returns a started engine: that engine. None when the
+    while another writer runs) returns a started world: that world. None when the
     server was stopped first (Ctrl-C, SIGTERM)."""
     import uvicorn
 
@@ -54,7 +54,7 @@ def wait_as_standby(
     def take() -> None:
         while not stop.is_set():
             try:
-                engine = open_writer()
+                world = open_writer()
             except LeaseHeld:
                 stop.wait(POLL)
                 continue
@@ -66,7 +66,7 @@ def wait_as_standby(
                 log.error("standby failed to take over", error=repr(exc))
                 stop.wait(RETRY)
                 continue
-            taken.append(engine)
+            taken.append(world)
             server.should_exit = True
             return
 
@@ -78,7 +78,7 @@ def wait_as_standby(
     stop.set()
     thread.join()
     if not took_over:
-        for engine in taken:  # taken while the server was stopping
-            engine.stop()
+        for world in taken:  # taken while the server was stopping
+            world.stop()
         return None
     return taken[0]

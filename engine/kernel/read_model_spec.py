@@ -1,6 +1,6 @@
 """What a read-model table is: its columns and keys for the store, and how its rows come
 from the writer's state. Domain modules declare theirs in their `Registration` (the
-registry gathers them); engine/read/readmodels.py turns them into the store's tables
+registry gathers them); engine/runtime/projection.py turns them into the store's tables
 and the rows of a commit, so no module registers a table by importing it."""
 
 from __future__ import annotations

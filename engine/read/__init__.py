@@ -1,13 +1,8 @@
 """The read side: every SELECT of the committed read-model tables, in one place.
 
-`readmodels` turns the domain's read-model tables (each module's `Registration.tables`)
-into the store's tables and each commit's rows (the writer commits them with each event); the modules beside it read them, each for one noun: `queries` (profiles,
-balances, transfers, fiat instructions, orders, executions, and their paging), `feed`,
-`sandbox_snapshots`, `webhook_status`, `clients`, `database_contents`. They read on
-connections from `connections`, the one place that asks the store for them. Imported by
-module (`from engine.read import feed`): this file re-exports only what the writer and
-the tools take from `readmodels`."""
-
-from engine.read.readmodels import TABLES, all_rows, rows_for
-
-__all__ = ["TABLES", "all_rows", "rows_for"]
+The tables are written by the writer's projection stage (engine/runtime/projection.py);
+the modules here read them, each for one noun: `queries` (profiles, balances, transfers,
+fiat instructions, orders, executions, and their paging), `feed`, `sandbox_snapshots`,
+`webhook_status`, `clients`, `database_contents`. They read on connections from
+`connections`, the one place that asks the store for them. Imported by module
+(`from engine.read import feed`)."""

@@ -11,14 +11,13 @@ from typing import Any
 
 import orjson
 
-from engine.domain.registrations import domain_registry
 from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State, StreamVersions
-from engine.read.readmodels import all_rows
+from engine.runtime.projection import Projection
 from engine.store import Concurrency, EventStore
 
 log = get_logger("sandex.engine")
@@ -47,7 +46,7 @@ def replay(
     versions: StreamVersions | None = None,
     *,
     pause_gc: bool = True,
-    registry: Registry | None = None,
+    registry: Registry,
 ) -> tuple[State, StreamVersions]:
     """Fold the log into a fresh state (or into `state`, a snapshot's, with the events
     after it); the same code path as live application.
@@ -57,7 +56,6 @@ def replay(
     a background thread, beside a running writer, leaves it alone."""
     state = State() if state is None else state
     versions = StreamVersions() if versions is None else versions
-    registry = domain_registry() if registry is None else registry
     appliers = registry.appliers if state.appended is not None else registry.state_appliers
     event = None
     with _folding(state, pause_gc):
@@ -80,7 +78,7 @@ def replay_log(
     until: int | None = None,
     pause_gc: bool = True,
     cancelled: Callable[[], bool] | None = None,
-    registry: Registry | None = None,
+    registry: Registry,
 ) -> tuple[State, StreamVersions]:
     """`replay` of the log after `after` (up to `until`), read as raw rows: the same
     state, faster. A run of events whose type has a replayer (`Registry.replayers`) goes to
@@ -91,7 +89,6 @@ def replay_log(
     state = State() if state is None else state
     versions = StreamVersions() if versions is None else versions
     collecting = state.appended is not None
-    registry = domain_registry() if registry is None else registry
     appliers = registry.appliers if collecting else registry.state_appliers
     current = SCHEMA_VERSIONS
     # Only events at schema 1 of types still at schema 1 skip upcasting unchecked.
@@ -137,17 +134,21 @@ class Cancelled(Exception):
 
 
 def rebuild_read_models(
-    store: EventStore, progress: Progress | None = None, registry: Registry | None = None
+    store: EventStore,
+    progress: Progress | None = None,
+    *,
+    registry: Registry,
+    projection: Projection,
 ) -> State:
     """Replay the whole log, collecting the append-only rows too, and rewrite every
-    read-model table from it in one transaction; the state replayed.
+        read-model table from it in one transaction; the state replayed.
 
-    The rewrite commits only if the log still ends where the replay did: a writer that
-    holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
-    from the shorter log would drop what it wrote. The replay then goes on from where
-    it stopped, and the rewrite is tried again. `progress(position, last)` is told how
-    far the replay has got (engine/kernel/progress.py)."""
-    registry = domain_registry() if registry is None else registry
+        The rewrite commits only if the log still ends where the replay did: a writer that
+        holds no lease (`sandex clients revoke`) may have appended meanwhile, and rows made
+        from the shorter log would drop what it wrote. The replay then goes on from where
+        it stopped, and the rewrite is tried again. `progress(position, last)` is told how
+        far the replay has got (engine/kernel/progress.py). `registry` and `projection`: the
+    engine's (engine/runtime/composition.py builds them)."""
     state = State()
     state.appended = []
     while True:
@@ -155,7 +156,7 @@ def rebuild_read_models(
         events = store.read(after=state.position, with_meta=False)
         replay(reporting(events, progress, total), state, registry=registry)
         rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-        for table, row in all_rows(state):
+        for table, row in projection.all_rows(state):
             rows.setdefault(table, ([], []))[0].append(row)
         try:
             store.replace_read_models(rows, state.position)

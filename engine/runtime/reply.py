@@ -155,4 +155,49 @@ class Single(Batch):
             self.set_exception(error)
 
 
-__all__ = ["Batch", "CancelledError", "Reply", "Single"]
+# The commands one group commit holds of a batch: (batch, first index, end index). A
+# batch may span groups, and the writer decides the next group's part of it while the
+# committer answers this one's: each side works by the indexes fixed here.
+Span = tuple[Batch, int, int]
+
+
+def fail(batch: Batch, error: BaseException) -> None:
+    """Give the batch's next command `error` for an answer."""
+    batch.errors[len(batch.values)] = error
+    batch.values.append(None)
+
+
+def overrule(spans: list[Span], error: Any) -> None:
+    """Answer every command of the group with `error(its own error or None)`: nothing of
+    this group commit is durable."""
+    for batch, start, end in spans:
+        for i in range(start, end):
+            batch.errors[i] = error(batch.errors.get(i))
+            batch.values[i] = None
+
+
+def complete(spans: list[Span]) -> None:
+    """Answer each batch whose last command this group holds."""
+    for batch, _, end in spans:
+        if end == len(batch.commands):
+            batch._complete()
+
+
+def answer_all(batch: Batch, error: BaseException) -> None:
+    """Answer every command of the batch not yet decided with `error`."""
+    while len(batch.values) < len(batch.commands):
+        fail(batch, error)
+    batch._complete()
+
+
+__all__ = [
+    "Batch",
+    "CancelledError",
+    "Reply",
+    "Single",
+    "Span",
+    "answer_all",
+    "complete",
+    "fail",
+    "overrule",
+]

@@ -204,7 +204,7 @@ def load(
     *,
     upto: int | None = None,
     use_snapshots: bool = True,
-    registry: Registry | None = None,
+    registry: Registry,
 ) -> tuple[State, StreamVersions, int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
@@ -223,19 +223,19 @@ def load(
     return state, versions, base
 
 
+def _undelivered(position: int, check: str, data: bytes) -> None:
+    """A snapshot built before an engine took the snapshotter: nobody stores it."""
+
+
 class Snapshotter:
     """Builds one snapshot at a time in a background thread, from the log alone."""
 
-    def __init__(
-        self,
-        store: EventStore,
-        deliver: Callable[[int, str, bytes], None],
-        registry: Registry | None = None,
-    ) -> None:
-        """`store` is the writer's: the thread reads through a handle of its own on it."""
+    def __init__(self, store: EventStore, registry: Registry) -> None:
+        """`store` is the writer's: the thread reads through a handle of its own on it.
+        The engine it is handed to sets `deliver`, which takes each snapshot built."""
         self.store = store
         self.registry = registry
-        self.deliver = deliver
+        self.deliver: Callable[[int, str, bytes], None] = _undelivered
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self.built = 0  # snapshots handed to the writer (tests and benchmarks read it)

@@ -7,59 +7,51 @@ in ONE transaction, and hands its COMMIT to a committer thread, which answers ea
 waiting caller once it returns; meanwhile the writer decides the next group. A caller is
 never answered before its events are durable; if the commit fails, nobody in the batch
 (nor in the group decided behind it) is told "done" and the state is rebuilt from the
-log.
+log. How a decided group reaches the log is a commit strategy beside the one decide loop
+(engine/runtime/commit_strategies.py): pipelined with the writer thread, inline without
+it, or held in one transaction.
 """
 
 from __future__ import annotations
 
 import decimal
 import gc
-import os
 import queue
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from engine.config.settings import Settings
-from engine.domain.registrations import domain_registry
-from engine.kernel.clock import LATEST, Clock, ManualClock, WallClock, format_time, parse_time
+from engine.kernel.clock import LATEST, Clock, ManualClock, format_time, parse_time
 from engine.kernel.commands import AdvanceClock, Command, Tick
 from engine.kernel.credentials import Secrets
 from engine.kernel.errors import Conflict, DomainError, Invalid, Unavailable
 from engine.kernel.events import Event
-from engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
-from engine.kernel.execution_ids import database_key
-from engine.kernel.execution_ids import new_key as new_execution_key
-from engine.kernel.ids import KEYED, IdSource
-from engine.kernel.ids import META_KEY as IDS_KEY
+from engine.kernel.execution_ids import ExecutionIds
+from engine.kernel.ids import IdSource
 from engine.kernel.invariants import check_state
 from engine.kernel.logs import get_logger
 from engine.kernel.money import CONTEXT
 from engine.kernel.registry import Registry
 from engine.kernel.state import Ctx
-from engine.read.readmodels import rows_for
-from engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError
-from engine.runtime.market_feed import Changes, MarketFeed
+from engine.runtime.commit_strategies import CommitStrategy, Inline, OneTransaction, Pipelined
+from engine.runtime.key_file import KeyFile
+from engine.runtime.market_feed import MarketFeed
+from engine.runtime.projection import Projection
 from engine.runtime.replay import rebuild_read_models
-from engine.runtime.reply import Batch, Single
+from engine.runtime.reply import Batch, Single, Span, answer_all, complete, fail, overrule
 from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from engine.runtime.startup_cache import Snapshotter
 from engine.runtime.startup_cache import load as load_state
-from engine.store import EventStore, StoreUnavailable, in_memory, unfinished_copy
+from engine.store import EventStore
 
 log = get_logger("sandex.engine")
 
 _STOP = object()
-
-# Inside `one_transaction` the events of this many decisions' worth (about) are kept and
-# written together: a few statements per thousand events instead of six per command.
-DEFER_EVENTS = 2048
-# A scratch block (`one_transaction(scratch=True)`) writes its read-model rows once this
-# many entities wait for them, read or not: what it keeps in memory stays bounded.
-DEFER_ROWS = 65536
 
 
 class _SnapshotBuilt:
@@ -90,56 +82,48 @@ class NotDecided(Unavailable):
     """A command of a chain (`Engine.run_inline_chain`) after one that failed."""
 
 
+@dataclass(frozen=True, slots=True)
+class EngineParts:
+    """Everything an engine runs on, built by the composition root
+    (engine/runtime/composition.py, `bootstrap`): the engine only wires them together,
+    so whoever builds them (a server's default database, a world) decides what they are."""
+
+    store: EventStore  # the engine's from now on: `stop` closes it
+    settings: Settings
+    registry: Registry  # the deciders, appliers, timers and read-model tables
+    projection: Projection  # the registry's read-model tables and their rows
+    seed: int
+    execution_ids: ExecutionIds
+    keys: KeyFile
+    secrets: Secrets
+    clock: Clock
+    ids: IdSource
+    market_feed: MarketFeed  # the WebSocket feeds' hub, fed by the writer after each group
+    snapshotter: Snapshotter
+    snapshot_every: int  # events between state snapshots; 0: none
+
+
 class Engine:
-    def __init__(
-        self,
-        store: EventStore,
-        settings: Settings | None = None,
-        clock: Clock | None = None,
-        *,
-        registry: Registry | None = None,
-    ):
-        """`store` is the engine's from now on: `stop` closes it. A composition root
-        builds it (engine/runtime/composition.py: `open_engine` for a database file).
-        `registry`: the deciders, appliers and timers (the domain's when None)."""
-        if isinstance(store, str | os.PathLike):
-            raise TypeError(f"Engine takes a store: open_engine({str(store)!r}) opens one")
-        self.registry = domain_registry() if registry is None else registry
-        self.settings = settings or Settings()
-        self.store = store
-        self.db_path = store.path
-        refusal = unfinished_copy(store)
-        if refusal is not None:  # served, it would get new keys and half its rows
-            raise StoreUnavailable(refusal)
-        seed = self.store.get_meta("seed")
-        new_database = seed is None
-        if seed is None:
-            seed = str(self.settings.seed or 0)
-            labels = {"seed": seed, "created_with_clock": self.settings.clock}
-            if self.settings.seed is None:  # no seed asked for: ids nobody else can compute
-                labels[IDS_KEY] = KEYED
-            # One commit, and a database never half-labelled.
-            self.store.set_metas(labels)
-        self.seed = int(seed)
-        key = self.store.get_meta(EXECUTION_KEY)
-        if key is None:  # a new database, or one from before execution ids were permuted
-            key = new_execution_key(self.settings.execution_ids, self.seed)
-            self.store.set_meta(EXECUTION_KEY, key)
-        self.execution_ids = database_key(key)
-        self.keys = self._open_keys(new_database)
-        # Secrets come from the OS, never from the seeded ids (engine/credentials.py).
-        self.secrets = Secrets(self.keys.current().sealing)
-        if clock is None:
-            clock = (
-                ManualClock(self.settings.clock_start)
-                if self.settings.clock == "manual"
-                else WallClock()
+    def __init__(self, parts: EngineParts) -> None:
+        """An engine on `parts`; `build_engine` and `open_engine`
+        (engine/runtime/composition.py) build them."""
+        if not isinstance(parts, EngineParts):
+            raise TypeError(
+                f"Engine takes its parts: build_engine(store, settings) or"
+                f" open_engine({str(parts)!r}) builds them"
             )
-        self.clock = clock
-        self.ids = IdSource(self.seed, self._id_key())
-        # The WebSocket market data feeds' hub (engine/runtime/market_feed.py): fed by
-        # the writer after each group, published after its COMMIT.
-        self.market_feed = MarketFeed(self.settings, self.seed)
+        self.registry = parts.registry
+        self.projection = parts.projection
+        self.settings = parts.settings
+        self.store = parts.store
+        self.db_path = parts.store.path
+        self.seed = parts.seed
+        self.execution_ids = parts.execution_ids
+        self.keys = parts.keys
+        self.secrets = parts.secrets
+        self.clock = parts.clock
+        self.ids = parts.ids
+        self.market_feed = parts.market_feed
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         # Events per command of the last group written (`_group_limit`); an order's
@@ -151,57 +135,24 @@ class Engine:
         # `one_transaction`), in order: a run_inline driver (a backtest) follows them
         # without reading them back from the store.
         self.committed: list[Event] = []
-        # The pipelined writer (`_process`): the group whose COMMIT is under way, and the
-        # committer thread's queue while the writer thread runs.
-        self._inflight: _Written | None = None
-        self._committer: queue.SimpleQueue[_Written | None] | None = None
+        # How each group reaches the log (engine/runtime/commit_strategies.py): inline
+        # until the writer thread runs (`Pipelined`) or a block holds one transaction.
+        self._strategy: CommitStrategy = Inline(self)
         self._stale = False
         self._died: WriterDied | None = None  # why the writer thread ended, if it did
-        self._group: list[_Span] = []  # the spans of the group being decided
-        # Inside `one_transaction`: the events decided and not yet written (the state's
-        # dirty marks and appended rows are kept with them), else None.
-        self._deferred: list[Event] | None = None
-        self._scratch = False  # `one_transaction(scratch=True)`
+        self._group: list[Span] = []  # the spans of the group being decided
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
-        # State snapshots (engine/runtime/startup_cache.py): none for an in-memory
-        # database, which a second connection cannot see.
-        self._snapshot_every = self.settings.snapshot_every_events
-        if in_memory(self.db_path):
-            self._snapshot_every = 0
-        self._snapshotter = Snapshotter(self.store, self._snapshot_built, self.registry)
+        # State snapshots (engine/runtime/startup_cache.py), built off the writer thread
+        # and handed back to it to store.
+        self._snapshot_every = parts.snapshot_every
+        self._snapshotter = parts.snapshotter
+        self._snapshotter.deliver = self._snapshot_built
         self.snapshot_base = 0  # position of the newest snapshot written or loaded
         self.loaded_from = 0  # position of the snapshot the last load started from
         self._load()
 
     # -- start-up ---------------------------------------------------------------------
-
-    def _open_keys(self, new_database: bool) -> KeyFile:
-        """The database's key file (engine/runtime/key_file.py), made on first open; a signing key
-        that an older sandex kept in the database moves there and is erased."""
-        legacy = self.store.get_meta(LEGACY_SIGNING_META)
-        try:
-            keys = KeyFile.open(self.db_path, legacy_signing=legacy, new_database=new_database)
-        except (KeyFileError, OSError) as exc:
-            self.store.close()
-            raise StoreUnavailable(f"cannot open the key file of {self.db_path}: {exc}") from exc
-        if legacy is not None:
-            self.store.erase_meta(LEGACY_SIGNING_META)
-            log.warning("signing key moved out of the database", key_file=str(keys.path))
-        return keys
-
-    def _id_key(self) -> bytes | None:
-        """The key file's id key for a database whose ids are keyed; None for one whose
-        ids are drawn from its seed (created with a seed set, or before id keys)."""
-        if self.store.get_meta(IDS_KEY) != KEYED:
-            return None
-        key = self.keys.current().ids
-        if key is None:
-            self.store.close()
-            raise StoreUnavailable(
-                f"the key file of {self.db_path} holds no id key, which its database needs"
-            )
-        return key
 
     def _load(self) -> None:
         """Rebuild the state from the newest state snapshot and the log after it; bring
@@ -235,7 +186,7 @@ class Engine:
             log.warning(
                 "read models behind the log; rewriting them", checkpoint=self.store.checkpoint()
             )
-            rebuild_read_models(self.store, registry=self.registry)
+            rebuild_read_models(self.store, registry=self.registry, projection=self.projection)
         state.appended = []
         self._data_version = self.store.data_version()
         # Millions of long-lived objects: out of the collector's sight from now on, or
@@ -285,7 +236,7 @@ class Engine:
         answers the batch once the last is durable: `Batch.answer(i)` per command."""
         batch = Batch(list(commands))  # the caller's list may change once handed over
         if self._thread is None:
-            _answer_all(batch, EngineStopped("the engine is not running"))
+            answer_all(batch, EngineStopped("the engine is not running"))
         elif not commands:
             batch._complete()
         else:
@@ -326,10 +277,10 @@ class Engine:
         instead of one per command.
 
         Nothing inside the block is acknowledged before it ends, so the commands' events
-        and read-model rows are kept in memory and written together, about every
-        `DEFER_EVENTS` events and when the block ends: the same rows, a few statements
-        per thousand events instead of a savepoint and a statement per table for each
-        command. A reader of the writer's own connection inside the block
+        and read-model rows are kept in memory and written together (`OneTransaction`,
+        engine/runtime/commit_strategies.py), about every `DEFER_EVENTS` events and when
+        the block ends: the same rows, a few statements per thousand events instead of a
+        savepoint and a statement per table for each command. A reader of the writer's own connection inside the block
         (`WriterQueries`, `store.read`) calls `flush` first. A broken decision is still
         undone alone: what the commands before it decided is written, and the state
         reloads from it; leaving the block on an exception commits the whole commands
@@ -342,17 +293,15 @@ class Engine:
         if self._thread is not None:
             raise RuntimeError("the writer thread is running: one transaction is for run_inline")
         self.store.hold()
-        self._deferred = []
-        self._scratch = scratch
+        held = self._strategy = OneTransaction(self, scratch)
         self.state.appended = None if scratch else []
         try:
             yield
         finally:
             try:
-                self._write_held(rows=not scratch)
+                held.write_held(rows=not scratch)
             finally:
-                self._deferred = None
-                self._scratch = False
+                self._strategy = Inline(self)
                 self.state.appended = []
                 self.store.release()
 
@@ -362,28 +311,7 @@ class Engine:
         (a row is a function of its entity: the last command's row is what each
         command's own write would have left). On a failure nothing of it is written, the
         state reloads from the log, and the error is raised."""
-        self._write_held(rows=True)
-
-    def _write_held(self, rows: bool) -> None:
-        """`flush`; without `rows` (a scratch block's) the events only, the entities
-        touched kept for the next `flush`."""
-        events = self._deferred
-        state = self.state
-        rows = rows or len(state.dirty) >= DEFER_ROWS
-        if not events and not (rows and state.dirty):
-            return
-        self._deferred = []
-        writes = {}
-        if rows:
-            writes = rows_for(state, state.dirty)
-            state.dirty.clear()
-        state.appended = None if self._scratch else []
-        try:
-            self.store.write(events or [], writes, state.position)
-            self.store.finish()
-        except Exception:
-            self._recover()
-            raise
+        self._strategy.write_held(rows=True)
 
     def health(self) -> dict[str, bool]:
         """Whether the engine can take writes, for a health check (no tenant's data):
@@ -403,9 +331,8 @@ class Engine:
 
     def _run(self) -> None:
         decimal.setcontext(CONTEXT.copy())
-        self._committer = queue.SimpleQueue()
-        committer = threading.Thread(target=self._commit_loop, name="sandex-commit", daemon=True)
-        committer.start()
+        pipelined = self._strategy = Pipelined(self)
+        pipelined.start()
         try:
             self._drain()
         except BaseException as exc:  # noqa: BLE001 - callers must hear of it, not wait
@@ -413,10 +340,8 @@ class Engine:
             if self._died is None:
                 self._died = WriterDied(f"the engine's writer stopped on an error: {exc!r}")
         finally:
-            self._settle()
-            self._committer.put(None)
-            committer.join()
-            self._committer = None
+            pipelined.stop()
+            self._strategy = Inline(self)
             if self._died is not None:
                 self._refuse_queued()
 
@@ -430,7 +355,7 @@ class Engine:
             except queue.Empty:
                 return
             if isinstance(item, Batch) and not item.done():
-                _answer_all(item, error)
+                answer_all(item, error)
 
     def _abandon(self, work: list[Batch], exc: BaseException) -> None:
         """The writer is dying inside a group (`work`, whose spans `_process` noted):
@@ -438,7 +363,7 @@ class Engine:
         cause (nothing of it is durable), and the rest of a batch it cut short."""
         died = self._died = WriterDied(f"the engine's writer stopped on an error: {exc!r}")
         try:
-            self._settle()
+            self._strategy.settle()
         finally:
             for batch, start, _ in self._group:
                 if batch.done():
@@ -446,10 +371,10 @@ class Engine:
                 for i in range(start, len(batch.values)):
                     batch.errors[i] = died
                     batch.values[i] = None
-                _answer_all(batch, died)
+                answer_all(batch, died)
             for batch in work:
                 if not batch.done():
-                    _answer_all(batch, died)
+                    answer_all(batch, died)
 
     def _group_limit(self) -> int:
         """The most commands the next group takes: `group_commit_max`, or fewer, so that
@@ -506,7 +431,7 @@ class Engine:
                     self._abandon(work, exc)
                     raise
             if snapshots:
-                self._settle()  # the connection is the writer's alone again
+                self._strategy.settle()  # the connection is the writer's alone again
             for built in snapshots:
                 self._store_snapshot(built)
         while True:  # refuse what arrived after the stop
@@ -515,38 +440,25 @@ class Engine:
             except queue.Empty:
                 return
             if isinstance(item, Batch):
-                _answer_all(item, EngineStopped("the engine is stopping"))
+                answer_all(item, EngineStopped("the engine is stopping"))
 
     def _process(self, work: list[Batch]) -> None:
-        """Decide one group commit's commands and write their events, then make them
-        durable and answer: `work` holds one entry per command, naming its batch
-        (engine/runtime/reply.py), in order.
+        """Decide one group commit's commands, then hand them to the commit strategy,
+        which writes their events, makes them durable and answers: `work` holds one entry
+        per command, naming its batch (engine/runtime/reply.py), in order.
 
         With the writer thread running, the group's COMMIT is handed to the committer
-        thread (`_finish`) and this returns at once: the next group is decided while the
-        disk syncs this one, on a state that already holds it. Nothing is answered before
-        its COMMIT returns, and a failed COMMIT fails the group decided behind it too (its
-        decisions rest on events that are not in the log) and the state reloads."""
+        thread (`Pipelined`, engine/runtime/commit_strategies.py) and this returns at
+        once: the next group is decided while the disk syncs this one, on a state that
+        already holds it."""
         spans = self._group = _spans(work)
-        deferred = self._deferred
-        if deferred is not None:
-            # A held transaction: no other writer can change the log meanwhile.
-            if len(deferred) >= DEFER_EVENTS:
-                if not self._flushed(work, spans):
-                    return
-                deferred = self._deferred
-            appended_before = len(self.state.appended or ())
-        else:
-            inflight = self._inflight
-            if inflight is not None and not inflight.done.locked():
-                self._settle()
-                inflight = None
-            if inflight is None and (self._stale or self._changed_elsewhere()):
-                self._recover()
+        strategy = self._strategy
+        if not strategy.prepare(work, spans):
+            return
         if self._stale:  # the log cannot be read: decide nothing on a state it may not hold
             for batch in work:
-                _fail(batch, Unavailable("the event store cannot be read; retry"))
-            _complete(spans)
+                fail(batch, Unavailable("the event store cannot be read; retry"))
+            complete(spans)
             return
         self._pending = []
         self.committed = []
@@ -556,172 +468,33 @@ class Engine:
         for batch in work:  # a Batch cannot be cancelled (engine/reply.py)
             values = batch.values
             if batch.errors and type(batch) is _Chain:
-                _fail(batch, NotDecided("not decided: the chain broke"))
+                fail(batch, NotDecided("not decided: the chain broke"))
                 continue
             if broken:
-                _fail(batch, Unavailable("the engine is recovering; retry"))
+                fail(batch, Unavailable("the engine is recovering; retry"))
                 continue
             command = batch.commands[len(values)]
             try:
                 values.append(handle(command))
             except DomainError as exc:
-                _fail(batch, exc)
+                fail(batch, exc)
             except _Broken as exc:
                 log.error("decision failed after emitting events", error=repr(exc.cause))
-                _fail(batch, exc.cause)
+                fail(batch, exc.cause)
                 broken = True
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer
                 log.error("decision failed", command=type(command).__name__, error=repr(exc))
-                _fail(batch, exc)
+                fail(batch, exc)
                 suspect = True
         events, self._pending = self._pending, []
         self._events_per_command = max(1.0, len(events) / len(work))
-        state = self.state
         if broken:
-            self._settle()
-            _overrule(spans, lambda old: old or Unavailable("the engine is recovering; retry"))
-            if deferred is not None:
-                self._recover_deferred(appended_before)
-            else:
-                self._recover()
-            _complete(spans)
+            strategy.settle()
+            overrule(spans, lambda old: old or Unavailable("the engine is recovering; retry"))
+            strategy.undo_broken()
+            complete(spans)
             return
-        if deferred is not None:
-            deferred.extend(events)  # the list `flush` takes whole, never a copy
-            self.committed = events
-            if suspect:
-                try:
-                    self.flush()
-                except Exception as exc:  # noqa: BLE001 - answered as a failed commit
-                    failed = Unavailable(f"the event store is unavailable: {exc}")
-                    _overrule(spans, lambda _: failed)
-                else:
-                    self._recover()
-            _complete(spans)
-            return
-        if not events and not state.dirty:
-            if suspect:
-                self._settle()
-                self._recover()
-            else:
-                self._publish_unwritten()
-            _complete(spans)
-            return
-        writes = rows_for(state, state.dirty)
-        state.dirty.clear()
-        state.appended = []
-        if not self._settle():  # the group before failed: this one was decided on it
-            _overrule(spans, lambda _: Unavailable("the event store is unavailable; retry"))
-            _complete(spans)
-            return
-        written = _Written(spans, events, state.position)
-        written.feed = self.market_feed.collect(state, self.clock.now(), events)
-        try:
-            self.store.write(events, writes, state.position)
-        except Exception as exc:  # noqa: BLE001 - any failure means nothing is durable
-            self._failed(written, exc)
-            self._recover()
-            _complete(spans)
-            return
-        if self._committer is None or suspect:
-            self._finish(written)
-            if suspect or not written.ok:
-                self._recover()
-        else:
-            self._inflight = written
-            self._committer.put(written)
-            # Until the committer is inside its COMMIT, which runs without the GIL, it
-            # cannot start while this thread decides: hand the GIL over first.
-            written.started.acquire()
-
-    def _flushed(self, work: list[Batch], spans: list[_Span]) -> bool:
-        """Write what `one_transaction` holds before deciding `work`; False (and the
-        group answered unavailable) when the write failed."""
-        try:
-            self._write_held(rows=not self._scratch)
-        except Exception as exc:  # noqa: BLE001 - any failure: nothing of it is written
-            log.error("deferred write failed", error=str(exc))
-            self.last_commit_ok = False
-            for batch in work:
-                _fail(batch, Unavailable(f"the event store is unavailable: {exc}"))
-            _complete(spans)
-            return False
-        return True
-
-    def _recover_deferred(self, appended_before: int) -> None:
-        """A decision broke inside `one_transaction`: write what the commands before its
-        group decided (their events and appended rows; the state's rows now hold the
-        broken decision's changes), reload the state from the log, then write the rows of
-        every entity touched, as the reloaded state has them."""
-        state = self.state
-        events, self._deferred = self._deferred or [], []
-        touched = set(state.dirty)
-        appended = (state.appended or [])[:appended_before]
-        writes: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-        for table, row in appended:
-            writes.setdefault(table, ([], []))[0].append(row)
-        position = events[-1].position if events else self.store.last_position()
-        try:
-            if events:
-                # checkpoint at the events' end: the reload must not rebuild every table
-                self.store.write(events, writes, position)
-                self.store.finish()
-        finally:
-            self._recover()
-        state = self.state
-        rows = rows_for(state, touched)
-        if rows:
-            self.store.write([], rows, position)
-            self.store.finish()
-
-    def _finish(self, written: _Written) -> None:
-        """Make a written group durable, then answer it (on the committer thread, or on
-        the writer's when it runs inline)."""
-        written.started.release()
-        try:
-            try:
-                self.store.finish()
-                written.ok = True
-                self.last_commit_ok = True
-                self.committed = written.events
-                if written.feed is not None:
-                    self.market_feed.publish(written.feed)
-                if self._snapshot_every and self._thread is not None:
-                    self._maybe_snapshot(written.position)
-            except BaseException as exc:  # noqa: BLE001 - any failure: nothing is durable
-                self._failed(written, exc)
-            _complete(written.spans)
-        finally:
-            written.done.release()  # the writer waits on it whatever happened
-
-    def _failed(self, written: _Written, exc: BaseException) -> None:
-        log.error("commit failed", error=str(exc))
-        self.last_commit_ok = False
-        reason = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable(str(exc))
-        _overrule(written.spans, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
-
-    def _settle(self) -> bool:
-        """Wait for the group in flight, if any; False if its COMMIT failed, in which case
-        the state, which holds its events, has been reloaded from the log."""
-        written = self._inflight
-        if written is None:
-            return True
-        written.done.acquire()  # released by `_finish`; only this thread waits on it
-        self._inflight = None
-        if not written.ok:
-            self._recover()
-            return False
-        return True
-
-    def _commit_loop(self) -> None:
-        """The committer thread: ends each written group's transaction, in order."""
-        jobs = self._committer
-        assert jobs is not None
-        while (written := jobs.get()) is not None:
-            try:
-                self._finish(written)
-            except Exception as exc:  # noqa: BLE001 - a bug must not stop the commits
-                log.error("answering a group failed", error=repr(exc))
+        strategy.commit(spans, events, suspect)
 
     # -- state snapshots ----------------------------------------------------------------
 
@@ -763,7 +536,7 @@ class Engine:
         (a new subscriber's snapshot, time moving the ladder): published once the group
         before it is committed, so in log order."""
         changes = self.market_feed.collect(self.state, self.clock.now(), ())
-        if changes is not None and self._settle():
+        if changes is not None and self._strategy.settle():
             self.market_feed.publish(changes)
 
     def _recover(self) -> None:
@@ -773,7 +546,7 @@ class Engine:
         try:
             self._load()
             self._stale = False
-            if self._scratch:
+            if self._strategy.scratch:
                 self.state.appended = None
         except Exception as exc:  # noqa: BLE001
             log.error("recovery from the log failed", error=str(exc))
@@ -885,19 +658,7 @@ def _clock_target(command: AdvanceClock, now: datetime) -> tuple[datetime, str]:
         return datetime.max.replace(tzinfo=now.tzinfo), "advance_seconds"
 
 
-def _fail(batch: Batch, error: BaseException) -> None:
-    """Give the batch's next command `error` for an answer."""
-    batch.errors[len(batch.values)] = error
-    batch.values.append(None)
-
-
-# The commands one group commit holds of a batch: (batch, first index, end index). A
-# batch may span groups, and the writer decides the next group's part of it while the
-# committer answers this one's: each side works by the indexes fixed here.
-_Span = tuple[Batch, int, int]
-
-
-def _spans(work: list[Batch]) -> list[_Span]:
+def _spans(work: list[Batch]) -> list[Span]:
     if len(work) == 1:  # one command (run_inline): no counting
         batch = work[0]
         return [(batch, len(batch.values), len(batch.values) + 1)]
@@ -907,47 +668,6 @@ def _spans(work: list[Batch]) -> list[_Span]:
     return [
         (batch, len(batch.values), len(batch.values) + count) for batch, count in counts.items()
     ]
-
-
-def _overrule(spans: list[_Span], error: Any) -> None:
-    """Answer every command of the group with `error(its own error or None)`: nothing of
-    this group commit is durable."""
-    for batch, start, end in spans:
-        for i in range(start, end):
-            batch.errors[i] = error(batch.errors.get(i))
-            batch.values[i] = None
-
-
-def _complete(spans: list[_Span]) -> None:
-    """Answer each batch whose last command this group holds."""
-    for batch, _, end in spans:
-        if end == len(batch.commands):
-            batch._complete()
-
-
-class _Written:
-    """A group commit written and waiting for its COMMIT (`Engine._finish`)."""
-
-    __slots__ = ("spans", "events", "position", "ok", "done", "started", "feed")
-
-    def __init__(self, spans: list[_Span], events: list[Event], position: int) -> None:
-        self.spans = spans
-        self.events = events
-        self.position = position
-        self.feed: Changes | None = None  # what the market data feeds publish after COMMIT
-        self.ok = False
-        # Bare locks, held until the committer releases them: a `threading.Event` builds a
-        # Condition, a cost every inline command (a backtest's) would pay.
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.started = threading.Lock()
-        self.started.acquire()
-
-
-def _answer_all(batch: Batch, error: BaseException) -> None:
-    while len(batch.values) < len(batch.commands):
-        _fail(batch, error)
-    batch._complete()
 
 
 class _Chain(Batch):

@@ -24,8 +24,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.read.readmodels import TABLES
 from engine.runtime import key_file
+from engine.runtime.composition import TABLES
 from engine.store import (
     UNFINISHED_COPY,
     BulkLoad,

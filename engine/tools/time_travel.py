@@ -112,8 +112,11 @@ def travel(
     The file is built under another name without a journal (nothing in it is worth
     protecting until it is complete) and renamed into place when done, so `out` either
     does not exist or is a whole database."""
-    from engine.read.readmodels import APPEND_ONLY, TABLES, all_rows
+    from engine.runtime.composition import default_projection, default_registry
     from engine.runtime.startup_cache import load as load_state
+
+    projection = default_projection()
+    tables = projection.tables
 
     out_path = Path(out)
     if out_path.exists():
@@ -124,7 +127,7 @@ def travel(
     try:
         cut, asked = cut_position(reader, position=position, until=until)
         meta = reader.all_meta()
-        state, _, base = load_state(reader, upto=cut)
+        state, _, base = load_state(reader, upto=cut, registry=default_registry())
     finally:
         reader.close()
     # A signing key an older sandex kept in the database goes to the key file, not along.
@@ -132,7 +135,7 @@ def travel(
     partial = out_path.with_name(out_path.name + ".partial")
     for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
         leftover.unlink(missing_ok=True)
-    store = SqliteEventStore(partial, durability="NORMAL", tables=TABLES)
+    store = SqliteEventStore(partial, durability="NORMAL", tables=tables)
     try:
         with store.bulk_loading():
             for key, value in meta.items():
@@ -146,7 +149,7 @@ def travel(
             else:
                 store.copy_log(source, cut)
             rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-            for table, row in all_rows(state):
+            for table, row in projection.all_rows(state):
                 rows.setdefault(table, ([], []))[0].append(row)
             reached = state.position
             del state
@@ -158,11 +161,11 @@ def travel(
                 with closing(_read_only(source)) as reader:
                     loaded = capability(reader, BulkLoad)
                     assert loaded is not None  # a server store has it
-                    for table, at in APPEND_ONLY.items():
-                        columns = list(TABLES[table]["columns"])
+                    for table, at in projection.append_only.items():
+                        columns = list(tables[table]["columns"])
                         store.load_rows(table, loaded.appended_rows(table, columns, at, cut))
             else:
-                store.copy_rows(source, APPEND_ONLY, cut)
+                store.copy_rows(source, projection.append_only, cut)
         events, last = store.log_summary()
     except BaseException:
         store.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.registrations import domain_registry
 from engine.domain.webhook_registrations import TABLE as WEBHOOKS
 from engine.kernel.credentials import SealError, unseal
 from engine.kernel.events import Event
@@ -19,18 +18,20 @@ from engine.kernel.ledger import LedgerViolation
 from engine.kernel.progress import Progress, reporting
 from engine.kernel.registry import Registry
 from engine.kernel.state import State
-from engine.read.readmodels import TABLES, all_rows
+from engine.runtime.composition import default_registry
 from engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError, path_for
+from engine.runtime.projection import Projection
 from engine.runtime.replay import rebuild_read_models, replay
 from engine.store import EventStore, NoSuchTable, open_reader, open_store, unfinished_copy
 
 __all__ = ["key_file_problems", "rebuild", "store_problems", "verify"]
 
 
-def _rows_by_table(state: State) -> dict[str, set[tuple[Any, ...]]]:
-    expected: dict[str, set[tuple[Any, ...]]] = {name: set() for name in TABLES}
-    for table, row in all_rows(state):
-        columns = list(TABLES[table]["columns"])
+def _rows_by_table(state: State, projection: Projection) -> dict[str, set[tuple[Any, ...]]]:
+    tables = projection.tables
+    expected: dict[str, set[tuple[Any, ...]]] = {name: set() for name in tables}
+    for table, row in projection.all_rows(state):
+        columns = list(tables[table]["columns"])
         expected[table].add(tuple(row.get(c) for c in columns))
     return expected
 
@@ -67,7 +68,7 @@ def verify(
     read models with exactly the log they were written from. `progress(position, last)`
     is told how far the replay of the log has got (engine/kernel/progress.py). `registry`:
     the appliers (the domain's when None)."""
-    registry = domain_registry() if registry is None else registry
+    registry = default_registry() if registry is None else registry
     store = open_reader(db_path)
     try:
         with store.consistent():  # the snapshot starts at the first read, the log's
@@ -115,7 +116,8 @@ def store_problems(
     store: EventStore, progress: Progress | None = None, registry: Registry | None = None
 ) -> list[str]:
     """`verify` of any store, read as it is now."""
-    registry = domain_registry() if registry is None else registry
+    registry = default_registry() if registry is None else registry
+    projection = Projection(registry.tables)
     refusal = unfinished_copy(store)
     problems: list[str] = [] if refusal is None else [refusal]
     last: list[Event] = []
@@ -141,9 +143,9 @@ def store_problems(
         problems.append(
             f"read-model checkpoint {store.checkpoint()} differs from the log's last position {state.position}"
         )
-    expected = _rows_by_table(state)
+    expected = _rows_by_table(state, projection)
     for table, rows in expected.items():
-        columns = list(TABLES[table]["columns"])
+        columns = list(projection.tables[table]["columns"])
         try:
             actual = set(store.read_model_rows(table, columns))
         except NoSuchTable as exc:  # a database older than the table
@@ -164,8 +166,12 @@ def rebuild(
     """Drop the read models and write them again from the log; answer the position reached.
     Under the writer lease: `LeaseHeld` while a writer runs on the database.
     `progress(position, last)` is told how far the replay has got."""
-    store = open_store(db_path, tables=TABLES, lease=True)
+    registry = default_registry() if registry is None else registry
+    projection = Projection(registry.tables)
+    store = open_store(db_path, tables=projection.tables, lease=True)
     try:
-        return rebuild_read_models(store, progress, registry).position
+        return rebuild_read_models(
+            store, progress, registry=registry, projection=projection
+        ).position
     finally:
         store.close()

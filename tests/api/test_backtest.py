@@ -565,7 +565,7 @@ def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
     together: the database is the one a commit per command writes, and the strategy
     reads what it would have read, whether the writes come every few events (reads
     between them flush) or at the end."""
-    from engine.runtime import writer
+    from engine.runtime import commit_strategies
 
     walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(60)]
 
@@ -577,7 +577,7 @@ def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
         return result, strategy.seen
 
     with monkeypatch.context() as m:
-        m.setattr(writer, "DEFER_EVENTS", 5)
+        m.setattr(commit_strategies, "DEFER_EVENTS", 5)
         often, seen_often = churn("often")
     once, seen_once = churn("once")
     with monkeypatch.context() as m:
@@ -621,7 +621,7 @@ def test_a_run_without_a_database_writes_its_read_models_when_read(
 ) -> None:
     """...or once `DEFER_ROWS` entities wait for their rows (here 3): either way the
     reads at the end see what a run that keeps its log shows."""
-    from engine.runtime import writer
+    from engine.runtime import commit_strategies
 
     walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
     kept, scratch, bounded = _ReadsLate(), _ReadsLate(), _ReadsLate()
@@ -630,8 +630,8 @@ def test_a_run_without_a_database_writes_its_read_models_when_read(
     )
     without = backtest(tmp_path / "scratch", walk, scratch, deposits={"USD": "100000"}, db=None)
     with monkeypatch.context() as m:
-        m.setattr(writer, "DEFER_ROWS", 3)
-        m.setattr(writer, "DEFER_EVENTS", 4)
+        m.setattr(commit_strategies, "DEFER_ROWS", 3)
+        m.setattr(commit_strategies, "DEFER_EVENTS", 4)
         backtest(tmp_path / "bounded", walk, bounded, deposits={"USD": "100000"}, db=None)
     assert len(with_db.fills) >= 3 and len(kept.seen[0]) == 40
     assert scratch.seen == kept.seen == bounded.seen and without.log_hash == with_db.log_hash

@@ -11,8 +11,8 @@ import pytest
 
 from engine.kernel.ledger import Ledger, LedgerViolation
 from engine.kernel.state import State
-from engine.read.readmodels import all_rows
 from engine.runtime import startup_cache
+from engine.runtime.composition import default_projection, default_registry
 from engine.runtime.replay import Cancelled, replay, replay_log
 from engine.store import EventStore, SqliteEventStore, open_reader
 from tests.support.state_helpers import assert_same, busy, canon, more
@@ -37,6 +37,9 @@ def mixed(sb: Any) -> None:
         sb.deposit("USDC", amount, profile=desk)
 
 
+REGISTRY = default_registry()
+PROJECTION = default_projection()
+
 LOGGED = (
     "ledger",
     "customers",
@@ -53,7 +56,7 @@ LOGGED = (
 
 
 def rows(state: State) -> list[Any]:
-    return sorted((t, sorted(r.items())) for t, r in all_rows(state))
+    return sorted((t, sorted(r.items())) for t, r in PROJECTION.all_rows(state))
 
 
 def _store(db: Path | str) -> EventStore:
@@ -71,7 +74,7 @@ def _mixed_log(sandbox_factory: Any) -> Path | str:
 def _generic(db: Path | str) -> tuple[State, dict[str, int]]:
     store = _store(db)
     try:
-        return replay(store.read(with_meta=False))
+        return replay(store.read(with_meta=False), registry=REGISTRY)
     finally:
         store.close()
 
@@ -79,7 +82,7 @@ def _generic(db: Path | str) -> tuple[State, dict[str, int]]:
 def _fast(db: Path | str, **kw: Any) -> tuple[State, dict[str, int]]:
     store = _store(db)
     try:
-        return replay_log(store, **kw)
+        return replay_log(store, registry=REGISTRY, **kw)
     finally:
         store.close()
 

@@ -18,6 +18,7 @@ from engine.kernel.events import Event
 from engine.kernel.registry import Registration, build_registry
 from engine.kernel.state import Ctx, State
 from engine.runtime import startup_cache
+from engine.runtime.composition import default_registry
 from engine.runtime.replay import replay
 from engine.store import open_reader, open_store
 from engine.tools.time_travel import log_hash
@@ -26,6 +27,8 @@ from tests.conftest import Sandbox, make_settings
 from tests.support.database import copy_database, execute, query
 from tests.support.state_helpers import assert_same, busy, more
 from tests.support.transfer_helpers import withdraw
+
+REGISTRY = default_registry()
 
 
 def _events(db: Path | str) -> list[Any]:
@@ -44,18 +47,20 @@ def test_a_snapshot_at_any_position_and_the_tail_give_the_full_replay(sandbox_fa
     sb.close()
     events = _events(db)
     assert len(events) > 40
-    full = replay(_events(db))
+    full = replay(_events(db), registry=REGISTRY)
     assert full[0].ext["trading"].orders and len(full[0].timers) > 0
     store = open_reader(db)  # where the versions a snapshot leaves out are read
     try:
         for cut in range(len(events) + 1):
-            full = replay(_events(db))  # read-model rows fill caches: a fresh one each time
-            head = replay(e for e in _events(db) if e.position <= cut)
+            full = replay(
+                _events(db), registry=REGISTRY
+            )  # read-model rows fill caches: a fresh one each time
+            head = replay((e for e in _events(db) if e.position <= cut), registry=REGISTRY)
             # Through the bytes, as start-up reads them: pickle keeps an order that sits in
             # `orders` and in its book level one object.
             state, versions = startup_cache.decode(startup_cache.encode(*head), store)
             tail = [e for e in _events(db) if e.position > cut]
-            assert_same(replay(tail, state=state, versions=versions), full)
+            assert_same(replay(tail, state=state, versions=versions, registry=REGISTRY), full)
     finally:
         store.close()
 
@@ -107,25 +112,28 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(sandbox_factory: Any) -
     sb.close()
     store = open_store(db)
     position = store.last_position() - 5
-    head = replay(store.read(until=position, with_meta=False))
+    head = replay(store.read(until=position, with_meta=False), registry=REGISTRY)
     check = store.event_check(position)
     assert check is not None
     store.save_state_snapshot(position, startup_cache.FORMAT, check, startup_cache.encode(*head))
-    assert startup_cache.load(store)[2] == position
-    assert_same(startup_cache.load(store)[:2], replay(store.read(with_meta=False)))
+    assert startup_cache.load(store, registry=REGISTRY)[2] == position
+    assert_same(
+        startup_cache.load(store, registry=REGISTRY)[:2],
+        replay(store.read(with_meta=False), registry=REGISTRY),
+    )
 
     # Another log under the same position (time travel elsewhere, a rewritten file).
     execute(db, "UPDATE state_snapshots SET event_check = 'other'")
-    assert startup_cache.load(store)[2] == 0
+    assert startup_cache.load(store, registry=REGISTRY)[2] == 0
     # Another version of the code: another format.
     execute(db, ("UPDATE state_snapshots SET event_check = ?, format = '0:old'", (check,)))
-    assert startup_cache.load(store)[2] == 0
+    assert startup_cache.load(store, registry=REGISTRY)[2] == 0
     # Unreadable bytes cost a full replay, nothing else.
     unreadable = "UPDATE state_snapshots SET format = ?, data = ?"
     execute(db, (unreadable, (startup_cache.FORMAT, b"\x00")))
-    loaded = startup_cache.load(store)
+    loaded = startup_cache.load(store, registry=REGISTRY)
     assert loaded[2] == 0
-    assert_same(loaded[:2], replay(store.read(with_meta=False)))
+    assert_same(loaded[:2], replay(store.read(with_meta=False), registry=REGISTRY))
     store.close()
 
 
@@ -248,7 +256,7 @@ def test_an_event_appended_to_a_settled_stream_after_a_restart_gets_its_next_ver
     assert len(left_out) < len(versions)  # open orders and pending transfers: kept
     check = store.event_check(last)
     assert check is not None
-    data = startup_cache.encode(*replay(store.read(with_meta=False)))
+    data = startup_cache.encode(*replay(store.read(with_meta=False), registry=REGISTRY))
     store.save_state_snapshot(last, startup_cache.FORMAT, check, data)
     store.close()
 

@@ -10,7 +10,7 @@ import pytest
 
 from api_adapter.cli import main
 from engine.kernel.clock import parse_time
-from engine.read.readmodels import TABLES
+from engine.runtime.composition import TABLES
 from engine.tools.time_travel import log_hash, travel
 from engine.tools.verify import verify
 from tests.conftest import START, Sandbox, make_settings

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine.kernel.events import Event
-from engine.read.readmodels import TABLES as READ_MODELS
+from engine.runtime.composition import TABLES as READ_MODELS
 from engine.store import (
     EventStore,
     MemoryEventStore,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.read.readmodels import TABLES
+from engine.runtime.composition import TABLES
 from engine.store.read_model_indexes import with_indexes
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings

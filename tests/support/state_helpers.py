@@ -12,7 +12,7 @@ from sortedcontainers import SortedDict
 
 from engine.kernel.compact_records import Records
 from engine.kernel.state import State, StreamVersions
-from engine.read.readmodels import all_rows
+from engine.runtime.composition import default_projection
 from tests.conftest import Sandbox
 from tests.support.trading_helpers import limit, placed, set_price
 from tests.support.transfer_helpers import quote, withdraw
@@ -84,8 +84,8 @@ def assert_same(a: tuple[State, dict[str, int]], b: tuple[State, dict[str, int]]
         if not f.compare:
             continue
         assert canon(getattr(sa, f.name)) == canon(getattr(sb, f.name)), f"State.{f.name} differs"
-    rows_a = sorted((t, sorted(r.items())) for t, r in all_rows(sa))
-    rows_b = sorted((t, sorted(r.items())) for t, r in all_rows(sb))
+    rows_a = sorted((t, sorted(r.items())) for t, r in default_projection().all_rows(sa))
+    rows_b = sorted((t, sorted(r.items())) for t, r in default_projection().all_rows(sb))
     assert rows_a == rows_b
 
 

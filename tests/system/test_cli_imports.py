@@ -74,7 +74,7 @@ def test_a_backtest_loads_no_http_app_and_no_pandas(tmp_path: Path) -> None:
 def test_sqlite_utils_creates_a_schema_and_is_not_needed_to_open_one(tmp_path: Path) -> None:
     db = tmp_path / "whole.db"
     store = (
-        "from engine.read.readmodels import TABLES\n"
+        "from engine.runtime.composition import TABLES\n"
         "from engine.store import SqliteEventStore\n"
         f"SqliteEventStore({str(db)!r}, tables=TABLES).close()\n"
     )

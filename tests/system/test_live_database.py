@@ -22,10 +22,10 @@ from typing import Any
 import httpx
 import pytest
 
-import engine.runtime.replay as replay_module
 import engine.tools.verify as verify_module
 from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from engine.runtime.projection import Projection
 from engine.store import LeaseHeld
 from engine.store.lease import lock_path
 from engine.tools.verify import rebuild, verify
@@ -134,19 +134,19 @@ def test_a_read_model_rewrite_keeps_what_a_writer_without_the_lease_appended_mea
                 SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
             )
     guest = open_engine(db, make_settings(), lease=False).start()
-    rows_of = replay_module.all_rows
+    rows_of = Projection.all_rows
     appended: list[Any] = []
 
-    def a_write_lands_after_the_replay(state: Any) -> Any:
+    def a_write_lands_after_the_replay(self: Projection, state: Any) -> Any:
         if not appended:  # between the rewrite's replay and its write, once
             appended.append(
                 guest.execute(
                     SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="5")
                 )
             )
-        return rows_of(state)
+        return rows_of(self, state)
 
-    monkeypatch.setattr(replay_module, "all_rows", a_write_lands_after_the_replay)
+    monkeypatch.setattr(Projection, "all_rows", a_write_lands_after_the_replay)
     try:
         position = rebuild(str(db))
     finally:

@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter import create_app
-from api_adapter.cli.bootstrap import bootstrap
+from api_adapter.bootstrap import bootstrap
 from api_adapter.scenarios.recorder import Recorder
 from api_adapter.scenarios.runner import Runner, run_in_process
 from api_adapter.scenarios.targets import InProcess
@@ -320,25 +320,31 @@ def test_the_bootstrap_secret_is_the_default_on_loopback_and_random_elsewhere(
     monkeypatch.delenv("SANDEX_CLIENT_SECRET", raising=False)
     monkeypatch.delenv("SANDEX_CLIENT_ID", raising=False)
     with open_engine(tmp_path / "local.db", make_settings()) as engine:
-        assert bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")
-        assert bootstrap(engine, "127.0.0.1") == ("sandex", "sandex-secret")  # a restart
+        made = bootstrap(engine, "127.0.0.1")
+        assert (made.client_id, made.shown, made.client_secret) == (
+            "sandex",
+            *["sandex-secret"] * 2,
+        )
+        assert bootstrap(engine, "127.0.0.1") == made  # a restart
     with open_engine(tmp_path / "open.db", make_settings()) as engine:
-        client_id, shown = bootstrap(engine, "0.0.0.0")
-        secret = shown.split()[0]
-        assert secret != "sandex-secret" and len(secret) >= 40 and "once" in shown
-        client = engine.state.clients[client_id]
+        made = bootstrap(engine, "0.0.0.0")
+        secret = made.shown.split()[0]
+        assert secret != "sandex-secret" and len(secret) >= 40 and "once" in made.shown
+        assert made.client_secret == secret
+        client = engine.state.clients[made.client_id]
         assert secret_matches(secret, client["salt"], client["secret_hash"])
-        again = bootstrap(engine, "0.0.0.0")[1]  # a restart cannot show it again
-        assert secret not in again and "not shown" in again
+        again = bootstrap(engine, "0.0.0.0")  # a restart cannot show it again
+        assert secret not in again.shown and "not shown" in again.shown
+        assert again.client_secret is None
     with open_engine(tmp_path / "v6.db", make_settings()) as engine:
-        assert bootstrap(engine, "::1")[1] == "sandex-secret"
-        warned = bootstrap(engine, "192.0.2.7")[1]  # the default, served beyond loopback
+        assert bootstrap(engine, "::1").shown == "sandex-secret"
+        warned = bootstrap(engine, "192.0.2.7").shown  # the default, served beyond loopback
         assert warned.startswith("sandex-secret") and "anyone" in warned
     monkeypatch.setenv("SANDEX_CLIENT_SECRET", "from-env-456")
     with open_engine(tmp_path / "env.db", make_settings()) as engine:
-        client_id, shown = bootstrap(engine, "0.0.0.0")
-        assert "from-env-456" not in shown
-        client = engine.state.clients[client_id]
+        made = bootstrap(engine, "0.0.0.0")
+        assert "from-env-456" not in made.shown and made.client_secret == "from-env-456"
+        client = engine.state.clients[made.client_id]
         assert secret_matches("from-env-456", client["salt"], client["secret_hash"])
 
 

@@ -16,13 +16,15 @@ from engine import Engine
 from engine.domain.trading import execution, placement
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.kernel.errors import DomainError
-from engine.read.readmodels import TABLES
+from engine.runtime.composition import TABLES, build_engine
 from engine.store import MemoryEventStore
 from tests.conftest import make_settings
 
 
 def _engine() -> tuple[Engine, list[Actor]]:
-    engine = Engine(MemoryEventStore(tables=TABLES), make_settings(market_volatility=Decimal(0)))
+    engine = build_engine(
+        MemoryEventStore(tables=TABLES), make_settings(market_volatility=Decimal(0))
+    )
     actors = []
     for i in range(3):
         made = engine.run_inline(CreateCustomer(client_id=f"c{i}", client_secret="pw"))

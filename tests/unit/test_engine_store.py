@@ -15,8 +15,8 @@ from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from engine.kernel.errors import Unavailable
 from engine.kernel.events import Event
-from engine.read.readmodels import TABLES
 from engine.runtime import startup_cache
+from engine.runtime.composition import TABLES, build_engine
 from engine.runtime.writer import WriterDied
 from engine.store import MemoryEventStore, TableWrites
 from engine.tools.verify import store_problems
@@ -38,7 +38,7 @@ def _deposit(actor: Actor, amount: str = "1") -> SandboxDeposit:
 
 def test_an_engine_runs_on_a_memory_store_and_its_read_models_match_a_rebuild() -> None:
     store = MemoryEventStore(tables=TABLES)
-    with Engine(store, make_settings()) as engine:
+    with build_engine(store, make_settings()) as engine:
         actor, profile = _customer(engine)
         for amount in ("1", "0.5", "0.25"):
             engine.execute(_deposit(actor, amount))
@@ -46,18 +46,18 @@ def test_an_engine_runs_on_a_memory_store_and_its_read_models_match_a_rebuild() 
     assert engine.state.ledger.balance(f"{profile}:available", "BTC") == Decimal("1.75")
     assert store.last_position() == store.checkpoint() == position
     assert store_problems(store) == []
-    again = Engine(MemoryEventStore(tables=TABLES), make_settings())  # run inline, no thread
+    again = build_engine(MemoryEventStore(tables=TABLES), make_settings())  # run inline, no thread
     again.run_inline(CreateCustomer(client_id="x", client_secret="pw", bootstrap=True))
     assert again.state.position > 0
 
 
 def test_the_state_replayed_from_a_memory_store_is_the_live_one() -> None:
     store = MemoryEventStore(tables=TABLES)
-    with Engine(store, make_settings()) as engine:
+    with build_engine(store, make_settings()) as engine:
         actor, profile = _customer(engine)
         engine.execute(_deposit(actor, "2"))
         engine.execute(_deposit(actor, "0.1"))
-    state, _, _ = startup_cache.load(store, use_snapshots=False)
+    state, _, _ = startup_cache.load(store, use_snapshots=False, registry=engine.registry)
     assert state.position == engine.state.position
     assert state.ledger.balance(f"{profile}:available", "BTC") == Decimal("2.1")
 
@@ -73,7 +73,9 @@ def test_an_engine_on_an_in_memory_sqlite_database_starts_and_writes() -> None:
 
 def test_an_engine_given_a_path_instead_of_a_store_says_what_opens_one() -> None:
     with pytest.raises(TypeError, match=r"open_engine\(':memory:'\)"):
-        Engine(":memory:", make_settings())  # type: ignore[arg-type]
+        build_engine(":memory:", make_settings())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"open_engine\(':memory:'\)"):
+        Engine(":memory:")  # type: ignore[arg-type]
 
 
 class _Escaped(BaseException):
@@ -95,7 +97,7 @@ class _DyingStore(MemoryEventStore):
 def test_when_the_writer_thread_dies_every_caller_is_told_at_once() -> None:
     """Commands queued to a dead writer waited for ever (`submit` without a timeout)."""
     store = _DyingStore()
-    engine = Engine(store, make_settings()).start()
+    engine = build_engine(store, make_settings()).start()
     try:
         actor, _ = _customer(engine)
         store.die = True
@@ -119,7 +121,7 @@ def test_a_commit_that_fails_in_an_unexpected_way_is_answered_and_the_engine_goe
     """The committer answers a group whose `finish` raised anything at all: its callers
     no longer wait for ever, and the next commands are decided on the reloaded state."""
     store = MemoryEventStore(tables=TABLES)
-    engine = Engine(store, make_settings()).start()
+    engine = build_engine(store, make_settings()).start()
     real_finish = store.finish
     calls: list[Any] = []
 

@@ -24,6 +24,7 @@ from engine.domain.trading.order_types import ORDER_TYPES
 from engine.kernel.clock import to_millis
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, CreateProfile, SandboxDeposit
 from engine.kernel.events import Event
+from engine.runtime.composition import default_registry
 from engine.runtime.replay import replay
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -175,11 +176,12 @@ def _fields(o: Order) -> list[tuple[str, str]]:
 def test_the_applier_s_shortcut_builds_the_order_the_general_path_builds(
     logs: list[list[Event]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    registry = default_registry()
     for log in logs:
-        short, _ = replay(iter(log))
+        short, _ = replay(iter(log), registry=registry)
         with monkeypatch.context() as m:
             m.setattr(appliers, "_PLAIN_FIELDS", -1)  # no record matches: the general path
-            general, _ = replay(iter(log))
+            general, _ = replay(iter(log), registry=registry)
         short_orders = trading_state(short).orders
         general_orders = trading_state(general).orders
         assert list(short_orders) == list(general_orders)

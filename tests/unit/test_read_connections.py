@@ -114,7 +114,7 @@ def test_on_postgresql_every_thread_shares_one_read_only_pool(postgres_url: str)
     """The same `?` SQL runs on PostgreSQL through the store's pool; the change token
     moves when a writer commits to the log."""
     from engine.kernel.events import Event
-    from engine.read.readmodels import TABLES
+    from engine.runtime.composition import TABLES
     from engine.store import StoreUnavailable, open_store
 
     store = open_store(postgres_url, tables=TABLES)

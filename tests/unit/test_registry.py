@@ -70,7 +70,7 @@ def test_two_engines_in_one_process_have_their_own_registries(tmp_path: Path) ->
 
 def test_read_models_invariants_and_prices_come_from_the_registrations() -> None:
     from engine.domain.transfers import deposit_addresses
-    from engine.read.readmodels import TABLES
+    from engine.runtime.composition import TABLES
 
     registry = domain_registry()
     assert [t.name for t in registry.tables] == list(TABLES)
@@ -94,7 +94,43 @@ def test_importing_the_domain_registers_nothing() -> None:
     """Every hook is a Registration field: no module keeps a list others append to."""
     import engine.domain.transfers.notional_prices as prices
     import engine.kernel.invariants as invariants
-    import engine.read.readmodels as readmodels
+    import engine.runtime.projection as projection
 
-    assert not hasattr(readmodels, "register") and not hasattr(readmodels, "register_append")
+    assert not hasattr(projection, "register") and not hasattr(projection, "register_append")
     assert not hasattr(invariants, "CHECKS") and not hasattr(prices, "SOURCES")
+
+
+def _listed(state: Any, event: Any) -> None:
+    state.ext.setdefault("listed", []).append(event.data["n"])
+    state.mark("listed", event.data["n"])
+
+
+_LISTED = Registration(
+    {_Note: lambda ctx, cmd: ctx.emit("Listed", "lists", {"n": cmd.n})},
+    {"Listed": _listed},
+    tables=(
+        ReadModelTable(
+            "listed",
+            {"n": int},
+            pk=("n",),
+            kind="listed",
+            row=lambda state, n: {"n": n} if n in state.ext.get("listed", ()) else None,
+            key_columns=("n",),
+            keys=lambda state: state.ext.get("listed", ()),
+        ),
+    ),
+)
+
+
+def test_an_engine_projects_the_read_models_of_the_registry_it_is_given(tmp_path: Path) -> None:
+    """The read-model tables were the domain's, gathered at import: an engine given a
+    registry with a table of its own had no such table and no rows for its kind."""
+    extended = build_registry([*REGISTRATIONS, _LISTED])
+    db = tmp_path / "listed.db"
+    with open_engine(db, make_settings(), registry=extended) as engine:
+        engine.execute(_Note(n=3))
+        engine.execute(_Note(n=5))
+        assert sorted(engine.store.read_model_rows("listed", ["n"])) == [(3,), (5,)]
+    assert verify(str(db), registry=extended) == []
+    with open_engine(tmp_path / "plain.db", make_settings()) as plain:
+        assert "listed" not in plain.projection.tables

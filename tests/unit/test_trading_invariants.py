@@ -225,7 +225,7 @@ def test_random_trading_keeps_every_invariant_and_replays_to_the_same_state(
         assert verify(str(db)) == []
         again = open_engine(db, make_settings())
         try:
-            rebuilt, _ = replay(again.store.read())
+            rebuilt, _ = replay(again.store.read(), registry=again.registry)
         finally:
             again.store.close()
         assert snapshot(rebuilt) == live

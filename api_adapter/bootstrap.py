@@ -1,18 +1,54 @@
-"""The bootstrap client of a served database: created on first start, and what the
-banner of `sandex serve` shows of its secret."""
+"""The bootstrap client of a world: created when its database is new, and what is known
+of its secret afterwards (the banner of `sandex serve` shows it)."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # The bootstrap client's secret on a loopback host when SANDEX_CLIENT_SECRET is unset.
 DEFAULT_SECRET = "sandex-secret"
 
 
-def bootstrap(engine: Any, host: str) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Credentials:
+    """A world's bootstrap client: its id, its secret where it is known now (None where
+    only its salted hash is kept), and what a banner may show of the secret."""
+
+    client_id: str
+    client_secret: str | None
+    shown: str
+
+
+# How a world gets its bootstrap client: called once its engine is started.
+Bootstrap = Callable[[Any], Credentials]
+
+
+def fixed(client_id: str, client_secret: str) -> Bootstrap:
+    """A bootstrap client with these credentials, created on a database with no customer
+    (a test's sandbox, a scenario's replay)."""
+    from engine.kernel.commands import CreateCustomer
+
+    def made(engine: Any) -> Credentials:
+        if not engine.state.customers:
+            engine.execute(
+                CreateCustomer(client_id=client_id, client_secret=client_secret, bootstrap=True)
+            )
+        return Credentials(client_id, client_secret, client_secret)
+
+    return made
+
+
+def served_on(host: str) -> Bootstrap:
+    """The bootstrap client of `sandex serve` on `host` (`bootstrap`)."""
+    return lambda engine: bootstrap(engine, host)
+
+
+def bootstrap(engine: Any, host: str) -> Credentials:
     """Create the bootstrap client of a new database; answer its id and what the banner
     shows for its secret. The secret is `SANDEX_CLIENT_SECRET` when set, and then never
     shown. Otherwise it is the documented default on a loopback host (a sandbox on
@@ -33,19 +69,20 @@ def bootstrap(engine: Any, host: str) -> tuple[str, str]:
             secret = secrets.token_urlsafe(30)
             shown = f"{secret}\n    (generated; shown this once, it cannot be shown again)"
         engine.execute(CreateCustomer(client_id=client_id, client_secret=secret, bootstrap=True))
-        return client_id, shown
+        return Credentials(client_id, secret, shown)
     client = _bootstrap_client(engine)
     if client is None:
-        return os.environ.get("SANDEX_CLIENT_ID", "sandex"), "(not shown)"
+        return Credentials(os.environ.get("SANDEX_CLIENT_ID", "sandex"), None, "(not shown)")
+    known: str | None = None
     if secret_matches(DEFAULT_SECRET, client["salt"], client["secret_hash"]):
-        shown = DEFAULT_SECRET
+        known = shown = DEFAULT_SECRET
         if not _is_loopback(host):
             shown += "\n    (the default: anyone who reaches this host is admin; set a secret)"
     elif given and secret_matches(given, client["salt"], client["secret_hash"]):
-        shown = "(from SANDEX_CLIENT_SECRET)"
+        known, shown = given, "(from SANDEX_CLIENT_SECRET)"
     else:
         shown = "(set when the database was created; not shown)"
-    return str(client["client_id"]), shown
+    return Credentials(str(client["client_id"]), known, shown)
 
 
 def _bootstrap_client(engine: Any) -> dict[str, Any] | None:

@@ -1,0 +1,151 @@
+"""One world: the assembly around one engine (api_adapter.world.World).
+
+A world started and stopped leaves nothing behind in the process (no thread, no open
+file of its database), and two worlds in one process share nothing: the seed of the
+isolation the world manager builds on."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api_adapter.bootstrap import Credentials, fixed
+from api_adapter.world import World
+from engine.store import LeaseHeld
+from tests.conftest import make_settings
+
+HOOKS = {"webhook_allowed_hosts": ["127.0.0.1"]}  # a receiver on this machine (none listens)
+ORDER = {
+    "side": "BUY",
+    "market": "BTCUSD",
+    "type": "LIMIT",
+    "price": "30000",
+    "base_amount": "0.001",
+}
+
+
+def _open_files(under: Path) -> list[str]:
+    """The files under `under` this process holds open."""
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed since the listing
+            continue
+        if target.startswith(str(under)):
+            found.append(target)
+    return found
+
+
+def _headers(http: TestClient, credentials: Credentials) -> dict[str, str]:
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": credentials.client_id,
+        "client_secret": credentials.client_secret,
+    }
+    answer = http.post("/oauth2/token", data=form)
+    assert answer.status_code == 200, answer.text
+    return {"Authorization": f"Bearer {answer.json()['access_token']}"}
+
+
+def _drive(world: World) -> tuple[dict[str, str], str]:
+    """Log in, fund, place a resting order, read it back, register a webhook: every
+    part of the world has worked. The headers and the order's id."""
+    http = TestClient(world.app, raise_server_exceptions=False)
+    headers = _headers(http, world.credentials)
+    deposit = {"asset": "USD", "amount": "1000"}
+    assert http.post("/v2/sandbox/profiles/default/deposit", json=deposit, headers=headers)
+    placed = http.post("/v2/profiles/default/orders", json=ORDER, headers=headers)
+    assert placed.status_code == 200, placed.text
+    order = placed.json()["id"]
+    assert http.get(f"/v2/profiles/default/orders/{order}", headers=headers).status_code == 200
+    hook = {"url": "http://127.0.0.1:9/hook"}
+    assert http.post("/v2/sandbox/webhooks", json=hook, headers=headers).status_code == 200
+    http.close()
+    return headers, order
+
+
+@pytest.mark.sqlite_only("counts the open files of the world's SQLite database")
+def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(tmp_path: Path) -> None:
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to list the open files")
+    before = set(threading.enumerate())
+    world = World.open(
+        tmp_path / "w.db",
+        make_settings(clock="wall", **HOOKS),
+        bootstrap=fixed("sandex", "sandex-secret"),
+    ).start()
+    assert world.start() is world  # a second start does nothing
+    _drive(world)
+    started = {t.name for t in set(threading.enumerate()) - before}
+    # the engine's writer, the deliverer and the wall clock's scheduler, among others
+    assert {"sandex-writer", "sandex-webhooks", "APScheduler"} <= started
+    assert _open_files(tmp_path)
+    world.stop()
+    world.stop()  # a second stop does nothing
+    assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []
+    assert _open_files(tmp_path) == []
+
+
+def test_a_world_that_fails_to_start_gives_its_database_back(database: Any) -> None:
+    db = database("w.db")
+
+    def refused(engine: Any) -> Credentials:
+        raise RuntimeError("no bootstrap client")
+
+    world = World.open(db, make_settings(), bootstrap=refused)
+    with pytest.raises(RuntimeError, match="no bootstrap client"):
+        world.start()
+    with pytest.raises(RuntimeError, match="stopped"):
+        world.start()
+    again = World.open(db, make_settings(), bootstrap=fixed("sandex", "sandex-secret"))
+    with again.start():  # the writer lease was given back: no LeaseHeld
+        assert again.credentials.client_id == "sandex"
+
+
+def test_a_second_world_on_a_database_in_use_is_refused(database: Any) -> None:
+    db = database("w.db")
+    bootstrap = fixed("sandex", "sandex-secret")
+    with World.open(db, make_settings(), bootstrap=bootstrap).start(), pytest.raises(LeaseHeld):
+        World.open(db, make_settings(), bootstrap=bootstrap)
+
+
+@pytest.fixture
+def two_worlds(database: Any) -> Iterator[tuple[World, World]]:
+    bootstrap = fixed("sandex", "sandex-secret")
+    a = World.open(database("a.db"), make_settings(seed=1, **HOOKS), bootstrap=bootstrap).start()
+    b = World.open(database("b.db"), make_settings(seed=2, **HOOKS), bootstrap=bootstrap).start()
+    try:
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_two_worlds_in_one_process_share_nothing(two_worlds: tuple[World, World]) -> None:
+    a, b = two_worlds
+    assert a.app is not b.app and a.engine is not b.engine
+    a_headers, a_order = _drive(a)
+    b_headers, b_order = _drive(b)
+    assert a_order != b_order
+    http_b = TestClient(b.app, raise_server_exceptions=False)
+    # The same client id in both, but a token is signed with its own world's key.
+    assert http_b.get("/v2/profiles", headers=a_headers).status_code == 401
+    missing = http_b.get(f"/v2/profiles/default/orders/{a_order}", headers=b_headers)
+    assert missing.status_code == 404, missing.text
+    listed = http_b.get("/v2/profiles/default/orders", headers=b_headers).json()["items"]
+    assert [o["id"] for o in listed] == [b_order]
+    # Each world has its own clock: moving A's leaves B's where it was.
+    http_a = TestClient(a.app, raise_server_exceptions=False)
+    before = http_b.get("/v2/sandbox/clock", headers=b_headers).json()
+    moved = http_a.post("/v2/sandbox/clock", json={"advance_seconds": 3600}, headers=a_headers)
+    assert moved.status_code == 200, moved.text
+    assert http_b.get("/v2/sandbox/clock", headers=b_headers).json() == before
+    assert a.clock_mode == b.clock_mode == "manual"
