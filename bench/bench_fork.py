@@ -31,7 +31,7 @@ from bench._common import machine, measured_tree  # noqa: E402
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_store import build_log  # noqa: E402
-from engine.read.readmodels import TABLES  # noqa: E402
+from engine.runtime.composition import TABLES  # noqa: E402
 from engine.store import Forking, capability, locate, open_store  # noqa: E402
 
 
