@@ -73,7 +73,10 @@ def sandex_database(path: str) -> str:
 
 
 def _server_url(path: str) -> bool:
-    return path.startswith(("postgresql://", "postgres://"))
+    # imported here, as below: only a command that checks a --db loads the engine
+    from engine.read.database_contents import on_server
+
+    return on_server(path)
 
 
 def _server_database(url: str) -> str:

@@ -48,7 +48,7 @@ def serve(args: argparse.Namespace) -> int:
     from api_adapter.logging import configure
     from api_adapter.server.connections import uvicorn_options
     from api_adapter.server.listen import listen, serve_on
-    from engine.read.database_contents import display, is_server_url
+    from engine.read.database_contents import display, on_server
     from engine.store import LeaseHeld, StoreUnavailable
 
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
@@ -66,7 +66,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         world = _started(args, settings)
     except LeaseHeld as exc:
-        if not is_server_url(args.db):  # an SQLite file has one machine: no standby
+        if not on_server(args.db):  # an SQLite file has one machine: no standby
             listener.close()
             print(f"sandex: {exc}", file=sys.stderr)
             return 2

@@ -53,12 +53,12 @@ def delete_world(args: argparse.Namespace) -> int:
     database (that server deletes it: `DELETE /v2/sandbox/worlds/{id}`)."""
     from api_adapter.worlds.manager import WorldManager
     from engine.config.settings import Settings
-    from engine.store import LeaseHeld, is_server_url
+    from engine.store import LeaseHeld, locate
     from engine.store.lease import WriterLease
 
     world_db(args.db, args.world_id)  # it exists
     lease = None
-    if not is_server_url(args.db):
+    if not locate(args.db).on_server:
         try:
             lease = WriterLease.take(args.db)
         except LeaseHeld:

@@ -13,7 +13,6 @@ import os
 import re
 import secrets
 import shutil
-import sqlite3
 import threading
 import time
 from contextlib import closing, suppress
@@ -38,7 +37,7 @@ from engine.kernel.commands import CreateCustomer
 from engine.kernel.errors import Forbidden, Invalid, NotFound
 from engine.kernel.logs import get_logger
 from engine.runtime import key_file
-from engine.store import in_memory, local_base, open_reader, private_files
+from engine.store import Forking, capability, local_base, locate, open_reader, private_files
 
 log = get_logger("sandex.worlds")
 
@@ -197,7 +196,7 @@ class WorldManager:
     @classmethod
     def beside(cls, db: str | Path, base: Settings) -> WorldManager | None:
         """The worlds of the default database `db`; None for an in-memory one."""
-        return None if in_memory(str(db)) else cls(db, base)
+        return None if locate(db).in_memory else cls(db, base)
 
     # -- files --
 
@@ -356,50 +355,31 @@ class WorldManager:
         return record
 
     def _fork(self, template_id: str, snapshot: str, db: Path) -> None:
-        """Write `db`, the world `template_id` as it was at its snapshot `snapshot`: a copy
-        of its files when its log ends at the snapshot, else its log up to the snapshot
-        with the state loaded from it (engine/tools/time_travel.py). Never a replay of
-        commands. The fork keeps the template's sealing and id keys (the secrets sealed
-        in its log still open) under a new signing key: no token crosses."""
-        from engine.tools.time_travel import travel
-
-        template = self._served_of(template_id)
-        taken = snapshots(template.engine.state).get(snapshot)
-        if taken is None:
-            raise Invalid(
-                f"from_snapshot invalid: no snapshot {snapshot} in world {template_id}",
-                field="from_snapshot",
-            )
-        position = int(taken["position"])
-        source = self.db_of(template_id)
-        if not self._copy_at(source, db, position):
-            travel(source, db, position=position)
-        else:
-            private_files.copy(Path(f"{source}.key"), Path(f"{db}.key"))
-        key_file.KeyFile.existing(db).rotate()
-
-    @staticmethod
-    def _copy_at(source: Path, db: Path, position: int) -> bool:
-        """Copy `source` into `db` with SQLite's backup (a consistent copy of a live
-        database) when its log ends at `position`; False, and nothing left, otherwise."""
-        private_files.create(db)
+        """Write `db`, the world `template_id` as it was at its snapshot `snapshot`, by
+        its store's fork: a copy of its database when its log ends at the snapshot, else
+        its log up to the snapshot (the read models rebuilt from it when the fork
+        opens). Never a replay of commands. The fork keeps the template's sealing and
+        id keys (the secrets sealed in its log still open) under a new signing key: no
+        token crosses."""
+        template = self.enter(template_id)  # in use while it is copied: not unloaded
+        if template is None:
+            raise Invalid(f"from_world invalid: no world {template_id}", field="from_world")
         try:
-            with (
-                closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as src,
-                closing(sqlite3.connect(db)) as dst,
-            ):
-                src.backup(dst)
-                last = dst.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0]
-                if last == position:
-                    dst.execute("PRAGMA journal_mode=WAL")
-                    return True
-        except BaseException:
-            db.unlink(missing_ok=True)
-            raise
-        db.unlink(missing_ok=True)
-        for tail in ("-wal", "-shm"):
-            Path(f"{db}{tail}").unlink(missing_ok=True)
-        return False
+            taken = snapshots(template.engine.state).get(snapshot)
+            if taken is None:
+                raise Invalid(
+                    f"from_snapshot invalid: no snapshot {snapshot} in world {template_id}",
+                    field="from_snapshot",
+                )
+            store = capability(template.engine.store, Forking)
+            assert store is not None, "a world's SQLite store forks"
+            store.fork(str(db), up_to=int(taken["position"])).close()
+        finally:
+            self.leave(template_id, template)
+        source_keys, fork_keys = key_file.path_for(self.db_of(template_id)), key_file.path_for(db)
+        assert source_keys is not None and fork_keys is not None
+        private_files.copy(source_keys, fork_keys)
+        key_file.KeyFile.existing(db).rotate()
 
     def _served_of(self, world_id: str) -> Served:
         """The world loaded, opened now if it was not."""

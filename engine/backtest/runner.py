@@ -84,7 +84,7 @@ from engine.read.queries import Queries
 from engine.read.writer_queries import WriterQueries
 from engine.runtime.composition import open_engine
 from engine.runtime.writer import Engine, NotDecided
-from engine.store import SqliteEventStore, display, holds_events, is_server_url
+from engine.store import LogFolding, capability, display, holds_events, locate
 
 INF = 1 << 62
 # Where an order the strategy sends once a bar is complete fills: at that bar's close
@@ -739,7 +739,7 @@ def _progress_of(progress: Progress | bool | None) -> Progress | None:
 def _check_outputs(db: str | Path | None, out: str | Path | None) -> None:
     """A backtest writes a new database and a report folder: what is there instead is
     refused before anything runs."""
-    if db is not None and is_server_url(db):
+    if db is not None and locate(db).on_server:
         if holds_events(db):
             raise BacktestError(f"{display(db)} holds events; a backtest writes a new database")
     elif db is not None:
@@ -865,14 +865,14 @@ def run(
         scratch = tempfile.TemporaryDirectory(prefix="sandex-backtest-")
         db_path = Path(scratch.name) / "backtest.db"
     else:
-        db_path = db if is_server_url(db) else Path(db)  # checked by _check_outputs
+        db_path = db if locate(db).on_server else Path(db)  # checked by _check_outputs
     try:
         engine = open_engine(db_path, the_settings)
         # A scratch log is dropped unread: its hash is folded as it is written, its
         # events set aside in a file (unless a decision breaks, which reloads them), no
         # event feed is made for it and its read models are written only when read.
         store = engine.store
-        folded = store if isinstance(store, SqliteEventStore) and scratch is not None else None
+        folded = capability(store, LogFolding) if scratch is not None else None
         if folded is not None and not folded.fold_log(aside=True):
             folded = None
         runner = Runner(

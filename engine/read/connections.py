@@ -1,7 +1,7 @@
 """Where the read side gets its connections: read-only ones, from the store.
 
 Every SELECT of the read side runs on a connection made here, and this module asks the
-store for it in one place (`_open`). On SQLite a connection serves one thread (each
+store for it in one place (`open_sql_reader`). On SQLite a connection serves one thread (each
 thread reads its own snapshot of the committed tables) and `close` ends all of them, so
 the writer can checkpoint the WAL. On PostgreSQL every thread shares one pool of
 read-only connections (engine/store/postgres_reads.py), which speaks the same `?` SQL."""
@@ -10,27 +10,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
-from engine.store import EventStore, SqlReader, is_server_url, open_reader
+from engine.store import EventStore, SqlReader, backend, open_reader, open_sql_reader
 
 
 def log_reader(db_path: str | Path) -> EventStore:
     """The store's read-only reader of the database at `db_path`: the log's events
     decoded (`sandex events`, engine/read/event_listing.py)."""
     return open_reader(db_path)
-
-
-def _open(db_path: str) -> Any:
-    """A read-only SQLite connection to the database at `db_path`, from the store's reader."""
-    return open_reader(db_path).conn  # type: ignore[attr-defined]
-
-
-def _pool(db_path: str) -> Any:
-    """The PostgreSQL database's read pool (shared by every thread)."""
-    from engine.store.postgres_reads import PostgresReads
-
-    return PostgresReads(db_path)
 
 
 class ReadConnections:
@@ -40,22 +27,23 @@ class ReadConnections:
     def __init__(self, db_path: str) -> None:
         self.db_path = str(db_path)
         self._local = threading.local()
-        self._opened: list[Any] = []
+        self._opened: list[SqlReader] = []
         self._lock = threading.Lock()
-        self._shared: Any = None
-        self._server = is_server_url(self.db_path)
+        self._shared: SqlReader | None = None
+        self._backend = backend(self.db_path)
+        self._server = self._backend.shared_reads
 
     @property
-    def conn(self) -> Any:
-        """This thread's connection (`SqlReader`: `execute` with `?` placeholders)."""
+    def conn(self) -> SqlReader:
+        """This thread's connection (`execute` with `?` placeholders)."""
         if self._server:
             with self._lock:
                 if self._shared is None:
-                    self._shared = _pool(self.db_path)
+                    self._shared = open_sql_reader(self.db_path)
                 return self._shared
-        conn = getattr(self._local, "conn", None)
+        conn: SqlReader | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _open(self.db_path)
+            conn = open_sql_reader(self.db_path)
             self._local.conn = conn
             with self._lock:
                 self._opened.append(conn)
@@ -68,9 +56,7 @@ class ReadConnections:
         connection too: a new thread, or one reopened after `close`, starts its own count
         and never matches an older token."""
         conn = self.conn
-        if self._server:
-            return conn, int(conn.data_version())
-        return conn, conn.execute("PRAGMA data_version").fetchone()[0]
+        return conn, self._backend.reads_version(conn)
 
     def close(self) -> None:
         """Close the connections of every thread, so the writer can checkpoint the WAL."""

@@ -1,19 +1,20 @@
-"""What an SQLite file holds: the columns of its `events` table and its table names.
+"""What a database holds: the columns of its `events` table and its table names.
 
 The command line asks this of a `--db` before anything opens it as a store, to tell a
-sandex database from another program's; the file may be anything SQLite reads, so it
-is opened by the store's plain read-only connection (any path works), not through its
-reader, which expects a sandex database. Nothing is created or changed; an SQLite
-error (a corrupt file) reaches the caller."""
+sandex database from another program's; an SQLite file may be anything SQLite reads, so
+the store's backend opens it by its plain read-only connection (any path works), not
+through its reader, which expects a sandex database. Nothing is created or changed; an
+SQLite error (a corrupt file) reaches the caller."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.store import connect_read_only, display, is_server_url
+from engine.store import database_contents as stored_contents
+from engine.store import display, locate
 
-__all__ = ["DatabaseContents", "database_contents", "display"]
+__all__ = ["DatabaseContents", "database_contents", "display", "on_server"]
 
 
 class DatabaseContents(NamedTuple):
@@ -23,19 +24,9 @@ class DatabaseContents(NamedTuple):
 
 def database_contents(path: str | Path) -> DatabaseContents:
     """The contents of the SQLite file (or PostgreSQL database) at `path`, read-only."""
-    if is_server_url(path):
-        from engine.store.postgres import database_contents as server_contents
+    return DatabaseContents(*stored_contents(path))
 
-        return DatabaseContents(*server_contents(str(path)))
-    conn = connect_read_only(path)
-    try:
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-    finally:
-        conn.close()
-    return DatabaseContents(columns, tables)
+
+def on_server(path: str | Path) -> bool:
+    """Whether `path` names a database on a server (the store's `locate` says)."""
+    return locate(path).on_server

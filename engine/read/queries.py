@@ -81,8 +81,8 @@ class Queries(ReadConnections):
         self.cursors = cursors if cursors is not None else Cursors()
         self._execution_ids: ExecutionIds | None = None
 
-    def _one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
-        return self.conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
+    def _one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        return self.conn.execute(sql, params).fetchone()
 
     @property
     def execution_ids(self) -> ExecutionIds:
@@ -157,7 +157,7 @@ class Queries(ReadConnections):
             row = self.conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
         except (sqlite3.Error, StoreUnavailable):
             return None
-        return int(row[0])
+        return int(row[0]) if row else 0
 
     def profile_row(self, customer_id: str, profile_id: str) -> tuple[str, dict[str, Any]]:
         if profile_id == "default":

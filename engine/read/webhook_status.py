@@ -47,7 +47,7 @@ def pending(
 ) -> list[tuple[int, str, str, str]]:
     """The customer's next feed events after `delivered_seq`, oldest first, at most
     `PENDING_BATCH`: (seq, event id, type, body)."""
-    return reads.conn.execute(  # type: ignore[no-any-return]
+    return reads.conn.execute(
         "SELECT seq, id, type, body FROM event_feed WHERE customer_id = ? AND seq > ?"
         " ORDER BY seq LIMIT ?",
         (customer_id, delivered_seq, PENDING_BATCH),
@@ -60,4 +60,4 @@ def backlog(reads: ReadConnections, customer_id: str, delivered_seq: int) -> int
         "SELECT count(*) FROM event_feed WHERE customer_id = ? AND seq > ?",
         (customer_id, delivered_seq),
     ).fetchone()
-    return int(row[0])
+    return int(row[0]) if row else 0

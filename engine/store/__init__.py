@@ -1,49 +1,79 @@
 """Event stores: the log that is the only source of truth.
 
-`EventStore` is the port; `SqliteEventStore` the embedded implementation,
-`PostgresEventStore` (engine/store/postgres.py, imported when a URL asks for it) the
-server one, and `MemoryEventStore` one for unit tests; `open_store` picks by `--db`. Every implementation passes the contract suite
-(tests/store_contract.py, run by tests/test_store_contract.py).
+`EventStore` is the port (engine/store/port.py, by capability); `SqliteEventStore` the
+embedded implementation, `PostgresEventStore` (engine/store/postgres.py, imported when a
+URL asks for it) the server one, and `MemoryEventStore` one for unit tests. `locate`
+says what a `--db` names and `open_store` opens its backend (engine/store/opening.py's
+registry): the one place that reads a `--db`'s text. Every implementation passes the
+contract suite (tests/support/store_contract.py, run by tests/contract/test_store_contract.py).
 """
 
 from engine.store.lease import LeaseHeld
-from engine.store.locations import display, is_server_url, local_base
+from engine.store.locations import Location, display, is_server_url, local_base, locate
 from engine.store.memory import MemoryEventStore
 from engine.store.opening import (
     UNFINISHED_COPY,
+    backend,
+    database_contents,
     holds_events,
     open_reader,
+    open_sql_reader,
     open_store,
     unfinished_copy,
 )
 from engine.store.port import (
+    BulkLoad,
     Concurrency,
+    EventLog,
     EventStore,
+    Forking,
+    Lifecycle,
+    LogFolding,
+    MetaValues,
     NoSuchTable,
+    ReadModelTables,
     SqlReader,
+    SqlRows,
+    StateBlobs,
     StoreUnavailable,
     TableWrites,
+    capability,
 )
 from engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
 
 __all__ = [
     "UNFINISHED_COPY",
+    "BulkLoad",
     "Concurrency",
+    "EventLog",
     "EventStore",
+    "Forking",
     "LeaseHeld",
+    "Lifecycle",
+    "Location",
+    "LogFolding",
     "MemoryEventStore",
+    "MetaValues",
     "NoSuchTable",
+    "ReadModelTables",
     "SqlReader",
+    "SqlRows",
     "SqliteEventStore",
+    "StateBlobs",
     "StoreUnavailable",
     "TableWrites",
+    "backend",
+    "capability",
     "connect_read_only",
+    "database_contents",
     "display",
     "holds_events",
     "in_memory",
     "is_server_url",
     "local_base",
+    "locate",
     "open_reader",
+    "open_sql_reader",
     "open_store",
     "unfinished_copy",
 ]

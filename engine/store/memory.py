@@ -311,6 +311,39 @@ class MemoryEventStore:
             for old in sorted(snapshots, reverse=True)[keep:]:
                 del snapshots[old]
 
+    # -- fork -------------------------------------------------------------------------
+
+    def fork(self, target: str = ":memory:", up_to: int | None = None) -> MemoryEventStore:
+        """A new, independent memory store (`target` is ":memory:"): at the head a copy
+        of everything committed; before it, the log up to `up_to`, the state snapshots
+        at or before it, and empty read models at checkpoint 0 for an engine to rebuild,
+        as the SQLite store's `fork`. The key file is not the store's business."""
+        if target != ":memory:":
+            raise ValueError("a memory store forks into another memory store")
+        src = self._log
+        new = _Log({})
+        with src.lock:
+            cut = len(src.rows) if up_to is None else bisect.bisect_right(src.positions, up_to)
+            at_head = cut == len(src.rows)
+            new.rows = src.rows[:cut]
+            new.positions = src.positions[:cut]
+            for row in new.rows:
+                new.versions[row[1]] = max(row[2], new.versions.get(row[1], 0))
+                new.taken.add((row[1], row[2]))
+            new.meta = dict(src.meta)
+            new.columns, new.pks, new.kept = src.columns, src.pks, src.kept
+            new.tables = {
+                name: ({key: dict(row) for key, row in rows.items()} if at_head else {})
+                for name, rows in src.tables.items()
+            }
+            new.checkpoint = src.checkpoint if at_head else 0
+            new.snapshots = {
+                p: blob for p, blob in src.snapshots.items() if up_to is None or p <= up_to
+            }
+        forked = MemoryEventStore()
+        forked._log = new
+        return forked
+
     # -- lifecycle --------------------------------------------------------------------
 
     def start_checkpoints(self) -> None:

@@ -1,19 +1,126 @@
-"""Which store a `--db` opens: a PostgreSQL URL opens the server store, anything else
-an SQLite file. The one place that tells them apart, so the composition root, the
-tools and the read side name a database and never a store class."""
+"""Which store a `--db` opens, chosen in one place: a registry of backends by the kind
+of location (engine/store/locations.py's `locate`: an SQLite file or `:memory:`, a
+PostgreSQL URL), so the composition root, the tools and the read side name a database
+and never a store class, nor read its text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.store.locations import display, is_server_url
-from engine.store.port import EventStore
-from engine.store.sqlite import SqliteEventStore
+from engine.store.locations import Kind, Location, locate
+from engine.store.port import EventStore, SqlReader
+from engine.store.sqlite import SqliteEventStore, connect_read_only
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How one kind of location is opened."""
+
+    open: Callable[..., EventStore]  # (location text, durability, tables, lease, lease_seconds)
+    reader: Callable[[str], EventStore]
+    # The read side's SQL: a new connection (SQLite, one a thread) or a pool every
+    # thread shares (`shared_reads`).
+    sql_reader: Callable[[str], SqlReader]
+    shared_reads: bool
+    # A count that changes whenever another connection committed, read on a `sql_reader`.
+    reads_version: Callable[[SqlReader], int]
+    # (columns of its `events` table, its table names), read-only, of any database.
+    contents: Callable[[str], tuple[set[str], list[str]]]
+
+
+def _sqlite_open(db: str, **options: Any) -> EventStore:
+    options.pop("lease_seconds", None)  # one machine: a lease ends with its process
+    return SqliteEventStore(db, **options)
+
+
+def _sqlite_contents(db: str) -> tuple[set[str], list[str]]:
+    conn = connect_read_only(db)
+    try:
+        columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(events)")}
+        tables = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+    finally:
+        conn.close()
+    return columns, tables
+
+
+def _sqlite_reads(db: str) -> SqlReader:
+    """A read-only connection set as the store's reader sets its own (a busy timeout)."""
+    return SqliteEventStore.reader(db).conn
+
+
+def _sqlite_reads_version(conn: SqlReader) -> int:
+    row = conn.execute("PRAGMA data_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _server_reads_version(conn: SqlReader) -> int:
+    """The count of commits to the log (engine/store/postgres_schema.py's `log_head`)."""
+    row = conn.execute("SELECT commits FROM log_head WHERE name = 'log'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _server_open(db: str, **options: Any) -> EventStore:
+    from engine.store.postgres import PostgresEventStore
+
+    return PostgresEventStore(db, **options)
+
+
+def _server_reader(db: str) -> EventStore:
+    from engine.store.postgres import PostgresEventStore
+
+    return PostgresEventStore.reader(db)
+
+
+def _server_reads(db: str) -> SqlReader:
+    from engine.store.postgres_reads import PostgresReads
+
+    return PostgresReads(db)
+
+
+def _server_contents(db: str) -> tuple[set[str], list[str]]:
+    from engine.store.postgres import database_contents
+
+    return database_contents(db)
+
+
+_SQLITE = Backend(
+    open=_sqlite_open,
+    reader=SqliteEventStore.reader,
+    sql_reader=_sqlite_reads,
+    shared_reads=False,
+    reads_version=_sqlite_reads_version,
+    contents=_sqlite_contents,
+)
+
+BACKENDS: dict[Kind, Backend] = {
+    "file": _SQLITE,
+    "memory": _SQLITE,
+    "server": Backend(
+        open=_server_open,
+        reader=_server_reader,
+        sql_reader=_server_reads,
+        shared_reads=True,
+        reads_version=_server_reads_version,
+        contents=_server_contents,
+    ),
+}
+
+
+def backend(db: str | Path | Location) -> Backend:
+    """The backend that opens `db`."""
+    return BACKENDS[locate(db).kind]
 
 
 def open_store(
-    db: str | Path,
+    db: str | Path | Location,
     *,
     durability: str = "FULL",
     tables: dict[str, dict[str, Any]] | None = None,
@@ -22,24 +129,41 @@ def open_store(
 ) -> EventStore:
     """The store of `db`, its schema made or migrated; `lease`: hold the writer lease
     (on a server, `lease_seconds` is how long a hung holder keeps it)."""
-    if is_server_url(db):
-        from engine.store.postgres import PostgresEventStore
-
-        return PostgresEventStore(
-            str(db), durability=durability, tables=tables, lease=lease, lease_seconds=lease_seconds
-        )
-    return SqliteEventStore(db, durability=durability, tables=tables, lease=lease)
+    where = locate(db)
+    return BACKENDS[where.kind].open(
+        where.text, durability=durability, tables=tables, lease=lease, lease_seconds=lease_seconds
+    )
 
 
-def holds_events(db: str | Path) -> bool:
+def open_reader(db: str | Path | Location) -> EventStore:
+    """A read-only store on an existing database (no schema work)."""
+    where = locate(db)
+    return BACKENDS[where.kind].reader(where.text)
+
+
+def open_sql_reader(db: str | Path | Location) -> SqlReader:
+    """A read-only SQL connection for the read side's queries on `db` (on a server: a
+    pool, thread-safe; `backend(db).shared_reads` says which)."""
+    where = locate(db)
+    return BACKENDS[where.kind].sql_reader(where.text)
+
+
+def database_contents(db: str | Path | Location) -> tuple[set[str], list[str]]:
+    """(columns of its `events` table, its table names) of the database at `db`,
+    read-only: what the command line checks before it opens a `--db` (the file may be
+    another program's)."""
+    where = locate(db)
+    return BACKENDS[where.kind].contents(where.text)
+
+
+def holds_events(db: str | Path | Location) -> bool:
     """Whether the database at `db` exists and its log holds an event."""
-    if not is_server_url(db):
-        return Path(db).exists() and Path(db).stat().st_size > 0
-    from engine.store.postgres import database_contents
-
-    if "events" not in database_contents(str(db))[1]:
+    where = locate(db)
+    if not where.on_server:
+        return Path(where.text).exists() and Path(where.text).stat().st_size > 0
+    if "events" not in database_contents(where)[1]:
         return False
-    reader = open_reader(db)
+    reader = open_reader(where)
     try:
         return reader.last_position() > 0
     finally:
@@ -60,15 +184,7 @@ def unfinished_copy(store: EventStore) -> str | None:
     if source is None:
         return None
     return (
-        f"{display(store.path)} holds an unfinished copy of {source} (sandex copy stopped"
-        " before the log, the read models and the key file were whole); drop it and copy again"
+        f"{locate(store.path).display()} holds an unfinished copy of {source} (sandex copy"
+        " stopped before the log, the read models and the key file were whole); drop it and"
+        " copy again"
     )
-
-
-def open_reader(db: str | Path) -> EventStore:
-    """A read-only store on an existing database (no schema work)."""
-    if is_server_url(db):
-        from engine.store.postgres import PostgresEventStore
-
-        return PostgresEventStore.reader(str(db))
-    return SqliteEventStore.reader(db)

@@ -1,13 +1,18 @@
-"""The event-store port: everything the engine, the start-up cache and the tools ask of
-a store, so that an implementation (SQLite, PostgreSQL, memory) is one door.
+"""The event-store port, by capability: the log (`EventLog`), the read-model tables
+(`ReadModelTables`), meta values (`MetaValues`), the start-up cache's blobs
+(`StateBlobs`) and the lifecycle (`Lifecycle`); `EventStore` is their union, what the
+engine holds. A caller that needs less names the smaller protocol. What only some
+stores can do (bulk loading a copy, folding the log's hash as it is written, forking)
+is an optional capability, asked for by type with `capability(store, BulkLoad)`, which
+answers None where the store lacks it.
 
-Every implementation passes the contract suite (tests/store_contract.py)."""
+Every implementation passes the contract suite (tests/support/store_contract.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from engine.kernel.events import Event
 
@@ -27,37 +32,35 @@ class NoSuchTable(LookupError):
     """A read-model table the store does not hold (a database older than the table)."""
 
 
+class SqlRows(Protocol):
+    """What a read query answers: its rows as tuples, as an SQLite cursor gives them."""
+
+    def fetchone(self) -> tuple[Any, ...] | None: ...
+
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]: ...
+
+
 class SqlReader(Protocol):
     """A read-only SQL connection as the read side uses it: `execute(sql, params)` with
     `?` placeholders, answering rows as tuples (`fetchone`, `fetchall`, iteration)."""
 
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> SqlRows: ...
 
     def close(self) -> None: ...
 
 
-class EventStore(Protocol):
-    """The log, its meta values, the read-model tables and the start-up cache's blobs.
-
-    `path` names where the store lives: a file for SQLite, ":memory:" for a store no
-    other connection or process can open (no key file, no snapshot thread, no lease)."""
-
-    path: str
-
-    # -- positions --------------------------------------------------------------------
+class EventLog(Protocol):
+    """The log: its positions, appends and reads."""
 
     def last_position(self) -> int: ...
 
     def stream_version(self, stream: str) -> int: ...
 
-    def checkpoint(self) -> int:
-        """The position the read-model tables were last written at."""
-
     def data_version(self) -> int:
         """Changes whenever another connection or process commits; not on this store's own
         commits (the writer reloads the log when it sees a change)."""
-
-    # -- appending --------------------------------------------------------------------
 
     def commit(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
         """Append `events` (positions and versions already assigned), apply the read-model
@@ -74,12 +77,6 @@ class EventStore(Protocol):
 
     def release(self) -> None:
         """Make everything since `hold` durable at once."""
-
-    def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
-        """Empty every read-model table and fill it from `writes`, all or nothing;
-        `Concurrency` if the log does not end at `checkpoint`."""
-
-    # -- reading ----------------------------------------------------------------------
 
     def read(
         self,
@@ -111,16 +108,23 @@ class EventStore(Protocol):
     def event_check(self, position: int) -> str | None:
         """A fingerprint of the event at `position` (None when there is none)."""
 
-    def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """Every row of a read-model table as a tuple of `columns`; `NoSuchTable`."""
-
     def consistent(self) -> AbstractContextManager[None]:
         """Reads inside the block see one state of the store (verify compares the read
         models with exactly the log they were written from)."""
 
-    def read_only(self) -> EventStore:
-        """Another, read-only handle on the same store, for a thread that only reads (the
-        snapshot thread); the caller closes it."""
+
+class ReadModelTables(Protocol):
+    """The read-model tables, their checkpoint and the read side's SQL on them."""
+
+    def checkpoint(self) -> int:
+        """The position the read-model tables were last written at."""
+
+    def replace_read_models(self, writes: TableWrites, checkpoint: int) -> None:
+        """Empty every read-model table and fill it from `writes`, all or nothing;
+        `Concurrency` if the log does not end at `checkpoint`."""
+
+    def read_model_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Every row of a read-model table as a tuple of `columns`; `NoSuchTable`."""
 
     def read_connection(self) -> SqlReader:
         """A new read-only SQL connection for the read side's queries;
@@ -131,7 +135,9 @@ class EventStore(Protocol):
         it holds (`hold`: a backtest's strategy reads its own commands);
         `StoreUnavailable` where the store has none."""
 
-    # -- meta values ------------------------------------------------------------------
+
+class MetaValues(Protocol):
+    """The store's named values (the seed, labels, a copy's unfinished mark)."""
 
     def get_meta(self, key: str) -> str | None: ...
 
@@ -145,7 +151,9 @@ class EventStore(Protocol):
     def erase_meta(self, key: str) -> None:
         """Delete a value so that its bytes are gone from the storage too (a secret)."""
 
-    # -- the start-up cache's blobs ---------------------------------------------------
+
+class StateBlobs(Protocol):
+    """The start-up cache's blobs (engine/runtime/startup_cache.py)."""
 
     def state_snapshots(self, fmt: str | None) -> list[tuple[int, str]]:
         """(position, event check) of the blobs saved in format `fmt` (None: in any
@@ -158,10 +166,74 @@ class EventStore(Protocol):
     ) -> None:
         """Save a blob and prune all but the newest `keep`, all or nothing."""
 
-    # -- lifecycle --------------------------------------------------------------------
+
+class Lifecycle(Protocol):
+    """Where the store lives, other handles on it, and its end.
+
+    `path` names where the store lives: a file for SQLite, a URL for PostgreSQL,
+    ":memory:" for a store no other connection or process can open (no key file, no
+    snapshot thread, no lease)."""
+
+    path: str
+
+    def read_only(self) -> EventStore:
+        """Another, read-only handle on the same store, for a thread that only reads (the
+        snapshot thread); the caller closes it."""
 
     def start_checkpoints(self) -> None:
         """Tidy the storage off the writer's path from now on (SQLite: copy the WAL)."""
 
     def close(self) -> None:
         """Release everything, the writer lease included."""
+
+
+class EventStore(EventLog, ReadModelTables, MetaValues, StateBlobs, Lifecycle, Protocol):
+    """Every capability every store has: what the engine holds."""
+
+
+# -- optional capabilities, asked for by type ---------------------------------------
+
+
+@runtime_checkable
+class BulkLoad(Protocol):
+    """Fill a new store from another's rows as they are stored (`sandex copy`, time
+    travel): the SQL stores have it."""
+
+    def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None: ...
+
+    def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    def set_checkpoint(self, position: int) -> None: ...
+
+    def appended_rows(
+        self, table: str, columns: Sequence[str], position: str, upto: int
+    ) -> Iterator[tuple[Any, ...]]: ...
+
+
+@runtime_checkable
+class LogFolding(Protocol):
+    """Fold the log's hash as it is written, so a scratch log need never be read back."""
+
+    def fold_log(self, aside: bool = False) -> bool: ...
+
+    def log_fold(self) -> str | None: ...
+
+
+@runtime_checkable
+class Forking(Protocol):
+    """A new, independent store made from this one's log (a world forked from its
+    template): see each store's `fork`."""
+
+    def fork(self, target: str, up_to: int | None = None) -> EventStore: ...
+
+
+_Capability = TypeVar("_Capability")
+
+
+def capability(store: object, kind: Callable[..., _Capability]) -> _Capability | None:
+    """`store` as the optional capability `kind` (a runtime-checkable protocol above),
+    or None when it lacks it. (`kind` is typed as a callable: mypy takes no protocol
+    where `type[...]` is asked.)"""
+    if isinstance(store, cast("type", kind)):
+        return cast("_Capability", store)
+    return None

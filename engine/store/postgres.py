@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -30,7 +31,7 @@ from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
 from engine.kernel.logs import get_logger
 from engine.store import postgres_schema
 from engine.store.lease import Fenced, LeaseHeld
-from engine.store.locations import display
+from engine.store.locations import display, locate
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
 from engine.store.postgres_reads import ConnectionReads, PostgresReads
 from engine.store.read_model_indexes import with_indexes
@@ -72,11 +73,14 @@ def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
 
 
 def _connect(url: str, *, read_only: bool, options: str = "") -> psycopg.Connection[Any]:
+    """A connection to the database at `url`, in its schema (the URL's `schema`)."""
+    conninfo, in_schema = locate(url).conninfo()
+    options = f"{in_schema} {options}".strip()
     if read_only:
         options = f"{options} -c default_transaction_read_only=on".strip()
     try:
         return psycopg.connect(
-            url, autocommit=True, options=options, connect_timeout=10, **_KEEPALIVES
+            conninfo, autocommit=True, options=options, connect_timeout=10, **_KEEPALIVES
         )
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cannot open database {display(url)}: {exc}") from exc
@@ -127,7 +131,8 @@ class _Lease:
                 "PostgreSQL before 14 has no idle_session_timeout: a hung writer keeps the"
                 " lease until its connection ends (TCP keepalives)"
             )
-        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()
+        self.key = _lease_key(url)
+        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
         if not (got and got[0]):
             holder = self.conn.execute(
                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
@@ -164,12 +169,29 @@ class _Lease:
         with self._guard:
             if not self.conn.closed:
                 with suppress(psycopg.Error):
-                    self.conn.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
+                    self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
                 self.conn.close()
+
+
+def _lease_key(url: str) -> int:
+    """The writer lease's advisory lock key: `WRITER_LOCK` for the database's default
+    schema; for a named schema (each its own store) that key with the schema's CRC in its
+    high half, so stores in two schemas of one database have leases of their own."""
+    schema = locate(url).schema
+    if schema is None:
+        return WRITER_LOCK
+    return (zlib.crc32(schema.encode()) & 0x7FFF_FFFF) << 32 | WRITER_LOCK
 
 
 def _millis(seconds: float) -> int:
     return max(1, round(seconds * 1000))
+
+
+def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
+    """The first column of the one row `sql` answers."""
+    row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return row[0]
 
 
 class PostgresEventStore:
@@ -184,9 +206,11 @@ class PostgresEventStore:
         lease: bool = False,
         read_only: bool = False,
         lease_seconds: float = 5.0,
+        schema_made: bool = False,
     ) -> None:
         """`lease`: hold the writer lease (`lease_seconds`: how long a hung holder keeps
-        it) and fence every append with a new epoch."""
+        it) and fence every append with a new epoch. `schema_made`: the schema is known
+        whole with `tables` (a fork just made it), so no schema work."""
         if durability not in _SYNC:
             raise ValueError(f"durability must be one of {sorted(_SYNC)}")
         tables = with_indexes(tables or {})
@@ -207,7 +231,8 @@ class PostgresEventStore:
                     self.conn.execute(
                         f"SET synchronous_commit = {_SYNC[durability]}"  # type: ignore[arg-type]
                     )
-                    postgres_schema.create(self.conn, tables)
+                    if not schema_made:
+                        postgres_schema.create(self.conn, tables, schema=locate(url).schema)
                     if lease:
                         self._epoch = int(
                             self.conn.execute(
@@ -221,6 +246,8 @@ class PostgresEventStore:
         except BaseException:
             self._release_lease()
             raise
+        self._tables = tables  # what a fork opens with
+        self._durability = durability
         self._columns = {name: list(spec["columns"]) for name, spec in tables.items()}
         self._pks = {name: list(spec["pk"]) for name, spec in tables.items()}
         self._fixed = {name: frozenset(spec.get("fixed", ())) for name, spec in tables.items()}
@@ -716,6 +743,75 @@ class PostgresEventStore:
         except psycopg.Error as exc:
             raise StoreUnavailable(str(exc)) from exc
         yield from rows
+
+    # -- fork: a new, independent store in another schema of this database -----------
+
+    def fork(self, target: str, up_to: int | None = None) -> PostgresEventStore:
+        """A new store in the schema that `target` names (this database's URL with
+        `?schema=NAME`; the schema must not exist), independent of this one, opened as
+        a store: at the head (`up_to` None, or at or past the last position) every table
+        copied; before it, the log up to `up_to`, the meta values, the state snapshots
+        at or before it and empty read models at checkpoint 0, which an engine opened on
+        it rebuilds from the log. `up_to` should end a decision.
+
+        One REPEATABLE READ transaction on a connection of its own reads the source and
+        writes the fork: one committed state of the source, however its writer goes on
+        meanwhile, and a fork made whole or not at all. The key file is not the store's
+        business: whoever forks (the world manager) gives the fork a key file of its own."""
+        where = locate(target)
+        schema = where.schema
+        if schema is None:
+            raise ValueError(f"{display(target)}: a PostgreSQL fork needs ?schema=NAME")
+        conn = _connect(self.path, read_only=False)
+        try:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                source = str(_one(conn, "SELECT current_schema()"))
+                head = int(_one(conn, "SELECT coalesce(max(position), 0) FROM events"))
+                at_head = up_to is None or up_to >= head
+                cut = head if at_head or up_to is None else up_to
+                checkpoint = int(
+                    _one(conn, "SELECT position FROM checkpoint WHERE name = 'read_models'")
+                )
+                conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
+                conn.execute(f"SET LOCAL search_path = {schema}")  # type: ignore[arg-type]
+                postgres_schema.create(conn, self._tables, fresh=True)
+                src = f'"{source}"'
+                conn.execute(  # type: ignore[call-overload]
+                    f"INSERT INTO events ({_COLUMNS}) SELECT {_COLUMNS} FROM {src}.events"
+                    " WHERE position <= %s",
+                    (cut,),
+                )
+                conn.execute(  # type: ignore[call-overload]
+                    f"INSERT INTO sandex_meta (key, value) SELECT key, value FROM {src}.sandex_meta"
+                )
+                conn.execute(  # type: ignore[call-overload]
+                    "INSERT INTO state_snapshots (position, format, event_check, data)"
+                    " SELECT position, format, event_check, data"
+                    f" FROM {src}.state_snapshots WHERE position <= %s",
+                    (cut,),
+                )
+                if at_head:
+                    for table, columns in self._columns.items():
+                        names = ", ".join(columns)
+                        conn.execute(  # type: ignore[call-overload]
+                            f"INSERT INTO {table} ({names}) SELECT {names} FROM {src}.{table}"
+                        )
+                conn.execute(
+                    "UPDATE checkpoint SET position = %s WHERE name = 'read_models'",
+                    (checkpoint if at_head else 0,),
+                )
+                conn.execute(
+                    "UPDATE log_head SET position = %s, commits = 0, epoch = 0 WHERE name = 'log'",
+                    (cut,),
+                )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot fork into {display(target)}: {exc}") from exc
+        finally:
+            conn.close()
+        return PostgresEventStore(
+            where.text, durability=self._durability, tables=self._tables, schema_made=True
+        )
 
     # -- lifecycle --------------------------------------------------------------------
 

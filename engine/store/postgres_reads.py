@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from engine.store.locations import locate
 from engine.store.port import StoreUnavailable
 
 _translated: dict[str, str] = {}
@@ -94,11 +95,13 @@ class PostgresReads:
 
     def __init__(self, url: str, *, max_size: int = 8) -> None:
         self.url = url
+        conninfo, in_schema = locate(url).conninfo()
+        options = f"{in_schema} -c default_transaction_read_only=on".strip()
         self._pool = ConnectionPool(
-            url,
+            conninfo,
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True, "options": "-c default_transaction_read_only=on"},
+            kwargs={"autocommit": True, "options": options},
             open=False,
             name="sandex-reads",
         )
@@ -116,12 +119,6 @@ class PostgresReads:
                 return Rows(rows, cursor.rowcount)
         except psycopg.Error as exc:
             raise StoreUnavailable(str(exc)) from exc
-
-    def data_version(self) -> int:
-        """The count of commits to the log (engine/store/postgres_schema.py's `log_head`):
-        it changes whenever anyone writes events or read models."""
-        row = self.execute("SELECT commits FROM log_head WHERE name = 'log'").fetchone()
-        return int(row[0]) if row else 0
 
     def close(self) -> None:
         self._pool.close()

@@ -59,23 +59,42 @@ CREATE OR REPLACE FUNCTION json_extract(doc text, path text) RETURNS text
 """
 
 
-def create(conn: psycopg.Connection[Any], tables: dict[str, dict[str, Any]]) -> None:
-    """The whole schema, made or brought up to date, all or nothing."""
+def create(
+    conn: psycopg.Connection[Any],
+    tables: dict[str, dict[str, Any]],
+    schema: str | None = None,
+    *,
+    fresh: bool = False,
+) -> None:
+    """The whole schema, made or brought up to date, all or nothing; `schema`: the SQL
+    schema that the connection's search path names, made first if missing (a store of
+    its own in a shared database, engine/store/locations.py). `fresh`: the schema is
+    new and empty (a fork's), so there is nothing to migrate: tables made whole."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        if schema is not None:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")  # type: ignore[arg-type]
         for statement in _BASE.split(";\n"):
             if statement.strip():
                 conn.execute(statement)  # type: ignore[arg-type]
         for name, spec in tables.items():
-            _create_table(conn, name, spec)
+            _create_table(conn, name, spec, fresh)
 
 
-def _create_table(conn: psycopg.Connection[Any], name: str, spec: dict[str, Any]) -> None:
+def _create_table(
+    conn: psycopg.Connection[Any], name: str, spec: dict[str, Any], fresh: bool = False
+) -> None:
     columns: dict[str, type] = spec["columns"]
     defs = ", ".join(f"{c} {_TYPES[t]}" for c, t in columns.items())
     conn.execute(  # type: ignore[call-overload]
         f"CREATE TABLE IF NOT EXISTS {name} ({defs}, PRIMARY KEY ({', '.join(spec['pk'])}))"
     )
+    if fresh:
+        for cols in spec.get("indexes", ()):
+            conn.execute(  # type: ignore[call-overload]
+                f"CREATE INDEX {_index_name(name, cols)} ON {name} ({', '.join(cols)})"
+            )
+        return
     for column, kind in columns.items():  # a column added to a read model since
         conn.execute(  # type: ignore[call-overload]
             f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {column} {_TYPES[kind]}"
@@ -83,12 +102,16 @@ def _create_table(conn: psycopg.Connection[Any], name: str, spec: dict[str, Any]
     _migrate_indexes(conn, name, spec.get("indexes", ()))
 
 
+def _index_name(table: str, cols: Sequence[str]) -> str:
+    return f"idx_{table}_{'_'.join(cols)}"
+
+
 def _migrate_indexes(
     conn: psycopg.Connection[Any], table: str, indexes: Sequence[Sequence[str]]
 ) -> None:
     """Exactly the sandex indexes the spec names, as on SQLite: an index of ours that is
     no longer named is dropped, one somebody else made is left alone."""
-    wanted = {f"idx_{table}_{'_'.join(cols)}": list(cols) for cols in indexes}
+    wanted = {_index_name(table, cols): list(cols) for cols in indexes}
     have = {
         str(row[0])
         for row in conn.execute(

@@ -29,6 +29,7 @@ from engine.kernel.logs import get_logger
 from engine.store import private_files
 from engine.store.checkpointer import Checkpointer
 from engine.store.lease import WriterLease
+from engine.store.locations import locate
 from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
 from engine.store.read_model_indexes import with_indexes
 
@@ -219,6 +220,7 @@ class SqliteEventStore:
         # Opened on a file it may not write: the connection is read-only for good, so the
         # first write opens afresh (`_reopen`), as after a write that failed by the file.
         self._faulted = not in_memory(self.path) and not os.access(self.path, os.W_OK)
+        self._tables = tables  # what a fork opens with
         self._columns: dict[str, list[str]] = {
             name: list(spec["columns"]) for name, spec in (tables or {}).items()
         }
@@ -771,6 +773,7 @@ class SqliteEventStore:
         store.path = str(path)
         store.conn = connect_read_only(path)
         store.conn.execute("PRAGMA busy_timeout=5000")
+        store._tables = {}
         store._columns = {}
         store._pks = {}
         store._fixed = {}
@@ -842,6 +845,64 @@ class SqliteEventStore:
         with self._transaction():
             for key, value in values.items():
                 self.set_meta(key, value)
+
+    # -- fork: a new, independent database from this one's log ------------------------
+
+    def fork(self, target: str, up_to: int | None = None) -> SqliteEventStore:
+        """A new database file at `target` (which must not exist), independent of this
+        one, opened as a store: at the head (`up_to` None, or at or past the last
+        position) a copy of the whole database (log, meta, read models, state
+        snapshots) by SQLite's backup API; before the head, the same copy cut to the
+        log's prefix up to `up_to`, the state snapshots at or before it, and empty read
+        models at checkpoint 0, which an engine opened on it rebuilds from the log (as
+        after any crash between a commit and its read models). `up_to` should end a
+        decision (time travel's `cut_position`).
+
+        Copied from a read transaction of a connection of its own: one committed state
+        of the database, whole, however the writer goes on meanwhile; a write not yet
+        committed is not in it. The new file is written without a journal and synced
+        once, when whole. The key file is not the store's business: whoever forks
+        (the world manager) gives the fork a key file of its own."""
+        where = locate(target)
+        if where.kind != "file":
+            raise ValueError(f"{target}: an SQLite store forks into a new file")
+        if Path(target).exists():
+            raise FileExistsError(f"{target} exists already; a fork is a new database")
+        # `:memory:` has no second connection: its own one, which only its writer uses.
+        source = self.conn if in_memory(self.path) else connect_read_only(self.path)
+        made = private_files.prepare_database(target)
+        try:
+            copy = sqlite3.connect(target, isolation_level=None)
+            try:
+                # Nothing in the new file is worth a journal or a sync until it is whole:
+                # one sync at the end (a journaled, synced backup took several times longer).
+                copy.execute("PRAGMA journal_mode=OFF")
+                copy.execute("PRAGMA synchronous=OFF")
+                reading = not source.in_transaction
+                if reading:
+                    source.execute("BEGIN")
+                try:
+                    row = source.execute("SELECT max(position) FROM events").fetchone()
+                    head = int(row[0] or 0)
+                    source.backup(copy)
+                finally:
+                    if reading and source.in_transaction:
+                        source.execute("ROLLBACK")
+                if up_to is not None and up_to < head:
+                    _cut(copy, up_to)
+                copy.execute("PRAGMA journal_mode=WAL")
+            finally:
+                copy.close()
+            _sync(target)
+        except BaseException:
+            for leftover in (target, f"{target}-wal", f"{target}-shm"):
+                Path(leftover).unlink(missing_ok=True)
+            private_files.remove_empty(made)
+            raise
+        finally:
+            if source is not self.conn:
+                source.close()
+        return SqliteEventStore(target, durability=self._durability, tables=self._tables)
 
     # -- time travel (engine/tools/time_travel.py): a new database from another -------
 
@@ -989,6 +1050,34 @@ class SqliteEventStore:
             lease.release()
 
 
+def _sync(path: str) -> None:
+    """The file at `path` on the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _cut(conn: sqlite3.Connection, up_to: int) -> None:
+    """Make the copy at `conn` hold the log up to `up_to` only: later events and state
+    snapshots go, every read model is emptied and its checkpoint set to 0."""
+    base = {"events", "sandex_meta", "checkpoint", "state_snapshots"}
+    tables = [
+        str(row[0])
+        for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not str(row[0]).startswith("sqlite_")
+    ]
+    conn.execute("BEGIN")
+    conn.execute("DELETE FROM events WHERE position > ?", (up_to,))
+    conn.execute("DELETE FROM state_snapshots WHERE position > ?", (up_to,))
+    for table in tables:
+        if table not in base:
+            conn.execute(f'DELETE FROM "{table}"')
+    conn.execute("UPDATE checkpoint SET position = 0 WHERE name = 'read_models'")
+    conn.execute("COMMIT")
+
+
 # What sqlite-utils imports when installed only to name column types for their values
 # (pandas' Timestamp, numpy's scalars), which sandex never gives it: pandas alone was a
 # quarter of a second of every new database's (every backtest's) start, numpy 40 ms of a
@@ -1024,4 +1113,4 @@ def _sqlite_utils() -> Any:
 
 def in_memory(path: str) -> bool:
     """A database no second connection can open (no lease, no reader, no snapshots)."""
-    return path == ":memory:" or path.startswith("file::memory:") or "mode=memory" in path
+    return locate(path).in_memory

@@ -20,20 +20,19 @@ a mismatch is an error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 from engine.runtime import key_file
 from engine.runtime.composition import TABLES
 from engine.store import (
     UNFINISHED_COPY,
-    EventStore,
+    BulkLoad,
+    capability,
     display,
     holds_events,
-    is_server_url,
+    locate,
     open_reader,
     open_store,
     private_files,
@@ -49,16 +48,6 @@ class CopyError(Exception):
     """The copy cannot be made, or is not the source's."""
 
 
-class _Loading(EventStore, Protocol):
-    """What a copy asks of its target beyond the port (both SQL stores have it)."""
-
-    def load_events(self, rows: Iterable[tuple[Any, ...]]) -> None: ...
-
-    def load_rows(self, table: str, rows: Iterable[Sequence[Any]]) -> None: ...
-
-    def set_checkpoint(self, position: int) -> None: ...
-
-
 @dataclass(frozen=True)
 class Copied:
     events: int
@@ -67,12 +56,12 @@ class Copied:
 
 def copy(source: str | Path, target: str | Path) -> Copied:
     """Copy the database at `source` into the new (or empty) database `target`."""
-    if not is_server_url(source) and not Path(source).exists():
+    if not locate(source).exists():
         raise CopyError(f"no database at {source}")
     if holds_events(target):
         raise CopyError(f"{display(target)} holds events already; copy writes a new database")
     final = target
-    if not is_server_url(target):  # built aside, renamed when whole
+    if not locate(target).on_server:  # built aside, renamed when whole
         final_path = Path(target)
         if not final_path.parent.is_dir():
             raise CopyError(f"{target}: no folder {final_path.parent} to write it in")
@@ -83,7 +72,9 @@ def copy(source: str | Path, target: str | Path) -> Copied:
         if keyless:  # the copy could not be whole
             raise CopyError(f"the source {display(source)} cannot be copied: {keyless[0]}")
         with closing(open_store(target, tables=TABLES, lease=True)) as store:
-            loading: _Loading = store  # type: ignore[assignment]
+            loading = capability(store, BulkLoad)
+            if loading is None:
+                raise CopyError(f"{display(target)} cannot be loaded from another database")
             with reader.consistent():
                 store.set_metas({**reader.all_meta(), UNFINISHED_COPY: display(source)})
                 loading.load_events(reader.stored_rows())

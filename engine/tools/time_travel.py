@@ -24,11 +24,19 @@ import orjson
 from engine.kernel.clock import format_time
 from engine.kernel.credentials import EVENT_FIELDS, redact
 from engine.runtime import key_file
-from engine.store import EventStore, SqliteEventStore, is_server_url, open_reader, private_files
+from engine.store import (
+    BulkLoad,
+    EventStore,
+    SqliteEventStore,
+    capability,
+    locate,
+    open_reader,
+    private_files,
+)
 
 
 def _read_only(path: str | Path) -> EventStore:
-    if not is_server_url(path) and not Path(path).exists():
+    if not locate(path).exists():
         raise FileNotFoundError(f"no database at {path}")
     return open_reader(path)
 
@@ -137,7 +145,10 @@ def travel(
         with store.bulk_loading():
             for key, value in meta.items():
                 store.set_meta(key, value)
-            if is_server_url(source):
+            # An SQLite source is attached to the new file and copied by SQL; another
+            # store's rows come through Python.
+            on_server = locate(source).on_server
+            if on_server:
                 with closing(_read_only(source)) as reader:
                     store.load_events(takewhile(lambda r: r[0] <= cut, reader.stored_rows()))
             else:
@@ -151,12 +162,13 @@ def travel(
             # The append-only read models' rows produced by the events kept: the state
             # does not hold them (engine/domain/feed.py), and rows never change once
             # written, so the source's rows up to the cut are what a rebuild writes.
-            if is_server_url(source):
+            if on_server:
                 with closing(_read_only(source)) as reader:
+                    loaded = capability(reader, BulkLoad)
+                    assert loaded is not None  # a server store has it
                     for table, at in projection.append_only.items():
                         columns = list(tables[table]["columns"])
-                        rows = reader.appended_rows(table, columns, at, cut)  # type: ignore[attr-defined]
-                        store.load_rows(table, rows)
+                        store.load_rows(table, loaded.appended_rows(table, columns, at, cut))
             else:
                 store.copy_rows(source, projection.append_only, cut)
         events, last = store.log_summary()

@@ -17,10 +17,11 @@ from engine.store import (
     SqliteEventStore,
     StoreUnavailable,
     connect_read_only,
+    locate,
     open_reader,
 )
 from engine.store.postgres import PostgresEventStore
-from tests.support.store_contract import TABLES, StoreContract, event
+from tests.support.store_contract import TABLES, LogPrefix, StoreContract, event
 
 
 class MemoryStoreTest(StoreContract):
@@ -29,6 +30,9 @@ class MemoryStoreTest(StoreContract):
 
     def make_store(self, folder: Path) -> EventStore:
         return MemoryEventStore(tables=TABLES)
+
+    def fork_target(self, name: str) -> str:
+        return ":memory:"
 
     def test_another_writers_commit_changes_the_data_version(self) -> None:
         self.skipTest("no second writer can reach a memory store: it lives in one object")
@@ -78,6 +82,9 @@ class InMemorySqliteStoreTest(StoreContract):
 
     def test_reads_in_a_consistent_block_see_one_state(self) -> None:
         self.skipTest("no second connection reaches an in-memory database")
+
+    def test_a_fork_while_another_thread_appends_is_a_consistent_prefix(self) -> None:
+        self.skipTest("an in-memory database is one connection: its writer's thread alone")
 
 
 def test_sqlite_runs_in_wal_mode_with_the_asked_durability(tmp_path: Path) -> None:
@@ -152,6 +159,27 @@ class PostgresStoreTest(StoreContract):
         self.url = self.server.create("contract")
         return PostgresEventStore(self.url, tables=TABLES)
 
+    def fork_target(self, name: str) -> str:
+        return locate(self.url).with_schema(f"fork_{name}").text
+
+    def test_a_forks_schema_has_the_indexes_of_its_source(self) -> None:
+        """Made fresh, not migrated: the same index names, so a later migration of
+        the fork finds its own indexes and adds none."""
+        import psycopg
+
+        self.fork("idx")
+        PostgresEventStore(self.fork_target("idx"), tables=TABLES).close()  # a migration
+
+        def indexes(schema: str) -> list[tuple[str, str]]:
+            with psycopg.connect(locate(self.url).conninfo()[0]) as conn:
+                rows = conn.execute(
+                    "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = %s",
+                    (schema,),
+                ).fetchall()
+            return sorted((str(t), str(i)) for t, i in rows)
+
+        self.assertEqual(indexes("fork_idx"), indexes("public"))
+
     def tearDown(self) -> None:
         super().tearDown()
         self.server.drop(self.url)
@@ -167,3 +195,66 @@ class PostgresStoreTest(StoreContract):
 @pytest.fixture
 def postgres_for_class(request: pytest.FixtureRequest, postgres_server: Any) -> None:
     request.cls.server = postgres_server
+
+
+def test_two_schemas_of_one_database_are_two_stores_each_with_its_lease(
+    postgres_server: Any,
+) -> None:
+    url = postgres_server.create("schemas")
+    try:
+        one = PostgresEventStore(locate(url).with_schema("w_one").text, tables=TABLES, lease=True)
+        two = PostgresEventStore(locate(url).with_schema("w_two").text, tables=TABLES, lease=True)
+        try:
+            one.commit([event(1, "a", 1)], {"things": ([{"id": "x", "owner": "o"}], [])}, 1)
+            assert two.last_position() == 0
+            assert list(two.read_model_rows("things", ["id"])) == []
+            two.commit([event(1, "b", 1)], {}, 1)
+            assert [e.stream for e in one.read()] == ["a"]
+            assert [e.stream for e in two.read()] == ["b"]
+        finally:
+            one.close()
+            two.close()
+    finally:
+        postgres_server.drop(url)
+
+
+@pytest.mark.parametrize("at_head", [True, False], ids=["head", "prefix"])
+def test_an_engine_opens_a_fork_as_its_source_was_and_verify_passes(
+    tmp_path: Path, at_head: bool
+) -> None:
+    """A fork at the head is served as it is; one before the head has its read models
+    rebuilt from its log when an engine opens it (its checkpoint is 0)."""
+    from engine import Settings, open_engine
+    from engine.kernel.commands import CreateCustomer
+    from engine.tools.time_travel import cut_position, log_hash, store_log_hash
+    from engine.tools.verify import verify
+
+    source = tmp_path / "template.db"
+    settings = Settings(clock="manual", snapshot_every_events=0)
+    engine = open_engine(source, settings).start()
+    for n in range(3):
+        engine.execute(CreateCustomer(client_id=f"c{n}", client_secret="s" * 32, bootstrap=n == 0))
+    engine.stop()
+    store = SqliteEventStore(source, tables=READ_MODELS)
+    try:
+        cut = (
+            store.last_position()
+            if at_head
+            else cut_position(store, position=store.last_position() - 1)[0]
+        )
+        expected = store_log_hash(LogPrefix(store, cut))  # type: ignore[arg-type]
+        store.fork(str(tmp_path / "fork.db"), None if at_head else cut).close()
+        rows = sorted(store.read_model_rows("customers", ["id"]))
+    finally:
+        store.close()
+    assert log_hash(tmp_path / "fork.db") == expected
+    forked = open_engine(tmp_path / "fork.db", settings).start()
+    forked.stop()
+    assert verify(str(tmp_path / "fork.db")) == []
+    fork_store = open_reader(tmp_path / "fork.db")
+    try:
+        got = sorted(fork_store.read_model_rows("customers", ["id"]))
+        assert fork_store.checkpoint() == fork_store.last_position() == cut
+    finally:
+        fork_store.close()
+    assert got == rows if at_head else len(got) < len(rows)

@@ -97,15 +97,21 @@ def readme_blocks() -> list[str]:
 
 
 class Process:
-    """`sandex serve` with its log in a file (a pipe nobody reads would fill and block)."""
+    """`sandex serve` with its log in a file (a pipe nobody reads would fill and block).
+    `flags` go to serve after the database, port and log options; `log_level` None logs
+    at serve's default level."""
 
-    def __init__(self, db: Path | str, log: Path) -> None:
+    def __init__(
+        self, db: Path | str, log: Path, *flags: str, log_level: str | None = "WARNING"
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = log
         self.log = log.open("ab")
+        levels = ["--log-level", log_level] if log_level else []
         self.proc = subprocess.Popen(
             [*SANDEX, "serve", "--db", str(db), "--port", str(self.port), "--no-rate-limits"]
-            + ["--log-format", "json", "--log-level", "WARNING"],
+            + ["--log-format", "json", *levels, *flags],
             cwd=ROOT,
             stdout=self.log,
             stderr=self.log,
@@ -115,7 +121,7 @@ class Process:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, log.read_text()[-2000:]
             try:
-                httpx.get(f"{self.base}/v2/sandbox/clock", timeout=0.5)
+                httpx.get(f"{self.base}/v2/markets", timeout=0.5)
                 return
             except httpx.TransportError:
                 time.sleep(0.05)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import hashlib
 import tempfile
+import threading
 import unittest
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ from typing import Any
 import orjson
 
 from engine.kernel.events import SCHEMA_VERSIONS, UPCASTERS, Event
-from engine.store import Concurrency, EventStore, NoSuchTable, StoreUnavailable
+from engine.store import (
+    Concurrency,
+    EventStore,
+    Forking,
+    NoSuchTable,
+    StoreUnavailable,
+    capability,
+)
 
 TABLES: dict[str, dict[str, Any]] = {
     "things": {
@@ -369,6 +377,116 @@ class StoreContract(unittest.TestCase, abc.ABC):
         store.save_state_snapshot(40, "f1", "c40", b"forty", keep=1)
         self.assertEqual(store.state_snapshots("f1"), [(40, "c40")])
         self.assertEqual(store.state_snapshots("f2"), [])
+
+    # -- fork: a new, independent store from this one's log ----------------------------
+
+    def fork_target(self, name: str) -> str:
+        """Where this implementation forks to (a new file here)."""
+        return str(self.folder / f"{name}.db")
+
+    def fork(self, name: str, up_to: int | None = None) -> EventStore:
+        forking = capability(self.store, Forking)
+        assert forking is not None, "every store forks"
+        forked = forking.fork(self.fork_target(name), up_to)
+        self.addCleanup(forked.close)
+        return forked
+
+    def fill(self, commits: int) -> None:
+        """`commits` commits of two events each, with read-model rows, meta and blobs."""
+        for n in range(commits):
+            p = 2 * n + 1
+            self.store.commit(
+                [event(p, f"s{n}", 1), event(p + 1, f"s{n}", 2)],
+                {"things": ([thing(f"t{n}", str(p + 1), seq=n)], []), "pairs": ([], [])},
+                p + 1,
+            )
+            self.store.save_state_snapshot(p + 1, "f", f"c{p + 1}", b"blob%d" % (p + 1), keep=10)
+        self.store.set_metas({"seed": "7", "label": "template"})
+
+    def test_a_fork_at_the_head_holds_the_same_events_meta_read_models_and_blobs(self) -> None:
+        self.fill(3)
+        forked = self.fork("head")
+        self.assertEqual(list(forked.stored_rows()), list(self.store.stored_rows()))
+        self.assertEqual(forked.last_position(), 6)
+        self.assertEqual(forked.stream_version("s2"), 2)
+        self.assertEqual(forked.all_meta(), self.store.all_meta())
+        self.assertEqual(forked.checkpoint(), 6)
+        columns = list(TABLES["things"]["columns"])
+        self.assertEqual(sorted(forked.read_model_rows("things", columns)), self.rows())
+        self.assertEqual(forked.state_snapshots("f"), self.store.state_snapshots("f"))
+        self.assertEqual(forked.state_snapshot_data(6), b"blob6")
+
+    def test_a_fork_at_a_prefix_holds_exactly_the_prefix_for_its_engine_to_rebuild(self) -> None:
+        from engine.tools.time_travel import store_log_hash
+
+        self.fill(3)
+        source_prefix = LogPrefix(self.store, 4)
+        forked = self.fork("prefix", up_to=4)
+        self.assertEqual([e.position for e in forked.read()], [1, 2, 3, 4])
+        self.assertEqual(store_log_hash(forked), store_log_hash(source_prefix))  # type: ignore[arg-type]
+        self.assertNotEqual(store_log_hash(forked), store_log_hash(self.store))
+        self.assertEqual(forked.stream_version("s2"), 0)
+        self.assertEqual(forked.all_meta(), self.store.all_meta())
+        # Read models as no position had them: empty at checkpoint 0, rebuilt on open.
+        self.assertEqual(forked.checkpoint(), 0)
+        self.assertEqual(list(forked.read_model_rows("things", ["id"])), [])
+        self.assertEqual([p for p, _ in forked.state_snapshots("f")], [4, 2])
+
+    def test_appends_to_a_fork_and_to_its_source_stay_apart(self) -> None:
+        self.fill(1)
+        forked = self.fork("apart")
+        forked.commit([event(3, "mine", 1)], {"things": ([thing("fork", "f")], [])}, 3)
+        forked.set_meta("label", "fork")
+        self.store.commit([event(3, "theirs", 1), event(4, "theirs", 2)], {}, 4)
+        self.assertEqual([e.stream for e in forked.read(after=2)], ["mine"])
+        self.assertEqual([e.stream for e in self.store.read(after=2)], ["theirs", "theirs"])
+        self.assertEqual(self.store.get_meta("label"), "template")
+        self.assertNotIn(("fork",), list(self.store.read_model_rows("things", ["id"])))
+        self.assertIn(("fork",), list(forked.read_model_rows("things", ["id"])))
+
+    def test_a_fork_while_another_thread_appends_is_a_consistent_prefix(self) -> None:
+        stop = threading.Event()
+        failed: list[BaseException] = []
+
+        def append() -> None:
+            try:
+                n = 0
+                while not stop.is_set() and n < 2000:
+                    p = 3 * n + 1
+                    self.store.commit(
+                        [event(p + i, f"w{n}", i + 1) for i in range(3)],
+                        {"things": ([thing(f"w{n}", str(p + 2), seq=n)], [])},
+                        p + 2,
+                    )
+                    n += 1
+            except BaseException as exc:
+                failed.append(exc)
+
+        writer = threading.Thread(target=append)
+        writer.start()
+        try:
+            for i in range(5):
+                forked = self.fork(f"busy{i}")
+                positions = [row[0] for row in forked.stored_rows()]
+                head = len(positions)
+                self.assertEqual(positions, list(range(1, head + 1)))  # gapless
+                self.assertEqual(head % 3, 0)  # whole commits only
+                self.assertEqual(forked.checkpoint(), head)
+                self.assertEqual(len(list(forked.read_model_rows("things", ["id"]))), head // 3)
+        finally:
+            stop.set()
+            writer.join()
+        self.assertEqual(failed, [])
+
+
+class LogPrefix:
+    """A store's log up to a position, as `store_log_hash` reads a store."""
+
+    def __init__(self, store: EventStore, up_to: int) -> None:
+        self.rows = [row for row in store.stored_rows() if row[0] <= up_to]
+
+    def stored_rows(self) -> list[tuple[Any, ...]]:
+        return self.rows
 
 
 def _expected_check(e: Event) -> str:

@@ -16,16 +16,14 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.support.server_helpers import ROOT, SANDEX, free_port
+from tests.support.server_helpers import Process
 
 ATTACKER = "127.0.0.1"
 OTHER = "127.0.0.2"  # another client: loopback, another address
@@ -34,28 +32,11 @@ PROBES = 15
 FEED_CAP = b"too many connections: at most 10 per address"
 
 
-class Server:
+class Server(Process):
     def __init__(self, tmp: Path, *flags: str) -> None:
-        self.port = free_port()
-        self.log_path = tmp / "server.log"
-        self.log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [*SANDEX, "serve", "--db", str(tmp / "a.db"), "--port", str(self.port), *flags]
-            + ["--clock", "manual", "--no-rate-limits", "--log-format", "json"],
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=self.log,
-            env=os.environ.copy(),
+        super().__init__(
+            tmp / "a.db", tmp / "server.log", *flags, "--clock", "manual", log_level=None
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
-            try:
-                httpx.get(f"http://127.0.0.1:{self.port}/v2/markets", timeout=0.5)
-                return
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise AssertionError("server did not start")
 
     def connect(self, source: str = ATTACKER) -> socket.socket:
         conn = socket.socket()
@@ -67,11 +48,6 @@ class Server:
     def events(self) -> list[dict[str, object]]:
         lines = self.log_path.read_text().splitlines()
         return [json.loads(line) for line in lines if line.startswith("{")]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-        self.log.close()
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,47 +20,24 @@ import pytest
 
 from api_adapter.cli.parser import parser
 from api_adapter.cli.serve import serve_settings
-from tests.support.server_helpers import ROOT, SANDEX, free_port
+from tests.support.server_helpers import Process
 
 MAX_CONNECTIONS = 6
 CUT_WITHIN = 6.0  # seconds: the deadlines are 1 s; a connection held longer is a failure
 
 
-class Server:
+class Server(Process):
     def __init__(self, tmp: Path) -> None:
-        self.port = free_port()
-        self.log_path = tmp / "server.log"
-        self.log = self.log_path.open("ab")
         flags = ["--header-timeout", "1", "--body-timeout", "1"]
-        flags += ["--max-connections", str(MAX_CONNECTIONS)]
-        self.proc = subprocess.Popen(
-            [*SANDEX, "serve", "--db", str(tmp / "c.db"), "--port", str(self.port), *flags]
-            + ["--no-rate-limits", "--log-format", "json", "--log-level", "WARNING"],
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=self.log,
-            env=os.environ.copy(),
+        super().__init__(
+            tmp / "c.db", tmp / "server.log", *flags, "--max-connections", str(MAX_CONNECTIONS)
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, (tmp / "server.log").read_text()[-2000:]
-            try:
-                httpx.get(self.url("/v2/markets"), timeout=0.5)
-                return
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise AssertionError("server did not start")
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def connect(self) -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.port), timeout=CUT_WITHIN)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-        self.log.close()
 
 
 @pytest.fixture(scope="module")

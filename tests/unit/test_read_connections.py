@@ -34,7 +34,11 @@ def test_connections_come_from_the_store_in_one_place() -> None:
                 and node.value.id == "SqliteEventStore"
             ):  # SqliteEventStore.reader(...): a type annotation asks for nothing
                 askers.append(path.name)
-            if isinstance(node, ast.Name) and node.id in ("open_reader", "PostgresReads"):
+            if isinstance(node, ast.Name) and node.id in (
+                "open_reader",
+                "open_sql_reader",
+                "PostgresReads",
+            ):
                 askers.append(path.name)
             if isinstance(node, ast.Attribute) and node.attr == "connect":
                 openers.append(path.name)
@@ -84,13 +88,13 @@ def test_connections_are_the_stores_readers(
     db = tmp_path / "read.db"
     _database(db)
     asked: list[str] = []
-    real = connections.open_reader
+    real = connections.open_sql_reader
 
     def reader(path: str) -> object:
         asked.append(path)
         return real(path)
 
-    monkeypatch.setattr(connections, "open_reader", reader)
+    monkeypatch.setattr(connections, "open_sql_reader", reader)
     ReadConnections(str(db)).conn.execute("SELECT 1")
     assert asked == [str(db)]
 
