@@ -297,6 +297,7 @@ def parser() -> argparse.ArgumentParser:
     copying.add_argument(
         "--from", dest="source", required=True, type=_existing_db, help="the database to copy"
     )
+    copying.add_argument("--world", default=None, help="a world kept beside --from (its id)")
     copying.add_argument(
         "--to",
         dest="target",
@@ -337,6 +338,7 @@ def parser() -> argparse.ArgumentParser:
         "time-travel", help="write a new database holding the log as it was at a position or time"
     )
     travel.add_argument("--db", required=True, type=_existing_db, help="the source database")
+    travel.add_argument("--world", default=None, help=WORLD_HELP)
     travel.add_argument(
         "--until",
         required=True,

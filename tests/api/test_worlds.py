@@ -579,6 +579,13 @@ def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
     profile = world.made["profile_id"]
     assert shown.returncode == 0 and profile in shown.stdout, shown.stdout[-300:]
     assert profile not in _sandex("events", "--db", db).stdout
+    for verb, out in (("time-travel", "past.db"), ("copy", "copied.db")):
+        source = ["--db", db] if verb == "time-travel" else ["--from", db]
+        rest = ["--until", "3", "--out"] if verb == "time-travel" else ["--to"]
+        done = _sandex(verb, *source, "--world", world.id, *rest, str(sandbox.db.parent / out))
+        assert done.returncode == 0, done.stderr
+        copied = _sandex("events", "--db", str(sandbox.db.parent / out))
+        assert profile in copied.stdout
     unknown = _sandex("verify", "--db", db, "--world", "w_none")
     assert unknown.returncode == 2 and f"no world w_none beside {db}" in unknown.stderr
     # the sandbox's engine holds the database's writer lease, as a server does
