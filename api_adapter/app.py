@@ -40,6 +40,7 @@ from api_adapter.routes import (
     withdrawals,
 )
 from api_adapter.webhook_delivery import Deliverer
+from api_adapter.worlds import routes as worlds
 from engine import Engine
 from engine.read.cursors import Cursors
 from engine.read.queries import Queries
@@ -54,6 +55,7 @@ ROUTERS += [transfer_limits.router]
 ROUTERS += [identities.router, accounts.router]
 ROUTERS += [quotes.router, prices.router]
 ROUTERS += [fiat_accounts.router]
+ROUTERS += [worlds.router]
 
 
 def create_app(
@@ -105,6 +107,9 @@ def create_app(
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
+    # The server's other worlds, kept by the default world's `World` (api_adapter/worlds);
+    # none in a world's own app, where the worlds operations are 404.
+    app.state.worlds = None
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)

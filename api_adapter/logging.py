@@ -107,7 +107,9 @@ class RequestLog:
             log.info(
                 "request",
                 method=scope["method"],
-                path=scope["path"],
+                # a world's requests with their /w/{world} prefix (its dispatcher moved
+                # it to root_path); the default world's have none
+                path=scope.get("root_path", "") + scope["path"],
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 2),
                 client_id=state.get("client_id"),

@@ -110,6 +110,7 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "SetSandboxMarketPrice": {"price": "42000.00"},
     "TakeSandboxSnapshot": {"name": "before-test"},
+    "CreateSandboxWorld": {"name": "test-1", "clock": "manual"},
     "RegisterSandboxWebhook": {"url": "https://hooks.example.com/sandex"},
     "CreateQuoteExecution": {
         "quote_id": "366a26d2-3098-4226-a520-4bb43ae4d922",

@@ -589,6 +589,53 @@ class ListSandboxSnapshotsResponse(Shape):
     items: list[SandboxSnapshot]
 
 
+class SandboxWorldClock(Shape):
+    mode: Literal["wall", "manual"]
+    now: Time | None = None  # None while the world is not loaded
+
+
+class SandboxWorldCreated(Shape):
+    id: Annotated[str, Field(examples=["w_Qm9yZXN0LWdyZWVuLTAx"])]
+    name: str
+    base_url: Annotated[str, Field(examples=["http://127.0.0.1:8000/w/w_Qm9yZXN0LWdyZWVuLTAx/v2"])]
+    token_url: str
+    client_id: str
+    # drawn from the OS and answered this once; None for a fork, whose clients are its
+    # template's (with their secrets)
+    client_secret: str | None = None
+    profile_id: Id
+    clock: SandboxWorldClock
+    created_at: Time
+
+
+class SandboxWorld(Shape):
+    id: str
+    name: str
+    base_url: str
+    token_url: str
+    status: Literal["ACTIVE"]
+    clock: SandboxWorldClock
+    events: int
+    size_bytes: int
+    loaded: bool
+    last_used_at: Time | None = None
+    expires_after_idle_seconds: int | None = None
+    expires_at: Time | None = None
+    from_world: str | None = None
+    from_snapshot: str | None = None
+    created_at: Time
+
+
+class ListSandboxWorldsResponse(Shape):
+    items: list[SandboxWorld]
+    next_page_cursor: str | None = None
+
+
+class SandboxWorldDeleted(Shape):
+    id: str
+    deleted: bool
+
+
 class SandboxReset(Shape):
     position: int
     reset_at: Time

@@ -34,12 +34,15 @@ class World:
         background: bool = True,
         fast_lane: bool = True,
         record: str | Path | None = None,
+        worlds: bool = True,
     ) -> None:
         """`bootstrap` makes the bootstrap client once the engine runs. `background`:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
         serve`); without it nothing moves unless asked (a test, a replay), and the app's
         own lifespan runs its deliverer when a test serves it. `record`: the file of a
-        session recording (`sandex serve --record`)."""
+        session recording (`sandex serve --record`). `worlds`: this is a default world,
+        which keeps its server's other worlds beside its database (`front` serves them);
+        a non-default world is made with False."""
         self.engine = engine
         self._bootstrap = bootstrap
         self.background = background
@@ -53,6 +56,13 @@ class World:
         self._credentials: Credentials | None = None
         # What to stop, in the order it was started; the engine is the world's from now.
         self._stops: list[Callable[[], None]] = [self._stop_engine]
+        if worlds:
+            from api_adapter.worlds.manager import WorldManager
+
+            manager = WorldManager.beside(engine.db_path, engine.settings)
+            self.app.state.worlds = manager
+            if manager is not None:
+                self._stops.append(manager.close)  # the other worlds stop before this one
         self._phase = "new"  # then "started", then "stopped"
 
     @classmethod
@@ -70,6 +80,16 @@ class World:
     def clock_mode(self) -> str:
         """The engine clock's mode: wall (the scheduler ticks) or manual."""
         return self.engine.clock.mode
+
+    @property
+    def front(self) -> Any:
+        """The ASGI app a server serves: the worlds' dispatcher in front of this world's
+        app (`/w/{world}/...` to that world), or the app alone where there are no worlds."""
+        if self.app.state.worlds is None:
+            return self.app
+        from api_adapter.worlds.dispatch import WorldDispatch
+
+        return WorldDispatch(self.app)
 
     @property
     def credentials(self) -> Credentials:

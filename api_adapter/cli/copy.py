@@ -7,17 +7,20 @@ import sys
 
 
 def copy(args: argparse.Namespace) -> int:
-    """`sandex copy --from A --to B`: 0 when the copy verifies with the source's log hash."""
+    """`sandex copy --from A [--world ID] --to B`: 0 when the copy verifies with the
+    source's log hash."""
+    from api_adapter.cli.worlds import world_db
     from engine.tools.copy import CopyError, display
     from engine.tools.copy import copy as copy_database
 
+    source = world_db(args.source, getattr(args, "world", None))
     try:
-        done = copy_database(args.source, args.target)
+        done = copy_database(source, args.target)
     except CopyError as exc:
         print(f"sandex: {exc}", file=sys.stderr)
         return 2
     print(
-        f"copied {done.events} events from {display(args.source)} to {display(args.target)};"
+        f"copied {done.events} events from {display(source)} to {display(args.target)};"
         f" verified, log hash {done.log_hash}"
     )
     return 0

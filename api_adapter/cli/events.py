@@ -10,10 +10,12 @@ def events(args: argparse.Namespace) -> int:
     """`sandex events`."""
     import orjson
 
+    # read-only: safe beside a running server
+    from api_adapter.cli.worlds import world_db
     from engine.read.event_listing import redacted_events
 
-    # read-only: safe beside a running server
-    listing = redacted_events(args.db, after=args.after, stream=args.stream, limit=args.limit)
+    db = world_db(args.db, getattr(args, "world", None))
+    listing = redacted_events(db, after=args.after, stream=args.stream, limit=args.limit)
     out = sys.stdout.buffer
     try:
         for shown in listing:

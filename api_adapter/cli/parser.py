@@ -22,6 +22,7 @@ from api_adapter.cli.serve import serve as serve_command
 from api_adapter.cli.sweep import sweep as sweep_command
 from api_adapter.cli.time_travel import time_travel as time_travel_command
 from api_adapter.cli.verify import verify as verify_command
+from api_adapter.cli.worlds import delete_world, list_worlds
 
 # The spelling of time travel, named where `sandex replay --until` used to take it.
 TIME_TRAVEL = "sandex time-travel --db F --until POSITION|TIME --out G"
@@ -54,6 +55,9 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
+WORLD_HELP = "a world kept beside --db (its id, w_...) rather than the database itself"
 
 
 def _existing_db(path: str) -> str:
@@ -272,10 +276,12 @@ def parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="check every invariant of a database")
     verify.add_argument("--db", required=True, type=_existing_db, help="the database")
+    verify.add_argument("--world", default=None, help=WORLD_HELP)
     verify.set_defaults(func=verify_command)
 
     events = sub.add_parser("events", help="print the event log as JSON lines")
     events.add_argument("--db", required=True, type=_existing_db, help="the database")
+    events.add_argument("--world", default=None, help=WORLD_HELP)
     events.add_argument(
         "--stream", default=None, help="only this stream's events (default: every stream)"
     )
@@ -291,6 +297,7 @@ def parser() -> argparse.ArgumentParser:
     copying.add_argument(
         "--from", dest="source", required=True, type=_existing_db, help="the database to copy"
     )
+    copying.add_argument("--world", default=None, help="a world kept beside --from (its id)")
     copying.add_argument(
         "--to",
         dest="target",
@@ -331,6 +338,7 @@ def parser() -> argparse.ArgumentParser:
         "time-travel", help="write a new database holding the log as it was at a position or time"
     )
     travel.add_argument("--db", required=True, type=_existing_db, help="the source database")
+    travel.add_argument("--world", default=None, help=WORLD_HELP)
     travel.add_argument(
         "--until",
         required=True,
@@ -500,6 +508,18 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("client_id", help="the client to revoke")
     revoke.add_argument("--db", required=True, type=_existing_db, help="the database")
     revoke.set_defaults(func=revoke_command)
+
+    worlds = sub.add_parser("worlds", help="the worlds kept beside a database (docs/worlds.md)")
+    worlds_sub = worlds.add_subparsers(dest="action", required=True)
+    listing = worlds_sub.add_parser("list", help="one line per world")
+    listing.add_argument("--db", required=True, type=_existing_db, help="the default database")
+    listing.set_defaults(func=list_worlds)
+    deleting = worlds_sub.add_parser(
+        "delete", help="remove a world's files (not while a server serves the database)"
+    )
+    deleting.add_argument("world_id", help="the world to delete")
+    deleting.add_argument("--db", required=True, type=_existing_db, help="the default database")
+    deleting.set_defaults(func=delete_world)
 
     keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
     keys_sub = keys.add_subparsers(dest="action", required=True)

@@ -100,7 +100,7 @@ def serve(args: argparse.Namespace) -> int:
     )
     fenced = getattr(engine.store, "fenced", None)  # PostgreSQL: the lease was lost
     try:
-        serve_on(listener, world.app, host=args.host, port=args.port, stop_when=fenced, **options)
+        serve_on(listener, world.front, host=args.host, port=args.port, stop_when=fenced, **options)
     finally:
         world.stop()
     if fenced is not None and fenced.is_set():

@@ -21,12 +21,15 @@ def _until(text: str) -> tuple[int | None, Any]:
 
 
 def time_travel(args: argparse.Namespace) -> int:
-    """`sandex time-travel --db F --until POSITION|TIME --out G`."""
+    """`sandex time-travel --db F [--world ID] --until POSITION|TIME --out G`."""
+    from api_adapter.cli.worlds import world_db
     from engine.tools.time_travel import travel
+
+    source = world_db(args.db, getattr(args, "world", None))
 
     try:
         position, when = _until(args.until)
-        done = travel(args.db, args.out, position=position, until=when)
+        done = travel(source, args.out, position=position, until=when)
     except (ValueError, FileExistsError, FileNotFoundError) as exc:
         print(f"sandex: {exc}", file=sys.stderr)
         return 2

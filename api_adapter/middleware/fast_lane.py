@@ -55,6 +55,17 @@ def lane_of(method: str, path: str) -> tuple[WriteRoute, str] | None:
     return None
 
 
+def route_path(scope: Scope) -> str:
+    """The path the app's routes match: a request's path without the `root_path` it was
+    mounted under, where the path still holds it (Starlette's mounts); a world's
+    dispatcher hands its app the path without it already."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :]
+    return path
+
+
 class FastLane:
     """Pure ASGI middleware; `state` is the app's state (engine, tokens, clients, limiter)."""
 
@@ -63,10 +74,10 @@ class FastLane:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("root_path"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        found = lane_of(scope["method"], scope["path"])
+        found = lane_of(scope["method"], route_path(scope))
         if found is None:
             await self.app(scope, receive, send)
             return

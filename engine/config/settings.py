@@ -53,6 +53,9 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
     "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
     "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),
+    # the server's other worlds (docs/worlds.md): its routes admit only the default
+    # world's bootstrap customer besides
+    "sandbox:worlds": ("sandbox:write_customer",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
@@ -202,6 +205,15 @@ class Settings(BaseModel):
     # names, addresses and networks a webhook may reach. Empty: loopback, private,
     # link-local and other non-public destinations are refused.
     webhook_allowed_hosts: list[str] = Field(default_factory=list)
+    # A server's other worlds (docs/worlds.md): at most `max_worlds` of them; at most
+    # `max_loaded_worlds` loaded (the least recently used unloaded first), and one unused
+    # for `world_idle_unload_seconds` unloaded (its files stay: its next request loads
+    # it again); one unused for `world_expires_after_idle_seconds` deleted, unless its
+    # creation chose otherwise (None: kept until deleted).
+    max_worlds: int = Field(default=1000, ge=0)
+    max_loaded_worlds: int = Field(default=200, ge=1)
+    world_idle_unload_seconds: float = Field(default=600, gt=0)
+    world_expires_after_idle_seconds: int | None = Field(default=None, ge=1)
     # Check every invariant after every command (the test suite turns this on).
     assert_invariants: bool = False
 

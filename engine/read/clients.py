@@ -36,3 +36,11 @@ def row_of(stored: tuple[Any, ...]) -> dict[str, Any]:
         "scopes": granted_scopes(stored[4].split()),
         "revoked": bool(stored[5]),
     }
+
+
+def is_bootstrap(reads: ReadConnections, customer_id: str) -> bool:
+    """Whether `customer_id` is its database's bootstrap customer (the operator's)."""
+    found = reads.conn.execute(
+        "SELECT bootstrap FROM customers WHERE id = ?", (customer_id,)
+    ).fetchone()
+    return bool(found and found[0])

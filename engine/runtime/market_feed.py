@@ -193,6 +193,15 @@ class MarketFeed:
             if sub in self._pending:
                 self._pending.remove(sub)
 
+    def end_all(self, code: int, reason: str) -> None:
+        """End every connection with `code` (its sandbox is going away)."""
+        with self._lock:
+            subs = [*self._subs, *self._pending]
+            self._subs.clear()
+            self._pending.clear()
+        for sub in subs:
+            sub.end(code, reason)
+
     def subscribers(self) -> int:
         with self._lock:
             return len(self._subs) + len(self._pending)

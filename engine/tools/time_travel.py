@@ -41,19 +41,24 @@ def _read_only(path: str | Path) -> EventStore:
     return open_reader(path)
 
 
-def log_hash(db_path: str | Path) -> str:
-    """`sha256:<hex>` of the whole event log as stored, credential fields masked."""
+def log_hash(db_path: str | Path, up_to: int | None = None) -> str:
+    """`sha256:<hex>` of the event log as stored, credential fields masked: the whole
+    log, or its events up to position `up_to` (a fork's log and its template's agree
+    up to the snapshot the fork was made from)."""
     store = _read_only(db_path)
     try:
-        return store_log_hash(store)
+        return store_log_hash(store, up_to)
     finally:
         store.close()
 
 
-def store_log_hash(store: EventStore) -> str:
+def store_log_hash(store: EventStore, up_to: int | None = None) -> str:
     """`log_hash` of any store's log."""
     digest = hashlib.sha256()
-    for row in store.stored_rows():
+    rows = store.stored_rows()
+    if up_to is not None:
+        rows = takewhile(lambda r: r[0] <= up_to, rows)
+    for row in rows:
         if row[3] in EVENT_FIELDS:
             data = orjson.dumps(redact(row[3], orjson.loads(row[5]))).decode()
             row = (*row[:5], data, *row[6:])

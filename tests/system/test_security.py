@@ -463,6 +463,11 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
     "RegisterSandboxWebhook": ("POST", "/v2/sandbox/webhooks", "events:read_event"),
     "GetSandboxWebhook": ("GET", "/v2/sandbox/webhooks", "events:read_event"),
     "RemoveSandboxWebhook": ("DELETE", "/v2/sandbox/webhooks", "events:read_event"),
+    # the server's other worlds: the default world's bootstrap client's alone
+    "CreateSandboxWorld": ("POST", "/v2/sandbox/worlds", "sandbox:worlds"),
+    "ListSandboxWorlds": ("GET", "/v2/sandbox/worlds", "sandbox:worlds"),
+    "GetSandboxWorld": ("GET", "/v2/sandbox/worlds/{world_id}", "sandbox:worlds"),
+    "DeleteSandboxWorld": ("DELETE", "/v2/sandbox/worlds/{world_id}", "sandbox:worlds"),
     # for load balancers: no token, nothing of any tenant
     "GetHealth": ("GET", "/healthz", None),
 }
@@ -473,6 +478,7 @@ PATH_VALUES = {
     "asset": "BTC",
     "name": "none",
     "identity_id": "00000000-0000-0000-0000-000000000000",
+    "world_id": "w_none",
 }
 
 
@@ -555,7 +561,7 @@ def test_a_tenant_has_every_scope_but_the_sandbox_admins(sandbox: Any) -> None:
         "client_secret": creds["client_secret"],
     }
     granted = set(sandbox.http.post("/oauth2/token", data=form).json()["scope"].split())
-    opt_in = {"sandbox:write_customer", "exchange:self_match_prevention"}
+    opt_in = {"sandbox:write_customer", "exchange:self_match_prevention", "sandbox:worlds"}
     assert granted == set(KNOWN_SCOPES) - opt_in
 
 
@@ -702,8 +708,8 @@ IDS_BY_PATH = {
     "/v2/transfer/fiat-accounts/{id}": "fiat_account_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
-# whole sandbox (admin only: a tenant meets 403 before any id).
-SHARED_PARAMS = {"market", "asset", "name"}
+# whole sandbox, a world of the server (admin only: a tenant meets 403 before any id).
+SHARED_PARAMS = {"market", "asset", "name", "world_id"}
 # Valid bodies, so that a write reaches the id it names rather than a 400.
 BODIES = {
     "CreateOrder": {

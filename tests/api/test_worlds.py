@@ -1,0 +1,628 @@
+"""Worlds: independent sandboxes in one server, served under `/w/{world}/` by the
+dispatcher in front of the default world's app (docs/worlds.md), driven through HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+
+from api_adapter.worlds.dispatch import WorldDispatch
+from api_adapter.worlds.manager import folder_for
+from engine.tools.time_travel import log_hash
+from engine.tools.verify import verify
+from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
+from tests.support.trading_helpers import limit
+
+pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
+
+MANUAL = {
+    "clock": "manual",
+    "start_time": "2024-01-01T00:00:00Z",
+    "settings": {"market_volatility": "0"},
+}
+
+
+class World:
+    """A world seen through the server's front: its prefix and its bootstrap client."""
+
+    def __init__(self, http: Any, made: dict[str, Any]) -> None:
+        self.http = http
+        self.made = made
+        self.id = made["id"]
+        self.prefix = f"/w/{self.id}"
+        self.headers: dict[str, str] = {}
+        if made.get("client_secret"):
+            self.headers = self.login(made["client_id"], made["client_secret"])
+
+    def login(self, client_id: str, secret: str) -> dict[str, str]:
+        form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+        r = self.http.post(f"{self.prefix}/oauth2/token", data=form)
+        assert r.status_code == 200, r.text
+        return {"Authorization": f"Bearer {r.json()['access_token']}"}
+
+    def get(self, path: str, **kw: Any) -> Any:
+        kw.setdefault("headers", self.headers)
+        return self.http.get(self.prefix + path, **kw)
+
+    def post(self, path: str, json: Any = None, **kw: Any) -> Any:
+        kw.setdefault("headers", self.headers)
+        return self.http.post(self.prefix + path, json=json, **kw)
+
+    def ok(self, method: str, path: str, json: Any = None) -> Any:
+        r = self.http.request(method, self.prefix + path, json=json, headers=self.headers)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def order(self, **body: Any) -> dict[str, Any]:
+        return self.ok("POST", "/v2/profiles/default/orders", {"market": "BTCUSD", **body})  # type: ignore[no-any-return]
+
+    def balance(self, asset: str) -> str:
+        return self.ok("GET", f"/v2/profiles/default/balances/{asset}")["available"]  # type: ignore[no-any-return]
+
+
+class Front:
+    """The default sandbox behind the worlds' dispatcher, as `sandex serve` mounts it."""
+
+    def __init__(self, sandbox: Any) -> None:
+        self.sandbox = sandbox
+        self.http = TestClient(WorldDispatch(sandbox.app), raise_server_exceptions=False)
+        self.headers = sandbox.headers
+
+    def create(self, body: Any = None, headers: Any = None) -> Any:
+        return self.http.post("/v2/sandbox/worlds", json=body, headers=headers or self.headers)
+
+    def world(self, body: Any = MANUAL) -> World:
+        r = self.create(body)
+        assert r.status_code == 200, r.text
+        return World(self.http, r.json())
+
+
+@pytest.fixture
+def front(sandbox: Any) -> Iterator[Front]:
+    made = Front(sandbox)
+    yield made
+    made.http.close()
+    sandbox.app.state.worlds.close()
+
+
+def _status(front: Front, world: World) -> dict[str, Any]:
+    r = front.http.get(f"/v2/sandbox/worlds/{world.id}", headers=front.headers)
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_an_idle_world_is_unloaded_and_comes_back_as_it_was(front: Front, sandbox: Any) -> None:
+    world = front.world()
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "12"})
+    order = world.order(**limit("BUY", "20000", "0.0001"))
+    world.ok("POST", "/v2/sandbox/clock", {"advance_seconds": 30})
+    before = _status(front, world)
+    manager = sandbox.app.state.worlds
+    manager.sweep(time.time() + sandbox.engine.settings.world_idle_unload_seconds + 1)
+    unloaded = _status(front, world)
+    assert unloaded["loaded"] is False and unloaded["events"] == before["events"]
+    assert verify(str(folder_for(sandbox.db) / f"{world.id}.db")) == []
+    # its next request loads it: the same clock, balances and orders, the same token
+    assert world.ok("GET", "/v2/sandbox/clock")["now"] == before["clock"]["now"]
+    assert world.balance("USD") == "10"
+    assert world.ok("GET", f"/v2/profiles/default/orders/{order['id']}")["status"] == "OPEN"
+    assert _status(front, world)["loaded"] is True
+
+
+def test_at_most_max_loaded_worlds_are_loaded_the_least_recently_used_unloaded_first(
+    sandbox_factory: Any,
+) -> None:
+    sandbox = sandbox_factory(max_loaded_worlds=2)
+    front = Front(sandbox)
+    first, second = front.world(), front.world()
+    first.ok("GET", "/v2/profiles")  # second is now the least recently used
+    third = front.world()
+    loaded = {w.id: _status(front, w)["loaded"] for w in (first, second, third)}
+    assert loaded == {first.id: True, second.id: False, third.id: True}
+    assert second.ok("GET", "/v2/profiles")["items"][0]["id"] == second.made["profile_id"]
+    assert _status(front, first)["loaded"] is False
+    front.http.close()
+
+
+def test_a_server_keeps_at_most_max_worlds(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(max_worlds=1)
+    front = Front(sandbox)
+    front.world()
+    r = front.create(MANUAL)
+    assert r.status_code == 403 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["meta"] == {"limit": "max_worlds", "max_worlds": 1}
+    front.http.close()
+
+
+def test_a_world_idle_past_its_expiry_is_deleted_on_its_own(front: Front, sandbox: Any) -> None:
+    short = front.world({**MANUAL, "expires_after_idle_seconds": 60})
+    kept = front.world()
+    assert _status(front, short)["expires_after_idle_seconds"] == 60
+    sandbox.app.state.worlds.sweep(time.time() + 61)
+    assert short.get("/v2/profiles").status_code == 404
+    assert not list(folder_for(sandbox.db).glob(f"{short.id}*"))
+    assert _status(front, kept)["loaded"] is True
+
+
+def test_a_world_is_made_with_its_own_bootstrap_client_and_answers_where_it_lives(
+    front: Front, sandbox: Any
+) -> None:
+    r = front.create(MANUAL)
+    assert r.status_code == 200, r.text
+    made = r.json()
+    assert made["id"].startswith("w_") and len(made["id"]) > 20
+    assert made["base_url"] == f"http://testserver/w/{made['id']}/v2"
+    assert made["token_url"] == f"http://testserver/w/{made['id']}/oauth2/token"
+    assert made["clock"] == {"mode": "manual", "now": "2024-01-01T00:00:00.000000Z"}
+    assert made["client_secret"] != "sandex-secret" and len(made["client_secret"]) >= 40
+    world = World(front.http, made)
+    assert world.ok("GET", "/v2/profiles")["items"][0]["id"] == made["profile_id"]
+    assert world.ok("GET", "/healthz")["clock"]["mode"] == "manual"
+    # its files: a private folder beside the default database, private files in it
+    folder = folder_for(sandbox.db)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    files = list(folder.iterdir())
+    assert {f"{made['id']}.db", f"{made['id']}.db.key", f"{made['id']}.json"} <= {
+        f.name for f in files
+    }
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+    # the default world is as it was: its profile is not the world's
+    assert sandbox.get("/v2/profiles").json()["items"][0]["id"] != made["profile_id"]
+
+
+def test_advancing_one_worlds_clock_expires_its_gtt_order_alone(front: Front) -> None:
+    a, b = front.world(), front.world()
+    expiry = "1704070800000"  # an hour after the worlds' start
+    gtt = limit("BUY", "30000", "0.01", time_in_force="GTT", expiration_date=expiry)
+    orders = []
+    for world in (a, b):
+        world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1000"})
+        orders.append(world.order(**gtt))
+    a.ok("POST", "/v2/sandbox/clock", {"advance_seconds": 7200})
+    assert b.ok("GET", "/v2/sandbox/clock")["now"] == "2024-01-01T00:00:00.000000Z"
+    status = [
+        w.ok("GET", f"/v2/profiles/default/orders/{o['id']}")["status"]
+        for w, o in zip((a, b), orders, strict=True)
+    ]
+    assert status == ["CANCELLED", "OPEN"]
+    assert a.balance("USD") == "1000" and b.balance("USD") == "700"
+
+
+def test_books_and_trades_of_two_worlds_are_separate(front: Front) -> None:
+    a, b = front.world(), front.world()
+    for world in (a, b):
+        world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "5000"})
+        world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "BTC", "amount": "1"})
+    a.order(**limit("SELL", "48000", "0.01"))  # far above the ladder: rests in A's book
+    b_book = b.ok("GET", "/v2/markets/BTCUSD/order-book")
+    assert "48000" not in str(b_book["asks"]) and "48000" in str(
+        a.ok("GET", "/v2/markets/BTCUSD/order-book")["asks"]
+    )
+    # B buying at that price trades against B's own ladder, never A's resting order
+    bought = b.order(**limit("BUY", "48000", "0.01", time_in_force="IOC"))
+    assert b.ok("GET", f"/v2/profiles/default/orders/{bought['id']}")["status"] == "FILLED"
+    a_orders = a.ok("GET", "/v2/profiles/default/orders")["items"]
+    assert [o["status"] for o in a_orders] == ["OPEN"]
+    assert a.ok("GET", "/v2/profiles/default/executions")["items"] == []
+    # the market data feed of a world is that world's
+    with front.http.websocket_connect(f"{a.prefix}/marketdata/BTCUSD") as feed:
+        first = feed.receive_json()
+    assert "48000" in str(first)
+
+
+def test_a_restore_or_a_reset_in_one_world_leaves_another_as_it_was(front: Front) -> None:
+    a, b = front.world(), front.world()
+    for world in (a, b):
+        world.ok("POST", "/v2/sandbox/snapshots", {"name": "empty"})
+        world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "10"})
+    a.ok("POST", "/v2/sandbox/snapshots/empty/restore")
+    assert (a.balance("USD"), b.balance("USD")) == ("0", "10")
+    a.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "3"})
+    a.ok("POST", "/v2/sandbox/reset")
+    assert (a.balance("USD"), b.balance("USD")) == ("0", "10")
+
+
+def test_a_token_of_one_world_is_refused_by_another_and_its_ids_unknown(
+    front: Front, sandbox: Any
+) -> None:
+    a, b = front.world(), front.world()
+    a.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "100"})
+    order = a.order(**limit("BUY", "10000", "0.001"))
+    assert b.get("/v2/profiles", headers=a.headers).status_code == 401
+    assert front.http.get("/v2/profiles", headers=a.headers).status_code == 401
+    assert a.get("/v2/profiles", headers=front.headers).status_code == 401
+    r = b.get(f"/v2/profiles/default/orders/{order['id']}")
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+    r = front.http.get(f"/w/w_{'x' * 24}/v2/profiles", headers=a.headers)
+    assert r.status_code == 404 and r.json()["status"] == 404
+
+
+def test_only_the_default_worlds_bootstrap_client_manages_worlds(
+    front: Front, sandbox: Any
+) -> None:
+    tenant, _ = sandbox.tenant()
+    world = front.world()
+    some = f"/v2/sandbox/worlds/{world.id}"
+    for method, path in (("POST", "/v2/sandbox/worlds"), ("GET", "/v2/sandbox/worlds")):
+        assert front.http.request(method, path, headers=tenant).status_code == 403
+    for method in ("GET", "DELETE"):
+        assert front.http.request(method, some, headers=tenant).status_code == 403
+    # a tenant named the scope by its maker is still no operator
+    scoped, _ = sandbox.tenant(scopes=["sandbox:worlds", "sandbox:write_customer"])
+    assert front.create(headers=scoped).status_code == 403
+    # inside a world there are no worlds to manage
+    assert world.get("/v2/sandbox/worlds").status_code == 404
+    assert front.http.get(some, headers=front.headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"clock": "sometimes"}, "clock"),
+        ({"clock": "manual", "start_time": "yesterday"}, "start_time"),
+        ({"start_time": "2024-01-01T00:00:00Z"}, "start_time"),
+        ({"seed": -1}, "seed"),
+        ({"settings": {"maker_fee_rate": "a lot"}}, "settings.maker_fee_rate"),
+        ({"settings": {"no_such_setting": 1}}, "settings.no_such_setting"),
+        ({"settings": {"max_connections": 5}}, "settings.max_connections"),
+        ({"from_world": "w_nope", "from_snapshot": "s"}, "from_world"),
+        ({"from_snapshot": "s"}, "from_world"),
+        ({"expires_after_idle_seconds": 0}, "expires_after_idle_seconds"),
+    ],
+)
+def test_a_bad_world_request_is_a_400_naming_the_field(
+    front: Front, body: dict[str, Any], field: str
+) -> None:
+    r = front.create(body)
+    assert r.status_code == 400, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["meta"]["field"] == field
+    assert front.http.get("/v2/sandbox/worlds", headers=front.headers).json()["items"] == []
+
+
+def test_the_worlds_are_listed_a_page_at_a_time_without_secrets(front: Front) -> None:
+    made = [front.world() for _ in range(3)]
+    first = front.http.get("/v2/sandbox/worlds", params={"limit": 2}, headers=front.headers)
+    assert first.status_code == 200, first.text
+    page = first.json()
+    rest = front.http.get(
+        "/v2/sandbox/worlds",
+        params={"limit": 2, "page_cursor": page["next_page_cursor"]},
+        headers=front.headers,
+    ).json()
+    assert [w["id"] for w in page["items"] + rest["items"]] == [w.id for w in made]
+    assert "next_page_cursor" not in rest
+    one = page["items"][0]
+    assert one["loaded"] is True and one["events"] > 0 and one["size_bytes"] > 0
+    assert one["status"] == "ACTIVE" and one["clock"]["mode"] == "manual"
+    assert "client_secret" not in str(page)
+    r = front.http.get("/v2/sandbox/worlds", params={"page_cursor": "junk"}, headers=front.headers)
+    assert r.status_code == 400 and r.json()["meta"]["field"] == "page_cursor"
+
+
+def test_a_fork_is_its_template_at_the_snapshot_then_diverges_alone(
+    front: Front, sandbox: Any
+) -> None:
+    template = front.world()
+    template.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "500"})
+    tenant = template.ok("POST", "/v2/sandbox/customers")
+    resting = template.order(**limit("BUY", "20000", "0.01"))
+    taken = template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
+    template_db = folder_for(sandbox.db) / f"{template.id}.db"
+    at_snapshot = log_hash(template_db, up_to=taken["position"])
+    # nothing since the snapshot: a copy of the files
+    copy = front.world({"from_world": template.id, "from_snapshot": "ready"})
+    # the template moves on: a fork from the same snapshot is the log's prefix
+    template.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "7"})
+    prefix = front.world({"from_world": template.id, "from_snapshot": "ready"})
+    for fork in (copy, prefix):
+        assert "client_secret" not in fork.made
+        assert fork.made["client_id"] == template.made["client_id"]
+        assert fork.made["profile_id"] == template.made["profile_id"]
+        assert fork.made["clock"] == template.made["clock"]
+        assert fork.get("/v2/profiles", headers=template.headers).status_code == 401
+        fork.headers = fork.login(template.made["client_id"], template.made["client_secret"])
+        fork_db = folder_for(sandbox.db) / f"{fork.id}.db"
+        assert log_hash(fork_db, up_to=taken["position"]) == at_snapshot
+        assert verify(str(fork_db)) == []
+        assert fork.balance("USD") == "300"  # 500 less the resting order's hold
+        order = fork.ok("GET", f"/v2/profiles/default/orders/{resting['id']}")
+        assert order["status"] == "OPEN"
+        fork.login(tenant["client_id"], tenant["client_secret"])  # the same clients
+    assert template.balance("USD") == "307"
+    # and then each goes its own way
+    copy.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+    assert (copy.balance("USD"), prefix.balance("USD"), template.balance("USD")) == (
+        "301",
+        "300",
+        "307",
+    )
+    r = front.create({"from_world": template.id, "from_snapshot": "nope"})
+    assert r.status_code == 400 and r.json()["meta"]["field"] == "from_snapshot"
+
+
+def test_a_deleted_world_is_gone(front: Front, sandbox: Any) -> None:
+    world, other = front.world(), front.world()
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+    r = front.http.delete(f"/v2/sandbox/worlds/{world.id}", headers=front.headers)
+    assert r.status_code == 200, r.text
+    assert not list(folder_for(sandbox.db).glob(f"{world.id}*"))
+    for path in ("/v2/profiles", "/healthz"):
+        r = world.get(path)
+        assert r.status_code == 404 and r.json()["detail"].startswith("world not found")
+    r = front.http.get(f"/v2/sandbox/worlds/{world.id}", headers=front.headers)
+    assert r.status_code == 404
+    assert (
+        front.http.delete(f"/v2/sandbox/worlds/{world.id}", headers=front.headers).status_code
+        == 404
+    )
+    assert other.ok("GET", "/v2/sandbox/clock")["mode"] == "manual"
+
+
+def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    server = Server(tmp_path / "sandex.db", "--clock", "manual")
+    servers.append(server)
+    admin = server.token()
+    world = httpx.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=admin).json()
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": world["client_id"],
+        "client_secret": world["client_secret"],
+    }
+    auth = {
+        "Authorization": f"Bearer {httpx.post(world['token_url'], data=form).json()['access_token']}"
+    }
+    base = world["base_url"]
+    deposit = {"asset": "USD", "amount": "100"}
+    assert httpx.post(
+        f"{base}/sandbox/profiles/default/deposit", json=deposit, headers=auth
+    ).is_success
+    feed_url = f"ws://127.0.0.1:{server.port}/w/{world['id']}/marketdata/BTCUSD"
+    # an order that waits for a fill that never comes (a manual clock, far below the market)
+    waiting = {"market": "BTCUSD", **limit("BUY", "20000", "0.001"), "await_fill_millis": 1000}
+    with connect(feed_url) as feed, ThreadPoolExecutor(4) as pool:
+        assert feed.recv(timeout=5)
+        pending = [
+            pool.submit(httpx.post, f"{base}/profiles/default/orders", json=waiting, headers=auth)
+            for _ in range(3)
+        ]
+        reads = [
+            pool.submit(httpx.get, f"{base}/profiles/default/orders", headers=auth, timeout=10)
+            for _ in range(3)
+        ]
+        gone = httpx.delete(
+            f"{server.base}/v2/sandbox/worlds/{world['id']}", headers=admin, timeout=20
+        )
+        assert gone.status_code == 200, gone.text
+        answers = [f.result(timeout=20) for f in pending + reads]
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                feed.recv(timeout=5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    for answer in answers:
+        assert answer.status_code in (200, 404, 503), answer.text
+        if answer.status_code != 200:
+            assert answer.headers["content-type"] == "application/problem+json"
+    after = httpx.get(f"{base}/profiles", headers=auth)
+    assert after.status_code == 404
+    assert not list(folder_for(tmp_path / "sandex.db").glob(f"{world['id']}*"))
+    assert server.stop()[0] == 0
+
+
+def test_worlds_driven_at_once_share_no_state(tmp_path: Path) -> None:
+    """The two-engine isolation test, scaled up: worlds driven in parallel through one
+    server each see only their own deposits, orders and clock."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # its log in a file: a pipe nobody reads would fill and stop the server
+    server = Process(tmp_path / "sandex.db", tmp_path / "server.log")
+    token = httpx.post(
+        f"{server.base}/oauth2/token",
+        data={"grant_type": "client_credentials", "client_id": "sandex"}
+        | {"client_secret": "sandex-secret"},
+    )
+    admin = {"Authorization": f"Bearer {token.json()['access_token']}"}
+
+    def drive(n: int) -> dict[str, Any]:
+        with httpx.Client(timeout=30) as http:
+            made = http.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=admin)
+            assert made.status_code == 200, made.text
+            world = made.json()
+            form = {
+                "grant_type": "client_credentials",
+                "client_id": world["client_id"],
+                "client_secret": world["client_secret"],
+            }
+            token = http.post(world["token_url"], data=form).json()["access_token"]
+            auth = {"Authorization": f"Bearer {token}"}
+            api = world["base_url"]
+            amount = str(1000 + n)
+            deposit = {"asset": "USD", "amount": amount}
+            for _ in range(3):
+                r = http.post(f"{api}/sandbox/profiles/default/deposit", json=deposit, headers=auth)
+                assert r.status_code == 200, r.text
+            order = {"market": "BTCUSD", **limit("BUY", str(20000 + n), "0.01")}
+            placed = http.post(f"{api}/profiles/default/orders", json=order, headers=auth)
+            assert placed.status_code == 200, placed.text
+            http.post(f"{api}/sandbox/clock", json={"advance_seconds": n}, headers=auth)
+            return {
+                "n": n,
+                "balance": http.get(f"{api}/profiles/default/balances/USD", headers=auth).json(),
+                "orders": http.get(f"{api}/profiles/default/orders", headers=auth).json(),
+                "clock": http.get(f"{api}/sandbox/clock").json(),
+            }
+
+    count = 24
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(drive, range(count)))
+    except BaseException:
+        server.kill()
+        raise
+    for world in seen:
+        n = world["n"]
+        held = Decimal(20000 + n) / 100
+        assert Decimal(world["balance"]["available"]) == 3 * (1000 + n) - held
+        assert [Decimal(o["price"]) for o in world["orders"]["items"]] == [20000 + n]
+        assert world["clock"]["now"].startswith(f"2024-01-01T00:00:{n:02d}")
+    try:
+        listed = httpx.get(
+            f"{server.base}/v2/sandbox/worlds", params={"limit": 100}, headers=admin
+        ).json()
+        assert len(listed["items"]) == count
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_restarted_server_serves_the_same_worlds(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
+) -> None:
+    db = tmp_path / "sandex.db"
+    server = Server(db, "--clock", "manual")
+    servers.append(server)
+    made = httpx.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=server.token())
+    assert made.status_code == 200, made.text
+    world = made.json()
+    assert world["base_url"] == f"{server.base}/w/{world['id']}/v2"
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": world["client_id"],
+        "client_secret": world["client_secret"],
+    }
+    token = httpx.post(world["token_url"], data=form).json()["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    deposit = {"asset": "USD", "amount": "42"}
+    r = httpx.post(
+        f"{world['base_url']}/sandbox/profiles/default/deposit", json=deposit, headers=auth
+    )
+    assert r.status_code == 200, r.text
+    assert server.stop()[0] == 0
+    again = Server(db, "--clock", "manual")
+    servers.append(again)
+    base = f"{again.base}/w/{world['id']}/v2"
+    r = httpx.get(f"{base}/profiles/default/balances/USD", headers=auth)
+    assert r.status_code == 200 and r.json()["available"] == "42"
+    listed = httpx.get(f"{again.base}/v2/sandbox/worlds", headers=again.token()).json()
+    assert [w["id"] for w in listed["items"]] == [world["id"]]
+    assert again.stop()[0] == 0
+
+
+def test_a_worlds_busiest_writes_take_the_fast_lane(
+    front: Front, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from api_adapter.middleware import fast_lane
+
+    looked_up: list[str] = []
+
+    def lane_of(method: str, path: str) -> Any:
+        looked_up.append(path)
+        return fast_lane_of(method, path)
+
+    fast_lane_of = fast_lane.lane_of
+    monkeypatch.setattr(fast_lane, "lane_of", lane_of)
+    world = front.world()
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "100"})
+    world.order(**limit("BUY", "20000", "0.001"))
+    assert looked_up[-2:] == ["/v2/sandbox/profiles/default/deposit", "/v2/profiles/default/orders"]
+
+
+def test_a_worlds_requests_are_logged_with_its_prefix(front: Front) -> None:
+    from structlog.testing import capture_logs
+
+    world = front.world()
+    with capture_logs() as logs:
+        world.ok("GET", "/v2/profiles")
+        front.http.get("/v2/sandbox/clock")
+    paths = [entry["path"] for entry in logs if entry.get("event") == "request"]
+    assert paths == [f"{world.prefix}/v2/profiles", "/v2/sandbox/clock"]
+
+
+def _sandex(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SANDEX, *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
+    front: Front, sandbox: Any
+) -> None:
+    world = front.world({**MANUAL, "name": "ci-1"})
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "5"})
+    db = str(sandbox.db)
+    listed = _sandex("worlds", "list", "--db", db)
+    assert listed.returncode == 0, listed.stderr
+    assert f"{world.id}\tci-1\tmanual\t" in listed.stdout
+    verified = _sandex("verify", "--db", db, "--world", world.id)
+    assert verified.returncode == 0 and verified.stdout.startswith("OK"), verified.stdout
+    shown = _sandex("events", "--db", db, "--world", world.id)
+    profile = world.made["profile_id"]
+    assert shown.returncode == 0 and profile in shown.stdout, shown.stdout[-300:]
+    assert profile not in _sandex("events", "--db", db).stdout
+    for verb, out in (("time-travel", "past.db"), ("copy", "copied.db")):
+        source = ["--db", db] if verb == "time-travel" else ["--from", db]
+        rest = ["--until", "3", "--out"] if verb == "time-travel" else ["--to"]
+        done = _sandex(verb, *source, "--world", world.id, *rest, str(sandbox.db.parent / out))
+        assert done.returncode == 0, done.stderr
+        copied = _sandex("events", "--db", str(sandbox.db.parent / out))
+        assert profile in copied.stdout
+    unknown = _sandex("verify", "--db", db, "--world", "w_none")
+    assert unknown.returncode == 2 and f"no world w_none beside {db}" in unknown.stderr
+    # the sandbox's engine holds the database's writer lease, as a server does
+    refused = _sandex("worlds", "delete", world.id, "--db", db)
+    assert refused.returncode == 2 and "DELETE /v2/sandbox/worlds/" in refused.stderr
+    assert world.get("/v2/profiles").status_code == 200
+    sandbox.close()
+    gone = _sandex("worlds", "delete", world.id, "--db", db)
+    assert gone.returncode == 0, gone.stderr
+    assert not list(folder_for(sandbox.db).glob(f"{world.id}*"))
+    assert _sandex("worlds", "list", "--db", db).stdout.startswith("no worlds")
+
+
+def test_the_worlds_guide_runs_as_written(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811 - the fixture
+) -> None:
+    """docs/worlds.md's curl session, against a real server with its default limits."""
+    text = (ROOT / "docs" / "worlds.md").read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S) if "curl" in b]
+    assert len(blocks) == 1
+    server = Server(tmp_path / "guide.db")
+    servers.append(server)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks[0]],
+        env={**os.environ, "BASE": server.base},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert '"asset":"USD","available":"1000"' in out  # the fork holds the template's funds
+    # the fork's clock moved two hours; the template's did not
+    moved = out.index('"now":"2024-01-01T02:00:00')
+    assert out.index('"now":"2024-01-01T00:00:00', moved) > moved
+    assert '"deleted":true' in out
+    listed = orjson.loads(out[out.rindex('{"items":') :])
+    assert [w["name"] for w in listed["items"]] == ["template"]
+    assert server.stop()[0] == 0
