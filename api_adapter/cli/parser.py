@@ -57,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
 
-WORLD_HELP = "a world kept beside --db (its id, w_...) rather than the database itself"
+WORLD_HELP = "a world kept beside --db, by its id (w_...) (default: the database itself)"
 
 
 def _existing_db(path: str) -> str:
@@ -297,7 +297,11 @@ def parser() -> argparse.ArgumentParser:
     copying.add_argument(
         "--from", dest="source", required=True, type=_existing_db, help="the database to copy"
     )
-    copying.add_argument("--world", default=None, help="a world kept beside --from (its id)")
+    copying.add_argument(
+        "--world",
+        default=None,
+        help="a world kept beside --from, by its id (default: --from itself)",
+    )
     copying.add_argument(
         "--to",
         dest="target",

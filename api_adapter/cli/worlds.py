@@ -4,7 +4,6 @@ and `--world ID`, which points another verb at one of them."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from api_adapter.cli.errors import CliError
 
@@ -24,26 +23,17 @@ def world_db(db: str, world: str | None) -> str:
 
 def list_worlds(args: argparse.Namespace) -> int:
     """`sandex worlds list`: one line per world: id, name, clock, events, size, created."""
-    from contextlib import closing
+    from api_adapter.worlds.manager import kept_worlds
 
-    from api_adapter.worlds.manager import folder_for, records
-    from engine.store import open_reader
-
-    folder = folder_for(args.db)
-    found = records(folder) if folder.is_dir() else []
+    found = kept_worlds(args.db)
     if not found:
         print(f"no worlds beside {args.db}")
         return 0
     print("id\tname\tclock\tevents\tbytes\tcreated_at\tfrom")
-    for record in found:
-        db = folder / f"{record.id}.db"
-        with closing(open_reader(db)) as reader:
-            events = reader.last_position()
-        size = sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
-        origin = f"{record.from_world}@{record.from_snapshot}" if record.from_world else "-"
+    for w in found:
         print(
-            f"{record.id}\t{record.name}\t{record.clock}\t{events}\t{size}"
-            f"\t{record.created_at}\t{origin}"
+            f"{w['id']}\t{w['name']}\t{w['clock']}\t{w['events']}\t{w['size_bytes']}"
+            f"\t{w['created_at']}\t{w['from'] or '-'}"
         )
     return 0
 
@@ -51,29 +41,16 @@ def list_worlds(args: argparse.Namespace) -> int:
 def delete_world(args: argparse.Namespace) -> int:
     """`sandex worlds delete ID`: its files removed; refused while a server serves the
     database (that server deletes it: `DELETE /v2/sandbox/worlds/{id}`)."""
-    from api_adapter.worlds.manager import WorldManager
-    from engine.config.settings import Settings
-    from engine.store import LeaseHeld, locate
-    from engine.store.lease import WriterLease
+    from api_adapter.worlds.manager import delete_kept
+    from engine.store import LeaseHeld
 
     world_db(args.db, args.world_id)  # it exists
-    lease = None
-    if not locate(args.db).on_server:
-        try:
-            lease = WriterLease.take(args.db)
-        except LeaseHeld:
-            raise CliError(
-                f"a sandex serves {args.db}; delete the world through it:"
-                f" DELETE /v2/sandbox/worlds/{args.world_id}"
-            ) from None
     try:
-        manager = WorldManager(args.db, Settings())
-        try:
-            manager.delete(args.world_id)
-        finally:
-            manager.close()
-    finally:
-        if lease is not None:
-            lease.release()
+        delete_kept(args.db, args.world_id)
+    except LeaseHeld:
+        raise CliError(
+            f"a sandex serves {args.db}; delete the world through it:"
+            f" DELETE /v2/sandbox/worlds/{args.world_id}"
+        ) from None
     print(f"deleted world {args.world_id}")
     return 0

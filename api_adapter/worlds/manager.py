@@ -38,6 +38,7 @@ from engine.kernel.errors import Forbidden, Invalid, NotFound
 from engine.kernel.logs import get_logger
 from engine.runtime import key_file
 from engine.store import Forking, capability, local_base, locate, open_reader, private_files
+from engine.store.lease import WriterLease
 
 log = get_logger("sandex.worlds")
 
@@ -567,6 +568,47 @@ class WorldManager:
             served, self._served = list(self._served.values()), {}
         for world in served:
             world.stop()
+
+
+def kept_worlds(db: str | Path) -> list[dict[str, Any]]:
+    """The worlds kept beside the database `db`, read from their files with no server
+    (`sandex worlds list`): id, name, clock, events, size on disk, created, origin."""
+    folder = folder_for(db)
+    found = []
+    for record in records(folder) if folder.is_dir() else []:
+        path = folder / f"{record.id}.db"
+        with closing(open_reader(path)) as reader:
+            events = reader.last_position()
+        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        origin = f"{record.from_world}@{record.from_snapshot}" if record.from_world else None
+        found.append(
+            {
+                "id": record.id,
+                "name": record.name,
+                "clock": record.clock,
+                "events": events,
+                "size_bytes": size,
+                "created_at": record.created_at,
+                "from": origin,
+            }
+        )
+    return found
+
+
+def delete_kept(db: str | Path, world_id: str) -> None:
+    """Remove a kept world's files with no server (`sandex worlds delete`): under the
+    database's writer lease, so `LeaseHeld` while a server serves it (which deletes it
+    itself: `DELETE /v2/sandbox/worlds/{id}`)."""
+    lease = None if locate(db).on_server else WriterLease.take(str(db))
+    try:
+        manager = WorldManager(db, Settings())
+        try:
+            manager.delete(world_id)
+        finally:
+            manager.close()
+    finally:
+        if lease is not None:
+            lease.release()
 
 
 def _bootstrap_of(engine: Engine) -> tuple[str, str]:
