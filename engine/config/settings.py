@@ -90,7 +90,7 @@ class Settings(BaseModel):
     # seed 0 and its ids are keyed by a secret id key from its key file
     # (engine/kernel/ids.py), so no tenant computes another's ids from seed 0.
     seed: int | None = None
-    # The key of the execution id permutation (engine/execution_ids.py), chosen when the
+    # The key of the execution id permutation (`execution_ids.new_key`), chosen when the
     # database is created: "random" (from the OS CSPRNG) hides the sandbox's trading
     # volume from tenants; "seeded" derives it from the seed, so the same seed and
     # commands show the same ids (backtests and scenario replays), and anyone who knows
@@ -109,7 +109,7 @@ class Settings(BaseModel):
     # Whether the bootstrap customer, made with a new database, keeps identity ids as
     # labels (the customer option identity_labels; engine/domain/identity/permissions.py).
     bootstrap_identity_labels: bool = False
-    # HTTP guards (api_adapter/guard.py, api_adapter/ratelimit.py): the largest request
+    # HTTP guards (the adapter's body guard and `RateLimiter`): the largest request
     # body, and average requests per second per address by family, operation id or
     # "default" (the families without a figure of the real service's).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
@@ -136,12 +136,12 @@ class Settings(BaseModel):
     stream_send_timeout_seconds: float = Field(default=10, gt=0)
     rate_limits_enabled: bool = True
     rate_limits: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
-    # Sandbox wires (engine/funding.py), as the real sandbox does them: credited about a
+    # Sandbox wires (the funding module's sandbox deposits), as the real sandbox does them: credited about a
     # minute after they are sent, less its wire fee (its own example: amount 150.33,
     # fee 30, total 120.33).
     fiat_deposit_delay_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
     wire_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
-    # Crypto withdrawals (engine/fees.py, engine/withdrawals.py hold the defaults; these
+    # Crypto withdrawals (the withdrawal fee and withdrawal modules hold the defaults; these
     # override them entry by entry): asset -> network -> flat fee, network -> seconds
     # from request to COMPLETED, asset -> largest amount of one withdrawal.
     withdrawal_fee_ttl_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
@@ -198,10 +198,10 @@ class Settings(BaseModel):
     group_commit_max: int = 4096
     group_commit_events: int = Field(default=2048, ge=1)
     # Start-up: the writer has a snapshot of the state built every this many events, and
-    # start-up replays only the log after the newest (engine/state_snapshots.py); 0: never.
+    # start-up replays only the log after the newest (the runtime's `startup_cache`); 0: never.
     snapshot_every_events: int = Field(default=100_000, ge=0)
     tick_interval_seconds: float = 0.1
-    # Webhook destinations (engine/destinations.py): besides public addresses, the host
+    # Webhook destinations (`config.destinations`): besides public addresses, the host
     # names, addresses and networks a webhook may reach. Empty: loopback, private,
     # link-local and other non-public destinations are refused.
     webhook_allowed_hosts: list[str] = Field(default_factory=list)

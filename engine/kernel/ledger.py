@@ -160,7 +160,7 @@ def _amount(amounts: dict[str, Decimal], text: str) -> Decimal:
 
 def decode_postings(raw: Iterable[list[str]], amounts: dict[str, Decimal]) -> list[Posting]:
     """Postings as recorded, decoded. `amounts` maps amount texts to their Decimal (the
-    state's cache, engine/state.py): sandboxes move the same few amounts again and again,
+    state's cache, `kernel.state`): sandboxes move the same few amounts again and again,
     and a dict lookup is a fifth of parsing a Decimal; Decimals are immutable, so sharing
     one is safe."""
     return [(s, t, a, amounts.get(v) or _amount(amounts, v)) for s, t, a, v in raw]

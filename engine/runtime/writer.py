@@ -465,7 +465,7 @@ class Engine:
         broken = False
         suspect = False  # a decision raised unexpectedly: reload the state after the commit
         handle = self._handle
-        for batch in work:  # a Batch cannot be cancelled (engine/reply.py)
+        for batch in work:  # a Batch cannot be cancelled (`Batch` in the runtime's reply module)
             values = batch.values
             if batch.errors and type(batch) is _Chain:
                 fail(batch, NotDecided("not decided: the chain broke"))
