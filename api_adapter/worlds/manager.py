@@ -217,6 +217,18 @@ class WorldManager:
 
     # -- the worlds --
 
+    def counts(self) -> dict[str, int]:
+        """How many worlds there are and are loaded, and the server's caps of both (the
+        default world's health answers them)."""
+        with self._lock:
+            total, loaded = len(self._records), len(self._served)
+        return {
+            "total": total,
+            "loaded": loaded,
+            "max_worlds": self.base.max_worlds,
+            "max_loaded_worlds": self.base.max_loaded_worlds,
+        }
+
     def ids(self) -> list[tuple[int, str]]:
         """Every world's (seq, id), oldest first."""
         with self._lock:
