@@ -63,3 +63,50 @@ def test_the_default_worlds_health_counts_the_worlds_and_a_worlds_own_names_none
     assert deleted.status_code == 200, deleted.text
     assert front.http.get("/healthz").json()["worlds"] == {**counts, "total": 2}
     front.http.close()
+
+
+# -- creation's rate limit ------------------------------------------------------------------
+
+
+def test_creating_worlds_spends_a_budget_of_its_own_not_the_writes(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(rate_limits_enabled=True)
+    front = Front(sandbox)
+    r = front.create(MANUAL)
+    assert r.status_code == 200, r.text
+    assert (r.headers["ratelimit-limit"], r.headers["ratelimit-policy"]) == ("1500", "1500;w=300")
+    assert r.headers["ratelimit-remaining"] == "1499"
+    written = front.http.post(DEPOSIT, json=BTC, headers=front.headers)
+    assert written.status_code == 200, written.text
+    assert (written.headers["ratelimit-limit"], written.headers["ratelimit-remaining"]) == (
+        "15000",
+        "14999",  # this write alone: the creation was not charged to the writes
+    )
+    front.http.close()
+
+
+def test_a_burst_of_world_creations_forks_too_is_429_once_over_its_budget(
+    sandbox_factory: Any,
+) -> None:
+    # 0.01 a second: a budget of 3 in five minutes (the `rate_limits` setting, by family)
+    sandbox = sandbox_factory(rate_limits_enabled=True, rate_limits={"worlds": 0.01})
+    front = Front(sandbox)
+    template = front.world()
+    assert template.post("/v2/sandbox/snapshots", {"name": "start"}).status_code == 200
+    fork = {"from_world": template.id, "from_snapshot": "start"}
+    made = [front.create(MANUAL), front.create(fork)]
+    assert [r.status_code for r in made] == [200, 200], made[-1].text
+    assert (made[-1].headers["ratelimit-limit"], made[-1].headers["ratelimit-remaining"]) == (
+        "3",
+        "0",
+    )
+    for body in (fork, MANUAL):
+        r = front.create(body)
+        assert r.status_code == 429, r.text
+        assert r.headers["content-type"] == "application/problem+json"
+        assert (r.headers["retry-after"], r.headers["ratelimit-remaining"]) == ("300", "0")
+        assert "world creations" in r.json()["detail"]
+    assert front.http.get("/healthz").json()["worlds"]["total"] == 3
+    # the address's other budgets are untouched: its writes, and each world's own
+    assert front.http.post(DEPOSIT, json=BTC, headers=front.headers).status_code == 200
+    assert template.post(DEPOSIT, BTC).status_code == 200
+    front.http.close()
