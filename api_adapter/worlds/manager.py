@@ -242,7 +242,11 @@ class WorldManager:
         chosen["seed"] = record.seed
         if record.start_time is not None:
             chosen["clock_start"] = record.start_time
-        return Settings(**chosen)
+        made = Settings(**chosen)
+        most = self.base.world_max_events  # the server's, which bounds every world's
+        if _above(made.world_max_events, most):
+            made = made.model_copy(update={"world_max_events": most})
+        return made
 
     def create(
         self,
@@ -297,6 +301,10 @@ class WorldManager:
             )
         try:
             world_settings = self.settings_of(record)
+            if "world_max_events" in overrides:
+                self._check_max_events(
+                    Settings(**{"world_max_events": overrides["world_max_events"]})
+                )
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
@@ -357,6 +365,15 @@ class WorldManager:
             },
             "created_at": record.created_at,
         }
+
+    def _check_max_events(self, asked: Settings) -> None:
+        """A world's `world_max_events` is at most its server's (not set there: any)."""
+        most = self.base.world_max_events
+        if _above(asked.world_max_events, most):
+            raise Invalid(
+                f"settings.world_max_events invalid: at most {most}, this server's",
+                field="settings.world_max_events",
+            )
 
     def _record(self, world_id: str, *, field_name: str | None = None) -> Record:
         with self._lock:
@@ -631,6 +648,11 @@ def _bootstrap_of(engine: Engine) -> tuple[str, str]:
         if customer and customer.get("bootstrap") and not client["revoked"]:
             return str(client["client_id"]), str(customer["profile_ids"][0])
     raise NotFound("the template world has no bootstrap client")
+
+
+def _above(chosen: int | None, most: int | None) -> bool:
+    """Whether a world's limit `chosen` (None: none) is beyond its server's `most`."""
+    return most is not None and (chosen is None or chosen > most)
 
 
 def _wall(seconds: float | None) -> str | None:

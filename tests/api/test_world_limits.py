@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from api_adapter.worlds.manager import folder_for
+from engine.tools.verify import verify
 from tests.api.test_worlds import MANUAL, Front, World
+from tests.support.trading_helpers import get_order, limit
 
 pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
 
@@ -110,3 +113,92 @@ def test_a_burst_of_world_creations_forks_too_is_429_once_over_its_budget(
     assert front.http.post(DEPOSIT, json=BTC, headers=front.headers).status_code == 200
     assert template.post(DEPOSIT, BTC).status_code == 200
     front.http.close()
+
+
+# -- world_max_events -------------------------------------------------------------------
+
+
+def test_a_full_world_refuses_every_write_and_still_answers_reads(front: Front) -> None:
+    held = _events(front, front.world())  # what a new world's log holds
+    world = front.world(_bounded({"world_max_events": held + 1}))
+    assert world.post(DEPOSIT, BTC).status_code == 200  # room for one more decision
+    full = _events(front, world)
+    # every write, the fast lane's (deposits, orders) and the routes' alike, is refused
+    _assert_full(world.post(DEPOSIT, BTC), held + 1, full)
+    order = {"market": "BTCUSD", **limit("SELL", "90000", "0.1")}
+    _assert_full(world.post("/v2/profiles/default/orders", order), held + 1, full)
+    _assert_full(world.post("/v2/sandbox/snapshots", {"name": "late"}), held + 1, full)
+    _assert_full(world.post("/v2/sandbox/clock", {"advance_seconds": 60}), held + 1, full)
+    _assert_full(world.post("/v2/profiles", {"nickname": "more"}), held + 1, full)
+    assert _events(front, world) == full
+    # reads, tokens and health go on, and the clock did not move
+    assert world.balance("BTC") == "1"
+    assert world.ok("GET", "/v2/profiles/default/orders")["items"] == []
+    assert world.ok("GET", "/v2/sandbox/clock")["now"] == "2024-01-01T00:00:00.000000Z"
+    world.login(world.made["client_id"], world.made["client_secret"])
+    assert world.get("/healthz", headers={}).status_code == 200
+    assert verify(str(folder_for(front.sandbox.db) / f"{world.id}.db")) == []
+
+
+def test_a_world_chooses_its_limit_within_its_servers(sandbox_factory: Any) -> None:
+    sandbox = sandbox_factory(world_max_events=10_000)
+    front = Front(sandbox)
+    for beyond in (10_001, None):  # None: no limit, beyond any
+        r = front.create(_bounded({"world_max_events": beyond}))
+        assert r.status_code == 400, r.text
+        assert r.json()["meta"] == {"field": "settings.world_max_events"}
+    world = front.world(_bounded({"world_max_events": _events(front, front.world())}))
+    _assert_full(world.post(DEPOSIT, BTC), _events(front, world), _events(front, world))
+    front.http.close()
+
+
+START_MS = 1704067200000  # the sandboxes' start, 2024-01-01T00:00:00Z
+
+
+def _gtt_orders(sandbox: Any) -> list[dict[str, Any]]:
+    """Two resting buys in the default world, expiring 600 s and 1200 s after the start."""
+    sandbox.deposit("USD", "1000")
+    made = []
+    for after in (600, 1200):
+        body = limit("BUY", "1000", "0.01", time_in_force="GTT")
+        body["expiration_date"] = str(START_MS + after * 1000)
+        r = sandbox.post("/v2/profiles/default/orders", {"market": "BTCUSD", **body})
+        assert r.status_code == 200, r.text
+        made.append(r.json())
+    return made
+
+
+def _statuses(sandbox: Any, orders: list[dict[str, Any]]) -> list[str]:
+    return [get_order(sandbox, order)["status"] for order in orders]
+
+
+def test_a_full_worlds_timers_wait_its_clock_moves_whole_and_they_fire_given_room(
+    sandbox_factory: Any,
+) -> None:
+    still = {"market_volatility": "0"}
+    probe = sandbox_factory("probe.db", **still)
+    _gtt_orders(probe)
+    probe.advance(700)  # the first expiry, then the clock's own event
+    most = probe.get("/healthz").json()["position"] - 1
+    # the default world, bounded: the first expiry fills its log
+    sandbox = sandbox_factory("full.db", world_max_events=most, **still)
+    orders = _gtt_orders(sandbox)
+    # a clock move that begins with room ends where it was asked, its event recorded,
+    # though its timers filled the log: the later expiry waits
+    assert sandbox.advance(1800)["now"] == "2024-01-01T00:30:00.000000Z"
+    full = sandbox.get("/healthz").json()["position"]
+    assert full == most + 1
+    assert _statuses(sandbox, orders) == ["CANCELLED", "OPEN"]
+    assert sandbox.engine.next_deadline() is None  # nothing for the wall clock to wake
+    # full: a clock move is refused before the clock moves, and so is any write
+    _assert_full(sandbox.post("/v2/sandbox/clock", {"advance_seconds": 60}), most, full)
+    _assert_full(sandbox.post(DEPOSIT, BTC), most, full)
+    assert sandbox.get("/v2/sandbox/clock").json()["now"] == "2024-01-01T00:30:00.000000Z"
+    assert sandbox.get("/healthz").json()["position"] == full
+    sandbox.close()
+    assert sandbox.verify() == []
+    # given room (no limit), the waiting expiry fires with the next decision
+    roomy = sandbox_factory("full.db", **still)
+    assert roomy.get("/v2/sandbox/clock").json()["now"] == "2024-01-01T00:30:00.000000Z"
+    roomy.advance(1)
+    assert _statuses(roomy, orders) == ["CANCELLED", "CANCELLED"]
