@@ -208,8 +208,11 @@ class Ctx:
 
     def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
         state = self.state
-        if not self.emitted and (full := state.log_full(self.max_events)) is not None:
-            raise full
+        limit = self.max_events  # None (no limit) costs no call
+        if limit is not None and not self.emitted:
+            full = state.log_full(limit)
+            if full is not None:
+                raise full
         versions = self._versions
         version = versions[stream] = versions[stream] + 1
         event = Event(type, stream, data, state.position + 1, version, self.now_text, self.meta)
