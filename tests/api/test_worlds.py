@@ -156,6 +156,32 @@ def test_a_world_idle_past_its_expiry_is_deleted_on_its_own(front: Front, sandbo
     assert _status(front, kept)["loaded"] is True
 
 
+def test_what_a_crash_cut_off_in_the_worlds_folder_goes_when_the_server_opens_again(
+    sandbox_factory: Any,
+) -> None:
+    """A creation killed before its manifest (written last), or a deletion killed after
+    removing it (first), leaves files no list shows and no delete reaches."""
+    first = sandbox_factory()
+    front = Front(first)
+    kept = front.world()
+    front.http.close()
+    first.close()
+    folder = folder_for(first.db)
+    cut_off = f"w_{'c' * 24}"
+    left = [folder / f"{cut_off}{tail}" for tail in (".db", ".db-wal", ".db.key", ".db.lock")]
+    left.append(folder / f".{kept.id}.json.0a1b2c3d.tmp")
+    for path in left:
+        path.write_bytes(b"cut off")
+    again = sandbox_factory()
+    assert [path.name for path in left if path.exists()] == []
+    front = Front(again)
+    listed = front.http.get("/v2/sandbox/worlds", headers=front.headers).json()["items"]
+    assert [w["id"] for w in listed] == [kept.id]
+    world = World(front.http, kept.made)
+    assert world.ok("GET", "/v2/profiles")["items"][0]["id"] == kept.made["profile_id"]
+    front.http.close()
+
+
 def test_a_world_is_made_with_its_own_bootstrap_client_and_answers_where_it_lives(
     front: Front, sandbox: Any
 ) -> None:
