@@ -34,6 +34,28 @@ class ProblemResponse(Response):
         return orjson.dumps(content)
 
 
+def problem_body(
+    status: int,
+    detail: str,
+    *,
+    type_uri: str = "about:blank",
+    title: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An RFC 7807 problem document; its title the status's reason phrase unless given.
+    Every problem sandex answers is made here or, for a domain error, by
+    `problem_types.domain_problem_body`."""
+    body: dict[str, Any] = {
+        "type": type_uri,
+        "title": title or title_for(status),
+        "status": status,
+        "detail": detail,
+    }
+    if meta is not None:
+        body["meta"] = meta
+    return body
+
+
 def problem(
     status: int,
     detail: str,
@@ -43,12 +65,5 @@ def problem(
     meta: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
 ) -> ProblemResponse:
-    body: dict[str, Any] = {
-        "type": type_uri,
-        "title": title or title_for(status),
-        "status": status,
-        "detail": detail,
-    }
-    if meta is not None:
-        body["meta"] = meta
+    body = problem_body(status, detail, type_uri=type_uri, title=title, meta=meta)
     return ProblemResponse(body, status_code=status, headers=headers)
