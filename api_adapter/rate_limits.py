@@ -19,7 +19,7 @@ The address is the peer's IP address (IPv6: its /64, the block one host is given
 forwarding headers are not trusted. Token requests are a family like any other, and a
 failed one (unknown client, wrong secret, revoked client) is charged besides to a
 stricter family of its address, `token-failures`, checked before the deliberately slow
-secret check (api_adapter/auth.py): a flood of wrong secrets throttles the flooding
+secret check (`issue_token`): a flood of wrong secrets throttles the flooding
 address and never the client it names.
 
 Per request: two dictionary look-ups and a few float operations. Entries that hold no
