@@ -8,7 +8,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Send
 
-from api_adapter.problem_types import title_for
+from api_adapter.problem_types import problem_body
 
 
 class JSONResponse(Response):
@@ -32,28 +32,6 @@ class ProblemResponse(Response):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
-
-
-def problem_body(
-    status: int,
-    detail: str,
-    *,
-    type_uri: str = "about:blank",
-    title: str | None = None,
-    meta: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """An RFC 7807 problem document; its title the status's reason phrase unless given.
-    Every problem sandex answers is made here or, for a domain error, by
-    `problem_types.domain_problem_body`."""
-    body: dict[str, Any] = {
-        "type": type_uri,
-        "title": title or title_for(status),
-        "status": status,
-        "detail": detail,
-    }
-    if meta is not None:
-        body["meta"] = meta
-    return body
 
 
 def problem(

@@ -47,7 +47,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import HeaderLineTooLong, RequestLineTooLong, TooManyHeaders
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
-from api_adapter.responses import problem_body
+from api_adapter.problem_types import problem_body
 from engine.config.settings import Settings
 
 log = structlog.get_logger("sandex.http")
