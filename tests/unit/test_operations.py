@@ -71,14 +71,23 @@ def test_operation_ids_are_the_reference_documents_where_it_has_the_operation() 
 
 
 def test_the_rate_limiter_reads_each_operations_family_from_its_row() -> None:
-    assert rate_limits.FAMILIES == {op.id: op.family for op in OPERATIONS}
     limiter = rate_limits.RateLimiter()
     for op in OPERATIONS:
-        assert limiter.family_of(op.id, op.method).name == op.family
+        assert limiter.family_of(op.id, op.method).name == op.family, op.id
         assert op.family in rate_limits._WHAT, f"{op.id}: family {op.family} is undescribed"
-    by_method = {op.id: op.family for op in OPERATIONS if op.family in (READS, WRITES)}
-    for op_id, family in by_method.items():
-        assert family == (READS if BY_ID[op_id].method in ("GET", "HEAD") else WRITES)
+    # the real service's rows of limits: operations that share a budget
+    shared = {
+        "token": {"IssueToken"},
+        "orders": {"CreateOrder", "CancelOrder"},
+        "transfers": {"CreateCryptoWithdrawal", "CreateInternalTransfer"},
+        "market-data": {"GetOrderBook", "ListRecentExecutions"},
+    }
+    for family, ids in shared.items():
+        assert {op.id for op in OPERATIONS if op.family == family} == ids, family
+    assert limiter.family("transfers").rate == 20.0
+    for op in OPERATIONS:
+        if op.family in (READS, WRITES):
+            assert op.family == (READS if op.method == "GET" else WRITES), op.id
 
 
 def test_the_fast_lane_serves_the_rows_that_build_a_command() -> None:
