@@ -5,8 +5,8 @@ problem details (400, 401, 403, 404, 409, 413, 415, 429, 503) and its token endp
 takes a form FastAPI cannot see. The document is fixed once, when first asked for, so
 that clients and property-based fuzzers (schemathesis) can hold the server to it. Each
 operation's path, method, scope and answer come from its row in the operation table
-(api_adapter/operations.py), through its route; the problems it may answer follow from
-the row's scope and method.
+(api_adapter/operations.py), through its route (`pipeline.route`); the problems it may
+answer follow from its scope and method.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
-
-from api_adapter.operations import BY_ID
 
 PROBLEM = {
     "type": "object",
@@ -269,7 +267,7 @@ def _fix(doc: dict[str, Any]) -> None:
             # media type sent with a POST or DELETE, whether the operation takes one or not
             # (`BodyGuard` answers both before any route)
             statuses = [400, 404, 413, 429, 503]
-            if BY_ID[op["operationId"]].scope is not None:
+            if op.get("security"):  # the row's scope, declared by its route's gate
                 statuses += [401, 403]
             if method != "get":
                 statuses += [409, 415]

@@ -39,7 +39,7 @@ class Passage:
 
 
 # A gate after the caller is known: it refuses a request by raising (problems.REFUSALS).
-Gate = Callable[[MutableMapping[str, Any], "Passage"], None]
+Gate = Callable[[MutableMapping[str, Any], Passage], None]
 
 
 def rate_limit(app_state: Any, scope: MutableMapping[str, Any], op: Operation) -> None:
@@ -109,7 +109,7 @@ def _gate(op: Operation) -> Callable[..., Any]:
     return gate
 
 
-def caller(request: Request) -> Principal:
+async def caller(request: Request) -> Principal:
     """The caller the gates admitted (a route's `Caller` parameter)."""
     principal = passage_of(request).principal
     if principal is None:  # a route that asks for a caller its row does not check
