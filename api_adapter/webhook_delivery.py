@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import hmac
 import socket
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -122,6 +123,10 @@ class Deliverer:
         self._progress: dict[str, _Progress] = self._load_progress()
         self._dirty = False
         self._ready = threading.Event()
+        # One TLS context (CA certificates: certifi's, or SSL_CERT_FILE/SSL_CERT_DIR) for all
+        # the clients, rather than a copy of the CA store each; made for the first
+        # registration, so a sandbox with none (most of a server's worlds) holds no CA store.
+        self._tls: ssl.SSLContext | None = None
 
     def _load_progress(self) -> dict[str, _Progress]:
         try:
@@ -169,9 +174,6 @@ class Deliverer:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._reads = ReadConnections(self.db_path)  # this thread's, for every worker
-        # One TLS context (CA certificates: certifi's, or SSL_CERT_FILE/SSL_CERT_DIR) for all
-        # the clients, rather than a copy of the CA store each.
-        self._tls = httpx.create_ssl_context()
         self._ready.set()
         workers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         try:
@@ -200,6 +202,8 @@ class Deliverer:
         """One registration's delivery, with an HTTP client of its own: its pooled
         connections serve only this destination (a TLS connection opened for one host
         never carries another's events) and a slow receiver holds only its own."""
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout),
             follow_redirects=False,

@@ -325,3 +325,31 @@ def test_url_credentials_reach_the_receiver_but_no_log_or_answer(
     assert "pa55-w0rd" not in text and "hook-user" not in text and "t0k3n" not in text
     headers, _ = receiver.received[0]
     assert headers["Authorization"] == "Basic " + base64.b64encode(b"hook-user:pa55-w0rd").decode()
+
+
+def test_a_deliverer_loads_the_ca_store_for_its_first_registration_only(
+    sandbox: Any, receivers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server runs a deliverer per world and most worlds register no webhook: a CA
+    store each would be most of an idle world's memory."""
+    made: list[object] = []
+    real = httpx.create_ssl_context
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    deliverer = start_deliverer(sandbox)
+    try:
+        sandbox.deposit("BTC", "1")
+        assert made == []  # started, polling, nothing registered
+        for _ in range(2):
+            receiver = receivers()
+            r = sandbox.post("/v2/sandbox/webhooks", {"url": receiver.url})
+            assert r.status_code == 200, r.text
+            sandbox.deposit("BTC", "1")
+            wait(lambda receiver=receiver: len(receiver.received) >= 1)
+    finally:
+        deliverer.stop()
+    assert len(made) == 1  # one for the deliverer, shared by its registrations
