@@ -17,8 +17,8 @@ copy.
 
 A pass that finds the log as the last one left it (nothing written since) waits twice
 as long before the next, up to `idle_interval`, and the first pass that finds more goes
-back to `interval`: an idle database, such as each of a server's many idle worlds
-(docs/worlds.md), costs a wake-up a few times a second instead of fifty.
+back to `interval`: an idle database, such as each of a server's many idle worlds,
+costs a wake-up a few times a second instead of fifty.
 
 A checkpoint that fails (a full disk, a read-only file) is retried at twice the last
 wait, up to `max_interval`, on a fresh connection, and logged once when the failures
