@@ -32,9 +32,9 @@ class WebhookRequest(Body):
     responses=response_shapes.ok(response_shapes.SandboxWebhookRegistration),
 )
 async def register(request: Request, who: Events, body: WebhookRequest) -> JSONResponse:
-    return JSONResponse(
-        await run(request, RegisterWebhook(actor=actor(request, who), url=body.url))
-    )
+    registered = await run(request, RegisterWebhook(actor=actor(request, who), url=body.url))
+    request.app.state.webhooks.nudge()  # its deliverer may poll slowly while none is registered
+    return JSONResponse(registered)
 
 
 @router.get(
