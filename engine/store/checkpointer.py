@@ -17,8 +17,10 @@ copy.
 
 A pass that finds the log as the last one left it (nothing written since) waits twice
 as long before the next, up to `idle_interval`, and the first pass that finds more goes
-back to `interval`: an idle database, such as each of a server's many idle worlds,
-costs a wake-up a few times a second instead of fifty.
+back to `interval`; while it waits longer than `interval`, the store's next COMMIT
+`nudge`s it to pass at once. An idle database, such as each of a server's many idle
+worlds, so costs a wake-up every few seconds instead of fifty a second, and a write
+after a quiet spell is still copied at once.
 
 A checkpoint that fails (a full disk, a read-only file) is retried at twice the last
 wait, up to `max_interval`, on a fresh connection, and logged once when the failures
@@ -46,26 +48,41 @@ class Checkpointer:
         path: str,
         interval: float = 0.02,
         max_interval: float = 5.0,
-        idle_interval: float = 0.5,
+        idle_interval: float = 5.0,
     ) -> None:
         self.path = path
         self.interval = interval
         self.max_interval = max_interval
         self.idle_interval = idle_interval
-        self._stop = threading.Event()
+        self._bell = threading.Event()  # rung by `stop`, and by `nudge`
+        self._stopping = False
         self._thread: threading.Thread | None = None
+        # waiting longer than `interval`: the next COMMIT should `nudge` it
+        self.idle = False
 
     def start(self) -> None:
         if self._thread is None:
-            self._stop.clear()
+            self._stopping = False
+            self._bell.clear()
             self._thread = threading.Thread(target=self._run, name="sandex-checkpoint", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._stop.set()
+            self._stopping = True
+            self._bell.set()
             self._thread.join()
             self._thread = None
+
+    def nudge(self) -> None:
+        """The log was written: pass now rather than at the end of a long idle wait."""
+        self._bell.set()
+
+    def _rest(self, wait: float) -> bool:
+        """Wait `wait` seconds, or until nudged or stopped; True when stopping."""
+        self._bell.wait(wait)
+        self._bell.clear()
+        return self._stopping
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -73,7 +90,7 @@ class Checkpointer:
         failing = False
         last: tuple[int, ...] | None = None  # the last pass's (busy, log, checkpointed)
         try:
-            while not self._stop.wait(wait):
+            while not self._rest(wait):
                 try:
                     if conn is None:
                         conn = _connect(self.path)
@@ -95,6 +112,7 @@ class Checkpointer:
                     failing = False
                 idle = found == last
                 wait = min(wait * 2, self.idle_interval) if idle else self.interval
+                self.idle = wait > self.interval
                 last = found
         finally:
             if conn is not None:

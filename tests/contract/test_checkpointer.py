@@ -106,7 +106,7 @@ def test_a_failing_checkpoint_backs_off_and_logs_once_when_it_fails_and_once_whe
     monkeypatch.setattr(checkpointer, "_connect", disk.connect, raising=False)
     worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02, max_interval=1.0)
     passes = _Passes(count=16)
-    worker._stop = passes  # type: ignore[assignment]
+    worker._rest = passes.wait  # type: ignore[method-assign]
     with structlog.testing.capture_logs() as logs:
         worker._run()
     assert [(line["log_level"], line["event"]) for line in logs] == [
@@ -132,15 +132,39 @@ def test_an_idle_database_is_checkpointed_less_and_less_often_until_it_is_writte
     worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02)
     worker.idle_interval = 0.5
     passes = _Passes(count=9)
-    worker._stop = passes  # type: ignore[assignment]
+    worker._rest = passes.wait  # type: ignore[method-assign]
 
     def written_again(timeout: float) -> bool:
         if len(passes.waits) == 7:
             disk.written = 3  # the database is written to again
         return _Passes.wait(passes, timeout)
 
-    passes.wait = written_again  # type: ignore[method-assign]
+    worker._rest = written_again  # type: ignore[method-assign]
     worker._run()
     # the first pass finds the log, each pass after it finds it unchanged: the wait
     # doubles up to idle_interval; the first pass that finds more frames goes back
     assert passes.waits == [0.02, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5, 0.02, 0.02]
+
+
+def test_the_first_commit_after_a_quiet_spell_nudges_an_idle_checkpointer(
+    tmp_path: Path,
+) -> None:
+    """An idle checkpointer waits long: the next write must not wait that long to be
+    copied, and a busy one is not nudged at every commit."""
+    engine = open_engine(tmp_path / "q.db", make_settings())
+    engine.start()
+    try:
+        worker = engine.store._checkpointer  # type: ignore[attr-defined]
+        worker.stop()  # its own passes would set `idle` meanwhile
+        nudges: list[bool] = []
+        worker.nudge = lambda: nudges.append(True)
+        made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+        actor = Actor(made["customer_id"], "c")
+        worker.idle = False  # busy: commits do not nudge it
+        engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
+        assert nudges == []
+        worker.idle = True  # backing off after a quiet spell
+        engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
+        assert nudges == [True]
+    finally:
+        engine.stop()
