@@ -54,6 +54,9 @@ RATES: dict[str, float] = {
     "GetOrderBook": 10.0,
     "ListRecentExecutions": 10.0,
     "IssueToken": 1.0,
+    # sandex's own, which the real service has not: a burst may make as many worlds as
+    # a server keeps by default (`max_worlds`), then one every 200 ms (docs/worlds.md)
+    "CreateSandboxWorld": 5.0,
 }
 # The families: the operations of one row of the real service's table share a budget.
 # Any other operation is a read (GET) or a write (any other method) of its address.
@@ -65,6 +68,7 @@ FAMILIES: dict[str, str] = {
     "CreateInternalTransfer": "transfers",
     "GetOrderBook": "market-data",
     "ListRecentExecutions": "market-data",
+    "CreateSandboxWorld": "worlds",  # forks too: a world's creation has a budget apart
 }
 READS, WRITES = "reads", "writes"
 # Failed token requests of an address, besides their charge to `token`: 0.1/s, so 30
@@ -77,6 +81,7 @@ _WHAT = {
     "orders": "order placements and cancellations",
     "transfers": "crypto withdrawals and internal transfers",
     "market-data": "order book and recent executions requests",
+    "worlds": "world creations",
     READS: "reads",
     WRITES: "writes",
 }

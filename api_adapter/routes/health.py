@@ -1,6 +1,7 @@
 """`GET /healthz`: whether this sandex can take writes, for load balancers and test
 harnesses. No token: it tells nothing of any tenant, only the writer's liveness, the
-store, the clock and the log's position.
+store, the clock and the log's position; the default world's adds how many worlds the
+server keeps and holds loaded (docs/worlds.md).
 
 200 when the writer thread is alive, its last group commit reached the disk and the
 log can be read; otherwise 503, a problem whose `meta` holds the same checks. After a
@@ -45,6 +46,9 @@ async def health(request: Request) -> Response:
         "position": position,
         "clock": {"now": format_time(engine.clock.now()), "mode": engine.clock.mode},
     }
+    worlds = request.app.state.worlds  # the default world's alone: worlds know no other
+    if worlds is not None:
+        view["worlds"] = worlds.counts()
     faults = [
         fault
         for fault, failing in (
