@@ -1,16 +1,20 @@
-"""Wall-clock timers: a ticker thread wakes the writer when a deadline has passed.
+"""Wall-clock timers: APScheduler wakes the writer when a deadline has passed.
 
 It never changes state itself; it submits a `Tick` into the same queue as HTTP, so the
 writer stays the only thread that decides anything.
 
-Every started `Scheduler` of one interval in the process shares one ticker thread,
-which looks at each engine's earliest deadline in turn: a server's worlds,
-each on a wall clock of its own, cost one thread between them rather
-than a thread and a worker pool each waking every interval."""
+Every started `Scheduler` of one interval in the process shares one APScheduler job,
+which looks at each engine's earliest deadline in turn: a server's worlds, each on a
+wall clock of its own, cost one thread between them rather than a scheduler thread and
+a worker pool each waking every interval."""
 
 from __future__ import annotations
 
 import threading
+from datetime import UTC
+
+from apscheduler.executors.debug import DebugExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from engine.kernel.commands import Tick
 from engine.kernel.logs import get_logger
@@ -48,8 +52,9 @@ class Scheduler:
 
 
 class _Ticker:
-    """The thread that ticks every started scheduler of one interval, every interval;
-    it ends when the last one stops."""
+    """One APScheduler scheduler (one thread: its jobs run in it, not in a worker pool)
+    ticks every started `Scheduler` of one interval, every interval; it stops with the
+    last of them."""
 
     _lock = threading.Lock()  # the tickers and their members
     _tickers: dict[float, _Ticker] = {}
@@ -57,9 +62,17 @@ class _Ticker:
     def __init__(self, interval: float) -> None:
         self.interval = interval
         self.members: list[Scheduler] = []
-        self._stopping = threading.Event()
         self._passing = threading.Lock()  # held during a pass: `leave` waits for it
-        self._thread = threading.Thread(target=self._run, name="sandex-timers", daemon=True)
+        self._passer: int | None = None  # the thread of the passes
+        self._scheduler = BackgroundScheduler(timezone=UTC, executors={"default": DebugExecutor()})
+        self._scheduler.add_job(
+            self._pass,
+            "interval",
+            seconds=interval,
+            max_instances=1,
+            coalesce=True,
+            id="sandex-timers",
+        )
 
     @classmethod
     def join(cls, scheduler: Scheduler) -> _Ticker:
@@ -67,7 +80,7 @@ class _Ticker:
             ticker = cls._tickers.get(scheduler.interval)
             if ticker is None:
                 ticker = cls._tickers[scheduler.interval] = _Ticker(scheduler.interval)
-                ticker._thread.start()
+                ticker._scheduler.start()
             ticker.members.append(scheduler)
             return ticker
 
@@ -77,19 +90,23 @@ class _Ticker:
             last = not self.members
             if last:
                 del self._tickers[self.interval]
-                self._stopping.set()
+        if threading.get_ident() == self._passer:
+            # stopped by a tick: its scheduler cannot wait for its own thread
+            if last:
+                threading.Thread(target=self._scheduler.shutdown, daemon=True).start()
+            return
         with self._passing:  # a pass that may hold `scheduler` has ended
             pass
-        if last and threading.current_thread() is not self._thread:
-            self._thread.join()
+        if last:
+            self._scheduler.shutdown(wait=True)
 
-    def _run(self) -> None:
-        while not self._stopping.wait(self.interval):
-            with self._passing:
-                with self._lock:
-                    members = list(self.members)
-                for scheduler in members:
-                    try:
-                        scheduler._tick()
-                    except Exception as exc:  # noqa: BLE001 - the other engines still tick
-                        log.warning("timer tick failed", error=repr(exc))
+    def _pass(self) -> None:
+        self._passer = threading.get_ident()
+        with self._passing:
+            with self._lock:
+                members = list(self.members)
+            for scheduler in members:
+                try:
+                    scheduler._tick()
+                except Exception as exc:  # noqa: BLE001 - the other engines still tick
+                    log.warning("timer tick failed", error=repr(exc))

@@ -86,7 +86,7 @@ def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(tmp_path:
     _drive(world)
     started = {t.name for t in set(threading.enumerate()) - before}
     # the engine's writer, the deliverer and the wall clock's scheduler, among others
-    assert {"sandex-writer", "sandex-webhooks", "sandex-timers"} <= started
+    assert {"sandex-writer", "sandex-webhooks", "APScheduler"} <= started
     assert _open_files(tmp_path)
     world.stop()
     world.stop()  # a second stop does nothing

@@ -86,7 +86,7 @@ def test_the_schedulers_of_many_engines_share_one_thread_that_ends_with_the_last
             scheduler.start()
             schedulers.append(scheduler)
         started = [t.name for t in set(threading.enumerate()) - before]
-        assert started.count("sandex-timers") == 1
+        assert started.count("APScheduler") == 1
         accounts = [_fiat_deposit(engine) for engine in engines]
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and not all(
@@ -99,7 +99,7 @@ def test_the_schedulers_of_many_engines_share_one_thread_that_ends_with_the_last
             str(e.state.ledger.balance(a, "USD")) for e, a in zip(engines, accounts, strict=True)
         ] == ["12"] * 3
         schedulers.pop(0).stop()
-        assert any(t.name == "sandex-timers" for t in set(threading.enumerate()) - before)
+        assert any(t.name == "APScheduler" for t in set(threading.enumerate()) - before)
     finally:
         for scheduler in schedulers:
             scheduler.stop()
