@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import hmac
 import socket
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -93,6 +94,7 @@ class Deliverer:
         db_path: str,
         *,
         poll_seconds: float = 0.1,
+        idle_poll_seconds: float = 1.0,
         backoff_first: float = 0.5,
         backoff_max: float = 60.0,
         timeout: float = 5.0,
@@ -104,9 +106,13 @@ class Deliverer:
         """`timeout` bounds each connect, write, read and wait for a pooled connection;
         `attempt_seconds` a whole attempt. `allowed_hosts`: the operator's exceptions to
         the destination policy. `resolve` and `transport` replace the system resolver and
-        the network (tests)."""
+        the network (tests). With nothing registered, the registrations are read every
+        `poll_seconds` at first, then less and less often, down to every
+        `idle_poll_seconds`, so that a server's many worlds without a webhook each cost
+        little; a registration through the app calls `nudge` to be read at once."""
         self.db_path = db_path
         self.poll = poll_seconds
+        self.idle_poll = max(idle_poll_seconds, poll_seconds)
         self.backoff_first = backoff_first
         self.backoff_max = backoff_max
         self.timeout = timeout
@@ -117,11 +123,16 @@ class Deliverer:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        self._bell: asyncio.Event | None = None  # rung by `nudge` and `stop`
         self.progress_path = Path(f"{local_base(db_path)}.webhooks.json")
         self._keys: KeyFile | None = None  # opened at the first delivery
         self._progress: dict[str, _Progress] = self._load_progress()
         self._dirty = False
         self._ready = threading.Event()
+        # One TLS context (CA certificates: certifi's, or SSL_CERT_FILE/SSL_CERT_DIR) for all
+        # the clients, rather than a copy of the CA store each; made for the first
+        # registration, so a sandbox with none (most of a server's worlds) holds no CA store.
+        self._tls: ssl.SSLContext | None = None
 
     def _load_progress(self) -> dict[str, _Progress]:
         try:
@@ -153,12 +164,20 @@ class Deliverer:
     def stop(self) -> None:
         if self._thread is None:
             return
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None:
+        loop, stopping, bell = self._loop, self._stopping, self._bell
+        if loop is not None and stopping is not None and bell is not None:
             with contextlib.suppress(RuntimeError):  # the loop has ended already
                 loop.call_soon_threadsafe(stopping.set)
+                loop.call_soon_threadsafe(bell.set)
         self._thread.join(10)
         self._thread = None
+
+    def nudge(self) -> None:
+        """A webhook was registered: read the registrations now, not at the next poll."""
+        loop, bell = self._loop, self._bell
+        if loop is not None and bell is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                loop.call_soon_threadsafe(bell.set)
 
     def _run(self) -> None:
         asyncio.run(self._main())
@@ -168,14 +187,14 @@ class Deliverer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
+        self._bell = bell = asyncio.Event()
+        wait = self.poll
         self._reads = ReadConnections(self.db_path)  # this thread's, for every worker
-        # One TLS context (CA certificates: certifi's, or SSL_CERT_FILE/SSL_CERT_DIR) for all
-        # the clients, rather than a copy of the CA store each.
-        self._tls = httpx.create_ssl_context()
         self._ready.set()
         workers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         try:
             while not self._stopping.is_set():
+                bell.clear()  # a nudge from now on is heard by the wait below
                 registered = webhook_status.deliveries(self._reads)
                 for customer_id, (webhook_id, task) in list(workers.items()):
                     row = registered.get(customer_id)
@@ -187,8 +206,9 @@ class Deliverer:
                         task = asyncio.create_task(self._worker(*row))
                         workers[customer_id] = (row[1], task)
                 self._flush()
+                wait = self.poll if registered else min(wait * 2, self.idle_poll)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self.poll)
+                    await asyncio.wait_for(bell.wait(), wait)
         finally:
             for _, task in workers.values():
                 task.cancel()
@@ -200,6 +220,8 @@ class Deliverer:
         """One registration's delivery, with an HTTP client of its own: its pooled
         connections serve only this destination (a TLS connection opened for one host
         never carries another's events) and a slow receiver holds only its own."""
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout),
             follow_redirects=False,

@@ -1,7 +1,7 @@
 """Forking a store: the step a world forked from its template (issue 30) takes.
 
     python bench/bench_fork.py [--events 1000] [--forks 50] [--rounds 5]
-                               [--postgres postgresql://…/EMPTY_DB]
+                               [--postgres postgresql://…/EMPTY_DB | --throwaway-postgres]
 
 The template is an SQLite database holding one funded customer and `--events` events
 (bench/bench_store.py's `build_log`: sandbox deposits), open as a running engine holds
@@ -10,7 +10,8 @@ a read snapshot into a new file, then the new store opened), each fork to a new 
 that is closed and removed outside the timing. Printed: per round the p50 and p99 of
 one fork; over the rounds the median of each with min–max. `--postgres` (an empty
 database) copies the template there (`sandex copy`) and forks it as well, each fork a
-new schema of that database.
+new schema of that database; `--throwaway-postgres` (what `make bench` runs) starts a
+throwaway cluster for it as bench/bench_postgres.py does, or says why there is none.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def main() -> None:
     parser.add_argument("--forks", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--postgres", help="an empty PostgreSQL database's URL")
+    parser.add_argument(
+        "--throwaway-postgres",
+        action="store_true",
+        help="start a throwaway PostgreSQL cluster (tests/support/postgres_server.py) for it",
+    )
     args = parser.parse_args()
     print(f"machine: {machine()}; tree: {ROOT}")
     with tempfile.TemporaryDirectory(prefix="sandex-bench-fork-") as tmp:
@@ -98,6 +104,21 @@ def main() -> None:
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         if args.postgres:
             postgres_rounds(template, args)
+        elif args.throwaway_postgres:
+            throwaway_postgres(template, args, folder)
+
+
+def throwaway_postgres(template: Path, args: argparse.Namespace, folder: Path) -> None:
+    """The PostgreSQL rounds on a cluster started for them (fsync on, as bench_postgres)."""
+    from tests.support.postgres_server import Unavailable, server
+
+    os.environ.setdefault("SANDEX_STATE_DIR", str(folder / "state"))  # the copy's key file
+    try:
+        with server(fsync=True) as pg:
+            args.postgres = pg.create("fork")
+            postgres_rounds(template, args)
+    except Unavailable as exc:
+        print(f"fork at the head, PostgreSQL: not measured ({exc})")
 
 
 def postgres_rounds(template: Path, args: argparse.Namespace) -> None:

@@ -326,6 +326,62 @@ BENCHES = {
             "writer_cpu_us": rf"engine threads' CPU per order: {NUM}",
         },
     ),
+    # issue 30: a store's fork (SQLite, and PostgreSQL on a throwaway cluster); five
+    # rounds of 50 forks in one process
+    "fork": Bench(
+        "bench_fork.py",
+        ["--events", "1000", "--forks", "50", "--rounds", "5", "--throwaway-postgres"],
+        ["--events", "200", "--forks", "5", "--rounds", "1"],
+        1,
+        {
+            f"{name}_{q}_ms{end}": rf"fork at the head, {store}: .*?{q} {where}"
+            for name, store in (("fork", "SQLite"), ("pg_fork", "PostgreSQL"))
+            for q in ("p50", "p99")
+            for end, where in (
+                ("", rf"{NUM} ms"),
+                ("_min", rf"[\d.]+ ms \[{NUM}–"),
+                ("_max", rf"[\d.]+ ms \[[\d.]+–{NUM}\]"),
+            )
+        },
+        verifies=False,
+        timeout=900,
+    ),
+    # issue 30: worlds through HTTP, each figure's rounds in one process
+    "worlds": Bench(
+        "bench_worlds.py",
+        ["--rounds", "5", "--alive", "1000"],
+        ["--rounds", "2", "--creates", "5", "--unloads", "3", "--alive", "20", "--seconds", "1"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                ("create_ms", r"create an empty world, ms: p50 "),
+                ("create_p99_ms", r"create an empty world, ms: .*?; p99 "),
+                ("first_ms", r"first request to an unloaded world, ms: p50 "),
+                ("loaded_ms", r"first request to an unloaded world, .*?loaded: p50 "),
+                ("world_ratio", r"a non-default world over the default world: ratio "),
+                ("world_rps", r"a non-default world over the default world: .*?; a world "),
+                ("default_rps", r"a non-default world over the default world: .*?; default world "),
+                ("eight_ratio", r"8 worlds at once over one world alone: ratio "),
+                ("eight_rps", r"8 worlds at once over one world alone: .*?; 8 worlds "),
+                ("one_rps", r"8 worlds at once over one world alone: .*?; one world "),
+                ("rss_mib", r"worlds alive, .*?RSS per world, MiB: "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ \[{NUM}–"),
+                ("_max", rf"[\d.,]+ \[[\d.,]+–{NUM}\]"),
+            )
+        }
+        | {
+            "alive": rf"{NUM} worlds alive",
+            "rss_whole_mib": rf"worlds alive, .*?whole: {NUM} MiB a world",
+            "answered": rf"worlds alive, .*?answered {NUM} of",
+            "threads_before": rf"worlds alive, .*?threads {NUM} to",
+            "threads_after": rf"worlds alive, .*?threads [\d,]+ to {NUM}",
+        },
+        timeout=1200,
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -682,6 +738,7 @@ def table() -> list[str]:
     rows += decide_rows(BENCHES["decide"])
     rows += cli_rows(BENCHES["cli"])
     rows += postgres_rows(BENCHES["postgres"])
+    rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
@@ -833,6 +890,114 @@ def postgres_rows(pg: Bench) -> list[list[str]]:
     return rows
 
 
+def worlds_rows(fk: Bench, wd: Bench) -> list[list[str]]:
+    """Issue 30's figures: forks of a store (bench_fork) and worlds through HTTP against
+    `sandex serve` (bench_worlds), each the median of its rounds in one process."""
+    forks = f"{fk.arg('--rounds')} rounds of {fk.arg('--forks')} forks in one process"
+    rounds = f"{wd.arg('--rounds')} rounds in one process"
+
+    def one(b: Bench, name: str) -> float | None:
+        v = b.values(name)
+        return v[0] if v else None
+
+    def ms(x: float) -> str:
+        return f"{x:,.1f} ms"
+
+    rows = []
+    for store, name, goal, most, p99_most in (
+        ("SQLite", "fork", "p50 ≤ 15 ms, p99 ≤ 60 ms", 15.0, 60.0),
+        ("PostgreSQL (a schema of the same database)", "pg_fork", "p50 ≤ 100 ms", 100.0, None),
+    ):
+        p50, p99 = in_process(fk, f"{name}_p50_ms", forks), in_process(fk, f"{name}_p99_ms", forks)
+        met = None if p50 is None else p50.median <= most
+        if met is not None and p99_most is not None:
+            met = met and p99 is not None and p99.median <= p99_most
+        rows.append(
+            _row(
+                f"fork a world's store, {fk.arg('--events')} events and one funded customer,"
+                f" at its head: p50 of one fork, {store}",
+                p50,
+                ms,
+                "—",
+                None,
+                goal,
+                met,
+                "—" if p99 is None else f"p99 {ms(p99.median)} [{ms(p99.low)}–{ms(p99.high)}]",
+                "—",
+            )
+        )
+    for name, label, goal, most in (
+        ("create_ms", "create an empty world (`POST /v2/sandbox/worlds`): p50", "p50 ≤ 40 ms", 40.0),
+        ("first_ms", "first request to an unloaded world (a balances read): p50", "p50 ≤ 50 ms", 50.0),
+    ):  # fmt: skip
+        stat = in_process(wd, name, rounds)
+        extra = {
+            "create_ms": ("create_p99_ms", "p99"),
+            "first_ms": ("loaded_ms", "the same request to it loaded, p50"),
+        }[name]
+        other = in_process(wd, extra[0], rounds)
+        rows.append(
+            _row(
+                label,
+                stat,
+                ms,
+                "—"
+                if other is None
+                else f"{extra[1]}: {ms(other.median)} [{ms(other.low)}–{ms(other.high)}]",
+                None,
+                goal,
+                None if stat is None else stat.median <= most,
+                "—",
+                "—",
+            )
+        )
+    alive, answered = one(wd, "alive"), one(wd, "answered")
+    rss = in_process(wd, "rss_mib", f"{wd.arg('--rounds')} slices of the worlds, one process")
+    whole = one(wd, "rss_whole_mib")
+    threads = (one(wd, "threads_before"), one(wd, "threads_after"))
+    rows.append(
+        _row(
+            f"{alive or 0:,.0f} worlds alive (loaded) in one process, each with a customer and a"
+            f" resting order: RSS growth per world; {answered or 0:,.0f} of them answered",
+            rss,
+            lambda x: f"{x:.2f} MiB",
+            "—"
+            if whole is None
+            else f"over all the worlds: {whole:.2f} MiB a world; threads"
+            f" {threads[0] or 0:,.0f} to {threads[1] or 0:,.0f}",
+            None,
+            "≤ 1 MiB a world; all answer",
+            None if rss is None else rss.median <= 1.0 and answered == alive,
+            "—",
+            _verify(wd),
+        )
+    )
+    for name, label, base, goal in (
+        ("world_ratio", "HTTP orders/s in a non-default world over the default world, same server",
+         ("world_rps", "default_rps", "default world"), 0.95),
+        ("eight_ratio", "HTTP orders/s, 8 worlds driven at once (total) over one world alone",
+         ("eight_rps", "one_rps", "one world alone"), 0.9),
+    ):  # fmt: skip
+        ratio = in_process(wd, name, f"{wd.arg('--rounds')} pairs, alternating, one process")
+        num = in_process(wd, base[0], rounds)
+        den = one(wd, base[1])
+        rows.append(
+            _row(
+                label + " (wrk, closed loop, 32 connections)",
+                num,
+                _rate,
+                f"{base[2]}: {'—' if den is None else _rate(den)}"
+                + ("" if ratio is None else f"; ratio min–max {ratio.low:.2f}–{ratio.high:.2f}"),
+                None if ratio is None else ratio.median,
+                f"≥ {goal}",
+                None if ratio is None else ratio.median >= goal,
+                "—",
+                "—",
+            )
+        )
+    return rows
+
+
 def http_runs(b: Bench, route: str, label: str) -> list[str]:
     """Each HTTP run on its own line: the spread the medians above hide."""
     head = [
@@ -906,6 +1071,21 @@ Notes on the figures:
   back to back; p99 of both at half PostgreSQL's closed-loop rate), start-up with
   1,000,000 events from a snapshot, and failover under load (SIGKILL of the writer to
   the standby's first 2xx; every 2xx checked in the log). docs/operations.md explains.
+- **Worlds** (issue 30): bench_fork forks a store holding one funded customer and 1,000
+  events at its head, 5 rounds of 50 forks in one process (SQLite; PostgreSQL on a
+  throwaway cluster with fsync on, each fork a schema), the median of the rounds' p50
+  and p99 with min–max. bench_worlds drives `sandex serve` through HTTP, a server per
+  figure, 5 rounds in one process: 20 world creations a round; 10 funded worlds a round
+  unloaded by the idle sweep (`world_idle_unload_seconds` 1 s on that server) and read
+  once; orders/s in a world over the default world of the same server, and spread over
+  8 worlds over one world alone, each round both sides back to back, the side that goes
+  first alternating, the ratio per round (wrk cycling the HTTP bench's ten bodies, each
+  request to the next world); and 1,000 worlds made one after another, each with a
+  customer, a deposit and a resting order, on a server whose `max_loaded_worlds` is
+  raised above 1,000 so that every one stays loaded (an unloaded world holds no memory,
+  which would make the figure say nothing), the server's RSS from /proc before the first
+  and after each fifth of them (the five slices are the rounds), then every world's order
+  read back.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database; cli: the last database `sandex serve` made;

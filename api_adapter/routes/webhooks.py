@@ -19,9 +19,9 @@ router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
 @route(router, "RegisterSandboxWebhook")
 async def register(request: Request, who: Caller, body: WebhookRequest) -> JSONResponse:
-    return JSONResponse(
-        await run(request, RegisterWebhook(actor=actor(request, who), url=body.url))
-    )
+    registered = await run(request, RegisterWebhook(actor=actor(request, who), url=body.url))
+    request.app.state.webhooks.nudge()  # its deliverer may poll slowly while none is registered
+    return JSONResponse(registered)
 
 
 @route(router, "GetSandboxWebhook")

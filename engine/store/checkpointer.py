@@ -15,6 +15,13 @@ wholly copied at a moment when the next write could start it over; the writer's 
 checkpoint, which nothing can overtake, lets it start over, and finds little left to
 copy.
 
+A pass that finds the log as the last one left it (nothing written since) waits twice
+as long before the next, up to `idle_interval`, and the first pass that finds more goes
+back to `interval`; while it waits longer than `interval`, the store's next COMMIT
+`nudge`s it to pass at once. An idle database, such as each of a server's many idle
+worlds, so costs a wake-up every few seconds instead of fifty a second, and a write
+after a quiet spell is still copied at once.
+
 A checkpoint that fails (a full disk, a read-only file) is retried at twice the last
 wait, up to `max_interval`, on a fresh connection, and logged once when the failures
 start and once when they stop: a fault that lasts does not fill the log with a line
@@ -36,35 +43,58 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 class Checkpointer:
-    def __init__(self, path: str, interval: float = 0.02, max_interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: str,
+        interval: float = 0.02,
+        max_interval: float = 5.0,
+        idle_interval: float = 5.0,
+    ) -> None:
         self.path = path
         self.interval = interval
         self.max_interval = max_interval
-        self._stop = threading.Event()
+        self.idle_interval = idle_interval
+        self._bell = threading.Event()  # rung by `stop`, and by `nudge`
+        self._stopping = False
         self._thread: threading.Thread | None = None
+        # waiting longer than `interval`: the next COMMIT should `nudge` it
+        self.idle = False
 
     def start(self) -> None:
         if self._thread is None:
-            self._stop.clear()
+            self._stopping = False
+            self._bell.clear()
             self._thread = threading.Thread(target=self._run, name="sandex-checkpoint", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._stop.set()
+            self._stopping = True
+            self._bell.set()
             self._thread.join()
             self._thread = None
+
+    def nudge(self) -> None:
+        """The log was written: pass now rather than at the end of a long idle wait."""
+        self._bell.set()
+
+    def _rest(self, wait: float) -> bool:
+        """Wait `wait` seconds, or until nudged or stopped; True when stopping."""
+        self._bell.wait(wait)
+        self._bell.clear()
+        return self._stopping
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
         wait = self.interval
         failing = False
+        last: tuple[int, ...] | None = None  # the last pass's (busy, log, checkpointed)
         try:
-            while not self._stop.wait(wait):
+            while not self._rest(wait):
                 try:
                     if conn is None:
                         conn = _connect(self.path)
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    found = tuple(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
                 except sqlite3.DatabaseError as exc:  # the writer's backstop still runs
                     if not failing:
                         log.warning("background checkpoint failed; backing off", error=str(exc))
@@ -75,11 +105,15 @@ class Checkpointer:
                     if conn is not None:
                         conn.close()
                         conn = None
+                    last = None
                     continue
                 if failing:
                     log.info("background checkpoints resumed")
                     failing = False
-                wait = self.interval
+                idle = found == last
+                wait = min(wait * 2, self.idle_interval) if idle else self.interval
+                self.idle = wait > self.interval
+                last = found
         finally:
             if conn is not None:
                 conn.close()

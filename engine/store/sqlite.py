@@ -441,6 +441,9 @@ class SqliteEventStore:
         except BaseException:  # whatever it was, the next write must find no transaction
             self._undo()
             raise
+        checkpointer = self._checkpointer
+        if checkpointer is not None and checkpointer.idle:
+            checkpointer.nudge()  # the first write after a quiet spell: copy it now
 
     def fold_log(self, aside: bool = False) -> bool:
         """From now on, fold every event written into the log's hash (`log_fold`): only

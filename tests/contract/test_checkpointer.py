@@ -72,10 +72,13 @@ class _Passes:
 
 
 class _Disk:
-    """A connection whose checkpoints fail while `full`, as on a full disk."""
+    """A connection whose checkpoints fail while `full`, as on a full disk; each pass
+    that succeeds finds `written` more log frames than the last (0: an idle database)."""
 
-    def __init__(self, failures: int) -> None:
+    def __init__(self, failures: int, written: int = 1) -> None:
         self.failures = failures
+        self.written = written
+        self.frames = 0
         self.opened = 0
 
     def connect(self, path: str) -> Any:
@@ -89,7 +92,8 @@ class _Disk:
         return self
 
     def fetchone(self) -> tuple[int, int, int]:
-        return (0, 0, 0)
+        self.frames += self.written
+        return (0, self.frames, self.frames)
 
     def close(self) -> None:
         pass
@@ -102,7 +106,7 @@ def test_a_failing_checkpoint_backs_off_and_logs_once_when_it_fails_and_once_whe
     monkeypatch.setattr(checkpointer, "_connect", disk.connect, raising=False)
     worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02, max_interval=1.0)
     passes = _Passes(count=16)
-    worker._stop = passes  # type: ignore[assignment]
+    worker._rest = passes.wait  # type: ignore[method-assign]
     with structlog.testing.capture_logs() as logs:
         worker._run()
     assert [(line["log_level"], line["event"]) for line in logs] == [
@@ -116,3 +120,51 @@ def test_a_failing_checkpoint_backs_off_and_logs_once_when_it_fails_and_once_whe
     assert failing == sorted(failing) and failing[0] == 0.04 and failing[-1] == 1.0
     assert passes.waits[13:] == [0.02] * 4
     assert disk.opened == 13  # a fresh connection after each failure
+
+
+def test_an_idle_database_is_checkpointed_less_and_less_often_until_it_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server holds many worlds, most of them idle: an idle one's checkpointer must not
+    wake at the busy interval."""
+    disk = _Disk(failures=0, written=0)
+    monkeypatch.setattr(checkpointer, "_connect", disk.connect, raising=False)
+    worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02)
+    worker.idle_interval = 0.5
+    passes = _Passes(count=9)
+    worker._rest = passes.wait  # type: ignore[method-assign]
+
+    def written_again(timeout: float) -> bool:
+        if len(passes.waits) == 7:
+            disk.written = 3  # the database is written to again
+        return _Passes.wait(passes, timeout)
+
+    worker._rest = written_again  # type: ignore[method-assign]
+    worker._run()
+    # the first pass finds the log, each pass after it finds it unchanged: the wait
+    # doubles up to idle_interval; the first pass that finds more frames goes back
+    assert passes.waits == [0.02, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5, 0.02, 0.02]
+
+
+def test_the_first_commit_after_a_quiet_spell_nudges_an_idle_checkpointer(
+    tmp_path: Path,
+) -> None:
+    """An idle checkpointer waits long: the next write must not wait that long to be
+    copied, and a busy one is not nudged at every commit."""
+    engine = open_engine(tmp_path / "q.db", make_settings())
+    engine.start()
+    try:
+        worker = engine.store._checkpointer  # type: ignore[attr-defined]
+        worker.stop()  # its own passes would set `idle` meanwhile
+        nudges: list[bool] = []
+        worker.nudge = lambda: nudges.append(True)
+        made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+        actor = Actor(made["customer_id"], "c")
+        worker.idle = False  # busy: commits do not nudge it
+        engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
+        assert nudges == []
+        worker.idle = True  # backing off after a quiet spell
+        engine.execute(SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"))
+        assert nudges == [True]
+    finally:
+        engine.stop()

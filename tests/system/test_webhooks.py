@@ -4,11 +4,13 @@ customer and the log are told gives away neither connection details nor credenti
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -325,3 +327,62 @@ def test_url_credentials_reach_the_receiver_but_no_log_or_answer(
     assert "pa55-w0rd" not in text and "hook-user" not in text and "t0k3n" not in text
     headers, _ = receiver.received[0]
     assert headers["Authorization"] == "Basic " + base64.b64encode(b"hook-user:pa55-w0rd").decode()
+
+
+def test_a_deliverer_loads_the_ca_store_for_its_first_registration_only(
+    sandbox: Any, receivers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server runs a deliverer per world and most worlds register no webhook: a CA
+    store each would be most of an idle world's memory."""
+    made: list[object] = []
+    real = httpx.create_ssl_context
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    deliverer = start_deliverer(sandbox)
+    try:
+        sandbox.deposit("BTC", "1")
+        assert made == []  # started, polling, nothing registered
+        for _ in range(2):
+            receiver = receivers()
+            r = sandbox.post("/v2/sandbox/webhooks", {"url": receiver.url})
+            assert r.status_code == 200, r.text
+            sandbox.deposit("BTC", "1")
+            wait(lambda receiver=receiver: len(receiver.received) >= 1)
+    finally:
+        deliverer.stop()
+    assert len(made) == 1  # one for the deliverer, shared by its registrations
+
+
+def test_with_nothing_registered_the_deliverer_polls_less_and_less_and_a_registration_wakes_it(
+    sandbox: Any, receivers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of a server's worlds runs a deliverer, most with nothing registered: those
+    read their registrations less and less often (doubling up to `idle_poll_seconds`),
+    and a registration through the app is read at once all the same."""
+    waits: list[float] = []
+    real = asyncio.wait_for
+
+    async def recorded(awaitable: Any, timeout: float) -> Any:
+        if threading.current_thread().name != "sandex-webhooks":
+            return await real(awaitable, timeout)
+        waits.append(timeout)
+        # an idle wait that never ends by itself: only a nudge (or the stop) ends it
+        return await real(awaitable, 60 if timeout > 0.3 else timeout)
+
+    monkeypatch.setattr(asyncio, "wait_for", recorded)
+    deliverer = start_deliverer(sandbox)
+    try:
+        wait(lambda: len(waits) >= 4)
+        assert waits[:4] == [0.04, 0.08, 0.16, 0.32]  # from poll_seconds 0.02, doubling
+        receiver = receivers()
+        r = sandbox.post("/v2/sandbox/webhooks", {"url": receiver.url})
+        assert r.status_code == 200, r.text
+        wait(lambda: 0.02 in waits[4:])  # woken, it found the registration: polls again
+        sandbox.deposit("BTC", "1")
+        wait(lambda: len(receiver.received) == 1)
+    finally:
+        deliverer.stop()
