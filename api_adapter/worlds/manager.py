@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from api_adapter.world import World
 
 from api_adapter.bootstrap import Bootstrap, Credentials
+from api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from engine import Engine
 from engine.config.settings import Settings
 from engine.domain.sandbox_snapshots import snapshots
@@ -61,8 +62,9 @@ SERVER_SETTINGS = frozenset(
         "world_expires_after_idle_seconds",
     }
 )
-# The files of a world besides its database: the SQLite companions, key file and lock.
-_COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial")
+# The files of a world besides its database: the SQLite companions, key file, lock and
+# webhook delivery progress.
+_COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial", PROGRESS_SUFFIX)
 # How long a deletion waits for the world's requests in flight before it stops the engine.
 DRAIN_SECONDS = 5.0
 # How often the housekeeping thread unloads idle worlds and deletes expired ones.
@@ -83,6 +85,8 @@ def records(folder: Path) -> list[Record]:
     """The worlds a worlds folder lists (a manifest and its database), oldest first."""
     found = []
     for manifest in folder.glob(f"{PREFIX}*.json"):
+        if not _ID.match(manifest.stem):
+            continue  # a world's own file, such as its webhook delivery progress
         try:
             record = Record(**orjson.loads(manifest.read_bytes()))
         except (OSError, ValueError, TypeError) as exc:

@@ -17,13 +17,16 @@ import httpx
 import orjson
 import pytest
 from fastapi.testclient import TestClient
+from structlog.testing import capture_logs
 
+from api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from api_adapter.worlds.dispatch import WorldDispatch
-from api_adapter.worlds.manager import folder_for
+from api_adapter.worlds.manager import WorldManager, folder_for, records
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
 from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
 from tests.support.trading_helpers import limit
+from tests.support.webhook_receivers import LOCAL, Receiver, opened, wait
 
 pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
 
@@ -370,6 +373,32 @@ def test_a_deleted_world_is_gone(front: Front, sandbox: Any) -> None:
         == 404
     )
     assert other.ok("GET", "/v2/sandbox/clock")["mode"] == "manual"
+
+
+def test_a_world_that_delivered_webhooks_is_deleted_with_its_delivery_progress(
+    front: Front, sandbox: Any
+) -> None:
+    """A world's deliverer keeps its progress in a file beside the world's database: it
+    goes with the world, and it is no manifest of another world."""
+    folder = folder_for(sandbox.db)
+    world, other = (
+        front.world(hooked := {**MANUAL, "settings": {"webhook_allowed_hosts": LOCAL}}),
+        front.world(hooked),
+    )
+    with opened() as make:
+        receiver = make(Receiver)
+        for each in (world, other):
+            each.ok("POST", "/v2/sandbox/webhooks", {"url": receiver.url})
+            each.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+        wait(lambda: len(receiver.received) >= 2)
+        wait(lambda: all((folder / f"{w.id}.db{PROGRESS_SUFFIX}").exists() for w in (world, other)))
+    with capture_logs() as logs:
+        assert front.http.delete(f"/v2/sandbox/worlds/{world.id}", headers=front.headers).is_success
+        again = WorldManager(sandbox.db, sandbox.engine.settings)  # a restarted server's
+        again.close()
+    assert not list(folder.glob(f"{world.id}*"))
+    assert [r.id for r in records(folder)] == [other.id]
+    assert not [e for e in logs if e["event"] == "world manifest unreadable"], logs
 
 
 def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
