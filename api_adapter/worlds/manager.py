@@ -191,6 +191,10 @@ class WorldManager:
         self._sweeper: threading.Thread | None = None
         self._making = 0  # worlds being made (counted against max_worlds)
         self._seq = 0  # the last world's seq
+        # The bootstrap client of each new world (not of a fork, which keeps its
+        # template's): None draws a secret from the OS; set in-process only, by a test
+        # harness that needs known credentials in every world.
+        self.new_worlds_bootstrap: Bootstrap | None = None
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
             self._records = {r.id: r for r in records(self.folder)}
@@ -316,7 +320,10 @@ class WorldManager:
                 if from_world is not None:
                     assert from_snapshot is not None
                     self._fork(from_world, from_snapshot, db)
-                served = assemble(db, world_settings, _new_client(secrets.token_urlsafe(30)))
+                bootstrap = self.new_worlds_bootstrap if from_world is None else None
+                served = assemble(
+                    db, world_settings, bootstrap or _new_client(secrets.token_urlsafe(30))
+                )
                 try:
                     credentials = served.world.credentials
                     _, profile_id = _bootstrap_of(served.engine)

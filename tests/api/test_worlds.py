@@ -24,11 +24,16 @@ from api_adapter.worlds.dispatch import WorldDispatch
 from api_adapter.worlds.manager import WorldManager, folder_for, records
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
+from tests.conftest import Sandbox, make_settings
 from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
+from tests.support.stream_helpers import receive
 from tests.support.trading_helpers import limit
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, wait
 
-pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
+pytestmark = [
+    pytest.mark.sqlite_only("worlds are SQLite files beside the default database"),
+    pytest.mark.default_world_only("the worlds of a server are managed from its default world"),
+]
 
 MANUAL = {
     "clock": "manual",
@@ -399,6 +404,38 @@ def test_a_world_that_delivered_webhooks_is_deleted_with_its_delivery_progress(
     assert not list(folder.glob(f"{world.id}*"))
     assert [r.id for r in records(folder)] == [other.id]
     assert not [e for e in logs if e["event"] == "world manifest unreadable"], logs
+
+
+def test_a_sandbox_in_a_world_is_that_world_behind_its_servers_front(database: Any) -> None:
+    """`--world fresh` (tests/conftest.py): the sandbox is a world made through HTTP with
+    the test's settings, driven under `/w/{id}` (its WebSocket feeds too), and a sandbox
+    opened again on its database is the same world with the settings it is given."""
+    sb = Sandbox(database("s.db"), make_settings(maker_fee_rate="0.002"), world=True)
+    try:
+        assert sb.server is not None and sb.engine is not sb.server.engine
+        world_id = sb.db.stem
+        assert sb.db.parent == folder_for(database("s.db"))
+        assert sb.http.base_url.path == f"/w/{world_id}/"
+        assert sb.engine.settings.maker_fee_rate == Decimal("0.002")  # sent in the body
+        assert sb.server.engine.settings.maker_fee_rate != Decimal("0.002")
+        sb.deposit("USD", "1000")
+        order = {"market": "BTCUSD", "side": "BUY", "type": "MARKET", "quote_amount": "100"}
+        assert sb.post("/v2/profiles/default/orders", order).status_code == 200
+        last = sb.get("/v2/markets/BTCUSD/recent-executions").json()["items"][0]
+        with sb.http.websocket_connect("/executiondata/BTCUSD") as ws:
+            assert receive(ws) == {"market": "BTCUSD", **last}  # the world's trade
+        assert len(sb.server.engine.state.customers) == 1  # the default world: untouched
+        assert {a.path for a in sb.answers} >= {"/v2/profiles/default/orders"}
+        left = sb.balance("USD")
+    finally:
+        sb.close()
+    assert sb.verify() == []
+    again = Sandbox(database("s.db"), make_settings(maker_fee_rate="0.003"), world=True)
+    try:
+        assert again.db == sb.db and again.balance("USD") == left
+        assert again.engine.settings.maker_fee_rate == Decimal("0.003")
+    finally:
+        again.close()
 
 
 def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
