@@ -128,6 +128,9 @@ class Sandbox:
         front.close()
         served = manager.enter(world_id)  # loaded, and the one the front serves from now
         manager.leave(world_id, served)
+        # No background delivery, as in a default world's sandbox: a test that wants its
+        # webhooks posted starts a deliverer itself (one per database: each event once).
+        served.app.state.webhooks.stop()
         self.db = manager.db_of(world_id)
         self.world = served.world
         self.engine = served.engine

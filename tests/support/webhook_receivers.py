@@ -149,9 +149,7 @@ def hold(sock: socket.socket, seconds: float = 30.0) -> None:
 
 
 def start_deliverer(sb: Any, **kw: Any) -> Deliverer:
-    """A fast-polling deliverer for `sb`, allowed what its engine's settings allow, in
-    place of the sandbox's own (which a non-default world runs from its start): one
-    deliverer per database, or each event is posted twice."""
+    """A fast-polling deliverer for `sb`, allowed what its engine's settings allow."""
     options: dict[str, Any] = {
         "poll_seconds": 0.02,
         "backoff_first": 0.05,
@@ -161,7 +159,6 @@ def start_deliverer(sb: Any, **kw: Any) -> Deliverer:
     }
     options.update(kw)
     d = Deliverer(str(sb.db), **options)
-    sb.app.state.webhooks.stop()
     sb.app.state.webhooks = d
     d.start()
     return d
