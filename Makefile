@@ -11,7 +11,7 @@ DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyprojec
 # Extra arguments for `sandex serve`, e.g. make serve ARGS="--port 9000 --clock manual"
 ARGS ?=
 
-.PHONY: serve test lint imports typecheck deps unit api-postgres slow browser postgres bench bench-ab fuzz soak lock clean
+.PHONY: serve test lint imports typecheck deps unit api-postgres api-worlds slow browser postgres bench bench-ab fuzz soak lock clean
 
 $(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,10 +28,10 @@ $(DEV): $(RUNTIME) requirements-dev.lock
 serve: $(RUNTIME)
 	$(BIN)/sandex serve --db sandex.db $(ARGS)
 
-# The fast suite in parallel, then tests/api again on PostgreSQL, then the slow tests (a
-# server from the built wheel in a fresh venv, the suite without the reference documents,
-# recordings) one at a time.
-test: lint imports typecheck deps unit api-postgres slow
+# The fast suite in parallel, then tests/api again on PostgreSQL and again in worlds, then
+# the slow tests (a server from the built wheel in a fresh venv, the suite without the
+# reference documents, recordings) one at a time.
+test: lint imports typecheck deps unit api-postgres api-worlds slow
 
 lint: $(DEV)
 	$(BIN)/ruff check .
@@ -58,6 +58,12 @@ unit: $(DEV) browser postgres
 # SANDEX_TEST_POSTGRES): the second pass of docs/operations.md, a few minutes on 2 cores.
 api-postgres: $(DEV) postgres
 	$(BIN)/python -m pytest tests/api -n 2 -m "not slow" --backend postgresql
+
+# Every test of tests/api with each sandbox a fresh non-default world of its server (made
+# through POST /v2/sandbox/worlds, driven under /w/{world}/): every behaviour proven inside
+# a world too. The third pass of docs/operations.md.
+api-worlds: $(DEV)
+	$(BIN)/python -m pytest tests/api -n 2 -m "not slow" --world fresh
 
 slow: $(DEV) postgres
 	$(BIN)/python -m pytest -m slow

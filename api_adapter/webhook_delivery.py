@@ -66,6 +66,8 @@ RESPONSE_CAP = 4096
 # dropped: the status decided already.
 _DRAIN_SECONDS = 1.0
 NOT_DELIVERED = "failed: not delivered"
+# The delivery progress file's name after its database's (what a world's deletion removes).
+PROGRESS_SUFFIX = ".webhooks.json"
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -124,7 +126,7 @@ class Deliverer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._bell: asyncio.Event | None = None  # rung by `nudge` and `stop`
-        self.progress_path = Path(f"{local_base(db_path)}.webhooks.json")
+        self.progress_path = Path(f"{local_base(db_path)}{PROGRESS_SUFFIX}")
         self._keys: KeyFile | None = None  # opened at the first delivery
         self._progress: dict[str, _Progress] = self._load_progress()
         self._dirty = False

@@ -17,9 +17,12 @@ import pytest
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from fastapi.testclient import TestClient
 
-from api_adapter.bootstrap import fixed
+from api_adapter.bootstrap import Bootstrap, fixed
 from api_adapter.world import World
+from api_adapter.worlds.manager import SERVER_SETTINGS, folder_for, records
+from api_adapter.worlds.routes import router as worlds_router
 from engine import Settings
+from engine.store import private_files
 from engine.tools.verify import verify
 from tests.support.conformance import Answer, Observe, conformance_problems
 
@@ -40,13 +43,42 @@ def make_settings(**overrides: Any) -> Settings:
     return Settings(**base)
 
 
+class FrontClient(TestClient):
+    """A test client on a server's front with a path in its base URL (`/w/{world}`): a
+    relative WebSocket path lands under it, as an HTTP one does (Starlette's own joins
+    it onto the host alone)."""
+
+    def websocket_connect(self, url: str, *args: Any, **kwargs: Any) -> Any:
+        if url.startswith("/"):
+            url = self.base_url.path.rstrip("/") + url
+        return super().websocket_connect(url, *args, **kwargs)
+
+
+def world_body(settings: Settings) -> dict[str, Any]:
+    """`POST /v2/sandbox/worlds`'s body for a world with a test's `settings`: its clock,
+    start time and seed, and every other setting a world may choose."""
+    chosen = settings.model_dump(mode="json")
+    body: dict[str, Any] = {"clock": chosen.pop("clock"), "seed": chosen.pop("seed")}
+    start = chosen.pop("clock_start")
+    if body["clock"] == "manual" and start is not None:
+        body["start_time"] = start
+    body["settings"] = {k: v for k, v in chosen.items() if k not in SERVER_SETTINGS}
+    return body
+
+
 class Sandbox:
     """A started world (no background work: the test moves the clock), its app and a
-    logged-in bootstrap client."""
+    logged-in bootstrap client. With `world` (`--world fresh`) the sandbox is a fresh
+    non-default world of that server instead, created through HTTP and driven through
+    the server's front under its `/w/{id}` prefix; every attribute is then the world's."""
 
-    def __init__(self, db: Path, settings: Settings) -> None:
-        self.db = db
+    def __init__(self, db: Path, settings: Settings, *, world: bool = False) -> None:
         bootstrap = fixed("sandex", "sandex-secret")
+        if world:
+            self._open_in_world(db, settings, bootstrap)
+            return
+        self.db = db
+        self.server: World | None = None  # a world's server (its default world)
         self.world = World.open(db, settings, bootstrap=bootstrap, background=False).start()
         self.engine = self.world.engine
         self.app = self.world.app
@@ -55,6 +87,68 @@ class Sandbox:
         self.app.add_middleware(Observe, answers=self.answers)
         self.http = TestClient(self.app, raise_server_exceptions=False)
         self.headers = self.login("sandex", "sandex-secret")
+
+    def _open_in_world(self, db: Path, settings: Settings, bootstrap: Bootstrap) -> None:
+        """Open the default world on `db` with the server's settings only, then make (or,
+        on a database that has one, open again) the world the test runs in, its settings
+        sent through `POST /v2/sandbox/worlds`."""
+        server_side = {k: v for k, v in settings.model_dump().items() if k in SERVER_SETTINGS}
+        folder = folder_for(db)
+        for record in records(folder) if folder.is_dir() else []:
+            # Opened again with the test's settings, as the default world is: a world's
+            # settings are its manifest's, so the restarted server reads them from there.
+            body = world_body(settings)
+            record.clock, record.seed = body["clock"], body["seed"]
+            record.start_time, record.settings = body.get("start_time"), body["settings"]
+            private_files.write(folder / f"{record.id}.json", record.as_json(), sync=True)
+        self.server = World.open(
+            db, make_settings(**server_side), bootstrap=bootstrap, background=False
+        ).start()
+        manager = self.server.app.state.worlds
+        assert manager is not None, f"no worlds beside {db}"
+        manager.new_worlds_bootstrap = bootstrap  # the test's client, not a random secret
+        front = TestClient(self.server.front, raise_server_exceptions=False)
+        kept = manager.ids()
+        if kept:
+            (_, world_id), *more = kept
+            assert not more, f"a sandbox's database holds one world, not {len(kept)}"
+        else:
+            form = {"grant_type": "client_credentials", "client_id": "sandex"}
+            form["client_secret"] = "sandex-secret"
+            token = front.post("/oauth2/token", data=form)
+            assert token.status_code == 200, token.text
+            made = front.post(
+                "/v2/sandbox/worlds",
+                json=world_body(settings),
+                headers={"Authorization": f"Bearer {token.json()['access_token']}"},
+            )
+            assert made.status_code == 200, made.text
+            world_id = made.json()["id"]
+            assert made.json()["client_id"] == "sandex", made.text
+        front.close()
+        served = manager.enter(world_id)  # loaded, and the one the front serves from now
+        manager.leave(world_id, served)
+        # No background delivery, as in a default world's sandbox: a test that wants its
+        # webhooks posted starts a deliverer itself (one per database: each event once).
+        served.app.state.webhooks.stop()
+        self.db = manager.db_of(world_id)
+        self.world = served.world
+        self.engine = served.engine
+        self.app = served.app
+        self.answers = []
+        self.app.add_middleware(Observe, answers=self.answers)
+        self.http = FrontClient(
+            self.server.front,
+            base_url=f"http://testserver/w/{world_id}",
+            raise_server_exceptions=False,
+        )
+        self.headers = self.login("sandex", "sandex-secret")
+
+    def serves(self, path: str) -> bool:
+        """Whether this sandbox answers `path` (a template of the OpenAPI document): a
+        world answers every path but the worlds' own, which its server's default world
+        manages (in a world they are 404)."""
+        return self.server is None or not path.startswith(worlds_router.prefix)
 
     def login(self, client_id: str, secret: str, scope: str | None = None) -> dict[str, str]:
         form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
@@ -107,6 +201,8 @@ class Sandbox:
         self.http.close()
         self.app.state.queries.close()  # a test may have served another app on the engine
         self.world.stop()
+        if self.server is not None:
+            self.server.stop()
 
     def verify(self) -> list[str]:
         return verify(str(self.db))
@@ -117,6 +213,11 @@ class Sandbox:
 # second pass does with tests/api; SQLite by default.
 BACKEND_ENV = "SANDEX_TEST_BACKEND"
 BACKENDS = ("sqlite", "postgresql")
+# Where every sandbox of a test run lives: `--world fresh` (or SANDEX_TEST_WORLD=fresh)
+# makes each one a fresh non-default world of its server, as `make test`'s world pass
+# does with tests/api; the default world by default.
+WORLD_ENV = "SANDEX_TEST_WORLD"
+WORLDS = ("default", "fresh")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,6 +227,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get(BACKEND_ENV) or "sqlite",
         help=f"the store under the tests' sandboxes (default: ${BACKEND_ENV}, else sqlite)",
     )
+    parser.addoption(
+        "--world",
+        choices=WORLDS,
+        default=os.environ.get(WORLD_ENV) or "default",
+        help="the world each sandbox is: the server's default world, or a fresh world made"
+        f" through POST /v2/sandbox/worlds (default: ${WORLD_ENV}, else default)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,16 +242,25 @@ def pytest_configure(config: pytest.Config) -> None:
         "sqlite_only(why): a test about SQLite itself (its file, WAL, PRAGMAs); skipped,"
         " saying why, under --backend postgresql",
     )
+    config.addinivalue_line(
+        "markers",
+        "default_world_only(why): a test about the default world itself (a server's worlds,"
+        " its own settings); skipped, saying why, under --world fresh",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--backend") != "postgresql":
-        return
-    for item in items:
-        marker = item.get_closest_marker("sqlite_only")
-        if marker is not None:
-            why = marker.args[0] if marker.args else "a test of SQLite itself"
-            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
+    skipped = []
+    if config.getoption("--backend") == "postgresql":
+        skipped.append(("sqlite_only", "SQLite only", "a test of SQLite itself"))
+    if config.getoption("--world") == "fresh":
+        skipped.append(("default_world_only", "default world only", "a test of the server"))
+    for name, label, unsaid in skipped:
+        for item in items:
+            marker = item.get_closest_marker(name)
+            if marker is not None:
+                why = marker.args[0] if marker.args else unsaid
+                item.add_marker(pytest.mark.skip(reason=f"{label}: {why}"))
 
 
 @pytest.fixture
@@ -178,11 +295,17 @@ def database(
 
 
 @pytest.fixture
-def sandbox_factory(database: Any) -> Iterator[Any]:
+def in_world(request: pytest.FixtureRequest) -> bool:
+    """Whether the test's sandboxes are fresh non-default worlds (`--world fresh`)."""
+    return bool(request.config.getoption("--world") == "fresh")
+
+
+@pytest.fixture
+def sandbox_factory(database: Any, in_world: bool) -> Iterator[Any]:
     opened: list[Sandbox] = []
 
     def open_sandbox(name: str = "sandex.db", **overrides: Any) -> Sandbox:
-        sb = Sandbox(database(name), make_settings(**overrides))
+        sb = Sandbox(database(name), make_settings(**overrides), world=in_world)
         opened.append(sb)
         return sb
 

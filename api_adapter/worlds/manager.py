@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from api_adapter.world import World
 
 from api_adapter.bootstrap import Bootstrap, Credentials
+from api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from engine import Engine
 from engine.config.settings import Settings
 from engine.domain.sandbox_snapshots import snapshots
@@ -61,8 +62,9 @@ SERVER_SETTINGS = frozenset(
         "world_expires_after_idle_seconds",
     }
 )
-# The files of a world besides its database: the SQLite companions, key file and lock.
-_COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial")
+# The files of a world besides its database: the SQLite companions, key file, lock and
+# webhook delivery progress.
+_COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial", PROGRESS_SUFFIX)
 # How long a deletion waits for the world's requests in flight before it stops the engine.
 DRAIN_SECONDS = 5.0
 # How often the housekeeping thread unloads idle worlds and deletes expired ones.
@@ -83,6 +85,8 @@ def records(folder: Path) -> list[Record]:
     """The worlds a worlds folder lists (a manifest and its database), oldest first."""
     found = []
     for manifest in folder.glob(f"{PREFIX}*.json"):
+        if not _ID.match(manifest.stem):
+            continue  # a world's own file, such as its webhook delivery progress
         try:
             record = Record(**orjson.loads(manifest.read_bytes()))
         except (OSError, ValueError, TypeError) as exc:
@@ -189,6 +193,10 @@ class WorldManager:
         self._sweeper: threading.Thread | None = None
         self._making = 0  # worlds being made (counted against max_worlds)
         self._seq = 0  # the last world's seq
+        # The bootstrap client of each new world (not of a fork, which keeps its
+        # template's): None draws a secret from the OS; set in-process only, by a test
+        # harness that needs known credentials in every world.
+        self.new_worlds_bootstrap: Bootstrap | None = None
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
             self._records = {r.id: r for r in records(self.folder)}
@@ -355,7 +363,10 @@ class WorldManager:
                 if from_world is not None:
                     assert from_snapshot is not None
                     self._fork(from_world, from_snapshot, db)
-                served = assemble(db, world_settings, _new_client(secrets.token_urlsafe(30)))
+                bootstrap = self.new_worlds_bootstrap if from_world is None else None
+                served = assemble(
+                    db, world_settings, bootstrap or _new_client(secrets.token_urlsafe(30))
+                )
                 try:
                     credentials = served.world.credentials
                     _, profile_id = _bootstrap_of(served.engine)

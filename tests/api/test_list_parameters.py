@@ -155,6 +155,8 @@ def _paged_lists(sandbox: Any) -> list[tuple[str, str, dict[str, str]]]:
     """Every GET of sandex's own document that takes a page size: (path, name, required)."""
     found = []
     for template, operations in sandbox.app.openapi()["paths"].items():
+        if not sandbox.serves(template):
+            continue
         for param in operations.get("get", {}).get("parameters", []):
             if param["in"] == "query" and param["name"] in ("limit", "pagination.limit"):
                 path = template

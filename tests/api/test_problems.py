@@ -287,6 +287,8 @@ def test_null_for_any_declared_field_of_any_body_is_a_400_naming_it(sandbox: Any
     doc = sandbox.get("/openapi.json").json()
     checked = 0
     for path, method, operation, properties in _body_operations(doc):
+        if not sandbox.serves(path):
+            continue
         path = path.replace("{profile_id}", "default").replace("{market}", "BTCUSD")
         for field, schema in properties.items():
             assert "null" not in str(schema.get("anyOf", "")), f"{operation}.{field} is nullable"

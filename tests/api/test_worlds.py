@@ -17,16 +17,24 @@ import httpx
 import orjson
 import pytest
 from fastapi.testclient import TestClient
+from structlog.testing import capture_logs
 
+from api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from api_adapter.worlds.dispatch import WorldDispatch
-from api_adapter.worlds.manager import folder_for
+from api_adapter.worlds.manager import WorldManager, folder_for, records
 from engine.kernel.clock import format_time
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
+from tests.conftest import Sandbox, make_settings
 from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
+from tests.support.stream_helpers import receive
 from tests.support.trading_helpers import limit
+from tests.support.webhook_receivers import LOCAL, Receiver, opened, wait
 
-pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
+pytestmark = [
+    pytest.mark.sqlite_only("worlds are SQLite files beside the default database"),
+    pytest.mark.default_world_only("the worlds of a server are managed from its default world"),
+]
 
 MANUAL = {
     "clock": "manual",
@@ -397,6 +405,64 @@ def test_a_deleted_world_is_gone(front: Front, sandbox: Any) -> None:
         == 404
     )
     assert other.ok("GET", "/v2/sandbox/clock")["mode"] == "manual"
+
+
+def test_a_world_that_delivered_webhooks_is_deleted_with_its_delivery_progress(
+    front: Front, sandbox: Any
+) -> None:
+    """A world's deliverer keeps its progress in a file beside the world's database: it
+    goes with the world, and it is no manifest of another world."""
+    folder = folder_for(sandbox.db)
+    world, other = (
+        front.world(hooked := {**MANUAL, "settings": {"webhook_allowed_hosts": LOCAL}}),
+        front.world(hooked),
+    )
+    with opened() as make:
+        receiver = make(Receiver)
+        for each in (world, other):
+            each.ok("POST", "/v2/sandbox/webhooks", {"url": receiver.url})
+            each.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+        wait(lambda: len(receiver.received) >= 2)
+        wait(lambda: all((folder / f"{w.id}.db{PROGRESS_SUFFIX}").exists() for w in (world, other)))
+    with capture_logs() as logs:
+        assert front.http.delete(f"/v2/sandbox/worlds/{world.id}", headers=front.headers).is_success
+        again = WorldManager(sandbox.db, sandbox.engine.settings)  # a restarted server's
+        again.close()
+    assert not list(folder.glob(f"{world.id}*"))
+    assert [r.id for r in records(folder)] == [other.id]
+    assert not [e for e in logs if e["event"] == "world manifest unreadable"], logs
+
+
+def test_a_sandbox_in_a_world_is_that_world_behind_its_servers_front(database: Any) -> None:
+    """`--world fresh` (tests/conftest.py): the sandbox is a world made through HTTP with
+    the test's settings, driven under `/w/{id}` (its WebSocket feeds too), and a sandbox
+    opened again on its database is the same world with the settings it is given."""
+    sb = Sandbox(database("s.db"), make_settings(maker_fee_rate="0.002"), world=True)
+    try:
+        assert sb.server is not None and sb.engine is not sb.server.engine
+        world_id = sb.db.stem
+        assert sb.db.parent == folder_for(database("s.db"))
+        assert sb.http.base_url.path == f"/w/{world_id}/"
+        assert sb.engine.settings.maker_fee_rate == Decimal("0.002")  # sent in the body
+        assert sb.server.engine.settings.maker_fee_rate != Decimal("0.002")
+        sb.deposit("USD", "1000")
+        order = {"market": "BTCUSD", "side": "BUY", "type": "MARKET", "quote_amount": "100"}
+        assert sb.post("/v2/profiles/default/orders", order).status_code == 200
+        last = sb.get("/v2/markets/BTCUSD/recent-executions").json()["items"][0]
+        with sb.http.websocket_connect("/executiondata/BTCUSD") as ws:
+            assert receive(ws) == {"market": "BTCUSD", **last}  # the world's trade
+        assert len(sb.server.engine.state.customers) == 1  # the default world: untouched
+        assert {a.path for a in sb.answers} >= {"/v2/profiles/default/orders"}
+        left = sb.balance("USD")
+    finally:
+        sb.close()
+    assert sb.verify() == []
+    again = Sandbox(database("s.db"), make_settings(maker_fee_rate="0.003"), world=True)
+    try:
+        assert again.db == sb.db and again.balance("USD") == left
+        assert again.engine.settings.maker_fee_rate == Decimal("0.003")
+    finally:
+        again.close()
 
 
 def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
