@@ -114,6 +114,13 @@ CATALOGUE: dict[str, EventSpec] = {
     "MarketPriceSet": _spec("market price step", "gap"),
     # the sandbox
     "ClockAdvanced": _spec("to"),
+    # engine.domain.sandbox_pacing and engine.domain.transfers.pending: the sandbox's
+    # pacing of pending items, and their settlement by polls or by hand.
+    "SandboxPacingSet": _spec("kind mode", "value"),
+    "SandboxPollsAwaited": _spec("item_id kind polls customer_id"),
+    "SandboxPolled": _spec("item_id left"),
+    "SandboxReleased": _spec("item_id outcome", "reason"),
+    "FiatDepositHeld": _spec("deposit_id transfer_id"),
     "WebhookRegistered": _spec(
         "customer_id webhook_id url secret", credentials="secret", credential_urls="url"
     ),
