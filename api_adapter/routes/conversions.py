@@ -11,7 +11,7 @@ from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit, Order, checked_time
 from api_adapter.request_bodies import CreateStablecoinConversionRequest
 from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
+from api_adapter.writer_bridge import actor, count_poll, run
 from engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
 from engine.read.queries import Page
 
@@ -89,6 +89,7 @@ async def list_conversions(
     responses=response_shapes.ok(response_shapes.StablecoinConversion),
 )
 async def get_conversion(request: Request, who: Read, id: str) -> JSONResponse:
+    await count_poll(request, who, id)
     return JSONResponse(request.app.state.queries.stablecoin_conversion(who.customer_id, id))
 
 

@@ -11,6 +11,7 @@ from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page, updated_times
 from api_adapter.request_bodies import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.responses import JSONResponse
+from api_adapter.writer_bridge import count_poll
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Transfers"])
@@ -66,4 +67,5 @@ async def list_transfers(
     responses=response_shapes.ok(response_shapes.Transfer),
 )
 async def get_transfer(request: Request, who: Read, id: str) -> JSONResponse:
+    await count_poll(request, who, id)
     return JSONResponse(request.app.state.queries.transfer(who.customer_id, id))
