@@ -342,6 +342,8 @@ class SetIdentitySandboxStatus(Command):
 
     identity_id: str = ""
     statuses: dict[str, Any] = field(default_factory=dict)
+    # sandex's own: when the statuses take effect (a timer); None or past: now.
+    effective_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,8 @@ CATALOGUE: dict[str, EventSpec] = {
     # identities and accounts (engine/domain/identity/)
     "IdentityCreated": _spec("identity"),
     "IdentityUpdated": _spec("identity_id changes"),
-    "IdentityStatusesSet": _spec("identity_id changes"),
+    "IdentityStatusesSet": _spec("identity_id changes", "schedule"),
+    "IdentityStatusesScheduled": _spec("identity_id statuses due_at"),
     "IdentitySummaryStatusChanged": _spec("identity_id old_summary_status new_summary_status"),
     "IdentityDocumentAdded": _spec("document"),
     "InstitutionMembersAdded": _spec("institution_id members"),

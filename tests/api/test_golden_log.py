@@ -53,6 +53,7 @@ NOT_PRODUCED: dict[str, str] = {
             "SandboxPolled",
             "SandboxReleased",
             "FiatDepositHeld",
+            "IdentityStatusesScheduled",
         ),
         "issue 31: the golden log stays as recorded; tests/api/test_sandbox_faults.py",
     ),

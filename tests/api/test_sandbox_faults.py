@@ -4,6 +4,7 @@ engine.domain.sandbox_triggers, each proved through HTTP; pending items released
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import pytest
 
 from engine.domain import sandbox_triggers
 from engine.domain.ledger import withdrawing
+from engine.kernel.clock import parse_time
+from tests.support.identity_helpers import IDENTITIES, person, set_status
 from tests.support.transfer_helpers import profile_id, withdraw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -422,3 +425,47 @@ def test_pacing_is_recorded_and_survives_a_restart(sandbox_factory: Any) -> None
     assert _transfer(again, made["id"])["status"] == "COMPLETED"
     later = _ok(withdraw(again, amount="0.001"))
     assert _transfer(again, later["id"])["status"] == "PENDING"
+
+
+# -- identity statuses at a chosen time ------------------------------------------------
+
+
+def _summary(sb: Any, identity_id: str) -> str:
+    return _ok(sb.get(f"{IDENTITIES}/{identity_id}"))["summary_status"]  # type: ignore[no-any-return]
+
+
+def test_identity_statuses_take_effect_at_the_chosen_time(sandbox_factory: Any) -> None:
+    sb = sandbox_factory("identity.db")
+    made = person(sb)
+    now = _ok(sb.get("/v2/sandbox/clock"))["now"]
+    later = (parse_time(now) + timedelta(minutes=10)).isoformat()
+    approve = {
+        "id_verification_status": "APPROVED",
+        "sanctions_verification_status": "APPROVED",
+        "effective_at": later,
+    }
+    assert _ok(set_status(sb, made["id"], **approve)) == {}
+    sb.advance(599)
+    assert _summary(sb, made["id"]) == "PENDING"
+    sb.close()  # the timer is in the log: a restart keeps it
+    again = sandbox_factory("identity.db")
+    again.advance(1)
+    assert _summary(again, made["id"]) == "APPROVED"
+    past = {"sanctions_verification_status": "DENIED", "effective_at": now}
+    assert _ok(set_status(again, made["id"], **past)) == {}
+    assert _summary(again, made["id"]) == "DENIED"  # a time already past: at once
+
+
+def test_a_scheduled_status_is_checked_when_it_is_asked_for(sandbox: Any) -> None:
+    made = person(sandbox)
+    bad_time = set_status(
+        sandbox, made["id"], id_verification_status="APPROVED", effective_at="tomorrow"
+    )
+    assert bad_time.status_code == 400, bad_time.text
+    assert bad_time.json()["meta"]["field"] == "effective_at"
+    later = "2030-01-01T00:00:00Z"
+    bad_status = set_status(
+        sandbox, made["id"], document_verification_status="APPROVED", effective_at=later
+    )
+    assert bad_status.status_code == 400, bad_status.text
+    assert bad_status.json()["meta"]["field"] == "document_verification_status"
