@@ -22,8 +22,14 @@ REVIEW = "sandbox:review"
 # A metadata value of fiat deposit instructions `sandbox:delay:<seconds>`: each wire to
 # them is credited that many seconds of engine time after it is sent.
 DELAY_WITH = "sandbox:delay:"
-# A metadata value of a fiat account: its automated review rejects it.
+# A metadata value of a fiat account: its automated review rejects it; of an order: it
+# is REJECTED when it reaches the market.
 REJECT = "sandbox:reject"
+# An order's metadata value `sandbox:reject:<reason>`: REJECTED at submission, `reason`
+# recorded in its OrderRejected event.
+REJECT_WITH = "sandbox:reject:"
+# The reason an order rejected by `sandbox:reject` alone is given.
+ORDER_REJECTED = "SANDBOX_REJECTED"
 # Longest reason a memo may carry into a status detail.
 MAX_REASON = 100
 
@@ -82,8 +88,17 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(
         REJECT,
         "metadata value",
-        "fiat account",
-        "the automated review makes it REJECTED",
+        "fiat account, order",
+        "a fiat account's automated review makes it REJECTED; an order is REJECTED when it"
+        f" reaches the market (reason `{ORDER_REJECTED}` in its `OrderRejected` event), its"
+        " hold returned",
+    ),
+    Trigger(
+        REJECT_WITH + "<reason>",
+        "metadata value",
+        "order",
+        "REJECTED when it reaches the market, `<reason>` (at most"
+        f" {MAX_REASON} characters) in its `OrderRejected` event; its hold returned",
     ),
 )
 
@@ -107,6 +122,18 @@ def metadata_values(metadata: dict[str, str] | None) -> Iterable[str]:
 
 def rejects(metadata: dict[str, str] | None) -> bool:
     return REJECT in metadata_values(metadata)
+
+
+def order_rejection(metadata: dict[str, str] | None) -> str | None:
+    """The reason an order's metadata asks it to be rejected for, if it does."""
+    if not metadata:
+        return None
+    for value in metadata.values():
+        if value == REJECT:
+            return ORDER_REJECTED
+        if value.startswith(REJECT_WITH):
+            return value[len(REJECT_WITH) :][:MAX_REASON] or ORDER_REJECTED
+    return None
 
 
 def delay_of(metadata: dict[str, str] | None) -> Decimal | None:

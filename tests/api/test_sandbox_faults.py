@@ -15,6 +15,7 @@ from engine.domain import sandbox_triggers
 from engine.domain.ledger import withdrawing
 from engine.kernel.clock import parse_time
 from tests.support.identity_helpers import IDENTITIES, person, set_status
+from tests.support.trading_helpers import events, get_order, limit, placed, still
 from tests.support.transfer_helpers import profile_id, withdraw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +125,7 @@ PROVEN = {
     (sandbox_triggers.HOLD, "metadata value"): "test_instructions_held_keep_a_wire_pending",
     (sandbox_triggers.DELAY_WITH + "<seconds>", "metadata value"): "test_a_delayed_wire",
     (sandbox_triggers.REJECT, "metadata value"): "test_metadata_sandbox_reject_rejects",
+    (sandbox_triggers.REJECT_WITH + "<reason>", "metadata value"): "test_an_order_rejected",
 }
 
 
@@ -239,10 +241,34 @@ def test_a_delayed_wire(sandbox: Any) -> None:
     assert [t["status"] for t in _wire_transfers(sandbox)] == ["COMPLETED"]
 
 
-def test_metadata_sandbox_reject_rejects(sandbox: Any) -> None:
-    made = _fiat_account(sandbox, metadata={"case": "sandbox:reject"})
-    sandbox.advance(5)
-    assert _ok(sandbox.get(f"{ACCOUNTS}/{made['id']}"))["status"] == "REJECTED"
+def test_metadata_sandbox_reject_rejects(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    made = _fiat_account(sb, metadata={"case": "sandbox:reject"})
+    sb.advance(5)
+    assert _ok(sb.get(f"{ACCOUNTS}/{made['id']}"))["status"] == "REJECTED"
+    sb.deposit("USD", "100000")
+    order = placed(sb, **limit("BUY", "43000", "0.1", metadata={"case": "sandbox:reject"}))
+    assert order["status"] == "REJECTED"
+    assert sb.balance("USD") == {**sb.balance("USD"), "available": "100000", "trading": "0"}
+    (rejected,) = events(sb, "OrderRejected")
+    assert rejected["data"]["reason"] == sandbox_triggers.ORDER_REJECTED
+
+
+def test_an_order_rejected(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory, order_submission_latency_ms=500)
+    sb.deposit("BTC", "1")
+    metadata = {"case": "sandbox:reject:market closed"}
+    order = placed(sb, **limit("SELL", "40000", "0.5", metadata=metadata))
+    assert order["status"] == "PENDING_SUBMISSION"
+    sb.advance(1)
+    assert get_order(sb, order)["status"] == "REJECTED"  # at submission, not before
+    assert get_order(sb, order)["amount_filled"] in ("0", "0.0", "0.00000000")
+    assert sb.balance("BTC")["available"] == "1"
+    (rejected,) = events(sb, "OrderRejected")
+    assert rejected["data"]["reason"] == "market closed"
+    plain = placed(sb, **limit("SELL", "40000", "0.5"))
+    sb.advance(1)
+    assert get_order(sb, plain)["status"] == "FILLED"
 
 
 # -- release by hand ---------------------------------------------------------------------
