@@ -460,6 +460,34 @@ SCOPES: dict[str, tuple[str, str, str | None]] = {
         "/v2/sandbox/crypto-deposits",
         "transfer:write_sandbox_crypto_deposit",
     ),
+    # the world's pacing is the bootstrap client's; releasing is each tenant's, its own
+    "GetSandboxPacing": ("GET", "/v2/sandbox/pacing", None),
+    "SetSandboxPacing": ("PUT", "/v2/sandbox/pacing", "sandbox:write_customer"),
+    "CompleteSandboxTransfer": (
+        "POST",
+        "/v2/sandbox/transfers/{id}/complete",
+        "transfer:write_sandbox_transfer",
+    ),
+    "FailSandboxTransfer": (
+        "POST",
+        "/v2/sandbox/transfers/{id}/fail",
+        "transfer:write_sandbox_transfer",
+    ),
+    "CompleteSandboxConversion": (
+        "POST",
+        "/v2/sandbox/conversions/{id}/complete",
+        "transfer:write_sandbox_transfer",
+    ),
+    "CompleteSandboxFiatAccountReview": (
+        "POST",
+        "/v2/sandbox/fiat-accounts/{id}/complete",
+        "transfer:write_sandbox_transfer",
+    ),
+    "FailSandboxFiatAccountReview": (
+        "POST",
+        "/v2/sandbox/fiat-accounts/{id}/fail",
+        "transfer:write_sandbox_transfer",
+    ),
     "RegisterSandboxWebhook": ("POST", "/v2/sandbox/webhooks", "events:read_event"),
     "GetSandboxWebhook": ("GET", "/v2/sandbox/webhooks", "events:read_event"),
     "RemoveSandboxWebhook": ("DELETE", "/v2/sandbox/webhooks", "events:read_event"),
@@ -706,6 +734,11 @@ IDS_BY_PATH = {
     "/v2/transfer/crypto-deposits/{id}/reject": "crypto_deposit_id",
     "/v2/transfer/crypto-deposits/{id}/update": "crypto_deposit_id",
     "/v2/transfer/fiat-accounts/{id}": "fiat_account_id",
+    "/v2/sandbox/transfers/{id}/complete": "transfer_id",
+    "/v2/sandbox/transfers/{id}/fail": "transfer_id",
+    "/v2/sandbox/conversions/{id}/complete": "conversion_id",
+    "/v2/sandbox/fiat-accounts/{id}/complete": "fiat_account_id",
+    "/v2/sandbox/fiat-accounts/{id}/fail": "fiat_account_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox, a world of the server (admin only: a tenant meets 403 before any id).
