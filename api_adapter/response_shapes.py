@@ -614,9 +614,13 @@ class SandboxWorldCreated(Shape):
     base_url: Annotated[str, Field(examples=["http://127.0.0.1:8000/w/w_Qm9yZXN0LWdyZWVuLTAx/v2"])]
     token_url: str
     client_id: str
-    # drawn from the OS and answered this once; None for a fork, whose clients are its
-    # template's (with their secrets)
-    client_secret: str | None = None
+    client_secret: Annotated[
+        str | None,
+        Field(
+            description="the bootstrap client's secret, drawn from the OS and answered this"
+            " once; absent for a fork, whose clients (and their secrets) are its template's"
+        ),
+    ] = None
     profile_id: Id
     clock: SandboxWorldClock
     created_at: Time

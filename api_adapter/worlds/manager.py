@@ -175,7 +175,9 @@ class WorldManager:
     `remove` run in worker threads; `enter`, on the event loop, may wait for a world's
     loading (milliseconds)."""
 
-    def __init__(self, db: str | Path, base: Settings) -> None:
+    def __init__(self, db: str | Path, base: Settings, *, tidy: bool = False) -> None:
+        """`tidy`: the caller holds the default database (its writer lease), so no other
+        process is making a world here, and what a crash cut off may go."""
         self.folder = folder_for(db)
         self.base = base
         self._lock = threading.RLock()
@@ -190,14 +192,17 @@ class WorldManager:
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
             self._records = {r.id: r for r in records(self.folder)}
+            if tidy:
+                self._remove_unfinished()
             self._seq = max((r.seq for r in self._records.values()), default=0)
             if self._records:
                 self._start_housekeeping()  # worlds unused since the restart expire too
 
     @classmethod
     def beside(cls, db: str | Path, base: Settings) -> WorldManager | None:
-        """The worlds of the default database `db`; None for an in-memory one."""
-        return None if locate(db).in_memory else cls(db, base)
+        """The worlds of the default database `db`, whose engine the caller has open
+        (so it tidies what a crash left); None for an in-memory one."""
+        return None if locate(db).in_memory else cls(db, base, tidy=True)
 
     # -- files --
 
@@ -214,6 +219,24 @@ class WorldManager:
     def _make_folder(self) -> None:
         self.folder.mkdir(mode=0o700, exist_ok=True)
         os.chmod(self.folder, 0o700)
+
+    def _remove_unfinished(self) -> None:
+        """Remove what a creation or a deletion cut off by a crash left behind: the files
+        of a world with no manifest (a creation writes it last, a deletion removes it
+        first), and temporaries. Never listed, they would stay forever otherwise."""
+        for path in self.folder.iterdir():
+            name = path.name
+            if name.startswith(f".{PREFIX}") and name.endswith(".tmp"):
+                path.unlink(missing_ok=True)
+                continue
+            world_id = name.split(".", 1)[0]
+            if not _ID.match(world_id) or self._manifest_of(world_id).exists():
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            log.warning("unfinished world's file removed", path=str(path))
 
     # -- the worlds --
 
