@@ -675,6 +675,15 @@ class SandboxWebhookStatus(SandboxWebhook):
     last_error: str | None = None
 
 
+class HealthWorlds(Shape):
+    total: Annotated[int, Field(description="worlds the server keeps")]
+    loaded: Annotated[int, Field(description="worlds loaded now (an engine each)")]
+    max_worlds: Annotated[int, Field(description="the most worlds kept (`max_worlds`)")]
+    max_loaded_worlds: Annotated[
+        int, Field(description="the most worlds loaded at once (`max_loaded_worlds`)")
+    ]
+
+
 class Health(Shape):
     status: Literal["ok", "unavailable"]
     role: Annotated[
@@ -693,6 +702,13 @@ class Health(Shape):
     store: Annotated[Literal["ok", "unavailable"], Field(description="whether the log can be read")]
     position: Annotated[int, Field(description="position of the last committed event")]
     clock: SandboxClock
+    worlds: Annotated[
+        HealthWorlds | None,
+        Field(
+            description="the server's other worlds (docs/worlds.md): in the default world's"
+            " answer only; a world's own knows nothing of the others"
+        ),
+    ] = None
 
 
 # -- deposit addresses and crypto deposits -------------------------------------------------

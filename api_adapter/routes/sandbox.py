@@ -4,12 +4,11 @@ of pending items and their release by hand (docs/faults.md)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.auth import Principal
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import (
     ClockMoveRequest,
     CreateCustomerRequest,
@@ -26,24 +25,16 @@ from engine.kernel.errors import Invalid
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
 
-@router.get(
-    "/clock",
-    operation_id="GetSandboxClock",
-    responses=response_shapes.ok(response_shapes.SandboxClock),
-)
+@route(router, "GetSandboxClock")
 async def get_clock(request: Request) -> JSONResponse:
     engine = request.app.state.engine
     return JSONResponse({"now": format_time(engine.clock.now()), "mode": engine.clock.mode})
 
 
-@router.post(
-    "/clock",
-    operation_id="MoveSandboxClock",
-    responses=response_shapes.ok(response_shapes.SandboxClock),
-)
+@route(router, "MoveSandboxClock")
 async def move_clock(
     request: Request,
-    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    who: Caller,
     body: ClockMoveRequest,
 ) -> JSONResponse:
     if (body.advance_seconds is None) == (body.set_to is None):
@@ -66,14 +57,10 @@ async def move_clock(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/customers",
-    operation_id="CreateSandboxCustomer",
-    responses=response_shapes.ok(response_shapes.SandboxCustomer),
-)
+@route(router, "CreateSandboxCustomer")
 async def create_customer(
     request: Request,
-    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    who: Caller,
     body: CreateCustomerRequest | None = None,
 ) -> JSONResponse:
     command = CreateCustomer(
@@ -85,23 +72,15 @@ async def create_customer(
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/pacing",
-    operation_id="GetSandboxPacing",
-    responses=response_shapes.ok(response_shapes.SandboxPacing),
-)
+@route(router, "GetSandboxPacing")
 async def get_pacing(request: Request) -> JSONResponse:
     return JSONResponse(sandbox_pacing.view_of(request.app.state.queries.sandbox_pacing()))
 
 
-@router.put(
-    "/pacing",
-    operation_id="SetSandboxPacing",
-    responses=response_shapes.ok(response_shapes.SandboxPacing),
-)
+@route(router, "SetSandboxPacing")
 async def set_pacing(
     request: Request,
-    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    who: Caller,
     body: PacingRequest,
 ) -> JSONResponse:
     """The world's pace of each named kind; the answer holds every kind's."""
@@ -119,60 +98,37 @@ async def set_pacing(
     return JSONResponse(view)
 
 
-Release = Annotated[Principal, Depends(require("transfer:write_sandbox_transfer"))]
-
-
-@router.post(
-    "/transfers/{id}/complete",
-    operation_id="CompleteSandboxTransfer",
-    responses=response_shapes.ok(response_shapes.Transfer),
-)
-async def complete_transfer(request: Request, who: Release, id: str) -> JSONResponse:
+@route(router, "CompleteSandboxTransfer")
+async def complete_transfer(request: Request, who: Caller, id: str) -> JSONResponse:
     """Settle the caller's pending transfer now, as if its time had come and the
     sandbox said yes."""
     return await _release(request, who, "transfer", id, "complete")
 
 
-@router.post(
-    "/transfers/{id}/fail",
-    operation_id="FailSandboxTransfer",
-    responses=response_shapes.ok(response_shapes.Transfer),
-)
+@route(router, "FailSandboxTransfer")
 async def fail_transfer(
-    request: Request, who: Release, id: str, body: ReleaseRequest | None = None
+    request: Request, who: Caller, id: str, body: ReleaseRequest | None = None
 ) -> JSONResponse:
     """End the caller's pending transfer FAILED, `reason` in its status details; a
     withdrawal's hold goes back to its balance."""
     return await _release(request, who, "transfer", id, "fail", body)
 
 
-@router.post(
-    "/conversions/{id}/complete",
-    operation_id="CompleteSandboxConversion",
-    responses=response_shapes.ok(response_shapes.StablecoinConversion),
-)
-async def complete_conversion(request: Request, who: Release, id: str) -> JSONResponse:
+@route(router, "CompleteSandboxConversion")
+async def complete_conversion(request: Request, who: Caller, id: str) -> JSONResponse:
     """Settle the caller's CREATED conversion now (cancelling it is DELETE's)."""
     return await _release(request, who, "conversion", id, "complete")
 
 
-@router.post(
-    "/fiat-accounts/{id}/complete",
-    operation_id="CompleteSandboxFiatAccountReview",
-    responses=response_shapes.ok(response_shapes.FiatAccount),
-)
-async def approve_account(request: Request, who: Release, id: str) -> JSONResponse:
+@route(router, "CompleteSandboxFiatAccountReview")
+async def approve_account(request: Request, who: Caller, id: str) -> JSONResponse:
     """The review of the caller's PENDING fiat account, now: APPROVED."""
     return await _release(request, who, "fiat_account", id, "complete")
 
 
-@router.post(
-    "/fiat-accounts/{id}/fail",
-    operation_id="FailSandboxFiatAccountReview",
-    responses=response_shapes.ok(response_shapes.FiatAccount),
-)
+@route(router, "FailSandboxFiatAccountReview")
 async def reject_account(
-    request: Request, who: Release, id: str, body: ReleaseRequest | None = None
+    request: Request, who: Caller, id: str, body: ReleaseRequest | None = None
 ) -> JSONResponse:
     """The review of the caller's PENDING fiat account, now: REJECTED."""
     return await _release(request, who, "fiat_account", id, "fail", body)

@@ -240,6 +240,18 @@ class WorldManager:
 
     # -- the worlds --
 
+    def counts(self) -> dict[str, int]:
+        """How many worlds there are and are loaded, and the server's caps of both (the
+        default world's health answers them)."""
+        with self._lock:
+            total, loaded = len(self._records), len(self._served)
+        return {
+            "total": total,
+            "loaded": loaded,
+            "max_worlds": self.base.max_worlds,
+            "max_loaded_worlds": self.base.max_loaded_worlds,
+        }
+
     def ids(self) -> list[tuple[int, str]]:
         """Every world's (seq, id), oldest first."""
         with self._lock:
@@ -253,7 +265,11 @@ class WorldManager:
         chosen["seed"] = record.seed
         if record.start_time is not None:
             chosen["clock_start"] = record.start_time
-        return Settings(**chosen)
+        made = Settings(**chosen)
+        most = self.base.world_max_events  # the server's, which bounds every world's
+        if _above(made.world_max_events, most):
+            made = made.model_copy(update={"world_max_events": most})
+        return made
 
     def create(
         self,
@@ -308,6 +324,10 @@ class WorldManager:
             )
         try:
             world_settings = self.settings_of(record)
+            if "world_max_events" in overrides:
+                self._check_max_events(
+                    Settings(**{"world_max_events": overrides["world_max_events"]})
+                )
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
@@ -368,6 +388,15 @@ class WorldManager:
             },
             "created_at": record.created_at,
         }
+
+    def _check_max_events(self, asked: Settings) -> None:
+        """A world's `world_max_events` is at most its server's (not set there: any)."""
+        most = self.base.world_max_events
+        if _above(asked.world_max_events, most):
+            raise Invalid(
+                f"settings.world_max_events invalid: at most {most}, this server's",
+                field="settings.world_max_events",
+            )
 
     def _record(self, world_id: str, *, field_name: str | None = None) -> Record:
         with self._lock:
@@ -642,6 +671,11 @@ def _bootstrap_of(engine: Engine) -> tuple[str, str]:
         if customer and customer.get("bootstrap") and not client["revoked"]:
             return str(client["client_id"]), str(customer["profile_ids"][0])
     raise NotFound("the template world has no bootstrap client")
+
+
+def _above(chosen: int | None, most: int | None) -> bool:
+    """Whether a world's limit `chosen` (None: none) is beyond its server's `most`."""
+    return most is not None and (chosen is None or chosen > most)
 
 
 def _wall(seconds: float | None) -> str | None:
