@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from api_adapter.identity_vocabulary import (
     AccountMemberRole,
@@ -254,3 +254,6 @@ class SandboxSetIdentityStatusRequest(Body):
     admin_disabled: SetDisableIn | None = None
     document_verification_status: Status | None = None
     additional_screening_status: Status | None = None
+    # sandex's own (docs/faults.md): when the statuses take effect, an RFC 3339 time of
+    # the engine's clock; not given or past: at once.
+    effective_at: Annotated[str, Field(max_length=64)] | None = None

@@ -78,6 +78,9 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
         "fiat_network_instructions": {"wire": WIRE},
     },
     "MoveSandboxClock": {"advance_seconds": 60},
+    "SetSandboxPacing": {"withdrawal": {"mode": "default"}},
+    "FailSandboxTransfer": {"reason": "compliance"},
+    "FailSandboxFiatAccountReview": {"reason": "compliance"},
     "CreateSandboxCustomer": {},
     "CreateCryptoWithdrawalFee": {
         "asset": "BTC",

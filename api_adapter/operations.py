@@ -213,6 +213,54 @@ OPERATIONS: tuple[Operation, ...] = (
         body=bodies.CreateCustomerRequest,
         answer=shapes.SandboxCustomer,
     ),
+    # sandbox: the pacing of pending items, and their release by hand (docs/faults.md);
+    # the world's pacing is the bootstrap client's, releasing each tenant's, of its own
+    Operation("GetSandboxPacing", "GET", "/v2/sandbox/pacing", None, answer=shapes.SandboxPacing),
+    Operation(
+        "SetSandboxPacing",
+        "PUT",
+        "/v2/sandbox/pacing",
+        "sandbox:write_customer",
+        body=bodies.PacingRequest,
+        answer=shapes.SandboxPacing,
+    ),
+    Operation(
+        "CompleteSandboxTransfer",
+        "POST",
+        "/v2/sandbox/transfers/{id}/complete",
+        "transfer:write_sandbox_transfer",
+        answer=shapes.Transfer,
+    ),
+    Operation(
+        "FailSandboxTransfer",
+        "POST",
+        "/v2/sandbox/transfers/{id}/fail",
+        "transfer:write_sandbox_transfer",
+        body=bodies.ReleaseRequest,
+        answer=shapes.Transfer,
+    ),
+    Operation(
+        "CompleteSandboxConversion",
+        "POST",
+        "/v2/sandbox/conversions/{id}/complete",
+        "transfer:write_sandbox_transfer",
+        answer=shapes.StablecoinConversion,
+    ),
+    Operation(
+        "CompleteSandboxFiatAccountReview",
+        "POST",
+        "/v2/sandbox/fiat-accounts/{id}/complete",
+        "transfer:write_sandbox_transfer",
+        answer=shapes.FiatAccount,
+    ),
+    Operation(
+        "FailSandboxFiatAccountReview",
+        "POST",
+        "/v2/sandbox/fiat-accounts/{id}/fail",
+        "transfer:write_sandbox_transfer",
+        body=bodies.ReleaseRequest,
+        answer=shapes.FiatAccount,
+    ),
     # withdrawals
     Operation(
         "CreateCryptoWithdrawalFee",

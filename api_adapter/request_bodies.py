@@ -219,6 +219,30 @@ class ClockMoveRequest(Body):
     set_to: ShortText | None = None
 
 
+class PacingEntry(Body):
+    """One pending kind's pace (engine.domain.sandbox_pacing.MODES); `value` counts the
+    seconds of `after_seconds` or the reads of `after_polls`."""
+
+    mode: ShortText
+    value: Annotated[int, Field(ge=0)] | None = None
+
+
+class PacingRequest(Body):
+    """The kinds to pace anew (engine.domain.sandbox_pacing.KINDS); the others keep theirs."""
+
+    withdrawal: PacingEntry | None = None
+    deposit: PacingEntry | None = None
+    fiat_deposit: PacingEntry | None = None
+    conversion: PacingEntry | None = None
+    fiat_account_review: PacingEntry | None = None
+
+
+class ReleaseRequest(Body):
+    """Why a pending item is released to fail (its status details say it)."""
+
+    reason: ShortText | None = None
+
+
 class CreateCustomerRequest(Body):
     scopes: list[ShortText] | None = None
     # The permission self_match_prevention_id needs, which the real service grants to
@@ -341,6 +365,8 @@ class SandboxCryptoDepositRequest(Body):
     asset: ShortText
     amount: Amount
     crypto_network: CryptoNetwork | None = None
+    # Read only for its sandbox triggers (docs/sandbox-triggers.md).
+    memo: ShortText | None = None
 
 
 class IndividualInfo(Body):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from api_adapter import request_bodies
+from engine.domain import sandbox_pacing as pacing
 from engine.domain.transfers.networks import CRYPTO_NETWORKS
 from engine.kernel.money import MARKETS
 
@@ -559,6 +560,19 @@ class TokenResponse(Shape):
 class SandboxClock(Shape):
     now: Time
     mode: Literal["wall", "manual"]
+
+
+class PacingEntry(Shape):
+    mode: Annotated[str, Field(json_schema_extra={"enum": list(pacing.MODES)})]
+    value: str | None = None
+
+
+class SandboxPacing(Shape):
+    withdrawal: PacingEntry
+    deposit: PacingEntry
+    fiat_deposit: PacingEntry
+    conversion: PacingEntry
+    fiat_account_review: PacingEntry
 
 
 class SandboxCustomer(Shape):

@@ -26,7 +26,7 @@ from fastapi import Request
 
 from api_adapter.auth import Principal
 from engine import Engine
-from engine.kernel.commands import Actor, Command
+from engine.kernel.commands import Actor, Command, CountPoll
 from engine.runtime.reply import Batch
 
 
@@ -55,6 +55,13 @@ def actor_of(principal: Principal, client_request_id: str) -> Actor:
 
 async def run(request: Request, command: Command) -> Any:
     return await submit(request.app.state.engine, command)
+
+
+async def count_poll(request: Request, who: Principal, item_id: str) -> None:
+    """A read of an item the world paces `after_polls`: counted (and the item settled at
+    the last poll) before it is read. Any other read writes nothing."""
+    if request.app.state.queries.polls_awaited(who.customer_id, item_id):
+        await run(request, CountPoll(actor=actor(request, who), item_id=item_id))
 
 
 def submit(engine: Engine, command: Command) -> asyncio.Future[Any]:

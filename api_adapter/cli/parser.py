@@ -21,6 +21,7 @@ from api_adapter.cli.replay import replay as replay_command
 from api_adapter.cli.serve import serve as serve_command
 from api_adapter.cli.sweep import sweep as sweep_command
 from api_adapter.cli.time_travel import time_travel as time_travel_command
+from api_adapter.cli.triggers import triggers as triggers_command
 from api_adapter.cli.verify import verify as verify_command
 from api_adapter.cli.worlds import delete_world, list_worlds
 
@@ -524,6 +525,13 @@ def parser() -> argparse.ArgumentParser:
     deleting.add_argument("world_id", help="the world to delete")
     deleting.add_argument("--db", required=True, type=_existing_db, help="the default database")
     deleting.set_defaults(func=delete_world)
+
+    magic = sub.add_parser(
+        "triggers",
+        help="print the sandbox's magic memo and metadata values as a Markdown page"
+        " (docs/sandbox-triggers.md is its output)",
+    )
+    magic.set_defaults(func=triggers_command)
 
     keys = sub.add_parser("keys", help="manage the database's keys (the key file beside it)")
     keys_sub = keys.add_subparsers(dest="action", required=True)

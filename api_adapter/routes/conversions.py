@@ -10,7 +10,7 @@ from api_adapter.paging import Limit, Order, checked_time
 from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateStablecoinConversionRequest
 from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
+from api_adapter.writer_bridge import actor, count_poll, run
 from engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
 from engine.read.queries import Page
 
@@ -74,6 +74,7 @@ async def list_conversions(
 
 @route(router, "GetStablecoinConversion")
 async def get_conversion(request: Request, who: Caller, id: str) -> JSONResponse:
+    await count_poll(request, who, id)
     return JSONResponse(request.app.state.queries.stablecoin_conversion(who.customer_id, id))
 
 

@@ -114,5 +114,6 @@ async def sandbox_crypto_deposit(
         crypto_network=body.crypto_network or "",
         asset=body.asset,
         amount=body.amount,
+        memo=body.memo,
     )
     return JSONResponse(await run(request, command))

@@ -14,7 +14,7 @@ from api_adapter.request_bodies import (
     UpdateFiatAccountRequest,
 )
 from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
+from api_adapter.writer_bridge import actor, count_poll, run
 from engine.kernel.commands import (
     CreateFiatAccount,
     CreateFiatWithdrawal,
@@ -67,6 +67,7 @@ async def list_accounts(
 async def get_account(
     request: Request, who: Caller, id: str, include_deleted: IncludeDeleted = None
 ) -> JSONResponse:
+    await count_poll(request, who, id)
     queries = request.app.state.queries
     return JSONResponse(fiat_account(queries, who.customer_id, id, bool(include_deleted)))
 

@@ -19,6 +19,7 @@ from api_adapter.paging import created_page, updated_times
 from api_adapter.pipeline import Caller, route
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import (
     AddInstitutionMembers,
     CreateIdentity,
@@ -27,6 +28,7 @@ from engine.kernel.commands import (
     UpdateIdentity,
     UploadIdentityDocument,
 )
+from engine.kernel.errors import Invalid
 from engine.read import identities as reads
 from engine.read.queries import Page
 
@@ -145,8 +147,17 @@ async def update_identity(
 async def set_sandbox_status(
     request: Request, who: Caller, id: str, body: SandboxSetIdentityStatusRequest
 ) -> JSONResponse:
+    statuses = body.model_dump(exclude_none=True, exclude={"effective_at"})
+    effective_at = None
+    if body.effective_at is not None:
+        try:
+            effective_at = parse_time(body.effective_at)
+        except ValueError as exc:
+            raise Invalid(
+                "effective_at invalid: not an RFC 3339 time with offset", field="effective_at"
+            ) from exc
     command = SetIdentitySandboxStatus(
-        actor=actor(request, who), identity_id=id, statuses=body.model_dump(exclude_none=True)
+        actor=actor(request, who), identity_id=id, statuses=statuses, effective_at=effective_at
     )
     return JSONResponse(await run(request, command))
 

@@ -1,4 +1,5 @@
-"""sandex's own sandbox operations (not in the reference): clock and tenants."""
+"""sandex's own sandbox operations (not in the reference): clock, tenants, the pacing
+of pending items and their release by hand (docs/faults.md)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,19 @@ from datetime import timedelta
 
 from fastapi import APIRouter, Request
 
+from api_adapter.auth import Principal
 from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import ClockMoveRequest, CreateCustomerRequest
+from api_adapter.request_bodies import (
+    ClockMoveRequest,
+    CreateCustomerRequest,
+    PacingRequest,
+    ReleaseRequest,
+)
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
+from engine.domain import sandbox_pacing
 from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import AdvanceClock, CreateCustomer
+from engine.kernel.commands import AdvanceClock, CreateCustomer, ReleasePending, SetPacing
 from engine.kernel.errors import Invalid
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
@@ -60,5 +68,85 @@ async def create_customer(
         scopes=tuple(body.scopes) if body and body.scopes else (),
         self_match_prevention=body.self_match_prevention if body else False,
         identity_labels=body.identity_labels if body else False,
+    )
+    return JSONResponse(await run(request, command))
+
+
+@route(router, "GetSandboxPacing")
+async def get_pacing(request: Request) -> JSONResponse:
+    return JSONResponse(sandbox_pacing.view_of(request.app.state.queries.sandbox_pacing()))
+
+
+@route(router, "SetSandboxPacing")
+async def set_pacing(
+    request: Request,
+    who: Caller,
+    body: PacingRequest,
+) -> JSONResponse:
+    """The world's pace of each named kind; the answer holds every kind's."""
+    view = sandbox_pacing.view_of(request.app.state.queries.sandbox_pacing())
+    for kind in sandbox_pacing.KINDS:
+        entry = getattr(body, kind)
+        if entry is None:
+            continue
+        value = None if entry.value is None else str(entry.value)
+        command = SetPacing(actor=actor(request, who), kind=kind, mode=entry.mode, value=value)
+        try:
+            view = await run(request, command)
+        except Invalid as exc:
+            raise Invalid(f"{kind}.{exc.detail}", field=f"{kind}.{exc.field}") from exc
+    return JSONResponse(view)
+
+
+@route(router, "CompleteSandboxTransfer")
+async def complete_transfer(request: Request, who: Caller, id: str) -> JSONResponse:
+    """Settle the caller's pending transfer now, as if its time had come and the
+    sandbox said yes."""
+    return await _release(request, who, "transfer", id, "complete")
+
+
+@route(router, "FailSandboxTransfer")
+async def fail_transfer(
+    request: Request, who: Caller, id: str, body: ReleaseRequest | None = None
+) -> JSONResponse:
+    """End the caller's pending transfer FAILED, `reason` in its status details; a
+    withdrawal's hold goes back to its balance."""
+    return await _release(request, who, "transfer", id, "fail", body)
+
+
+@route(router, "CompleteSandboxConversion")
+async def complete_conversion(request: Request, who: Caller, id: str) -> JSONResponse:
+    """Settle the caller's CREATED conversion now (cancelling it is DELETE's)."""
+    return await _release(request, who, "conversion", id, "complete")
+
+
+@route(router, "CompleteSandboxFiatAccountReview")
+async def approve_account(request: Request, who: Caller, id: str) -> JSONResponse:
+    """The review of the caller's PENDING fiat account, now: APPROVED."""
+    return await _release(request, who, "fiat_account", id, "complete")
+
+
+@route(router, "FailSandboxFiatAccountReview")
+async def reject_account(
+    request: Request, who: Caller, id: str, body: ReleaseRequest | None = None
+) -> JSONResponse:
+    """The review of the caller's PENDING fiat account, now: REJECTED."""
+    return await _release(request, who, "fiat_account", id, "fail", body)
+
+
+async def _release(
+    request: Request,
+    who: Principal,
+    kind: str,
+    item_id: str,
+    outcome: str,
+    body: ReleaseRequest | None = None,
+) -> JSONResponse:
+    command = ReleasePending(
+        actor=actor(request, who),
+        kind=kind,
+        item_id=item_id,
+        outcome=outcome,
+        reason=body.reason if body else None,
     )
     return JSONResponse(await run(request, command))

@@ -10,6 +10,7 @@ from api_adapter.paging import created_page, updated_times
 from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.responses import JSONResponse
+from api_adapter.writer_bridge import count_poll
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Transfers"])
@@ -56,4 +57,5 @@ async def list_transfers(
 
 @route(router, "GetTransfer")
 async def get_transfer(request: Request, who: Caller, id: str) -> JSONResponse:
+    await count_poll(request, who, id)
     return JSONResponse(request.app.state.queries.transfer(who.customer_id, id))

@@ -285,6 +285,8 @@ class SandboxCryptoDeposit(Command):
     crypto_network: str = ""
     asset: str = ""
     amount: str = ""
+    # Read for its sandbox triggers only (engine.domain.sandbox_triggers).
+    memo: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +342,8 @@ class SetIdentitySandboxStatus(Command):
 
     identity_id: str = ""
     statuses: dict[str, Any] = field(default_factory=dict)
+    # sandex's own: when the statuses take effect (a timer); None or past: now.
+    effective_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,3 +426,31 @@ class CreateFiatWithdrawal(Command):
     account_id: str | None = None
     metadata: dict[str, str] | None = None
     memo: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetPacing(Command):
+    """How one kind of pending item settles in this world (engine.domain.sandbox_pacing):
+    `mode` one of its MODES, `value` the seconds or polls that mode counts."""
+
+    kind: str = ""
+    mode: str = ""
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasePending(Command):
+    """Settle a pending item of `kind` ("transfer", "conversion", "fiat_account") by hand:
+    `outcome` "complete" or "fail" (then `reason` in its status details)."""
+
+    kind: str = "transfer"
+    item_id: str = ""
+    outcome: str = ""
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CountPoll(Command):
+    """A read of a pending item paced `after_polls`: one poll fewer before it settles."""
+
+    item_id: str = ""

@@ -81,7 +81,8 @@ CATALOGUE: dict[str, EventSpec] = {
     # identities and accounts (engine/domain/identity/)
     "IdentityCreated": _spec("identity"),
     "IdentityUpdated": _spec("identity_id changes"),
-    "IdentityStatusesSet": _spec("identity_id changes"),
+    "IdentityStatusesSet": _spec("identity_id changes", "schedule"),
+    "IdentityStatusesScheduled": _spec("identity_id statuses due_at"),
     "IdentitySummaryStatusChanged": _spec("identity_id old_summary_status new_summary_status"),
     "IdentityDocumentAdded": _spec("document"),
     "InstitutionMembersAdded": _spec("institution_id members"),
@@ -114,6 +115,13 @@ CATALOGUE: dict[str, EventSpec] = {
     "MarketPriceSet": _spec("market price step", "gap"),
     # the sandbox
     "ClockAdvanced": _spec("to"),
+    # engine.domain.sandbox_pacing and engine.domain.transfers.pending: the sandbox's
+    # pacing of pending items, and their settlement by polls or by hand.
+    "SandboxPacingSet": _spec("kind mode", "value"),
+    "SandboxPollsAwaited": _spec("item_id kind polls customer_id"),
+    "SandboxPolled": _spec("item_id left"),
+    "SandboxReleased": _spec("item_id outcome", "reason"),
+    "FiatDepositHeld": _spec("deposit_id transfer_id"),
     "WebhookRegistered": _spec(
         "customer_id webhook_id url secret", credentials="secret", credential_urls="url"
     ),

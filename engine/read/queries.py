@@ -317,6 +317,19 @@ class Queries(ReadConnections):
 
     # -- stablecoin conversions (engine/domain/transfers/stablecoin_conversions.py) ----
 
+    def sandbox_pacing(self) -> dict[str, dict[str, str | None]]:
+        """The kinds paced otherwise than by default (engine.domain.sandbox_pacing)."""
+        rows = self.conn.execute("SELECT kind, mode, value FROM sandbox_pacing").fetchall()
+        return {kind: {"mode": mode, "value": value} for kind, mode, value in rows}
+
+    def polls_awaited(self, customer_id: str, item_id: str) -> bool:
+        """Whether the customer's item settles after a number of reads of it."""
+        row = self._one(
+            "SELECT left_polls FROM sandbox_polls WHERE item_id = ? AND customer_id = ?",
+            (item_id, customer_id),
+        )
+        return row is not None
+
     def stablecoin_conversion(self, customer_id: str, conversion_id: str) -> dict[str, Any]:
         row = self._one(
             "SELECT body FROM stablecoin_conversions WHERE id = ? AND customer_id = ?",

@@ -21,6 +21,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
+from api_adapter.operations import OPERATIONS
 from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, KNOWN_SCOPES
 from tests.support.reference import document
 from tests.support.server_helpers import ROOT as ROOT_DIR
@@ -242,234 +243,11 @@ def test_a_500_names_the_request_id_and_nothing_of_the_bug(sandbox: Any) -> None
 
 # -- scopes ------------------------------------------------------------------------------
 
-# operation id -> (method, path, required scope or None for a public operation)
+# operation id -> (method, path, required scope or None for a public operation): the
+# operation table's rows, which the gates read; the tests below hold the OpenAPI document,
+# the reference's scopes and each operation's answers to it.
 SCOPES: dict[str, tuple[str, str, str | None]] = {
-    "IssueToken": ("POST", "/oauth2/token", None),
-    "ListProfiles": ("GET", "/v2/profiles", "funding:read_profile"),
-    "CreateProfile": ("POST", "/v2/profiles", "funding:write_profile"),
-    "GetProfile": ("GET", "/v2/profiles/{profile_id}", "funding:read_profile"),
-    "UpdateProfile": ("PUT", "/v2/profiles/{profile_id}", "funding:write_profile"),
-    "DeactivateProfile": ("PUT", "/v2/profiles/{profile_id}/deactivate", "funding:write_profile"),
-    "CreateStablecoinConversion": (
-        "POST",
-        "/v2/conversion/stablecoins",
-        "conversion:write_conversion_stablecoin",
-    ),
-    "ListStablecoinConversions": (
-        "GET",
-        "/v2/conversion/stablecoins",
-        "conversion:read_conversion_stablecoin",
-    ),
-    "GetStablecoinConversion": (
-        "GET",
-        "/v2/conversion/stablecoins/{id}",
-        "conversion:read_conversion_stablecoin",
-    ),
-    "CancelStablecoinConversion": (
-        "DELETE",
-        "/v2/conversion/stablecoins/{id}",
-        "conversion:write_conversion_stablecoin",
-    ),
-    "ListTransferLimits": (
-        "GET",
-        "/v2/transfer/limits/utilizations",
-        "transfer:read_transfer_limit",
-    ),
-    "ListProfileBalances": ("GET", "/v2/profiles/{profile_id}/balances", "funding:read_profile"),
-    "GetProfileBalance": (
-        "GET",
-        "/v2/profiles/{profile_id}/balances/{asset}",
-        "funding:read_profile",
-    ),
-    "CreateSandboxDeposit": (
-        "POST",
-        "/v2/sandbox/profiles/{profile_id}/deposit",
-        "funding:read_profile",
-    ),
-    "ListTickers": ("GET", "/v2/all-markets/ticker", None),
-    "ListExecutions": ("GET", "/v2/executions", "exchange:read_order"),
-    "ListMarkets": ("GET", "/v2/markets", None),
-    "GetOrderBook": ("GET", "/v2/markets/{market}/order-book", None),
-    "ListRecentExecutions": ("GET", "/v2/markets/{market}/recent-executions", None),
-    "GetTicker": ("GET", "/v2/markets/{market}/ticker", None),
-    "ListOrders": ("GET", "/v2/orders", "exchange:read_order"),
-    "ListProfileExecutions": (
-        "GET",
-        "/v2/profiles/{profile_id}/executions",
-        "exchange:read_order",
-    ),
-    "ListProfileOrders": ("GET", "/v2/profiles/{profile_id}/orders", "exchange:read_order"),
-    "CreateOrder": ("POST", "/v2/profiles/{profile_id}/orders", "exchange:write_order"),
-    "GetOrder": ("GET", "/v2/profiles/{profile_id}/orders/{id}", "exchange:read_order"),
-    "CancelOrder": ("DELETE", "/v2/profiles/{profile_id}/orders/{id}", "exchange:write_order"),
-    "InitiateSandboxFiatDeposit": (
-        "POST",
-        "/v2/sandbox/fiat-deposits",
-        "transfer:write_sandbox_fiat_deposit",
-    ),
-    "CreateCryptoWithdrawal": (
-        "POST",
-        "/v2/transfer/crypto-withdrawals",
-        "transfer:write_crypto_withdrawal",
-    ),
-    "CreateCryptoWithdrawalFee": (
-        "POST",
-        "/v2/transfer/fees/crypto-withdrawal",
-        "fee:write_crypto_withdrawal_fee",
-    ),
-    "ListFiatDepositInstructions": (
-        "GET",
-        "/v2/transfer/fiat-deposit-instructions",
-        "transfer:read_fiat_deposit_instructions",
-    ),
-    "CreateFiatDepositInstructions": (
-        "POST",
-        "/v2/transfer/fiat-deposit-instructions",
-        "transfer:write_fiat_deposit_instructions",
-    ),
-    "GetFiatDepositInstructions": (
-        "GET",
-        "/v2/transfer/fiat-deposit-instructions/{id}",
-        "transfer:read_fiat_deposit_instructions",
-    ),
-    "CreateInternalTransfer": ("POST", "/v2/transfer/internal", "transfer:write_internal_transfer"),
-    "ListTransfers": ("GET", "/v2/transfer/transfers", "transfer:read_transfer"),
-    "CreateDepositAddress": (
-        "POST",
-        "/v2/transfer/deposit-addresses",
-        "transfer:write_deposit_address",
-    ),
-    "ListDepositAddresses": (
-        "GET",
-        "/v2/transfer/deposit-addresses",
-        "transfer:read_deposit_address",
-    ),
-    "RejectCryptoDeposit": (
-        "POST",
-        "/v2/transfer/crypto-deposits/{id}/reject",
-        "transfer:reject_crypto_deposit",
-    ),
-    "UpdateCryptoDeposit": (
-        "POST",
-        "/v2/transfer/crypto-deposits/{id}/update",
-        "transfer:update_crypto_deposit",
-    ),
-    "GetTransfer": ("GET", "/v2/transfer/transfers/{id}", "transfer:read_transfer"),
-    "CreateFiatAccount": ("POST", "/v2/transfer/fiat-accounts", "transfer:write_fiat_account"),
-    "ListFiatAccounts": ("GET", "/v2/transfer/fiat-accounts", "transfer:read_fiat_account"),
-    "GetFiatAccount": ("GET", "/v2/transfer/fiat-accounts/{id}", "transfer:read_fiat_account"),
-    "UpdateFiatAccount": (
-        "PUT",
-        "/v2/transfer/fiat-accounts/{id}",
-        "transfer:write_fiat_account",
-    ),
-    "DeleteFiatAccount": (
-        "DELETE",
-        "/v2/transfer/fiat-accounts/{id}",
-        "transfer:write_fiat_account",
-    ),
-    "CreateFiatWithdrawal": (
-        "POST",
-        "/v2/transfer/fiat-withdrawals",
-        "transfer:write_fiat_withdrawal",
-    ),
-    "ListEvents": ("GET", "/v2/events", "events:read_event"),
-    "ListQuotes": ("GET", "/v2/quotes", "exchange:read_quote"),
-    "ListPrices": ("GET", "/v2/all-markets/prices", None),
-    "ListHistoricalPrices": (
-        "GET",
-        "/v2/markets/{market}/historical-prices",
-        "exchange:historical_prices",
-    ),
-    "ListQuoteExecutions": (
-        "GET",
-        "/v2/profiles/{profile_id}/quote-executions",
-        "exchange:read_quote_execution",
-    ),
-    "CreateQuoteExecution": (
-        "POST",
-        "/v2/profiles/{profile_id}/quote-executions",
-        "exchange:write_quote_execution",
-    ),
-    "GetQuoteExecution": (
-        "GET",
-        "/v2/profiles/{profile_id}/quote-executions/{id}",
-        "exchange:read_quote_execution",
-    ),
-    "GetEvent": ("GET", "/v2/events/{id}", "events:read_event"),
-    # identities and accounts (issue 19)
-    "CreateIdentity": ("POST", "/v2/identity/identities", "identity:write_identity"),
-    "ListIdentities": ("GET", "/v2/identity/identities", "identity:read_identity"),
-    "GetIdentity": ("GET", "/v2/identity/identities/{id}", "identity:read_identity"),
-    "UpdateIdentity": ("PUT", "/v2/identity/identities/{id}", "identity:write_identity"),
-    "ListIdentityDocuments": (
-        "GET",
-        "/v2/identity/identities/{identity_id}/documents",
-        "identity:read_identity",
-    ),
-    "DocumentUpload": (
-        "PUT",
-        "/v2/identity/identities/{identity_id}/documents",
-        "identity:write_identity",
-    ),
-    "SandboxSetIdentityStatus": (
-        "PUT",
-        "/v2/identity/identities/{id}/sandbox-status",
-        "identity:write_identity",
-    ),
-    "AddInstitutionMembers": (
-        "POST",
-        "/v2/identity/institution-members",
-        "identity:write_identity",
-    ),
-    "DeleteInstitutionMember": (
-        "DELETE",
-        "/v2/identity/institution-members/{id}",
-        "identity:write_identity",
-    ),
-    "CreateAccount": ("POST", "/v2/identity/accounts", "identity:write_account"),
-    "ListAccounts": ("GET", "/v2/identity/accounts", "identity:read_account"),
-    "UpdateAccount": ("PUT", "/v2/identity/accounts", "identity:write_account"),
-    "GetAccount": ("GET", "/v2/identity/accounts/{id}", "identity:read_account"),
-    "AddAccountMembers": ("POST", "/v2/identity/account-members", "identity:write_account"),
-    "DeleteAccountMember": (
-        "DELETE",
-        "/v2/identity/account-members/{id}",
-        "identity:write_account",
-    ),
-    # sandex's own operations: the sandbox's admin powers belong to the bootstrap client
-    "GetSandboxClock": ("GET", "/v2/sandbox/clock", None),
-    "MoveSandboxClock": ("POST", "/v2/sandbox/clock", "sandbox:write_customer"),
-    "CreateSandboxCustomer": ("POST", "/v2/sandbox/customers", "sandbox:write_customer"),
-    "GetSandboxMarketPrice": ("GET", "/v2/sandbox/markets/{market}/price", None),
-    "SetSandboxMarketPrice": (
-        "POST",
-        "/v2/sandbox/markets/{market}/price",
-        "sandbox:write_customer",
-    ),
-    "TakeSandboxSnapshot": ("POST", "/v2/sandbox/snapshots", "sandbox:write_customer"),
-    "ListSandboxSnapshots": ("GET", "/v2/sandbox/snapshots", "sandbox:write_customer"),
-    "RestoreSandboxSnapshot": (
-        "POST",
-        "/v2/sandbox/snapshots/{name}/restore",
-        "sandbox:write_customer",
-    ),
-    "ResetSandbox": ("POST", "/v2/sandbox/reset", "sandbox:write_customer"),
-    "CreateSandboxCryptoDeposit": (
-        "POST",
-        "/v2/sandbox/crypto-deposits",
-        "transfer:write_sandbox_crypto_deposit",
-    ),
-    "RegisterSandboxWebhook": ("POST", "/v2/sandbox/webhooks", "events:read_event"),
-    "GetSandboxWebhook": ("GET", "/v2/sandbox/webhooks", "events:read_event"),
-    "RemoveSandboxWebhook": ("DELETE", "/v2/sandbox/webhooks", "events:read_event"),
-    # the server's other worlds: the default world's bootstrap client's alone
-    "CreateSandboxWorld": ("POST", "/v2/sandbox/worlds", "sandbox:worlds"),
-    "ListSandboxWorlds": ("GET", "/v2/sandbox/worlds", "sandbox:worlds"),
-    "GetSandboxWorld": ("GET", "/v2/sandbox/worlds/{world_id}", "sandbox:worlds"),
-    "DeleteSandboxWorld": ("DELETE", "/v2/sandbox/worlds/{world_id}", "sandbox:worlds"),
-    # for load balancers: no token, nothing of any tenant
-    "GetHealth": ("GET", "/healthz", None),
+    op.id: (op.method, op.path, op.scope) for op in OPERATIONS
 }
 PATH_VALUES = {
     "profile_id": "default",
@@ -497,7 +275,7 @@ def test_the_openapi_document_states_each_operations_scope_as_the_table_does(
 ) -> None:
     documented = _operations(sandbox.http.get("/openapi.json").json())
     missing = sorted(set(documented) - set(SCOPES))
-    assert not missing, f"operations without a row in SCOPES: {missing}"
+    assert not missing, f"operations without a row in the operation table: {missing}"
     assert documented == {k: v for k, v in SCOPES.items() if k in documented}
     assert set(SCOPES) - set(documented) <= {"ListEvents", "GetEvent"}
 
@@ -706,6 +484,11 @@ IDS_BY_PATH = {
     "/v2/transfer/crypto-deposits/{id}/reject": "crypto_deposit_id",
     "/v2/transfer/crypto-deposits/{id}/update": "crypto_deposit_id",
     "/v2/transfer/fiat-accounts/{id}": "fiat_account_id",
+    "/v2/sandbox/transfers/{id}/complete": "transfer_id",
+    "/v2/sandbox/transfers/{id}/fail": "transfer_id",
+    "/v2/sandbox/conversions/{id}/complete": "conversion_id",
+    "/v2/sandbox/fiat-accounts/{id}/complete": "fiat_account_id",
+    "/v2/sandbox/fiat-accounts/{id}/fail": "fiat_account_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox, a world of the server (admin only: a tenant meets 403 before any id).

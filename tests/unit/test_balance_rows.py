@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Engine, open_engine
-from engine.domain.transfers.withdrawals import FAIL_MEMO
+from engine.domain.sandbox_triggers import FAIL as FAIL_MEMO
 from engine.kernel.commands import (
     Actor,
     AdvanceClock,

@@ -106,10 +106,10 @@ def test_orders_decide_the_same_whether_placement_tells_its_crossing_or_not(
     _run(told, _orders(actors, 400))
 
     def withheld(*args: Any) -> None:
-        carry_forward(*args[:5])  # no crossing: carrying forward asks for itself
+        submit(*args[:5])  # no crossing: carrying forward asks for itself
 
-    carry_forward = placement.carry_forward
-    monkeypatch.setattr(placement, "carry_forward", withheld)
+    submit = placement.submit
+    monkeypatch.setattr(placement, "submit", withheld)
     asked, actors = _engine()
     _run(asked, _orders(actors, 400))
     assert told.state.position == asked.state.position > setup + 1000

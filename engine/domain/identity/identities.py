@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from engine.domain.metadata import check_metadata
-from engine.kernel.clock import parse_time
+from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import CreateIdentity, SetIdentitySandboxStatus, UpdateIdentity
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
@@ -365,14 +365,33 @@ def update_identity(ctx: Ctx, cmd: UpdateIdentity) -> dict[str, Any]:
 
 
 def set_sandbox_status(ctx: Ctx, cmd: SetIdentitySandboxStatus) -> dict[str, Any]:
-    """The sandbox's verdicts: approve (both checks APPROVED), deny, disable."""
+    """The sandbox's verdicts: approve (both checks APPROVED), deny, disable; now, or at
+    `effective_at` of engine time (a timer: IdentityStatusesScheduled)."""
     state = ctx.state
     record = find_identity(state, cmd.actor.customer_id, cmd.identity_id)
+    changes = _status_changes(record, cmd.statuses)
+    if cmd.effective_at is not None and cmd.effective_at > ctx.now:
+        ctx.emit(
+            "IdentityStatusesScheduled",
+            f"identity-{record['id']}",
+            {
+                "identity_id": record["id"],
+                "statuses": cmd.statuses,
+                "due_at": format_time(cmd.effective_at),
+            },
+        )
+        return {}
+    _set_statuses(ctx, record, changes)
+    return {}
+
+
+def _status_changes(record: dict[str, Any], statuses: dict[str, Any]) -> dict[str, Any]:
+    """What `statuses` change in the identity, each checked."""
     field = _DETAILS[record["type"]]
     own = set(_all_checks(record["type"]))
     changes: dict[str, Any] = {}
     details = dict(record.get(field) or {})
-    for name, value in cmd.statuses.items():
+    for name, value in statuses.items():
         if name in ("user_disabled", "admin_disabled"):
             if value is not None:
                 changes[name] = bool(value.get("disabled"))
@@ -389,15 +408,33 @@ def set_sandbox_status(ctx: Ctx, cmd: SetIdentitySandboxStatus) -> dict[str, Any
         details[name] = value
     if details != (record.get(field) or {}):
         changes[field] = details
-    changes = {k: v for k, v in changes.items() if record.get(k) != v}
-    if changes:
-        ctx.emit(
-            "IdentityStatusesSet",
-            f"identity-{record['id']}",
-            {"identity_id": record["id"], "changes": changes},
-        )
+    return {k: v for k, v in changes.items() if record.get(k) != v}
+
+
+def _set_statuses(
+    ctx: Ctx, record: dict[str, Any], changes: dict[str, Any], schedule: str | None = None
+) -> None:
+    if changes or schedule is not None:
+        data: dict[str, Any] = {"identity_id": record["id"], "changes": changes}
+        if schedule is not None:
+            data["schedule"] = schedule
+        ctx.emit("IdentityStatusesSet", f"identity-{record['id']}", data)
         announce_status(ctx, record)
-    return {}
+
+
+def scheduled_statuses(ctx: Ctx, key: str) -> None:
+    """The timer of IdentityStatusesScheduled: the statuses, as they change the identity
+    now (checked when they were scheduled)."""
+    entry = _schedules(ctx.state).get(key)
+    if entry is None:
+        return
+    record = identities(ctx.state)[entry["identity_id"]]
+    _set_statuses(ctx, record, _status_changes(record, entry["statuses"]), schedule=key)
+
+
+def _schedules(state: State) -> dict[str, dict[str, Any]]:
+    """Statuses set for later, by the position of the event that scheduled them."""
+    return state.ext.setdefault("identity_schedules", {})  # type: ignore[no-any-return]
 
 
 def _all_checks(kind: str) -> tuple[str, ...]:
@@ -447,7 +484,18 @@ def _changed(state: State, e: Event) -> None:
     record = identities(state)[e.data["identity_id"]]
     record.update(e.data["changes"])
     record["updated_at"] = e.occurred_at
+    if "schedule" in e.data:
+        _schedules(state).pop(e.data["schedule"], None)
     mark_identity(state, record["id"])
+
+
+def _scheduled(state: State, e: Event) -> None:
+    key = str(e.position)
+    _schedules(state)[key] = {
+        "identity_id": e.data["identity_id"],
+        "statuses": e.data["statuses"],
+    }
+    state.timers.add(parse_time(e.data["due_at"]), "identity_status", key)
 
 
 def _summary_changed(state: State, e: Event) -> None:
@@ -504,7 +552,9 @@ REGISTRATION = Registration(
         "IdentityCreated": _created,
         "IdentityUpdated": _changed,
         "IdentityStatusesSet": _changed,
+        "IdentityStatusesScheduled": _scheduled,
         "IdentitySummaryStatusChanged": _summary_changed,
     },
+    timers={"identity_status": scheduled_statuses},
     tables=(TABLE,),
 )

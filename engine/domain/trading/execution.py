@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from engine.domain import sandbox_triggers
 from engine.domain.ledger import FEES, HOUSE, available, trading
 from engine.domain.trading.amount_texts import UNIT, decimal_text, price_text, units_text
 from engine.domain.trading.book import BUY, SELL
@@ -44,6 +45,19 @@ def carry_forward(
     if mk.stops:
         _cascade(ctx, tr, mk, step)
     arm(ctx, tr, mk, step + 1)
+
+
+def submit(
+    ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int, crossing: bool | None = None
+) -> None:
+    """An order reaching the market: REJECTED when its metadata asks for it
+    (engine.domain.sandbox_triggers), else carried forward."""
+    if order.metadata:
+        reason = sandbox_triggers.order_rejection(order.metadata)
+        if reason is not None:
+            close_order(ctx, order, "OrderRejected", reason)
+            return
+    carry_forward(ctx, tr, mk, order, step, crossing)
 
 
 def close_order(ctx: Ctx, o: Order, kind: str, reason: str | None = None) -> None:

@@ -3,7 +3,7 @@ market's watch (engine.domain.trading.market_watch) due."""
 
 from __future__ import annotations
 
-from engine.domain.trading.execution import carry_forward, close_order, house_crossing
+from engine.domain.trading.execution import close_order, house_crossing, submit
 from engine.domain.trading.market_watch import arm
 from engine.domain.trading.trading_state import live_trading, market_config
 from engine.kernel.state import Ctx
@@ -17,7 +17,7 @@ def submit_due(ctx: Ctx, order_id: str) -> None:
         return
     ctx.emit("OrderSubmitted", f"order-{o.id}", {"order_id": o.id})
     mk = tr.markets[o.market]
-    carry_forward(ctx, tr, mk, o, market_config(tr).step_of(ctx.now))
+    submit(ctx, tr, mk, o, market_config(tr).step_of(ctx.now))
 
 
 def expire_due(ctx: Ctx, order_id: str) -> None:

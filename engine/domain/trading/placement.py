@@ -18,7 +18,7 @@ from engine.domain.ledger import available, trading
 from engine.domain.metadata import check_metadata
 from engine.domain.trading.amount_texts import price_text, price_ticks, ticks_text
 from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.execution import carry_forward
+from engine.domain.trading.execution import submit
 from engine.domain.trading.market import Market
 from engine.domain.trading.matching import crosses
 from engine.domain.trading.order import SIDES
@@ -294,7 +294,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     ctx.emit("OrderPlaced", f"order-{order_id}", {"order": record, "postings": postings})
     order = tr.orders[order_id]
     if not latency:
-        carry_forward(ctx, tr, mk, order, step, crossing)
+        submit(ctx, tr, mk, order, step, crossing)
     return order_view(ctx.state, order)
 
 

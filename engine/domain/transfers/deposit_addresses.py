@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from engine.domain import sandbox_pacing, sandbox_triggers
 from engine.domain.customers import resolve_profile
 from engine.domain.identity.permissions import check_acting, check_named
 from engine.domain.ledger import WORLD, available
@@ -31,10 +32,9 @@ from engine.domain.transfers.notional_prices import usd_value
 from engine.domain.transfers.withdrawals import (
     CONVERSION,
     confirmation_delay,
-    delay_span,
     tx_hash,
 )
-from engine.kernel.clock import format_time, parse_time
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import (
     CreateDepositAddress,
     RejectCryptoDeposit,
@@ -187,25 +187,37 @@ def sandbox_crypto_deposit(ctx: Ctx, cmd: SandboxCryptoDeposit) -> dict[str, Any
         "metadata": target.get("metadata"),
         "notional_value": format_amount(notional),
     }
-    if threshold is not None and notional > threshold:
+    if cmd.memo == sandbox_triggers.REVIEW:
+        record["secondary_status"] = {
+            "name": INFO_REQUESTED,
+            "detail": f"held for review as its memo '{sandbox_triggers.REVIEW}' asks:"
+            " the originator's travel rule information is needed",
+        }
+    elif threshold is not None and notional > threshold:
         record["secondary_status"] = {
             "name": INFO_REQUESTED,
             "detail": f"a deposit worth more than {format_amount(threshold)} USD needs the"
             " originator's travel rule information",
         }
     transfer = transfer_records.create(ctx, record, [])
-    delay = confirmation_delay(ctx.settings, network)
-    due = ctx.now + delay_span(delay)
+    if sandbox_triggers.held(cmd.memo):
+        pace = sandbox_pacing.Pace(None)
+    else:
+        pace = sandbox_pacing.pace(ctx, "deposit", confirmation_delay(ctx.settings, network))
     ctx.emit(
         "CryptoDepositReceived",
         f"transfer-{transfer['id']}",
         {
             "transfer_id": transfer["id"],
             "deposit_address_id": target["id"],
-            "due_at": format_time(due),
+            "due_at": pace.due_text,
         },
     )
-    if due <= ctx.now:
+    if pace.polls is not None:
+        sandbox_pacing.await_polls(
+            ctx, "deposit", transfer["id"], record["customer_id"], pace.polls
+        )
+    if pace.due is not None and pace.due <= ctx.now:
         confirm(ctx, transfer["id"])
     return transfer_records.transfer_view(state.transfers[transfer["id"]])
 
@@ -228,6 +240,12 @@ def confirm(ctx: Ctx, transfer_id: str) -> None:
     else:
         postings = [(WORLD, credited, t["asset"], amount)]
     transfer_records.complete(ctx, transfer_id, {}, postings)
+
+
+def under_review(state: State, transfer_id: str) -> bool:
+    """Whether the deposit waits for travel rule information (only an update or a
+    rejection ends that)."""
+    return transfer_id in _held(state)
 
 
 def _deposit_needing_info(ctx: Ctx, customer_id: str, transfer_id: str, identity_id: str) -> None:
@@ -326,7 +344,8 @@ def _received(state: State, e: Event) -> None:
     tid = e.data["transfer_id"]
     if state.transfers[tid].get("secondary_status") is not None:
         _held(state)[tid] = e.data["due_at"]
-    state.timers.add(parse_time(e.data["due_at"]), "crypto_deposit_confirmation", tid)
+    if e.data["due_at"] is not None:  # None: held, or paced by polls or by hand
+        state.timers.add(parse_time(e.data["due_at"]), "crypto_deposit_confirmation", tid)
 
 
 def _released(state: State, e: Event) -> None:

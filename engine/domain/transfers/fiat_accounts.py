@@ -4,22 +4,23 @@ An account holds one network's instructions (a wire with its routing details, or
 CUBIX, CBIT, DBS or SCB account), checked as a bank would check them: an ABA routing
 number's checksum, a SWIFT BIC's form, an IBAN's mod-97 check. It is created, and
 updated, PENDING; an automated review on the engine clock (`fiat_account_review_seconds`
-later, a timer) makes it APPROVED, or REJECTED when a metadata value is "sandbox:reject"
-(how a user tests that path). Only an APPROVED account takes withdrawals; a deleted one
+later, a timer, or as the world paces reviews) makes it APPROVED, or REJECTED when a
+metadata value is "sandbox:reject" (engine.domain.sandbox_triggers: how a user tests that
+path). Only an APPROVED account takes withdrawals; a deleted one
 is gone for every operation but a read with `include_deleted`.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from typing import Any
 
 import orjson
 
+from engine.domain import sandbox_pacing, sandbox_triggers
 from engine.domain.identity.permissions import check_acting
 from engine.domain.metadata import check_metadata
-from engine.kernel.clock import format_time, parse_time
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import CreateFiatAccount, DeleteFiatAccount, UpdateFiatAccount
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
 from engine.kernel.events import Event
@@ -27,8 +28,6 @@ from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
-# A metadata value that makes the automated review reject the account.
-REJECT_VALUE = "sandbox:reject"
 # The request's network keys and the service's FiatNetwork names.
 NETWORKS = {"wire": "WIRE", "cbit": "CBIT", "dbs_act": "DBS_ACT", "cubix": "CUBIX", "scb": "SCB"}
 _MAX_REF_ID = 128
@@ -201,9 +200,16 @@ def _check_instructions(instructions: dict[str, Any]) -> None:
             )
 
 
-def _review_due(ctx: Ctx) -> str:
-    delay = ctx.settings.fiat_account_review_seconds
-    return format_time(ctx.now + timedelta(microseconds=int(delay * 1_000_000)))
+def _review_pace(ctx: Ctx) -> sandbox_pacing.Pace:
+    return sandbox_pacing.pace(ctx, "fiat_account_review", ctx.settings.fiat_account_review_seconds)
+
+
+def _paced_review(ctx: Ctx, pace: sandbox_pacing.Pace, account_id: str, customer_id: str) -> None:
+    """After a creation or an update: count the polls the pace asks for, or review now."""
+    if pace.polls is not None:
+        sandbox_pacing.await_polls(ctx, "fiat_account_review", account_id, customer_id, pace.polls)
+    if pace.due is not None and pace.due <= ctx.now:
+        review(ctx, account_id)
 
 
 def owned_account(state: State, customer_id: str, account_id: str) -> dict[str, Any] | None:
@@ -255,10 +261,13 @@ def create_fiat_account(ctx: Ctx, cmd: CreateFiatAccount) -> dict[str, Any]:
         "created_at": ctx.now_text,
         "updated_at": ctx.now_text,
     }
-    due = _review_due(ctx)
-    ctx.emit("FiatAccountCreated", f"fiat-account-{account_id}", {"account": record, "due_at": due})
-    if parse_time(due) <= ctx.now:
-        review(ctx, account_id)
+    pace = _review_pace(ctx)
+    ctx.emit(
+        "FiatAccountCreated",
+        f"fiat-account-{account_id}",
+        {"account": record, "due_at": pace.due_text},
+    )
+    _paced_review(ctx, pace, account_id, cmd.actor.customer_id)
     return account_view(accounts(state)[account_id])
 
 
@@ -314,14 +323,13 @@ def update_fiat_account(ctx: Ctx, cmd: UpdateFiatAccount) -> dict[str, Any]:
         changes["fiat_network_instructions"] = instructions
     if cmd.metadata is not None:
         changes["metadata"] = check_metadata(cmd.metadata)
-    due = _review_due(ctx)
+    pace = _review_pace(ctx)
     ctx.emit(
         "FiatAccountUpdated",
         f"fiat-account-{record['id']}",
-        {"fiat_account_id": record["id"], "changes": changes, "due_at": due},
+        {"fiat_account_id": record["id"], "changes": changes, "due_at": pace.due_text},
     )
-    if parse_time(due) <= ctx.now:
-        review(ctx, record["id"])
+    _paced_review(ctx, pace, record["id"], record["customer_id"])
     return account_view(record)
 
 
@@ -341,13 +349,20 @@ def review(ctx: Ctx, account_id: str) -> None:
     record = accounts(ctx.state).get(account_id)
     if record is None or record.get("deleted") or record["status"] != "PENDING":
         return
-    if ctx.now < parse_time(record["review_due_at"]):
-        return  # a review of an earlier version: the update's own review comes later
-    rejected = REJECT_VALUE in (record.get("metadata") or {}).values()
+    due = record["review_due_at"]
+    if due is None or ctx.now < parse_time(due):
+        # a review of an earlier version: the latest one is due later, or is paced by
+        # polls or by hand
+        return
+    decide_review(ctx, account_id, approve=not sandbox_triggers.rejects(record.get("metadata")))
+
+
+def decide_review(ctx: Ctx, account_id: str, *, approve: bool) -> None:
+    """The review's verdict on a PENDING account: APPROVED or REJECTED."""
     ctx.emit(
         "FiatAccountReviewed",
         f"fiat-account-{account_id}",
-        {"fiat_account_id": account_id, "status": "REJECTED" if rejected else "APPROVED"},
+        {"fiat_account_id": account_id, "status": "APPROVED" if approve else "REJECTED"},
     )
 
 
@@ -359,7 +374,8 @@ def _created(state: State, e: Event) -> None:
     record["seq"] = e.position
     record["review_due_at"] = e.data["due_at"]
     accounts(state)[record["id"]] = record
-    state.timers.add(parse_time(e.data["due_at"]), "fiat_account_review", record["id"])
+    if e.data["due_at"] is not None:  # None: paced by polls or by hand
+        state.timers.add(parse_time(e.data["due_at"]), "fiat_account_review", record["id"])
     state.mark("fiat_account", record["id"])
 
 
@@ -369,7 +385,8 @@ def _updated(state: State, e: Event) -> None:
     record["status"] = "PENDING"
     record["updated_at"] = e.occurred_at
     record["review_due_at"] = e.data["due_at"]
-    state.timers.add(parse_time(e.data["due_at"]), "fiat_account_review", record["id"])
+    if e.data["due_at"] is not None:  # None: paced by polls or by hand
+        state.timers.add(parse_time(e.data["due_at"]), "fiat_account_review", record["id"])
     state.mark("fiat_account", record["id"])
 
 

@@ -5,24 +5,26 @@ from the profile's available balance into its withdrawal hold, in the event that
 the PENDING transfer (WIRE_WITHDRAWAL, CUBIX_WITHDRAWAL or CBIT_WITHDRAWAL, by the
 account's network); a timer `fiat_withdrawal_seconds` later either posts the hold to the
 outside world (`amount`) and the platform's fee income (`fee`), or, when the memo is
-"sandbox:fail", voids it back to the profile (FAILED).
+one of the failure triggers (engine.domain.sandbox_triggers), voids it back to the
+profile (FAILED). The world's pacing of withdrawals, or the memo "sandbox:hold", may
+leave it PENDING until polled or released.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from engine.config.settings import Settings
+from engine.domain import sandbox_pacing, sandbox_triggers
 from engine.domain.customers import active_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
 from engine.domain.transfers.fiat_accounts import network_of, owned_account
-from engine.domain.transfers.withdrawals import FAIL_MEMO, fail_as_asked
-from engine.kernel.clock import format_time, parse_time
+from engine.domain.transfers.withdrawals import fail_as_asked, paced
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import CreateFiatWithdrawal
 from engine.kernel.errors import (
     AlreadyExists,
@@ -142,18 +144,21 @@ def create_fiat_withdrawal(ctx: Ctx, cmd: CreateFiatWithdrawal) -> dict[str, Any
     }
     hold: list[Posting] = [(available(profile_id), withdrawing(profile_id), "USD", total)]
     transfer = transfer_records.create(ctx, record, hold)
-    delay = ctx.settings.fiat_withdrawal_seconds
-    due = ctx.now + timedelta(microseconds=int(delay * 1_000_000))
+    pace = paced(ctx, cmd.memo, ctx.settings.fiat_withdrawal_seconds)
     ctx.emit(
         "FiatWithdrawalRequested",
         f"transfer-{transfer['id']}",
         {
             "transfer_id": transfer["id"],
             "fiat_account_id": account["id"],
-            "due_at": format_time(due),
+            "due_at": pace.due_text,
         },
     )
-    if due <= ctx.now:
+    if pace.polls is not None:
+        sandbox_pacing.await_polls(
+            ctx, "withdrawal", transfer["id"], record["customer_id"], pace.polls
+        )
+    if pace.due is not None and pace.due <= ctx.now:
         settle(ctx, transfer["id"])
     return transfer_records.transfer_view(state.transfers[transfer["id"]])
 
@@ -163,10 +168,16 @@ def settle(ctx: Ctx, transfer_id: str) -> None:
     t = ctx.state.transfers.get(transfer_id)
     if t is None or t["type"] not in TRANSFER_TYPES.values() or t["status"] != "PENDING":
         return
+    settle_as(ctx, transfer_id, fail=sandbox_triggers.failure(t.get("memo"))[0])
+
+
+def settle_as(ctx: Ctx, transfer_id: str, *, fail: bool, reason: str | None = None) -> None:
+    """A PENDING fiat withdrawal paid out, or failed with its hold returned."""
+    t = ctx.state.transfers[transfer_id]
     hold = withdrawing(t["profile_id"])
     amount, charged, total = Decimal(t["amount"]), Decimal(t["fee"]), Decimal(t["total"])
-    if t.get("memo") == FAIL_MEMO:
-        fail_as_asked(ctx, transfer_id, [(hold, available(t["profile_id"]), "USD", total)])
+    if fail:
+        fail_as_asked(ctx, transfer_id, [(hold, available(t["profile_id"]), "USD", total)], reason)
         return
     postings: list[Posting] = [(hold, WORLD, "USD", amount)]
     if charged > ZERO:
@@ -175,7 +186,8 @@ def settle(ctx: Ctx, transfer_id: str) -> None:
 
 
 def _requested(state: State, e: Event) -> None:
-    state.timers.add(parse_time(e.data["due_at"]), "fiat_withdrawal", e.data["transfer_id"])
+    if e.data["due_at"] is not None:  # None: held, or paced by polls or by hand
+        state.timers.add(parse_time(e.data["due_at"]), "fiat_withdrawal", e.data["transfer_id"])
 
 
 DECIDERS = {CreateFiatWithdrawal: create_fiat_withdrawal}

@@ -8,13 +8,14 @@ from typing import Any
 
 import orjson
 
+from engine.domain import sandbox_pacing, sandbox_triggers
 from engine.domain.customers import active_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
 from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_asset_network
-from engine.kernel.clock import format_time, parse_time
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import (
     CreateFiatDepositInstructions,
     InitiateFiatDeposit,
@@ -176,8 +177,8 @@ def initiate_fiat_deposit(ctx: Ctx, cmd: InitiateFiatDeposit) -> dict[str, Any]:
     if record is None or record["customer_id"] != cmd.actor.customer_id:
         raise NotFound(f"fiat deposit instructions not found with memo_id {cmd.memo_id}")
     deposit_id = ctx.ids.uuid()
-    delay = ctx.settings.fiat_deposit_delay_seconds
-    due = ctx.now + timedelta(microseconds=int(delay * 1_000_000))
+    pace = _fiat_pace(ctx, record.get("metadata"))
+    due = pace.due
     ctx.emit(
         "FiatDepositInitiated",
         f"fiat-deposit-{deposit_id}",
@@ -188,21 +189,59 @@ def initiate_fiat_deposit(ctx: Ctx, cmd: InitiateFiatDeposit) -> dict[str, Any]:
             "customer_id": record["customer_id"],
             "amount": format_amount(amount),
             "fee": format_amount(ctx.settings.wire_fee),
-            "due_at": format_time(due),
+            "due_at": pace.due_text,
             "fiat_network_instructions": cmd.fiat_network_instructions,
             "fiat_account_owner": cmd.fiat_account_owner,
         },
     )
-    if due <= ctx.now:
+    if due is None:
+        # Held, or paced by polls or by hand: the wire shows as a PENDING transfer until
+        # it is polled or released (engine.domain.transfers.pending).
+        transfer_id = _open(ctx, deposit_id)
+        ctx.emit(
+            "FiatDepositHeld",
+            f"fiat-deposit-{deposit_id}",
+            {"deposit_id": deposit_id, "transfer_id": transfer_id},
+        )
+        if pace.polls is not None:
+            sandbox_pacing.await_polls(
+                ctx, "fiat_deposit", transfer_id, record["customer_id"], pace.polls
+            )
+    elif due <= ctx.now:
         credit_fiat_deposit(ctx, deposit_id)
     return {}
+
+
+def _fiat_pace(ctx: Ctx, metadata: dict[str, str] | None) -> sandbox_pacing.Pace:
+    """A wire to instructions whose metadata hold or delay it, else the world's pace."""
+    if sandbox_triggers.HOLD in sandbox_triggers.metadata_values(metadata):
+        return sandbox_pacing.Pace(None)
+    delay = sandbox_triggers.delay_of(metadata)
+    if delay is not None:
+        return sandbox_pacing.Pace(ctx.now + timedelta(microseconds=int(delay * 1_000_000)))
+    return sandbox_pacing.pace(ctx, "fiat_deposit", ctx.settings.fiat_deposit_delay_seconds)
 
 
 def credit_fiat_deposit(ctx: Ctx, deposit_id: str) -> None:
     """The wire arrives: a WIRE_DEPOSIT credit, the fee to the platform."""
     pending = ctx.state.pending_fiat.get(deposit_id)
-    if pending is None:
+    if pending is None or pending.get("transfer_id"):
         return
+    settle_fiat_deposit(ctx, deposit_id, _open(ctx, deposit_id))
+
+
+def held_fiat_deposit(state: State, transfer_id: str) -> str | None:
+    """The sandbox fiat deposit whose PENDING transfer `transfer_id` is, if one is."""
+    return _held_deposits(state).get(transfer_id)
+
+
+def _held_deposits(state: State) -> dict[str, str]:
+    return state.ext.setdefault("held_fiat_deposits", {})  # type: ignore[no-any-return]
+
+
+def _open(ctx: Ctx, deposit_id: str) -> str:
+    """The wire's WIRE_DEPOSIT transfer, PENDING."""
+    pending = ctx.state.pending_fiat[deposit_id]
     amount = Decimal(pending["amount"])
     fee = Decimal(pending["fee"])
     total = amount - fee
@@ -223,23 +262,31 @@ def credit_fiat_deposit(ctx: Ctx, deposit_id: str) -> None:
         "metadata": instructions.get("metadata"),
         "identity_id": instructions.get("identity_id") or None,
     }
-    transfer = transfer_records.create(ctx, record, [])
-    if total <= ZERO:
-        transfer_records.fail(
-            ctx,
-            transfer["id"],
-            {"status_details": {"reason": "the wire amount does not cover the wire fee"}},
-            [],
-        )
+    return str(transfer_records.create(ctx, record, [])["id"])
+
+
+def settle_fiat_deposit(
+    ctx: Ctx, deposit_id: str, transfer_id: str, *, fail: bool = False, reason: str | None = None
+) -> None:
+    """The wire's PENDING transfer credited (amount less the fee), or FAILED: a wire
+    that does not cover the fee, or one released to fail."""
+    pending = ctx.state.pending_fiat[deposit_id]
+    fee = Decimal(pending["fee"])
+    total = Decimal(pending["amount"]) - fee
+    profile_id = pending["profile_id"]
+    if fail or total <= ZERO:
+        why = "the wire amount does not cover the wire fee" if not fail else None
+        details = {"reason": why or reason or "released to fail"}
+        transfer_records.fail(ctx, transfer_id, {"status_details": details}, [])
     else:
         postings = [(WORLD, available(profile_id), "USD", total)]
         if fee > ZERO:
             postings.append((WORLD, FEES, "USD", fee))
-        transfer_records.complete(ctx, transfer["id"], {}, postings)
+        transfer_records.complete(ctx, transfer_id, {}, postings)
     ctx.emit(
         "FiatDepositCredited",
         f"fiat-deposit-{deposit_id}",
-        {"deposit_id": deposit_id, "transfer_id": transfer["id"]},
+        {"deposit_id": deposit_id, "transfer_id": transfer_id},
     )
 
 
@@ -256,11 +303,18 @@ def _instructions_created(state: State, e: Event) -> None:
 
 def _fiat_initiated(state: State, e: Event) -> None:
     state.pending_fiat[e.data["deposit_id"]] = dict(e.data)
-    state.timers.add(parse_time(e.data["due_at"]), "fiat_deposit", e.data["deposit_id"])
+    if e.data["due_at"] is not None:  # None: held, or paced by polls or by hand
+        state.timers.add(parse_time(e.data["due_at"]), "fiat_deposit", e.data["deposit_id"])
+
+
+def _fiat_held(state: State, e: Event) -> None:
+    state.pending_fiat[e.data["deposit_id"]]["transfer_id"] = e.data["transfer_id"]
+    _held_deposits(state)[e.data["transfer_id"]] = e.data["deposit_id"]
 
 
 def _fiat_credited(state: State, e: Event) -> None:
     state.pending_fiat.pop(e.data["deposit_id"], None)
+    _held_deposits(state).pop(e.data["transfer_id"], None)
 
 
 DECIDERS = {
@@ -272,6 +326,7 @@ DECIDERS = {
 APPLIERS = {
     "FiatDepositInstructionsCreated": _instructions_created,
     "FiatDepositInitiated": _fiat_initiated,
+    "FiatDepositHeld": _fiat_held,
     "FiatDepositCredited": _fiat_credited,
 }
 

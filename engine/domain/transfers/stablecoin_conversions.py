@@ -11,19 +11,19 @@ withdrawal paid from another balance does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
+from engine.domain import sandbox_pacing
 from engine.domain.customers import active_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import available, converting
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers.transfer_records import post
 from engine.domain.transfers.withdrawals import CONVERSION
-from engine.kernel.clock import format_time, parse_time
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
 from engine.kernel.errors import (
     AlreadyExists,
@@ -125,8 +125,7 @@ def create_conversion(ctx: Ctx, cmd: CreateStablecoinConversion) -> dict[str, An
     _precision(amount, cmd.source_asset, cmd.target_asset, held)
     if held < amount:
         raise InsufficientFunds(pid, cmd.source_asset, format_normal(held), format_amount(amount))
-    delay = ctx.settings.conversion_settle_seconds
-    due = ctx.now + timedelta(microseconds=int(delay * 1_000_000))
+    pace = sandbox_pacing.pace(ctx, "conversion", ctx.settings.conversion_settle_seconds)
     record = {
         "id": ctx.ids.uuid(),
         "customer_id": customer_id,
@@ -142,7 +141,7 @@ def create_conversion(ctx: Ctx, cmd: CreateStablecoinConversion) -> dict[str, An
         "updated_at": ctx.now_text,
         "metadata": metadata,
         "recipient_profile_id": recipient,
-        "due_at": format_time(due),
+        "due_at": pace.due_text,
     }
     ctx.emit(
         "StablecoinConversionCreated",
@@ -154,7 +153,9 @@ def create_conversion(ctx: Ctx, cmd: CreateStablecoinConversion) -> dict[str, An
             ),
         },
     )
-    if due <= ctx.now:
+    if pace.polls is not None:
+        sandbox_pacing.await_polls(ctx, "conversion", record["id"], customer_id, pace.polls)
+    if pace.due is not None and pace.due <= ctx.now:
         settle(ctx, record["id"])
     return conversion_view(conversions(state)[record["id"]])
 
@@ -215,7 +216,10 @@ def _created(state: State, e: Event) -> None:
     if record.get("ref_id"):
         _refs(state)[(record["customer_id"], record["ref_id"])] = record["id"]
     post(state, e.data["postings"])
-    state.timers.add(parse_time(record["due_at"]), "stablecoin_conversion_settlement", record["id"])
+    if record["due_at"] is not None:  # None: paced by polls or by hand
+        state.timers.add(
+            parse_time(record["due_at"]), "stablecoin_conversion_settlement", record["id"]
+        )
     state.mark("stablecoin_conversion", record["id"])
 
 

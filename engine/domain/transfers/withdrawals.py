@@ -15,13 +15,14 @@ from functools import lru_cache
 from typing import Any
 
 from engine.config.settings import Settings
+from engine.domain import sandbox_pacing, sandbox_triggers
 from engine.domain.customers import active_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records, withdrawal_fees
 from engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
-from engine.kernel.clock import format_time, parse_time
+from engine.kernel.clock import parse_time
 from engine.kernel.commands import CreateCryptoWithdrawal
 from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
 from engine.kernel.events import Event
@@ -29,9 +30,6 @@ from engine.kernel.ledger import Posting
 from engine.kernel.money import ZERO, check_precision, format_amount, format_normal
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
-
-# A memo with this value makes the withdrawal end FAILED, for users testing that path.
-FAIL_MEMO = "sandbox:fail"
 
 # Where a withdrawal paid from another balance (USD for a USDC withdrawal) is converted
 # at par: an external account, like `world`, whose per-asset balances net each other.
@@ -62,17 +60,37 @@ _EVM = frozenset({"ETHEREUM", "POLYGON_POS", "BASE", "ARBITRUM_ONE", "INK", "XLA
 _MAX_REF_ID = 128
 
 
-def fail_as_asked(ctx: Ctx, transfer_id: str, returned: list[Posting]) -> None:
-    """A withdrawal whose memo asks for the failure path (crypto or fiat): FAILED, its
-    hold returned by `returned`, and the reason in its status details."""
-    details = {
-        "sandbox_forced_failure": {
-            "message": f"withdrawal failed because its memo is '{FAIL_MEMO}';"
+def fail_as_asked(
+    ctx: Ctx, transfer_id: str, returned: list[Posting], reason: str | None = None
+) -> None:
+    """A withdrawal (crypto or fiat) whose memo asks for the failure path, or released
+    to fail: FAILED, its hold returned by `returned`, and why in its status details."""
+    memo = ctx.state.transfers[transfer_id].get("memo")
+    asked, named = sandbox_triggers.failure(memo)
+    if asked and named is None and reason is None:
+        details: dict[str, Any] = {
+            "message": f"withdrawal failed because its memo is '{sandbox_triggers.FAIL}';"
             " the held funds are returned",
-            "memo": FAIL_MEMO,
+            "memo": sandbox_triggers.FAIL,
         }
-    }
-    transfer_records.fail(ctx, transfer_id, {"status_details": details}, returned)
+    else:
+        why = reason if reason is not None else named
+        details = {
+            "message": f"withdrawal failed: {why or 'released to fail'};"
+            " the held funds are returned",
+            **({"memo": memo} if asked else {}),
+            **({"reason": why} if why else {}),
+        }
+    changes = {"status_details": {"sandbox_forced_failure": details}}
+    transfer_records.fail(ctx, transfer_id, changes, returned)
+
+
+def paced(ctx: Ctx, memo: str | None, default_seconds: Decimal) -> sandbox_pacing.Pace:
+    """When a new withdrawal settles: never by itself when its memo holds it, else as
+    the world paces withdrawals."""
+    if sandbox_triggers.held(memo):
+        return sandbox_pacing.Pace(None)
+    return sandbox_pacing.pace(ctx, "withdrawal", default_seconds)
 
 
 def confirmation_delay(settings: Settings, network: str) -> Decimal:
@@ -183,19 +201,22 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
     }
     hold: list[Posting] = [(available(profile_id), withdrawing(profile_id), balance_asset, total)]
     transfer = transfer_records.create(ctx, record, hold)
-    delay = confirmation_delay(ctx.settings, cmd.crypto_network)
-    due = ctx.now + delay_span(delay)
+    pace = paced(ctx, cmd.memo, confirmation_delay(ctx.settings, cmd.crypto_network))
     ctx.emit(
         "CryptoWithdrawalRequested",
         f"transfer-{transfer['id']}",
         {
             "transfer_id": transfer["id"],
-            "due_at": format_time(due),
+            "due_at": pace.due_text,
             "fee_id": cmd.fee_id,
             "beneficiary": cmd.beneficiary,
         },
     )
-    if due <= ctx.now:
+    if pace.polls is not None:
+        sandbox_pacing.await_polls(
+            ctx, "withdrawal", transfer["id"], record["customer_id"], pace.polls
+        )
+    if pace.due is not None and pace.due <= ctx.now:
         confirm(ctx, transfer["id"])
     return transfer_records.transfer_view(state.transfers[transfer["id"]])
 
@@ -238,12 +259,18 @@ def confirm(ctx: Ctx, transfer_id: str) -> None:
     t = ctx.state.transfers.get(transfer_id)
     if t is None or t["type"] != "CRYPTO_WITHDRAWAL" or t["status"] != "PENDING":
         return
+    settle(ctx, transfer_id, fail=sandbox_triggers.failure(t.get("memo"))[0])
+
+
+def settle(ctx: Ctx, transfer_id: str, *, fail: bool, reason: str | None = None) -> None:
+    """A PENDING crypto withdrawal completed (the hold posted out) or failed (returned)."""
+    t = ctx.state.transfers[transfer_id]
     profile_id = t["profile_id"]
     asset, paid_from = t["asset"], t["balance_asset"]
     amount, fee, total = Decimal(t["amount"]), Decimal(t["fee"]), Decimal(t["total"])
     hold = withdrawing(profile_id)
-    if t.get("memo") == FAIL_MEMO:
-        fail_as_asked(ctx, transfer_id, [(hold, available(profile_id), paid_from, total)])
+    if fail:
+        fail_as_asked(ctx, transfer_id, [(hold, available(profile_id), paid_from, total)], reason)
         return
     source = hold
     postings: list[Posting] = []
@@ -258,7 +285,10 @@ def confirm(ctx: Ctx, transfer_id: str) -> None:
 
 
 def _requested(state: State, e: Event) -> None:
-    state.timers.add(parse_time(e.data["due_at"]), "withdrawal_confirmation", e.data["transfer_id"])
+    if e.data["due_at"] is not None:  # None: held, or paced by polls or by hand
+        state.timers.add(
+            parse_time(e.data["due_at"]), "withdrawal_confirmation", e.data["transfer_id"]
+        )
 
 
 def check_holds(state: State) -> list[str]:
