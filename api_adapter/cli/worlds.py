@@ -14,7 +14,7 @@ def world_db(db: str, world: str | None) -> str:
     if world is None:
         return db
     from api_adapter.worlds.manager import folder_for, location_of
-    from engine.store import display
+    from engine.read.database_contents import display
 
     try:
         where = location_of(db, world)
@@ -28,7 +28,7 @@ def world_db(db: str, world: str | None) -> str:
 def list_worlds(args: argparse.Namespace) -> int:
     """`sandex worlds list`: one line per world: id, name, clock, events, size, created."""
     from api_adapter.worlds.manager import kept_worlds
-    from engine.store import display
+    from engine.read.database_contents import display
 
     found = kept_worlds(args.db)
     if not found:
@@ -47,7 +47,8 @@ def delete_world(args: argparse.Namespace) -> int:
     """`sandex worlds delete ID`: its files removed; refused while a server serves the
     database (that server deletes it: `DELETE /v2/sandbox/worlds/{id}`)."""
     from api_adapter.worlds.manager import delete_kept
-    from engine.store import LeaseHeld, display
+    from engine.read.database_contents import display
+    from engine.store import LeaseHeld
 
     world_db(args.db, args.world_id)  # it exists
     try:
