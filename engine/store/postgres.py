@@ -211,6 +211,8 @@ class _Lease:
                 with suppress(psycopg.Error):
                     self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
                 self.conn.close()
+        if self._thread is not threading.current_thread():
+            self._thread.join()  # a stopped store leaves no thread behind (it ends at once)
 
 
 def _lease_key(url: str) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,20 +73,26 @@ def _drive(world: World) -> tuple[dict[str, str], str]:
     return headers, order
 
 
-def _sessions(db: Any) -> int:
+def _sessions(db: Any, *, ended: bool = False) -> int:
     """The sessions other than this one that a server database has open (none for a
-    file)."""
+    file). `ended`: the sessions were all closed, so wait (up to 10 s) for the server to
+    end their backends, which it does after a client's close has returned."""
     where = locate(db)
     if not where.on_server:
         return 0
     import psycopg
 
-    with psycopg.connect(where.conninfo()[0]) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).fetchone()
-    return int(row[0]) if row else 0
+    deadline = time.monotonic() + 10
+    with psycopg.connect(where.conninfo()[0], autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+            count = int(row[0]) if row else 0
+            if not ended or count == 0 or time.monotonic() > deadline:
+                return count
+            time.sleep(0.05)
 
 
 def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(
@@ -112,7 +119,7 @@ def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(
     world.stop()  # a second stop does nothing
     assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []
     assert _open_files(tmp_path) == []  # the database, or its key file and such
-    assert _sessions(db) == 0
+    assert _sessions(db, ended=True) == 0
 
 
 def test_a_world_that_fails_to_start_gives_its_database_back(database: Any) -> None:
