@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from api_adapter import auth, openapi, problems
 from api_adapter.logging import RequestLog
 from api_adapter.middleware.body_guard import BodyGuard
 from api_adapter.middleware.fast_lane import FastLane
-from api_adapter.rate_limits import RateLimiter, rate_limit
+from api_adapter.rate_limits import RateLimiter
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
     accounts,
@@ -34,6 +34,7 @@ from api_adapter.routes import (
     quotes,
     sandbox,
     snapshots,
+    token,
     transfer_limits,
     transfers,
     webhooks,
@@ -45,7 +46,7 @@ from engine import Engine
 from engine.read.cursors import Cursors
 from engine.read.queries import Queries
 
-ROUTERS = [auth.router, profiles.router, funding.router, transfers.router, sandbox.router]
+ROUTERS = [token.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [deposit_addresses.router]
 ROUTERS += [orders.router, executions.router, markets.router]
@@ -91,7 +92,6 @@ def create_app(
         # sandex logs each request itself (structlog); FastAPI's OpenTelemetry hooks
         # looked up the global providers on every request to learn they are unset.
         telemetry={"tracing": False, "metrics": False, "logs": False},
-        dependencies=[Depends(rate_limit)],
         # no badge image from the public validator service
         swagger_ui_parameters={"validatorUrl": None},
     )
@@ -107,6 +107,8 @@ def create_app(
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
+    # The request pipeline's gates after the rate limit and the bearer check (pipeline.py).
+    app.state.gates = ()
     # The server's other worlds, kept by the default world's `World` (api_adapter/worlds);
     # none in a world's own app, where the worlds operations are 404.
     app.state.worlds = None

@@ -16,21 +16,15 @@ import base64
 import hashlib
 import hmac
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, Request, Security
 from fastapi.openapi.models import OAuthFlowClientCredentials, OAuthFlows
 from fastapi.security import OAuth2
 
-from api_adapter import response_shapes
 from api_adapter.problems import AuthError
-from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
-from api_adapter.responses import JSONResponse
 from engine.config.settings import KNOWN_SCOPES
-from engine.domain.customers import secret_matches
 from engine.read import clients as client_rows
 from engine.read.connections import ReadConnections
 from engine.runtime.key_file import KeyFile
@@ -58,7 +52,8 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-def _unb64(text: str) -> bytes:
+def unb64(text: str) -> bytes:
+    """Base64url without its padding, decoded (tokens, HTTP Basic credentials)."""
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
@@ -95,7 +90,7 @@ class LoopTurns:
 
 # Tokens whose signature and payload have been checked, kept until the cache fills up.
 # Only the signature check is cached: expiry is compared on every request, and the
-# client's revocation is looked up on every request (`authenticate`).
+# client's revocation is looked up on every request (`principal_of`).
 _VERIFIED_MAX = 4096
 
 
@@ -152,86 +147,12 @@ class Tokens:
         if not hmac.compare_digest(self._sign(parts[1]), parts[2]):
             raise AuthError(401, "invalid access token")
         try:
-            claims = orjson.loads(_unb64(parts[1]))
+            claims = orjson.loads(unb64(parts[1]))
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise AuthError(401, "malformed access token") from exc
         if not isinstance(claims, dict):
             raise AuthError(401, "malformed access token")
         return claims
-
-
-def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
-    return JSONResponse(
-        {"error": error, "error_description": description},
-        status_code=status,
-        headers={"Cache-Control": "no-store"},
-    )
-
-
-router = APIRouter(tags=["OAuth2"])
-
-
-@router.post(
-    "/oauth2/token",
-    operation_id="IssueToken",
-    summary="Issue an access token (client credentials)",
-    responses=response_shapes.ok(response_shapes.TokenResponse),
-)
-async def issue_token(request: Request) -> JSONResponse:
-    try:
-        form = await request.form()
-    except Exception:  # noqa: BLE001 - any unreadable body is the client's fault
-        return _oauth_error(400, "invalid_request", "the body must be form-encoded")
-    grant_type = form.get("grant_type")
-    client_id = form.get("client_id")
-    client_secret = form.get("client_secret")
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("basic ") and client_id is None:
-        try:
-            client_id, _, client_secret = _unb64(header[6:].strip()).decode().partition(":")
-        except (ValueError, UnicodeError):
-            return _oauth_error(401, "invalid_client", "malformed basic credentials")
-    if grant_type != "client_credentials":
-        if not grant_type:
-            return _oauth_error(400, "invalid_request", "grant_type is required")
-        return _oauth_error(400, "unsupported_grant_type", "only client_credentials is supported")
-    if not isinstance(client_id, str) or not isinstance(client_secret, str):
-        return _oauth_error(401, "invalid_client", "client_id and client_secret are required")
-    # Every token request was charged to its address's `token` budget before this
-    # handler ran. A failed one is charged besides to the address's `token-failures`
-    # budget, whose penalty is checked before the deliberately slow secret check: that
-    # check is no amplifier of an unauthenticated flood, and whoever names a client
-    # without its secret throttles their own address, never the client's.
-    limiter: RateLimiter | None = request.app.state.limiter
-    if limiter is not None:
-        limiter.hold(request.scope, TOKEN_FAILURES)
-    client = client_rows.client(request.app.state.queries, client_id)
-    if (
-        client is None
-        or client["revoked"]
-        or not secret_matches(client_secret, client["salt"], client["secret_hash"])
-    ):
-        if limiter is not None:
-            limiter.charge(request.scope, TOKEN_FAILURES)
-        return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
-    requested = form.get("scope")
-    if isinstance(requested, str) and requested.strip():
-        scopes = requested.split()
-        missing = [s for s in scopes if s not in client["scopes"]]
-        if missing:
-            return _oauth_error(400, "invalid_scope", f"scope not granted to client: {missing[0]}")
-    else:
-        scopes = list(client["scopes"])
-    tokens: Tokens = request.app.state.tokens
-    return JSONResponse(
-        {
-            "access_token": tokens.issue(client_id, scopes),
-            "expires_in": tokens.ttl,
-            "scope": " ".join(scopes),
-            "token_type": "bearer",
-        },
-        headers={"Cache-Control": "no-store"},
-    )
 
 
 class Clients:
@@ -307,11 +228,6 @@ class Clients:
         return principal
 
 
-def authenticate(request: Request, authorization: str | None) -> Principal:
-    state = request.app.state
-    return principal_of(state.tokens, state.clients, authorization)
-
-
 def principal_of(tokens: Tokens, clients: Clients, authorization: str | None) -> Principal:
     """Who holds the bearer token of an Authorization header, or AuthError 401."""
     if not authorization:
@@ -325,24 +241,3 @@ def principal_of(tokens: Tokens, clients: Clients, authorization: str | None) ->
     if client is None or client["revoked"]:
         raise AuthError(401, "the client of this token is revoked or unknown")
     return clients.principal(token, claims, client)
-
-
-def require(scope: str) -> Callable[..., Any]:
-    """A dependency that admits a bearer token holding `scope`."""
-
-    async def dependency(
-        request: Request,
-        authorization: str | None = Security(oauth2_scheme, scopes=[scope]),
-    ) -> Principal:
-        principal = authenticate(request, authorization)
-        if scope not in principal.scopes:
-            raise AuthError(
-                403,
-                f"insufficient scope: this operation requires {scope}",
-                meta={"required_scope": scope},
-            )
-        request.state.client_id = principal.client_id
-        return principal
-
-    dependency.__name__ = f"require_{scope.replace(':', '_')}"
-    return dependency

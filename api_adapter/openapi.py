@@ -3,7 +3,10 @@
 FastAPI documents a 422 validation error that sandex never sends; sandex answers
 problem details (400, 401, 403, 404, 409, 413, 415, 429, 503) and its token endpoint
 takes a form FastAPI cannot see. The document is fixed once, when first asked for, so
-that clients and property-based fuzzers (schemathesis) can hold the server to it.
+that clients and property-based fuzzers (schemathesis) can hold the server to it. Each
+operation's path, method, scope and answer come from its row in the operation table
+(api_adapter/operations.py), through its route (`pipeline.route`); the problems it may
+answer follow from its scope and method.
 """
 
 from __future__ import annotations
@@ -60,9 +63,9 @@ WIRE = {
         "bank_address": {"country": "US"},
     },
 }
-# A request body per operation, with realistic values: each works as it stands on a
-# sandbox whose DEFAULT profile holds some BTC and USD, but for the ids only another
-# answer can give (a memo_id, a second profile's id).
+# A request body per operation (by its id in the operation table), with realistic
+# values: each works as it stands on a sandbox whose DEFAULT profile holds some BTC and
+# USD, but for the ids only another answer can give (a memo_id, a second profile's id).
 REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "CreateProfile": {"nickname": "desk", "description": "the trading desk"},
     "UpdateProfile": {"nickname": "main desk"},
@@ -196,7 +199,7 @@ def _integer_header(description: str) -> dict[str, Any]:
     return {"description": description, "schema": {"type": "integer", "minimum": 0}}
 
 
-# The rate limit's headers (api_adapter/ratelimit.py): on a 429, and on every answer to
+# The rate limiter's headers (`rate_limits.Verdict`): on a 429, and on every answer to
 # an admitted request while rate limits are on.
 RATE_LIMIT_HEADERS = {
     "Retry-After": _integer_header("Seconds until the address's penalty ends"),
@@ -262,9 +265,9 @@ def _fix(doc: dict[str, Any]) -> None:
                 continue
             # 413: any request, a declared length over the limit; 415: any body of another
             # media type sent with a POST or DELETE, whether the operation takes one or not
-            # (api_adapter/guard.py answers both before any route)
+            # (`BodyGuard` answers both before any route)
             statuses = [400, 404, 413, 429, 503]
-            if op.get("security"):
+            if op.get("security"):  # the row's scope, declared by its route's gate
                 statuses += [401, 403]
             if method != "get":
                 statuses += [409, 415]

@@ -50,6 +50,27 @@ def title_for(status: int) -> str:
     return _TITLES.get(status, "Error")
 
 
+def problem_body(
+    status: int,
+    detail: str,
+    *,
+    type_uri: str = "about:blank",
+    title: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An RFC 7807 problem document; its title the status's reason phrase unless given.
+    Every problem sandex answers is made here, a domain error's too."""
+    body: dict[str, Any] = {
+        "type": type_uri,
+        "title": title or title_for(status),
+        "status": status,
+        "detail": detail,
+    }
+    if meta is not None:
+        body["meta"] = meta
+    return body
+
+
 def domain_status(exc: DomainError) -> int:
     return DOMAIN_PROBLEMS[exc.code][0]
 
@@ -58,13 +79,5 @@ def domain_problem_body(exc: DomainError) -> dict[str, Any]:
     """The RFC 7807 body the HTTP API answers for `exc`; the backtest's strategies are
     given it too (`engine.backtest.run(problems=...)`)."""
     status, slug, title = DOMAIN_PROBLEMS[exc.code]
-    body: dict[str, Any] = {
-        "type": PROBLEM_BASE + slug if slug else "about:blank",
-        "title": title or title_for(status),
-        "status": status,
-        "detail": exc.detail,
-    }
-    meta = exc.details
-    if meta is not None:
-        body["meta"] = meta
-    return body
+    type_uri = PROBLEM_BASE + slug if slug else "about:blank"
+    return problem_body(status, exc.detail, type_uri=type_uri, title=title, meta=exc.details)

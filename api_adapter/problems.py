@@ -151,23 +151,36 @@ def http_problem(exc: HTTPException, method: str, path: str) -> ProblemResponse:
     return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
 
 
-def install(app: FastAPI) -> None:
-    @app.exception_handler(DomainError)
-    async def _domain(request: Request, exc: DomainError) -> ProblemResponse:
+def auth_problem(exc: AuthError) -> ProblemResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return problem(exc.status, exc.detail, meta=exc.meta, headers=headers)
+
+
+# The refusals a request's pipeline and handlers raise, and their problem documents.
+REFUSALS = (DomainError, AuthError, RequestValidationError, HTTPException)
+
+
+def render(exc: Exception, method: str, path: str) -> ProblemResponse:
+    """The problem answer of a refusal (one of REFUSALS), whoever raised it: a gate, the
+    fast lane, a route's handler or FastAPI's validation. `path` is the request's, for a
+    404's detail."""
+    if isinstance(exc, DomainError):
         return domain_problem(exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> ProblemResponse:
+    if isinstance(exc, AuthError):
+        return auth_problem(exc)
+    if isinstance(exc, RequestValidationError):
         return validation_problem(list(exc.errors()))
+    if isinstance(exc, HTTPException):
+        return http_problem(exc, method, path)
+    raise TypeError(f"not a refusal: {exc!r}")
 
-    @app.exception_handler(AuthError)
-    async def _auth(request: Request, exc: AuthError) -> ProblemResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return problem(exc.status, exc.detail, meta=exc.meta, headers=headers)
 
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException) -> ProblemResponse:
-        return http_problem(exc, request.method, request.url.path)
+def install(app: FastAPI) -> None:
+    async def _refused(request: Request, exc: Exception) -> ProblemResponse:
+        return render(exc, request.method, request.url.path)
+
+    for refusal in REFUSALS:
+        app.add_exception_handler(refusal, _refused)
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> ProblemResponse:

@@ -434,3 +434,22 @@ class CreateFiatWithdrawalRequest(Body):
     account_id: ShortText | None = None
     metadata: dict[str, str] | None = None
     memo: Annotated[str, StringConstraints(pattern=MEMO_PATTERN, max_length=500)] | None = None
+
+
+class WebhookRequest(Body):
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+
+
+class SnapshotRequest(Body):
+    name: ShortText
+
+
+class CreateWorldRequest(Body):
+    name: ShortText | None = None
+    clock: Literal["wall", "manual"] = "wall"
+    start_time: ShortText | None = None
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None
+    settings: dict[str, Any] | None = None
+    from_world: ShortText | None = None
+    from_snapshot: ShortText | None = None
+    expires_after_idle_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 24 * 3600)] | None = None

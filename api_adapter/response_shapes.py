@@ -600,9 +600,13 @@ class SandboxWorldCreated(Shape):
     base_url: Annotated[str, Field(examples=["http://127.0.0.1:8000/w/w_Qm9yZXN0LWdyZWVuLTAx/v2"])]
     token_url: str
     client_id: str
-    # drawn from the OS and answered this once; None for a fork, whose clients are its
-    # template's (with their secrets)
-    client_secret: str | None = None
+    client_secret: Annotated[
+        str | None,
+        Field(
+            description="the bootstrap client's secret, drawn from the OS and answered this"
+            " once; absent for a fork, whose clients (and their secrets) are its template's"
+        ),
+    ] = None
     profile_id: Id
     clock: SandboxWorldClock
     created_at: Time
@@ -657,6 +661,15 @@ class SandboxWebhookStatus(SandboxWebhook):
     last_error: str | None = None
 
 
+class HealthWorlds(Shape):
+    total: Annotated[int, Field(description="worlds the server keeps")]
+    loaded: Annotated[int, Field(description="worlds loaded now (an engine each)")]
+    max_worlds: Annotated[int, Field(description="the most worlds kept (`max_worlds`)")]
+    max_loaded_worlds: Annotated[
+        int, Field(description="the most worlds loaded at once (`max_loaded_worlds`)")
+    ]
+
+
 class Health(Shape):
     status: Literal["ok", "unavailable"]
     role: Annotated[
@@ -675,6 +688,13 @@ class Health(Shape):
     store: Annotated[Literal["ok", "unavailable"], Field(description="whether the log can be read")]
     position: Annotated[int, Field(description="position of the last committed event")]
     clock: SandboxClock
+    worlds: Annotated[
+        HealthWorlds | None,
+        Field(
+            description="the server's other worlds (docs/worlds.md): in the default world's"
+            " answer only; a world's own knows nothing of the others"
+        ),
+    ] = None
 
 
 # -- deposit addresses and crypto deposits -------------------------------------------------

@@ -8,7 +8,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Send
 
-from api_adapter.problem_types import title_for
+from api_adapter.problem_types import problem_body
 
 
 class JSONResponse(Response):
@@ -43,12 +43,5 @@ def problem(
     meta: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
 ) -> ProblemResponse:
-    body: dict[str, Any] = {
-        "type": type_uri,
-        "title": title or title_for(status),
-        "status": status,
-        "detail": detail,
-    }
-    if meta is not None:
-        body["meta"] = meta
+    body = problem_body(status, detail, type_uri=type_uri, title=title, meta=meta)
     return ProblemResponse(body, status_code=status, headers=headers)

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter.problem_types import title_for
 from api_adapter.request_bodies import STRICT_FIELDS
+from api_adapter.responses import problem
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 MAX_DEPTH = 32
@@ -85,9 +85,11 @@ def _depth(body: bytes) -> int:
     return max(map(operator.sub, accumulate(steps), count(1)), default=0)
 
 
-# Where the guard leaves a body it parsed for the app: (the body, its value), in the
-# request's state. The fast lane validates that value instead of parsing the body again.
+# Where the guard leaves a `/v2` body it accepted, in the request's state: (the body, its
+# value, or _UNPARSED until `body_value` is first asked for it). The fast lane validates
+# that value instead of reading and parsing the body again.
 PARSED_BODY = "sandex.parsed_body"
+_UNPARSED = object()
 _SCALARS = (str, bool, type(None))
 
 
@@ -189,24 +191,31 @@ def _declared_length(scope: Scope) -> int | None:
     return None
 
 
-async def _problem(
-    send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    body = orjson.dumps(
-        {"type": "about:blank", "title": title_for(status), "status": status, "detail": detail}
-    )
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/problem+json"),
-                (b"content-length", str(len(body)).encode()),
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+def body_value(scope: Scope) -> Any | None:
+    """The JSON value of the body the guard accepted for this request, parsed once
+    whoever asks first; None when it holds none (no body, not a `/v2` operation) or the
+    value is one orjson cannot hold (an integer beyond 64 bits): the app's own parse
+    judges those."""
+    held = scope.get("state", {}).get(PARSED_BODY)
+    if held is None:
+        return None
+    body, value = held
+    if value is _UNPARSED:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+        scope["state"][PARSED_BODY] = body, value
+    return value
+
+
+async def _problem(scope: Scope, send: Send, status: int, detail: str, close: bool = False) -> None:
+    headers = {"Connection": "close"} if close else None
+    await problem(status, detail, headers=headers)(scope, _no_body, send)
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}
 
 
 class BodyGuard:
@@ -225,13 +234,13 @@ class BodyGuard:
             await self.app(scope, receive, send)
             return
         if nul_in_target(scope):
-            await _problem(send, 400, "a path or query holds a NUL character (U+0000)")
+            await _problem(scope, send, 400, "a path or query holds a NUL character (U+0000)")
             return
         limit = self.max_body_bytes
         declared = _declared_length(scope)
         too_large = f"request body too large: at most {limit} bytes"
         if declared is not None and declared > limit:
-            await _problem(send, 413, too_large, [(b"connection", b"close")])
+            await _problem(scope, send, 413, too_large, close=True)
             return
         if scope["method"] not in _WITH_BODY:
             await self.app(scope, receive, send)
@@ -246,7 +255,7 @@ class BodyGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                await _problem(send, 413, too_large, [(b"connection", b"close")])
+                await _problem(scope, send, 413, too_large, close=True)
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
@@ -255,13 +264,14 @@ class BodyGuard:
             media = _media_type(scope)
             fault = self._media_fault(media)
             if fault is None:
-                value = flat_object(body)
-                if value is not None:
-                    scope.setdefault("state", {})[PARSED_BODY] = body, value
-                elif (why := json_fault(body)) is not None:
+                value: Any = flat_object(body)
+                if value is None and (why := json_fault(body)) is not None:
                     fault = 400, why
+                elif value is None:
+                    value = _UNPARSED
+                scope.setdefault("state", {})[PARSED_BODY] = body, value
             if fault is not None:
-                await _problem(send, *fault)
+                await _problem(scope, send, *fault)
                 return
             if media is None:  # JSON sent bare is taken as JSON
                 scope = {**scope, "headers": [*scope["headers"], _JSON_HEADER]}

@@ -7,15 +7,13 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import identity_shapes as shapes
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.identity_bodies import (
     AddAccountMembersRequest,
     CreateAccountRequest,
     UpdateAccountRequest,
 )
 from api_adapter.paging import created_page, updated_times
+from api_adapter.pipeline import Caller, route
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.kernel.commands import (
@@ -29,14 +27,9 @@ from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/identity", tags=["Accounts"])
 
-Read = Annotated[Principal, Depends(require("identity:read_account"))]
-Write = Annotated[Principal, Depends(require("identity:write_account"))]
 
-
-@router.post(
-    "/accounts", operation_id="CreateAccount", responses=response_shapes.ok(shapes.Account)
-)
-async def create_account(request: Request, who: Write, body: CreateAccountRequest) -> JSONResponse:
+@route(router, "CreateAccount")
+async def create_account(request: Request, who: Caller, body: CreateAccountRequest) -> JSONResponse:
     command = CreateAccount(
         actor=actor(request, who),
         account=body.account.model_dump(exclude_none=True),
@@ -45,14 +38,10 @@ async def create_account(request: Request, who: Write, body: CreateAccountReques
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/accounts",
-    operation_id="ListAccounts",
-    responses=response_shapes.ok(shapes.ListAccountsResponse),
-)
+@route(router, "ListAccounts")
 async def list_accounts(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
     identity_id: str | None = None,
@@ -63,8 +52,8 @@ async def list_accounts(
     return JSONResponse(reads.list_accounts(queries, who.customer_id, page, identity_id))
 
 
-@router.put("/accounts", operation_id="UpdateAccount", responses=response_shapes.ok(shapes.Account))
-async def update_account(request: Request, who: Write, body: UpdateAccountRequest) -> JSONResponse:
+@route(router, "UpdateAccount")
+async def update_account(request: Request, who: Caller, body: UpdateAccountRequest) -> JSONResponse:
     command = UpdateAccount(
         actor=actor(request, who),
         account=body.account.model_dump(exclude_none=True),
@@ -73,21 +62,14 @@ async def update_account(request: Request, who: Write, body: UpdateAccountReques
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/accounts/{id}", operation_id="GetAccount", responses=response_shapes.ok(shapes.Account)
-)
-async def get_account(request: Request, who: Read, id: str) -> JSONResponse:
+@route(router, "GetAccount")
+async def get_account(request: Request, who: Caller, id: str) -> JSONResponse:
     return JSONResponse(reads.account(request.app.state.queries, who.customer_id, id))
 
 
-@router.post(
-    "/account-members",
-    operation_id="AddAccountMembers",
-    tags=["Account Members"],
-    responses=response_shapes.ok(shapes.AddAccountMembersResponse),
-)
+@route(router, "AddAccountMembers", tags=["Account Members"])
 async def add_account_members(
-    request: Request, who: Write, body: AddAccountMembersRequest
+    request: Request, who: Caller, body: AddAccountMembersRequest
 ) -> JSONResponse:
     command = AddAccountMembers(
         actor=actor(request, who),
@@ -97,12 +79,7 @@ async def add_account_members(
     return JSONResponse(await run(request, command))
 
 
-@router.delete(
-    "/account-members/{id}",
-    operation_id="DeleteAccountMember",
-    tags=["Account Members"],
-    responses=response_shapes.ok(shapes.DeleteAccountMemberResponse),
-)
-async def delete_account_member(request: Request, who: Write, id: str) -> JSONResponse:
+@route(router, "DeleteAccountMember", tags=["Account Members"])
+async def delete_account_member(request: Request, who: Caller, id: str) -> JSONResponse:
     command = RemoveAccountMember(actor=actor(request, who), member_id=id)
     return JSONResponse(await run(request, command))

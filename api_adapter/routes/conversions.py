@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit, Order, checked_time
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateStablecoinConversionRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
@@ -17,19 +16,13 @@ from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/conversion", tags=["Stablecoin Conversion"])
 
-Read = Annotated[Principal, Depends(require("conversion:read_conversion_stablecoin"))]
-Write = Annotated[Principal, Depends(require("conversion:write_conversion_stablecoin"))]
 # The reference's inclusive time bounds, under its names.
 TimeBound = Annotated[str | None, Query()]
 
 
-@router.post(
-    "/stablecoins",
-    operation_id="CreateStablecoinConversion",
-    responses=response_shapes.ok(response_shapes.StablecoinConversion),
-)
+@route(router, "CreateStablecoinConversion")
 async def create_conversion(
-    request: Request, who: Write, body: CreateStablecoinConversionRequest
+    request: Request, who: Caller, body: CreateStablecoinConversionRequest
 ) -> JSONResponse:
     command = CreateStablecoinConversion(
         actor=actor(request, who),
@@ -46,14 +39,10 @@ async def create_conversion(
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/stablecoins",
-    operation_id="ListStablecoinConversions",
-    responses=response_shapes.ok(response_shapes.ListStablecoinConversionsResponse),
-)
+@route(router, "ListStablecoinConversions")
 async def list_conversions(
     request: Request,
-    who: Read,
+    who: Caller,
     profile_id: str | None = None,
     ref_id: str | None = None,
     created_at_begin: Annotated[TimeBound, Query(alias="created_at.begin")] = None,
@@ -83,20 +72,12 @@ async def list_conversions(
     )
 
 
-@router.get(
-    "/stablecoins/{id}",
-    operation_id="GetStablecoinConversion",
-    responses=response_shapes.ok(response_shapes.StablecoinConversion),
-)
-async def get_conversion(request: Request, who: Read, id: str) -> JSONResponse:
+@route(router, "GetStablecoinConversion")
+async def get_conversion(request: Request, who: Caller, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.stablecoin_conversion(who.customer_id, id))
 
 
-@router.delete(
-    "/stablecoins/{id}",
-    operation_id="CancelStablecoinConversion",
-    responses=response_shapes.ok(response_shapes.StablecoinConversion),
-)
-async def cancel_conversion(request: Request, who: Write, id: str) -> JSONResponse:
+@route(router, "CancelStablecoinConversion")
+async def cancel_conversion(request: Request, who: Caller, id: str) -> JSONResponse:
     command = CancelStablecoinConversion(actor=actor(request, who), conversion_id=id)
     return JSONResponse(await run(request, command))

@@ -7,9 +7,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import (
     CreateDepositAddressRequest,
     RejectCryptoDepositRequest,
@@ -32,14 +31,10 @@ router = APIRouter(prefix="/v2", tags=["Deposit Addresses"])
 Many = Annotated[list[str] | None, Query()]
 
 
-@router.post(
-    "/transfer/deposit-addresses",
-    operation_id="CreateDepositAddress",
-    responses=response_shapes.ok(response_shapes.DepositAddress),
-)
+@route(router, "CreateDepositAddress")
 async def create_deposit_address(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_deposit_address"))],
+    who: Caller,
     body: CreateDepositAddressRequest,
 ) -> JSONResponse:
     command = CreateDepositAddress(
@@ -55,14 +50,10 @@ async def create_deposit_address(
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/transfer/deposit-addresses",
-    operation_id="ListDepositAddresses",
-    responses=response_shapes.ok(response_shapes.ListDepositAddressesResponse),
-)
+@route(router, "ListDepositAddresses")
 async def list_addresses(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:read_deposit_address"))],
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     order_by: Literal["CREATED_AT"] | None = None,
     profile_ids: Many = None,
@@ -82,15 +73,10 @@ async def list_addresses(
     return JSONResponse(list_deposit_addresses(queries, who.customer_id, page, filters))
 
 
-@router.post(
-    "/transfer/crypto-deposits/{id}/reject",
-    operation_id="RejectCryptoDeposit",
-    responses=response_shapes.ok(response_shapes.RejectCryptoDepositResponse),
-    tags=["Crypto Deposits"],
-)
+@route(router, "RejectCryptoDeposit", tags=["Crypto Deposits"])
 async def reject_crypto_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:reject_crypto_deposit"))],
+    who: Caller,
     id: str,
     body: RejectCryptoDepositRequest,
 ) -> JSONResponse:
@@ -100,15 +86,10 @@ async def reject_crypto_deposit(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/transfer/crypto-deposits/{id}/update",
-    operation_id="UpdateCryptoDeposit",
-    responses=response_shapes.ok(response_shapes.UpdateCryptoDepositResponse),
-    tags=["Crypto Deposits"],
-)
+@route(router, "UpdateCryptoDeposit", tags=["Crypto Deposits"])
 async def update_crypto_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:update_crypto_deposit"))],
+    who: Caller,
     id: str,
     body: UpdateCryptoDepositRequest,
 ) -> JSONResponse:
@@ -121,15 +102,10 @@ async def update_crypto_deposit(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/sandbox/crypto-deposits",
-    operation_id="CreateSandboxCryptoDeposit",
-    responses=response_shapes.ok(response_shapes.Transfer),
-    tags=["Sandbox"],
-)
+@route(router, "CreateSandboxCryptoDeposit", tags=["Sandbox"])
 async def sandbox_crypto_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_sandbox_crypto_deposit"))],
+    who: Caller,
     body: SandboxCryptoDepositRequest,
 ) -> JSONResponse:
     command = SandboxCryptoDeposit(

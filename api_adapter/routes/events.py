@@ -8,28 +8,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import page_limit
+from api_adapter.pipeline import Caller, route
 from api_adapter.responses import JSONResponse
 from api_adapter.webhook_delivery import delivered_through
 from engine.read import feed
 
 router = APIRouter(prefix="/v2", tags=["Events"])
 
-Read = Annotated[Principal, Depends(require("events:read_event"))]
 
-
-@router.get(
-    "/events",
-    operation_id="ListEvents",
-    responses=response_shapes.ok(response_shapes.ListEventsResponse),
-)
+@route(router, "ListEvents")
 async def list_events(
     request: Request,
-    who: Read,
+    who: Caller,
     limit: Annotated[
         int | None,
         page_limit(feed.MAX_LIMIT),
@@ -68,9 +61,7 @@ async def list_events(
     return JSONResponse({"events": events}, headers=headers)
 
 
-@router.get(
-    "/events/{id}", operation_id="GetEvent", responses=response_shapes.ok(response_shapes.Event)
-)
-async def get_event(request: Request, who: Read, id: str) -> JSONResponse:
+@route(router, "GetEvent")
+async def get_event(request: Request, who: Caller, id: str) -> JSONResponse:
     through = delivered_through(request.app, who.customer_id)
     return JSONResponse(feed.get_event(request.app.state.queries, who.customer_id, id, through))

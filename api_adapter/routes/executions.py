@@ -6,15 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit, checked_time
+from api_adapter.pipeline import Caller, route
 from api_adapter.responses import JSONResponse
 from engine.read.queries import Page, checked_limit
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
-Read = Annotated[Principal, Depends(require("exchange:read_order"))]
 # The reference: at most 1000 per page across profiles; per profile 20 by default, 500 at most.
 PROFILE_DEFAULT_LIMIT = 20
 PROFILE_MAX_LIMIT = 500
@@ -34,14 +32,10 @@ def execution_page(
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
 
-@router.get(
-    "/executions",
-    operation_id="ListExecutions",
-    responses=response_shapes.ok(response_shapes.ListExecutionsResponse),
-)
+@route(router, "ListExecutions")
 async def list_executions(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(execution_page)],
     profile_id: str | None = None,
     account_id: str | None = None,
@@ -60,14 +54,10 @@ async def list_executions(
     )
 
 
-@router.get(
-    "/profiles/{profile_id}/executions",
-    operation_id="ListProfileExecutions",
-    responses=response_shapes.ok(response_shapes.ListExecutionsResponse),
-)
+@route(router, "ListProfileExecutions")
 async def list_profile_executions(
     request: Request,
-    who: Read,
+    who: Caller,
     profile_id: str,
     page: Annotated[Page, Depends(execution_page)],
     order_id: str | None = None,

@@ -6,9 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import (
     CreateFiatAccountRequest,
     CreateFiatWithdrawalRequest,
@@ -27,19 +26,13 @@ from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/transfer", tags=["Fiat Transfers"])
 
-Read = Annotated[Principal, Depends(require("transfer:read_fiat_account"))]
-Write = Annotated[Principal, Depends(require("transfer:write_fiat_account"))]
 Many = Annotated[list[str] | None, Query()]
 IncludeDeleted = Annotated[bool | None, Query()]
 
 
-@router.post(
-    "/fiat-accounts",
-    operation_id="CreateFiatAccount",
-    responses=response_shapes.ok(response_shapes.FiatAccount),
-)
+@route(router, "CreateFiatAccount")
 async def create_fiat_account(
-    request: Request, who: Write, body: CreateFiatAccountRequest
+    request: Request, who: Caller, body: CreateFiatAccountRequest
 ) -> JSONResponse:
     command = CreateFiatAccount(
         actor=actor(request, who),
@@ -53,14 +46,10 @@ async def create_fiat_account(
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/fiat-accounts",
-    operation_id="ListFiatAccounts",
-    responses=response_shapes.ok(response_shapes.ListFiatAccountsResponse),
-)
+@route(router, "ListFiatAccounts")
 async def list_accounts(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     ids: Many = None,
     ref_ids: Many = None,
@@ -74,25 +63,17 @@ async def list_accounts(
     )
 
 
-@router.get(
-    "/fiat-accounts/{id}",
-    operation_id="GetFiatAccount",
-    responses=response_shapes.ok(response_shapes.FiatAccount),
-)
+@route(router, "GetFiatAccount")
 async def get_account(
-    request: Request, who: Read, id: str, include_deleted: IncludeDeleted = None
+    request: Request, who: Caller, id: str, include_deleted: IncludeDeleted = None
 ) -> JSONResponse:
     queries = request.app.state.queries
     return JSONResponse(fiat_account(queries, who.customer_id, id, bool(include_deleted)))
 
 
-@router.put(
-    "/fiat-accounts/{id}",
-    operation_id="UpdateFiatAccount",
-    responses=response_shapes.ok(response_shapes.FiatAccount),
-)
+@route(router, "UpdateFiatAccount")
 async def update_account(
-    request: Request, who: Write, id: str, body: UpdateFiatAccountRequest
+    request: Request, who: Caller, id: str, body: UpdateFiatAccountRequest
 ) -> JSONResponse:
     owner = body.fiat_account_owner
     instructions = body.fiat_network_instructions
@@ -108,24 +89,16 @@ async def update_account(
     return JSONResponse(await run(request, command))
 
 
-@router.delete(
-    "/fiat-accounts/{id}",
-    operation_id="DeleteFiatAccount",
-    responses=response_shapes.ok(response_shapes.DeleteFiatAccountResponse),
-)
-async def delete_account(request: Request, who: Write, id: str) -> JSONResponse:
+@route(router, "DeleteFiatAccount")
+async def delete_account(request: Request, who: Caller, id: str) -> JSONResponse:
     command = DeleteFiatAccount(actor=actor(request, who), fiat_account_id=id)
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/fiat-withdrawals",
-    operation_id="CreateFiatWithdrawal",
-    responses=response_shapes.ok(response_shapes.Transfer),
-)
+@route(router, "CreateFiatWithdrawal")
 async def create_fiat_withdrawal(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_fiat_withdrawal"))],
+    who: Caller,
     body: CreateFiatWithdrawalRequest,
 ) -> JSONResponse:
     command = CreateFiatWithdrawal(

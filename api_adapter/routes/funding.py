@@ -6,49 +6,40 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.operations import operation
 from api_adapter.paging import created_page
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import (
     CreateFiatDepositInstructionsRequest,
     InitiateSandboxFiatDepositRequest,
     SandboxDepositRequest,
 )
 from api_adapter.responses import JSONResponse
-from api_adapter.routes import writes
 from api_adapter.writer_bridge import actor, run
 from engine.kernel.commands import CreateFiatDepositInstructions, InitiateFiatDeposit
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Funding"])
-# The fast lane serves this route from the same entry (api_adapter/routes/writes.py).
-DEPOSIT = writes.CREATE_DEPOSIT
+# The fast lane serves this operation from the same row (api_adapter/operations.py).
+DEPOSIT = operation("CreateSandboxDeposit")
 
 
-@router.post(
-    DEPOSIT.under(router.prefix),
-    operation_id=DEPOSIT.operation,
-    responses=response_shapes.ok(response_shapes.CreateSandboxDepositResponse),
-)
+@route(router, "CreateSandboxDeposit")
 async def sandbox_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require(DEPOSIT.scope))],
+    who: Caller,
     profile_id: str,
     body: SandboxDepositRequest,
 ) -> JSONResponse:
     return JSONResponse(
-        await run(request, DEPOSIT.build(actor(request, who), who, profile_id, body))
+        await run(request, DEPOSIT.command(actor(request, who), who, profile_id, body))
     )
 
 
-@router.post(
-    "/transfer/fiat-deposit-instructions",
-    operation_id="CreateFiatDepositInstructions",
-    responses=response_shapes.ok(response_shapes.FiatDepositInstructions),
-)
+@route(router, "CreateFiatDepositInstructions")
 async def create_instructions(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_fiat_deposit_instructions"))],
+    who: Caller,
     body: CreateFiatDepositInstructionsRequest,
 ) -> JSONResponse:
     command = CreateFiatDepositInstructions(
@@ -64,17 +55,10 @@ async def create_instructions(
     return JSONResponse(await run(request, command))
 
 
-ReadInstructions = Annotated[Principal, Depends(require("transfer:read_fiat_deposit_instructions"))]
-
-
-@router.get(
-    "/transfer/fiat-deposit-instructions",
-    operation_id="ListFiatDepositInstructions",
-    responses=response_shapes.ok(response_shapes.ListFiatDepositInstructionsResponse),
-)
+@route(router, "ListFiatDepositInstructions")
 async def list_instructions(
     request: Request,
-    who: ReadInstructions,
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     ids: Annotated[list[str] | None, Query()] = None,
     ref_ids: Annotated[list[str] | None, Query()] = None,
@@ -84,23 +68,15 @@ async def list_instructions(
     )
 
 
-@router.get(
-    "/transfer/fiat-deposit-instructions/{id}",
-    operation_id="GetFiatDepositInstructions",
-    responses=response_shapes.ok(response_shapes.FiatDepositInstructions),
-)
-async def get_instructions(request: Request, who: ReadInstructions, id: str) -> JSONResponse:
+@route(router, "GetFiatDepositInstructions")
+async def get_instructions(request: Request, who: Caller, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.fiat_instructions(who.customer_id, id))
 
 
-@router.post(
-    "/sandbox/fiat-deposits",
-    operation_id="InitiateSandboxFiatDeposit",
-    responses=response_shapes.ok(response_shapes.InitiateSandboxFiatDepositResponse),
-)
+@route(router, "InitiateSandboxFiatDeposit")
 async def initiate_fiat_deposit(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_sandbox_fiat_deposit"))],
+    who: Caller,
     body: InitiateSandboxFiatDepositRequest,
 ) -> JSONResponse:
     command = InitiateFiatDeposit(

@@ -8,8 +8,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Request
 
 from api_adapter import identity_shapes as shapes
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.identity_bodies import (
     AddInstitutionMembersRequest,
     CreateIdentityRequest,
@@ -18,6 +16,7 @@ from api_adapter.identity_bodies import (
     UpdateIdentityRequest,
 )
 from api_adapter.paging import created_page, updated_times
+from api_adapter.pipeline import Caller, route
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.kernel.commands import (
@@ -33,9 +32,6 @@ from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/identity", tags=["Identity"])
 
-Read = Annotated[Principal, Depends(require("identity:read_identity"))]
-Write = Annotated[Principal, Depends(require("identity:write_identity"))]
-
 
 def _dump(model: Any) -> Any:
     """A nested part of a body as plain data, without the fields left out."""
@@ -46,13 +42,9 @@ def _dump(model: Any) -> Any:
     return model.model_dump(exclude_none=True)
 
 
-@router.post(
-    "/identities",
-    operation_id="CreateIdentity",
-    responses=response_shapes.ok(shapes.Identity),
-)
+@route(router, "CreateIdentity")
 async def create_identity(
-    request: Request, who: Write, body: CreateIdentityRequest
+    request: Request, who: Caller, body: CreateIdentityRequest
 ) -> JSONResponse:
     command = CreateIdentity(
         actor=actor(request, who),
@@ -69,14 +61,10 @@ async def create_identity(
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/identities",
-    operation_id="ListIdentities",
-    responses=response_shapes.ok(shapes.ListIdentitiesResponse),
-)
+@route(router, "ListIdentities")
 async def list_identities(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
     summary_status: shapes.Status | None = None,
@@ -90,14 +78,9 @@ async def list_identities(
     )
 
 
-@router.get(
-    "/identities/{identity_id}/documents",
-    operation_id="ListIdentityDocuments",
-    tags=["Identity Documents"],
-    responses=response_shapes.ok(shapes.ListIdentityDocumentsResponse),
-)
+@route(router, "ListIdentityDocuments", tags=["Identity Documents"])
 async def list_documents(
-    request: Request, who: Read, identity_id: str, include_pending_docs: bool = False
+    request: Request, who: Caller, identity_id: str, include_pending_docs: bool = False
 ) -> JSONResponse:
     queries = request.app.state.queries
     return JSONResponse(
@@ -105,14 +88,9 @@ async def list_documents(
     )
 
 
-@router.put(
-    "/identities/{identity_id}/documents",
-    operation_id="DocumentUpload",
-    tags=["Identity Documents"],
-    responses=response_shapes.ok(shapes.DocumentUploadResponse),
-)
+@route(router, "DocumentUpload", tags=["Identity Documents"])
 async def upload_document(
-    request: Request, who: Write, identity_id: str, body: DocumentUploadRequest
+    request: Request, who: Caller, identity_id: str, body: DocumentUploadRequest
 ) -> JSONResponse:
     command = UploadIdentityDocument(
         actor=actor(request, who),
@@ -123,14 +101,10 @@ async def upload_document(
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/identities/{id}",
-    operation_id="GetIdentity",
-    responses=response_shapes.ok(shapes.Identity),
-)
+@route(router, "GetIdentity")
 async def get_identity(
     request: Request,
-    who: Read,
+    who: Caller,
     id: str,
     include_details: bool = False,
     include_institution_members: bool = False,
@@ -146,13 +120,9 @@ async def get_identity(
     )
 
 
-@router.put(
-    "/identities/{id}",
-    operation_id="UpdateIdentity",
-    responses=response_shapes.ok(shapes.Identity),
-)
+@route(router, "UpdateIdentity")
 async def update_identity(
-    request: Request, who: Write, id: str, body: UpdateIdentityRequest
+    request: Request, who: Caller, id: str, body: UpdateIdentityRequest
 ) -> JSONResponse:
     command = UpdateIdentity(
         actor=actor(request, who),
@@ -171,14 +141,9 @@ async def update_identity(
     return JSONResponse(await run(request, command))
 
 
-@router.put(
-    "/identities/{id}/sandbox-status",
-    operation_id="SandboxSetIdentityStatus",
-    tags=["Sandbox Identity"],
-    responses=response_shapes.ok(shapes.SandboxSetIdentityResponse),
-)
+@route(router, "SandboxSetIdentityStatus", tags=["Sandbox Identity"])
 async def set_sandbox_status(
-    request: Request, who: Write, id: str, body: SandboxSetIdentityStatusRequest
+    request: Request, who: Caller, id: str, body: SandboxSetIdentityStatusRequest
 ) -> JSONResponse:
     command = SetIdentitySandboxStatus(
         actor=actor(request, who), identity_id=id, statuses=body.model_dump(exclude_none=True)
@@ -186,14 +151,9 @@ async def set_sandbox_status(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/institution-members",
-    operation_id="AddInstitutionMembers",
-    tags=["Institution Members"],
-    responses=response_shapes.ok(shapes.AddInstitutionMembersResponse),
-)
+@route(router, "AddInstitutionMembers", tags=["Institution Members"])
 async def add_institution_members(
-    request: Request, who: Write, body: AddInstitutionMembersRequest
+    request: Request, who: Caller, body: AddInstitutionMembersRequest
 ) -> JSONResponse:
     command = AddInstitutionMembers(
         actor=actor(request, who),
@@ -203,12 +163,7 @@ async def add_institution_members(
     return JSONResponse(await run(request, command))
 
 
-@router.delete(
-    "/institution-members/{id}",
-    operation_id="DeleteInstitutionMember",
-    tags=["Institution Members"],
-    responses=response_shapes.ok(shapes.DeleteInstitutionMemberResponse),
-)
-async def delete_institution_member(request: Request, who: Write, id: str) -> JSONResponse:
+@route(router, "DeleteInstitutionMember", tags=["Institution Members"])
+async def delete_institution_member(request: Request, who: Caller, id: str) -> JSONResponse:
     command = RemoveInstitutionMember(actor=actor(request, who), member_id=id)
     return JSONResponse(await run(request, command))

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends, Request
-
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateInternalTransferRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
@@ -16,14 +13,10 @@ from engine.kernel.commands import CreateInternalTransfer
 router = APIRouter(prefix="/v2/transfer", tags=["Internal Transfers"])
 
 
-@router.post(
-    "/internal",
-    operation_id="CreateInternalTransfer",
-    responses=response_shapes.ok(response_shapes.Transfer),
-)
+@route(router, "CreateInternalTransfer")
 async def create_internal_transfer(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:write_internal_transfer"))],
+    who: Caller,
     body: CreateInternalTransferRequest,
 ) -> JSONResponse:
     command = CreateInternalTransfer(

@@ -7,22 +7,20 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.auth import Principal
+from api_adapter.operations import operation
 from api_adapter.paging import Limit, checked_time
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateOrderRequest, MarketName
 from api_adapter.responses import JSONResponse
-from api_adapter.routes import writes
 from api_adapter.writer_bridge import actor, run
 from engine.kernel.commands import CancelOrder
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 
-Read = Annotated[Principal, Depends(require("exchange:read_order"))]
-# The fast lane serves this route from the same entry (api_adapter/routes/writes.py).
-CREATE = writes.CREATE_ORDER
-Write = Annotated[Principal, Depends(require(CREATE.scope))]
+# The fast lane serves this operation from the same row (api_adapter/operations.py).
+CREATE = operation("CreateOrder")
 OrderStatus = Literal["PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"]
 CLOSED = frozenset({"FILLED", "CANCELLED", "REJECTED"})
 POLL_SECONDS = 0.005
@@ -42,15 +40,11 @@ def order_page(
     return Page(limit=limit, page_cursor=page_cursor, times=times)
 
 
-@router.post(
-    CREATE.under(router.prefix),
-    operation_id=CREATE.operation,
-    responses=response_shapes.ok(response_shapes.Order),
-)
+@route(router, "CreateOrder")
 async def create_order(
-    request: Request, who: Write, profile_id: str, body: CreateOrderRequest
+    request: Request, who: Caller, profile_id: str, body: CreateOrderRequest
 ) -> JSONResponse:
-    order = await run(request, CREATE.build(actor(request, who), who, profile_id, body))
+    order = await run(request, CREATE.command(actor(request, who), who, profile_id, body))
     if body.await_fill_millis:  # CREATE.route_only: the fast lane hands these on
         order = await _await_fill(request, who, order, body.await_fill_millis)
     return JSONResponse(order)
@@ -73,33 +67,21 @@ async def _await_fill(request: Request, who: Principal, order: dict, millis: int
     return order
 
 
-@router.get(
-    "/profiles/{profile_id}/orders/{id}",
-    operation_id="GetOrder",
-    responses=response_shapes.ok(response_shapes.Order),
-)
-async def get_order(request: Request, who: Read, profile_id: str, id: str) -> JSONResponse:
+@route(router, "GetOrder")
+async def get_order(request: Request, who: Caller, profile_id: str, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.order(who.customer_id, profile_id, id))
 
 
-@router.delete(
-    "/profiles/{profile_id}/orders/{id}",
-    operation_id="CancelOrder",
-    responses=response_shapes.ok(response_shapes.CancelOrderResponse),
-)
-async def cancel_order(request: Request, who: Write, profile_id: str, id: str) -> JSONResponse:
+@route(router, "CancelOrder")
+async def cancel_order(request: Request, who: Caller, profile_id: str, id: str) -> JSONResponse:
     command = CancelOrder(actor=actor(request, who), profile_id=profile_id, order_id=id)
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/profiles/{profile_id}/orders",
-    operation_id="ListProfileOrders",
-    responses=response_shapes.ok(response_shapes.ListOrdersResponse),
-)
+@route(router, "ListProfileOrders")
 async def list_profile_orders(
     request: Request,
-    who: Read,
+    who: Caller,
     profile_id: str,
     page: Annotated[Page, Depends(order_page)],
     market: MarketName | None = None,
@@ -118,14 +100,10 @@ async def list_profile_orders(
     )
 
 
-@router.get(
-    "/orders",
-    operation_id="ListOrders",
-    responses=response_shapes.ok(response_shapes.ListOrdersResponse),
-)
+@route(router, "ListOrders")
 async def list_orders(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(order_page)],
     profile_id: str | None = None,
     account_id: str | None = None,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import page_limit, strict_int
+from api_adapter.pipeline import Caller, route
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.domain.trading.market_views import TICKER_MARKETS
@@ -27,11 +26,7 @@ else:
 _BIG = 2**62
 
 
-@router.get(
-    "/all-markets/prices",
-    operation_id="ListPrices",
-    responses=response_shapes.ok(response_shapes.ListPricesResponse),
-)
+@route(router, "ListPrices")
 async def list_prices(
     request: Request, markets: Annotated[list[PriceMarket] | None, Query()] = None
 ) -> JSONResponse:
@@ -39,14 +34,10 @@ async def list_prices(
     return JSONResponse(await run(request, ListPrices(markets=tuple(markets or ()))))
 
 
-@router.get(
-    "/markets/{market}/historical-prices",
-    operation_id="ListHistoricalPrices",
-    responses=response_shapes.ok(response_shapes.ListHistoricalPricesResponse),
-)
+@route(router, "ListHistoricalPrices")
 async def list_historical_prices(
     request: Request,
-    who: Annotated[Principal, Depends(require("exchange:historical_prices"))],
+    who: Caller,
     market: str,
     increment: Increment | None = None,
     max_data_points: Annotated[int | None, strict_int(1, _BIG), Query(ge=1)] = None,

@@ -6,9 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateProfileRequest, UpdateProfileRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
@@ -17,21 +16,15 @@ from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Profiles"])
 
-Read = Annotated[Principal, Depends(require("funding:read_profile"))]
-Write = Annotated[Principal, Depends(require("funding:write_profile"))]
 # The reference's flag to show deactivated profiles too (on GetProfile; sandex's list
 # takes it as well, where a deactivated profile is otherwise left out).
 Deactivated = Annotated[bool | None, Query()]
 
 
-@router.get(
-    "/profiles",
-    operation_id="ListProfiles",
-    responses=response_shapes.ok(response_shapes.ListProfilesResponse),
-)
+@route(router, "ListProfiles")
 async def list_profiles(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     nickname: str | None = None,
     ids: Annotated[list[str] | None, Query()] = None,
@@ -45,36 +38,26 @@ async def list_profiles(
     )
 
 
-@router.post(
-    "/profiles", operation_id="CreateProfile", responses=response_shapes.ok(response_shapes.Profile)
-)
-async def create_profile(request: Request, who: Write, body: CreateProfileRequest) -> JSONResponse:
+@route(router, "CreateProfile")
+async def create_profile(request: Request, who: Caller, body: CreateProfileRequest) -> JSONResponse:
     command = CreateProfile(
         actor=actor(request, who), nickname=body.nickname, description=body.description
     )
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/profiles/{profile_id}",
-    operation_id="GetProfile",
-    responses=response_shapes.ok(response_shapes.Profile),
-)
+@route(router, "GetProfile")
 async def get_profile(
-    request: Request, who: Read, profile_id: str, include_deactivated: Deactivated = None
+    request: Request, who: Caller, profile_id: str, include_deactivated: Deactivated = None
 ) -> JSONResponse:
     return JSONResponse(
         request.app.state.queries.profile(who.customer_id, profile_id, bool(include_deactivated))
     )
 
 
-@router.put(
-    "/profiles/{profile_id}",
-    operation_id="UpdateProfile",
-    responses=response_shapes.ok(response_shapes.Profile),
-)
+@route(router, "UpdateProfile")
 async def update_profile(
-    request: Request, who: Write, profile_id: str, body: UpdateProfileRequest
+    request: Request, who: Caller, profile_id: str, body: UpdateProfileRequest
 ) -> JSONResponse:
     command = UpdateProfile(
         actor=actor(request, who), profile_id=profile_id, nickname=body.nickname
@@ -82,24 +65,16 @@ async def update_profile(
     return JSONResponse(await run(request, command))
 
 
-@router.put(
-    "/profiles/{profile_id}/deactivate",
-    operation_id="DeactivateProfile",
-    responses=response_shapes.ok(response_shapes.DeactivateProfileResponse),
-)
-async def deactivate_profile(request: Request, who: Write, profile_id: str) -> JSONResponse:
+@route(router, "DeactivateProfile")
+async def deactivate_profile(request: Request, who: Caller, profile_id: str) -> JSONResponse:
     command = DeactivateProfile(actor=actor(request, who), profile_id=profile_id)
     return JSONResponse(await run(request, command))
 
 
-@router.get(
-    "/profiles/{profile_id}/balances",
-    operation_id="ListProfileBalances",
-    responses=response_shapes.ok(response_shapes.ListProfileBalancesResponse),
-)
+@route(router, "ListProfileBalances")
 async def list_balances(
     request: Request,
-    who: Read,
+    who: Caller,
     profile_id: str,
     assets: Annotated[list[str] | None, Query()] = None,
 ) -> JSONResponse:
@@ -110,10 +85,6 @@ async def list_balances(
     return JSONResponse(result)
 
 
-@router.get(
-    "/profiles/{profile_id}/balances/{asset}",
-    operation_id="GetProfileBalance",
-    responses=response_shapes.ok(response_shapes.ProfileBalance),
-)
-async def get_balance(request: Request, who: Read, profile_id: str, asset: str) -> JSONResponse:
+@route(router, "GetProfileBalance")
+async def get_balance(request: Request, who: Caller, profile_id: str, asset: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.balance(who.customer_id, profile_id, asset))

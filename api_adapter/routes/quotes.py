@@ -6,9 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit, Order, checked_time
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateQuoteExecutionRequest, MarketName, Side
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
@@ -17,18 +16,11 @@ from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2")
 
-ReadExecutions = Annotated[Principal, Depends(require("exchange:read_quote_execution"))]
 
-
-@router.get(
-    "/quotes",
-    operation_id="ListQuotes",
-    responses=response_shapes.ok(response_shapes.ListQuotesResponse),
-    tags=["Quotes"],
-)
+@route(router, "ListQuotes", tags=["Quotes"])
 async def list_quotes(
     request: Request,
-    who: Annotated[Principal, Depends(require("exchange:read_quote"))],
+    who: Caller,
     markets: Annotated[list[MarketName] | None, Query()] = None,
 ) -> JSONResponse:
     """The markets' shared quotes (every market when none is named): a new batch, an
@@ -37,15 +29,10 @@ async def list_quotes(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/profiles/{profile_id}/quote-executions",
-    operation_id="CreateQuoteExecution",
-    responses=response_shapes.ok(response_shapes.QuoteExecution),
-    tags=["Quote Executions"],
-)
+@route(router, "CreateQuoteExecution", tags=["Quote Executions"])
 async def create_quote_execution(
     request: Request,
-    who: Annotated[Principal, Depends(require("exchange:write_quote_execution"))],
+    who: Caller,
     profile_id: str,
     body: CreateQuoteExecutionRequest,
 ) -> JSONResponse:
@@ -80,15 +67,10 @@ def execution_page(
     return Page(limit=limit, page_cursor=page_cursor, order=order, times=times)
 
 
-@router.get(
-    "/profiles/{profile_id}/quote-executions",
-    operation_id="ListQuoteExecutions",
-    responses=response_shapes.ok(response_shapes.ListQuoteExecutionsResponse),
-    tags=["Quote Executions"],
-)
+@route(router, "ListQuoteExecutions", tags=["Quote Executions"])
 async def list_quote_executions(
     request: Request,
-    who: ReadExecutions,
+    who: Caller,
     profile_id: str,
     page: Annotated[Page, Depends(execution_page)],
     side: Side | None = None,
@@ -102,13 +84,8 @@ async def list_quote_executions(
     )
 
 
-@router.get(
-    "/profiles/{profile_id}/quote-executions/{id}",
-    operation_id="GetQuoteExecution",
-    responses=response_shapes.ok(response_shapes.QuoteExecution),
-    tags=["Quote Executions"],
-)
+@route(router, "GetQuoteExecution", tags=["Quote Executions"])
 async def get_quote_execution(
-    request: Request, who: ReadExecutions, profile_id: str, id: str
+    request: Request, who: Caller, profile_id: str, id: str
 ) -> JSONResponse:
     return JSONResponse(request.app.state.queries.quote_execution(who.customer_id, profile_id, id))

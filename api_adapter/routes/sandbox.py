@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import ClockMoveRequest, CreateCustomerRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
@@ -19,24 +17,16 @@ from engine.kernel.errors import Invalid
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
 
-@router.get(
-    "/clock",
-    operation_id="GetSandboxClock",
-    responses=response_shapes.ok(response_shapes.SandboxClock),
-)
+@route(router, "GetSandboxClock")
 async def get_clock(request: Request) -> JSONResponse:
     engine = request.app.state.engine
     return JSONResponse({"now": format_time(engine.clock.now()), "mode": engine.clock.mode})
 
 
-@router.post(
-    "/clock",
-    operation_id="MoveSandboxClock",
-    responses=response_shapes.ok(response_shapes.SandboxClock),
-)
+@route(router, "MoveSandboxClock")
 async def move_clock(
     request: Request,
-    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    who: Caller,
     body: ClockMoveRequest,
 ) -> JSONResponse:
     if (body.advance_seconds is None) == (body.set_to is None):
@@ -59,14 +49,10 @@ async def move_clock(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    "/customers",
-    operation_id="CreateSandboxCustomer",
-    responses=response_shapes.ok(response_shapes.SandboxCustomer),
-)
+@route(router, "CreateSandboxCustomer")
 async def create_customer(
     request: Request,
-    who: Annotated[Principal, Depends(require("sandbox:write_customer"))],
+    who: Caller,
     body: CreateCustomerRequest | None = None,
 ) -> JSONResponse:
     command = CreateCustomer(

@@ -5,13 +5,10 @@ request in flight is decided wholly before or wholly after them."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends, Request
-
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
-from api_adapter.request_bodies import Body, ShortText
+from api_adapter.pipeline import Caller, route
+from api_adapter.request_bodies import SnapshotRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.domain.sandbox_snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
@@ -19,44 +16,22 @@ from engine.read import sandbox_snapshots
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 
-Admin = Annotated[Principal, Depends(require("sandbox:write_customer"))]
 
-
-class SnapshotRequest(Body):
-    name: ShortText
-
-
-@router.post(
-    "/snapshots",
-    operation_id="TakeSandboxSnapshot",
-    responses=response_shapes.ok(response_shapes.SandboxSnapshot),
-)
-async def take_snapshot(request: Request, who: Admin, body: SnapshotRequest) -> JSONResponse:
+@route(router, "TakeSandboxSnapshot")
+async def take_snapshot(request: Request, who: Caller, body: SnapshotRequest) -> JSONResponse:
     return JSONResponse(await run(request, TakeSnapshot(actor=actor(request, who), name=body.name)))
 
 
-@router.get(
-    "/snapshots",
-    operation_id="ListSandboxSnapshots",
-    responses=response_shapes.ok(response_shapes.ListSandboxSnapshotsResponse),
-)
-async def list_snapshots(request: Request, who: Admin) -> JSONResponse:
+@route(router, "ListSandboxSnapshots")
+async def list_snapshots(request: Request, who: Caller) -> JSONResponse:
     return JSONResponse({"items": sandbox_snapshots.list_snapshots(request.app.state.queries)})
 
 
-@router.post(
-    "/snapshots/{name}/restore",
-    operation_id="RestoreSandboxSnapshot",
-    responses=response_shapes.ok(response_shapes.RestoredSandboxSnapshot),
-)
-async def restore_snapshot(request: Request, who: Admin, name: str) -> JSONResponse:
+@route(router, "RestoreSandboxSnapshot")
+async def restore_snapshot(request: Request, who: Caller, name: str) -> JSONResponse:
     return JSONResponse(await run(request, RestoreSnapshot(actor=actor(request, who), name=name)))
 
 
-@router.post(
-    "/reset",
-    operation_id="ResetSandbox",
-    responses=response_shapes.ok(response_shapes.SandboxReset),
-)
-async def reset(request: Request, who: Admin) -> JSONResponse:
+@route(router, "ResetSandbox")
+async def reset(request: Request, who: Caller) -> JSONResponse:
     return JSONResponse(await run(request, ResetSandbox(actor=actor(request, who))))

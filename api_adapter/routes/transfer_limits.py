@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import TransferType
 from api_adapter.responses import JSONResponse
 from engine.domain.transfers.transfer_limits import transfer_limits
@@ -18,14 +17,10 @@ router = APIRouter(prefix="/v2/transfer", tags=["Limits"])
 LimitTransferType = TransferType | Literal["PAXOS_TRANSFER_DEBIT", "PAXOS_TRANSFER_CREDIT"]
 
 
-@router.get(
-    "/limits/utilizations",
-    operation_id="ListTransferLimits",
-    responses=response_shapes.ok(response_shapes.ListTransferLimitsResponse),
-)
+@route(router, "ListTransferLimits")
 async def list_transfer_limits(
     request: Request,
-    who: Annotated[Principal, Depends(require("transfer:read_transfer_limit"))],
+    who: Caller,
     transfer_type: LimitTransferType,
 ) -> JSONResponse:
     return JSONResponse(transfer_limits(request.app.state.engine.settings, transfer_type))

@@ -6,29 +6,23 @@ from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import created_page, updated_times
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import SecondaryStatus, TransferStatus, TransferType
 from api_adapter.responses import JSONResponse
 from engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Transfers"])
 
-Read = Annotated[Principal, Depends(require("transfer:read_transfer"))]
 T = TypeVar("T")
 # A repeatable filter (`type=A&type=B`); an enum's values are checked, a 400 names it.
 Many = Annotated[list[T] | None, Query()]
 
 
-@router.get(
-    "/transfer/transfers",
-    operation_id="ListTransfers",
-    responses=response_shapes.ok(response_shapes.ListTransfersResponse),
-)
+@route(router, "ListTransfers")
 async def list_transfers(
     request: Request,
-    who: Read,
+    who: Caller,
     page: Annotated[Page, Depends(created_page)],
     updated: Annotated[dict[tuple[str, str], str], Depends(updated_times)],
     order_by: Literal["CREATED_AT", "UPDATED_AT"] | None = None,
@@ -60,10 +54,6 @@ async def list_transfers(
     return JSONResponse(request.app.state.queries.list_transfers(who.customer_id, page, filters))
 
 
-@router.get(
-    "/transfer/transfers/{id}",
-    operation_id="GetTransfer",
-    responses=response_shapes.ok(response_shapes.Transfer),
-)
-async def get_transfer(request: Request, who: Read, id: str) -> JSONResponse:
+@route(router, "GetTransfer")
+async def get_transfer(request: Request, who: Caller, id: str) -> JSONResponse:
     return JSONResponse(request.app.state.queries.transfer(who.customer_id, id))

@@ -2,35 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends, Request
-
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
+from api_adapter.operations import operation
+from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import (
     CreateCryptoWithdrawalFeeRequest,
     CreateCryptoWithdrawalRequest,
 )
 from api_adapter.responses import JSONResponse
-from api_adapter.routes import writes
 from api_adapter.writer_bridge import actor, run
 from engine.kernel.commands import CreateWithdrawalFee
 
 router = APIRouter(prefix="/v2/transfer", tags=["Crypto Withdrawals"])
-# The fast lane serves this route from the same entry (api_adapter/routes/writes.py).
-CREATE = writes.CREATE_WITHDRAWAL
+# The fast lane serves this operation from the same row (api_adapter/operations.py).
+CREATE = operation("CreateCryptoWithdrawal")
 
 
-@router.post(
-    "/fees/crypto-withdrawal",
-    operation_id="CreateCryptoWithdrawalFee",
-    responses=response_shapes.ok(response_shapes.CryptoWithdrawalFee),
-    tags=["Fees"],
-)
+@route(router, "CreateCryptoWithdrawalFee", tags=["Fees"])
 async def create_fee(
     request: Request,
-    who: Annotated[Principal, Depends(require("fee:write_crypto_withdrawal_fee"))],
+    who: Caller,
     body: CreateCryptoWithdrawalFeeRequest,
 ) -> JSONResponse:
     command = CreateWithdrawalFee(
@@ -44,14 +36,10 @@ async def create_fee(
     return JSONResponse(await run(request, command))
 
 
-@router.post(
-    CREATE.under(router.prefix),
-    operation_id=CREATE.operation,
-    responses=response_shapes.ok(response_shapes.Transfer),
-)
+@route(router, "CreateCryptoWithdrawal")
 async def create_withdrawal(
     request: Request,
-    who: Annotated[Principal, Depends(require(CREATE.scope))],
+    who: Caller,
     body: CreateCryptoWithdrawalRequest,
 ) -> JSONResponse:
-    return JSONResponse(await run(request, CREATE.build(actor(request, who), who, "", body)))
+    return JSONResponse(await run(request, CREATE.command(actor(request, who), who, "", body)))

@@ -47,7 +47,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import HeaderLineTooLong, RequestLineTooLong, TooManyHeaders
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
-from api_adapter.problem_types import title_for
+from api_adapter.problem_types import problem_body
 from engine.config.settings import Settings
 
 log = structlog.get_logger("sandex.http")
@@ -170,9 +170,7 @@ class _TooLong(Exception):
 
 def _problem_answer(status: int, detail: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
     """A whole HTTP answer: the problem document of a refusal, with `connection: close`."""
-    body = orjson.dumps(
-        {"type": "about:blank", "title": title_for(status), "status": status, "detail": detail}
-    )
+    body = orjson.dumps(problem_body(status, detail))
     head = [STATUS_LINE[status]]
     for name, value in default_headers:
         head += [name, b": ", value, b"\r\n"]

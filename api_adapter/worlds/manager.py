@@ -42,6 +42,7 @@ from engine.runtime import key_file
 from engine.store import (
     Forking,
     Location,
+    StoreUnavailable,
     capability,
     drop_store,
     locate,
@@ -194,7 +195,9 @@ class WorldManager:
     `remove` run in worker threads; `enter`, on the event loop, may wait for a world's
     loading (milliseconds)."""
 
-    def __init__(self, db: str | Path, base: Settings) -> None:
+    def __init__(self, db: str | Path, base: Settings, *, tidy: bool = False) -> None:
+        """`tidy`: the caller holds the default database (its writer lease), so no other
+        process is making a world here, and what a crash cut off may go."""
         self.db = str(db)
         self.folder = folder_for(db)
         self.base = base
@@ -210,14 +213,17 @@ class WorldManager:
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
             self._records = {r.id: r for r in records(db)}
+            if tidy:
+                self._remove_unfinished()
             self._seq = max((r.seq for r in self._records.values()), default=0)
             if self._records:
                 self._start_housekeeping()  # worlds unused since the restart expire too
 
     @classmethod
     def beside(cls, db: str | Path, base: Settings) -> WorldManager | None:
-        """The worlds of the default database `db`; None for an in-memory one."""
-        return None if locate(db).in_memory else cls(db, base)
+        """The worlds of the default database `db`, whose engine the caller has open
+        (so it tidies what a crash left); None for an in-memory one."""
+        return None if locate(db).in_memory else cls(db, base, tidy=True)
 
     # -- where a world lives --
 
@@ -237,7 +243,45 @@ class WorldManager:
         self.folder.mkdir(mode=0o700, exist_ok=True)
         os.chmod(self.folder, 0o700)
 
+    def _remove_unfinished(self) -> None:
+        """Remove what a creation or a deletion cut off by a crash left behind: the files
+        of a world with no manifest (a creation writes it last, a deletion removes it
+        first), its store with them (on PostgreSQL, its schema), and temporaries. Never
+        listed, they would stay forever otherwise."""
+        cut_off: set[str] = set()
+        for path in self.folder.iterdir():
+            name = path.name
+            if name.startswith(f".{PREFIX}") and name.endswith(".tmp"):
+                path.unlink(missing_ok=True)
+                continue
+            world_id = name.split(".", 1)[0]
+            if not _ID.match(world_id) or self._manifest_of(world_id).exists():
+                continue
+            cut_off.add(world_id)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            log.warning("unfinished world's file removed", path=str(path))
+        for world_id in cut_off:
+            try:
+                drop_store(self.db_of(world_id))
+            except (ValueError, StoreUnavailable) as exc:  # not a schema's name; the next start
+                log.warning("unfinished world's store kept", world=world_id, error=str(exc))
+
     # -- the worlds --
+
+    def counts(self) -> dict[str, int]:
+        """How many worlds there are and are loaded, and the server's caps of both (the
+        default world's health answers them)."""
+        with self._lock:
+            total, loaded = len(self._records), len(self._served)
+        return {
+            "total": total,
+            "loaded": loaded,
+            "max_worlds": self.base.max_worlds,
+            "max_loaded_worlds": self.base.max_loaded_worlds,
+        }
 
     def ids(self) -> list[tuple[int, str]]:
         """Every world's (seq, id), oldest first."""
@@ -252,7 +296,11 @@ class WorldManager:
         chosen["seed"] = record.seed
         if record.start_time is not None:
             chosen["clock_start"] = record.start_time
-        return Settings(**chosen)
+        made = Settings(**chosen)
+        most = self.base.world_max_events  # the server's, which bounds every world's
+        if _above(made.world_max_events, most):
+            made = made.model_copy(update={"world_max_events": most})
+        return made
 
     def create(
         self,
@@ -308,6 +356,10 @@ class WorldManager:
             )
         try:
             world_settings = self.settings_of(record)
+            if "world_max_events" in overrides:
+                self._check_max_events(
+                    Settings(**{"world_max_events": overrides["world_max_events"]})
+                )
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
@@ -368,6 +420,15 @@ class WorldManager:
             },
             "created_at": record.created_at,
         }
+
+    def _check_max_events(self, asked: Settings) -> None:
+        """A world's `world_max_events` is at most its server's (not set there: any)."""
+        most = self.base.world_max_events
+        if _above(asked.world_max_events, most):
+            raise Invalid(
+                f"settings.world_max_events invalid: at most {most}, this server's",
+                field="settings.world_max_events",
+            )
 
     def _record(self, world_id: str, *, field_name: str | None = None) -> Record:
         with self._lock:
@@ -645,6 +706,11 @@ def _bootstrap_of(engine: Engine) -> tuple[str, str]:
         if customer and customer.get("bootstrap") and not client["revoked"]:
             return str(client["client_id"]), str(customer["profile_ids"][0])
     raise NotFound("the template world has no bootstrap client")
+
+
+def _above(chosen: int | None, most: int | None) -> bool:
+    """Whether a world's limit `chosen` (None: none) is beyond its server's `most`."""
+    return most is not None and (chosen is None or chosen > most)
 
 
 def _wall(seconds: float | None) -> str | None:

@@ -7,17 +7,15 @@ from __future__ import annotations
 import asyncio
 import time
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
-from api_adapter import response_shapes
-from api_adapter.auth import Principal, require
 from api_adapter.paging import Limit
+from api_adapter.pipeline import Caller, passage_of, route
 from api_adapter.problems import AuthError
-from api_adapter.request_bodies import Body, ShortText
+from api_adapter.request_bodies import CreateWorldRequest
 from api_adapter.responses import JSONResponse
 from api_adapter.worlds.manager import DRAIN_SECONDS, WorldManager
 from engine.kernel.clock import parse_time
@@ -27,19 +25,6 @@ from engine.read.queries import checked_limit
 
 router = APIRouter(prefix="/v2/sandbox/worlds", tags=["Sandbox"])
 
-SCOPE = "sandbox:worlds"
-
-
-class CreateWorldRequest(Body):
-    name: ShortText | None = None
-    clock: Literal["wall", "manual"] = "wall"
-    start_time: ShortText | None = None
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None
-    settings: dict[str, Any] | None = None
-    from_world: ShortText | None = None
-    from_snapshot: ShortText | None = None
-    expires_after_idle_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 24 * 3600)] | None = None
-
 
 def _manager(request: Request) -> WorldManager:
     manager: WorldManager | None = getattr(request.app.state, "worlds", None)
@@ -48,17 +33,16 @@ def _manager(request: Request) -> WorldManager:
     return manager
 
 
-async def _operator(
-    request: Request, who: Annotated[Principal, Depends(require(SCOPE))]
-) -> WorldManager:
+async def _operator(request: Request, who: Caller) -> WorldManager:
     """The worlds of this server, for the default world's bootstrap client alone: a
     tenant granted the scope by name still is no operator."""
     manager = _manager(request)
     if not is_bootstrap(request.app.state.queries, who.customer_id):
+        scope = passage_of(request).operation.scope
         raise AuthError(
             403,
-            f"insufficient scope: this operation requires {SCOPE}",
-            meta={"required_scope": SCOPE},
+            f"insufficient scope: this operation requires {scope}",
+            meta={"required_scope": scope},
         )
     return manager
 
@@ -79,11 +63,7 @@ def _urls(request: Request, world_id: str) -> dict[str, str]:
     return {"base_url": f"{base}/w/{world_id}/v2", "token_url": f"{base}/w/{world_id}/oauth2/token"}
 
 
-@router.post(
-    "",
-    operation_id="CreateSandboxWorld",
-    responses=response_shapes.ok(response_shapes.SandboxWorldCreated),
-)
+@route(router, "CreateSandboxWorld")
 async def create_world(
     request: Request, worlds: Worlds, body: CreateWorldRequest | None = None
 ) -> JSONResponse:
@@ -118,11 +98,7 @@ async def create_world(
     return JSONResponse(_present(answer))
 
 
-@router.get(
-    "",
-    operation_id="ListSandboxWorlds",
-    responses=response_shapes.ok(response_shapes.ListSandboxWorldsResponse),
-)
+@route(router, "ListSandboxWorlds")
 async def list_worlds(
     request: Request,
     worlds: Worlds,
@@ -145,20 +121,12 @@ async def list_worlds(
     return JSONResponse(result)
 
 
-@router.get(
-    "/{world_id}",
-    operation_id="GetSandboxWorld",
-    responses=response_shapes.ok(response_shapes.SandboxWorld),
-)
+@route(router, "GetSandboxWorld")
 async def get_world(request: Request, worlds: Worlds, world_id: str) -> JSONResponse:
     return JSONResponse(_present({**worlds.describe(world_id), **_urls(request, world_id)}))
 
 
-@router.delete(
-    "/{world_id}",
-    operation_id="DeleteSandboxWorld",
-    responses=response_shapes.ok(response_shapes.SandboxWorldDeleted),
-)
+@route(router, "DeleteSandboxWorld")
 async def delete_world(request: Request, worlds: Worlds, world_id: str) -> JSONResponse:
     served = worlds.forget(world_id)
     if served is not None:

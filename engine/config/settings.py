@@ -214,6 +214,12 @@ class Settings(BaseModel):
     max_loaded_worlds: int = Field(default=200, ge=1)
     world_idle_unload_seconds: float = Field(default=600, gt=0)
     world_expires_after_idle_seconds: int | None = Field(default=None, ge=1)
+    # The most events a world's log holds (docs/worlds.md), the default world's too: once
+    # it holds this many, every decision that would record one more is refused (403,
+    # `"meta": {"limit": "world_max_events"}`), its timers wait and reads go on. A
+    # decision is recorded whole, so the log may end up to one decision's events past it.
+    # None: no limit. A world may choose a lower figure than its server's.
+    world_max_events: int | None = Field(default=None, ge=1)
     # Check every invariant after every command (the test suite turns this on).
     assert_invariants: bool = False
 

@@ -52,6 +52,19 @@ class Unavailable(DomainError):
     code = "unavailable"
 
 
+class LogFull(Forbidden):
+    """The log holds `world_max_events` events: the world records nothing more, so that
+    one sandbox cannot grow without bound; what it holds can still be read."""
+
+    def __init__(self, limit: int, events: int):
+        super().__init__(
+            f"world_max_events reached: this world's log holds {events} events and may hold"
+            f" {limit}; it records nothing more (reads still work): delete it, or fork it"
+            " from an earlier snapshot",
+            meta={"limit": "world_max_events", "world_max_events": limit, "events": events},
+        )
+
+
 class AlreadyExists(DomainError):
     code = "already-exists"
 

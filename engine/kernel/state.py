@@ -19,6 +19,7 @@ from engine.config.settings import Settings
 from engine.kernel.clock import format_time
 from engine.kernel.compact_records import Records
 from engine.kernel.credentials import Secrets
+from engine.kernel.errors import LogFull
 from engine.kernel.events import Event
 from engine.kernel.ids import IdSource
 from engine.kernel.ledger import Ledger
@@ -113,6 +114,14 @@ class State:
         if self.appended is not None:
             self.appended.append((table, row))
 
+    def log_full(self, max_events: int | None) -> LogFull | None:
+        """The refusal of any decision that would record an event, once the log holds
+        `max_events` events (the `world_max_events` setting; None: no limit); None while
+        the log has room."""
+        if max_events is not None and self.position >= max_events:
+            return LogFull(max_events, self.position)
+        return None
+
 
 Applier = Callable[[State, Event], None]
 
@@ -154,6 +163,7 @@ class Ctx:
         "meta",
         "emitted",
         "price_sources",
+        "max_events",
         "_appliers",
         "_versions",
     )
@@ -178,6 +188,9 @@ class Ctx:
         self.settings = settings
         self.meta = meta
         self.emitted: list[Event] = []
+        # The log's limit (`world_max_events`), checked at a decision's first event: a
+        # decision is recorded whole or refused before it applies anything.
+        self.max_events = settings.world_max_events
         # The registry's sources of USD prices (engine/domain/transfers/notional_prices.py).
         self.price_sources = price_sources
         self._appliers = appliers
@@ -195,6 +208,11 @@ class Ctx:
 
     def emit(self, type: str, stream: str, data: dict[str, Any]) -> Event:
         state = self.state
+        limit = self.max_events  # None (no limit) costs no call
+        if limit is not None and not self.emitted:
+            full = state.log_full(limit)
+            if full is not None:
+                raise full
         versions = self._versions
         version = versions[stream] = versions[stream] + 1
         event = Event(type, stream, data, state.position + 1, version, self.now_text, self.meta)

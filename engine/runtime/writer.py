@@ -29,7 +29,7 @@ from engine.config.settings import Settings
 from engine.kernel.clock import LATEST, Clock, ManualClock, format_time, parse_time
 from engine.kernel.commands import AdvanceClock, Command, Tick
 from engine.kernel.credentials import Secrets
-from engine.kernel.errors import Conflict, DomainError, Invalid, Unavailable
+from engine.kernel.errors import Conflict, DomainError, Invalid, LogFull, Unavailable
 from engine.kernel.events import Event
 from engine.kernel.execution_ids import ExecutionIds
 from engine.kernel.ids import IdSource
@@ -325,7 +325,14 @@ class Engine:
         }
 
     def next_deadline(self) -> datetime | None:
+        """The next timer's deadline; None while the log is full, whose timers wait."""
+        if self._log_full() is not None:
+            return None
         return self.state.timers.next_deadline()
+
+    def _log_full(self) -> LogFull | None:
+        """The refusal of a decision on a full log (`State.log_full`); None: room."""
+        return self.state.log_full(self.settings.world_max_events)
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -575,7 +582,9 @@ class Engine:
             meta["request_id"] = actor.request_id
         return self._decide(decider, command, now, meta)
 
-    def _decide(self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any]) -> Any:
+    def _decide(
+        self, decider: Any, arg: Any, now: datetime, meta: dict[str, Any], bounded: bool = True
+    ) -> Any:
         # Every event of one decision names the position of its first: a decision is the
         # unit the state is consistent after, so time travel cuts the log only there.
         state = self.state
@@ -596,6 +605,9 @@ class Engine:
             )
         else:
             ctx.begin(now, meta)
+        # Unbounded: the closing event of a clock move that began with room in the log,
+        # which records where the clock stands (its timers were bounded).
+        ctx.max_events = self.settings.world_max_events if bounded else None
         try:
             reply = decider(ctx, arg)
             if ctx.emitted and self.settings.assert_invariants:
@@ -611,8 +623,10 @@ class Engine:
             self._pending += ctx.emitted
 
     def _fire_due(self, until: datetime) -> None:
+        """Fire the timers due by `until`, in order, while the log has room: a full
+        log's timers stay due (popped, one would be lost from the state, not the log)."""
         timers = self.state.timers
-        while (due := timers.pop_due(until)) is not None:
+        while self._log_full() is None and (due := timers.pop_due(until)) is not None:
             deadline, kind, key = due
             if isinstance(self.clock, ManualClock) and deadline > self.clock.now():
                 self.clock.set(deadline)
@@ -634,6 +648,9 @@ class Engine:
                 f"{field} invalid: the clock cannot move past {format_time(LATEST)}",
                 field=field,
             )
+        full = self._log_full()
+        if full is not None:  # before the clock moves: it moves only with its event
+            raise full
         self._fire_due(target)
         clock.set(target)
         self._decide(
@@ -641,6 +658,7 @@ class Engine:
             None,
             target,
             {"command": "AdvanceClock", "client_id": command.actor.client_id},
+            bounded=False,
         )
         return {"now": format_time(target), "mode": "manual"}
 

@@ -32,6 +32,8 @@ def test_a_healthy_sandbox_answers_200_with_the_writer_the_clock_and_the_positio
         "store": "ok",
         "position": _events(sandbox),
         "clock": {"now": "2024-01-01T00:01:30.000000Z", "mode": "manual"},
+        # the server's other worlds, counted (tests/api/test_world_limits.py)
+        "worlds": {"total": 0, "loaded": 0, "max_worlds": 1000, "max_loaded_worlds": 200},
     }
     # nothing of a tenant: no customer, client, profile or transfer id, no balance
     customer = sandbox.get("/v2/profiles/default").json()

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api_adapter import auth
 from api_adapter.cli.parser import parser
 from api_adapter.cli.serve import serve_settings
 from api_adapter.rate_limits import RateLimiter, address_of
+from api_adapter.routes import token as token_endpoint
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 WRONG = {**FORM, "client_secret": "a guess"}
@@ -51,13 +51,13 @@ def hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     once per distinct secret (PBKDF2 is deliberately slow, and these tests log in
     hundreds of times)."""
     checked: list[str] = []
-    real = functools.cache(auth.secret_matches)
+    real = functools.cache(token_endpoint.secret_matches)
 
     def counted(secret: str, salt: str, expected: str) -> bool:
         checked.append(secret)
         return real(secret, salt, expected)
 
-    monkeypatch.setattr(auth, "secret_matches", counted)
+    monkeypatch.setattr(token_endpoint, "secret_matches", counted)
     return checked
 
 

@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 
 from api_adapter.worlds.dispatch import WorldDispatch
 from api_adapter.worlds.manager import folder_for, location_of
+from engine.kernel.clock import format_time
 from engine.runtime import key_file
 from engine.store import locate
 from engine.tools.time_travel import log_hash
@@ -182,6 +183,40 @@ def test_a_world_idle_past_its_expiry_is_deleted_on_its_own(front: Front, sandbo
     assert short.get("/v2/profiles").status_code == 404
     assert _traces(sandbox.db, short.id) == []
     assert _status(front, kept)["loaded"] is True
+
+
+def test_what_a_crash_cut_off_in_the_worlds_folder_goes_when_the_server_opens_again(
+    sandbox_factory: Any,
+) -> None:
+    """A creation killed before its manifest (written last), or a deletion killed after
+    removing it (first), leaves files no list shows and no delete reaches."""
+    first = sandbox_factory()
+    front = Front(first)
+    kept = front.world()
+    front.http.close()
+    first.close()
+    folder = folder_for(first.db)
+    cut_off = f"w_{'c' * 24}"
+    left = [folder / f"{cut_off}{tail}" for tail in (".db", ".db-wal", ".db.key", ".db.lock")]
+    left.append(folder / f".{kept.id}.json.0a1b2c3d.tmp")
+    for path in left:
+        path.write_bytes(b"cut off")
+    on_server = locate(first.db).on_server
+    if on_server:  # its log too: a schema of the database, with its tables
+        import psycopg
+
+        with psycopg.connect(locate(first.db).conninfo()[0], autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {cut_off}")  # type: ignore[arg-type]
+            conn.execute(f"CREATE TABLE {cut_off}.events (position bigint)")  # type: ignore[arg-type]
+    again = sandbox_factory()
+    assert [path.name for path in left if path.exists()] == []
+    assert cut_off not in _schemas(first.db)
+    front = Front(again)
+    listed = front.http.get("/v2/sandbox/worlds", headers=front.headers).json()["items"]
+    assert [w["id"] for w in listed] == [kept.id]
+    world = World(front.http, kept.made)
+    assert world.ok("GET", "/v2/profiles")["items"][0]["id"] == kept.made["profile_id"]
+    front.http.close()
 
 
 def test_a_world_is_made_with_its_own_bootstrap_client_and_answers_where_it_lives(
@@ -485,69 +520,123 @@ def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
     assert server.stop()[0] == 0
 
 
-def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any) -> None:
+def _drive(server: str, admin: dict[str, str], n: int) -> dict[str, Any]:
+    """World `n` made and driven with amounts, prices, a fee rate and a clock move of its
+    own, and everything it then shows: balances, orders, executions, book, clock."""
+    with httpx.Client(timeout=60) as http:
+        body = {**MANUAL, "settings": {**MANUAL["settings"], "taker_fee_rate": f"0.{n:04d}"}}
+        made = http.post(f"{server}/v2/sandbox/worlds", json=body, headers=admin)
+        assert made.status_code == 200, made.text
+        world = made.json()
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": world["client_id"],
+            "client_secret": world["client_secret"],
+        }
+        token = http.post(world["token_url"], data=form).json()["access_token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        api = world["base_url"]
+
+        def ok(method: str, path: str, json: Any = None) -> Any:
+            r = http.request(method, f"{api}{path}", json=json, headers=auth)
+            assert r.status_code == 200, r.text
+            return r.json()
+
+        for _ in range(3):
+            ok(
+                "POST",
+                "/sandbox/profiles/default/deposit",
+                {"asset": "USD", "amount": str(1000 + n)},
+            )
+        resting = ok(
+            "POST",
+            "/profiles/default/orders",
+            {"market": "BTCUSD", **limit("BUY", str(20000 + n), "0.01")},
+        )
+        bought = ok(
+            "POST",
+            "/profiles/default/orders",
+            {"market": "BTCUSD", "side": "BUY", "type": "MARKET", "quote_amount": str(10 + n)},
+        )
+        ok("POST", "/sandbox/clock", {"advance_seconds": n})
+        return {
+            "n": n,
+            "id": world["id"],
+            "placed": [resting["id"], bought["id"]],
+            "balances": ok("GET", "/profiles/default/balances")["items"],
+            "orders": ok("GET", "/profiles/default/orders")["items"],
+            "executions": ok("GET", "/profiles/default/executions")["items"],
+            "book": ok("GET", "/markets/BTCUSD/order-book"),
+            "clock": ok("GET", "/sandbox/clock"),
+        }
+
+
+@pytest.mark.parametrize("count", [24, pytest.param(100, marks=pytest.mark.slow)])
+def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any, count: int) -> None:
     """The two-engine isolation test, scaled up: worlds driven in parallel through one
-    server each see only their own deposits, orders and clock."""
+    server, each with amounts, prices, a fee rate and a clock of its own, each show
+    exactly their own deposits, orders, trades, book, clock and log, and nothing of
+    another's."""
     from concurrent.futures import ThreadPoolExecutor
+    from datetime import timedelta
+
+    from engine.kernel.clock import parse_time
 
     # its log in a file: a pipe nobody reads would fill and stop the server
     server = Process(database(), tmp_path / "server.log")
-    token = httpx.post(
-        f"{server.base}/oauth2/token",
-        data={"grant_type": "client_credentials", "client_id": "sandex"}
-        | {"client_secret": "sandex-secret"},
-    )
-    admin = {"Authorization": f"Bearer {token.json()['access_token']}"}
-
-    def drive(n: int) -> dict[str, Any]:
-        with httpx.Client(timeout=30) as http:
-            made = http.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=admin)
-            assert made.status_code == 200, made.text
-            world = made.json()
-            form = {
-                "grant_type": "client_credentials",
-                "client_id": world["client_id"],
-                "client_secret": world["client_secret"],
-            }
-            token = http.post(world["token_url"], data=form).json()["access_token"]
-            auth = {"Authorization": f"Bearer {token}"}
-            api = world["base_url"]
-            amount = str(1000 + n)
-            deposit = {"asset": "USD", "amount": amount}
-            for _ in range(3):
-                r = http.post(f"{api}/sandbox/profiles/default/deposit", json=deposit, headers=auth)
-                assert r.status_code == 200, r.text
-            order = {"market": "BTCUSD", **limit("BUY", str(20000 + n), "0.01")}
-            placed = http.post(f"{api}/profiles/default/orders", json=order, headers=auth)
-            assert placed.status_code == 200, placed.text
-            http.post(f"{api}/sandbox/clock", json={"advance_seconds": n}, headers=auth)
-            return {
-                "n": n,
-                "balance": http.get(f"{api}/profiles/default/balances/USD", headers=auth).json(),
-                "orders": http.get(f"{api}/profiles/default/orders", headers=auth).json(),
-                "clock": http.get(f"{api}/sandbox/clock").json(),
-            }
-
-    count = 24
     try:
+        token = httpx.post(
+            f"{server.base}/oauth2/token",
+            data={"grant_type": "client_credentials", "client_id": "sandex"}
+            | {"client_secret": "sandex-secret"},
+        )
+        admin = {"Authorization": f"Bearer {token.json()['access_token']}"}
         with ThreadPoolExecutor(8) as pool:
-            seen = list(pool.map(drive, range(count)))
+            seen = list(pool.map(lambda n: _drive(server.base, admin, n), range(count)))
+        listed = httpx.get(
+            f"{server.base}/v2/sandbox/worlds", params={"limit": count}, headers=admin
+        ).json()["items"]
     except BaseException:
         server.kill()
         raise
+    server.stop()
+    # all of them alive at once, none unloaded meanwhile (max_loaded_worlds allows it)
+    assert sorted(w["id"] for w in listed) == sorted(world["id"] for world in seen)
+    assert all(w["loaded"] for w in listed)
+    # the same commands in each: the same number of events in each log, no more
+    assert len({w["events"] for w in listed}) == 1, {w["events"] for w in listed}
+    start = parse_time(MANUAL["start_time"])
+    prices = {Decimal(20000 + n) for n in range(count)}
     for world in seen:
         n = world["n"]
-        held = Decimal(20000 + n) / 100
-        assert Decimal(world["balance"]["available"]) == 3 * (1000 + n) - held
-        assert [Decimal(o["price"]) for o in world["orders"]["items"]] == [20000 + n]
-        assert world["clock"]["now"].startswith(f"2024-01-01T00:00:{n:02d}")
-    try:
-        listed = httpx.get(
-            f"{server.base}/v2/sandbox/worlds", params={"limit": 100}, headers=admin
-        ).json()
-        assert len(listed["items"]) == count
-    finally:
-        server.stop()
+        resting, bought = world["placed"]
+        assert {o["id"] for o in world["orders"]} == {resting, bought}
+        orders = {o["id"]: o for o in world["orders"]}
+        assert (orders[resting]["status"], Decimal(orders[resting]["price"])) == (
+            "OPEN",
+            20000 + n,
+        )
+        assert orders[bought]["status"] == "FILLED"
+        assert Decimal(orders[bought]["quote_amount"]) == 10 + n
+        [fill] = world["executions"]
+        assert (fill["order_id"], fill["side"]) == (bought, "BUY")
+        gross, commission = Decimal(fill["gross_trade_amount"]), Decimal(fill["commission"])
+        rate = Decimal(f"0.{n:04d}")  # its own taker fee
+        assert abs(commission - gross * rate) < Decimal("0.01")
+        balances = {
+            b["asset"]: (Decimal(b["available"]), Decimal(b["trading"])) for b in world["balances"]
+        }
+        held = Decimal(20000 + n) / 100 * (1 + rate)  # its price and the fee at most
+        assert balances.pop("USD") == (3 * (1000 + n) - held - gross - commission, held)
+        assert balances.pop("BTC") == (Decimal(fill["amount"]), 0)
+        assert set(balances.values()) == {(0, 0)}
+        # its book holds its own resting bid, and no other world's
+        bids = {Decimal(level["price"]) for level in world["book"]["bids"]}
+        assert bids & prices == {20000 + n}
+        expected = format_time(start + timedelta(seconds=n))
+        assert world["clock"]["now"] == expected
+    placed = [i for world in seen for i in world["placed"]]
+    assert len(set(placed)) == len(placed)
 
 
 @pytest.mark.slow

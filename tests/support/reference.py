@@ -155,3 +155,15 @@ def request_examples() -> list[tuple[str, str, str, str, Any]]:
             for name, body in named:
                 found.append((op["operationId"], method.upper(), "/v2" + route, name, body))
     return found
+
+
+def operation_ids() -> dict[tuple[str, str], str]:
+    """The whole document's operation ids by (method, path with the /v2 prefix); skips
+    where the document is absent."""
+    doc = _load(path(FULL_NAME))
+    return {
+        (method.upper(), "/v2" + route): op["operationId"]
+        for route, ops in doc["paths"].items()
+        for method, op in ops.items()
+        if isinstance(op, dict) and "operationId" in op
+    }

@@ -1,8 +1,8 @@
 """The fast lane (api_adapter/middleware/fast_lane.py) answers exactly what FastAPI's routes answer.
 
-Both read one table (api_adapter/routes/writes.py): each FastAPI route serves its
-entry's path, operation, scope and body model, and the lane takes the paths the route
-takes, no more and no fewer.
+Both read one table (api_adapter/operations.py): each FastAPI route serves its row's
+path, operation, scope and body model, and the lane takes the paths the route takes, no
+more and no fewer.
 
 Two sandboxes on the same seed and manual clock, one served with the lane and one
 without, take the same requests in the same order: every answer (status, headers but
@@ -26,7 +26,7 @@ from starlette.routing import Match
 from api_adapter import create_app
 from api_adapter.app import ROUTERS
 from api_adapter.middleware.fast_lane import lane_of
-from api_adapter.routes.writes import WRITE_ROUTES, WriteRoute
+from api_adapter.operations import LANE, Operation
 from engine.tools.time_travel import log_hash
 from tests.conftest import Sandbox, make_settings
 from tests.support.server_helpers import ROOT, SANDEX, Server
@@ -240,7 +240,7 @@ def test_a_client_revoked_by_another_process_is_refused_by_the_next_request(
     assert code == 0, err
 
 
-def _route_of(write: WriteRoute) -> APIRoute:
+def _route_of(write: Operation) -> APIRoute:
     """The FastAPI route of `write` among every router the app includes."""
     found = [
         r
@@ -252,25 +252,25 @@ def _route_of(write: WriteRoute) -> APIRoute:
     return found[0]
 
 
-def _scope_required(route: APIRoute) -> str:
-    """The scope of the route's `require` dependency (api_adapter.auth.require)."""
-    scopes = [
-        inspect.getclosurevars(d.call).nonlocals["scope"]
+def _gated_as(route: APIRoute) -> Operation:
+    """The row whose gates the route's pipeline dependency runs (pipeline.route)."""
+    rows = [
+        inspect.getclosurevars(d.call).nonlocals["op"]
         for d in route.dependant.dependencies
-        if d.call is not None and d.call.__name__.startswith("require_")
+        if d.call is not None and d.call.__name__ == "gate"
     ]
-    assert len(scopes) == 1, route.path
-    return scopes[0]
+    assert len(rows) == 1, route.path
+    return rows[0]  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("write", WRITE_ROUTES, ids=lambda w: w.operation)
-def test_each_lane_route_is_the_fastapi_route_of_its_table_entry(write: WriteRoute) -> None:
+@pytest.mark.parametrize("write", LANE, ids=lambda w: w.id)
+def test_each_lane_route_is_the_fastapi_route_of_its_table_entry(write: Operation) -> None:
     route = _route_of(write)
-    assert route.operation_id == write.operation
-    assert _scope_required(route) == write.scope
+    assert route.operation_id == write.id
+    assert _gated_as(route) is write
     assert route.body_field is not None
-    assert route.body_field.field_info.annotation is write.model
-    # the route module serves the table's own entry object
+    assert route.body_field.field_info.annotation is write.body
+    # the route module serves the table's own row
     module = inspect.getmodule(route.endpoint)
     assert write in vars(module).values(), module
 
@@ -302,7 +302,7 @@ def test_the_lane_takes_the_paths_its_routes_take(method: str) -> None:
     for path in SAMPLE_PATHS:
         scope = {"type": "http", "method": method, "path": path, "root_path": ""}
         expected = None
-        for write in WRITE_ROUTES:
+        for write in LANE:
             match, child = _route_of(write).matches(scope)
             if match == Match.FULL:
                 params = child["path_params"]

@@ -1,0 +1,81 @@
+"""The token endpoint: OAuth2 client credentials (RFC 6749 section 4.4)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from api_adapter.auth import Tokens, unb64
+from api_adapter.pipeline import route
+from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
+from api_adapter.responses import JSONResponse
+from engine.domain.customers import secret_matches
+from engine.read import clients as client_rows
+
+
+def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": error, "error_description": description},
+        status_code=status,
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+router = APIRouter(tags=["OAuth2"])
+
+
+@route(router, "IssueToken", summary="Issue an access token (client credentials)")
+async def issue_token(request: Request) -> JSONResponse:
+    try:
+        form = await request.form()
+    except Exception:  # noqa: BLE001 - any unreadable body is the client's fault
+        return _oauth_error(400, "invalid_request", "the body must be form-encoded")
+    grant_type = form.get("grant_type")
+    client_id = form.get("client_id")
+    client_secret = form.get("client_secret")
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("basic ") and client_id is None:
+        try:
+            client_id, _, client_secret = unb64(header[6:].strip()).decode().partition(":")
+        except (ValueError, UnicodeError):
+            return _oauth_error(401, "invalid_client", "malformed basic credentials")
+    if grant_type != "client_credentials":
+        if not grant_type:
+            return _oauth_error(400, "invalid_request", "grant_type is required")
+        return _oauth_error(400, "unsupported_grant_type", "only client_credentials is supported")
+    if not isinstance(client_id, str) or not isinstance(client_secret, str):
+        return _oauth_error(401, "invalid_client", "client_id and client_secret are required")
+    # Every token request was charged to its address's `token` budget before this
+    # handler ran. A failed one is charged besides to the address's `token-failures`
+    # budget, whose penalty is checked before the deliberately slow secret check: that
+    # check is no amplifier of an unauthenticated flood, and whoever names a client
+    # without its secret throttles their own address, never the client's.
+    limiter: RateLimiter | None = request.app.state.limiter
+    if limiter is not None:
+        limiter.hold(request.scope, TOKEN_FAILURES)
+    client = client_rows.client(request.app.state.queries, client_id)
+    if (
+        client is None
+        or client["revoked"]
+        or not secret_matches(client_secret, client["salt"], client["secret_hash"])
+    ):
+        if limiter is not None:
+            limiter.charge(request.scope, TOKEN_FAILURES)
+        return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
+    requested = form.get("scope")
+    if isinstance(requested, str) and requested.strip():
+        scopes = requested.split()
+        missing = [s for s in scopes if s not in client["scopes"]]
+        if missing:
+            return _oauth_error(400, "invalid_scope", f"scope not granted to client: {missing[0]}")
+    else:
+        scopes = list(client["scopes"])
+    tokens: Tokens = request.app.state.tokens
+    return JSONResponse(
+        {
+            "access_token": tokens.issue(client_id, scopes),
+            "expires_in": tokens.ttl,
+            "scope": " ".join(scopes),
+            "token_type": "bearer",
+        },
+        headers={"Cache-Control": "no-store"},
+    )
