@@ -1,17 +1,19 @@
 """Forking a store: the step a world forked from its template (issue 30) takes.
 
     python bench/bench_fork.py [--events 1000] [--forks 50] [--rounds 5]
-                               [--postgres postgresql://…/EMPTY_DB | --throwaway-postgres]
+                               [--postgres [postgresql://…/EMPTY_DB]]
 
 The template is an SQLite database holding one funded customer and `--events` events
 (bench/bench_store.py's `build_log`: sandbox deposits), open as a running engine holds
 it. Each round forks it `--forks` times at its head (`fork(target)`: SQLite's backup of
 a read snapshot into a new file, then the new store opened), each fork to a new file
 that is closed and removed outside the timing. Printed: per round the p50 and p99 of
-one fork; over the rounds the median of each with min–max. `--postgres` (an empty
-database) copies the template there (`sandex copy`) and forks it as well, each fork a
-new schema of that database; `--throwaway-postgres` (what `make bench` runs) starts a
-throwaway cluster for it as bench/bench_postgres.py does, or says why there is none.
+one fork; over the rounds the median of each with min–max. `--postgres` copies the
+template to PostgreSQL (`sandex copy`) and forks it as well, each fork a new schema of
+that database, as a world beside a PostgreSQL default database is, dropped outside the
+timing as a deleted world is (`drop_store`): on the empty database a URL names, or
+without one on a throwaway cluster with fsync on (tests/support/postgres_server.py;
+SANDEX_TEST_POSTGRES names a server of one's own instead).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_store import build_log  # noqa: E402
 from engine.runtime.composition import TABLES  # noqa: E402
-from engine.store import Forking, capability, locate, open_store  # noqa: E402
+from engine.store import Forking, capability, drop_store, locate, open_store  # noqa: E402
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -70,11 +72,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--forks", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--postgres", help="an empty PostgreSQL database's URL")
     parser.add_argument(
-        "--throwaway-postgres",
-        action="store_true",
-        help="start a throwaway PostgreSQL cluster (tests/support/postgres_server.py) for it",
+        "--postgres",
+        nargs="?",
+        const="throwaway",
+        help="an empty PostgreSQL database's URL (none: a throwaway cluster)",
     )
     args = parser.parse_args()
     print(f"machine: {machine()}; tree: {ROOT}")
@@ -102,52 +104,41 @@ def main() -> None:
         finally:
             store.close()
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
-        if args.postgres:
-            postgres_rounds(template, args)
-        elif args.throwaway_postgres:
-            throwaway_postgres(template, args, folder)
+        if args.postgres == "throwaway":
+            from tests.support.postgres_server import server
+
+            os.environ["SANDEX_STATE_DIR"] = str(folder / "state")  # the copy's key file
+            with server(fsync=True) as pg:
+                print("PostgreSQL: a throwaway cluster, fsync on")
+                postgres_rounds(template, pg.create("fork"), args)
+        elif args.postgres:
+            postgres_rounds(template, args.postgres, args)
 
 
-def throwaway_postgres(template: Path, args: argparse.Namespace, folder: Path) -> None:
-    """The PostgreSQL rounds on a cluster started for them (fsync on, as bench_postgres)."""
-    from tests.support.postgres_server import Unavailable, server
-
-    os.environ.setdefault("SANDEX_STATE_DIR", str(folder / "state"))  # the copy's key file
-    try:
-        with server(fsync=True) as pg:
-            args.postgres = pg.create("fork")
-            postgres_rounds(template, args)
-    except Unavailable as exc:
-        print(f"fork at the head, PostgreSQL: not measured ({exc})")
-
-
-def postgres_rounds(template: Path, args: argparse.Namespace) -> None:
-    """The same forks on PostgreSQL: the template copied there, each fork a schema."""
-    import psycopg
-
+def postgres_rounds(template: Path, db: str, args: argparse.Namespace) -> None:
+    """The same forks on PostgreSQL: the template copied to `db`, each fork a schema."""
     from engine.tools.copy import copy
 
-    copy(template, args.postgres)
-    store = open_store(args.postgres, tables=TABLES)
+    copy(template, db)
+    store = open_store(db, tables=TABLES)
     forking = capability(store, Forking)
     assert forking is not None
-    url, _ = locate(args.postgres).conninfo()
-    admin = psycopg.connect(url, autocommit=True)
 
     def pg_fork(n: int) -> float:
-        schema = f"w_bench_{n}"
+        target = locate(db).beside(f"w_bench_{n}")
         started = time.perf_counter()
-        forked = forking.fork(locate(args.postgres).with_schema(schema).text)
+        forked = forking.fork(target.text)
         took = time.perf_counter() - started
         forked.close()
-        admin.execute(f"DROP SCHEMA {schema} CASCADE")  # type: ignore[arg-type]
+        drop_store(target)
         return took
 
     try:
+        print(f"template on PostgreSQL: {store.last_position()} events")
         print(line("fork at the head, PostgreSQL", *rounds(pg_fork, args.forks, args.rounds)))
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         store.close()
-        admin.close()
 
 
 if __name__ == "__main__":

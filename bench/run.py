@@ -330,7 +330,7 @@ BENCHES = {
     # rounds of 50 forks in one process
     "fork": Bench(
         "bench_fork.py",
-        ["--events", "1000", "--forks", "50", "--rounds", "5", "--throwaway-postgres"],
+        ["--events", "1000", "--forks", "50", "--rounds", "5", "--postgres"],
         ["--events", "200", "--forks", "5", "--rounds", "1"],
         1,
         {

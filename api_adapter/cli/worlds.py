@@ -9,25 +9,30 @@ from api_adapter.cli.errors import CliError
 
 
 def world_db(db: str, world: str | None) -> str:
-    """The database a verb's `--db` and `--world` name: the world's own file beside `db`,
-    or `db` itself without `--world`."""
+    """The database a verb's `--db` and `--world` name: the world's own store beside `db`
+    (a file, or a schema of the same server database), or `db` itself without `--world`."""
     if world is None:
         return db
-    from api_adapter.worlds.manager import folder_for
+    from api_adapter.worlds.manager import folder_for, location_of
+    from engine.read.database_contents import display
 
-    path = folder_for(db) / f"{world}.db"
-    if not path.exists() or not (folder_for(db) / f"{world}.json").exists():
-        raise CliError(f"no world {world} beside {db}")
-    return str(path)
+    try:
+        where = location_of(db, world)
+    except ValueError:  # no world's id: not a name a world could have here
+        where = None
+    if where is None or not where.exists() or not (folder_for(db) / f"{world}.json").exists():
+        raise CliError(f"no world {world} beside {display(db)}")
+    return where.text
 
 
 def list_worlds(args: argparse.Namespace) -> int:
     """`sandex worlds list`: one line per world: id, name, clock, events, size, created."""
     from api_adapter.worlds.manager import kept_worlds
+    from engine.read.database_contents import display
 
     found = kept_worlds(args.db)
     if not found:
-        print(f"no worlds beside {args.db}")
+        print(f"no worlds beside {display(args.db)}")
         return 0
     print("id\tname\tclock\tevents\tbytes\tcreated_at\tfrom")
     for w in found:
@@ -42,6 +47,7 @@ def delete_world(args: argparse.Namespace) -> int:
     """`sandex worlds delete ID`: its files removed; refused while a server serves the
     database (that server deletes it: `DELETE /v2/sandbox/worlds/{id}`)."""
     from api_adapter.worlds.manager import delete_kept
+    from engine.read.database_contents import display
     from engine.store import LeaseHeld
 
     world_db(args.db, args.world_id)  # it exists
@@ -49,7 +55,7 @@ def delete_world(args: argparse.Namespace) -> int:
         delete_kept(args.db, args.world_id)
     except LeaseHeld:
         raise CliError(
-            f"a sandex serves {args.db}; delete the world through it:"
+            f"a sandex serves {display(args.db)}; delete the world through it:"
             f" DELETE /v2/sandbox/worlds/{args.world_id}"
         ) from None
     print(f"deleted world {args.world_id}")

@@ -1,6 +1,7 @@
-"""The non-default worlds of a server: each an SQLite file, its key file and a manifest in
-the worlds folder beside the default database (`<db>.worlds/`), opened on its first
-request and stopped when deleted or when the server stops.
+"""The non-default worlds of a server: each a store kept beside the default database (an
+SQLite file in the worlds folder `<db>.worlds/`, or on PostgreSQL a schema of the same
+database: engine/store/locations.py's `beside`), with its key file and a manifest in that
+folder; opened on its first request and stopped when deleted or when the server stops.
 
 Worlds share nothing but the process: each has its own engine (log, clock, seed,
 settings, books, timers, feeds), key file (tokens of one are refused by another), app
@@ -15,6 +16,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from api_adapter.world import World
 
 from api_adapter.bootstrap import Bootstrap, Credentials
-from api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from engine import Engine
 from engine.config.settings import Settings
 from engine.domain.sandbox_snapshots import snapshots
@@ -38,8 +39,18 @@ from engine.kernel.commands import CreateCustomer
 from engine.kernel.errors import Forbidden, Invalid, NotFound
 from engine.kernel.logs import get_logger
 from engine.runtime import key_file
-from engine.store import Forking, capability, local_base, locate, open_reader, private_files
-from engine.store.lease import WriterLease
+from engine.store import (
+    Forking,
+    Location,
+    StoreUnavailable,
+    capability,
+    drop_store,
+    locate,
+    open_reader,
+    private_files,
+    store_size,
+    take_lease,
+)
 
 log = get_logger("sandex.worlds")
 
@@ -62,9 +73,6 @@ SERVER_SETTINGS = frozenset(
         "world_expires_after_idle_seconds",
     }
 )
-# The files of a world besides its database: the SQLite companions, key file, lock and
-# webhook delivery progress.
-_COMPANIONS = ("-wal", "-shm", "-journal", ".key", ".lock", ".partial", PROGRESS_SUFFIX)
 # How long a deletion waits for the world's requests in flight before it stops the engine.
 DRAIN_SECONDS = 5.0
 # How often the housekeeping thread unloads idle worlds and deletes expired ones.
@@ -76,23 +84,33 @@ BOOTSTRAP_CLIENT = "sandex"
 
 
 def folder_for(db: str | Path) -> Path:
-    """The worlds folder of the default database `db` (a file, or a server's database:
-    then under the local state folder, beside its key file)."""
-    return Path(f"{local_base(db)}.worlds")
+    """The worlds folder of the default database `db` (beside a file; for a server's
+    database, under the local state folder): the worlds' manifests and key files, and
+    on SQLite their databases."""
+    return locate(db).beside_folder()
 
 
-def records(folder: Path) -> list[Record]:
-    """The worlds a worlds folder lists (a manifest and its database), oldest first."""
+def location_of(db: str | Path, world_id: str) -> Location:
+    """Where the log of the world `world_id` beside the default database `db` lives: the
+    one place the manager, `sandex worlds` and `--world` ask."""
+    return locate(db).beside(world_id)
+
+
+def records(db: str | Path) -> list[Record]:
+    """The worlds kept beside the default database `db` (a manifest, and its store
+    where one may look), oldest first."""
+    folder = folder_for(db)
     found = []
-    for manifest in folder.glob(f"{PREFIX}*.json"):
+    for manifest in folder.glob(f"{PREFIX}*.json") if folder.is_dir() else ():
         if not _ID.match(manifest.stem):
             continue  # a world's own file, such as its webhook delivery progress
         try:
             record = Record(**orjson.loads(manifest.read_bytes()))
+            where = location_of(db, record.id)
         except (OSError, ValueError, TypeError) as exc:
             log.warning("world manifest unreadable", path=str(manifest), error=str(exc))
             continue
-        if (folder / f"{record.id}.db").exists():
+        if where.exists():
             found.append(record)
     return sorted(found, key=lambda r: r.seq)
 
@@ -122,12 +140,12 @@ class Served:
         self.world.stop()
 
 
-def assemble(db: Path, settings: Settings, bootstrap: Bootstrap) -> Served:
+def assemble(db: Location, settings: Settings, bootstrap: Bootstrap) -> Served:
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
     but with no worlds of its own; `bootstrap` makes its bootstrap client."""
     from api_adapter.world import World
 
-    world = World.open(db, settings, bootstrap=bootstrap, background=True, worlds=False)
+    world = World.open(db.text, settings, bootstrap=bootstrap, background=True, worlds=False)
     return Served(world.start())
 
 
@@ -182,6 +200,7 @@ class WorldManager:
     def __init__(self, db: str | Path, base: Settings, *, tidy: bool = False) -> None:
         """`tidy`: the caller holds the default database (its writer lease), so no other
         process is making a world here, and what a crash cut off may go."""
+        self.db = str(db)
         self.folder = folder_for(db)
         self.base = base
         self._lock = threading.RLock()
@@ -199,7 +218,7 @@ class WorldManager:
         self.new_worlds_bootstrap: Bootstrap | None = None
         if self.folder.is_dir():
             self._make_folder()  # private, whatever its mode was
-            self._records = {r.id: r for r in records(self.folder)}
+            self._records = {r.id: r for r in records(db)}
             if tidy:
                 self._remove_unfinished()
             self._seq = max((r.seq for r in self._records.values()), default=0)
@@ -212,17 +231,19 @@ class WorldManager:
         (so it tidies what a crash left); None for an in-memory one."""
         return None if locate(db).in_memory else cls(db, base, tidy=True)
 
-    # -- files --
+    # -- where a world lives --
 
-    def db_of(self, world_id: str) -> Path:
-        return self.folder / f"{world_id}.db"
+    def db_of(self, world_id: str) -> Location:
+        """The world's store: a file in the folder, or a schema of the server database."""
+        return location_of(self.db, world_id)
 
     def _manifest_of(self, world_id: str) -> Path:
         return self.folder / f"{world_id}.json"
 
-    def _files_of(self, world_id: str) -> list[Path]:
-        db = self.db_of(world_id)
-        return [db, *(Path(f"{db}{tail}") for tail in _COMPANIONS)]
+    def _side_files_of(self, world_id: str) -> Iterator[Path]:
+        """Its files in the folder: the manifest, key file, lease's lock, and on SQLite
+        the database itself and its companions."""
+        return self.folder.glob(f"{world_id}.*")
 
     def _make_folder(self) -> None:
         self.folder.mkdir(mode=0o700, exist_ok=True)
@@ -231,7 +252,9 @@ class WorldManager:
     def _remove_unfinished(self) -> None:
         """Remove what a creation or a deletion cut off by a crash left behind: the files
         of a world with no manifest (a creation writes it last, a deletion removes it
-        first), and temporaries. Never listed, they would stay forever otherwise."""
+        first), its store with them (on PostgreSQL, its schema), and temporaries. Never
+        listed, they would stay forever otherwise."""
+        cut_off: set[str] = set()
         for path in self.folder.iterdir():
             name = path.name
             if name.startswith(f".{PREFIX}") and name.endswith(".tmp"):
@@ -240,11 +263,17 @@ class WorldManager:
             world_id = name.split(".", 1)[0]
             if not _ID.match(world_id) or self._manifest_of(world_id).exists():
                 continue
+            cut_off.add(world_id)
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
             log.warning("unfinished world's file removed", path=str(path))
+        for world_id in cut_off:
+            try:
+                drop_store(self.db_of(world_id))
+            except (ValueError, StoreUnavailable) as exc:  # not a schema's name; the next start
+                log.warning("unfinished world's store kept", world=world_id, error=str(exc))
 
     # -- the worlds --
 
@@ -297,7 +326,8 @@ class WorldManager:
         if (from_world is None) != (from_snapshot is None):
             missing = "from_snapshot" if from_snapshot is None else "from_world"
             raise Invalid(f"{missing} is required with a fork", field=missing)
-        world_id = PREFIX + secrets.token_urlsafe(18)
+        # lower-case hex: a PostgreSQL schema's name as it is
+        world_id = PREFIX + secrets.token_hex(18)
         overrides = dict(settings or {})
         for key in overrides:
             if key in SERVER_SETTINGS or key in {"clock", "seed", "clock_start"}:
@@ -418,7 +448,7 @@ class WorldManager:
             raise NotFound(f"world not found with id {world_id}")
         return record
 
-    def _fork(self, template_id: str, snapshot: str, db: Path) -> None:
+    def _fork(self, template_id: str, snapshot: str, db: Location) -> None:
         """Write `db`, the world `template_id` as it was at its snapshot `snapshot`, by
         its store's fork: a copy of its database when its log ends at the snapshot, else
         its log up to the snapshot (the read models rebuilt from it when the fork
@@ -436,14 +466,15 @@ class WorldManager:
                     field="from_snapshot",
                 )
             store = capability(template.engine.store, Forking)
-            assert store is not None, "a world's SQLite store forks"
-            store.fork(str(db), up_to=int(taken["position"])).close()
+            assert store is not None, "every store forks"
+            store.fork(db.text, up_to=int(taken["position"])).close()
         finally:
             self.leave(template_id, template)
-        source_keys, fork_keys = key_file.path_for(self.db_of(template_id)), key_file.path_for(db)
+        source_keys = key_file.path_for(self.db_of(template_id).text)
+        fork_keys = key_file.path_for(db.text)
         assert source_keys is not None and fork_keys is not None
         private_files.copy(source_keys, fork_keys)
-        key_file.KeyFile.existing(db).rotate()
+        key_file.KeyFile.existing(db.text).rotate()
 
     def _served_of(self, world_id: str) -> Served:
         """The world loaded, opened now if it was not."""
@@ -553,7 +584,7 @@ class WorldManager:
             served = self._served.get(world_id)
             last_used = self._last_used.get(world_id)
         db = self.db_of(world_id)
-        size = sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
+        size = store_size(db)
         clock: dict[str, str]
         if served is not None:
             # through the app's read connection: the store's own is the writer thread's
@@ -614,8 +645,11 @@ class WorldManager:
         self.remove(world_id, served)
 
     def _remove_files(self, world_id: str) -> None:
+        """The manifest first (the world is no longer listed), then its store (files, or
+        its schema dropped), then its other files."""
         self._manifest_of(world_id).unlink(missing_ok=True)
-        for path in self._files_of(world_id):
+        drop_store(self.db_of(world_id))
+        for path in list(self._side_files_of(world_id)):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
@@ -636,13 +670,12 @@ class WorldManager:
 def kept_worlds(db: str | Path) -> list[dict[str, Any]]:
     """The worlds kept beside the database `db`, read from their files with no server
     (`sandex worlds list`): id, name, clock, events, size on disk, created, origin."""
-    folder = folder_for(db)
     found = []
-    for record in records(folder) if folder.is_dir() else []:
-        path = folder / f"{record.id}.db"
-        with closing(open_reader(path)) as reader:
+    for record in records(db):
+        where = location_of(db, record.id)
+        with closing(open_reader(where)) as reader:
             events = reader.last_position()
-        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        size = store_size(where)
         origin = f"{record.from_world}@{record.from_snapshot}" if record.from_world else None
         found.append(
             {
@@ -659,10 +692,10 @@ def kept_worlds(db: str | Path) -> list[dict[str, Any]]:
 
 
 def delete_kept(db: str | Path, world_id: str) -> None:
-    """Remove a kept world's files with no server (`sandex worlds delete`): under the
-    database's writer lease, so `LeaseHeld` while a server serves it (which deletes it
-    itself: `DELETE /v2/sandbox/worlds/{id}`)."""
-    lease = None if locate(db).on_server else WriterLease.take(str(db))
+    """Remove a kept world with no server (`sandex worlds delete`): its store and files,
+    under the default database's writer lease, so `LeaseHeld` while a server serves it
+    (which deletes it itself: `DELETE /v2/sandbox/worlds/{id}`)."""
+    lease = take_lease(db)
     try:
         manager = WorldManager(db, Settings())
         try:

@@ -15,10 +15,13 @@ from engine.store.opening import (
     UNFINISHED_COPY,
     backend,
     database_contents,
+    drop_store,
     holds_events,
     open_reader,
     open_sql_reader,
     open_store,
+    store_size,
+    take_lease,
     unfinished_copy,
 )
 from engine.store.port import (
@@ -67,6 +70,7 @@ __all__ = [
     "connect_read_only",
     "database_contents",
     "display",
+    "drop_store",
     "holds_events",
     "in_memory",
     "is_server_url",
@@ -75,5 +79,7 @@ __all__ = [
     "open_reader",
     "open_sql_reader",
     "open_store",
+    "store_size",
+    "take_lease",
     "unfinished_copy",
 ]

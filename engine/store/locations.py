@@ -9,7 +9,12 @@ location's kind names.
 A PostgreSQL location may name a schema of its database with a `schema` query
 parameter (`postgresql://user@host/db?schema=w_abc`): the store's tables live in that
 schema (made at first open), so many independent stores share one database. Without
-it, the connection's default schema (`public`) is used, as before."""
+it, the connection's default schema (`public`) is used, as before.
+
+Stores may be kept beside a database (a server's worlds, docs/worlds.md): `beside(name)`
+answers where the one called `name` lives, an SQLite file in the folder `<db>.worlds`, or
+on a server the schema `name` of the same database; either way its side files (key
+file, ...) are in that local folder (`beside_folder`), named after it."""
 
 from __future__ import annotations
 
@@ -27,6 +32,10 @@ Kind = Literal["file", "memory", "server"]
 
 # Where a server database's local files go: $SANDEX_STATE_DIR, else ~/.sandex.
 STATE_DIR_ENV = "SANDEX_STATE_DIR"
+
+# The folder beside a database that holds the stores kept beside it (or, on a server,
+# their side files): `<local base>.worlds`.
+BESIDE = ".worlds"
 
 # A schema name sandex makes itself: a plain lower-case SQL identifier, never quoted.
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -94,22 +103,54 @@ class Location:
         url = parts._replace(query=urlencode([*query, ("schema", schema)])).geturl()
         return locate(url)
 
+    def without_schema(self) -> Location:
+        """The same server database in its default schema."""
+        parts = urlsplit(self.text)
+        query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
+        return locate(parts._replace(query=urlencode(query)).geturl())
+
+    def beside_folder(self) -> Path:
+        """The local folder of the stores kept beside this database (their side files,
+        and on SQLite the stores themselves): `<file>.worlds`; for a server database,
+        named after the database whatever the schema, as every schema of a database is
+        beside every other."""
+        if self.on_server and self.schema is not None:
+            return self.without_schema().beside_folder()
+        return Path(f"{self.local_base()}{BESIDE}")
+
+    def beside(self, name: str) -> Location:
+        """The store called `name` kept beside this database: the file
+        `<beside_folder>/<name>.db`; on a server, the schema `name` of the same database
+        (a lower-case SQL name: ValueError otherwise), whose side files are in
+        `beside_folder` too."""
+        if self.in_memory:
+            raise ValueError("an in-memory database keeps no stores beside it")
+        if not self.on_server:
+            return locate(str(self.beside_folder() / f"{name}.db"))
+        if not _SCHEMA_NAME.fullmatch(name):
+            raise ValueError(f"schema {name!r}: a lower-case SQL name is expected")
+        return self.with_schema(name)
+
     def local_base(self) -> str:
         """The path that the database's side files are named after (`<base>.key`, …):
         the file itself for SQLite; for a server database a name made of its user,
-        host, port, database (and schema) under $SANDEX_STATE_DIR (else ~/.sandex), so
-        that every process on this machine that opens that database finds the same keys."""
+        host, port and database under $SANDEX_STATE_DIR (else ~/.sandex), so that every
+        process on this machine that opens that database finds the same keys; for a
+        named schema, `<that>.worlds/<schema>` (`beside_folder`)."""
         if not self.on_server:
             return self.text
+        schema = self.schema
+        if schema is not None:
+            folder = self.beside_folder()
+            folder.mkdir(mode=0o700, exist_ok=True)
+            return str(folder / schema)
         parts = urlsplit(self.text)
         query = dict(parse_qsl(parts.query))
         host = parts.hostname or query.get("host", "local")
         port = str(parts.port or query.get("port", "5432"))
         user = parts.username or query.get("user", "")
         dbname = parts.path.lstrip("/") or query.get("dbname", "")
-        schema = self.schema
-        tail = f"_{schema}" if schema else ""
-        name = re.sub(r"[^A-Za-z0-9_.@-]+", "_", f"{user}@{host}_{port}_{dbname}{tail}").strip("_")
+        name = re.sub(r"[^A-Za-z0-9_.@-]+", "_", f"{user}@{host}_{port}_{dbname}").strip("_")
         folder = Path(os.environ.get(STATE_DIR_ENV) or Path.home() / ".sandex")
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         return str(folder / f"pg-{name}")

@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from engine.store.lease import WriterLease
 from engine.store.locations import Kind, Location, locate
 from engine.store.port import EventStore, SqlReader
-from engine.store.sqlite import SqliteEventStore, connect_read_only
+from engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
+
+
+class Releasable(Protocol):
+    def release(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,13 @@ class Backend:
     reads_version: Callable[[SqlReader], int]
     # (columns of its `events` table, its table names), read-only, of any database.
     contents: Callable[[str], tuple[set[str], list[str]]]
+    # Remove a store and every trace of it (a deleted world): its files, or its schema.
+    drop: Callable[[str], None]
+    # The bytes a store takes: its files, or its schema's tables on the server.
+    size: Callable[[str], int]
+    # The writer lease, taken and held until `release()` (None: a store with no second
+    # writer to keep out); `LeaseHeld` at once when a writer has it.
+    lease: Callable[[str], Releasable | None]
 
 
 def _sqlite_open(db: str, **options: Any) -> EventStore:
@@ -49,6 +61,26 @@ def _sqlite_contents(db: str) -> tuple[set[str], list[str]]:
     finally:
         conn.close()
     return columns, tables
+
+
+# An SQLite database's own files besides itself.
+_SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def _sqlite_files(db: str) -> list[Path]:
+    return [Path(db), *(Path(f"{db}{tail}") for tail in _SQLITE_COMPANIONS)]
+
+
+def _sqlite_drop(db: str) -> None:
+    if not in_memory(db):
+        for path in _sqlite_files(db):
+            path.unlink(missing_ok=True)
+
+
+def _sqlite_size(db: str) -> int:
+    if in_memory(db):
+        return 0
+    return sum(p.stat().st_size for p in _sqlite_files(db) if p.exists())
 
 
 def _sqlite_reads(db: str) -> SqlReader:
@@ -91,6 +123,24 @@ def _server_contents(db: str) -> tuple[set[str], list[str]]:
     return database_contents(db)
 
 
+def _server_drop(db: str) -> None:
+    from engine.store.postgres import drop_schema
+
+    drop_schema(db)
+
+
+def _server_size(db: str) -> int:
+    from engine.store.postgres import schema_size
+
+    return schema_size(db)
+
+
+def _server_lease(db: str) -> Releasable:
+    from engine.store.postgres import take_lease
+
+    return take_lease(db)
+
+
 _SQLITE = Backend(
     open=_sqlite_open,
     reader=SqliteEventStore.reader,
@@ -98,6 +148,9 @@ _SQLITE = Backend(
     shared_reads=False,
     reads_version=_sqlite_reads_version,
     contents=_sqlite_contents,
+    drop=_sqlite_drop,
+    size=_sqlite_size,
+    lease=WriterLease.take,
 )
 
 BACKENDS: dict[Kind, Backend] = {
@@ -110,6 +163,9 @@ BACKENDS: dict[Kind, Backend] = {
         shared_reads=True,
         reads_version=_server_reads_version,
         contents=_server_contents,
+        drop=_server_drop,
+        size=_server_size,
+        lease=_server_lease,
     ),
 }
 
@@ -154,6 +210,27 @@ def database_contents(db: str | Path | Location) -> tuple[set[str], list[str]]:
     another program's)."""
     where = locate(db)
     return BACKENDS[where.kind].contents(where.text)
+
+
+def drop_store(db: str | Path | Location) -> None:
+    """Remove the store at `db` and every trace of it: an SQLite database's files, a
+    server schema (DROP SCHEMA ... CASCADE; a server's default schema is refused). Its
+    side files (key file, ...) are the caller's."""
+    where = locate(db)
+    BACKENDS[where.kind].drop(where.text)
+
+
+def store_size(db: str | Path | Location) -> int:
+    """The bytes the store at `db` takes (files, or its schema on the server)."""
+    where = locate(db)
+    return BACKENDS[where.kind].size(where.text)
+
+
+def take_lease(db: str | Path | Location) -> Releasable | None:
+    """The writer lease of the store at `db`, held until `release()` (None where no
+    second writer could find it); `LeaseHeld` at once while a writer runs on it."""
+    where = locate(db)
+    return BACKENDS[where.kind].lease(where.text)
 
 
 def holds_events(db: str | Path | Location) -> bool:

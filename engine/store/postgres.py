@@ -112,6 +112,46 @@ def database_contents(url: str) -> tuple[set[str], list[str]]:
     return columns, tables
 
 
+def drop_schema(url: str) -> None:
+    """Remove the store in the schema that `url` names, tables and all, leaving no
+    trace (DROP SCHEMA ... CASCADE; nothing when it is gone already). A URL without a
+    schema is refused: a database's default schema is not one store's to drop."""
+    where = locate(url)
+    schema = where.schema
+    if schema is None:
+        raise ValueError(f"{display(url)}: only a named schema (?schema=NAME) is dropped")
+    conn = _connect(where.without_schema().text, read_only=False)
+    try:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")  # type: ignore[arg-type]
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot drop {display(url)}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def schema_size(url: str) -> int:
+    """The bytes the store at `url` takes on its server: its schema's tables, with their
+    indexes and TOAST."""
+    conn = _connect(url, read_only=True)
+    try:
+        row = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+        ).fetchone()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot read database {display(url)}: {exc}") from exc
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0
+
+
+def take_lease(url: str, seconds: float = 5.0) -> _Lease:
+    """The writer lease of the store at `url`, or `LeaseHeld` at once if a writer has
+    it (a tool that removes a store while nobody writes it)."""
+    return _Lease(url, seconds)
+
+
 class _Lease:
     """The writer lease: a session advisory lock held on a connection of its own for as
     long as the store is open. The server drops it when that session ends, however the
@@ -171,6 +211,8 @@ class _Lease:
                 with suppress(psycopg.Error):
                     self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
                 self.conn.close()
+        if self._thread is not threading.current_thread():
+            self._thread.join()  # a stopped store leaves no thread behind (it ends at once)
 
 
 def _lease_key(url: str) -> int:

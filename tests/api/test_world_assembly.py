@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from api_adapter.bootstrap import Credentials, fixed
 from api_adapter.world import World
-from engine.store import LeaseHeld
+from engine.store import LeaseHeld, locate
 from tests.conftest import make_settings
 
 HOOKS = {"webhook_allowed_hosts": ["127.0.0.1"]}  # a receiver on this machine (none listens)
@@ -72,26 +73,53 @@ def _drive(world: World) -> tuple[dict[str, str], str]:
     return headers, order
 
 
-@pytest.mark.sqlite_only("counts the open files of the world's SQLite database")
-def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(tmp_path: Path) -> None:
+def _sessions(db: Any, *, ended: bool = False) -> int:
+    """The sessions other than this one that a server database has open (none for a
+    file). `ended`: the sessions were all closed, so wait (up to 10 s) for the server to
+    end their backends, which it does after a client's close has returned."""
+    where = locate(db)
+    if not where.on_server:
+        return 0
+    import psycopg
+
+    deadline = time.monotonic() + 10
+    with psycopg.connect(where.conninfo()[0], autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+            count = int(row[0]) if row else 0
+            if not ended or count == 0 or time.monotonic() > deadline:
+                return count
+            time.sleep(0.05)
+
+
+def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(
+    tmp_path: Path, database: Any
+) -> None:
+    """On a server, no open session either; beside a file, no open file of it."""
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc/self/fd to list the open files")
+    db = database("w.db")
     before = set(threading.enumerate())
     world = World.open(
-        tmp_path / "w.db",
-        make_settings(clock="wall", **HOOKS),
-        bootstrap=fixed("sandex", "sandex-secret"),
+        db, make_settings(clock="wall", **HOOKS), bootstrap=fixed("sandex", "sandex-secret")
     ).start()
     assert world.start() is world  # a second start does nothing
     _drive(world)
     started = {t.name for t in set(threading.enumerate()) - before}
     # the engine's writer, the deliverer and the wall clock's scheduler, among others
     assert {"sandex-writer", "sandex-webhooks", "APScheduler"} <= started
-    assert _open_files(tmp_path)
+    if locate(db).on_server:
+        assert _sessions(db) > 0
+    else:
+        assert _open_files(tmp_path)
     world.stop()
     world.stop()  # a second stop does nothing
     assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []
-    assert _open_files(tmp_path) == []
+    assert _open_files(tmp_path) == []  # the database, or its key file and such
+    assert _sessions(db, ended=True) == 0
 
 
 def test_a_world_that_fails_to_start_gives_its_database_back(database: Any) -> None:

@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 
-from api_adapter.worlds.manager import folder_for
+from api_adapter.worlds.manager import location_of
 from engine.tools.verify import verify
 from tests.api.test_worlds import MANUAL, Front, World
 from tests.support.trading_helpers import get_order, limit
-
-pytestmark = pytest.mark.sqlite_only("worlds are SQLite files beside the default database")
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 BTC = {"asset": "BTC", "amount": "1"}
@@ -137,7 +135,7 @@ def test_a_full_world_refuses_every_write_and_still_answers_reads(front: Front) 
     assert world.ok("GET", "/v2/sandbox/clock")["now"] == "2024-01-01T00:00:00.000000Z"
     world.login(world.made["client_id"], world.made["client_secret"])
     assert world.get("/healthz", headers={}).status_code == 200
-    assert verify(str(folder_for(front.sandbox.db) / f"{world.id}.db")) == []
+    assert verify(location_of(front.sandbox.db, world.id).text) == []
 
 
 def test_a_world_chooses_its_limit_within_its_servers(sandbox_factory: Any) -> None:

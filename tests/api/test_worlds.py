@@ -1,5 +1,7 @@
 """Worlds: independent sandboxes in one server, served under `/w/{world}/` by the
-dispatcher in front of the default world's app (docs/worlds.md), driven through HTTP."""
+dispatcher in front of the default world's app (docs/worlds.md), driven through HTTP, on
+the tests' store (`--backend`): a world is an SQLite file beside an SQLite default
+database, a schema of the same database beside a PostgreSQL one."""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ from structlog.testing import capture_logs
 
 from api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from api_adapter.worlds.dispatch import WorldDispatch
-from api_adapter.worlds.manager import WorldManager, folder_for, records
+from api_adapter.worlds.manager import WorldManager, folder_for, location_of, records
 from engine.kernel.clock import format_time
+from engine.runtime import key_file
+from engine.store import locate
 from engine.tools.time_travel import log_hash
 from engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
@@ -31,10 +35,9 @@ from tests.support.stream_helpers import receive
 from tests.support.trading_helpers import limit
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, wait
 
-pytestmark = [
-    pytest.mark.sqlite_only("worlds are SQLite files beside the default database"),
-    pytest.mark.default_world_only("the worlds of a server are managed from its default world"),
-]
+pytestmark = pytest.mark.default_world_only(
+    "the worlds of a server are managed from its default world"
+)
 
 MANUAL = {
     "clock": "manual",
@@ -106,6 +109,32 @@ def front(sandbox: Any) -> Iterator[Front]:
     sandbox.app.state.worlds.close()
 
 
+def _schemas(db: Any) -> list[str]:
+    """The schemas of the default database's server database (none beside a file)."""
+    where = locate(db)
+    if not where.on_server:
+        return []
+    import psycopg
+
+    with psycopg.connect(where.conninfo()[0]) as conn:
+        return [str(r[0]) for r in conn.execute("SELECT nspname FROM pg_namespace")]
+
+
+def _traces(db: Any, world_id: str) -> list[str]:
+    """What is left of a world: its files in the worlds folder, its schema on a server."""
+    files = [p.name for p in folder_for(db).glob(f"{world_id}*")]
+    return files + [s for s in _schemas(db) if s == world_id]
+
+
+def _store(db: Any, world_id: str) -> str:
+    """Where a world's log lives, as a tool's `--db` names it: its schema of a server's
+    database, else its file in the worlds folder."""
+    where = locate(db)
+    if where.on_server:
+        return where.with_schema(world_id).text
+    return str(folder_for(db) / f"{world_id}.db")
+
+
 def _status(front: Front, world: World) -> dict[str, Any]:
     r = front.http.get(f"/v2/sandbox/worlds/{world.id}", headers=front.headers)
     assert r.status_code == 200, r.text
@@ -122,7 +151,7 @@ def test_an_idle_world_is_unloaded_and_comes_back_as_it_was(front: Front, sandbo
     manager.sweep(time.time() + sandbox.engine.settings.world_idle_unload_seconds + 1)
     unloaded = _status(front, world)
     assert unloaded["loaded"] is False and unloaded["events"] == before["events"]
-    assert verify(str(folder_for(sandbox.db) / f"{world.id}.db")) == []
+    assert verify(_store(sandbox.db, world.id)) == []
     # its next request loads it: the same clock, balances and orders, the same token
     assert world.ok("GET", "/v2/sandbox/clock")["now"] == before["clock"]["now"]
     assert world.balance("USD") == "10"
@@ -161,7 +190,7 @@ def test_a_world_idle_past_its_expiry_is_deleted_on_its_own(front: Front, sandbo
     assert _status(front, short)["expires_after_idle_seconds"] == 60
     sandbox.app.state.worlds.sweep(time.time() + 61)
     assert short.get("/v2/profiles").status_code == 404
-    assert not list(folder_for(sandbox.db).glob(f"{short.id}*"))
+    assert _traces(sandbox.db, short.id) == []
     assert _status(front, kept)["loaded"] is True
 
 
@@ -181,8 +210,16 @@ def test_what_a_crash_cut_off_in_the_worlds_folder_goes_when_the_server_opens_ag
     left.append(folder / f".{kept.id}.json.0a1b2c3d.tmp")
     for path in left:
         path.write_bytes(b"cut off")
+    on_server = locate(first.db).on_server
+    if on_server:  # its log too: a schema of the database, with its tables
+        import psycopg
+
+        with psycopg.connect(locate(first.db).conninfo()[0], autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {cut_off}")  # type: ignore[arg-type]
+            conn.execute(f"CREATE TABLE {cut_off}.events (position bigint)")  # type: ignore[arg-type]
     again = sandbox_factory()
     assert [path.name for path in left if path.exists()] == []
+    assert cut_off not in _schemas(first.db)
     front = Front(again)
     listed = front.http.get("/v2/sandbox/worlds", headers=front.headers).json()["items"]
     assert [w["id"] for w in listed] == [kept.id]
@@ -205,17 +242,41 @@ def test_a_world_is_made_with_its_own_bootstrap_client_and_answers_where_it_live
     world = World(front.http, made)
     assert world.ok("GET", "/v2/profiles")["items"][0]["id"] == made["profile_id"]
     assert world.ok("GET", "/healthz")["clock"]["mode"] == "manual"
-    # its files: a private folder beside the default database, private files in it
+    # its files: a private folder beside the default database, private files in it: its
+    # manifest and key file (and its database, on SQLite)
     folder = folder_for(sandbox.db)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     files = list(folder.iterdir())
-    assert {f"{made['id']}.db", f"{made['id']}.db.key", f"{made['id']}.json"} <= {
-        f.name for f in files
-    }
+    keys = key_file.path_for(_store(sandbox.db, made["id"]))
+    assert keys is not None and keys.parent == folder
+    assert {keys.name, f"{made['id']}.json"} <= {f.name for f in files}
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
     # the default world is as it was: its profile is not the world's
     assert sandbox.get("/v2/profiles").json()["items"][0]["id"] != made["profile_id"]
+
+
+def test_a_world_is_a_schema_of_a_postgresql_default_database_else_a_file(
+    front: Front, sandbox: Any
+) -> None:
+    template = front.world()
+    template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
+    fork = front.world({"from_world": template.id, "from_snapshot": "ready"})
+    on_server = locate(sandbox.db).on_server
+    for world in (template, fork):
+        assert location_of(sandbox.db, world.id).text == _store(sandbox.db, world.id)
+        assert (world.id in _schemas(sandbox.db)) is on_server
+        assert (folder_for(sandbox.db) / f"{world.id}.db").exists() is not on_server
+        assert _status(front, world)["size_bytes"] > 0
+    if on_server:  # its tables in its schema, none added to the default one's
+        import psycopg
+
+        url = locate(sandbox.db).conninfo()[0]
+        with psycopg.connect(url) as conn:
+            where = conn.execute(
+                "SELECT table_schema FROM information_schema.tables WHERE table_name = 'events'"
+            ).fetchall()
+        assert sorted(r[0] for r in where) == sorted(["public", template.id, fork.id])
 
 
 def test_advancing_one_worlds_clock_expires_its_gtt_order_alone(front: Front) -> None:
@@ -356,7 +417,7 @@ def test_a_fork_is_its_template_at_the_snapshot_then_diverges_alone(
     tenant = template.ok("POST", "/v2/sandbox/customers")
     resting = template.order(**limit("BUY", "20000", "0.01"))
     taken = template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
-    template_db = folder_for(sandbox.db) / f"{template.id}.db"
+    template_db = _store(sandbox.db, template.id)
     at_snapshot = log_hash(template_db, up_to=taken["position"])
     # nothing since the snapshot: a copy of the files
     copy = front.world({"from_world": template.id, "from_snapshot": "ready"})
@@ -370,9 +431,9 @@ def test_a_fork_is_its_template_at_the_snapshot_then_diverges_alone(
         assert fork.made["clock"] == template.made["clock"]
         assert fork.get("/v2/profiles", headers=template.headers).status_code == 401
         fork.headers = fork.login(template.made["client_id"], template.made["client_secret"])
-        fork_db = folder_for(sandbox.db) / f"{fork.id}.db"
+        fork_db = _store(sandbox.db, fork.id)
         assert log_hash(fork_db, up_to=taken["position"]) == at_snapshot
-        assert verify(str(fork_db)) == []
+        assert verify(fork_db) == []
         assert fork.balance("USD") == "300"  # 500 less the resting order's hold
         order = fork.ok("GET", f"/v2/profiles/default/orders/{resting['id']}")
         assert order["status"] == "OPEN"
@@ -392,9 +453,11 @@ def test_a_fork_is_its_template_at_the_snapshot_then_diverges_alone(
 def test_a_deleted_world_is_gone(front: Front, sandbox: Any) -> None:
     world, other = front.world(), front.world()
     world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+    # on a server its log is a schema of the database, dropped with it
+    assert (world.id in _traces(sandbox.db, world.id)) is locate(sandbox.db).on_server
     r = front.http.delete(f"/v2/sandbox/worlds/{world.id}", headers=front.headers)
     assert r.status_code == 200, r.text
-    assert not list(folder_for(sandbox.db).glob(f"{world.id}*"))
+    assert _traces(sandbox.db, world.id) == []
     for path in ("/v2/profiles", "/healthz"):
         r = world.get(path)
         assert r.status_code == 404 and r.json()["detail"].startswith("world not found")
@@ -423,13 +486,17 @@ def test_a_world_that_delivered_webhooks_is_deleted_with_its_delivery_progress(
             each.ok("POST", "/v2/sandbox/webhooks", {"url": receiver.url})
             each.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
         wait(lambda: len(receiver.received) >= 2)
-        wait(lambda: all((folder / f"{w.id}.db{PROGRESS_SUFFIX}").exists() for w in (world, other)))
+        progress = [
+            Path(f"{location_of(sandbox.db, w.id).local_base()}{PROGRESS_SUFFIX}")
+            for w in (world, other)
+        ]
+        wait(lambda: all(path.exists() for path in progress))
     with capture_logs() as logs:
         assert front.http.delete(f"/v2/sandbox/worlds/{world.id}", headers=front.headers).is_success
         again = WorldManager(sandbox.db, sandbox.engine.settings)  # a restarted server's
         again.close()
     assert not list(folder.glob(f"{world.id}*"))
-    assert [r.id for r in records(folder)] == [other.id]
+    assert [r.id for r in records(sandbox.db)] == [other.id]
     assert not [e for e in logs if e["event"] == "world manifest unreadable"], logs
 
 
@@ -466,7 +533,7 @@ def test_a_sandbox_in_a_world_is_that_world_behind_its_servers_front(database: A
 
 
 def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
-    tmp_path: Path,
+    database: Any,
     servers: list[Server],  # noqa: F811 - the fixture
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
@@ -474,7 +541,8 @@ def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
     from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
-    server = Server(tmp_path / "sandex.db", "--clock", "manual")
+    db = database()
+    server = Server(db, "--clock", "manual")
     servers.append(server)
     admin = server.token()
     world = httpx.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=admin).json()
@@ -519,7 +587,7 @@ def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
             assert answer.headers["content-type"] == "application/problem+json"
     after = httpx.get(f"{base}/profiles", headers=auth)
     assert after.status_code == 404
-    assert not list(folder_for(tmp_path / "sandex.db").glob(f"{world['id']}*"))
+    assert _traces(db, world["id"]) == []
     assert server.stop()[0] == 0
 
 
@@ -575,7 +643,7 @@ def _drive(server: str, admin: dict[str, str], n: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("count", [24, pytest.param(100, marks=pytest.mark.slow)])
-def test_worlds_driven_at_once_share_no_state(tmp_path: Path, count: int) -> None:
+def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any, count: int) -> None:
     """The two-engine isolation test, scaled up: worlds driven in parallel through one
     server, each with amounts, prices, a fee rate and a clock of its own, each show
     exactly their own deposits, orders, trades, book, clock and log, and nothing of
@@ -586,7 +654,7 @@ def test_worlds_driven_at_once_share_no_state(tmp_path: Path, count: int) -> Non
     from engine.kernel.clock import parse_time
 
     # its log in a file: a pipe nobody reads would fill and stop the server
-    server = Process(tmp_path / "sandex.db", tmp_path / "server.log")
+    server = Process(database(), tmp_path / "server.log")
     try:
         token = httpx.post(
             f"{server.base}/oauth2/token",
@@ -644,10 +712,10 @@ def test_worlds_driven_at_once_share_no_state(tmp_path: Path, count: int) -> Non
 
 @pytest.mark.slow
 def test_a_restarted_server_serves_the_same_worlds(
-    tmp_path: Path,
+    database: Any,
     servers: list[Server],  # noqa: F811 - the fixture
 ) -> None:
-    db = tmp_path / "sandex.db"
+    db = database()
     server = Server(db, "--clock", "manual")
     servers.append(server)
     made = httpx.post(f"{server.base}/v2/sandbox/worlds", json=MANUAL, headers=server.token())
@@ -712,7 +780,7 @@ def _sandex(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
-    front: Front, sandbox: Any
+    front: Front, sandbox: Any, tmp_path: Path
 ) -> None:
     world = front.world({**MANUAL, "name": "ci-1"})
     world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "5"})
@@ -729,12 +797,13 @@ def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
     for verb, out in (("time-travel", "past.db"), ("copy", "copied.db")):
         source = ["--db", db] if verb == "time-travel" else ["--from", db]
         rest = ["--until", "3", "--out"] if verb == "time-travel" else ["--to"]
-        done = _sandex(verb, *source, "--world", world.id, *rest, str(sandbox.db.parent / out))
+        done = _sandex(verb, *source, "--world", world.id, *rest, str(tmp_path / out))
         assert done.returncode == 0, done.stderr
-        copied = _sandex("events", "--db", str(sandbox.db.parent / out))
+        copied = _sandex("events", "--db", str(tmp_path / out))
         assert profile in copied.stdout
     unknown = _sandex("verify", "--db", db, "--world", "w_none")
     assert unknown.returncode == 2 and f"no world w_none beside {db}" in unknown.stderr
+    assert (world.id in _schemas(db)) is locate(db).on_server  # a schema on a server
     # the sandbox's engine holds the database's writer lease, as a server does
     refused = _sandex("worlds", "delete", world.id, "--db", db)
     assert refused.returncode == 2 and "DELETE /v2/sandbox/worlds/" in refused.stderr
@@ -742,19 +811,19 @@ def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
     sandbox.close()
     gone = _sandex("worlds", "delete", world.id, "--db", db)
     assert gone.returncode == 0, gone.stderr
-    assert not list(folder_for(sandbox.db).glob(f"{world.id}*"))
+    assert _traces(sandbox.db, world.id) == []
     assert _sandex("worlds", "list", "--db", db).stdout.startswith("no worlds")
 
 
 def test_the_worlds_guide_runs_as_written(
-    tmp_path: Path,
+    database: Any,
     servers: list[Server],  # noqa: F811 - the fixture
 ) -> None:
     """docs/worlds.md's curl session, against a real server with its default limits."""
     text = (ROOT / "docs" / "worlds.md").read_text()
     blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S) if "curl" in b]
     assert len(blocks) == 1
-    server = Server(tmp_path / "guide.db")
+    server = Server(database("guide.db"))
     servers.append(server)
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", blocks[0]],

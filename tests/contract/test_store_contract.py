@@ -17,6 +17,7 @@ from engine.store import (
     SqliteEventStore,
     StoreUnavailable,
     connect_read_only,
+    drop_store,
     locate,
     open_reader,
 )
@@ -179,6 +180,12 @@ class PostgresStoreTest(StoreContract):
             return sorted((str(t), str(i)) for t, i in rows)
 
         self.assertEqual(indexes("fork_idx"), indexes("public"))
+
+    def test_a_databases_default_schema_is_never_dropped(self) -> None:
+        """Only a named schema is one store's (a world's); `public` may hold others."""
+        with self.assertRaises(ValueError):
+            drop_store(self.url)
+        self.assertEqual(self.store.last_position(), 0)
 
     def tearDown(self) -> None:
         super().tearDown()

@@ -25,6 +25,10 @@ from engine.store import (
     NoSuchTable,
     StoreUnavailable,
     capability,
+    drop_store,
+    holds_events,
+    locate,
+    store_size,
 )
 
 TABLES: dict[str, dict[str, Any]] = {
@@ -402,6 +406,22 @@ class StoreContract(unittest.TestCase, abc.ABC):
             )
             self.store.save_state_snapshot(p + 1, "f", f"c{p + 1}", b"blob%d" % (p + 1), keep=10)
         self.store.set_metas({"seed": "7", "label": "template"})
+
+    def test_a_dropped_fork_leaves_no_trace_and_its_source_whole(self) -> None:
+        """What deleting a world does to its store (the key file is the deleter's)."""
+        target = self.fork_target("dropped")
+        if locate(target).in_memory:
+            self.skipTest("an in-memory store ends with its handle: there is nothing to drop")
+        self.fill(2)
+        forked = self.fork("dropped")
+        self.assertGreater(store_size(target), 0)
+        forked.close()
+        drop_store(target)
+        drop_store(target)  # gone already: nothing to do
+        self.assertFalse(holds_events(target))
+        self.assertEqual(store_size(target), 0)
+        self.assertEqual([p.name for p in self.folder.iterdir() if "dropped" in p.name], [])
+        self.assertEqual(self.store.last_position(), 4)
 
     def test_a_fork_at_the_head_holds_the_same_events_meta_read_models_and_blobs(self) -> None:
         self.fill(3)

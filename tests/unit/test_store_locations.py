@@ -75,6 +75,30 @@ def test_each_schema_of_a_database_has_its_own_side_files(
     assert locate("x.db").local_base() == "x.db"
 
 
+def test_a_store_beside_a_database_is_a_file_in_its_folder_or_a_schema_of_the_same_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    beside_file = locate(str(tmp_path / "x.db")).beside("w_1")
+    assert beside_file.text == str(tmp_path / "x.db.worlds" / "w_1.db")
+    assert beside_file.local_base() == beside_file.text
+    main = locate("postgresql://me:pw@host/db?sslmode=disable")
+    world = main.beside("w_0af3")
+    assert world.on_server and world.schema == "w_0af3"
+    assert world.without_schema().text == main.text
+    # its side files (key file, ...) in the folder beside the database, whatever the
+    # schema it is beside: every schema of a database is beside every other
+    folder = main.beside_folder()
+    assert folder == tmp_path / "state" / "pg-me@host_5432_db.worlds"
+    assert Path(world.local_base()) == folder / "w_0af3"
+    assert main.with_schema("other").beside("w_0af3") == world
+    assert main.with_schema("other").beside_folder() == folder
+    with pytest.raises(ValueError, match="schema"):
+        main.beside("w_Upper-case")
+    with pytest.raises(ValueError, match="memory"):
+        locate(":memory:").beside("w_1")
+
+
 def test_the_read_side_shares_a_pool_only_on_a_server() -> None:
     assert not backend("x.db").shared_reads
     assert backend("postgresql://h/db").shared_reads
