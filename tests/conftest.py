@@ -94,7 +94,7 @@ class Sandbox:
         sent through `POST /v2/sandbox/worlds`."""
         server_side = {k: v for k, v in settings.model_dump().items() if k in SERVER_SETTINGS}
         folder = folder_for(db)
-        for record in records(folder) if folder.is_dir() else []:
+        for record in records(db):
             # Opened again with the test's settings, as the default world is: a world's
             # settings are its manifest's, so the restarted server reads them from there.
             body = world_body(settings)
