@@ -79,6 +79,7 @@ class Sandbox:
             return
         self.db = db
         self.server: World | None = None  # a world's server (its default world)
+        self.world_id: str | None = None  # the world the sandbox is, under --world fresh
         self.world = World.open(db, settings, bootstrap=bootstrap, background=False).start()
         self.engine = self.world.engine
         self.app = self.world.app
@@ -131,7 +132,9 @@ class Sandbox:
         # No background delivery, as in a default world's sandbox: a test that wants its
         # webhooks posted starts a deliverer itself (one per database: each event once).
         served.app.state.webhooks.stop()
-        self.db = manager.db_of(world_id)
+        where = manager.db_of(world_id)  # a file, or a schema's URL on PostgreSQL
+        self.db = where.text if where.on_server else Path(where.text)
+        self.world_id = world_id
         self.world = served.world
         self.engine = served.engine
         self.app = served.app

@@ -507,8 +507,10 @@ def test_a_sandbox_in_a_world_is_that_world_behind_its_servers_front(database: A
     sb = Sandbox(database("s.db"), make_settings(maker_fee_rate="0.002"), world=True)
     try:
         assert sb.server is not None and sb.engine is not sb.server.engine
-        world_id = sb.db.stem
-        assert sb.db.parent == folder_for(database("s.db"))
+        world_id = sb.world_id
+        assert sb.db == location_of(database("s.db"), world_id).text or (
+            sb.db == folder_for(database("s.db")) / f"{world_id}.db"
+        )
         assert sb.http.base_url.path == f"/w/{world_id}/"
         assert sb.engine.settings.maker_fee_rate == Decimal("0.002")  # sent in the body
         assert sb.server.engine.settings.maker_fee_rate != Decimal("0.002")
