@@ -15,6 +15,10 @@ from engine.tools.verify import verify
 from tests.api.test_worlds import MANUAL, Front, World
 from tests.support.trading_helpers import get_order, limit
 
+pytestmark = pytest.mark.default_world_only(
+    "the worlds of a server are made and counted from its default world"
+)
+
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 BTC = {"asset": "BTC", "amount": "1"}
 
