@@ -219,7 +219,7 @@ class ClockMoveRequest(Body):
     set_to: ShortText | None = None
 
 
-class PacingEntry(Body):
+class PacingChoice(Body):
     """One pending kind's pace (engine.domain.sandbox_pacing.MODES); `value` counts the
     seconds of `after_seconds` or the reads of `after_polls`."""
 
@@ -230,11 +230,11 @@ class PacingEntry(Body):
 class PacingRequest(Body):
     """The kinds to pace anew (engine.domain.sandbox_pacing.KINDS); the others keep theirs."""
 
-    withdrawal: PacingEntry | None = None
-    deposit: PacingEntry | None = None
-    fiat_deposit: PacingEntry | None = None
-    conversion: PacingEntry | None = None
-    fiat_account_review: PacingEntry | None = None
+    withdrawal: PacingChoice | None = None
+    deposit: PacingChoice | None = None
+    fiat_deposit: PacingChoice | None = None
+    conversion: PacingChoice | None = None
+    fiat_account_review: PacingChoice | None = None
 
 
 class ReleaseRequest(Body):
