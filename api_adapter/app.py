@@ -97,7 +97,7 @@ def create_app(
     )
     app.state.engine = engine
     # Paging cursors are sealed with a key derived from the key file's sealing key
-    # (engine/cursors.py separates the uses): it is never rotated, so a cursor opens in
+    # (`engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in
     # every process serving this database, across restarts and signing-key rotations.
     app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)

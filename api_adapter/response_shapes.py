@@ -6,7 +6,7 @@ They document; they do not serialize. The routes answer with their own pre-seria
 `JSONResponse`, and each route names its model in `responses={200: ...}` (`ok` below),
 which FastAPI only reads to write the document: no answer is validated or re-encoded on
 its way out. The test suite holds every answer it sees to these shapes
-(tests/conformance.py), and the shapes to the reference (tests/test_openapi.py).
+(`conformance_problems`), and the shapes to the reference (`test_every_success_answer_has_the_references_shape`).
 
 A field that may be absent is documented as optional, never as nullable: sandex leaves
 out what it has no value for and never sends `null`.

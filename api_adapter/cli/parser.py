@@ -40,7 +40,7 @@ def _version() -> str:
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's help ends with its default; an option whose default is None says
-    in its own words what happens without it (tests/test_cli_help.py checks both)."""
+    in its own words what happens without it (`test_every_argument_has_help_that_shows_its_default` checks both)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         help = action.help or ""

@@ -70,7 +70,7 @@ class Caches:
         self.order_time = ""
         self.rates: dict[str, Decimal] = {}
         self.amounts: dict[str, Decimal] = {}
-        # The last two order views built and what they were built from (engine/orders.py).
+        # The last two order views built and what they were built from (`order_view`).
         self.views: list[tuple[Any, ...] | None] = [None, None]
 
     def __reduce__(self) -> tuple[type[Caches], tuple[()]]:

@@ -460,7 +460,7 @@ class Queries(ReadConnections):
         ids = self.execution_ids
         after = None
         if since_execution_id is not None:
-            # ids lie in 1..2**63-1 (engine/execution_ids.py), parse_int's default range
+            # ids lie in 1..2**63-1 (`execution_ids.new_key`), parse_int's default range
             public = parse_int(since_execution_id, "since_execution_id")
             after = ("seq", ids.number(public))
         result = self._filtered(

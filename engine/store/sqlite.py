@@ -326,7 +326,7 @@ class SqliteEventStore:
                 db.table("checkpoint").insert({"name": "read_models", "position": 0})
             if "state_snapshots" not in existing:
                 # The writer's state at a position, so that start-up replays only the tail
-                # (engine/state_snapshots.py); never a source of truth, always droppable.
+                # (`startup_cache`); never a source of truth, always droppable.
                 db.table("state_snapshots").create(
                     {"position": int, "format": str, "event_check": str, "data": bytes},
                     pk="position",
@@ -706,7 +706,7 @@ class SqliteEventStore:
         finally:
             cursor.close()
 
-    # -- state snapshots (engine/state_snapshots.py) ---------------------------------
+    # -- state snapshots (`startup_cache`) ---------------------------------
 
     def event_check(self, position: int) -> str | None:
         """A fingerprint of the event at `position`: a snapshot taken there applies only
