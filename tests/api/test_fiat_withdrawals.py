@@ -12,24 +12,13 @@ import pytest
 
 from tests.support.identity_helpers import approved_account, person
 from tests.support.reference import assert_matches, full_schema
-from tests.support.transfer_helpers import PROBLEMS
+from tests.support.transfer_helpers import PERSON, PROBLEMS, WIRE
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait
 
 ACCOUNTS = "/v2/transfer/fiat-accounts"
 WITHDRAWALS = "/v2/transfer/fiat-withdrawals"
 REVIEW = 5  # seconds, the default fiat_account_review_seconds
 SETTLE = 60  # seconds, the default fiat_withdrawal_seconds
-WIRE = {
-    "account_number": "12345678",
-    "fiat_account_owner_address": {"country": "USA", "address1": "456 Main Street", "city": "NY"},
-    "routing_details": {
-        "routing_number_type": "ABA",
-        "routing_number": "031302971",
-        "bank_name": "Customers Bank",
-        "bank_address": {"country": "USA", "city": "New York"},
-    },
-}
-PERSON = {"person_details": {"first_name": "Jane", "last_name": "Doe"}}
 CUBIX_ID = "caa82b32-8abd-4899-afdc-f9d4bf9b4e98"
 
 

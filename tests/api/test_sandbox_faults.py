@@ -16,7 +16,7 @@ from engine.domain.ledger import withdrawing
 from engine.kernel.clock import parse_time
 from tests.support.identity_helpers import IDENTITIES, person, set_status
 from tests.support.trading_helpers import events, get_order, limit, placed, still
-from tests.support.transfer_helpers import profile_id, withdraw
+from tests.support.transfer_helpers import PERSON, WIRE, profile_id, withdraw
 
 ROOT = Path(__file__).resolve().parents[2]
 PACING = "/v2/sandbox/pacing"
@@ -26,17 +26,6 @@ FIAT_WITHDRAWALS = "/v2/transfer/fiat-withdrawals"
 ADDRESSES = "/v2/transfer/deposit-addresses"
 CRYPTO_DEPOSITS = "/v2/sandbox/crypto-deposits"
 CONVERSIONS = "/v2/conversion/stablecoins"
-WIRE = {
-    "account_number": "12345678",
-    "fiat_account_owner_address": {"country": "USA", "address1": "456 Main Street", "city": "NY"},
-    "routing_details": {
-        "routing_number_type": "ABA",
-        "routing_number": "031302971",
-        "bank_name": "Customers Bank",
-        "bank_address": {"country": "USA", "city": "New York"},
-    },
-}
-PERSON = {"person_details": {"first_name": "Jane", "last_name": "Doe"}}
 
 
 def _ok(response: Any) -> dict[str, Any]:

@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+# A fiat account's bank details and its holder, as the fiat tests register them.
+WIRE = {
+    "account_number": "12345678",
+    "fiat_account_owner_address": {"country": "USA", "address1": "456 Main Street", "city": "NY"},
+    "routing_details": {
+        "routing_number_type": "ABA",
+        "routing_number": "031302971",
+        "bank_name": "Customers Bank",
+        "bank_address": {"country": "USA", "city": "New York"},
+    },
+}
+PERSON = {"person_details": {"first_name": "Jane", "last_name": "Doe"}}
+
 PROBLEMS = "https://developer.paxos.com/docs/v2/problems/"
 
 # Published example addresses, one well-formed per network family.
