@@ -25,6 +25,7 @@ from engine import Settings
 from engine.store import private_files
 from engine.tools.verify import verify
 from tests.support.conformance import Answer, Observe, conformance_problems
+from tests.support.world_helpers import Front
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -360,3 +361,12 @@ def postgres_url(
     url = postgres_server.create()
     yield url
     postgres_server.drop(url)
+
+
+@pytest.fixture
+def front(sandbox: Any) -> Iterator[Front]:
+    """The default sandbox behind the worlds' dispatcher (tests of worlds)."""
+    made = Front(sandbox)
+    yield made
+    made.http.close()
+    sandbox.app.state.worlds.close()

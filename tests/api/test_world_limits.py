@@ -5,15 +5,14 @@ timers wait and its log stays whole)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from api_adapter.worlds.manager import location_of
 from engine.tools.verify import verify
-from tests.api.test_worlds import MANUAL, Front, World
 from tests.support.trading_helpers import get_order, limit
+from tests.support.world_helpers import MANUAL, Front, World
 
 pytestmark = pytest.mark.default_world_only(
     "the worlds of a server are made and counted from its default world"
@@ -21,13 +20,6 @@ pytestmark = pytest.mark.default_world_only(
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 BTC = {"asset": "BTC", "amount": "1"}
-
-
-@pytest.fixture
-def front(sandbox: Any) -> Iterator[Front]:
-    made = Front(sandbox)
-    yield made
-    made.http.close()
 
 
 def _events(front: Front, world: World) -> int:

@@ -10,7 +10,6 @@ import re
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,9 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from fastapi.testclient import TestClient
 from structlog.testing import capture_logs
 
 from api_adapter.webhook_delivery import PROGRESS_SUFFIX
-from api_adapter.worlds.dispatch import WorldDispatch
 from api_adapter.worlds.manager import WorldManager, folder_for, location_of, records
 from engine.kernel.clock import format_time
 from engine.runtime import key_file
@@ -34,79 +31,11 @@ from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers 
 from tests.support.stream_helpers import receive
 from tests.support.trading_helpers import limit
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, wait
+from tests.support.world_helpers import MANUAL, Front, World
 
 pytestmark = pytest.mark.default_world_only(
     "the worlds of a server are managed from its default world"
 )
-
-MANUAL = {
-    "clock": "manual",
-    "start_time": "2024-01-01T00:00:00Z",
-    "settings": {"market_volatility": "0"},
-}
-
-
-class World:
-    """A world seen through the server's front: its prefix and its bootstrap client."""
-
-    def __init__(self, http: Any, made: dict[str, Any]) -> None:
-        self.http = http
-        self.made = made
-        self.id = made["id"]
-        self.prefix = f"/w/{self.id}"
-        self.headers: dict[str, str] = {}
-        if made.get("client_secret"):
-            self.headers = self.login(made["client_id"], made["client_secret"])
-
-    def login(self, client_id: str, secret: str) -> dict[str, str]:
-        form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
-        r = self.http.post(f"{self.prefix}/oauth2/token", data=form)
-        assert r.status_code == 200, r.text
-        return {"Authorization": f"Bearer {r.json()['access_token']}"}
-
-    def get(self, path: str, **kw: Any) -> Any:
-        kw.setdefault("headers", self.headers)
-        return self.http.get(self.prefix + path, **kw)
-
-    def post(self, path: str, json: Any = None, **kw: Any) -> Any:
-        kw.setdefault("headers", self.headers)
-        return self.http.post(self.prefix + path, json=json, **kw)
-
-    def ok(self, method: str, path: str, json: Any = None) -> Any:
-        r = self.http.request(method, self.prefix + path, json=json, headers=self.headers)
-        assert r.status_code == 200, r.text
-        return r.json()
-
-    def order(self, **body: Any) -> dict[str, Any]:
-        return self.ok("POST", "/v2/profiles/default/orders", {"market": "BTCUSD", **body})  # type: ignore[no-any-return]
-
-    def balance(self, asset: str) -> str:
-        return self.ok("GET", f"/v2/profiles/default/balances/{asset}")["available"]  # type: ignore[no-any-return]
-
-
-class Front:
-    """The default sandbox behind the worlds' dispatcher, as `sandex serve` mounts it."""
-
-    def __init__(self, sandbox: Any) -> None:
-        self.sandbox = sandbox
-        self.http = TestClient(WorldDispatch(sandbox.app), raise_server_exceptions=False)
-        self.headers = sandbox.headers
-
-    def create(self, body: Any = None, headers: Any = None) -> Any:
-        return self.http.post("/v2/sandbox/worlds", json=body, headers=headers or self.headers)
-
-    def world(self, body: Any = MANUAL) -> World:
-        r = self.create(body)
-        assert r.status_code == 200, r.text
-        return World(self.http, r.json())
-
-
-@pytest.fixture
-def front(sandbox: Any) -> Iterator[Front]:
-    made = Front(sandbox)
-    yield made
-    made.http.close()
-    sandbox.app.state.worlds.close()
 
 
 def _schemas(db: Any) -> list[str]:
