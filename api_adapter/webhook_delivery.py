@@ -2,8 +2,8 @@
 
 The deliverer runs in its own thread with its own event loop and its own database
 connection; it reads the committed `event_feed` and `webhooks` tables through the read
-side (engine/read/webhook_status.py) and never submits a command, so the writer never
-waits for a receiver. Per customer, one event is in flight at a time: the next is sent
+side (engine/read/webhook_status.py) and submits no command but the question of a fault
+rule (below), never waiting for a receiver in the writer. Per customer, one event is in flight at a time: the next is sent
 only once the previous was answered 2xx, and a failure is retried with exponential
 backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as long as it fails. Progress (the last
 delivered `seq` per customer) is kept outside the log, in a small JSON file beside the

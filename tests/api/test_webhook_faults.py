@@ -247,3 +247,16 @@ def test_a_bad_body_is_a_400_naming_the_field(sandbox: Any, body: Any, field: st
     refused = problem(sandbox.post(FAULTS, body), 400)
     assert refused["meta"] == {"field": field}, refused
     assert _ok(sandbox.get(FAULTS)) == {"items": []}
+
+
+def test_a_tenant_keeps_at_most_a_hundred_rules(sandbox: Any) -> None:
+    for _ in range(100):
+        _arm(sandbox, {"duplicate": True})
+    refused = problem(sandbox.post(FAULTS, {"action": {"duplicate": True}}), 409)
+    assert "delete one" in refused["detail"]
+    # another tenant's room is its own
+    tenant, _ = sandbox.tenant()
+    assert sandbox.post(FAULTS, {"action": {"duplicate": True}}, headers=tenant).status_code == 200
+    first = _ok(sandbox.get(FAULTS))["items"][0]["id"]
+    _ok(sandbox.delete(f"{FAULTS}/{first}"))
+    _arm(sandbox, {"duplicate": True})
