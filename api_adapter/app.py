@@ -105,7 +105,9 @@ def create_app(
     # Webhook delivery runs with the served app (started by its `World`, or by the
     # lifespan); a test may replace it with a faster-polling one before that.
     settings = engine.settings
-    app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
+    app.state.webhooks = Deliverer(
+        engine.db_path, allowed_hosts=settings.webhook_allowed_hosts, engine=engine
+    )
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
     # The request pipeline's gates after the rate limit and the bearer check (pipeline.py).
     app.state.gates = ()

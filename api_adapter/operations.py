@@ -477,6 +477,36 @@ OPERATIONS: tuple[Operation, ...] = (
         "events:read_event",
         answer=shapes.SandboxWebhook,
     ),
+    # webhook delivery faults (docs/faults.md): each tenant's over its own webhook
+    Operation(
+        "CreateSandboxWebhookFault",
+        "POST",
+        "/v2/sandbox/webhook-faults",
+        "sandbox:faults",
+        body=bodies.WebhookFaultRequest,
+        answer=shapes.SandboxWebhookFault,
+    ),
+    Operation(
+        "ListSandboxWebhookFaults",
+        "GET",
+        "/v2/sandbox/webhook-faults",
+        "sandbox:faults",
+        answer=shapes.ListSandboxWebhookFaultsResponse,
+    ),
+    Operation(
+        "GetSandboxWebhookFault",
+        "GET",
+        "/v2/sandbox/webhook-faults/{id}",
+        "sandbox:faults",
+        answer=shapes.SandboxWebhookFault,
+    ),
+    Operation(
+        "DeleteSandboxWebhookFault",
+        "DELETE",
+        "/v2/sandbox/webhook-faults/{id}",
+        "sandbox:faults",
+        answer=shapes.SandboxWebhookFault,
+    ),
     # health
     Operation("GetHealth", "GET", "/healthz", None, answer=shapes.Health),
     # conversions

@@ -466,6 +466,32 @@ class WebhookRequest(Body):
     url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 
 
+class WebhookFaultMatch(Body):
+    """Which of the caller's deliveries a rule hits: none given, every one."""
+
+    webhook_id: ShortText | None = None
+    event_type: ShortText | None = None
+
+
+class WebhookFaultFail(Body):
+    status: int
+
+
+class WebhookFaultAction(Body):
+    """Exactly one of these (engine.domain.webhook_faults.ACTIONS), which the engine checks."""
+
+    fail: WebhookFaultFail | None = None
+    delay_seconds: int | None = None
+    duplicate: bool | None = None
+    out_of_order: bool | None = None
+
+
+class WebhookFaultRequest(Body):
+    match: WebhookFaultMatch | None = None
+    action: WebhookFaultAction
+    times: int = 1
+
+
 class SnapshotRequest(Body):
     name: ShortText
 

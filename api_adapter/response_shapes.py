@@ -669,10 +669,53 @@ class SandboxWebhookRegistration(SandboxWebhook):
     secret: Annotated[str, Field(description="signs each delivery; shown once")]
 
 
+class DeliveryAttempt(Shape):
+    event_id: Id
+    attempt: int
+    outcome: Annotated[str, Field(examples=["delivered", "failed: HTTP 503"])]
+    fault_rule_id: Annotated[
+        str | None, Field(description="the webhook fault rule that failed it, if one did")
+    ] = None
+
+
 class SandboxWebhookStatus(SandboxWebhook):
     undelivered_webhooks: int
     failed_attempts: int
     last_error: str | None = None
+    recent_attempts: Annotated[
+        list[DeliveryAttempt], Field(description="the last attempts, oldest first")
+    ] = []
+
+
+class WebhookFaultMatch(Shape):
+    webhook_id: Id | None = None
+    event_type: Annotated[str | None, Field(examples=["transfer.crypto_deposit.completed"])] = None
+
+
+class WebhookFaultFail(Shape):
+    status: Annotated[int, Field(ge=400, le=599)]
+
+
+class WebhookFaultAction(Shape):
+    """Exactly one of the four."""
+
+    fail: WebhookFaultFail | None = None
+    delay_seconds: Annotated[int | None, Field(description="engine time")] = None
+    duplicate: bool | None = None
+    out_of_order: bool | None = None
+
+
+class SandboxWebhookFault(Shape):
+    id: Id
+    match: WebhookFaultMatch
+    action: WebhookFaultAction
+    times: int
+    remaining: Annotated[int, Field(description="firings left; 0: spent")]
+    created_at: Time
+
+
+class ListSandboxWebhookFaultsResponse(Shape):
+    items: list[SandboxWebhookFault]
 
 
 class HealthWorlds(Shape):

@@ -2,8 +2,8 @@
 
 The deliverer runs in its own thread with its own event loop and its own database
 connection; it reads the committed `event_feed` and `webhooks` tables through the read
-side (engine/read/webhook_status.py) and never submits a command, so the writer never
-waits for a receiver. Per customer, one event is in flight at a time: the next is sent
+side (engine/read/webhook_status.py) and submits no command but the question of a fault
+rule (below), never waiting for a receiver in the writer. Per customer, one event is in flight at a time: the next is sent
 only once the previous was answered 2xx, and a failure is retried with exponential
 backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as long as it fails. Progress (the last
 delivered `seq` per customer) is kept outside the log, in a small JSON file beside the
@@ -29,6 +29,13 @@ A receiver is someone else's server, perhaps hostile, and the URL a tenant's cho
 - What the customer sees (`last_error`) is only `failed: HTTP <status>` or `failed: not
   delivered`: how a connection failed would tell an open port from a closed one. The
   operator's log says why, with the URL's credentials and query string redacted.
+
+Fault rules (engine.domain.webhook_faults): while the customer holds an armed one, the
+deliverer asks the writer before each attempt (`DecideWebhookDelivery`), which records
+the rule that fires; the deliverer only carries the answer out. `fail` records the
+attempt failed with the rule's status without calling the receiver; `delay_seconds`
+waits until the engine's clock reaches the recorded time; `duplicate` sends the event a
+second time; `out_of_order` holds the event until the next one is sent.
 """
 
 from __future__ import annotations
@@ -41,21 +48,28 @@ import socket
 import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
 import structlog
 
+from api_adapter.writer_bridge import submit
 from engine.config.destinations import Destinations
+from engine.domain.webhook_faults import DecideWebhookDelivery
+from engine.kernel.clock import parse_time
+from engine.kernel.commands import Actor
 from engine.kernel.credentials import SealError, redact_url, unseal
 from engine.read import webhook_status
 from engine.read.connections import ReadConnections
 from engine.runtime.key_file import KeyFile, KeyFileError
 from engine.store import local_base, private_files
+
+if TYPE_CHECKING:
+    from engine.runtime.writer import Engine
 
 log = structlog.get_logger("sandex.webhooks")
 
@@ -68,6 +82,10 @@ _DRAIN_SECONDS = 1.0
 NOT_DELIVERED = "failed: not delivered"
 # The delivery progress file's name after its database's (what a world's deletion removes).
 PROGRESS_SUFFIX = ".webhooks.json"
+# How many of a customer's last attempts its webhook status shows.
+HISTORY = 20
+# The client id on the deliverer's questions to the writer (it has no client of its own).
+DELIVERER_CLIENT = "sandex-webhooks"
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -82,12 +100,31 @@ async def _resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where one customer's events go, and how far they went."""
+
+    customer_id: str
+    webhook_id: str
+    url: str
+    key: bytes
+    progress: _Progress
+
+
 @dataclass
 class _Progress:
     webhook_id: str
     delivered_seq: int
     attempts: int = 0
     last_error: str | None = None
+    # the last attempts, oldest first: {event_id, attempt, outcome[, fault_rule_id]}
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, event_id: str, attempt: int, outcome: str, rule_id: str | None) -> None:
+        entry: dict[str, Any] = {"event_id": event_id, "attempt": attempt, "outcome": outcome}
+        if rule_id is not None:
+            entry["fault_rule_id"] = rule_id
+        self.history = [*self.history[-(HISTORY - 1) :], entry]
 
 
 class Deliverer:
@@ -104,6 +141,7 @@ class Deliverer:
         allowed_hosts: Iterable[str] = (),
         resolve: Resolver = _resolve,
         transport: httpx.AsyncBaseTransport | None = None,
+        engine: Engine | None = None,
     ) -> None:
         """`timeout` bounds each connect, write, read and wait for a pooled connection;
         `attempt_seconds` a whole attempt. `allowed_hosts`: the operator's exceptions to
@@ -111,7 +149,9 @@ class Deliverer:
         the network (tests). With nothing registered, the registrations are read every
         `poll_seconds` at first, then less and less often, down to every
         `idle_poll_seconds`, so that a server's many worlds without a webhook each cost
-        little; a registration through the app calls `nudge` to be read at once."""
+        little; a registration through the app calls `nudge` to be read at once.
+        `engine`: the writer asked about fault rules, and whose clock a delayed delivery
+        waits on; without it no rule applies."""
         self.db_path = db_path
         self.poll = poll_seconds
         self.idle_poll = max(idle_poll_seconds, poll_seconds)
@@ -122,6 +162,7 @@ class Deliverer:
         self.destinations = Destinations(allowed_hosts)
         self._resolve = resolve
         self._transport = transport
+        self._engine = engine
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -153,6 +194,11 @@ class Deliverer:
     def failures(self, customer_id: str) -> tuple[int, str | None]:
         p = self._progress.get(customer_id)
         return (p.attempts, p.last_error) if p is not None else (0, None)
+
+    def history(self, customer_id: str) -> list[dict[str, Any]]:
+        """The customer's last attempts, oldest first."""
+        p = self._progress.get(customer_id)
+        return list(p.history) if p is not None else []
 
     # -- lifecycle --
 
@@ -257,48 +303,137 @@ class Deliverer:
             progress.last_error = "the webhook secret is lost; register the webhook again"
             self._dirty = True
             await asyncio.Future()  # until the registration changes or delivery stops
+        target = _Target(customer_id, webhook_id, url, key, progress)
         while True:
             rows = webhook_status.pending(self._reads, customer_id, progress.delivered_seq)
             if not rows:
                 await asyncio.sleep(self.poll)
                 continue
-            for seq, event_id, kind, body in rows:
-                payload = body.encode()
-                signature = hmac.new(key, payload, hashlib.sha256).hexdigest()
-                attempt = 0
-                while True:
-                    attempt += 1
-                    outcome = await self._post(
-                        client,
-                        url,
-                        payload,
-                        {
-                            "Content-Type": "application/json",
-                            "X-Sandex-Event-Id": event_id,
-                            "X-Sandex-Event-Type": kind,
-                            "X-Sandex-Delivery-Attempt": str(attempt),
-                            "X-Sandex-Signature": f"sha256={signature}",
-                        },
+            for row in rows:
+                fault = await self._decide(target, row, 1)
+                if fault is not None and "out_of_order" in fault["action"]:
+                    # held until the next event is sent: then both count as delivered
+                    later = await self._next_after(customer_id, row[0])
+                    await self._delivery(
+                        client, target, later, await self._decide(target, later, 1, True)
                     )
-                    if outcome is None:
-                        break
-                    error, reason = outcome
-                    progress.attempts, progress.last_error = attempt, error
+                    await self._delivery(client, target, row, None)
+                    progress.delivered_seq = later[0]
                     self._dirty = True
-                    delay = min(self.backoff_max, self.backoff_first * 2 ** (attempt - 1))
-                    log.info(
-                        "webhook delivery failed",
-                        customer_id=customer_id,
-                        webhook_id=webhook_id,
-                        destination=redact_url(url, query=False),
-                        event_id=event_id,
-                        error=error,
-                        reason=reason,
-                        retry_in=delay,
-                    )
-                    await asyncio.sleep(delay)
-                progress.delivered_seq, progress.attempts, progress.last_error = seq, 0, None
+                    break
+                await self._delivery(client, target, row, fault)
+                progress.delivered_seq = row[0]
                 self._dirty = True
+
+    async def _delivery(
+        self,
+        client: httpx.AsyncClient,
+        target: _Target,
+        row: tuple[int, str, str, str],
+        fault: dict[str, Any] | None,
+    ) -> None:
+        """One event delivered, as the rule that fired for its first attempt says."""
+        if fault is not None and "delay_seconds" in fault["action"] and self._engine is not None:
+            release = parse_time(fault["release_at"])
+            while self._engine.clock.now() < release:
+                await asyncio.sleep(self.poll)
+        await self._attempts(client, target, row, fault)
+        if fault is not None and "duplicate" in fault["action"]:
+            await self._attempts(client, target, row, None)
+
+    async def _attempts(
+        self,
+        client: httpx.AsyncClient,
+        target: _Target,
+        row: tuple[int, str, str, str],
+        fault: dict[str, Any] | None,
+    ) -> None:
+        """POST one event until the receiver takes it, retrying with backoff; `fault` is
+        the first attempt's rule, and each later attempt asks for its own."""
+        _, event_id, kind, body = row
+        progress = target.progress
+        payload = body.encode()
+        signature = hmac.new(target.key, payload, hashlib.sha256).hexdigest()
+        attempt = 0
+        while True:
+            attempt += 1
+            if attempt > 1:
+                fault = await self._decide(target, row, attempt)
+            failing = fault["action"].get("fail") if fault is not None else None
+            if failing is not None:
+                # the rule's status, recorded as the receiver's would be; it sees nothing
+                status = failing["status"]
+                outcome: tuple[str, str] | None = (f"failed: HTTP {status}", "fault rule")
+            else:
+                outcome = await self._post(
+                    client,
+                    target.url,
+                    payload,
+                    {
+                        "Content-Type": "application/json",
+                        "X-Sandex-Event-Id": event_id,
+                        "X-Sandex-Event-Type": kind,
+                        "X-Sandex-Delivery-Attempt": str(attempt),
+                        "X-Sandex-Signature": f"sha256={signature}",
+                    },
+                )
+            rule_id = fault["rule_id"] if failing is not None and fault is not None else None
+            progress.record(
+                event_id, attempt, "delivered" if outcome is None else outcome[0], rule_id
+            )
+            self._dirty = True
+            if outcome is None:
+                progress.attempts, progress.last_error = 0, None
+                return
+            error, reason = outcome
+            progress.attempts, progress.last_error = attempt, error
+            delay = min(self.backoff_max, self.backoff_first * 2 ** (attempt - 1))
+            log.info(
+                "webhook delivery failed",
+                customer_id=target.customer_id,
+                webhook_id=target.webhook_id,
+                destination=redact_url(target.url, query=False),
+                event_id=event_id,
+                error=error,
+                reason=reason,
+                retry_in=delay,
+            )
+            await asyncio.sleep(delay)
+
+    async def _decide(
+        self,
+        target: _Target,
+        row: tuple[int, str, str, str],
+        attempt: int,
+        after_held: bool = False,
+    ) -> dict[str, Any] | None:
+        """The fault rule the writer fires for this attempt, or None. Asked only while the
+        customer holds an armed rule, so a sandbox without any writes nothing."""
+        engine = self._engine
+        if engine is None or not webhook_status.faults_armed(self._reads, target.customer_id):
+            return None
+        command = DecideWebhookDelivery(
+            actor=Actor(target.customer_id, DELIVERER_CLIENT),
+            webhook_id=target.webhook_id,
+            event_id=row[1],
+            event_type=row[2],
+            attempt=attempt,
+            after_held=after_held,
+        )
+        try:
+            fired: dict[str, Any] | None = await submit(engine, command)
+        except Exception as exc:  # a stopped or failing writer: deliver as if none fired
+            log.warning("webhook fault not decided", error=type(exc).__name__)
+            return None
+        return fired
+
+    async def _next_after(self, customer_id: str, seq: int) -> tuple[int, str, str, str]:
+        """The customer's first event after `seq`, once there is one."""
+        while True:
+            rows = webhook_status.pending(self._reads, customer_id, seq)
+            if rows:
+                return rows[0]  # type: ignore[no-any-return]
+            await asyncio.sleep(self.poll)
 
     def _secret(self, webhook_id: str, stored: str) -> str:
         """The secret to sign with: the table holds it sealed (engine/kernel/credentials.py)."""
@@ -432,4 +567,5 @@ def status(app: Any, customer_id: str) -> dict[str, Any] | None:
     }
     if error:
         view["last_error"] = error
+    view["recent_attempts"] = deliverer.history(customer_id)
     return view

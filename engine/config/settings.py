@@ -47,6 +47,7 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:write_sandbox_crypto_deposit": ("transfer:write_sandbox_fiat_deposit",),
     # settling one's own pending items by hand (POST /v2/sandbox/transfers/{id}/complete)
     "transfer:write_sandbox_transfer": ("transfer:write_sandbox_fiat_deposit",),
+    "sandbox:faults": ("transfer:write_sandbox_fiat_deposit",),
     # identities and accounts extend what profiles are: granted with the profile scopes
     "identity:read_identity": ("funding:read_profile",),
     "identity:write_identity": ("funding:write_profile",),

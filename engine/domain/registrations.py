@@ -15,6 +15,7 @@ from engine.domain import (
     sandbox_pacing,
     sandbox_snapshots,
     trading,
+    webhook_faults,
     webhook_registrations,
 )
 from engine.domain.trading import price_history
@@ -59,6 +60,7 @@ _MODULES: tuple[Registration, ...] = (
     price_history.REGISTRATION,
     CLOCK,
     webhook_registrations.REGISTRATION,
+    webhook_faults.REGISTRATION,
     *identity.REGISTRATIONS,
 )
 # Snapshots restore the read models of every module before them; the feed follows all.

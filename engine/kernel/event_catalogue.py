@@ -126,6 +126,13 @@ CATALOGUE: dict[str, EventSpec] = {
         "customer_id webhook_id url secret", credentials="secret", credential_urls="url"
     ),
     "WebhookRemoved": _spec("customer_id"),
+    # engine.domain.webhook_faults: a tenant's rules over its own webhook's deliveries
+    "WebhookFaultArmed": _spec("rule_id customer_id match action times"),
+    "WebhookFaultFired": _spec(
+        "rule_id webhook_id event_id attempt action remaining", "release_at"
+    ),
+    "WebhookFaultSpent": _spec("rule_id"),
+    "WebhookFaultRemoved": _spec("rule_id"),
     "SnapshotTaken": _spec("name"),
     "SnapshotRestored": _spec("name position"),
     "SandboxReset": _spec(),

@@ -8,7 +8,9 @@ make the writer reload its state from the log)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import orjson
 
 from engine.read.connections import ReadConnections
 
@@ -61,3 +63,39 @@ def backlog(reads: ReadConnections, customer_id: str, delivered_seq: int) -> int
         (customer_id, delivered_seq),
     ).fetchone()
     return int(row[0]) if row else 0
+
+
+def faults_armed(reads: ReadConnections, customer_id: str) -> bool:
+    """Whether the customer holds a webhook fault rule not yet spent: only then does
+    the deliverer ask the writer about a delivery (engine.domain.webhook_faults)."""
+    row = reads.conn.execute(
+        "SELECT 1 FROM webhook_faults WHERE customer_id = ? AND remaining > 0 LIMIT 1",
+        (customer_id,),
+    ).fetchone()
+    return row is not None
+
+
+def fault_rules(
+    reads: ReadConnections, customer_id: str, rule_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The customer's webhook fault rules in the order armed (or the one `rule_id`),
+    as `GET /v2/sandbox/webhook-faults` shows them."""
+    sql = (
+        "SELECT id, match, action, times, remaining, created_at FROM webhook_faults"
+        " WHERE customer_id = ?"
+    )
+    args: tuple[str, ...] = (customer_id,)
+    if rule_id is not None:
+        sql, args = sql + " AND id = ?", (customer_id, rule_id)
+    rows = reads.conn.execute(sql + " ORDER BY position", args).fetchall()
+    return [
+        {
+            "id": id_,
+            "match": orjson.loads(match),
+            "action": orjson.loads(action),
+            "times": times,
+            "remaining": remaining,
+            "created_at": created_at,
+        }
+        for id_, match, action, times, remaining, created_at in rows
+    ]

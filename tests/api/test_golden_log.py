@@ -57,6 +57,10 @@ NOT_PRODUCED: dict[str, str] = {
         ),
         "issue 31: the golden log stays as recorded; tests/api/test_sandbox_faults.py",
     ),
+    **dict.fromkeys(
+        ("WebhookFaultArmed", "WebhookFaultFired", "WebhookFaultSpent", "WebhookFaultRemoved"),
+        "issue 31: the golden log stays as recorded; tests/api/test_webhook_faults.py",
+    ),
     "FiatAccountCreated": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
     "FiatAccountUpdated": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
     "FiatAccountReviewed": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",

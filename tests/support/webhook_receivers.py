@@ -156,6 +156,7 @@ def start_deliverer(sb: Any, **kw: Any) -> Deliverer:
         "backoff_max": 0.2,
         "timeout": 2,
         "allowed_hosts": sb.engine.settings.webhook_allowed_hosts,
+        "engine": sb.engine,  # asked about webhook fault rules
     }
     options.update(kw)
     d = Deliverer(str(sb.db), **options)
