@@ -24,9 +24,12 @@ from decimal import Decimal
 from engine.domain.trading.book import BUY, SELL
 from engine.kernel.money import ZERO
 
-SIDES = {"BUY": BUY, "SELL": SELL}
+# The API's vocabularies of orders, declared here once (the adapter derives its enums).
 SIDE_NAMES = ("BUY", "SELL")
-OPEN_STATES = frozenset({"PENDING_SUBMISSION", "SUBMITTED", "OPEN"})
+SIDES = dict(zip(SIDE_NAMES, (BUY, SELL), strict=True))
+ORDER_STATUSES = ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED")
+OPEN_STATES = frozenset(ORDER_STATUSES[:3])
+CLOSED_STATES = frozenset(ORDER_STATUSES[3:])
 
 
 class Order:
