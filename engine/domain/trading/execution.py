@@ -55,12 +55,15 @@ def carry_forward(
 def submit(
     ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int, crossing: bool | None = None
 ) -> None:
-    """An order reaching the market: REJECTED when its metadata asks for it
-    (engine.domain.sandbox_triggers), else carried forward."""
+    """An order reaching the market: REJECTED, or OPEN but held out of the book, when its
+    metadata asks for it (engine.domain.sandbox_triggers), else carried forward."""
     if order.metadata:
         reason = sandbox_triggers.order_rejection(order.metadata)
         if reason is not None:
             close_order(ctx, order, "OrderRejected", reason)
+            return
+        if sandbox_triggers.holds_order(order.metadata):
+            ctx.emit("OrderOpened", f"order-{order.id}", {"order_id": order.id, "held": True})
             return
     carry_forward(ctx, tr, mk, order, step, crossing)
 
