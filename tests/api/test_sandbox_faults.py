@@ -13,7 +13,8 @@ import pytest
 
 from engine.domain import sandbox_triggers
 from engine.domain.ledger import withdrawing
-from engine.kernel.clock import parse_time
+from engine.kernel.clock import parse_time, to_millis
+from tests.conftest import START
 from tests.support.identity_helpers import IDENTITIES, person, set_status
 from tests.support.trading_helpers import (
     events,
@@ -343,6 +344,18 @@ def test_a_held_order_can_be_cancelled(sandbox_factory: Any) -> None:
     assert late.status_code == 409, late.text
     assert late.headers["content-type"] == "application/problem+json"
     assert "CANCELLED" in late.json()["detail"] and "not held" in late.json()["detail"]
+
+
+def test_a_held_gtt_order_expires_while_held(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    sb.deposit("USD", "100000")
+    expiry = str(to_millis(START) + 60_500)
+    body = limit("BUY", "42000", "0.1", time_in_force="GTT", metadata=HELD)
+    held = placed(sb, **body, expiration_date=expiry)
+    sb.advance(65)
+    assert get_order(sb, held)["status"] == "CANCELLED"
+    assert sb.balance("USD")["available"] == "100000"
+    assert _release_order(sb, held).status_code == 409
 
 
 def test_order_releases_that_cannot_be_are_problems_naming_why(sandbox_factory: Any) -> None:
