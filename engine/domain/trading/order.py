@@ -5,7 +5,9 @@ An order's lifecycle is a stream of events (`order-<id>`):
     OrderPlaced     the order and its hold (available -> trading); status
                     PENDING_SUBMISSION when a submission latency is set, else SUBMITTED
     OrderSubmitted  PENDING_SUBMISSION -> SUBMITTED, by the scheduler
-    OrderOpened     it rests in the book (or, a stop, waits for its trigger): OPEN
+    OrderOpened     it rests in the book (or, a stop, waits for its trigger): OPEN;
+                    `held`: outside the book until released (sandbox:hold)
+    OrderReleased   a held order let go: it meets the market as if submitted then
     OrderTriggered  a stop's last-price condition was met (is_triggered)
     TradeExecuted   one trade: both sides' executions, fees and postings; a side may
                     be the house (synthetic liquidity)
