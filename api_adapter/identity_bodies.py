@@ -34,13 +34,14 @@ from api_adapter.identity_vocabulary import (
     VerifierType,
 )
 from api_adapter.request_bodies import ADDRESS_PATTERN, Body, OptionalAddressField
+from engine.domain.identity.identities import STATUSES
 
 # The reference's free text: its pattern, at most 35 or 200 characters.
 Line35 = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]
 Name200 = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=200)]
 # A string the reference does not bound: bounded here as other bodies' texts are.
 Free = Annotated[str, StringConstraints(max_length=1000)]
-Status = Literal["PENDING", "ERROR", "APPROVED", "DENIED", "DISABLED"]
+Status = Literal[STATUSES]  # type: ignore[valid-type]
 DocumentType = Literal[
     "OTHER_DOCUMENTS",
     "APPLICATION",

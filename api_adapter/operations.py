@@ -240,6 +240,13 @@ OPERATIONS: tuple[Operation, ...] = (
         answer=shapes.Transfer,
     ),
     Operation(
+        "ReleaseSandboxOrder",
+        "POST",
+        "/v2/sandbox/orders/{id}/release",
+        "exchange:write_sandbox_order",
+        answer=shapes.Order,
+    ),
+    Operation(
         "CompleteSandboxConversion",
         "POST",
         "/v2/sandbox/conversions/{id}/complete",

@@ -21,7 +21,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from engine.domain.transfers.networks import CRYPTO_NETWORKS
+from engine.domain.trading.order import SIDE_NAMES
+from engine.domain.trading.order_types import ALL_TIF, ORDER_TYPE_NAMES
+from engine.domain.transfers.deposit_addresses import SECONDARY_STATUSES
+from engine.domain.transfers.funding import ROUTING_TYPES
+from engine.domain.transfers.networks import CRYPTO_NETWORKS, FIAT_DEPOSIT_NETWORKS
+from engine.domain.transfers.transfer_records import TRANSFER_STATUSES, TRANSFER_TYPE_NAMES
 from engine.kernel.money import AMOUNT_PATTERN, MARKETS
 
 FIAT_AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]{1,2}$"
@@ -41,33 +46,14 @@ OptionalAddressField = Annotated[AddressField | None, BeforeValidator(_empty_is_
 Text = Annotated[str, StringConstraints(max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 
+# The vocabularies as the domain declares them (tests/unit/test_vocabularies.py).
 CryptoNetwork = Literal[CRYPTO_NETWORKS]  # type: ignore[valid-type]
-# Transfer filters: the interface's list of types (it adds PLATFORM_TRANSFER_* and
-# RTP_DEPOSIT to the OpenAPI document's), statuses, and secondary statuses.
-TransferType = Literal[
-    "INTERNAL_TRANSFER_DEBIT",
-    "INTERNAL_TRANSFER_CREDIT",
-    "CRYPTO_DEPOSIT",
-    "CRYPTO_WITHDRAWAL",
-    "WIRE_DEPOSIT",
-    "WIRE_WITHDRAWAL",
-    "SEN_DEPOSIT",
-    "SEN_WITHDRAWAL",
-    "BANK_DEPOSIT",
-    "BANK_WITHDRAWAL",
-    "PLATFORM_TRANSFER_DEBIT",
-    "PLATFORM_TRANSFER_CREDIT",
-    "SIGNET_DEPOSIT",
-    "SIGNET_WITHDRAWAL",
-    "CBIT_WITHDRAWAL",
-    "CBIT_DEPOSIT",
-    "CUBIX_DEPOSIT",
-    "CUBIX_WITHDRAWAL",
-    "RTP_DEPOSIT",
-]
-TransferStatus = Literal["PENDING", "COMPLETED", "FAILED"]
-SecondaryStatus = Literal["TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED"]
-RoutingNumberType = Literal["ABA", "SWIFT"]
+FiatDepositNetwork = Literal[FIAT_DEPOSIT_NETWORKS]  # type: ignore[valid-type]
+# Transfer filters: types, statuses and secondary statuses.
+TransferType = Literal[TRANSFER_TYPE_NAMES]  # type: ignore[valid-type]
+TransferStatus = Literal[TRANSFER_STATUSES]  # type: ignore[valid-type]
+SecondaryStatus = Literal[SECONDARY_STATUSES]  # type: ignore[valid-type]
+RoutingNumberType = Literal[ROUTING_TYPES]  # type: ignore[valid-type]
 
 
 # The error types of a null sent for a declared field and of a field no model declares
@@ -141,7 +127,7 @@ class SandboxDepositRequest(Body):
 
 class CreateFiatDepositInstructionsRequest(Body):
     profile_id: ShortText
-    fiat_network: Literal["WIRE", "DBS_ACT", "CUBIX", "SCB"]
+    fiat_network: FiatDepositNetwork
     ref_id: ShortText | None = None
     identity_id: ShortText | None = None
     account_id: ShortText | None = None
@@ -299,13 +285,13 @@ def _digits(value: object) -> object:
 # Unix milliseconds: the reference types it as a string; a JSON integer is taken too (as
 # its digits, so that an error names the field and not a member of a union of types).
 ExpirationDate = Annotated[ShortText, BeforeValidator(_digits)]
-Side = Literal["BUY", "SELL"]
+Side = Literal[SIDE_NAMES]  # type: ignore[valid-type]
 if TYPE_CHECKING:  # a Literal built from a dict's keys is no type to mypy
     MarketName = str
 else:
     MarketName = Literal[tuple(MARKETS)]
-OrderType = Literal["LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT"]
-TimeInForce = Literal["GTC", "FOK", "IOC", "GTT"]
+OrderType = Literal[ORDER_TYPE_NAMES]  # type: ignore[valid-type]
+TimeInForce = Literal[ALL_TIF]  # type: ignore[valid-type]
 
 
 class CreateOrderRequest(Body):

@@ -15,13 +15,24 @@ out what it has no value for and never sends `null`.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api_adapter import request_bodies
 from engine.domain import sandbox_pacing as pacing
+from engine.domain.customers import PROFILE_TYPES
+from engine.domain.quotes import EXECUTION_STATUSES
+from engine.domain.trading.order import ORDER_STATUSES, SIDE_NAMES
+from engine.domain.trading.order_types import ALL_TIF, ORDER_TYPE_NAMES
+from engine.domain.transfers.deposit_addresses import SECONDARY_STATUSES
+from engine.domain.transfers.fiat_accounts import STATUSES as FIAT_ACCOUNT_STATUSES
+from engine.domain.transfers.funding import INSTRUCTIONS_STATUSES, ROUTING_TYPES
 from engine.domain.transfers.networks import CRYPTO_NETWORKS
+from engine.domain.transfers.transfer_records import (
+    DIRECTIONS,
+    TRANSFER_STATUSES,
+    TRANSFER_TYPE_NAMES,
+)
 from engine.kernel.money import MARKETS
 
 AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]+$"
@@ -83,28 +94,21 @@ if TYPE_CHECKING:  # mypy sees the values as the strings they are; pydantic sees
 else:
     Market = _enum("Market", MARKETS)
     CryptoNetwork = _enum("CryptoNetwork", CRYPTO_NETWORKS)
-    OrderSide = _enum("OrderSide", ("BUY", "SELL"))
-    OrderStatus = _enum(
-        "OrderStatus",
-        ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"),
-    )
-    OrderType = _enum(
-        "OrderType", ("LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT")
-    )
-    TimeInForce = _enum("TimeInForce", ("GTC", "FOK", "IOC", "GTT"))
-    ProfileType = _enum("ProfileType", ("NORMAL", "DEFAULT"))
-    TransferDirection = _enum("TransferDirection", ("CREDIT", "DEBIT"))
-    TransferStatus = _enum("TransferStatus", ("PENDING", "COMPLETED", "FAILED"))
+    OrderSide = _enum("OrderSide", SIDE_NAMES)
+    OrderStatus = _enum("OrderStatus", ORDER_STATUSES)
+    OrderType = _enum("OrderType", ORDER_TYPE_NAMES)
+    TimeInForce = _enum("TimeInForce", ALL_TIF)
+    ProfileType = _enum("ProfileType", PROFILE_TYPES)
+    TransferDirection = _enum("TransferDirection", DIRECTIONS)
+    TransferStatus = _enum("TransferStatus", TRANSFER_STATUSES)
     # as the service interface lists them, the same list the transfer filter takes
-    TransferType = _enum("TransferType", get_args(request_bodies.TransferType))
-    SecondaryStatusName = _enum(
-        "SecondaryStatusName", ("TRAVEL_RULE_INFO_REQUESTED", "TRAVEL_RULE_REJECTED")
-    )
-    FiatDepositInstructionsStatus = _enum("FiatDepositInstructionsStatus", ("VALID", "DEPRECATED"))
-    FiatWireAccountType = _enum("FiatWireAccountType", ("ABA", "SWIFT"))
-    QuoteExecutionStatus = _enum("QuoteExecutionStatus", ("CREATED", "SETTLED"))
+    TransferType = _enum("TransferType", TRANSFER_TYPE_NAMES)
+    SecondaryStatusName = _enum("SecondaryStatusName", SECONDARY_STATUSES)
+    FiatDepositInstructionsStatus = _enum("FiatDepositInstructionsStatus", INSTRUCTIONS_STATUSES)
+    FiatWireAccountType = _enum("FiatWireAccountType", ROUTING_TYPES)
+    QuoteExecutionStatus = _enum("QuoteExecutionStatus", EXECUTION_STATUSES)
     PriceMarket = _enum("PricePriceMarket", (m for m in MARKETS if m.endswith("USD")))
-    FiatAccountStatus = _enum("FiatAccountStatus", ("PENDING", "APPROVED", "REJECTED"))
+    FiatAccountStatus = _enum("FiatAccountStatus", FIAT_ACCOUNT_STATUSES)
 
 # -- profiles and balances ---------------------------------------------------------------
 

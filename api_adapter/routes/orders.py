@@ -14,6 +14,7 @@ from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateOrderRequest, MarketName
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
+from engine.domain.trading.order import CLOSED_STATES, ORDER_STATUSES
 from engine.kernel.commands import CancelOrder
 from engine.read.queries import Page
 
@@ -21,8 +22,7 @@ router = APIRouter(prefix="/v2", tags=["Orders"])
 
 # The fast lane serves this operation from the same row (api_adapter/operations.py).
 CREATE = operation("CreateOrder")
-OrderStatus = Literal["PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED"]
-CLOSED = frozenset({"FILLED", "CANCELLED", "REJECTED"})
+OrderStatus = Literal[ORDER_STATUSES]  # type: ignore[valid-type]
 POLL_SECONDS = 0.005
 
 
@@ -54,7 +54,7 @@ async def _await_fill(request: Request, who: Principal, order: dict, millis: int
     """Hold the answer until the order is closed or `millis` of real time pass, whatever
     the engine's clock: the reference's rule is a wait, and on a manual clock another
     request (a price set, the clock moved) may fill the order meanwhile."""
-    if order["status"] in CLOSED:
+    if order["status"] in CLOSED_STATES:
         return order
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis / 1000
@@ -62,7 +62,7 @@ async def _await_fill(request: Request, who: Principal, order: dict, millis: int
     while (left := deadline - loop.time()) > 0:
         await asyncio.sleep(min(POLL_SECONDS, left))
         order = queries.order(who.customer_id, order["profile_id"], order["id"])
-        if order["status"] in CLOSED:
+        if order["status"] in CLOSED_STATES:
             break
     return order
 

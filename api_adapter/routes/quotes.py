@@ -11,6 +11,7 @@ from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import CreateQuoteExecutionRequest, MarketName, Side
 from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
+from engine.domain.quotes import EXECUTION_STATUSES
 from engine.kernel.commands import CreateQuoteExecution, IssueQuotes
 from engine.read.queries import Page
 
@@ -75,7 +76,7 @@ async def list_quote_executions(
     page: Annotated[Page, Depends(execution_page)],
     side: Side | None = None,
     market: MarketName | None = None,
-    status: Literal["CREATED", "SETTLED"] | None = None,
+    status: Literal[EXECUTION_STATUSES] | None = None,  # type: ignore[valid-type]
 ) -> JSONResponse:
     return JSONResponse(
         request.app.state.queries.list_quote_executions(

@@ -19,7 +19,13 @@ from api_adapter.responses import JSONResponse
 from api_adapter.writer_bridge import actor, run
 from engine.domain import sandbox_pacing
 from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import AdvanceClock, CreateCustomer, ReleasePending, SetPacing
+from engine.kernel.commands import (
+    AdvanceClock,
+    CreateCustomer,
+    ReleaseOrder,
+    ReleasePending,
+    SetPacing,
+)
 from engine.kernel.errors import Invalid
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
@@ -132,6 +138,14 @@ async def reject_account(
 ) -> JSONResponse:
     """The review of the caller's PENDING fiat account, now: REJECTED."""
     return await _release(request, who, "fiat_account", id, "fail", body)
+
+
+@route(router, "ReleaseSandboxOrder")
+async def release_order(request: Request, who: Caller, id: str) -> JSONResponse:
+    """The caller's order held by its `sandbox:hold` metadata, let go: it meets the market
+    as an order submitted now would."""
+    command = ReleaseOrder(actor=actor(request, who), order_id=id)
+    return JSONResponse(await run(request, command))
 
 
 async def _release(

@@ -14,6 +14,7 @@ from engine.backtest.errors import BacktestError
 from engine.backtest.price_files import from_micros, to_micros
 from engine.backtest.strategy import Api, ApiError, Strategy
 from engine.config.yaml_errors import describe as describe_yaml_error
+from engine.domain.trading.order import OPEN_STATES
 from engine.kernel.clock import format_time, parse_time
 
 
@@ -127,7 +128,7 @@ class FlowStrategy(Strategy):
             api.set_timer(str(k), at=from_micros(max(when, start)))
 
     def on_order(self, order: dict[str, Any]) -> None:
-        if order["status"] in ("PENDING_SUBMISSION", "SUBMITTED", "OPEN"):
+        if order["status"] in OPEN_STATES:
             if order["id"] not in self.opened:
                 self.opened.append(order["id"])
         elif order["id"] in self.opened:

@@ -40,6 +40,8 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "exchange:read_quote_execution": ("exchange:read_order",),
     "exchange:write_quote_execution": ("exchange:write_order",),
     "exchange:historical_prices": ("exchange:read_order",),
+    # releasing one's own order held by `sandbox:hold` (POST /v2/sandbox/orders/{id}/release)
+    "exchange:write_sandbox_order": ("exchange:write_order",),
     "transfer:read_deposit_address": ("transfer:read_transfer",),
     "transfer:write_deposit_address": ("transfer:write_crypto_withdrawal",),
     "transfer:reject_crypto_deposit": ("transfer:write_crypto_withdrawal",),

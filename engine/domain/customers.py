@@ -32,6 +32,7 @@ from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 _HASH_ROUNDS = 20_000
+PROFILE_TYPES = ("NORMAL", "DEFAULT")
 
 
 def hash_secret(secret: str, salt: str) -> str:

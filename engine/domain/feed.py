@@ -23,7 +23,7 @@ from typing import Any
 
 from orjson import dumps as _dumps
 
-from engine.domain.identity.identities import identities
+from engine.domain.identity.identities import ANNOUNCED_STATUSES, identities
 from engine.domain.trading import shown_view, trading_state
 from engine.domain.transfers.transfer_records import transfer_view
 from engine.kernel.clock import parse_time, to_millis
@@ -44,9 +44,7 @@ ORDER_EVENTS = (
     "OrderCancelled",
     "OrderRejected",
 )
-# identity.approved, .denied and .disabled: the summary statuses the service announces
 IDENTITY_EVENTS = ("IdentitySummaryStatusChanged",)
-ANNOUNCED_IDENTITY_STATUSES = ("APPROVED", "DENIED", "DISABLED")
 WATCHED = TRANSFER_EVENTS + ORDER_EVENTS + IDENTITY_EVENTS
 
 TRANSFER_OBJECT = "transfer_status_change"
@@ -164,7 +162,7 @@ def _identity(state: State, e: Event) -> None:
     if state.appended is None:
         return
     new = e.data["new_summary_status"]
-    if new not in ANNOUNCED_IDENTITY_STATUSES:
+    if new not in ANNOUNCED_STATUSES:
         return
     identity_id = e.data["identity_id"]
     obj = {

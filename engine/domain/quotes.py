@@ -29,6 +29,7 @@ from engine.domain.customers import resolve_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import HOUSE, available
 from engine.domain.metadata import check_metadata
+from engine.domain.trading.order import SIDE_NAMES
 from engine.domain.trading.trading_state import live_trading, market_config
 from engine.domain.transfers.transfer_records import post
 from engine.kernel.clock import format_time, from_millis, parse_time, to_millis
@@ -62,6 +63,7 @@ QUOTE_MARKETS: tuple[str, ...] = tuple(MARKETS)
 BASE_PLACES = Decimal("0.00000001")
 QUOTE_PLACES = Decimal("0.01")
 _MAX_REF_ID = 128
+EXECUTION_STATUSES = ("CREATED", "SETTLED")
 _PRIVATE = frozenset({"customer_id", "seq"})
 _PUBLIC = ("id", "market", "side", "price", "base_asset", "quote_asset", "created_at")
 
@@ -153,7 +155,7 @@ def _issue(
     quotes = []
     for market, prices in stale:
         spec = MARKETS[market]
-        for side, price in zip(("BUY", "SELL"), prices, strict=True):
+        for side, price in zip(SIDE_NAMES, prices, strict=True):
             quotes.append(
                 {
                     "id": ctx.ids.uuid(),

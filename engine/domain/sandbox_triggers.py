@@ -15,7 +15,9 @@ FAIL = "sandbox:fail"
 # A withdrawal's memo `sandbox:fail:<reason>`: FAILED, `reason` in its status details.
 FAIL_WITH = "sandbox:fail:"
 # A withdrawal's or sandbox crypto deposit's memo, or a metadata value of fiat deposit
-# instructions: PENDING until released through /v2/sandbox/transfers/{id}/complete|fail.
+# instructions: PENDING until released through /v2/sandbox/transfers/{id}/complete|fail;
+# a metadata value of a LIMIT order: OPEN outside the book until released through
+# /v2/sandbox/orders/{id}/release.
 HOLD = "sandbox:hold"
 # A sandbox crypto deposit's memo: held for travel-rule review whatever its value.
 REVIEW = "sandbox:review"
@@ -80,6 +82,14 @@ TRIGGERS: tuple[Trigger, ...] = (
         " `POST /v2/sandbox/transfers/{id}/complete` or `/fail`",
     ),
     Trigger(
+        HOLD,
+        "metadata value",
+        "LIMIT order (GTC or GTT)",
+        "OPEN but out of the book: neither the house's ladder nor another order trades with"
+        " it until `POST /v2/sandbox/orders/{id}/release`, after which it meets the market"
+        " as an order submitted then would; it can be cancelled (or expire) while held",
+    ),
+    Trigger(
         DELAY_WITH + "<seconds>",
         "metadata value",
         "fiat deposit instructions",
@@ -122,6 +132,11 @@ def metadata_values(metadata: dict[str, str] | None) -> Iterable[str]:
 
 def rejects(metadata: dict[str, str] | None) -> bool:
     return REJECT in metadata_values(metadata)
+
+
+def holds_order(metadata: dict[str, str] | None) -> bool:
+    """Whether an order's metadata asks it to be held out of the market until released."""
+    return HOLD in metadata_values(metadata)
 
 
 def order_rejection(metadata: dict[str, str] | None) -> str | None:

@@ -205,6 +205,14 @@ class CancelOrder(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class ReleaseOrder(Command):
+    """Release an order held by its `sandbox:hold` metadata (sandbox only): it meets the
+    market as an order submitted now would."""
+
+    order_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SetMarketPrice(Command):
     """Move a market's reference price now (sandbox only). By default the path walks to
     the price: resting orders it passes trade at their own prices. A `gap` jumps there

@@ -100,7 +100,9 @@ CATALOGUE: dict[str, EventSpec] = {
     # trading
     "OrderPlaced": _spec("order postings"),
     "OrderSubmitted": _spec("order_id"),
-    "OrderOpened": _spec("order_id"),
+    # `held` (true): OPEN but kept out of the book by its `sandbox:hold` metadata
+    "OrderOpened": _spec("order_id", "held"),
+    "OrderReleased": _spec("order_id"),
     "OrderTriggered": _spec("order_id"),
     # a side is absent when the house's ladder took it; `house` names the ladder's fills
     "TradeExecuted": _spec("market step trade price amount postings", "buy sell house"),

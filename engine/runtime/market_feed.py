@@ -28,6 +28,7 @@ import orjson
 
 from engine.config.settings import Settings
 from engine.domain.trading.market_feed import Levels, books_now, last_trade, step_at, trades_in
+from engine.domain.trading.order import SIDES
 from engine.kernel.events import Event
 from engine.kernel.state import State
 
@@ -37,7 +38,7 @@ TRADES = "trades"
 TOO_SLOW = 1008  # policy violation: the client did not keep up with its queue
 RESTARTED = 1012  # service restart: the state reloaded before the snapshot was taken
 
-_SIDES = (("BUY", 0), ("SELL", 1))
+_SIDES = tuple(SIDES.items())
 
 
 class Subscriber:

@@ -54,6 +54,7 @@ NOT_PRODUCED: dict[str, str] = {
             "SandboxReleased",
             "FiatDepositHeld",
             "IdentityStatusesScheduled",
+            "OrderReleased",
         ),
         "issue 31: the golden log stays as recorded; tests/api/test_sandbox_faults.py",
     ),

@@ -13,9 +13,18 @@ import pytest
 
 from engine.domain import sandbox_triggers
 from engine.domain.ledger import withdrawing
-from engine.kernel.clock import parse_time
+from engine.kernel.clock import parse_time, to_millis
+from tests.conftest import START
 from tests.support.identity_helpers import IDENTITIES, person, set_status
-from tests.support.trading_helpers import events, get_order, limit, placed, still
+from tests.support.trading_helpers import (
+    events,
+    get_order,
+    limit,
+    place,
+    placed,
+    set_price,
+    still,
+)
 from tests.support.transfer_helpers import PERSON, WIRE, profile_id, withdraw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,15 +120,28 @@ PROVEN = {
     (sandbox_triggers.FAIL_WITH + "<reason>", "memo"): "test_memo_fail_with_a_reason",
     (sandbox_triggers.HOLD, "memo"): "test_memo_sandbox_hold_keeps_a_withdrawal_pending",
     (sandbox_triggers.REVIEW, "memo"): "test_memo_sandbox_review_holds_a_small_deposit",
-    (sandbox_triggers.HOLD, "metadata value"): "test_instructions_held_keep_a_wire_pending",
+    (sandbox_triggers.HOLD, "metadata value", "fiat deposit instructions"): (
+        "test_instructions_held_keep_a_wire_pending"
+    ),
     (sandbox_triggers.DELAY_WITH + "<seconds>", "metadata value"): "test_a_delayed_wire",
     (sandbox_triggers.REJECT, "metadata value"): "test_metadata_sandbox_reject_rejects",
     (sandbox_triggers.REJECT_WITH + "<reason>", "metadata value"): "test_an_order_rejected",
+    (sandbox_triggers.HOLD, "metadata value", "LIMIT order (GTC or GTT)"): (
+        "test_a_held_order_rests_while_the_price_crosses_until_released"
+    ),
 }
 
 
+# A value of one kind that means different things where it is read: told by what it
+# applies to.
+TWICE = {(sandbox_triggers.HOLD, "metadata value")}
+
+
 def test_every_trigger_has_a_test_of_its_outcome() -> None:
-    rows = {(t.value, t.kind) for t in sandbox_triggers.TRIGGERS}
+    rows = {
+        (t.value, t.kind, t.applies_to) if (t.value, t.kind) in TWICE else (t.value, t.kind)
+        for t in sandbox_triggers.TRIGGERS
+    }
     assert rows == set(PROVEN)
     names = {name for name in globals() if name.startswith("test_")}
     assert set(PROVEN.values()) <= names
@@ -258,6 +280,116 @@ def test_an_order_rejected(sandbox_factory: Any) -> None:
     plain = placed(sb, **limit("SELL", "40000", "0.5"))
     sb.advance(1)
     assert get_order(sb, plain)["status"] == "FILLED"
+
+
+# -- an order held until released -------------------------------------------------------
+
+HELD = {"case": sandbox_triggers.HOLD}
+
+
+def _release_order(sb: Any, order: dict[str, Any], **kw: Any) -> Any:
+    return sb.post(f"/v2/sandbox/orders/{order['id']}/release", None, **kw)
+
+
+def test_a_held_order_rests_while_the_price_crosses_until_released(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory, "held.db")
+    sb.deposit("USD", "100000")
+    held = placed(sb, **limit("BUY", "42000", "0.1", metadata=HELD))
+    plain = placed(sb, **limit("BUY", "42000", "0.1"))
+    assert held["status"] == plain["status"] == "OPEN"
+    set_price(sb, "41000")  # the house's ladder walks through both orders' price
+    assert get_order(sb, plain)["status"] == "FILLED"
+    assert get_order(sb, held)["status"] == "OPEN"
+    assert get_order(sb, held)["amount_filled"] in ("0", "0.0", "0.00000000")
+    sb.close()
+    again = sandbox_factory("held.db")  # held in the log: a restart replays it held
+    set_price(again, "40000")
+    assert get_order(again, held)["status"] == "OPEN"
+    released = _ok(_release_order(again, held))
+    assert released["status"] == "FILLED"  # it met the ladder as it stands now
+    assert get_order(again, held)["status"] == "FILLED"
+    (trade,) = [
+        e
+        for e in events(again, "TradeExecuted")
+        if e["data"].get("buy", {}).get("order_id") == held["id"]
+    ]
+    assert trade["data"]["buy"]["liquidity"] == "TAKER"
+    assert Decimal(trade["data"]["price"]) < Decimal("42000")
+    kinds = [e["type"] for e in events(again) if e["stream"] == f"order-{held['id']}"]
+    assert kinds[:3] == ["OrderPlaced", "OrderOpened", "OrderReleased"]
+    assert again.verify() == []
+
+
+def test_a_held_order_released_where_nothing_crosses_rests_in_the_book(
+    sandbox_factory: Any,
+) -> None:
+    sb = still(sandbox_factory)
+    sb.deposit("BTC", "1")
+    held = placed(sb, **limit("SELL", "45000", "0.1", metadata=HELD))
+    assert _ok(_release_order(sb, held))["status"] == "OPEN"
+    set_price(sb, "46000")  # now a plain resting order: the ladder takes it
+    assert get_order(sb, held)["status"] == "FILLED"
+
+
+def test_a_held_order_can_be_cancelled(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    sb.deposit("USD", "100000")
+    held = placed(sb, **limit("BUY", "42000", "0.1", metadata=HELD))
+    assert sb.balance("USD")["trading"] != "0"
+    cancelled = sb.delete(f"/v2/profiles/default/orders/{held['id']}")
+    assert cancelled.status_code == 200, cancelled.text
+    assert get_order(sb, held)["status"] == "CANCELLED"
+    assert sb.balance("USD")["available"] == "100000"
+    late = _release_order(sb, held)
+    assert late.status_code == 409, late.text
+    assert late.headers["content-type"] == "application/problem+json"
+    assert "CANCELLED" in late.json()["detail"] and "not held" in late.json()["detail"]
+
+
+def test_a_held_gtt_order_expires_while_held(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    sb.deposit("USD", "100000")
+    expiry = str(to_millis(START) + 60_500)
+    body = limit("BUY", "42000", "0.1", time_in_force="GTT", metadata=HELD)
+    held = placed(sb, **body, expiration_date=expiry)
+    sb.advance(65)
+    assert get_order(sb, held)["status"] == "CANCELLED"
+    assert sb.balance("USD")["available"] == "100000"
+    assert _release_order(sb, held).status_code == 409
+
+
+def test_order_releases_that_cannot_be_are_problems_naming_why(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    sb.deposit("USD", "100000")
+    held = placed(sb, **limit("BUY", "42000", "0.1", metadata=HELD))
+    headers, _ = sb.tenant()
+    foreign = _release_order(sb, held, headers=headers)
+    assert foreign.status_code == 404, foreign.text
+    assert foreign.headers["content-type"] == "application/problem+json"
+    unknown = _release_order(sb, {"id": "00000000-0000-0000-0000-000000000000"})
+    assert unknown.status_code == 404, unknown.text
+    plain = placed(sb, **limit("BUY", "42000", "0.1"))
+    never = _release_order(sb, plain)
+    assert never.status_code == 409, never.text
+    assert sandbox_triggers.HOLD in never.json()["detail"]
+    _ok(_release_order(sb, held))
+    again = _release_order(sb, held)
+    assert again.status_code == 409, again.text
+    assert "not held" in again.json()["detail"]
+    market = place(sb, side="BUY", type="MARKET", quote_amount="100", metadata=HELD)
+    assert market.status_code == 400, market.text
+    assert "metadata" in market.text
+
+
+def test_releasing_an_order_needs_its_scope(sandbox_factory: Any) -> None:
+    sb = still(sandbox_factory)
+    sb.deposit("USD", "100000")
+    held = placed(sb, **limit("BUY", "42000", "0.1", metadata=HELD))
+    reader = sb.login("sandex", "sandex-secret", "exchange:read_order")
+    assert _release_order(sb, held, headers=reader).status_code == 403
+    # granted with exchange:write_order (IMPLIED_SCOPES), as a tenant made before it was
+    trader = sb.login("sandex", "sandex-secret", "exchange:write_sandbox_order")
+    assert _ok(_release_order(sb, held, headers=trader))["status"] == "OPEN"
 
 
 # -- release by hand ---------------------------------------------------------------------

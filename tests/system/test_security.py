@@ -487,6 +487,7 @@ IDS_BY_PATH = {
     "/v2/sandbox/transfers/{id}/complete": "transfer_id",
     "/v2/sandbox/transfers/{id}/fail": "transfer_id",
     "/v2/sandbox/conversions/{id}/complete": "conversion_id",
+    "/v2/sandbox/orders/{id}/release": "order_id",
     "/v2/sandbox/fiat-accounts/{id}/complete": "fiat_account_id",
     "/v2/sandbox/fiat-accounts/{id}/fail": "fiat_account_id",
 }

@@ -27,6 +27,8 @@ from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 STATUSES = ("PENDING", "ERROR", "APPROVED", "DENIED", "DISABLED")
+# identity.approved, .denied and .disabled: the summary statuses the service announces
+ANNOUNCED_STATUSES = STATUSES[2:]
 PERSON_CHECKS: tuple[str, ...] = ("id_verification_status", "sanctions_verification_status")
 INSTITUTION_CHECKS: tuple[str, ...] = ("sanctions_verification_status",)
 # Checks a verdict may block but whose approval is not needed to transact.

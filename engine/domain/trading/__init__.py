@@ -1,7 +1,7 @@
 """Trading: orders, their types, placement and execution, the book, matching, markets.
 
 One module per concept: the order (`order`), its types' rules (`order_types`), texts of
-amounts (`amount_texts`), views (`order_views`), placement, cancellation, execution,
+amounts (`amount_texts`), views (`order_views`), placement, cancellation, release (of a held order), execution,
 the deadlines (`order_timers`), a market and its reference price path, synthetic ladder
 and watch, market data (`market_views`), the appliers, invariants and read-model rows.
 This package is their public face; its `REGISTRATION` declares the read models, the
@@ -19,13 +19,21 @@ from engine.domain.trading.order_types import ORDER_TYPES, OrderType
 from engine.domain.trading.order_views import execution_view, order_view, shown_view
 from engine.domain.trading.placement import create_order
 from engine.domain.trading.price_setting import set_market_price
+from engine.domain.trading.release import release_order
 from engine.domain.trading.trading_state import Trading, trading_state
-from engine.kernel.commands import CancelOrder, CreateOrder, ReadMarket, SetMarketPrice
+from engine.kernel.commands import (
+    CancelOrder,
+    CreateOrder,
+    ReadMarket,
+    ReleaseOrder,
+    SetMarketPrice,
+)
 from engine.kernel.registry import Registration
 
 DECIDERS = {
     CreateOrder: create_order,
     CancelOrder: cancel_order,
+    ReleaseOrder: release_order,
     SetMarketPrice: set_market_price,
     ReadMarket: read_market,
 }

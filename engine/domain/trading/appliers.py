@@ -132,13 +132,21 @@ def _opened(state: State, e: Event) -> None:
     if state.live:
         state.dirty.add(("order", o.id))
     mk = tr.markets[o.market]
-    if ORDER_TYPES[o.type].stop and not o.triggered:
+    if e.data.get("held"):
+        tr.held.add(o.id)
+    elif ORDER_TYPES[o.type].stop and not o.triggered:
         mk.stops[o.id] = o
     else:
         o.remaining = o.qty - o.filled if o.filled else o.qty  # one int object, not two
         mk.book.add(o)
     if not state.live:
         arm_after_replay(state, mk, e.occurred_at)
+
+
+def _released(state: State, e: Event) -> None:
+    """A held order let go: it stays OPEN while its release decides where it goes."""
+    o = _changed(state, e)
+    trading_state(state).held.discard(o.id)
 
 
 def _triggered(state: State, e: Event) -> None:
@@ -170,6 +178,8 @@ def _closer(status: str) -> Applier:
             mk.book.remove(o)
         if mk.stops:
             mk.stops.pop(o.id, None)
+        if tr.held:
+            tr.held.discard(o.id)
         release = d.get("release")
         if release is not None:
             o.hold -= Decimal(release)
@@ -241,6 +251,7 @@ APPLIERS = {
     "OrderSubmitted": _submitted,
     "OrderOpened": _opened,
     "OrderTriggered": _triggered,
+    "OrderReleased": _released,
     "TradeExecuted": _traded,
     "OrderFilled": _closer("FILLED"),
     "OrderCancelled": _closer("CANCELLED"),

@@ -19,7 +19,12 @@ from engine.domain.trading.market import Market
 from engine.domain.trading.market_watch import arm
 from engine.domain.trading.matching import crosses, house_plan, plan
 from engine.domain.trading.order import Order
-from engine.domain.trading.order_types import NEVER_TAKES, ORDER_TYPES, TAKES_AT_ANY_PRICE
+from engine.domain.trading.order_types import (
+    IMMEDIATE_TIF,
+    NEVER_TAKES,
+    ORDER_TYPES,
+    TAKES_AT_ANY_PRICE,
+)
 from engine.domain.trading.trading_state import Trading, market_config
 from engine.kernel.money import ZERO
 from engine.kernel.state import Ctx
@@ -50,12 +55,15 @@ def carry_forward(
 def submit(
     ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int, crossing: bool | None = None
 ) -> None:
-    """An order reaching the market: REJECTED when its metadata asks for it
-    (engine.domain.sandbox_triggers), else carried forward."""
+    """An order reaching the market: REJECTED, or OPEN but held out of the book, when its
+    metadata asks for it (engine.domain.sandbox_triggers), else carried forward."""
     if order.metadata:
         reason = sandbox_triggers.order_rejection(order.metadata)
         if reason is not None:
             close_order(ctx, order, "OrderRejected", reason)
+            return
+        if sandbox_triggers.holds_order(order.metadata):
+            ctx.emit("OrderOpened", f"order-{order.id}", {"order_id": order.id, "held": True})
             return
     carry_forward(ctx, tr, mk, order, step, crossing)
 
@@ -86,7 +94,7 @@ def _take(
     if taking == NEVER_TAKES:
         if crosses(mk.book, o.side, o.ticks, mk.ladder_top(cfg, tr.seed, step, opposite)):
             close_order(ctx, o, "OrderRejected", "POST_ONLY_WOULD_TAKE_LIQUIDITY")
-        elif o.tif in ("IOC", "FOK"):
+        elif o.tif in IMMEDIATE_TIF:
             close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
         else:
             ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
@@ -94,7 +102,7 @@ def _take(
     if crossing is None and not acts_as_market:
         crossing = crosses(mk.book, o.side, o.ticks, mk.ladder_top(cfg, tr.seed, step, opposite))
     if not acts_as_market and not crossing:
-        if o.tif in ("IOC", "FOK"):
+        if o.tif in IMMEDIATE_TIF:
             close_order(ctx, o, "OrderCancelled", "NOT_FILLED_IMMEDIATELY")
         else:
             ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})
@@ -133,7 +141,7 @@ def _take(
         complete = p.exhausted or (o.filled > 0 and dust)
     if complete:
         close_order(ctx, o, "OrderFilled")
-    elif acts_as_market or o.tif in ("IOC", "FOK"):
+    elif acts_as_market or o.tif in IMMEDIATE_TIF:
         close_order(ctx, o, "OrderCancelled", "IMMEDIATE_OR_CANCEL_REMAINDER")
     else:
         ctx.emit("OrderOpened", f"order-{o.id}", {"order_id": o.id})

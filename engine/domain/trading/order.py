@@ -5,7 +5,9 @@ An order's lifecycle is a stream of events (`order-<id>`):
     OrderPlaced     the order and its hold (available -> trading); status
                     PENDING_SUBMISSION when a submission latency is set, else SUBMITTED
     OrderSubmitted  PENDING_SUBMISSION -> SUBMITTED, by the scheduler
-    OrderOpened     it rests in the book (or, a stop, waits for its trigger): OPEN
+    OrderOpened     it rests in the book (or, a stop, waits for its trigger): OPEN;
+                    `held`: outside the book until released (sandbox:hold)
+    OrderReleased   a held order let go: it meets the market as if submitted then
     OrderTriggered  a stop's last-price condition was met (is_triggered)
     TradeExecuted   one trade: both sides' executions, fees and postings; a side may
                     be the house (synthetic liquidity)
@@ -24,9 +26,12 @@ from decimal import Decimal
 from engine.domain.trading.book import BUY, SELL
 from engine.kernel.money import ZERO
 
-SIDES = {"BUY": BUY, "SELL": SELL}
+# The API's vocabularies of orders, declared here once (the adapter derives its enums).
 SIDE_NAMES = ("BUY", "SELL")
-OPEN_STATES = frozenset({"PENDING_SUBMISSION", "SUBMITTED", "OPEN"})
+SIDES = dict(zip(SIDE_NAMES, (BUY, SELL), strict=True))
+ORDER_STATUSES = ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED")
+OPEN_STATES = frozenset(ORDER_STATUSES[:3])
+CLOSED_STATES = frozenset(ORDER_STATUSES[3:])
 
 
 class Order:

@@ -26,8 +26,12 @@ AT_PRICE = "price"
 AT_STOP = "stop price"
 AT_MID = "mid price"
 
+# The API's order types and times in force, in the reference's order (the adapter's
+# enums are derived from them); ORDER_TYPES holds one row per name.
+ORDER_TYPE_NAMES = ("LIMIT", "MARKET", "POST_ONLY_LIMIT", "STOP_MARKET", "STOP_LIMIT")
 ALL_TIF = ("GTC", "FOK", "IOC", "GTT")
-_ANY_TIF = frozenset({"IOC", "GTC", "GTT", "FOK"})
+IMMEDIATE_TIF = frozenset({"IOC", "FOK"})  # what is left after taking is cancelled
+_ANY_TIF = frozenset(ALL_TIF)
 _RESTING_TIF = frozenset({"GTC", "GTT"})
 AMOUNT_FIELDS = ("price", "base_amount", "quote_amount", "stop_price")
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from engine.domain import sandbox_triggers
 from engine.domain.customers import active_profile
 from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import available, trading
@@ -29,6 +30,7 @@ from engine.domain.trading.order_types import (
     AT_STOP,
     HOLD_AT_LIMIT,
     HOLD_QUOTE,
+    IMMEDIATE_TIF,
     ORDER_TYPES,
     OrderType,
 )
@@ -175,6 +177,12 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
         account_field="identity_account_id",
     )
     metadata = check_metadata(cmd.metadata) if cmd.metadata is not None else None
+    if sandbox_triggers.holds_order(metadata) and (kind != "LIMIT" or tif in IMMEDIATE_TIF):
+        raise Invalid(
+            f"metadata invalid: '{sandbox_triggers.HOLD}' holds only a LIMIT order that rests"
+            f" (time_in_force GTC or GTT), not {tif} {kind}",
+            field="metadata",
+        )
     if cmd.await_fill_millis is not None and not 0 <= cmd.await_fill_millis <= MAX_AWAIT_MILLIS:
         raise Invalid(
             f"await_fill_millis invalid: must be between 0 and {MAX_AWAIT_MILLIS}",

@@ -22,6 +22,8 @@ class Trading:
     refs: dict[tuple[str, str], str] = field(default_factory=dict)
     # execution id -> (order, executed_at, ticks, units, commission, liquidity)
     executions: dict[int, tuple[Order, str, int, int, Decimal, str]] = field(default_factory=dict)
+    # ids of the OPEN orders held out of the book by `sandbox:hold` until released
+    held: set[str] = field(default_factory=set)
     next_execution: int = 1
     next_trade: int = 1
     cfg: MarketConfig | None = None

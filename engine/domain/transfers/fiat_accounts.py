@@ -20,6 +20,7 @@ import orjson
 from engine.domain import sandbox_pacing, sandbox_triggers
 from engine.domain.identity.permissions import check_acting
 from engine.domain.metadata import check_metadata
+from engine.domain.transfers.networks import FIAT_NETWORKS
 from engine.kernel.clock import parse_time
 from engine.kernel.commands import CreateFiatAccount, DeleteFiatAccount, UpdateFiatAccount
 from engine.kernel.errors import AlreadyExists, Invalid, NotFound
@@ -29,7 +30,9 @@ from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
 # The request's network keys and the service's FiatNetwork names.
-NETWORKS = {"wire": "WIRE", "cbit": "CBIT", "dbs_act": "DBS_ACT", "cubix": "CUBIX", "scb": "SCB"}
+# instructions key -> network
+NETWORKS = {n.lower(): n for n in FIAT_NETWORKS}
+STATUSES = ("PENDING", "APPROVED", "REJECTED")
 _MAX_REF_ID = 128
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ABA = re.compile(r"^[0-9]{9}$")

@@ -14,7 +14,11 @@ from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records
-from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_asset_network
+from engine.domain.transfers.networks import (
+    CRYPTO_NETWORKS,
+    FIAT_DEPOSIT_NETWORKS,
+    check_asset_network,
+)
 from engine.kernel.clock import parse_time
 from engine.kernel.commands import (
     CreateFiatDepositInstructions,
@@ -28,7 +32,7 @@ from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
-FIAT_NETWORKS = ("WIRE", "DBS_ACT", "CUBIX", "SCB")
+INSTRUCTIONS_STATUSES = ("VALID", "DEPRECATED")
 ROUTING_TYPES = ("ABA", "SWIFT")
 
 # Where a sandbox customer is told to send a wire: the simulated platform's bank.
@@ -95,7 +99,7 @@ def create_fiat_deposit_instructions(
 ) -> dict[str, Any]:
     state = ctx.state
     profile = active_profile(state, cmd.actor.customer_id, cmd.profile_id)
-    if cmd.fiat_network not in FIAT_NETWORKS:
+    if cmd.fiat_network not in FIAT_DEPOSIT_NETWORKS:
         raise Invalid(
             f"fiat_network invalid: unknown network '{cmd.fiat_network}'", field="fiat_network"
         )
@@ -135,7 +139,7 @@ def create_fiat_deposit_instructions(
         "identity_id": cmd.identity_id or "",
         "account_id": cmd.account_id,
         "ref_id": cmd.ref_id,
-        "status": "VALID",
+        "status": INSTRUCTIONS_STATUSES[0],
         "memo_id": memo_id,
         "fiat_network_instructions": {
             "wire": {

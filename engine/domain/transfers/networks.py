@@ -21,6 +21,9 @@ from Crypto.Hash import keccak
 __all__ = [
     "ASSET_NETWORKS",
     "CRYPTO_NETWORKS",
+    "EVM_NETWORKS",
+    "FIAT_DEPOSIT_NETWORKS",
+    "FIAT_NETWORKS",
     "check_address",
     "check_asset_network",
 ]
@@ -39,6 +42,11 @@ CRYPTO_NETWORKS: tuple[str, ...] = (
     "XLAYER",
 )
 """Every network a crypto transfer may name; the order is the one used in messages."""
+
+FIAT_NETWORKS: tuple[str, ...] = ("WIRE", "CBIT", "DBS_ACT", "CUBIX", "SCB")
+"""Every fiat network a fiat account or transfer may name."""
+FIAT_DEPOSIT_NETWORKS: tuple[str, ...] = ("WIRE", "DBS_ACT", "CUBIX", "SCB")
+"""The fiat networks deposit instructions are issued for (no CBIT)."""
 
 ASSET_NETWORKS: dict[str, frozenset[str]] = {
     "BTC": frozenset({"BITCOIN"}),
@@ -378,6 +386,8 @@ _ADDRESS_CHECKERS: dict[str, Callable[[str], str | None]] = {
     "INK": _check_evm,
     "XLAYER": _check_evm,
 }
+# The networks whose transaction ids are 0x and hex, as their addresses are.
+EVM_NETWORKS = frozenset(n for n, check in _ADDRESS_CHECKERS.items() if check is _check_evm)
 
 
 def check_address(network: str, address: str) -> str | None:

@@ -19,8 +19,39 @@ from engine.kernel.read_model_spec import ReadModelTable
 from engine.kernel.registry import Registration
 from engine.kernel.state import Ctx, State
 
+# The API's vocabularies of transfers, declared here once (the adapter derives its
+# enums). The types are the interface's list (it adds PLATFORM_TRANSFER_* and
+# RTP_DEPOSIT to the OpenAPI document's).
+TRANSFER_TYPE_NAMES = (
+    "INTERNAL_TRANSFER_DEBIT",
+    "INTERNAL_TRANSFER_CREDIT",
+    "CRYPTO_DEPOSIT",
+    "CRYPTO_WITHDRAWAL",
+    "WIRE_DEPOSIT",
+    "WIRE_WITHDRAWAL",
+    "SEN_DEPOSIT",
+    "SEN_WITHDRAWAL",
+    "BANK_DEPOSIT",
+    "BANK_WITHDRAWAL",
+    "PLATFORM_TRANSFER_DEBIT",
+    "PLATFORM_TRANSFER_CREDIT",
+    "SIGNET_DEPOSIT",
+    "SIGNET_WITHDRAWAL",
+    "CBIT_WITHDRAWAL",
+    "CBIT_DEPOSIT",
+    "CUBIX_DEPOSIT",
+    "CUBIX_WITHDRAWAL",
+    "RTP_DEPOSIT",
+)
+TRANSFER_STATUSES = ("PENDING", "COMPLETED", "FAILED")
+DIRECTIONS = ("CREDIT", "DEBIT")
 # Statuses a transfer never leaves.
-SETTLED = ("COMPLETED", "FAILED")
+SETTLED = TRANSFER_STATUSES[1:]
+# Transfers that hold their total in the profile's withdrawal hold while PENDING: crypto
+# withdrawals and fiat ones (fiat_withdrawals.TRANSFER_TYPES).
+HELD_TYPES = frozenset(
+    {"CRYPTO_WITHDRAWAL", "WIRE_WITHDRAWAL", "CUBIX_WITHDRAWAL", "CBIT_WITHDRAWAL"}
+)
 
 _STREAM = itemgetter(1)  # a scanned row's stream
 

@@ -21,7 +21,9 @@ from engine.domain.identity.permissions import check_acting
 from engine.domain.ledger import FEES, WORLD, available, withdrawing
 from engine.domain.metadata import check_metadata
 from engine.domain.transfers import transfer_records, withdrawal_fees
+from engine.domain.transfers.networks import EVM_NETWORKS
 from engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
+from engine.domain.transfers.transfer_records import HELD_TYPES
 from engine.kernel.clock import parse_time
 from engine.kernel.commands import CreateCryptoWithdrawal
 from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
@@ -50,13 +52,6 @@ DEFAULT_CONFIRMATION_SECONDS: dict[str, Decimal] = {
     "STELLAR": Decimal(1),
 }
 
-# Transfers that hold their total in the profile's withdrawal hold while PENDING: crypto
-# withdrawals and fiat ones (engine/domain/transfers/fiat_withdrawals.py).
-HELD_TYPES = frozenset(
-    {"CRYPTO_WITHDRAWAL", "WIRE_WITHDRAWAL", "CUBIX_WITHDRAWAL", "CBIT_WITHDRAWAL"}
-)
-
-_EVM = frozenset({"ETHEREUM", "POLYGON_POS", "BASE", "ARBITRUM_ONE", "INK", "XLAYER"})
 _MAX_REF_ID = 128
 
 
@@ -247,7 +242,7 @@ def _base58(data: bytes) -> str:
 
 def tx_hash(ctx: Ctx, network: str) -> str:
     """A transaction id shaped as the network writes them (a Solana signature: 64 bytes)."""
-    if network in _EVM:
+    if network in EVM_NETWORKS:
         return "0x" + ctx.ids.hex()
     if network == "SOLANA":
         return _base58(bytes.fromhex(ctx.ids.hex() + ctx.ids.hex()))
