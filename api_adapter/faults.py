@@ -34,7 +34,7 @@ from api_adapter.problems import FaultProblem, render
 from api_adapter.writer_bridge import actor_of, submit
 from engine.domain.sandbox_faults import TEMPLATES, WIRE_ACTIONS, DecideFault
 from engine.kernel.commands import SYSTEM, Actor
-from engine.kernel.errors import Invalid
+from engine.kernel.errors import Invalid, LogFull
 
 # The request state's key of what fired: {"rule_id", "template", "when", "action"}.
 FIRED = "sandex.fault"
@@ -223,7 +223,10 @@ async def decide(
         rule_ids=command.rule_ids,
         template=command.template,
     )
-    answer = await submit(state.engine, command)
+    try:
+        answer = await submit(state.engine, command)
+    except LogFull:  # a world whose log is full records nothing: no fault can fire
+        return None
     if answer["dead"]:
         state.faults.drop(answer["dead"])
     fired: dict[str, Any] | None = answer["fired"]
