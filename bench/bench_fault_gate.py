@@ -158,9 +158,10 @@ def main() -> int:
     for name in ("no rule", "100 rules"):
         ratios = [a / b for a, b in zip(rates[name], rates["without"], strict=True)]
         print(f"  ratio {name} / without, paired: {_spread(ratios)}")
-    print("the fault layer's and gate's own checks per order request (ns):")
+    print("the fault layer's and gate's own checks per order request:")
     for rules in (0, 100):
-        print(f"  {rules:>3} rules  {_spread([_gate_ns(rules) for _ in range(args.rounds)], 0)}")
+        spread = _spread([_gate_ns(rules) for _ in range(args.rounds)], 0)
+        print(f"  gate checks with {rules} rules, ns: {spread}")
     return 0
 
 
