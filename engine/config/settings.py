@@ -49,7 +49,6 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:write_sandbox_crypto_deposit": ("transfer:write_sandbox_fiat_deposit",),
     # settling one's own pending items by hand (POST /v2/sandbox/transfers/{id}/complete)
     "transfer:write_sandbox_transfer": ("transfer:write_sandbox_fiat_deposit",),
-    "sandbox:faults": ("transfer:write_sandbox_fiat_deposit",),
     # identities and accounts extend what profiles are: granted with the profile scopes
     "identity:read_identity": ("funding:read_profile",),
     "identity:write_identity": ("funding:write_profile",),
@@ -58,6 +57,9 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
     "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
     "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),
+    # arming HTTP and webhook fault rules (docs/faults.md): the world's for the bootstrap client, a
+    # tenant's own calls for a tenant
+    "sandbox:faults": ("sandbox:write_customer", "transfer:write_sandbox_fiat_deposit"),
     # the server's other worlds (docs/worlds.md): its routes admit only the default
     # world's bootstrap customer besides
     "sandbox:worlds": ("sandbox:write_customer",),

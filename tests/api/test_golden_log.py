@@ -62,6 +62,15 @@ NOT_PRODUCED: dict[str, str] = {
         ("WebhookFaultArmed", "WebhookFaultFired", "WebhookFaultSpent", "WebhookFaultRemoved"),
         "issue 31: the golden log stays as recorded; tests/api/test_webhook_faults.py",
     ),
+    **dict.fromkeys(
+        (
+            "SandboxFaultArmed",
+            "SandboxFaultRemoved",
+            "SandboxFaultFired",
+            "SandboxFaultPassed",
+        ),
+        "issue 31: the golden log stays as recorded; tests/api/test_fault_rules.py",
+    ),
     "FiatAccountCreated": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
     "FiatAccountUpdated": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
     "FiatAccountReviewed": "issue 19: scenarios/fiat_accounts_and_withdrawals.yaml",
