@@ -382,6 +382,34 @@ BENCHES = {
         },
         timeout=1200,
     ),
+    # issue 31: the fault gate's cost, paired against a server without it, in one process
+    "faults": Bench(
+        "bench_faults.py",
+        ["--rounds", "5"],
+        ["--rounds", "1", "--seconds", "1"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                ("gate_ratio", r"the fault gate with no rule armed over without the gate: ratio "),
+                ("gate_rps", r"the fault gate with no rule armed over .*?; gate, no rule "),
+                ("without_rps", r"the fault gate with no rule armed over .*?; without the gate "),
+                ("other_ratio", r"100 rules of other operations armed over .*?: ratio "),
+                (
+                    "other_rps",
+                    r"100 rules of other operations armed .*?; 100 rules, other operations ",
+                ),
+                ("same_ratio", r"100 CreateOrder rules whose body does not match .*?: ratio "),
+                ("same_rps", r"100 CreateOrder rules whose body .*?; 100 rules, CreateOrder "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ \[{NUM}–"),
+                ("_max", rf"[\d.,]+ \[[\d.,]+–{NUM}\]"),
+            )
+        },
+        timeout=900,
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -739,9 +767,42 @@ def table() -> list[str]:
     rows += cli_rows(BENCHES["cli"])
     rows += postgres_rows(BENCHES["postgres"])
     rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
+    rows += faults_rows(BENCHES["faults"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def faults_rows(ft: Bench) -> list[list[str]]:
+    """Issue 31's figures: HTTP orders/s with the fault gate over a server without it
+    (bench_faults), each ratio paired per round, the rounds in one process."""
+    rounds = f"{ft.arg('--rounds')} pairs, alternating, one process"
+    rows = []
+    for name, label, goal in (
+        ("gate", "HTTP orders/s with the fault gate, no rule armed, over without the gate", 0.98),
+        ("other", "HTTP orders/s with 100 rules armed on other operations, over without the gate",
+         0.95),
+        ("same", "HTTP orders/s with 100 CreateOrder rules whose body does not match, over"
+         " without the gate", 0.95),
+    ):  # fmt: skip
+        ratio = in_process(ft, f"{name}_ratio", rounds)
+        num = in_process(ft, f"{name}_rps", rounds)
+        den = in_process(ft, "without_rps", rounds)
+        rows.append(
+            _row(
+                label + " (wrk, closed loop, 32 connections)",
+                num,
+                _rate,
+                f"without the gate: {'—' if den is None else _rate(den.median)}"
+                + ("" if ratio is None else f"; ratio min–max {ratio.low:.2f}–{ratio.high:.2f}"),
+                None if ratio is None else ratio.median,
+                f"≥ {goal}",
+                None if ratio is None else ratio.median >= goal,
+                "—",
+                _verify(ft),
+            )
+        )
+    return rows
 
 
 def decide_rows(dc: Bench) -> list[list[str]]:
@@ -1086,6 +1147,13 @@ Notes on the figures:
   which would make the figure say nothing), the server's RSS from /proc before the first
   and after each fifth of them (the five slices are the rounds), then every world's order
   read back.
+- **Faults** (issue 31): bench_faults drives four `sandex serve` of one run, funded alike:
+  one started without the fault gate (`SANDEX_NO_FAULT_GATE=1`, an internal switch for
+  this figure), one with the gate and no rule, one with 100 rules armed on other
+  operations, one with 100 `CreateOrder` rules whose body field no order has. HTTP
+  orders/s (wrk cycling the HTTP bench's ten bodies) of each over the gateless server,
+  5 rounds in one process, each round both sides back to back, the side that goes first
+  alternating, the ratio per round.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database; cli: the last database `sandex serve` made;
