@@ -122,6 +122,13 @@ CATALOGUE: dict[str, EventSpec] = {
     "SandboxPolled": _spec("item_id left"),
     "SandboxReleased": _spec("item_id outcome", "reason"),
     "FiatDepositHeld": _spec("deposit_id transfer_id"),
+    # engine.domain.sandbox_faults: HTTP fault rules, and each decision of one
+    "SandboxFaultArmed": _spec(
+        "id owner match when action times skip probability until ttl_seconds expires_at"
+    ),
+    "SandboxFaultRemoved": _spec("id"),
+    "SandboxFaultFired": _spec("operation when action", "rule_id template match spent draw"),
+    "SandboxFaultPassed": _spec("rule_id operation when match reason", "draw"),
     "WebhookRegistered": _spec(
         "customer_id webhook_id url secret", credentials="secret", credential_urls="url"
     ),
