@@ -26,6 +26,7 @@ from pydantic import (
 
 from engine.config.settings import Settings
 from engine.config.yaml_errors import describe as describe_yaml_error
+from engine.domain.sandbox_faults import WIRE_ACTIONS
 from engine.kernel.clock import format_time, parse_time, to_millis
 
 FORMAT_VERSION = 1
@@ -136,10 +137,10 @@ class Request(_Model):
         return v
 
 
-# What a client sees of an answer a wire fault spoiled (docs/faults.md): no answer and
-# the connection closed (`drop`) or reset (`reset`), a 200 with an empty body (`empty`),
-# or a 200 whose body stops short (`truncate`).
-WIRE_OUTCOMES = ("drop", "reset", "empty", "truncate")
+# What a client sees of an answer a wire fault spoiled (docs/faults.md), named as the
+# fault's action: no answer and the connection closed (`drop`) or reset (`reset`), a 200
+# with an empty body (`empty`), or a 200 whose body stops short (`truncate`).
+WIRE_OUTCOMES = WIRE_ACTIONS
 
 
 class Expect(_Model):
