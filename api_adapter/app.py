@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
-from api_adapter import auth, openapi, problems
+from api_adapter import auth, faults, openapi, problems
 from api_adapter.logging import RequestLog
 from api_adapter.middleware.body_guard import BodyGuard
 from api_adapter.middleware.fast_lane import FastLane
@@ -21,6 +21,7 @@ from api_adapter.routes import (
     deposit_addresses,
     events,
     executions,
+    fault_rules,
     fiat_accounts,
     funding,
     health,
@@ -51,6 +52,7 @@ ROUTERS += [withdrawals.router, internal_transfers.router]
 ROUTERS += [deposit_addresses.router]
 ROUTERS += [orders.router, executions.router, markets.router]
 ROUTERS += [events.router, snapshots.router, webhooks.router, health.router]
+ROUTERS += [fault_rules.router]
 ROUTERS += [conversions.router]
 ROUTERS += [transfer_limits.router]
 ROUTERS += [identities.router, accounts.router]
@@ -107,8 +109,12 @@ def create_app(
     settings = engine.settings
     app.state.webhooks = Deliverer(engine.db_path, allowed_hosts=settings.webhook_allowed_hosts)
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
-    # The request pipeline's gates after the rate limit and the bearer check (pipeline.py).
-    app.state.gates = ()
+    # The world's fault rules, loaded from the read model (kept in step by api_adapter.faults
+    # and the fault and snapshot routes), and the request pipeline's gates after the rate
+    # limit and the bearer check (pipeline.py).
+    app.state.faults = faults.FaultIndex()
+    faults.reload(app.state)
+    app.state.gates = (faults.FaultGate(app.state),)
     # The server's other worlds, kept by the default world's `World` (api_adapter/worlds);
     # none in a world's own app, where the worlds operations are 404.
     app.state.worlds = None
@@ -119,9 +125,11 @@ def create_app(
     # limit dependency): plain Starlette routes, not FastAPI's.
     app.router.routes.extend(market_stream.ROUTES)
     openapi.install(app)
-    # Outermost last: request log, body guard, then the fast lane of the busiest writes.
+    # Outermost last: request log, body guard, the fault layer (after-commit faults), then
+    # the fast lane of the busiest writes.
     if fast_lane:
         app.add_middleware(FastLane, state=app.state)
+    app.add_middleware(faults.FaultLayer, state=app.state)
     app.add_middleware(
         BodyGuard, max_body_bytes=settings.max_body_bytes, strict_fields=settings.strict_fields
     )

@@ -79,6 +79,12 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "MoveSandboxClock": {"advance_seconds": 60},
     "SetSandboxPacing": {"withdrawal": {"mode": "default"}},
+    "CreateSandboxFault": {
+        "match": {"operation": "CreateOrder", "body": {"market": "BTCUSD"}},
+        "when": "before",
+        "action": {"problem": {"status": 503}},
+        "times": 2,
+    },
     "FailSandboxTransfer": {"reason": "compliance"},
     "FailSandboxFiatAccountReview": {"reason": "compliance"},
     "CreateSandboxCustomer": {},
@@ -194,7 +200,10 @@ _REASONS = {
     415: "Request body is not application/json",
     429: "Rate limit exceeded: the address is refused this family of operations until"
     " Retry-After (five minutes from going over)",
-    503: "The event store cannot take the write now; retry",
+    500: "Internal error; a sandbox fault rule may answer it too (docs/faults.md)",
+    502: "A sandbox fault rule answered it (docs/faults.md)",
+    503: "The event store cannot take the write now, or a sandbox fault rule answered it; retry",
+    504: "A sandbox fault rule answered it (docs/faults.md)",
 }
 
 
@@ -269,7 +278,7 @@ def _fix(doc: dict[str, Any]) -> None:
             # 413: any request, a declared length over the limit; 415: any body of another
             # media type sent with a POST or DELETE, whether the operation takes one or not
             # (`BodyGuard` answers both before any route)
-            statuses = [400, 404, 413, 429, 503]
+            statuses = [400, 404, 413, 429, 500, 502, 503, 504]
             if op.get("security"):  # the row's scope, declared by its route's gate
                 statuses += [401, 403]
             if method != "get":

@@ -477,6 +477,37 @@ OPERATIONS: tuple[Operation, ...] = (
         "events:read_event",
         answer=shapes.SandboxWebhook,
     ),
+    # HTTP fault rules (docs/faults.md): the bootstrap client's match any call of the world,
+    # a tenant's only its own
+    Operation(
+        "CreateSandboxFault",
+        "POST",
+        "/v2/sandbox/faults",
+        "sandbox:faults",
+        body=bodies.FaultRuleRequest,
+        answer=shapes.SandboxFault,
+    ),
+    Operation(
+        "ListSandboxFaults",
+        "GET",
+        "/v2/sandbox/faults",
+        "sandbox:faults",
+        answer=shapes.ListSandboxFaultsResponse,
+    ),
+    Operation(
+        "GetSandboxFault",
+        "GET",
+        "/v2/sandbox/faults/{id}",
+        "sandbox:faults",
+        answer=shapes.SandboxFault,
+    ),
+    Operation(
+        "DeleteSandboxFault",
+        "DELETE",
+        "/v2/sandbox/faults/{id}",
+        "sandbox:faults",
+        answer=shapes.SandboxFault,
+    ),
     # health
     Operation("GetHealth", "GET", "/healthz", None, answer=shapes.Health),
     # conversions
@@ -749,6 +780,14 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 BY_ID: dict[str, Operation] = {op.id: op for op in OPERATIONS}
+# The operations of the fault rules themselves, which no rule may match (a rule could
+# otherwise keep its owner from removing it).
+FAULT_OPERATIONS: tuple[str, ...] = ("CreateSandboxFault", "ListSandboxFaults")
+FAULT_OPERATIONS += ("GetSandboxFault", "DeleteSandboxFault")
+# What a fault rule may match: (operationId, method, path template) of every other row.
+FAULTABLE: tuple[tuple[str, str, str], ...] = tuple(
+    (op.id, op.method, op.path) for op in OPERATIONS if op.id not in FAULT_OPERATIONS
+)
 # The rows the fast lane serves, in the order it tries them: those that build a command.
 LANE: tuple[Operation, ...] = tuple(op for op in OPERATIONS if op.build is not None)
 

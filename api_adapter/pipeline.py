@@ -9,12 +9,13 @@ caller) is kept in its ASGI state, so a request the lane hands on to the app (a 
 its model refuses, an answer only the route shapes) is neither charged nor checked
 twice; the route's `Caller` dependency reads the caller from it. The gates that come
 after the caller is known (issue 31's faults, its request log) are the app's
-`state.gates`, each called with the request's scope and passage; none by default.
+`state.gates`, each called with the request's scope and passage: the fault gate
+(api_adapter.faults) by default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -38,8 +39,10 @@ class Passage:
     principal: Principal | None
 
 
-# A gate after the caller is known: it refuses a request by raising (problems.REFUSALS).
-Gate = Callable[[MutableMapping[str, Any], Passage], None]
+# A gate after the caller is known: it refuses a request by raising (problems.REFUSALS),
+# and answers None, or what to await first when it has work to wait for (the fault
+# gate's decision): a gate with nothing to do costs no coroutine.
+Gate = Callable[[MutableMapping[str, Any], Passage], Awaitable[None] | None]
 
 
 def rate_limit(app_state: Any, scope: MutableMapping[str, Any], op: Operation) -> None:
@@ -66,7 +69,7 @@ def bearer(
     return principal
 
 
-def run_gates(
+async def run_gates(
     app_state: Any, scope: MutableMapping[str, Any], op: Operation, authorization: str | None
 ) -> Passage:
     """The request's passage through the gates, or the refusal of the first that refuses
@@ -78,7 +81,9 @@ def run_gates(
     rate_limit(app_state, scope, op)
     passage = state[PASSED] = Passage(op, bearer(app_state, scope, op, authorization))
     for gate in app_state.gates:
-        gate(scope, passage)
+        waiting = gate(scope, passage)
+        if waiting is not None:
+            await waiting
     return passage
 
 
@@ -96,7 +101,7 @@ def _gate(op: Operation) -> Callable[..., Any]:
     if op.scope is None:
 
         async def open_gate(request: Request) -> None:
-            run_gates(request.app.state, request.scope, op, None)
+            await run_gates(request.app.state, request.scope, op, None)
 
         return open_gate
 
@@ -104,7 +109,7 @@ def _gate(op: Operation) -> Callable[..., Any]:
         request: Request,
         authorization: str | None = Security(oauth2_scheme, scopes=[op.scope]),
     ) -> None:
-        run_gates(request.app.state, request.scope, op, authorization)
+        await run_gates(request.app.state, request.scope, op, authorization)
 
     return gate
 

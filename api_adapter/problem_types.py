@@ -23,7 +23,9 @@ _TITLES = {
     429: "Too Many Requests",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
+    502: "Bad Gateway",
     503: "Service Unavailable",
+    504: "Gateway Timeout",
 }
 
 # A domain error's code (engine/kernel/errors.py) -> its status, and the slug and title of

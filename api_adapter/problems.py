@@ -36,6 +36,20 @@ class AuthError(Exception):
         self.meta = meta
 
 
+class FaultProblem(Exception):
+    """The problem a fault rule answers instead of the call's (api_adapter.faults)."""
+
+    def __init__(
+        self, status: int, detail: str, type_uri: str, retry_after: int | None, meta: dict[str, Any]
+    ):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.type_uri = type_uri
+        self.retry_after = retry_after
+        self.meta = meta
+
+
 # Where a request's value sits: a query, path or header parameter by the name the client
 # sent (FastAPI reports the alias, e.g. `created_at.gte`), a body field by its dotted path.
 _PARAMETER = ("query", "path", "header", "cookie")
@@ -156,8 +170,14 @@ def auth_problem(exc: AuthError) -> ProblemResponse:
     return problem(exc.status, exc.detail, meta=exc.meta, headers=headers)
 
 
+def fault_problem(exc: FaultProblem) -> ProblemResponse:
+    wait = exc.retry_after
+    headers = {"Retry-After": str(wait)} if wait is not None else None
+    return problem(exc.status, exc.detail, type_uri=exc.type_uri, meta=exc.meta, headers=headers)
+
+
 # The refusals a request's pipeline and handlers raise, and their problem documents.
-REFUSALS = (DomainError, AuthError, RequestValidationError, HTTPException)
+REFUSALS = (DomainError, AuthError, RequestValidationError, HTTPException, FaultProblem)
 
 
 def render(exc: Exception, method: str, path: str) -> ProblemResponse:
@@ -172,6 +192,8 @@ def render(exc: Exception, method: str, path: str) -> ProblemResponse:
         return validation_problem(list(exc.errors()))
     if isinstance(exc, HTTPException):
         return http_problem(exc, method, path)
+    if isinstance(exc, FaultProblem):
+        return fault_problem(exc)
     raise TypeError(f"not a refusal: {exc!r}")
 
 

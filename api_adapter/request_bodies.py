@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from engine.domain import sandbox_faults as faults
 from engine.domain.transfers.networks import CRYPTO_NETWORKS
 from engine.kernel.money import AMOUNT_PATTERN, MARKETS
 
@@ -464,6 +465,37 @@ class CreateFiatWithdrawalRequest(Body):
 
 class WebhookRequest(Body):
     url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+
+
+class FaultRuleRequest(Body):
+    """A fault rule, exactly as issue 31 spells it; engine.domain.sandbox_faults checks
+    each field and names the wrong one (`match.operation`, `action.problem.status`)."""
+
+    match: Annotated[
+        dict[str, Any],
+        Field(
+            description="operation (an operationId), or method and path (a path template);"
+            " optionally client_id, profile_id, body (fields equal to values)",
+            examples=[{"operation": "CreateOrder", "body": {"market": "BTCUSD"}}],
+        ),
+    ]
+    when: Annotated[str, Field(json_schema_extra={"enum": list(faults.WHEN)})] = "before"
+    action: Annotated[
+        dict[str, Any],
+        Field(
+            description="exactly one of problem {status, type, detail, retry_after}, delay_ms"
+            " (milliseconds, or {min, max} drawn from the world's seed), drop, reset, empty,"
+            " truncate (true)",
+            examples=[{"problem": {"status": 503}}],
+        ),
+    ]
+    times: int | None = None
+    skip: int | None = None
+    probability: Annotated[
+        str | int | float | None, Field(description="a decimal from 0 to 1, best as a string")
+    ] = None
+    until: Annotated[str | None, Field(description="an RFC 3339 time of the engine's clock")] = None
+    ttl_seconds: int | None = None
 
 
 class SnapshotRequest(Body):

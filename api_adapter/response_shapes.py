@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from api_adapter import request_bodies
+from engine.domain import sandbox_faults as faults
 from engine.domain import sandbox_pacing as pacing
 from engine.domain.transfers.networks import CRYPTO_NETWORKS
 from engine.kernel.money import MARKETS
@@ -663,6 +664,31 @@ class SandboxWebhook(Shape):
     id: Id
     url: Annotated[str, Field(examples=["http://127.0.0.1:9000/hooks"])]
     created_at: Time
+
+
+class SandboxFault(Shape):
+    """A fault rule as armed (engine.domain.sandbox_faults.rule_view), with its counts:
+    `status` active, spent (fired `times` times) or expired (past `until` or its ttl)."""
+
+    id: Id
+    match: dict[str, Any]
+    when: Annotated[str, Field(json_schema_extra={"enum": list(faults.WHEN)})]
+    action: dict[str, Any]
+    times: int | None = None
+    skip: int
+    probability: str
+    until: Time | None = None
+    ttl_seconds: int | None = None
+    expires_at: Time | None = None
+    armed_at: Time
+    matched: int
+    fired: int
+    spent: bool
+    status: Annotated[str, Field(json_schema_extra={"enum": list(faults.STATUSES)})]
+
+
+class ListSandboxFaultsResponse(Shape):
+    items: list[SandboxFault]
 
 
 class SandboxWebhookRegistration(SandboxWebhook):

@@ -78,7 +78,7 @@ class FastLane:
             return
         op, param = found
         try:
-            passage = run_gates(self.state, scope, op, authorization_of(scope))
+            passage = await run_gates(self.state, scope, op, authorization_of(scope))
             assert passage.principal is not None  # every row of the lane has a scope
             command = _command(scope, op, passage.principal, param)
             if command is not None:

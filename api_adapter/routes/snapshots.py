@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from api_adapter import faults
 from api_adapter.pipeline import Caller, route
 from api_adapter.request_bodies import SnapshotRequest
 from api_adapter.responses import JSONResponse
@@ -29,9 +30,13 @@ async def list_snapshots(request: Request, who: Caller) -> JSONResponse:
 
 @route(router, "RestoreSandboxSnapshot")
 async def restore_snapshot(request: Request, who: Caller, name: str) -> JSONResponse:
-    return JSONResponse(await run(request, RestoreSnapshot(actor=actor(request, who), name=name)))
+    restored = await run(request, RestoreSnapshot(actor=actor(request, who), name=name))
+    faults.reload(request.app.state)  # the world's fault rules came back with it
+    return JSONResponse(restored)
 
 
 @route(router, "ResetSandbox")
 async def reset(request: Request, who: Caller) -> JSONResponse:
-    return JSONResponse(await run(request, ResetSandbox(actor=actor(request, who))))
+    done = await run(request, ResetSandbox(actor=actor(request, who)))
+    faults.reload(request.app.state)
+    return JSONResponse(done)

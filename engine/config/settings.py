@@ -55,6 +55,9 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     "transfer:read_fiat_account": ("transfer:read_fiat_deposit_instructions",),
     "transfer:write_fiat_account": ("transfer:write_fiat_deposit_instructions",),
     "transfer:write_fiat_withdrawal": ("transfer:write_crypto_withdrawal",),
+    # arming HTTP fault rules (docs/faults.md): the world's for the bootstrap client, a
+    # tenant's own calls for a tenant
+    "sandbox:faults": ("sandbox:write_customer", "transfer:write_sandbox_fiat_deposit"),
     # the server's other worlds (docs/worlds.md): its routes admit only the default
     # world's bootstrap customer besides
     "sandbox:worlds": ("sandbox:write_customer",),

@@ -36,6 +36,8 @@ ACTIONS = ("problem", "delay_ms", *WIRE_ACTIONS)
 _TOP = ("match", "when", "action", "times", "skip", "probability", "until", "ttl_seconds")
 _MATCH = ("operation", "method", "path", "client_id", "profile_id", "body")
 _PROBLEM = ("status", "type", "detail", "retry_after")
+# A rule's status as the API shows it: it fires, it fired `times` times, or its time is up.
+STATUSES = ("active", "spent", "expired")
 MAX_RULES = 1000
 MAX_DELAY_MS = 60_000
 _MAX_COUNT = 1_000_000
@@ -290,7 +292,8 @@ def arm_fault(ctx: Ctx, cmd: ArmFault) -> dict[str, Any]:
     ctx.emit(
         "SandboxFaultArmed", f"sandbox-fault-{rule_id}", {"id": rule_id, "owner": cmd.owner, **rule}
     )
-    return rule_view(rules(ctx.state)[rule_id])
+    made = rules(ctx.state)[rule_id]
+    return {**rule_view(made), "owner": cmd.owner or "", "position": made["position"]}
 
 
 def remove_fault(ctx: Ctx, cmd: RemoveFault) -> dict[str, Any]:
@@ -386,6 +389,7 @@ def _armed(state: State, e: Event) -> None:
     rules(state)[data["id"]] = {
         **data,
         "armed_at": e.occurred_at,
+        "position": e.position,
         "matched": 0,
         "fired": 0,
         "spent": False,
@@ -439,6 +443,16 @@ def rule_view(rule: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def status_of(view: dict[str, Any], now: datetime) -> str:
+    """One of STATUSES for a rule's view, read at engine time `now`."""
+    if view["spent"]:
+        return "spent"
+    expires = view["expires_at"]
+    if expires is not None and now >= parse_time(expires):
+        return "expired"
+    return "active"
+
+
 def _row(state: State, rule_id: str) -> dict[str, Any] | None:
     rule = rules(state).get(rule_id)
     if rule is None:
@@ -447,13 +461,14 @@ def _row(state: State, rule_id: str) -> dict[str, Any] | None:
         "id": rule_id,
         "owner": rule["owner"] or "",
         "armed_at": rule["armed_at"],
+        "position": rule["position"],
         "body": orjson.dumps(rule_view(rule)).decode(),
     }
 
 
 TABLE = ReadModelTable(
     "sandbox_faults",
-    {"id": str, "owner": str, "armed_at": str, "body": str},
+    {"id": str, "owner": str, "armed_at": str, "position": int, "body": str},
     pk=("id",),
     kind=KEY,
     row=_row,

@@ -322,6 +322,25 @@ class Queries(ReadConnections):
         rows = self.conn.execute("SELECT kind, mode, value FROM sandbox_pacing").fetchall()
         return {kind: {"mode": mode, "value": value} for kind, mode, value in rows}
 
+    def sandbox_faults(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """The fault rules in the order they were armed (engine.domain.sandbox_faults):
+        every rule of the world, or those of the tenant `owner`. Each view carries its
+        `owner` ("" for the world's)."""
+        sql = "SELECT owner, position, body FROM sandbox_faults"
+        params: tuple[str, ...] = ()
+        if owner is not None:
+            sql += " WHERE owner = ?"
+            params = (owner,)
+        rows = self.conn.execute(sql + " ORDER BY position", params).fetchall()
+        return [{**orjson.loads(body), "owner": who, "position": at} for who, at, body in rows]
+
+    def sandbox_fault(self, rule_id: str, owner: str | None = None) -> dict[str, Any]:
+        """One fault rule; NotFound when there is none, or it is another tenant's."""
+        row = self._one("SELECT owner, position, body FROM sandbox_faults WHERE id = ?", (rule_id,))
+        if row is None or (owner is not None and row[0] != owner):
+            raise NotFound(f"fault rule not found with id {rule_id[:64]}")
+        return {**orjson.loads(row[2]), "owner": row[0], "position": row[1]}
+
     def polls_awaited(self, customer_id: str, item_id: str) -> bool:
         """Whether the customer's item settles after a number of reads of it."""
         row = self._one(

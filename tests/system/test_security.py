@@ -445,7 +445,13 @@ def _own_resources(sb: Any) -> dict[str, str]:
     ).json()
     events = sb.get("/v2/events").json()["events"]
     assert events, "customer A has events"
+    # a fault rule that changes nothing the walk meets
+    fault = sb.post(
+        "/v2/sandbox/faults",
+        {"match": {"operation": "GetSandboxClock"}, "action": {"delay_ms": 0}},
+    ).json()
     return {
+        "fault_id": fault["id"],
         "identity_id": person["id"],
         "account_id": account["id"],
         "account_member_id": account["members"][0]["id"],
@@ -489,6 +495,7 @@ IDS_BY_PATH = {
     "/v2/sandbox/conversions/{id}/complete": "conversion_id",
     "/v2/sandbox/fiat-accounts/{id}/complete": "fiat_account_id",
     "/v2/sandbox/fiat-accounts/{id}/fail": "fiat_account_id",
+    "/v2/sandbox/faults/{id}": "fault_id",
 }
 # Parameters that name no customer's resource: a market, an asset, a snapshot of the
 # whole sandbox, a world of the server (admin only: a tenant meets 403 before any id).
