@@ -34,7 +34,7 @@ from api_adapter.problems import FaultProblem, render
 from api_adapter.writer_bridge import actor_of, submit
 from engine.domain.sandbox_faults import TEMPLATES, WIRE_ACTIONS, DecideFault
 from engine.kernel.commands import SYSTEM, Actor
-from engine.kernel.errors import Invalid
+from engine.kernel.errors import Invalid, LogFull
 
 # The environment variable that starts `sandex serve` without the fault gate when "1":
 # the baseline bench_faults measures the gate against (docs/faults.md); not a setting.
@@ -226,7 +226,10 @@ async def decide(
         rule_ids=command.rule_ids,
         template=command.template,
     )
-    answer = await submit(state.engine, command)
+    try:
+        answer = await submit(state.engine, command)
+    except LogFull:  # a world whose log is full records nothing: no fault can fire
+        return None
     if answer["dead"]:
         state.faults.drop(answer["dead"])
     fired: dict[str, Any] | None = answer["fired"]

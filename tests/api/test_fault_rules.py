@@ -256,3 +256,14 @@ def test_the_rules_follow_restores_resets_and_a_new_app(sandbox: Any) -> None:
     _ok(sandbox.post("/v2/sandbox/reset"))
     assert sandbox.get("/v2/profiles").status_code == 200
     assert _ok(sandbox.get(FAULTS))["items"] == []
+
+
+def test_a_full_log_fires_no_fault_and_the_read_still_answers(sandbox_factory: Any) -> None:
+    profiles = {"match": {"operation": "ListProfiles"}}
+    counted = sandbox_factory("counted.db")
+    arm(counted, **profiles)
+    held = len(events(counted))
+    full = sandbox_factory("full.db", world_max_events=held)
+    arm(full, **profiles)
+    assert full.get("/v2/profiles").status_code == 200  # no decision can be recorded
+    assert events(full, "SandboxFaultFired") == []
