@@ -42,6 +42,7 @@ from api_adapter.routes import (
     withdrawals,
 )
 from api_adapter.webhook_delivery import Deliverer
+from api_adapter.wire_faults import WireFaults
 from api_adapter.worlds import routes as worlds
 from engine import Engine
 from engine.read.cursors import Cursors
@@ -141,4 +142,8 @@ def create_app(
         BodyGuard, max_body_bytes=settings.max_body_bytes, strict_fields=settings.strict_fields
     )
     app.add_middleware(RequestLog)
+    # Outside even Starlette's error middleware: an in-process wire fault's exception
+    # reaches the client's transport, not the app's 500 handler (wire_faults.WireFaults).
+    build = app.build_middleware_stack
+    app.build_middleware_stack = lambda: WireFaults(build())  # type: ignore[method-assign]
     return app

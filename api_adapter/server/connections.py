@@ -26,6 +26,10 @@ over 64 KB met httptools' own limit as a plain-text 400. Here:
 Each refusal is a problem document (application/problem+json) sent on the connection,
 which is then closed; a request the app is still reading sees a disconnect.
 
+A fault rule may spoil an answer on the wire (`api_adapter.wire_faults`): each request's
+scope carries the `sandex.wire` extension, and an armed request's cycle writes through
+`_Spoiled`, which drops, resets, empties or cuts its answer.
+
 Two costs of uvicorn's per request are cut, neither seen by a client: an answer's head
 and body, which uvicorn writes to the socket apart, leave in one write (one system call
 and one segment instead of two: the largest single cost of a small answer on the event
@@ -36,18 +40,26 @@ of a read, not armed and cancelled within the read that brought the whole reques
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import orjson
 import structlog
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import HeaderLineTooLong, RequestLineTooLong, TooManyHeaders
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
 from api_adapter.problem_types import problem_body
+from api_adapter.wire_faults import EXTENSION, SILENT, short_length
 from engine.config.settings import Settings
 
 log = structlog.get_logger("sandex.http")
@@ -162,6 +174,95 @@ class _Coalescing:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.transport, name)
+
+
+class _Spoiled:
+    """The transport of a request whose answer a wire fault spoils (`wire_faults.arm`).
+
+    `RequestResponseCycle.send` writes an answer's head in one write, then its body; the
+    cycle is not kept alive after a closing kind, so it closes this transport at the end
+    of the answer and serves no pipelined request after it. `drop` writes nothing and
+    closes (FIN); `reset` writes nothing and aborts with SO_LINGER 0 (RST); `empty` writes
+    a 200 head with `content-length: 0` and no body; `truncate` a 200 head announcing the
+    whole length and half the body (a streamed answer, chunked, is cut in its first
+    chunk), then closes. The cycle counts the app's body as usual: the app, the request
+    log and uvicorn see an answer sent whole."""
+
+    __slots__ = ("kind", "out", "cycle", "head", "left")
+
+    def __init__(self, kind: str, out: _Coalescing, cycle: RequestResponseCycle) -> None:
+        self.kind = kind
+        self.out = out
+        self.cycle = cycle
+        self.head = True
+        self.left: int | None = 0  # body bytes still to pass on; None: half the first write
+
+    def write(self, data: bytes) -> None:
+        if not self.cycle.response_started:
+            self.out.write(data)  # a `100 Continue` before the answer (the app's receive)
+            return
+        if self.kind in SILENT:
+            return
+        if self.head:
+            self.head = False
+            self.out.write(self._head(data))
+            return
+        if self.left is None:
+            self.left = len(data) // 2
+        if self.left:
+            part = data[: self.left]
+            self.left -= len(part)
+            self.out.write(part)
+
+    def _head(self, data: bytes) -> bytes:
+        """The head uvicorn wrote (status line, lower-case header lines, blank line) with
+        a 200 status line and the content-length the kind announces."""
+        _, *lines = data[:-4].split(b"\r\n")
+        length = 0
+        if self.kind == "truncate":
+            if self.cycle.chunked_encoding:
+                self.left = None
+                return STATUS_LINE[200] + data[data.index(b"\r\n") + 2 :]
+            length, self.left = short_length(self.cycle.expected_content_length)
+        kept = [line + b"\r\n" for line in lines if not line.startswith(_LENGTHS)]
+        return b"".join([STATUS_LINE[200], *kept, b"content-length: %d\r\n\r\n" % length])
+
+    def close(self) -> None:
+        if self.kind == "reset":
+            sock = self.out.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.out.transport.abort()
+        else:
+            self.out.close()
+
+    def is_closing(self) -> bool:
+        return self.out.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.out, name)
+
+
+_LENGTHS = (b"content-length:", b"transfer-encoding:")
+
+
+class _Wire:
+    """One request's `sandex.wire` extension (`wire_faults.arm` calls it). It holds the
+    request's cycle weakly, as the cycle's scope holds it."""
+
+    __slots__ = ("cycle", "out")
+
+    def __init__(self, cycle: weakref.ref[RequestResponseCycle], out: _Coalescing) -> None:
+        self.cycle = cycle
+        self.out = out
+
+    def __call__(self, kind: str) -> None:
+        cycle = self.cycle()
+        if cycle is None or cycle.response_started:
+            raise RuntimeError("a wire fault is armed before the answer starts")
+        if kind != "empty":
+            cycle.keep_alive = False  # the cycle closes the connection after the answer
+        cycle.transport = _Spoiled(kind, self.out, cycle)  # type: ignore[assignment]
 
 
 class _TooLong(Exception):
@@ -327,8 +428,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._in_body = True
         self._disarm()
         super().on_headers_complete()
-        if self.cycle is not None and self._out is not None:
-            self.cycle.transport = self._out  # type: ignore[assignment]
+        cycle = self.cycle
+        if cycle is not None and self._out is not None:
+            cycle.transport = self._out  # type: ignore[assignment]
+            wire = _Wire(weakref.ref(cycle), self._out)
+            self.scope["extensions"] = {EXTENSION: wire}  # type: ignore[dict-item]
 
     def on_message_complete(self) -> None:
         self._in_body = False
