@@ -9,13 +9,18 @@ import json
 import re
 import sqlite3
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from api_adapter.scenarios.runner import run_in_process, run_remote
+from engine.tools.scenario_file import load, load_file
 from tests.support.crash_helpers import verify
 from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401
+from tests.support.transfer_helpers import withdrawal_body
 
 CALLS = 200
 ORDER = {"side": "BUY", "market": "BTCUSD", "type": "MARKET", "quote_amount": "10"}
@@ -141,6 +146,92 @@ def test_a_fault_after_commit_is_logged_after_it_and_a_kill_loses_neither(
         server.stop()
     assert logged() == (placed, fired)
     verify(db)
+
+
+def test_a_dropped_withdrawal_answer_is_found_by_its_retry_held_once_and_replayed(
+    tmp_path: Path,
+) -> None:
+    """The Done-means drop: the client never hears of the withdrawal it made; its retry
+    with the same ref_id is told it exists (the real service's already-exists) and the
+    ledger holds it once. The recording writes the lost answer as `expect: {wire: drop}`
+    and replays green."""
+    db, recording = tmp_path / "drop.db", tmp_path / "drop.yaml"
+    server = Process(db, tmp_path / "server.log", "--clock", "manual", "--record", str(recording))
+    try:
+        admin = _token(server.base)
+        with httpx.Client(base_url=server.base, headers=admin, timeout=30) as c:
+            deposit = {"asset": "BTC", "amount": "1", "crypto_network": "BITCOIN"}
+            assert c.post("/v2/sandbox/profiles/default/deposit", json=deposit).status_code == 200
+            rule = {
+                "match": {"operation": "CreateCryptoWithdrawal"},
+                "when": "after",
+                "action": {"drop": True},
+                "times": 1,
+            }
+            _arm(server.base, admin, rule)
+            body = withdrawal_body(ref_id="payout-1")
+            with pytest.raises(httpx.RemoteProtocolError):  # no answer at all
+                c.post("/v2/transfer/crypto-withdrawals", json=body)
+            retry = c.post("/v2/transfer/crypto-withdrawals", json=body)
+            assert retry.status_code == 409, retry.text
+            assert retry.json()["type"].endswith("/already-exists")
+            existing = retry.json()["meta"]["existing"]
+            listed = c.get("/v2/transfer/transfers").json()["items"]
+            withdrawals = [t["id"] for t in listed if t["type"] == "CRYPTO_WITHDRAWAL"]
+            assert withdrawals == [existing["id"]]
+            balance = c.get("/v2/profiles/default/balances/BTC").json()
+    finally:
+        server.stop()
+    # debited once: the deposit less one withdrawal and its fee
+    spent = Decimal(existing["amount"]) + Decimal(existing["fee"])
+    assert Decimal(balance["available"]) == Decimal(1) - spent
+    verify(db)
+    scenario = load_file(recording)
+    assert "wire: drop" in recording.read_text()
+    result = run_in_process(scenario, check_invariants=True)
+    assert result.ok, [(r.label, r.diffs) for r in result.failed]
+
+
+WIRE_SCENARIO = """
+version: 1
+purpose: each wire fault as a client sees it, and a wrong expectation reported
+steps:
+  - fault:
+      match: {operation: ListProfiles}
+      when: after
+      action: {drop: true}
+      times: 1
+    save: {rule: id}
+  - request: {method: GET, path: /v2/profiles}
+    expect: {wire: drop}
+  - request: {method: GET, path: /v2/profiles, headers: {Prefer: sandbox-fault=reset}}
+    expect: {wire: reset}
+  - request: {method: GET, path: /v2/profiles, headers: {Prefer: sandbox-fault=empty}}
+    expect: {wire: empty}
+  - request: {method: GET, path: /v2/profiles, headers: {Prefer: sandbox-fault=truncate}}
+    expect: {wire: truncate}
+  - request: {method: GET, path: "/v2/sandbox/faults/{rule}"}
+    expect: {body: {id: "{rule}"}}
+  - request: {method: GET, path: /v2/profiles, headers: {Prefer: sandbox-fault=empty}}
+    expect: {wire: drop}
+  - request: {method: GET, path: /v2/profiles}
+    expect: {wire: empty}
+"""
+
+
+def test_a_scenario_expects_each_wire_fault_in_process_and_against_a_server(
+    tmp_path: Path,
+    servers: list[Server],  # noqa: F811
+) -> None:
+    scenario = load(WIRE_SCENARIO)
+    server = Server(tmp_path / "wire.db", "--clock", "manual", "--no-rate-limits")
+    servers.append(server)
+    for result in (run_in_process(scenario), run_remote(scenario, server.base)):
+        assert [(r.index, r.diffs) for r in result.failed] == [
+            (7, ["wire: expected drop, got empty"]),
+            (8, ["wire: expected empty, got an answer 200"]),
+        ]
+    server.stop()
 
 
 def test_the_benchmarks_baseline_server_runs_without_the_fault_gate(
