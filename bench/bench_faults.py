@@ -1,6 +1,6 @@
 """The fault gate (issue 31): what it costs HTTP orders/s, through HTTP against `sandex
-serve` on loopback (wall clock, FULL durability, rate limits off), each side a server of
-its own started here, funded alike.
+serve` on loopback (wall clock, FULL durability, rate limits off, prices held still),
+each side a server of its own started here, funded alike.
 
     python bench/bench_faults.py [--rounds 5] [--seconds 3] [--warmup 1] [--connections 32]
 
@@ -12,8 +12,9 @@ its own started here, funded alike.
 - **100 same**: 100 rules armed on `CreateOrder` whose body field (`market`) no order has,
   so the gate compares each order with every one of them.
 
-HTTP orders/s: bench_http_orders's ten bodies, wrk when installed (closed loop). Each
-ratio is paired: per round both sides back to back, the side that goes first
+HTTP orders/s: bench_http_orders's ten bodies, wrk when installed (closed loop); beside
+it orders per second of the server's CPU (user + system, from /proc), which other work
+on the machine disturbs less. Each ratio is paired: per round both sides back to back, the side that goes first
 alternating; the median over the rounds with min–max. `sandex verify` checks each
 server's database at the end.
 """
@@ -25,22 +26,17 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import machine  # noqa: E402
+from bench._common import machine, server_cpu  # noqa: E402
+from bench.bench_http_orders import BODIES, _load  # noqa: E402
 from bench.bench_withdrawals import _cli_verify  # noqa: E402
-from bench.bench_worlds import (  # noqa: E402
-    Sandbox,
-    Server,
-    default_world,
-    orders_per_second,
-    paired,
-)
+from bench.bench_worlds import Sandbox, Server, default_world, ratio_line  # noqa: E402
 
 # The internal switch that starts a server without the fault gate (docs/faults.md).
 NO_GATE = "SANDEX_NO_FAULT_GATE"
@@ -61,7 +57,8 @@ def server(folder: Path, name: str, *, gate: bool = True) -> Iterator[Server]:
     if not gate:
         os.environ[NO_GATE] = "1"
     try:
-        started = Server(folder, name, {"rate_limits_enabled": False})
+        # Prices held still: an IOC body's price stays within the taker band on every side.
+        started = Server(folder, name, {"rate_limits_enabled": False, "market_volatility": "0"})
     finally:
         os.environ.pop(NO_GATE, None)
     try:
@@ -94,6 +91,37 @@ def same_rules() -> list[dict[str, Any]]:
     ]
 
 
+def measure(target: Sandbox, seconds: int, warmup: int, conns: int) -> tuple[float, float]:
+    """(orders/s, orders per second of the server's CPU) of one closed-loop run: the
+    second is what a machine busy with other work disturbs least."""
+    url = target.server.root + target.url(f"/profiles/{target.profile}/orders")
+    _load(url, BODIES, target.auth, warmup, conns)
+    before = server_cpu(target.server.proc.pid)
+    got = _load(url, BODIES, target.auth, seconds, conns)
+    after = server_cpu(target.server.proc.pid)
+    assert not got["non_2xx"], got
+    return float(got["rps"]), float(got["requests"]) / max(after[0] - before[0], 1e-6)
+
+
+def paired(
+    name: str,
+    a: tuple[str, Callable[[], tuple[float, float]]],
+    b: tuple[str, Callable[[], tuple[float, float]]],
+    rounds: int,
+) -> None:
+    """Rounds of a and b back to back, the one that goes first alternating: b/a per round,
+    of orders/s and of orders per CPU second."""
+    got: dict[str, list[tuple[float, float]]] = {a[0]: [], b[0]: []}
+    for i in range(rounds):
+        for label, run in (a, b) if i % 2 == 0 else (b, a):
+            got[label].append(run())
+    for k, unit in enumerate(("HTTP orders/s", "orders per server CPU second")):
+        ratios = [y[k] / x[k] for x, y in zip(got[a[0]], got[b[0]], strict=True)]
+        sides = (b[0], [y[k] for y in got[b[0]]]), (a[0], [x[k] for x in got[a[0]]])
+        line = ratio_line(f"{unit}, {name}", ratios, *sides)
+        print(line if k == 0 else line.replace(" req/s", " orders/CPU-s"))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--rounds", type=int, default=5)
@@ -114,17 +142,18 @@ def main() -> int:
         tool = "wrk -t2" if shutil.which("wrk") else "python asyncio"
         print(f"orders: {tool} -c{args.connections}, {args.seconds} s after {args.warmup} s warm-up")  # fmt: skip
 
-        def rate(target: Sandbox) -> float:
-            return orders_per_second([target], args.seconds, args.warmup, args.connections)
+        def rate(target: Server) -> Callable[[], tuple[float, float]]:
+            world = default_world(target)
+            return lambda: measure(world, args.seconds, args.warmup, args.connections)
 
-        base = ("without the gate", lambda: rate(default_world(without)))
+        base = ("without the gate", rate(without))
         for name, side in (
-            ("HTTP orders/s, the fault gate with no rule armed over without the gate",
-             ("gate, no rule", lambda: rate(default_world(gate)))),
-            ("HTTP orders/s, 100 rules of other operations armed over without the gate",
-             ("100 rules, other operations", lambda: rate(default_world(other)))),
-            ("HTTP orders/s, 100 CreateOrder rules whose body does not match over without the gate",
-             ("100 rules, CreateOrder", lambda: rate(default_world(same)))),
+            ("the fault gate with no rule armed over without the gate",
+             ("gate, no rule", rate(gate))),
+            ("100 rules of other operations armed over without the gate",
+             ("100 rules, other operations", rate(other))),
+            ("100 CreateOrder rules whose body does not match over without the gate",
+             ("100 rules, CreateOrder", rate(same))),
         ):  # fmt: skip
             paired(name, base, side, args.rounds)
         for named in (without, gate, other, same):
