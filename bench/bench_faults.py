@@ -4,8 +4,10 @@ each side a server of its own started here, funded alike.
 
     python bench/bench_faults.py [--rounds 5] [--seconds 3] [--warmup 1] [--connections 32]
 
+Each figure pairs two fresh servers, which take the same orders:
+
 - **without**: a server started without the fault gate (`SANDEX_NO_FAULT_GATE=1`, the
-  internal switch for this figure: docs/faults.md);
+  internal switch for this figure: docs/faults.md), against one of:
 - **gate**: the gate installed and no rule armed;
 - **100 other**: 100 rules armed on operations other than `CreateOrder`, which the gate
   looks up by operation;
@@ -14,9 +16,9 @@ each side a server of its own started here, funded alike.
 
 HTTP orders/s: bench_http_orders's ten bodies, wrk when installed (closed loop); beside
 it orders per second of the server's CPU (user + system, from /proc), which other work
-on the machine disturbs less. Each ratio is paired: per round both sides back to back, the side that goes first
-alternating; the median over the rounds with min–max. `sandex verify` checks each
-server's database at the end.
+on the machine disturbs less. Each ratio is paired: per round both sides back to back,
+the side that goes first alternating; the median over the rounds with min–max. `sandex
+verify` checks each server's database after its pair.
 """
 
 from __future__ import annotations
@@ -130,35 +132,38 @@ def main() -> int:
     p.add_argument("--connections", type=int, default=32)
     args = p.parse_args()
     print(f"machine: {machine()}; load average at the start: {os.getloadavg()[0]:.2f}")
-    with tempfile.TemporaryDirectory(prefix="sandex-bench-faults-") as tmp, ExitStack() as stack:
+    tool = "wrk -t2" if shutil.which("wrk") else "python asyncio"
+    print(f"orders: {tool} -c{args.connections}, {args.seconds} s after {args.warmup} s warm-up")  # fmt: skip
+
+    def rate(target: Server) -> Callable[[], tuple[float, float]]:
+        world = default_world(target)
+        return lambda: measure(world, args.seconds, args.warmup, args.connections)
+
+    with tempfile.TemporaryDirectory(prefix="sandex-bench-faults-") as tmp:
         folder = Path(tmp)
         os.environ["SANDEX_STATE_DIR"] = str(folder / "state")
-        without = stack.enter_context(server(folder, "without", gate=False))
-        gate = stack.enter_context(server(folder, "gate"))
-        other = stack.enter_context(server(folder, "other"))
-        same = stack.enter_context(server(folder, "same"))
-        arm(other, other_rules())
-        arm(same, same_rules())
-        tool = "wrk -t2" if shutil.which("wrk") else "python asyncio"
-        print(f"orders: {tool} -c{args.connections}, {args.seconds} s after {args.warmup} s warm-up")  # fmt: skip
-
-        def rate(target: Server) -> Callable[[], tuple[float, float]]:
-            world = default_world(target)
-            return lambda: measure(world, args.seconds, args.warmup, args.connections)
-
-        base = ("without the gate", rate(without))
-        for name, side in (
-            ("the fault gate with no rule armed over without the gate",
-             ("gate, no rule", rate(gate))),
-            ("100 rules of other operations armed over without the gate",
-             ("100 rules, other operations", rate(other))),
-            ("100 CreateOrder rules whose body does not match over without the gate",
-             ("100 rules, CreateOrder", rate(same))),
+        for n, (name, label, rules) in enumerate(
+            (
+                ("the fault gate with no rule armed", "gate, no rule", []),
+                ("100 rules of other operations armed", "100 rules, other operations", other_rules()),
+                ("100 CreateOrder rules whose body does not match", "100 rules, CreateOrder", same_rules()),
+            )
         ):  # fmt: skip
-            paired(name, base, side, args.rounds)
-        for named in (without, gate, other, same):
-            said, _ = _cli_verify(named.db)
-            print(f"  sandex verify ({named.db.name}): {said}")
+            # Each pair on two fresh servers: both sides take the same orders, so their
+            # books and logs grow alike.
+            with ExitStack() as stack:
+                without = stack.enter_context(server(folder, f"without{n}", gate=False))
+                side = stack.enter_context(server(folder, f"side{n}"))
+                arm(side, rules)
+                paired(
+                    f"{name} over without the gate",
+                    ("without the gate", rate(without)),
+                    (label, rate(side)),
+                    args.rounds,
+                )
+                for named in (without, side):
+                    said, _ = _cli_verify(named.db)
+                    print(f"  sandex verify ({named.db.name}): {said}")
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
 

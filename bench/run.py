@@ -1175,14 +1175,14 @@ Notes on the figures:
   which would make the figure say nothing), the server's RSS from /proc before the first
   and after each fifth of them (the five slices are the rounds), then every world's order
   read back.
-- **Faults** (issue 31): bench_faults drives four `sandex serve` of one run, funded alike:
-  one started without the fault gate (`SANDEX_NO_FAULT_GATE=1`, an internal switch for
-  this figure), one with the gate and no rule, one with 100 rules armed on other
-  operations, one with 100 `CreateOrder` rules whose body field no order has. HTTP
-  orders/s (wrk cycling the HTTP bench's ten bodies) of each over the gateless server,
-  and beside it orders per second of the server's CPU (from /proc, which a busy machine
-  disturbs less), 5 rounds in one process, each round both sides back to back, the side
-  that goes first alternating, the ratio per round.
+- **Faults** (issue 31): bench_faults drives pairs of fresh `sandex serve`, funded alike,
+  prices held still: one started without the fault gate (`SANDEX_NO_FAULT_GATE=1`, an
+  internal switch for this figure) against one with the gate and no rule, one with 100
+  rules armed on other operations, or one with 100 `CreateOrder` rules whose body field
+  no order has. HTTP orders/s (wrk cycling the HTTP bench's ten bodies) over the
+  gateless server, and beside it orders per second of the server's CPU (from /proc,
+  which a busy machine disturbs less), 5 rounds in one process, each round both sides
+  back to back, the side that goes first alternating, the ratio per round.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database; cli: the last database `sandex serve` made;
