@@ -32,9 +32,9 @@ from api_adapter.pipeline import Passage
 from api_adapter.problem_types import title_for
 from api_adapter.problems import FaultProblem, render
 from api_adapter.writer_bridge import actor_of, submit
-from engine.domain.sandbox_faults import TEMPLATES, WIRE_ACTIONS, DecideFault
+from engine.domain.sandbox_faults import WIRE_ACTIONS, DecideFault, template_of
 from engine.kernel.commands import SYSTEM, Actor
-from engine.kernel.errors import Invalid, LogFull
+from engine.kernel.errors import LogFull
 
 # The environment variable that starts `sandex serve` without the fault gate when "1":
 # the baseline bench_faults measures the gate against (docs/faults.md); not a setting.
@@ -184,13 +184,7 @@ class FaultGate:
             return None
         op_id = passage.operation.id
         if template is not None:
-            if template not in TEMPLATES:
-                raise Invalid(
-                    f"Prefer invalid: sandbox-fault={template[:64]} is none of"
-                    f" {', '.join(TEMPLATES)}",
-                    field="Prefer",
-                )
-            if TEMPLATES[template]["when"] == "after":
+            if template_of(template)["when"] == "after":
                 scope["state"][_AFTER] = (op_id, (), template, passage)
                 return None
             return self._before(scope, passage, DecideFault(operation=op_id, template=template))

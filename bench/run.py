@@ -347,6 +347,24 @@ BENCHES = {
         timeout=900,
     ),
     # issue 30: worlds through HTTP, each figure's rounds in one process
+    # issue 31: what the fault gate costs the orders (bench_fault_gate, in one process)
+    "fault_gate": Bench(
+        "bench_fault_gate.py",
+        ["--rounds", "5", "--seconds", "2"],
+        ["--rounds", "2", "--seconds", "0.5"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                ("no_rule_ratio", r"ratio no rule / without, paired: "),
+                ("rules_ratio", r"ratio 100 rules / without, paired: "),
+                ("gate_ns", r"gate checks with 0 rules, ns: "),
+                ("gate_100_ns", r"gate checks with 100 rules, ns: "),
+            )
+            for end, where in (("", NUM), ("_min", rf".*?\[{NUM}–"), ("_max", rf".*?–{NUM}\]"))
+        },
+        verifies=False,
+    ),
     "worlds": Bench(
         "bench_worlds.py",
         ["--rounds", "5", "--alive", "1000"],
@@ -788,6 +806,7 @@ def table() -> list[str]:
     rows += cli_rows(BENCHES["cli"])
     rows += postgres_rows(BENCHES["postgres"])
     rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
+    rows += fault_gate_rows(BENCHES["fault_gate"])
     rows += faults_rows(BENCHES["faults"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -976,6 +995,30 @@ def postgres_rows(pg: Bench) -> list[list[str]]:
             _verify(pg),
         )
     )
+    return rows
+
+
+def fault_gate_rows(fg: Bench) -> list[list[str]]:
+    """Issue 31's figures of the fault gate: orders per second with the gate over without
+    it, paired in one process (bench_fault_gate), and the gate's own checks."""
+    rounds = f"{fg.arg('--rounds')} rounds in one process"
+    rows = []
+    for label, name, goal, least in (
+        ("HTTP orders/s with the fault gate and no rule ÷ without the gate", "no_rule_ratio",
+         "≥ 0.98", 0.98),
+        ("HTTP orders/s with 100 rules that do not match ÷ without the gate", "rules_ratio",
+         "≥ 0.95", 0.95),
+    ):  # fmt: skip
+        stat = in_process(fg, name, rounds)
+        met = None if stat is None else stat.median >= least
+        rows.append(_row(label, stat, lambda x: f"{x:.3f}", "—", None, goal, met, "—", "—"))
+    for label, name in (
+        ("the fault gate's own checks per request, no rule (ns)", "gate_ns"),
+        ("the fault gate's own checks per request, 100 rules of another operation (ns)",
+         "gate_100_ns"),
+    ):  # fmt: skip
+        stat = in_process(fg, name, rounds)
+        rows.append(_row(label, stat, lambda x: f"{x:,.0f}", "—", None, "report", None, "—", "—"))
     return rows
 
 

@@ -321,18 +321,24 @@ def _taken(action: dict[str, Any], seed: int, subject: str, count: int) -> dict[
     return action
 
 
+def template_of(name: str) -> dict[str, Any]:
+    """The template a `Prefer: sandbox-fault=<name>` header names; a 400 naming the
+    header when there is none of that name."""
+    template = TEMPLATES.get(name)
+    if template is None:
+        raise Invalid(
+            f"Prefer invalid: sandbox-fault={name[:64]} is none of {', '.join(TEMPLATES)}",
+            field="Prefer",
+        )
+    return template
+
+
 def decide_fault(ctx: Ctx, cmd: DecideFault) -> dict[str, Any]:
     """The first of the call's rules that fires, recorded; the rules it passed by are
     recorded too. `dead`: the rules that can fire no more (spent, expired, removed)."""
     seed = ctx.ids.seed
     if cmd.template is not None:
-        template = TEMPLATES.get(cmd.template)
-        if template is None:
-            raise Invalid(
-                f"Prefer invalid: sandbox-fault={cmd.template[:64]} is none of"
-                f" {', '.join(TEMPLATES)}",
-                field="Prefer",
-            )
+        template = template_of(cmd.template)
         action = _taken(template["action"], seed, cmd.template, ctx.state.position + 1)
         fired = {
             "template": cmd.template,
