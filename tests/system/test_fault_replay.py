@@ -153,8 +153,8 @@ def test_a_dropped_withdrawal_answer_is_found_by_its_retry_held_once_and_replaye
 ) -> None:
     """The Done-means drop: the client never hears of the withdrawal it made; its retry
     with the same ref_id is told it exists (the real service's already-exists) and the
-    ledger holds it once. The recording writes the lost answer as `expect: {wire: drop}`
-    and replays green."""
+    ledger holds it once. The recording writes the lost answer as `expect: {wire: drop}`,
+    keeps a fault's 429 and the Prefer header that asked for it, and replays green."""
     db, recording = tmp_path / "drop.db", tmp_path / "drop.yaml"
     server = Process(db, tmp_path / "server.log", "--clock", "manual", "--record", str(recording))
     try:
@@ -180,6 +180,8 @@ def test_a_dropped_withdrawal_answer_is_found_by_its_retry_held_once_and_replaye
             withdrawals = [t["id"] for t in listed if t["type"] == "CRYPTO_WITHDRAWAL"]
             assert withdrawals == [existing["id"]]
             balance = c.get("/v2/profiles/default/balances/BTC").json()
+            limited = c.get("/v2/profiles", headers={"Prefer": "sandbox-fault=rate-limited"})
+            assert limited.status_code == 429 and limited.headers["Retry-After"] == "1"
     finally:
         server.stop()
     # debited once: the deposit less one withdrawal and its fee
@@ -187,7 +189,10 @@ def test_a_dropped_withdrawal_answer_is_found_by_its_retry_held_once_and_replaye
     assert Decimal(balance["available"]) == Decimal(1) - spent
     verify(db)
     scenario = load_file(recording)
-    assert "wire: drop" in recording.read_text()
+    text = recording.read_text()
+    assert "wire: drop" in text
+    # a fault's 429 is kept, with the header that asked for it (a rate limit's is left out)
+    assert "Prefer: sandbox-fault=rate-limited" in text and "status: 429" in text
     result = run_in_process(scenario, check_invariants=True)
     assert result.ok, [(r.label, r.diffs) for r in result.failed]
 
