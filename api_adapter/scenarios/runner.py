@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from api_adapter.operations import operation
 from api_adapter.scenarios.targets import (
     BOOTSTRAP_CLIENT,
     BOOTSTRAP_SECRET,
@@ -56,7 +57,8 @@ from engine.tools.scenario_file import (
     substitute,
 )
 
-FAULTS_PATH = "/v2/sandbox/faults"
+# Where a fault step arms its rule, as the operation table has it.
+FAULTS_PATH = operation("CreateSandboxFault").path
 
 
 @dataclass
