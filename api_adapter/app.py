@@ -63,10 +63,16 @@ ROUTERS += [worlds.router]
 
 
 def create_app(
-    engine: Engine, *, fast_lane: bool = True, webhooks_on_lifespan: bool = True
+    engine: Engine,
+    *,
+    fast_lane: bool = True,
+    webhooks_on_lifespan: bool = True,
+    fault_gate: bool = True,
 ) -> FastAPI:
     """An app serving `engine`, which must be started. `fast_lane=False` serves every
     request through FastAPI's routes (the tests hold the fast lane's answers to theirs).
+    `fault_gate=False` leaves the fault gate and layer out (rules are kept, none fires):
+    the baseline that bench_faults measures the gate against, nothing a user sets.
     The app's lifespan starts and stops its webhook deliverer when it is served on its
     own (a test's client used as a context manager); `webhooks_on_lifespan=False` leaves
     that to its `World`, whose app may be served mounted, with no lifespan of its own."""
@@ -117,7 +123,7 @@ def create_app(
     # limit and the bearer check (pipeline.py).
     app.state.faults = faults.FaultIndex()
     faults.reload(app.state)
-    app.state.gates = (faults.FaultGate(app.state),)
+    app.state.gates = (faults.FaultGate(app.state),) if fault_gate else ()
     # The server's other worlds, kept by the default world's `World` (api_adapter/worlds);
     # none in a world's own app, where the worlds operations are 404.
     app.state.worlds = None
@@ -132,7 +138,8 @@ def create_app(
     # the fast lane of the busiest writes.
     if fast_lane:
         app.add_middleware(FastLane, state=app.state)
-    app.add_middleware(faults.FaultLayer, state=app.state)
+    if fault_gate:
+        app.add_middleware(faults.FaultLayer, state=app.state)
     app.add_middleware(
         BodyGuard, max_body_bytes=settings.max_body_bytes, strict_fields=settings.strict_fields
     )

@@ -36,6 +36,9 @@ from engine.domain.sandbox_faults import WIRE_ACTIONS, DecideFault, template_of
 from engine.kernel.commands import SYSTEM, Actor
 from engine.kernel.errors import LogFull
 
+# The environment variable that starts `sandex serve` without the fault gate when "1":
+# the baseline bench_faults measures the gate against (docs/faults.md); not a setting.
+NO_FAULT_GATE = "SANDEX_NO_FAULT_GATE"
 # The request state's key of what fired: {"rule_id", "template", "when", "action"}.
 FIRED = "sandex.fault"
 # The request state's key of the `after` rules a call matched, decided once answered.

@@ -33,6 +33,7 @@ class World:
         bootstrap: Bootstrap,
         background: bool = True,
         fast_lane: bool = True,
+        fault_gate: bool = True,
         record: str | Path | None = None,
         worlds: bool = True,
     ) -> None:
@@ -40,14 +41,18 @@ class World:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
         serve`); without it nothing moves unless asked (a test, a replay), and the app's
         own lifespan runs its deliverer when a test serves it. `record`: the file of a
-        session recording (`sandex serve --record`). `worlds`: this is a default world,
+        session recording (`sandex serve --record`). `fault_gate`: see `create_app`.
+        `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
         a non-default world is made with False."""
         self.engine = engine
         self._bootstrap = bootstrap
         self.background = background
         self.app: FastAPI = create_app(
-            engine, fast_lane=fast_lane, webhooks_on_lifespan=not background
+            engine,
+            fast_lane=fast_lane,
+            webhooks_on_lifespan=not background,
+            fault_gate=fault_gate,
         )
         if record is not None:
             from api_adapter.scenarios.recorder import Recorder

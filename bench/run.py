@@ -347,24 +347,6 @@ BENCHES = {
         timeout=900,
     ),
     # issue 30: worlds through HTTP, each figure's rounds in one process
-    # issue 31: what the fault gate costs the orders (bench_fault_gate, in one process)
-    "fault_gate": Bench(
-        "bench_fault_gate.py",
-        ["--rounds", "5", "--seconds", "2"],
-        ["--rounds", "2", "--seconds", "0.5"],
-        1,
-        {
-            f"{name}{end}": rf"{line}{where}"
-            for name, line in (
-                ("no_rule_ratio", r"ratio no rule / without, paired: "),
-                ("rules_ratio", r"ratio 100 rules / without, paired: "),
-                ("gate_ns", r"gate checks with 0 rules, ns: "),
-                ("gate_100_ns", r"gate checks with 100 rules, ns: "),
-            )
-            for end, where in (("", NUM), ("_min", rf".*?\[{NUM}–"), ("_max", rf".*?–{NUM}\]"))
-        },
-        verifies=False,
-    ),
     "worlds": Bench(
         "bench_worlds.py",
         ["--rounds", "5", "--alive", "1000"],
@@ -399,6 +381,55 @@ BENCHES = {
             "threads_after": rf"worlds alive, .*?threads [\d,]+ to {NUM}",
         },
         timeout=1200,
+    ),
+    # issue 31: the fault gate's cost, paired against a server without it, in one process
+    "faults": Bench(
+        "bench_faults.py",
+        ["--rounds", "5"],
+        ["--rounds", "1", "--seconds", "1"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                (
+                    "gate_ratio",
+                    r"HTTP orders/s, the fault gate with no rule armed over without the gate: ratio ",
+                ),
+                (
+                    "gate_rps",
+                    r"HTTP orders/s, the fault gate with no rule armed over .*?; gate, no rule ",
+                ),
+                (
+                    "without_rps",
+                    r"HTTP orders/s, the fault gate with no rule armed over .*?; without the gate ",
+                ),
+                (
+                    "other_ratio",
+                    r"HTTP orders/s, 100 rules of other operations armed over .*?: ratio ",
+                ),
+                (
+                    "other_rps",
+                    r"HTTP orders/s, 100 rules of other operations armed .*?; 100 rules, other operations ",
+                ),
+                (
+                    "same_ratio",
+                    r"HTTP orders/s, 100 CreateOrder rules whose body does not match .*?: ratio ",
+                ),
+                (
+                    "same_rps",
+                    r"HTTP orders/s, 100 CreateOrder rules whose body .*?; 100 rules, CreateOrder ",
+                ),
+                ("gate_cpu_ratio", r"per server CPU second, the fault gate with .*?: ratio "),
+                ("other_cpu_ratio", r"per server CPU second, 100 rules of other .*?: ratio "),
+                ("same_cpu_ratio", r"per server CPU second, 100 CreateOrder rules .*?: ratio "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ \[{NUM}–"),
+                ("_max", rf"[\d.,]+ \[[\d.,]+–{NUM}\]"),
+            )
+        },
+        timeout=900,
     ),
     "scenarios": Bench(
         "bench_scenarios.py",
@@ -757,10 +788,49 @@ def table() -> list[str]:
     rows += cli_rows(BENCHES["cli"])
     rows += postgres_rows(BENCHES["postgres"])
     rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
-    rows += fault_gate_rows(BENCHES["fault_gate"])
+    rows += faults_rows(BENCHES["faults"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def faults_rows(ft: Bench) -> list[list[str]]:
+    """Issue 31's figures: HTTP orders/s with the fault gate over a server without it
+    (bench_faults), each ratio paired per round, the rounds in one process."""
+    rounds = f"{ft.arg('--rounds')} pairs, alternating, one process"
+    rows = []
+    for name, label, goal in (
+        ("gate", "HTTP orders/s with the fault gate, no rule armed, over without the gate", 0.98),
+        ("other", "HTTP orders/s with 100 rules armed on other operations, over without the gate",
+         0.95),
+        ("same", "HTTP orders/s with 100 CreateOrder rules whose body does not match, over"
+         " without the gate", 0.95),
+    ):  # fmt: skip
+        ratio = in_process(ft, f"{name}_ratio", rounds)
+        num = in_process(ft, f"{name}_rps", rounds)
+        den = in_process(ft, "without_rps", rounds)
+        cpu = in_process(ft, f"{name}_cpu_ratio", rounds)
+        rows.append(
+            _row(
+                label + " (wrk, closed loop, 32 connections)",
+                num,
+                _rate,
+                f"without the gate: {'—' if den is None else _rate(den.median)}"
+                + ("" if ratio is None else f"; ratio min–max {ratio.low:.2f}–{ratio.high:.2f}")
+                + (
+                    ""
+                    if cpu is None
+                    else f"; orders per server CPU second, ratio {cpu.median:.2f}"
+                    f" [{cpu.low:.2f}–{cpu.high:.2f}]"
+                ),
+                None if ratio is None else ratio.median,
+                f"≥ {goal}",
+                None if ratio is None else ratio.median >= goal,
+                "—",
+                _verify(ft),
+            )
+        )
+    return rows
 
 
 def decide_rows(dc: Bench) -> list[list[str]]:
@@ -906,30 +976,6 @@ def postgres_rows(pg: Bench) -> list[list[str]]:
             _verify(pg),
         )
     )
-    return rows
-
-
-def fault_gate_rows(fg: Bench) -> list[list[str]]:
-    """Issue 31's figures of the fault gate: orders per second with the gate over without
-    it, paired in one process (bench_fault_gate), and the gate's own checks."""
-    rounds = f"{fg.arg('--rounds')} rounds in one process"
-    rows = []
-    for label, name, goal, least in (
-        ("HTTP orders/s with the fault gate and no rule ÷ without the gate", "no_rule_ratio",
-         "≥ 0.98", 0.98),
-        ("HTTP orders/s with 100 rules that do not match ÷ without the gate", "rules_ratio",
-         "≥ 0.95", 0.95),
-    ):  # fmt: skip
-        stat = in_process(fg, name, rounds)
-        met = None if stat is None else stat.median >= least
-        rows.append(_row(label, stat, lambda x: f"{x:.3f}", "—", None, goal, met, "—", "—"))
-    for label, name in (
-        ("the fault gate's own checks per request, no rule (ns)", "gate_ns"),
-        ("the fault gate's own checks per request, 100 rules of another operation (ns)",
-         "gate_100_ns"),
-    ):  # fmt: skip
-        stat = in_process(fg, name, rounds)
-        rows.append(_row(label, stat, lambda x: f"{x:,.0f}", "—", None, "report", None, "—", "—"))
     return rows
 
 
@@ -1129,6 +1175,14 @@ Notes on the figures:
   which would make the figure say nothing), the server's RSS from /proc before the first
   and after each fifth of them (the five slices are the rounds), then every world's order
   read back.
+- **Faults** (issue 31): bench_faults drives pairs of fresh `sandex serve`, funded alike,
+  prices held still: one started without the fault gate (`SANDEX_NO_FAULT_GATE=1`, an
+  internal switch for this figure) against one with the gate and no rule, one with 100
+  rules armed on other operations, or one with 100 `CreateOrder` rules whose body field
+  no order has. HTTP orders/s (wrk cycling the HTTP bench's ten bodies) over the
+  gateless server, and beside it orders per second of the server's CPU (from /proc,
+  which a busy machine disturbs less), 5 rounds in one process, each round both sides
+  back to back, the side that goes first alternating, the ratio per round.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database; cli: the last database `sandex serve` made;

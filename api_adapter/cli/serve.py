@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +118,11 @@ def serve(args: argparse.Namespace) -> int:
 def _started(args: argparse.Namespace, settings: Any) -> World:
     """The default world on `--db`, started; one that fails to start gives its lease back."""
     from api_adapter.bootstrap import served_on
+    from api_adapter.faults import NO_FAULT_GATE
     from api_adapter.world import World
 
-    return World.open(args.db, settings, bootstrap=served_on(args.host), record=args.record).start()
+    # Internal, for bench_faults's baseline only: a server without the fault gate.
+    gate = os.environ.get(NO_FAULT_GATE) != "1"
+    return World.open(
+        args.db, settings, bootstrap=served_on(args.host), record=args.record, fault_gate=gate
+    ).start()

@@ -19,7 +19,11 @@ How requests become steps:
   every later mention of it (in a path, a body, an expected body) is written `{vN}`, as
   are a recorded customer's ids (`{customerN.profile_id}`);
 - a 429 (a rate limit counts wall time, which a replay does not follow) and a request
-  whose body is not JSON are left out, with a comment: neither changed anything;
+  whose body is not JSON are left out, with a comment: neither changed anything; a 429
+  a fault rule answered is kept, since its decision is in the log;
+- `POST /v2/sandbox/faults` becomes a `fault` step; a request's `Prefer` header (a
+  one-off fault) is kept; an answer a wire fault spoiled is recorded as what the client
+  got, `expect: {wire: <kind>}` (the fault gate notes what fired in the request's state);
 - a secret an answer shows once (a webhook's `secret`) is left out of the expected body
   and ignored: the file keeps no secret, and a replay draws a new one. The file is
   created private (0600): it holds every request's body;
@@ -57,6 +61,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter.auth import Tokens
 from api_adapter.problems import AuthError
+from api_adapter.scenarios.runner import FAULTS_PATH
 from engine.config.settings import SELF_MATCH_PREVENTION
 from engine.kernel.clock import format_time, parse_time
 from engine.store import private_files
@@ -65,6 +70,7 @@ from engine.tools.scenario_file import (
     ANONYMOUS,
     FORMAT_VERSION,
     STREAM_PATHS,
+    WIRE_OUTCOMES,
     format_duration,
 )
 
@@ -89,6 +95,11 @@ TIME_FIELDS = [
     "range",
     "notional_value",
 ]
+# Request headers a step keeps (by their ASGI name): the client's request id, and a
+# one-off fault it asked for (`Prefer: sandbox-fault=...`, docs/faults.md).
+RECORDED_HEADERS = {b"x-request-id": "X-Request-ID", b"prefer": "Prefer"}
+# The request state key where the fault gate notes the fault that fired.
+FAULT_STATE = "sandex.fault"
 # Fields of an answer that hold a secret shown once: never written to a recording.
 SECRET_FIELDS = frozenset({"secret", "client_secret"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -359,7 +370,8 @@ class Recorder:
         self, scope: Scope, raw: bytes, status: int, answer: bytes, started: datetime
     ) -> None:
         method, path = scope["method"], scope["path"]
-        if status == 429:
+        fault = _fault_of(scope)
+        if status == 429 and fault is None:
             self._comment(f"left out: {method} {path} answered 429 (a wall-time rate limit)")
             return
         try:
@@ -399,8 +411,9 @@ class Recorder:
         extra = {}
         if auth is not None:
             extra["Authorization"] = auth
-        if b"x-request-id" in headers:
-            extra["X-Request-ID"] = headers[b"x-request-id"].decode("latin-1")
+        for name, sent in RECORDED_HEADERS.items():
+            if name in headers:
+                extra[sent] = headers[name].decode("latin-1")
         if extra:
             request["headers"] = extra
         if body is not None:
@@ -408,6 +421,19 @@ class Recorder:
 
         if method == "POST" and path == "/v2/sandbox/customers" and isinstance(response, dict):
             self._append(self._new_actor(body, response))
+            return
+        if fault is not None and fault.get("action") in WIRE_OUTCOMES:
+            # What the client got: no answer, or a spoiled one; nothing of it to name.
+            self._append({"request": request, "expect": {"wire": fault["action"]}})
+            return
+        if method == "POST" and path == FAULTS_PATH and status == 200 and isinstance(body, dict):
+            armed: dict[str, Any] = {"fault": self._ids(body)}
+            if actor != ADMIN:
+                armed["actor"] = actor
+            saves = self._capture(response)
+            if saves:
+                armed["save"] = saves
+            self._append(armed)
             return
         if method == "POST" and path == "/v2/sandbox/clock" and status == 200 and actor == ADMIN:
             if isinstance(body, dict) and body.get("advance_seconds") is not None:
@@ -514,6 +540,12 @@ class Recorder:
         if isinstance(value, list):
             return [self._ids(v) for v in value]
         return value
+
+
+def _fault_of(scope: Scope) -> dict[str, Any] | None:
+    """The fault that fired on this request, as the fault gate noted it in its state."""
+    fault = scope.get("state", {}).get(FAULT_STATE)
+    return fault if isinstance(fault, dict) else None
 
 
 def _without_secrets(body: Any) -> tuple[Any, list[str]]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from api_adapter.operations import operation
 from api_adapter.scenarios.targets import (
     BOOTSTRAP_CLIENT,
     BOOTSTRAP_SECRET,
@@ -38,6 +39,7 @@ from engine.tools.scenario_file import (
     AdvanceStep,
     BalancesStep,
     CloseStreamStep,
+    FaultStep,
     MessagesStep,
     OrderStep,
     PriceStep,
@@ -54,6 +56,9 @@ from engine.tools.scenario_file import (
     same_amount,
     substitute,
 )
+
+# Where a fault step arms its rule, as the operation table has it.
+FAULTS_PATH = operation("CreateSandboxFault").path
 
 
 @dataclass
@@ -224,6 +229,8 @@ class Runner:
     def _step(self, step: Any) -> int | None:
         if isinstance(step, RequestStep):
             return self._request(step)
+        if isinstance(step, FaultStep):
+            return self._fault(step)
         if isinstance(step, AdvanceStep):
             return self._advance(step.advance)
         if isinstance(step, SetToStep):
@@ -266,10 +273,28 @@ class Runner:
             self.variables[f"{name}.{key}"] = made[key]
         return r.status_code
 
-    def _request(self, step: RequestStep) -> int:
+    def _fault(self, step: FaultStep) -> int:
+        actor = substitute(step.actor, self.variables) if step.actor else ADMIN
+        body = self._with_clock(step.fault)
+        r = self._send("POST", FAULTS_PATH, actor=actor, body=body)
+        _expect_ok(r)
+        armed = r.json()
+        diffs: list[str] = []
+        for name, where in step.save.items():
+            try:
+                self.variables[name] = extract(armed, where)
+            except KeyError:
+                diffs.append(f"save {name}: the armed rule has no {where}")
+        if diffs:
+            raise _Mismatch(diffs, r.status_code)
+        return r.status_code
+
+    def _request(self, step: RequestStep) -> int | None:
         req = step.request
         path = self._with_clock(req.path)
         actor = substitute(req.actor, self.variables) if req.actor else None
+        if step.expect.wire is not None:
+            return self._spoiled(step, path, actor)
         r = self._send(
             req.method,
             path,
@@ -299,6 +324,26 @@ class Runner:
                 diffs.append(f"detail: {body['detail']}")
             raise _Mismatch(diffs, r.status_code)
         return r.status_code
+
+    def _spoiled(self, step: RequestStep, path: str, actor: str | None) -> int | None:
+        """A request whose answer a wire fault should spoil: what the client got, compared
+        with the outcome expected."""
+        req = step.request
+        sent = dict(self._with_clock(req.headers) or {})
+        who = actor or self.default_actor
+        if who != ANONYMOUS and not any(k.lower() == "authorization" for k in sent):
+            sent["Authorization"] = f"Bearer {self._token(who, req.scopes)}"
+        kwargs: dict[str, Any] = {"headers": sent}
+        query = self._with_clock(req.query)
+        if query:
+            kwargs["params"] = query
+        body = self._with_clock(req.body)
+        if body is not None:
+            kwargs["json"] = body
+        got, status = wire_outcome(self.http, req.method, path, kwargs)
+        if got != step.expect.wire:
+            raise _Mismatch([f"wire: expected {step.expect.wire}, got {got}"], status)
+        return status
 
     def _advance(self, delta: timedelta) -> int | None:
         if self.clock_mode == "wall":
@@ -415,6 +460,31 @@ class Runner:
         return None
 
 
+def wire_outcome(
+    http: httpx.Client, method: str, path: str, kwargs: dict[str, Any]
+) -> tuple[str, int | None]:
+    """What the client got, as a wire fault's outcome (`drop`, `reset`, `empty`,
+    `truncate`) or `an answer N`, and the status line's status if one came. In-process
+    the app's stand-in for the connection (`api_adapter.wire_faults`) raises what a
+    connection would and announces a truncated body's whole length."""
+    try:
+        with http.stream(method, path, **kwargs) as r:
+            try:
+                content = r.read()
+            except httpx.TransportError:  # the status line came, then the body stopped
+                return "truncate", r.status_code
+            announced = r.headers.get("content-length")
+            if announced is not None and announced.isdigit() and int(announced) > len(content):
+                return "truncate", r.status_code
+            if r.status_code == 200 and not content:
+                return "empty", r.status_code
+            return f"an answer {r.status_code}", r.status_code
+    except httpx.RemoteProtocolError:  # the connection ended before any answer
+        return "drop", None
+    except (httpx.ReadError, httpx.WriteError):  # reset (ECONNRESET, EPIPE) before any answer
+        return "reset", None
+
+
 def message_diffs(
     wanted: list[Any], got: list[Any], *, mode: str = "subset", ignore: list[str] | None = None
 ) -> list[str]:
@@ -463,6 +533,14 @@ def _label(step: Any) -> str:
     if isinstance(step, RequestStep):
         who = f" as {step.request.actor}" if step.request.actor else ""
         return f"{step.request.method} {step.request.path}{who}{note}"
+    if isinstance(step, FaultStep):
+        rule = step.fault
+        match: dict[str, Any] = rule["match"] if isinstance(rule.get("match"), dict) else {}
+        action: dict[str, Any] = rule["action"] if isinstance(rule.get("action"), dict) else {}
+        what = match.get("operation") or f"{match.get('method', '')} {match.get('path', '')}"
+        who = f" as {step.actor}" if step.actor else ""
+        kind = ",".join(action)
+        return f"fault {str(what).strip()} {rule.get('when', 'before')} {kind}{who}{note}"
     if isinstance(step, AdvanceStep):
         return f"advance {format_duration(step.advance)}{note}"
     if isinstance(step, SetToStep):

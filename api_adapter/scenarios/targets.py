@@ -93,7 +93,19 @@ class _ASGI(httpx.BaseTransport):
 
     def __init__(self, app: Any) -> None:
         self.loop = asyncio.new_event_loop()
-        self.inner = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self.app = app
+        self.inner = httpx.ASGITransport(app=self._connection, raise_app_exceptions=False)
+        self._lost: list[httpx.TransportError] = []
+
+    async def _connection(self, scope: Any, receive: Any, send: Any) -> None:
+        """The app, whose transport errors (a wire fault's stand-in for a dropped or reset
+        connection, `api_adapter.wire_faults`) reach the caller as a connection's would;
+        any other error of the app is answered 500, as a server does."""
+        try:
+            await self.app(scope, receive, send)
+        except httpx.TransportError as exc:
+            self._lost.append(exc)
+            raise
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         async def call() -> httpx.Response:
@@ -102,6 +114,8 @@ class _ASGI(httpx.BaseTransport):
             )
             answer = await self.inner.handle_async_request(forwarded)
             content = await answer.aread()
+            if self._lost:
+                raise self._lost.pop()
             return httpx.Response(answer.status_code, headers=answer.headers, content=content)
 
         return self.loop.run_until_complete(call())

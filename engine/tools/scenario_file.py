@@ -15,10 +15,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from engine.config.settings import Settings
 from engine.config.yaml_errors import describe as describe_yaml_error
+from engine.domain.sandbox_faults import WIRE_ACTIONS
 from engine.kernel.clock import format_time, parse_time, to_millis
 
 FORMAT_VERSION = 1
@@ -129,13 +137,34 @@ class Request(_Model):
         return v
 
 
+# What a client sees of an answer a wire fault spoiled (docs/faults.md), named as the
+# fault's action: no answer and the connection closed (`drop`) or reset (`reset`), a 200
+# with an empty body (`empty`), or a 200 whose body stops short (`truncate`).
+WIRE_OUTCOMES = WIRE_ACTIONS
+
+
 class Expect(_Model):
     status: int = 200
+    # A wire fault's outcome instead of an answer; then neither status nor body is given.
+    wire: str | None = None
     # Absent: the body is not checked.
     body: Any = None
     match: Literal["subset", "exact"] = "subset"
     # Fields neither compared nor required: a bare name at any depth, or a dotted path.
     ignore: list[str] = Field(default_factory=list)
+
+    @field_validator("wire")
+    @classmethod
+    def _wire(cls, v: str | None) -> str | None:
+        if v is not None and v not in WIRE_OUTCOMES:
+            raise ValueError(f"wire {v!r} invalid: one of {', '.join(WIRE_OUTCOMES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _wire_alone(self) -> Expect:
+        if self.wire is not None and ({"status", "body"} & self.model_fields_set):
+            raise ValueError("expect wire stands alone: a spoiled answer has no status or body")
+        return self
 
 
 class RequestStep(_Model):
@@ -143,6 +172,23 @@ class RequestStep(_Model):
     request: Request
     expect: Expect = Field(default_factory=Expect)
     # variable -> dotted path into the response body (`id`, `items.0.id`, `$` = all)
+    save: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _nothing_to_save(self) -> RequestStep:
+        if self.expect.wire is not None and self.save:
+            raise ValueError("a step that expects a wire fault has no answer to save from")
+        return self
+
+
+class FaultStep(_Model):
+    """Arm a fault rule (`POST /v2/sandbox/faults`): `fault` is the rule's body as the API
+    takes it, sent by `actor` (default `admin`: a rule for the whole sandbox; an actor's
+    rule matches only its own calls); `save` names values of the armed rule, its `id`."""
+
+    note: str | None = None
+    fault: dict[str, Any]
+    actor: str | None = None
     save: dict[str, str] = Field(default_factory=dict)
 
 
@@ -274,6 +320,7 @@ class CloseStreamStep(_Model):
 
 Step = (
     RequestStep
+    | FaultStep
     | AdvanceStep
     | SetToStep
     | PriceStep
@@ -286,6 +333,7 @@ Step = (
 )
 _STEP_KINDS: dict[str, type[_Model]] = {
     "request": RequestStep,
+    "fault": FaultStep,
     "advance": AdvanceStep,
     "set_to": SetToStep,
     "price": PriceStep,
