@@ -105,11 +105,61 @@ def _profile_of(scope: Scope, passage: Passage) -> Any:
     return value.get("profile_id") if isinstance(value, dict) else None
 
 
+class _Rules:
+    """One operation's rules, grouped so that a call meets only those that can match it:
+    by owner (the world's rules, each tenant's), then by the value of their first body
+    field (a rule of `{"body": {"market": "ETHUSD"}}` is not met by a BTCUSD order)."""
+
+    __slots__ = ("armed", "groups")
+
+    def __init__(self) -> None:
+        self.armed: list[Rule] = []  # in the order they were armed
+        self.groups: dict[str | None, tuple[list[Rule], dict[str, dict[Any, list[Rule]]]]] = {}
+
+    def regroup(self) -> None:
+        self.armed.sort(key=lambda r: r.position)
+        groups: dict[str | None, tuple[list[Rule], dict[str, dict[Any, list[Rule]]]]] = {}
+        for rule in self.armed:
+            plain, keyed = groups.setdefault(rule.owner, ([], {}))
+            if rule.body and _hashable(rule.body[0][1]):
+                name, value = rule.body[0]
+                keyed.setdefault(name, {}).setdefault(value, []).append(rule)
+            else:
+                plain.append(rule)
+        self.groups = groups
+
+    def candidates(self, scope: Scope, passage: Passage) -> list[Rule]:
+        """The rules that may match the call, in the order they were armed."""
+        who = passage.principal
+        owners: tuple[str | None, ...] = (None,) if who is None else (None, who.customer_id)
+        found: list[Rule] = []
+        for owner in owners:
+            group = self.groups.get(owner)
+            if group is None:
+                continue
+            plain, keyed = group
+            found += plain
+            if keyed:
+                value = body_value(scope)
+                if isinstance(value, dict):
+                    for name, by_value in keyed.items():
+                        wanted = value.get(name)
+                        if _hashable(wanted):
+                            found += by_value.get(wanted, ())
+        if len(found) > 1:
+            found.sort(key=lambda r: r.position)
+        return found
+
+
+def _hashable(value: Any) -> bool:
+    return not isinstance(value, dict | list)
+
+
 class FaultIndex:
     """The armed rules by operation id, in the order they were armed."""
 
     def __init__(self) -> None:
-        self.by_operation: dict[str, list[Rule]] = {}
+        self.by_operation: dict[str, _Rules] = {}
         self._operation_of: dict[str, str] = {}
         self.after = 0  # how many rules act after the call: the layer's cue
 
@@ -125,9 +175,9 @@ class FaultIndex:
     def add(self, view: dict[str, Any]) -> None:
         rule = Rule.of(view)
         operation = view["match"]["operation"]
-        rules = self.by_operation.setdefault(operation, [])
-        rules.append(rule)
-        rules.sort(key=lambda r: r.position)
+        rules = self.by_operation.setdefault(operation, _Rules())
+        rules.armed.append(rule)
+        rules.regroup()
         self._operation_of[rule.id] = operation
         self.after += rule.when == "after"
 
@@ -137,12 +187,13 @@ class FaultIndex:
             if operation is None:
                 continue
             rules = self.by_operation[operation]
-            for rule in rules:
+            for rule in rules.armed:
                 if rule.id == rule_id:
-                    rules.remove(rule)
+                    rules.armed.remove(rule)
+                    rules.regroup()
                     self.after -= rule.when == "after"
                     break
-            if not rules:
+            if not rules.armed:
                 del self.by_operation[operation]
 
 
@@ -190,7 +241,7 @@ class FaultGate:
             return self._before(scope, passage, DecideFault(operation=op_id, template=template))
         before: list[str] = []
         after: list[str] = []
-        for rule in rules or ():
+        for rule in rules.candidates(scope, passage) if rules is not None else ():
             if rule.matches(scope, passage):
                 (before if rule.when == "before" else after).append(rule.id)
         if after:
