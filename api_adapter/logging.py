@@ -117,6 +117,7 @@ class RequestLog:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            ms = (time.perf_counter() - started) * 1000
             log.info(
                 "request",
                 method=scope["method"],
@@ -124,10 +125,10 @@ class RequestLog:
                 # it to root_path); the default world's have none
                 path=scope.get("root_path", "") + scope["path"],
                 status=status,
-                ms=round((time.perf_counter() - started) * 1000, 2),
+                ms=round(ms, 2),
                 client_id=state.get("client_id"),
             )
             _REQUEST_ID.reset(bound)
             if recent is not None:
                 CAUSED.reset(keeping)
-                recent.record(scope, state, status, at, started, caused)
+                recent.record(scope, state, status, at, ms, caused)

@@ -12,8 +12,8 @@ It lives in memory, beside the world's app (a world's own, dropped with it), bou
 `request_log_size` entries, the oldest dropped first. Entries are numbered from 1 in
 the order they were answered, and kept in that order, all of them in one deque and each
 caller's again in its own, so that a page, newest first, starts with a bisection by
-number and the next page's cursor is a number: keyset paging that new requests never
-shift. Recording costs an object and two appends, no I/O. It is not the event log: it
+number and the next page's cursor seals a number: keyset paging that new requests
+never shift. Recording costs an object and two appends, no I/O. It is not the event log: it
 does not survive a restart, an unload of the world, nor a replay (the faults that fire
 are events of the log themselves).
 """
@@ -21,9 +21,8 @@ are events of the log themselves).
 from __future__ import annotations
 
 import bisect
-import time
 from collections import deque
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -75,7 +74,7 @@ class Entry:
         status: int,
         problem_type: str | None,
         fault: dict[str, Any] | None,
-        caused: list[tuple[int, int]],
+        caused: Sequence[tuple[int, int]],
         ms: float,
         request_id: str,
         client_id: str | None,
@@ -124,6 +123,10 @@ def statuses_of(text: str | None) -> tuple[int, int] | None:
     raise Invalid("status invalid: must be a status (100 to 599) or a class (4xx)", field="status")
 
 
+# What most requests caused, shared rather than an empty list each.
+_NOTHING: tuple[tuple[int, int], ...] = ()
+
+
 def _id_of(entry: Entry) -> int:
     return entry.id
 
@@ -152,11 +155,11 @@ class RecentRequests:
         state: dict[str, Any],
         status: int,
         at: datetime,
-        started: float,
+        ms: float,
         caused: list[tuple[int, int]],
     ) -> None:
         """Keep a request just answered with `status`: `at` the engine time it arrived,
-        `started` its perf_counter then, `caused` its commands' log positions."""
+        `ms` how long it took, `caused` its commands' log positions."""
         if not self.size:
             return
         op = state.get(OPERATION)
@@ -173,9 +176,8 @@ class RecentRequests:
             customer = self.identify(authorization) if authorization else None
         else:
             customer = state.get(CALLER)
-        self.last_id += 1
         entry = Entry(
-            self.last_id,
+            self.last_id + 1,
             at,
             scope["method"],
             scope.get("root_path", "") + scope["path"],
@@ -183,8 +185,8 @@ class RecentRequests:
             status,
             state.get(PROBLEM_TYPE),
             state.get(FAULT),
-            caused,
-            (time.perf_counter() - started) * 1000,
+            caused or _NOTHING,
+            ms,
             state.get("request_id", ""),
             None if customer is None else customer[1],
             None if customer is None else customer[0],
@@ -193,6 +195,7 @@ class RecentRequests:
 
     def add(self, entry: Entry) -> None:
         """Append `entry` (numbered after the last), dropping the oldest past `size`."""
+        self.last_id = entry.id
         kept = self._all
         if len(kept) >= self.size:
             old = kept.popleft()

@@ -89,7 +89,6 @@ def serve(db: Path, port: int, fill: int) -> None:
                 client_id, customer_id,
             )
         )  # fmt: skip
-        recent.last_id += 1
     listener = listen("127.0.0.1", port)
     options = {"log_config": None, "access_log": False, **uvicorn_options(settings)}
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -92,7 +93,7 @@ def get_event(
 
 
 def ids_caused(
-    reads: ReadConnections, asked: list[tuple[str, list[tuple[int, int]]]]
+    reads: ReadConnections, asked: Sequence[tuple[str, Sequence[tuple[int, int]]]]
 ) -> list[list[str]]:
     """The ids of the events in each customer's feed that the log positions of each
     (customer id, [(first, last), ...]) of `asked` produced, in feed order: what a
