@@ -157,9 +157,11 @@ def first_pages(folder: Path, rounds: int, fill: int, count: int) -> None:
 
 
 def orders(folder: Path, rounds: int, seconds: int, warmup: int, conns: int) -> None:
+    # Still prices: the order bodies' takers stay within the taker band of the mid price.
+    still = {"market_volatility": "0"}
     with (
-        serving(folder, "none", request_log_size=0) as none,
-        serving(folder, "kept", request_log_size=100_000) as kept,
+        serving(folder, "none", request_log_size=0, **still) as none,
+        serving(folder, "kept", request_log_size=100_000, **still) as kept,
     ):
         sides = [default_world(none), default_world(kept)]
         for side in sides:
