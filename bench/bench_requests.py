@@ -13,10 +13,10 @@
   parent asks for the page `--requests` times on one keep-alive connection after a
   warm-up: p50 and p99 of the round; the line is the median of the rounds [min–max]. A
   tenant's first page (its own entries among everyone's) is measured alike.
-- `orders`: what keeping the log costs the hot path: HTTP orders/s (wrk, 32 connections)
-  on a server that keeps 100,000 requests over one that keeps none
-  (`request_log_size: 0`), both running, rounds back to back, the one that goes first
-  alternating: the ratio per round, median [min–max].
+- `orders`: what keeping the log costs the hot path: HTTP orders/s (wrk, 32 connections,
+  the HTTP bench's bodies, prices still) on a server that keeps 100,000 requests over one
+  that keeps none (`request_log_size: 0`), both running, rounds back to back, the one
+  that goes first alternating: the ratio per round, median [min–max].
 """
 
 from __future__ import annotations
