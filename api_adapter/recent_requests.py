@@ -41,6 +41,9 @@ FAULT = "sandex.fault"
 CALLER = "sandex.caller"
 # The operation whose own requests are not kept: reading the list does not change it.
 LISTING = "ListSandboxRequests"
+# The most characters of a path an entry keeps: a long URL (up to `max_url_bytes`) held
+# a hundred thousand times over would be the server's memory, not a record.
+MAX_PATH = 1024
 # The classes of status a `status` filter may name besides a status ("4xx").
 _CLASSES = {f"{digit}xx": (digit * 100, digit * 100 + 99) for digit in range(1, 6)}
 
@@ -180,7 +183,7 @@ class RecentRequests:
             self.last_id + 1,
             at,
             scope["method"],
-            scope.get("root_path", "") + scope["path"],
+            (scope.get("root_path", "") + scope["path"])[:MAX_PATH],
             operation,
             status,
             state.get(PROBLEM_TYPE),

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_adapter.pipeline import Passage
+from api_adapter.recent_requests import MAX_PATH
 from api_adapter.worlds.dispatch import WorldDispatch
 from tests.support.trading_helpers import PROBLEMS, limit, place, placed, still
 from tests.support.transfer_helpers import problem
@@ -174,6 +175,14 @@ def test_a_tenant_sees_only_its_own_requests_and_the_bootstrap_client_all(
     everything = orjson.dumps(_all(sandbox))
     for secret in (made_a["client_secret"], made_b["client_secret"], "sandex-secret"):
         assert secret.encode() not in everything
+
+
+def test_an_entry_keeps_a_bounded_part_of_a_long_path(sandbox: Any) -> None:
+    long = "/v2/" + "x" * 8000
+    assert sandbox.get(long).status_code == 404
+    entry = _page(sandbox, limit=1)["items"][0]
+    assert entry["status"] == 404 and len(entry["path"]) == MAX_PATH
+    assert long.startswith(entry["path"].removeprefix(sandbox.http.base_url.path.rstrip("/")))
 
 
 def test_filters_and_refusals_name_their_field(sandbox: Any) -> None:
