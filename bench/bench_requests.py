@@ -1,7 +1,7 @@
 """Issue 31's request log figures, through HTTP against sandex's own server.
 
     python bench/bench_requests.py [--rounds 5] [--fill 100000] [--requests 200]
-                                   [--seconds 3] [--warmup 1] [--only first orders]
+                                   [--seconds 3] [--warmup 1] [--only first layer orders]
 
 - `first`: `GET /v2/sandbox/requests`, its first page (100 entries, the bootstrap
   client's: everyone's), at `--fill` recorded requests. Each round starts a server
@@ -13,6 +13,8 @@
   parent asks for the page `--requests` times on one keep-alive connection after a
   warm-up: p50 and p99 of the round; the line is the median of the rounds [min–max]. A
   tenant's first page (its own entries among everyone's) is measured alike.
+- `layer`: the access log layer's own time per request with a full request log and
+  without, in this process, paired and alternating: what recording adds.
 - `orders`: what keeping the log costs the hot path: HTTP orders/s (wrk, 32 connections,
   the HTTP bench's bodies, prices still) on a server that keeps 100,000 requests over one
   that keeps none (`request_log_size: 0`), both running, rounds back to back, the one
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -175,6 +178,64 @@ def orders(folder: Path, rounds: int, seconds: int, warmup: int, conns: int) -> 
         )
 
 
+def layer(rounds: int, count: int) -> None:
+    """The access log layer's own time per request, in this process, with the request
+    log (a full one, on a wall clock) and without: rounds back to back, the side that
+    goes first alternating, the difference per round."""
+    import asyncio
+
+    from api_adapter.auth import Principal
+    from api_adapter.logging import RequestLog, configure
+    from api_adapter.operations import operation
+    from api_adapter.pipeline import OPERATION, PASSED, Passage
+    from api_adapter.recent_requests import RecentRequests
+    from engine.kernel.clock import WallClock
+
+    configure(json_lines=True, level="WARNING")
+    op = operation("CreateOrder")
+    passage = Passage(op, Principal("customer", "client", frozenset()))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        scope["state"][OPERATION] = op  # as the pipeline leaves them
+        scope["state"][PASSED] = passage
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def nothing(message: Any) -> None:
+        return None
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b""}
+
+    async def per_request(middleware: Any) -> float:
+        started = time.perf_counter()
+        for _ in range(count):
+            scope = {"type": "http", "method": "POST", "path": "/v2/profiles/default/orders"}
+            scope["headers"] = [(b"authorization", b"Bearer x")]
+            await middleware(scope, receive, nothing)
+        return (time.perf_counter() - started) / count * 1e6
+
+    recent = RecentRequests(100_000, WallClock(), lambda _: None)
+    sides = {"without": RequestLog(app), "with": RequestLog(app, recent)}
+    got: dict[str, list[float]] = {"without": [], "with": []}
+
+    async def rounds_of() -> None:
+        await per_request(sides["with"])  # fills the log: every later append drops one
+        for _ in range(99_999 // count):
+            await per_request(sides["with"])
+        for i in range(rounds):
+            for name in ("without", "with") if i % 2 == 0 else ("with", "without"):
+                got[name].append(await per_request(sides[name]))
+
+    asyncio.run(rounds_of())
+    added = [b - a for a, b in zip(got["without"], got["with"], strict=True)]
+    print(
+        f"access log layer per request, in process, µs: with the request log (full)"
+        f" {spread(got['with'])}; without {spread(got['without'])}; added {spread(added)}"
+        f" ({rounds} rounds of {count:,} requests)"
+    )
+
+
 def main() -> int:
     if len(sys.argv) == 5 and sys.argv[1] == "--serve":
         serve(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
@@ -186,7 +247,7 @@ def main() -> int:
     p.add_argument("--seconds", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--connections", type=int, default=32)
-    p.add_argument("--only", nargs="*", default=["first", "orders"])
+    p.add_argument("--only", nargs="*", default=["first", "layer", "orders"])
     args = p.parse_args()
     print(f"machine: {machine()}; load average at the start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="sandex-bench-requests-") as tmp:
@@ -194,6 +255,8 @@ def main() -> int:
         os.environ["SANDEX_STATE_DIR"] = str(folder / "state")
         if "first" in args.only:
             first_pages(folder, args.rounds, args.fill, args.requests)
+        if "layer" in args.only:
+            layer(args.rounds, 20_000)
         if "orders" in args.only:
             orders(folder, args.rounds, args.seconds, args.warmup, args.connections)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
