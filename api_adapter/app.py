@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -14,6 +16,7 @@ from api_adapter.logging import RequestLog
 from api_adapter.middleware.body_guard import BodyGuard
 from api_adapter.middleware.fast_lane import FastLane
 from api_adapter.rate_limits import RateLimiter
+from api_adapter.recent_requests import RecentRequests
 from api_adapter.responses import JSONResponse
 from api_adapter.routes import (
     accounts,
@@ -34,6 +37,7 @@ from api_adapter.routes import (
     profiles,
     quotes,
     sandbox,
+    sandbox_requests,
     snapshots,
     token,
     transfer_limits,
@@ -59,6 +63,7 @@ ROUTERS += [transfer_limits.router]
 ROUTERS += [identities.router, accounts.router]
 ROUTERS += [quotes.router, prices.router]
 ROUTERS += [fiat_accounts.router]
+ROUTERS += [sandbox_requests.router]
 ROUTERS += [worlds.router]
 
 
@@ -124,6 +129,10 @@ def create_app(
     app.state.faults = faults.FaultIndex()
     faults.reload(app.state)
     app.state.gates = (faults.FaultGate(app.state),) if fault_gate else ()
+    # The world's recent requests (GET /v2/sandbox/requests), kept by the access log.
+    app.state.requests = RecentRequests(
+        settings.request_log_size, engine.clock, partial(_identify, app.state)
+    )
     # The server's other worlds, kept by the default world's `World` (api_adapter/worlds);
     # none in a world's own app, where the worlds operations are 404.
     app.state.worlds = None
@@ -143,9 +152,18 @@ def create_app(
     app.add_middleware(
         BodyGuard, max_body_bytes=settings.max_body_bytes, strict_fields=settings.strict_fields
     )
-    app.add_middleware(RequestLog)
+    app.add_middleware(RequestLog, recent=app.state.requests)
     # Outside even Starlette's error middleware: an in-process wire fault's exception
     # reaches the client's transport, not the app's 500 handler (wire_faults.WireFaults).
     build = app.build_middleware_stack
     app.build_middleware_stack = lambda: WireFaults(build())  # type: ignore[method-assign]
     return app
+
+
+def _identify(app_state: Any, authorization: str) -> tuple[str, str] | None:
+    """The caller (customer id, client id) of a valid bearer token, else None."""
+    try:
+        who = auth.principal_of(app_state.tokens, app_state.clients, authorization)
+    except problems.AuthError:
+        return None
+    return who.customer_id, who.client_id

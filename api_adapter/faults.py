@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_adapter import wire_faults
 from api_adapter.middleware.body_guard import body_value
-from api_adapter.pipeline import Passage
+from api_adapter.pipeline import FIRED, Passage
 from api_adapter.problem_types import title_for
 from api_adapter.problems import FaultProblem, render
 from api_adapter.writer_bridge import actor_of, submit
@@ -39,8 +39,6 @@ from engine.kernel.errors import LogFull
 # The environment variable that starts `sandex serve` without the fault gate when "1":
 # the baseline bench_faults measures the gate against (docs/faults.md); not a setting.
 NO_FAULT_GATE = "SANDEX_NO_FAULT_GATE"
-# The request state's key of what fired: {"rule_id", "template", "when", "action"}.
-FIRED = "sandex.fault"
 # The request state's key of the `after` rules a call matched, decided once answered.
 _AFTER = "sandex.fault_after"
 # The request state's key of the template a `Prefer` header names (FaultLayer notes it).

@@ -10,10 +10,15 @@ import random
 import sys
 import time
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api_adapter.writer_bridge import CAUSED
+
+if TYPE_CHECKING:
+    from api_adapter.recent_requests import RecentRequests
 
 # The request id of the request being served: a context variable of its own, set per
 # request (a task of its own), read by `_add_request_id` into every line logged meanwhile.
@@ -67,10 +72,13 @@ def new_request_id() -> str:
 class RequestLog:
     """Pure ASGI middleware: request id in, one access line out, no body buffering.
     Headers that inner layers put in the request's state as `response_headers` (the
-    rate limiter's) are added to the answer, whoever renders it."""
+    rate limiter's) are added to the answer, whoever renders it. With `recent` (the
+    world's `recent_requests.RecentRequests`), each answered request is kept there too,
+    with what its commands caused (`writer_bridge.CAUSED`)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, recent: RecentRequests | None = None) -> None:
         self.app = app
+        self.recent = recent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -86,6 +94,11 @@ class RequestLog:
         state["request_id"] = request_id
         state["client_request_id"] = given
         bound = _REQUEST_ID.set(request_id)
+        recent = self.recent
+        if recent is not None:
+            at = recent.clock.now()
+            caused: list[tuple[int, int]] = []
+            keeping = CAUSED.set(caused)
         started = time.perf_counter()
         status = 500
 
@@ -104,6 +117,7 @@ class RequestLog:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            ms = (time.perf_counter() - started) * 1000
             log.info(
                 "request",
                 method=scope["method"],
@@ -111,7 +125,10 @@ class RequestLog:
                 # it to root_path); the default world's have none
                 path=scope.get("root_path", "") + scope["path"],
                 status=status,
-                ms=round((time.perf_counter() - started) * 1000, 2),
+                ms=round(ms, 2),
                 client_id=state.get("client_id"),
             )
             _REQUEST_ID.reset(bound)
+            if recent is not None:
+                CAUSED.reset(keeping)
+                recent.record(scope, state, status, at, ms, caused)

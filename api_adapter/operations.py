@@ -461,6 +461,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "sandbox:write_customer",
         answer=shapes.SandboxReset,
     ),
+    # the world's recent requests (docs/faults.md): each tenant its own, the bootstrap
+    # client everyone's
+    Operation(
+        "ListSandboxRequests",
+        "GET",
+        "/v2/sandbox/requests",
+        "sandbox:read_requests",
+        answer=shapes.ListSandboxRequestsResponse,
+    ),
     # webhooks
     Operation(
         "RegisterSandboxWebhook",

@@ -7,10 +7,10 @@ what `problems.render` answers: the rate limit (a 429 with `Retry-After`), then 
 bearer token (401) and its scope (403). The request's `Passage` (its operation and
 caller) is kept in its ASGI state, so a request the lane hands on to the app (a body
 its model refuses, an answer only the route shapes) is neither charged nor checked
-twice; the route's `Caller` dependency reads the caller from it. The gates that come
-after the caller is known (issue 31's faults, its request log) are the app's
-`state.gates`, each called with the request's scope and passage: the fault gate
-(api_adapter.faults) by default.
+twice; the route's `Caller` dependency reads the caller from it, and the request log
+(`recent_requests`) its operation and caller. The gates that come after the caller is
+known are the app's `state.gates`, each called with the request's scope and passage:
+the fault gate (api_adapter.faults) by default.
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ from api_adapter.response_shapes import ok
 
 # The ASGI state key of a request's Passage.
 PASSED = "sandex.passage"
+# The ASGI state key of what the fault gate fired on a request (api_adapter.faults), which
+# the request log shows: {"rule_id", "template", "when", "action"}.
+FIRED = "sandex.fault"
+# The ASGI state key of a request's operation, known before any gate may refuse it (the
+# request log names the operation of a refused request too).
+OPERATION = "sandex.operation"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,7 @@ async def run_gates(
     passed: Passage | None = state.get(PASSED)
     if passed is not None:
         return passed
+    state[OPERATION] = op
     rate_limit(app_state, scope, op)
     passage = state[PASSED] = Passage(op, bearer(app_state, scope, op, authorization))
     for gate in app_state.gates:

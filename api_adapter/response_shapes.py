@@ -659,6 +659,45 @@ class SandboxWorldDeleted(Shape):
     deleted: bool
 
 
+class SandboxRequestFault(Shape):
+    rule_id: Annotated[str | None, Field(description="the fault rule that fired")] = None
+    template: Annotated[
+        str | None, Field(description="the Prefer header's template that fired, if one did")
+    ] = None
+    when: Annotated[str | None, Field(examples=["before"])] = None
+    action: Annotated[str | None, Field(examples=["problem"])] = None
+
+
+class SandboxRequest(Shape):
+    """One request of the world, as it was answered (docs/faults.md)."""
+
+    id: Annotated[int, Field(description="numbered in the order answered, from 1")]
+    request_id: Annotated[str, Field(description="the X-Request-ID it was answered with")]
+    time: Annotated[Time, Field(description="engine time when it arrived")]
+    method: Annotated[str, Field(examples=["POST"])]
+    path: Annotated[str, Field(examples=["/v2/profiles/5f8a2a3c/orders"])]
+    operation: Annotated[
+        str | None,
+        Field(description="its operationId; absent for a path no operation serves"),
+    ] = None
+    status: Annotated[int, Field(examples=[200])]
+    problem_type: Annotated[
+        str | None, Field(description="the type of the problem it was answered with")
+    ] = None
+    fault: SandboxRequestFault | None = None
+    events: Annotated[
+        list[Id],
+        Field(description="the events it caused in its caller's feed (GET /v2/events/{id})"),
+    ]
+    duration_ms: Annotated[float, Field(examples=[1.25])]
+    client_id: Annotated[str | None, Field(description="its caller, when known")] = None
+
+
+class ListSandboxRequestsResponse(Shape):
+    items: list[SandboxRequest]
+    next_page_cursor: str | None = None
+
+
 class SandboxReset(Shape):
     position: int
     reset_at: Time

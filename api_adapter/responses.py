@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 from starlette.responses import Response
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
 from api_adapter.problem_types import problem_body
 
@@ -27,11 +27,23 @@ async def send_json(send: Send, content: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+# The ASGI state key of the type of the problem a request was answered with (the
+# request log shows it without reading the answer's body).
+PROBLEM_TYPE = "sandex.problem_type"
+
+
 class ProblemResponse(Response):
     media_type = "application/problem+json"
+    problem_type = "about:blank"
 
     def render(self, content: Any) -> bytes:
+        if isinstance(content, dict):
+            self.problem_type = content.get("type", "about:blank")
         return orjson.dumps(content)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope.setdefault("state", {})[PROBLEM_TYPE] = self.problem_type
+        await super().__call__(scope, receive, send)
 
 
 def problem(

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import weakref
 from collections import deque
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
@@ -64,53 +65,62 @@ async def count_poll(request: Request, who: Principal, item_id: str) -> None:
         await run(request, CountPoll(actor=actor(request, who), item_id=item_id))
 
 
+# The first and last log position of each decision the request being served caused, a
+# list the request log sets per request (None: nobody keeps them).
+Caused = list[tuple[int, int]]
+CAUSED: ContextVar[Caused | None] = ContextVar("sandex_caused", default=None)
+
+
 def submit(engine: Engine, command: Command) -> asyncio.Future[Any]:
     """The answer to `command`, to be awaited on the running loop."""
     loop = asyncio.get_running_loop()
     bridge = _bridges.get(loop)
     if bridge is None:
         bridge = _bridges[loop] = _Bridge(loop)
-    return bridge.submit(engine, command)
+    return bridge.submit(engine, command, CAUSED.get())
+
+
+# A command handed over: its waiter, and its request's list of what it caused.
+_Entry = tuple[Command, asyncio.Future[Any], Caused | None]
 
 
 class _Bridge:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.outbox: list[tuple[Engine, Command, asyncio.Future[Any]]] = []
-        self.inbox: deque[tuple[list[asyncio.Future[Any]], Batch]] = deque()
+        self.outbox: list[tuple[Engine, _Entry]] = []
+        self.inbox: deque[tuple[list[_Entry], Batch]] = deque()
         self.waking = False
 
-    def submit(self, engine: Engine, command: Command) -> asyncio.Future[Any]:
+    def submit(
+        self, engine: Engine, command: Command, caused: Caused | None
+    ) -> asyncio.Future[Any]:
         waiter = self.loop.create_future()
         if not self.outbox:
             self.loop.call_soon(self._flush)
-        self.outbox.append((engine, command, waiter))
+        self.outbox.append((engine, (command, waiter, caused)))
         return waiter
 
     def _flush(self) -> None:
         outbox, self.outbox = self.outbox, []
-        per_engine: dict[Engine, list[tuple[Command, asyncio.Future[Any]]]] = {}
-        for engine, command, waiter in outbox:
-            per_engine.setdefault(engine, []).append((command, waiter))
+        per_engine: dict[Engine, list[_Entry]] = {}
+        for engine, entry in outbox:
+            per_engine.setdefault(engine, []).append(entry)
         for engine, entries in per_engine.items():
             self._hand_over(engine, entries)
 
-    def _hand_over(
-        self, engine: Engine, entries: list[tuple[Command, asyncio.Future[Any]]]
-    ) -> None:
+    def _hand_over(self, engine: Engine, entries: list[_Entry]) -> None:
         """One queue operation and one future for the turn's commands to `engine`."""
-        waiters = [waiter for _, waiter in entries]
         try:
-            batch = engine.submit_many([command for command, _ in entries])
+            batch = engine.submit_many([entry[0] for entry in entries])
         except BaseException as exc:  # noqa: BLE001 - the callers get it, not the loop
-            for waiter in waiters:
+            for _, waiter, _ in entries:
                 waiter.set_exception(exc)
             return
-        batch.add_done_callback(partial(self._answered, waiters))
+        batch.add_done_callback(partial(self._answered, entries))
 
-    def _answered(self, waiters: list[asyncio.Future[Any]], batch: Batch) -> None:
+    def _answered(self, entries: list[_Entry], batch: Batch) -> None:
         """Run by whoever answers (the writer thread): queue it, wake the loop once."""
-        self.inbox.append((waiters, batch))
+        self.inbox.append((entries, batch))
         if not self.waking:
             self.waking = True
             # a closed loop: nobody awaits the answer any more
@@ -121,12 +131,14 @@ class _Bridge:
         self.waking = False  # before draining: an answer queued from now on wakes again
         inbox = self.inbox
         while inbox:
-            waiters, batch = inbox.popleft()
-            values, errors = batch.result(), batch.errors
-            for i, waiter in enumerate(waiters):
+            entries, batch = inbox.popleft()
+            values, errors, positions = batch.result(), batch.errors, batch.positions
+            for i, (_, waiter, caused) in enumerate(entries):
+                error = errors.get(i) if errors else None
+                if caused is not None and error is None and i in positions:
+                    caused.append(positions[i])  # committed, whether or not it is awaited
                 if waiter.done():  # the request was cancelled; its command was still decided
                     continue
-                error = errors.get(i) if errors else None
                 if error is None:
                     waiter.set_result(values[i])
                 else:

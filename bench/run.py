@@ -431,6 +431,33 @@ BENCHES = {
         },
         timeout=900,
     ),
+    # issue 31: the request log through HTTP, each figure's rounds in one process
+    "requests": Bench(
+        "bench_requests.py",
+        ["--rounds", "5", "--fill", "100000"],
+        ["--rounds", "1", "--fill", "5000", "--requests", "20", "--seconds", "1"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                ("first_p50", r"first page at [\d,]+ recorded requests, the bootstrap.*?p50 "),
+                ("first_p99", r"first page at [\d,]+ recorded requests, the bootstrap.*?p99 "),
+                ("tenant_p50", r"first page at [\d,]+ recorded requests, a tenant.*?p50 "),
+                ("log_ratio", r"request log kept \(100,000\) over none: ratio "),
+                ("kept_rps", r"request log kept \(100,000\) over none: .*?; kept "),
+                ("none_rps", r"request log kept \(100,000\) over none: .*?; none "),
+                ("layer_added", r"access log layer per request, .*?; added "),
+                ("layer_without", r"access log layer per request, .*?; without "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ \[{NUM}–"),
+                ("_max", rf"[\d.,]+ \[[\d.,]+–{NUM}\]"),
+            )
+        }
+        | {"fill": rf"first page at {NUM} recorded requests"},
+        timeout=900,
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -789,6 +816,7 @@ def table() -> list[str]:
     rows += postgres_rows(BENCHES["postgres"])
     rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
     rows += faults_rows(BENCHES["faults"])
+    rows += requests_rows(BENCHES["requests"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
@@ -974,6 +1002,69 @@ def postgres_rows(pg: Bench) -> list[list[str]]:
             None if fo is None else fo.median <= 5.0 and fo.high <= 5.0 and not lost,
             "—",
             _verify(pg),
+        )
+    )
+    return rows
+
+
+def requests_rows(rq: Bench) -> list[list[str]]:
+    """Issue 31's request log (bench_requests): its first page at a full log, and what
+    keeping it costs HTTP orders, each the median of its rounds in one process."""
+    rounds = f"{rq.arg('--rounds')} rounds in one process"
+    fill = rq.values("fill")
+    p50 = in_process(rq, "first_p50", rounds)
+    p99 = in_process(rq, "first_p99", rounds)
+    tenant = in_process(rq, "tenant_p50", rounds)
+
+    def ms(x: float) -> str:
+        return f"{x:,.2f} ms"
+
+    rows = [
+        _row(
+            f"`GET /v2/sandbox/requests` first page (100 entries, everyone's) at"
+            f" {fill[0] if fill else 0:,.0f} recorded requests: p50",
+            p50,
+            ms,
+            "—" if tenant is None else f"a tenant's own first page: p50 {ms(tenant.median)}",
+            None,
+            "p50 ≤ 20 ms",
+            None if p50 is None else p50.median <= 20.0,
+            "—" if p99 is None else f"p99 {ms(p99.median)} [{ms(p99.low)}–{ms(p99.high)}]",
+            "—",
+        )
+    ]
+    added = in_process(rq, "layer_added", f"{rq.arg('--rounds')} pairs, alternating, one process")
+    without = in_process(rq, "layer_without", rounds)
+    rows.append(
+        _row(
+            "time the request log adds to a request, in process (the access log layer with a"
+            " full log over without)",
+            added,
+            lambda x: f"{x:,.2f} µs",
+            "—" if without is None else f"the layer without it: {without.median:,.2f} µs",
+            None,
+            "report",
+            None,
+            "—",
+            "—",
+        )
+    )
+    ratio = in_process(rq, "log_ratio", f"{rq.arg('--rounds')} pairs, alternating, one process")
+    kept, none = in_process(rq, "kept_rps", rounds), in_process(rq, "none_rps", rounds)
+    rows.append(
+        _row(
+            "HTTP orders/s keeping the request log (100,000) over keeping none"
+            " (wrk, closed loop, 32 connections)",
+            kept,
+            _rate,
+            "none: "
+            + ("—" if none is None else _rate(none.median))
+            + ("" if ratio is None else f"; ratio min–max {ratio.low:.2f}–{ratio.high:.2f}"),
+            None if ratio is None else ratio.median,
+            "report",
+            None,
+            "—",
+            "—",
         )
     )
     return rows
@@ -1183,6 +1274,18 @@ Notes on the figures:
   gateless server, and beside it orders per second of the server's CPU (from /proc,
   which a busy machine disturbs less), 5 rounds in one process, each round both sides
   back to back, the side that goes first alternating, the ratio per round.
+- **Request log** (issue 31): bench_requests, 5 rounds in one process, each a server
+  process (the bench itself, serving with sandex's listener and protocol) on a fresh
+  database with 10 tenants of 100 deposits each, its request log filled in that process
+  with 100,000 entries each naming one deposit's events; the first page of `GET
+  /v2/sandbox/requests` asked 200 times on one keep-alive connection after 200 warm-up
+  ones, by the bootstrap client (everyone's) and by a tenant (its own); the median of
+  the rounds' p50 and p99 with min–max. What keeping the log costs: the access log
+  layer's time per request in the bench's own process, with a full log over without,
+  each round 20,000 requests a side, the side that goes first alternating; and HTTP orders/s on a
+  `sandex serve` keeping 100,000 requests over one keeping none (`request_log_size: 0`),
+  both up, each round both sides back to back, the side that goes first alternating,
+  the ratio per round.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database; cli: the last database `sandex serve` made;

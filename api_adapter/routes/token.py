@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from api_adapter.auth import Tokens, unb64
 from api_adapter.pipeline import route
 from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
+from api_adapter.recent_requests import CALLER
 from api_adapter.responses import JSONResponse
 from engine.domain.customers import secret_matches
 from engine.read import clients as client_rows
@@ -70,6 +71,7 @@ async def issue_token(request: Request) -> JSONResponse:
     else:
         scopes = list(client["scopes"])
     tokens: Tokens = request.app.state.tokens
+    request.scope["state"][CALLER] = client["customer_id"], client_id  # the request log's
     return JSONResponse(
         {
             "access_token": tokens.issue(client_id, scopes),

@@ -63,6 +63,8 @@ IMPLIED_SCOPES: dict[str, tuple[str, ...]] = {
     # the server's other worlds (docs/worlds.md): its routes admit only the default
     # world's bootstrap customer besides
     "sandbox:worlds": ("sandbox:write_customer",),
+    # a world's recent requests (GET /v2/sandbox/requests), each tenant its own
+    "sandbox:read_requests": ("events:read_event",),
 }
 # Every scope a client may hold: recorded ones, and those granted by implication.
 KNOWN_SCOPES: tuple[str, ...] = (*ALL_SCOPES, *IMPLIED_SCOPES)
@@ -227,6 +229,9 @@ class Settings(BaseModel):
     # decision is recorded whole, so the log may end up to one decision's events past it.
     # None: no limit. A world may choose a lower figure than its server's.
     world_max_events: int | None = Field(default=None, ge=1)
+    # The most requests a world's request log (GET /v2/sandbox/requests) keeps in memory,
+    # the oldest dropped first; 0 keeps none.
+    request_log_size: int = Field(default=100_000, ge=0)
     # Check every invariant after every command (the test suite turns this on).
     assert_invariants: bool = False
 

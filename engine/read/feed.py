@@ -6,7 +6,9 @@ that each event carries."""
 
 from __future__ import annotations
 
+import bisect
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -88,3 +90,35 @@ def get_event(
     if row is None:
         raise NotFound(f"event not found with id {event_id}")
     return _public(row[1], _undelivered(row[0], delivered_through))
+
+
+def ids_caused(
+    reads: ReadConnections, asked: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+) -> list[list[str]]:
+    """The ids of the events in each customer's feed that the log positions of each
+    (customer id, [(first, last), ...]) of `asked` produced, in feed order: what a
+    request caused, as `GET /v2/events/{id}` names it. One query per customer, over the
+    span of all that customer's positions."""
+    spans: dict[str, tuple[int, int]] = {}
+    for customer_id, positions in asked:
+        for first, last in positions:
+            low, high = spans.get(customer_id, (first, last))
+            spans[customer_id] = min(low, first), max(high, last)
+    rows: dict[str, tuple[list[int], list[str]]] = {}
+    for customer_id, (low, high) in spans.items():
+        found = reads.conn.execute(
+            "SELECT seq, id FROM event_feed WHERE customer_id = ? AND seq BETWEEN ? AND ?"
+            " ORDER BY seq",
+            (customer_id, low * 2, high * 2 + 1),  # `seq` is twice the log position, + rank
+        ).fetchall()
+        rows[customer_id] = [int(r[0]) for r in found], [str(r[1]) for r in found]
+    answers: list[list[str]] = []
+    for customer_id, positions in asked:
+        seqs, ids = rows.get(customer_id, ([], []))
+        caused: list[str] = []
+        for first, last in positions:
+            start = bisect.bisect_left(seqs, first * 2)
+            end = bisect.bisect_right(seqs, last * 2 + 1)
+            caused += ids[start:end]
+        answers.append(caused)
+    return answers

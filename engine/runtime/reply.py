@@ -116,19 +116,23 @@ class Batch(Reply):
     """The answer to commands submitted together, given when the last of them is
     durable: `result()` lists their values in order (None for a command that failed),
     `errors` maps the index of each failed command to its exception, and `answer(i)`
-    gives command `i`'s value or raises its exception.
+    gives command `i`'s value or raises its exception. `positions` maps the index of
+    each command whose own decision recorded events to the log positions of its first
+    and last (the timers it fired first are not its own; a clock move's are), which
+    whoever asked can show as what the command caused (the HTTP request log).
 
     The writer appends to `values` (and `errors`) as it decides, so that a batch larger
     than one group commit can be decided over several; it is answered when every
     command has a value."""
 
-    __slots__ = ("commands", "values", "errors")
+    __slots__ = ("commands", "values", "errors", "positions")
 
     def __init__(self, commands: Sequence[Any]) -> None:
         super().__init__()
         self.commands = commands
         self.values: list[Any] = []
         self.errors: dict[int, BaseException] = {}
+        self.positions: dict[int, tuple[int, int]] = {}
 
     def answer(self, index: int, timeout: float | None = None) -> Any:
         self._wait(timeout)

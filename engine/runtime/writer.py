@@ -141,6 +141,9 @@ class Engine:
         self._stale = False
         self._died: WriterDied | None = None  # why the writer thread ended, if it did
         self._group: list[Span] = []  # the spans of the group being decided
+        # The log position of the first event of the command being decided's own
+        # decision (`Batch.positions`): events before it were timers time had made due.
+        self._own_first = 0
         # Whether the last group commit reached the disk (a health check reads it).
         self.last_commit_ok = True
         # State snapshots (engine/runtime/startup_cache.py), built off the writer thread
@@ -481,8 +484,11 @@ class Engine:
                 fail(batch, Unavailable("the engine is recovering; retry"))
                 continue
             command = batch.commands[len(values)]
+            self._own_first = self.state.position + 1
             try:
                 values.append(handle(command))
+                if self.state.position >= self._own_first:
+                    batch.positions[len(values) - 1] = (self._own_first, self.state.position)
             except DomainError as exc:
                 fail(batch, exc)
             except _Broken as exc:
@@ -572,6 +578,7 @@ class Engine:
         if self.state.timers.due(now):
             self._fire_due(now)
             now = clock.now()
+            self._own_first = self.state.position + 1  # the timers were time's doing
         if decider is None:
             if isinstance(command, Tick):
                 return None

@@ -428,3 +428,44 @@ def test_a_failed_commit_fails_the_group_decided_behind_it_and_keeps_what_was_an
         assert str(engine.state.ledger.balance(f"{pid}:available", "BTC")) == str(len(answered))
         made = {e.stream for e in engine_log(tmp_path / "q.db") if e.type == "TransferCreated"}
         assert made == {f"transfer-{v['activity_id']}" for v in answered}
+
+
+def test_a_batch_names_the_log_positions_each_command_caused(tmp_path: Path) -> None:
+    """`Batch.positions`: each command's own decision's first and last event, none for a
+    refused one, and a clock move's span holds the timers it fired (the request log
+    shows them as what the request caused)."""
+    settings = make_settings(fiat_deposit_delay_seconds=2, wire_fee=0)
+    with open_engine(tmp_path / "p.db", settings) as engine:
+        actor = _boot(engine)
+        memo = engine.execute(CreateFiatDepositInstructions(actor=actor, profile_id="default"))[
+            "memo_id"
+        ]
+        batch = engine.submit_many(
+            [
+                SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1"),
+                CreateProfile(actor=actor, nickname=""),  # refused: nothing recorded
+                InitiateFiatDeposit(
+                    actor=actor,
+                    amount="5",
+                    asset="USD",
+                    memo_id=memo,
+                    fiat_network_instructions=WIRE,
+                ),
+                AdvanceClock(to=START + timedelta(minutes=1)),
+            ]
+        )
+        batch.result(HUNG)
+        assert sorted(batch.positions) == [0, 2, 3]
+        log = list(engine.store.read())
+        by_position = {e.position: e for e in log}
+        for index, (first, last) in batch.positions.items():
+            own = [by_position[p] for p in range(first, last + 1)]
+            assert own, index
+            if index != 3:  # one decision each: every event names its first
+                assert {e.meta["command_position"] for e in own} == {first}
+        spans = sorted(batch.positions.values())
+        assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+        clock_move = [by_position[p].type for p in range(*batch.positions[3])]
+        assert "TransferCompleted" in clock_move  # the deposit's credit, fired by the move
+        assert batch.positions[3][1] == log[-1].position
+        assert by_position[batch.positions[3][1]].type == "ClockAdvanced"
