@@ -806,6 +806,10 @@ class PostgresEventStore:
         schema = where.schema
         if schema is None:
             raise ValueError(f"{display(target)}: a PostgreSQL fork needs ?schema=NAME")
+        if self._spare is not None:
+            # the spare under way, when there is one, is sooner ready than a schema made
+            # beside it (which would share the disk's syncs with it)
+            self._spare.join()
         conn = _connect(self.path, read_only=False)
         try:
             with conn.transaction():
