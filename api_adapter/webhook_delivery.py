@@ -1,9 +1,11 @@
 """Webhook delivery: each customer's feed events POSTed to its URL, in order, at least once.
 
-The deliverer runs in its own thread with its own event loop and its own database
-connection; it reads the committed `event_feed` and `webhooks` tables through the read
-side (engine/read/webhook_status.py) and submits no command but the question of a fault
-rule (below), never waiting for a receiver in the writer. Per customer, one event is in flight at a time: the next is sent
+Every started deliverer of the process runs as a task of one event loop in one thread
+(`_Loop`), so a server's many loaded worlds cost one thread between them; each has its
+own database connection; it reads the committed `event_feed` and `webhooks` tables
+through the read side (engine/read/webhook_status.py) and submits no command but the
+question of a fault rule (below), never waiting for a receiver in the writer. Per
+customer, one event is in flight at a time: the next is sent
 only once the previous was answered 2xx, and a failure is retried with exponential
 backoff (0.5 s, 1 s, 2 s ... at most 60 s) for as long as it fails. Progress (the last
 delivered `seq` per customer) is kept outside the log, in a small JSON file beside the
@@ -41,13 +43,14 @@ second time; `out_of_order` holds the event until the next one is sent.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import hmac
 import socket
 import ssl
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import asdict, dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
@@ -163,7 +166,8 @@ class Deliverer:
         self._resolve = resolve
         self._transport = transport
         self._engine = engine
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the process's delivery thread, once started
+        self._running: concurrent.futures.Future[None] | None = None  # its `_main`
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._bell: asyncio.Event | None = None  # rung by `nudge` and `stop`
@@ -205,8 +209,8 @@ class Deliverer:
     def start(self) -> None:
         if self._thread is None:
             self._ready.clear()
-            self._thread = threading.Thread(target=self._run, name="sandex-webhooks", daemon=True)
-            self._thread.start()
+            self._thread, self._running = _Loop.join(self._main())
+            self._running.add_done_callback(_ended)
             self._ready.wait(5)
 
     def stop(self) -> None:
@@ -217,7 +221,10 @@ class Deliverer:
             with contextlib.suppress(RuntimeError):  # the loop has ended already
                 loop.call_soon_threadsafe(stopping.set)
                 loop.call_soon_threadsafe(bell.set)
-        self._thread.join(10)
+        if self._running is not None:
+            with contextlib.suppress(Exception):  # `_ended` logged how it failed
+                self._running.result(10)
+        _Loop.leave()
         self._thread = None
 
     def nudge(self) -> None:
@@ -226,9 +233,6 @@ class Deliverer:
         if loop is not None and bell is not None:
             with contextlib.suppress(RuntimeError):  # the loop has ended already
                 loop.call_soon_threadsafe(bell.set)
-
-    def _run(self) -> None:
-        asyncio.run(self._main())
 
     # -- the loop --
 
@@ -511,6 +515,65 @@ class Deliverer:
         except OSError as exc:  # kept in memory; written at the next flush
             log.warning("webhook progress not saved", error=str(exc))
             self._dirty = True
+
+
+class _Loop:
+    """The process's one delivery thread: an event loop that runs every started
+    deliverer's `_main` as a task, started with the first and ended with the last."""
+
+    _lock = threading.Lock()
+    _members = 0
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def join(
+        cls, main: Coroutine[Any, Any, None]
+    ) -> tuple[threading.Thread, concurrent.futures.Future[None]]:
+        """Run `main` on the loop: (the loop's thread, its future)."""
+        with cls._lock:
+            if cls._loop is None:
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+                thread = threading.Thread(
+                    target=cls._run, args=(loop, started), name="sandex-webhooks", daemon=True
+                )
+                thread.start()
+                started.wait()
+                cls._loop, cls._thread = loop, thread
+            cls._members += 1
+            assert cls._thread is not None
+            return cls._thread, asyncio.run_coroutine_threadsafe(main, cls._loop)
+
+    @classmethod
+    def leave(cls) -> None:
+        """One deliverer has ended; the last one ends the loop and its thread."""
+        with cls._lock:
+            cls._members -= 1
+            if cls._members or cls._loop is None:
+                return
+            loop, thread = cls._loop, cls._thread
+            cls._loop = cls._thread = None
+            loop.call_soon_threadsafe(loop.stop)
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(10)
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())  # the resolver's
+            loop.close()
+
+
+def _ended(running: concurrent.futures.Future[None]) -> None:
+    """A deliverer's loop that ended by a failure, not by `stop`: said in the log."""
+    if not running.cancelled() and running.exception() is not None:
+        log.error("webhook delivery stopped by an error", error=repr(running.exception()))
 
 
 _PORTS = {"http": 80, "https": 443}

@@ -121,11 +121,12 @@ def bootstrap(
         labels = {"seed": seed_text, "created_with_clock": settings.clock}
         if settings.seed is None:  # no seed asked for: ids nobody else can compute
             labels[IDS_KEY] = KEYED
-        # One commit, and a database never half-labelled.
+        labels[EXECUTION_KEY] = new_execution_key(settings.execution_ids, int(seed_text))
+        # One commit (one sync), and a database never half-labelled.
         store.set_metas(labels)
     seed = int(seed_text)
     key = store.get_meta(EXECUTION_KEY)
-    if key is None:  # a new database, or one from before execution ids were permuted
+    if key is None:  # a database from before execution ids were permuted
         key = new_execution_key(settings.execution_ids, seed)
         store.set_meta(EXECUTION_KEY, key)
     keys = _open_keys(store, new_database)

@@ -26,12 +26,19 @@ A checkpoint that fails (a full disk, a read-only file) is retried at twice the 
 wait, up to `max_interval`, on a fresh connection, and logged once when the failures
 start and once when they stop: a fault that lasts does not fill the log with a line
 every pass, and the writer's backstop still copies meanwhile.
+
+Every started `Checkpointer` of the process is passed by one thread (`_Checkpoints`),
+each database when its own wait is over: a server's loaded worlds cost that one thread
+between them rather than a thread each, and it ends with the last of them.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import sqlite3
 import threading
+import time
 
 from engine.kernel.logs import get_logger
 
@@ -43,6 +50,9 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 class Checkpointer:
+    """One database's background checkpoints: its connection and its waits. Its passes
+    run in the process's one checkpoint thread from `start` to `stop`."""
+
     def __init__(
         self,
         path: str,
@@ -54,66 +64,145 @@ class Checkpointer:
         self.interval = interval
         self.max_interval = max_interval
         self.idle_interval = idle_interval
-        self._bell = threading.Event()  # rung by `stop`, and by `nudge`
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._started = False
+        self._conn: sqlite3.Connection | None = None
+        self._wait = interval
+        self._failing = False
+        self._last: tuple[int, ...] | None = None  # the last pass's (busy, log, checkpointed)
         # waiting longer than `interval`: the next COMMIT should `nudge` it
         self.idle = False
 
     def start(self) -> None:
-        if self._thread is None:
-            self._stopping = False
-            self._bell.clear()
-            self._thread = threading.Thread(target=self._run, name="sandex-checkpoint", daemon=True)
-            self._thread.start()
+        if not self._started:
+            self._started = True
+            _Checkpoints.join(self)
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._stopping = True
-            self._bell.set()
-            self._thread.join()
-            self._thread = None
+        """No pass from now on (one under way has ended); the connection is closed."""
+        if self._started:
+            self._started = False
+            _Checkpoints.leave(self)
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def nudge(self) -> None:
         """The log was written: pass now rather than at the end of a long idle wait."""
-        self._bell.set()
+        if self._started:
+            _Checkpoints.nudge(self)
 
-    def _rest(self, wait: float) -> bool:
-        """Wait `wait` seconds, or until nudged or stopped; True when stopping."""
-        self._bell.wait(wait)
-        self._bell.clear()
-        return self._stopping
-
-    def _run(self) -> None:
-        conn: sqlite3.Connection | None = None
-        wait = self.interval
-        failing = False
-        last: tuple[int, ...] | None = None  # the last pass's (busy, log, checkpointed)
+    def pass_once(self) -> float:
+        """One checkpoint; answers how long to wait before the next."""
         try:
-            while not self._rest(wait):
-                try:
-                    if conn is None:
-                        conn = _connect(self.path)
-                    found = tuple(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
-                except sqlite3.DatabaseError as exc:  # the writer's backstop still runs
-                    if not failing:
-                        log.warning("background checkpoint failed; backing off", error=str(exc))
-                        failing = True
-                    wait = min(wait * 2, self.max_interval)
-                    # The fault may have left the connection unable to write even once it
-                    # clears (a file that was read-only when it was opened): start afresh.
-                    if conn is not None:
-                        conn.close()
-                        conn = None
-                    last = None
-                    continue
-                if failing:
-                    log.info("background checkpoints resumed")
-                    failing = False
-                idle = found == last
-                wait = min(wait * 2, self.idle_interval) if idle else self.interval
-                self.idle = wait > self.interval
-                last = found
-        finally:
-            if conn is not None:
-                conn.close()
+            if self._conn is None:
+                self._conn = _connect(self.path)
+            found = tuple(self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+        except sqlite3.DatabaseError as exc:  # the writer's backstop still runs
+            if not self._failing:
+                log.warning("background checkpoint failed; backing off", error=str(exc))
+                self._failing = True
+            self._wait = min(self._wait * 2, self.max_interval)
+            # The fault may have left the connection unable to write even once it
+            # clears (a file that was read-only when it was opened): start afresh.
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._last = None
+            return self._wait
+        if self._failing:
+            log.info("background checkpoints resumed")
+            self._failing = False
+        idle = found == self._last
+        self._wait = min(self._wait * 2, self.idle_interval) if idle else self.interval
+        self.idle = self._wait > self.interval
+        self._last = found
+        return self._wait
+
+
+class _Checkpoints:
+    """The process's one checkpoint thread: it passes each started `Checkpointer` when
+    that one's wait is over (a heap of due times), and ends with the last of them."""
+
+    _cond = threading.Condition()
+    _due: dict[Checkpointer, float] = {}  # each member's next pass (monotonic)
+    _heap: list[tuple[float, int, Checkpointer]] = []  # (due, order, member); stale kept
+    _order = itertools.count()
+    _passing: Checkpointer | None = None
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def join(cls, member: Checkpointer) -> None:
+        with cls._cond:
+            cls._schedule(member, time.monotonic() + member.interval)
+            if cls._thread is None:
+                cls._thread = threading.Thread(
+                    target=cls._run, name="sandex-checkpoint", daemon=True
+                )
+                cls._thread.start()
+
+    @classmethod
+    def leave(cls, member: Checkpointer) -> None:
+        ending = None
+        with cls._cond:
+            cls._due.pop(member, None)
+            cls._cond.notify_all()
+            thread = cls._thread
+            if thread is threading.current_thread():
+                return
+            while cls._passing is member:
+                cls._cond.wait()
+            # The last member gone, the thread ends: wait for it, leaving none behind
+            # (unless another member joined meanwhile, which it then serves).
+            while thread is not None and cls._thread is thread and not cls._due:
+                cls._cond.wait()
+            if thread is not None and cls._thread is not thread:
+                ending = thread
+        if ending is not None:
+            ending.join()
+
+    @classmethod
+    def nudge(cls, member: Checkpointer) -> None:
+        with cls._cond:
+            if member in cls._due:
+                cls._schedule(member, time.monotonic())
+                cls._cond.notify_all()
+
+    @classmethod
+    def _schedule(cls, member: Checkpointer, due: float) -> None:
+        cls._due[member] = due
+        heapq.heappush(cls._heap, (due, next(cls._order), member))
+
+    @classmethod
+    def _run(cls) -> None:
+        while True:
+            with cls._cond:
+                while True:
+                    if not cls._due:
+                        cls._heap.clear()
+                        cls._thread = None
+                        cls._cond.notify_all()
+                        return
+                    due, _, member = cls._heap[0]
+                    if cls._due.get(member) != due:
+                        heapq.heappop(cls._heap)  # stale: nudged, rescheduled or gone
+                        continue
+                    wait = due - time.monotonic()
+                    if wait <= 0:
+                        heapq.heappop(cls._heap)
+                        break
+                    cls._cond.wait(wait)
+                cls._passing = member
+                nudged_before = cls._due.get(member)
+            try:
+                wait = member.pass_once()
+            except Exception as exc:  # noqa: BLE001 - the other databases still pass
+                log.warning("background checkpoint pass failed", error=repr(exc))
+                wait = member.max_interval
+            with cls._cond:
+                cls._passing = None
+                now_due = cls._due.get(member)
+                if now_due is not None:
+                    # nudged during the pass: at once, else after its wait
+                    nudged = now_due != nudged_before
+                    cls._schedule(member, now_due if nudged else time.monotonic() + wait)
+                cls._cond.notify_all()

@@ -13,10 +13,16 @@ a function of that name, so the queries stay one text for both stores."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import secrets
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+
+from engine.kernel.logs import get_logger
+
+log = get_logger("sandex.store")
 
 # pg_advisory_xact_lock key of the schema work (the writer lease uses another).
 SCHEMA_LOCK = 0x5A4E_0001
@@ -74,27 +80,109 @@ def create(
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         if schema is not None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")  # type: ignore[arg-type]
+        if fresh:
+            conn.execute(fresh_script(tables))  # type: ignore[call-overload]
+            return
         for statement in _BASE.split(";\n"):
             if statement.strip():
                 conn.execute(statement)  # type: ignore[arg-type]
         for name, spec in tables.items():
-            _create_table(conn, name, spec, fresh)
+            _create_table(conn, name, spec)
 
 
-def _create_table(
-    conn: psycopg.Connection[Any], name: str, spec: dict[str, Any], fresh: bool = False
+_SCRIPTS: dict[str, str] = {}
+
+
+def fresh_script(tables: dict[str, dict[str, Any]]) -> str:
+    """Every statement that makes a new, empty schema of `tables`, as one text sent in
+    one round trip (a query without parameters may hold several statements): a fork's
+    schema took a round trip per table and per index. Made once per set of tables."""
+    key = repr(tables)
+    script = _SCRIPTS.get(key)
+    if script is None:
+        statements = [s for s in _BASE.split(";\n") if s.strip()]
+        for name, spec in tables.items():
+            statements.append(_table_sql(name, spec))
+            statements += [
+                f"CREATE INDEX {_index_name(name, cols)} ON {name} ({', '.join(cols)})"
+                for cols in spec.get("indexes", ())
+            ]
+        script = _SCRIPTS[key] = ";\n".join(s.strip() for s in statements) + ";"
+    return script
+
+
+# Schemas made ahead for forks (`make_spare`): this prefix, then the digest of the script
+# that made them (a spare of other tables is never taken), then a random part.
+SPARE_PREFIX = "sandex_spare_"
+# How many spares a database keeps ready for forks of one set of tables.
+SPARES = 1
+
+
+def _spare_prefix(tables: dict[str, dict[str, Any]]) -> str:
+    digest = hashlib.sha256(fresh_script(tables).encode()).hexdigest()[:12]
+    return f"{SPARE_PREFIX}{digest}_"
+
+
+def _spares(conn: psycopg.Connection[Any], prefix: str) -> list[str]:
+    return [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE left(nspname, %s) = %s ORDER BY nspname",
+            (len(prefix), prefix),
+        )
+    ]
+
+
+def claim_spare(
+    conn: psycopg.Connection[Any], tables: dict[str, dict[str, Any]], name: str
+) -> bool:
+    """In the open transaction, rename a spare schema of `tables` to `name`: True if one
+    was taken. Two forks that reach for one spare at once: one renames it, the other
+    fails on it and tries the next (or makes its schema itself)."""
+    for spare in _spares(conn, _spare_prefix(tables)):
+        try:
+            with conn.transaction():  # a savepoint: a spare taken meanwhile is skipped
+                conn.execute(f'ALTER SCHEMA "{spare}" RENAME TO {name}')  # type: ignore[call-overload]
+        except psycopg.Error:
+            continue
+        return True
+    return False
+
+
+def make_spare(
+    connect: Callable[[], psycopg.Connection[Any]], tables: dict[str, dict[str, Any]]
 ) -> None:
+    """Make a spare schema of `tables` for a next fork, unless `SPARES` are ready: the
+    whole of `fresh_script` in a schema no store names yet, committed at once."""
+    prefix = _spare_prefix(tables)
+    try:
+        conn = connect()
+    except Exception as exc:  # noqa: BLE001 - unreachable now: the next fork makes its own
+        log.info("no spare schema made", error=str(exc).strip())
+        return
+    try:
+        with conn.transaction():
+            if len(_spares(conn, prefix)) >= SPARES:
+                return
+            name = prefix + secrets.token_hex(4)
+            conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[call-overload]
+            conn.execute(f"SET LOCAL search_path = {name}")  # type: ignore[call-overload]
+            conn.execute(fresh_script(tables))  # type: ignore[call-overload]
+    except psycopg.Error as exc:  # the next fork makes its schema itself
+        log.info("no spare schema made", error=str(exc).strip())
+    finally:
+        conn.close()
+
+
+def _table_sql(name: str, spec: dict[str, Any]) -> str:
     columns: dict[str, type] = spec["columns"]
     defs = ", ".join(f"{c} {_TYPES[t]}" for c, t in columns.items())
-    conn.execute(  # type: ignore[call-overload]
-        f"CREATE TABLE IF NOT EXISTS {name} ({defs}, PRIMARY KEY ({', '.join(spec['pk'])}))"
-    )
-    if fresh:
-        for cols in spec.get("indexes", ()):
-            conn.execute(  # type: ignore[call-overload]
-                f"CREATE INDEX {_index_name(name, cols)} ON {name} ({', '.join(cols)})"
-            )
-        return
+    return f"CREATE TABLE IF NOT EXISTS {name} ({defs}, PRIMARY KEY ({', '.join(spec['pk'])}))"
+
+
+def _create_table(conn: psycopg.Connection[Any], name: str, spec: dict[str, Any]) -> None:
+    columns: dict[str, type] = spec["columns"]
+    conn.execute(_table_sql(name, spec))  # type: ignore[call-overload]
     for column, kind in columns.items():  # a column added to a read model since
         conn.execute(  # type: ignore[call-overload]
             f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {column} {_TYPES[kind]}"

@@ -134,7 +134,7 @@ def write(path: str | Path, data: bytes, *, sync: bool = False) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     if sync:
-        _sync_directory(target.parent)
+        sync_directory(target.parent)
 
 
 def write_new(path: str | Path, data: bytes) -> bool:
@@ -149,7 +149,7 @@ def write_new(path: str | Path, data: bytes) -> bool:
         return False
     finally:
         tmp.unlink(missing_ok=True)
-    _sync_directory(target.parent)
+    sync_directory(target.parent)
     return True
 
 
@@ -191,7 +191,7 @@ def _temporary(target: Path, data: bytes, sync: bool) -> Path:
     return tmp
 
 
-def _sync_directory(directory: Path) -> None:
+def sync_directory(directory: Path) -> None:
     """Make a new or renamed entry of `directory` durable (it lives in the directory)."""
     try:
         fd = os.open(directory, os.O_RDONLY)

@@ -209,11 +209,15 @@ class SqliteEventStore:
         self._faulted = False  # the last write failed by a fault of the file
         self._version_base = 0  # `data_version` across `_reopen`
         self._lease = WriterLease.take(self.path) if lease else None
+        # A file this call makes starts as the blank database of these tables (`_blank`).
+        fresh = not in_memory(self.path) and private_files.create(self.path)
         made = [] if in_memory(self.path) else private_files.prepare_database(self.path)
         try:
+            if fresh:
+                _write_blank(self.path, tables)
             self.conn = self._open_writer()
             self._create_schema(tables or {})
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
             private_files.remove_empty(made)  # none beside a file that is no database
             self._release_lease()
             raise StoreUnavailable(f"cannot open database {self.path}: {exc}") from exc
@@ -295,7 +299,11 @@ class SqliteEventStore:
 
     def _create_schema(self, tables: dict[str, dict[str, Any]]) -> None:
         """All of it in one transaction: a new database is made whole or not at all, and
-        one commit instead of one per statement (a fifth of a short backtest's start)."""
+        one commit instead of one per statement (a fifth of a short backtest's start).
+        A database whose schema is already the blank one of `tables` (a new world, a
+        world loaded again) is left as it is, without a look at each table's indexes."""
+        if not in_memory(self.path) and _schema_of(self.conn) == _blank(tables)[0]:
+            return
         with self._transaction():
             self._create_tables(tables)
 
@@ -1051,6 +1059,53 @@ class SqliteEventStore:
         lease, self._lease = self._lease, None
         if lease is not None:
             lease.release()
+
+
+# The blank database of each set of tables met in this process: (its schema, its bytes).
+_BLANKS: dict[str, tuple[frozenset[tuple[str, ...]], bytes]] = {}
+_BLANKS_LOCK = threading.Lock()
+# The database header's file format write and read versions (bytes 18 and 19): 2 is WAL,
+# so a file that starts as the blank image opens in WAL mode with no conversion.
+_WAL_VERSIONS = slice(18, 20)
+
+
+def _schema_of(conn: sqlite3.Connection) -> frozenset[tuple[str, ...]]:
+    return frozenset(
+        (str(kind), str(name), str(table), str(sql or ""))
+        for kind, name, table, sql in conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master"
+        )
+    )
+
+
+def _blank(tables: dict[str, dict[str, Any]]) -> tuple[frozenset[tuple[str, ...]], bytes]:
+    """The schema and the bytes of a new database of `tables`, made once per process in
+    memory the one way a schema is made (`_create_tables`), then reused: a new world's
+    database is these bytes written once, where DDL through sqlite-utils and a journaled
+    switch to WAL took several statements and syncs each time."""
+    key = repr(tables)
+    with _BLANKS_LOCK:
+        made = _BLANKS.get(key)
+        if made is None:
+            store = SqliteEventStore(":memory:", tables=tables)
+            try:
+                schema, image = _schema_of(store.conn), bytearray(store.conn.serialize())
+            finally:
+                store.close()
+            image[_WAL_VERSIONS] = b"\x02\x02"
+            made = _BLANKS[key] = (schema, bytes(image))
+    return made
+
+
+def _write_blank(path: str, tables: dict[str, dict[str, Any]]) -> None:
+    """Fill the empty file this store just made at `path` with the blank database of
+    `tables`, on the disk (file and folder entry) before SQLite opens it."""
+    image = _blank(tables)[1]
+    with open(path, "r+b") as out:
+        out.write(image)
+        out.flush()
+        os.fsync(out.fileno())
+    private_files.sync_directory(Path(path).parent)
 
 
 def _sync(path: str) -> None:

@@ -43,13 +43,46 @@ def test_a_running_engine_copies_its_log_into_the_database_in_the_background(
     while os.path.getsize(db) == before and time.monotonic() < deadline:
         time.sleep(0.01)
     grew = os.path.getsize(db) > before
-    ours = _checkpointers() - others
+    running = _checkpointers()
     engine.stop()
     assert grew
-    assert len(ours) == 1 and not ours & _checkpointers()
+    assert len(running) == 1  # the process's one checkpoint thread
+    assert not (running - others) & _checkpointers()  # started for this engine: ended with it
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == engine.state.position
+
+
+def test_the_engines_of_a_process_share_one_checkpoint_thread_and_each_is_copied(
+    tmp_path: Path,
+) -> None:
+    """A server's loaded worlds each run an engine: their checkpoints cost one thread
+    between them, not one each, and every database is still copied."""
+    others = _checkpointers()
+    engines = [open_engine(tmp_path / f"e{n}.db", make_settings()) for n in range(3)]
+    sizes = [os.path.getsize(tmp_path / f"e{n}.db") for n in range(3)]
+    try:
+        for engine in engines:
+            engine.start()
+            made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
+            actor = Actor(made["customer_id"], "c")
+            for _ in range(20):
+                engine.execute(
+                    SandboxDeposit(actor=actor, profile_id="default", asset="BTC", amount="1")
+                )
+        assert len(_checkpointers()) == 1
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(
+            os.path.getsize(tmp_path / f"e{n}.db") == sizes[n] for n in range(3)
+        ):
+            time.sleep(0.01)
+        assert all(os.path.getsize(tmp_path / f"e{n}.db") > sizes[n] for n in range(3))
+        engines.pop().stop()  # one stops: the others are still copied
+        assert len(_checkpointers()) == 1
+    finally:
+        for engine in engines:
+            engine.stop()
+    assert not (_checkpointers() - others)
 
 
 def test_an_engine_that_never_starts_runs_no_checkpointer(tmp_path: Path) -> None:
@@ -59,16 +92,9 @@ def test_an_engine_that_never_starts_runs_no_checkpointer(tmp_path: Path) -> Non
     engine.store.close()
 
 
-class _Passes:
-    """Stands in for the stop event: records each wait and ends the run after `count`."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.waits: list[float] = []
-
-    def wait(self, timeout: float) -> bool:
-        self.waits.append(timeout)
-        return len(self.waits) > self.count
+def _waits(worker: checkpointer.Checkpointer, passes: int) -> list[float]:
+    """The waits of `passes` passes: the first, before any pass, then each pass's."""
+    return [worker.interval] + [worker.pass_once() for _ in range(passes)]
 
 
 class _Disk:
@@ -105,10 +131,8 @@ def test_a_failing_checkpoint_backs_off_and_logs_once_when_it_fails_and_once_whe
     disk = _Disk(failures=12)
     monkeypatch.setattr(checkpointer, "_connect", disk.connect, raising=False)
     worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02, max_interval=1.0)
-    passes = _Passes(count=16)
-    worker._rest = passes.wait  # type: ignore[method-assign]
     with structlog.testing.capture_logs() as logs:
-        worker._run()
+        waits = _waits(worker, 16)
     assert [(line["log_level"], line["event"]) for line in logs] == [
         ("warning", "background checkpoint failed; backing off"),
         ("info", "background checkpoints resumed"),
@@ -116,9 +140,9 @@ def test_a_failing_checkpoint_backs_off_and_logs_once_when_it_fails_and_once_whe
     assert logs[0]["error"] == "database or disk is full"
     # The first pass at the interval; each failure doubles the wait up to the cap, and the
     # first success brings it back to the interval.
-    failing = passes.waits[1:13]
+    failing = waits[1:13]
     assert failing == sorted(failing) and failing[0] == 0.04 and failing[-1] == 1.0
-    assert passes.waits[13:] == [0.02] * 4
+    assert waits[13:] == [0.02] * 4
     assert disk.opened == 13  # a fresh connection after each failure
 
 
@@ -131,19 +155,13 @@ def test_an_idle_database_is_checkpointed_less_and_less_often_until_it_is_writte
     monkeypatch.setattr(checkpointer, "_connect", disk.connect, raising=False)
     worker = checkpointer.Checkpointer(str(tmp_path / "c.db"), interval=0.02)
     worker.idle_interval = 0.5
-    passes = _Passes(count=9)
-    worker._rest = passes.wait  # type: ignore[method-assign]
-
-    def written_again(timeout: float) -> bool:
-        if len(passes.waits) == 7:
-            disk.written = 3  # the database is written to again
-        return _Passes.wait(passes, timeout)
-
-    worker._rest = written_again  # type: ignore[method-assign]
-    worker._run()
+    waits = _waits(worker, 6)
+    waits += [worker.pass_once()]  # still idle: the wait stays at idle_interval
+    disk.written = 3  # the database is written to again
+    waits += [worker.pass_once() for _ in range(2)]
     # the first pass finds the log, each pass after it finds it unchanged: the wait
     # doubles up to idle_interval; the first pass that finds more frames goes back
-    assert passes.waits == [0.02, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5, 0.02, 0.02]
+    assert waits == [0.02, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5, 0.02, 0.02]
 
 
 def test_the_first_commit_after_a_quiet_spell_nudges_an_idle_checkpointer(

@@ -181,6 +181,45 @@ class PostgresStoreTest(StoreContract):
 
         self.assertEqual(indexes("fork_idx"), indexes("public"))
 
+    def test_a_fork_makes_the_next_forks_schema_ahead_and_the_next_fork_takes_it(self) -> None:
+        """A new schema's indexes are each synced to disk as they are built: a fork
+        leaves a spare schema made for the next, which takes it whole (same indexes)
+        and holds its source's rows all the same."""
+        import psycopg
+
+        def schemas(prefix: str) -> list[str]:
+            with psycopg.connect(locate(self.url).conninfo()[0]) as conn:
+                rows = conn.execute(
+                    "SELECT nspname FROM pg_namespace WHERE left(nspname, %s) = %s",
+                    (len(prefix), prefix),
+                ).fetchall()
+            return sorted(str(row[0]) for row in rows)
+
+        self.fill(2)
+        self.fork("first")
+        making = self.store._spare  # type: ignore[attr-defined]
+        assert making is not None
+        making.join()
+        spares = schemas("sandex_spare_")
+        self.assertEqual(len(spares), 1)
+        second = self.fork("second")
+        self.assertNotIn(spares[0], schemas("sandex_spare_"))  # taken by the second fork
+        self.assertEqual(second.last_position(), self.store.last_position())
+        self.assertEqual(
+            sorted(second.read_model_rows("things", ["id"])),
+            sorted(self.store.read_model_rows("things", ["id"])),
+        )
+
+        def indexes(schema: str) -> list[tuple[str, str]]:
+            with psycopg.connect(locate(self.url).conninfo()[0]) as conn:
+                rows = conn.execute(
+                    "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = %s",
+                    (schema,),
+                ).fetchall()
+            return sorted((str(t), str(i)) for t, i in rows)
+
+        self.assertEqual(indexes("fork_second"), indexes("fork_first"))
+
     def test_a_databases_default_schema_is_never_dropped(self) -> None:
         """Only a named schema is one store's (a world's); `public` may hold others."""
         with self.assertRaises(ValueError):

@@ -5,10 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from engine import Engine, open_engine
 from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 from engine.runtime.composition import TABLES
 from engine.store.read_model_indexes import with_indexes
+from engine.store.sqlite import SqliteEventStore
 from engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.support.store_helpers import OLD_FEED_DDL, indexes
@@ -126,3 +129,39 @@ def test_a_postgresql_database_of_an_older_schema_opens_with_the_current_one(
     assert columns == set(TABLES["orders"]["columns"])
     rebuild(postgres_url)  # the dropped column's values came back only by a rebuild
     assert verify(postgres_url) == []
+
+
+def test_a_new_database_is_the_blank_one_made_once_and_has_the_schema_ddl_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new world's database is the process's blank database of its tables written at
+    once (no DDL, no journaled switch to WAL): the same schema, in WAL mode, whole; and a
+    database of that schema opens again without its tables looked at one by one."""
+    tables = with_indexes(TABLES)
+    made_by_ddl = SqliteEventStore(":memory:", tables=tables)
+    expected = _schema(made_by_ddl.conn)
+    made_by_ddl.close()
+    SqliteEventStore(tmp_path / "first.db", tables=tables).close()  # the blank made, if not yet
+
+    def no_ddl(*args: object) -> None:
+        raise AssertionError("a schema statement or a look at a table's indexes")
+
+    monkeypatch.setattr(SqliteEventStore, "_schema_tool", no_ddl)
+    monkeypatch.setattr(SqliteEventStore, "_migrate_indexes", no_ddl)
+    for _ in range(2):  # made, then opened again
+        store = SqliteEventStore(tmp_path / "new.db", tables=tables)
+        assert _schema(store.conn) == expected
+        assert store.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert store.checkpoint() == 0
+        store.close()
+    monkeypatch.undo()
+    with open_engine(tmp_path / "new.db", make_settings()) as engine:
+        _trade(engine, "first")
+    assert verify(str(tmp_path / "new.db")) == []
+
+
+def _schema(conn: sqlite3.Connection) -> set[tuple[str, str, str, str]]:
+    return {
+        tuple(row) for row in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+    }

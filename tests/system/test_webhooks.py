@@ -112,6 +112,35 @@ def test_delivery_resumes_after_a_restart_without_skipping(sandbox: Any, receive
     assert amounts == ["1", "2"], amounts
 
 
+def _delivery_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "sandex-webhooks" and t.is_alive()}
+
+
+def test_the_deliverers_of_a_process_share_one_thread_and_each_delivers(
+    sandbox_factory: Any, receivers: Any
+) -> None:
+    """A server's loaded worlds each have a deliverer: one thread runs them all, and one
+    stopped leaves the others delivering; the last one stopped ends the thread."""
+    others = _delivery_threads()
+    boxes = [sandbox_factory(f"d{n}.db", webhook_allowed_hosts=LOCAL) for n in range(3)]
+    hooks = [receivers() for _ in boxes]
+    for box, receiver in zip(boxes, hooks, strict=True):
+        assert box.post("/v2/sandbox/webhooks", {"url": receiver.url}).status_code == 200
+        box.deposit("BTC", "1")
+    deliverers = [start_deliverer(box) for box in boxes]
+    try:
+        assert len(_delivery_threads() - others) <= 1 and len(_delivery_threads()) == 1
+        wait(lambda: all(len(receiver.received) == 1 for receiver in hooks))
+        deliverers.pop(0).stop()
+        boxes[1].deposit("BTC", "2")
+        wait(lambda: len(hooks[1].received) == 2)
+    finally:
+        for deliverer in deliverers:
+            deliverer.stop()
+    assert not _delivery_threads() - others
+    assert len(hooks[0].received) == 1
+
+
 def test_a_hanging_receiver_never_slows_the_writer(sandbox: Any, receivers: Any) -> None:
     receiver = receivers(hang=1.5)
     sandbox.post("/v2/sandbox/webhooks", {"url": receiver.url})

@@ -3,9 +3,14 @@ read into figures, and the page's table shows each beside its goal."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import pytest
+
 from bench import bench_fork, bench_worlds
 from bench.ab import direction
-from bench.run import BENCHES, worlds_rows
+from bench.run import BENCHES, Bench, worlds_rows
 
 WORLDS_OUTPUT = "\n".join(
     [
@@ -32,6 +37,9 @@ FORK_OUTPUT = "\n".join(
     [
         bench_fork.line("fork at the head, SQLite", [14.0, 15.5, 13.0], [30.0, 61.0, 65.0]),
         bench_fork.line("fork at the head, PostgreSQL", [93.0, 85.0, 207.0], [227.0, 132.0, 461.0]),
+        bench_fork.line(
+            "fork at the head, PostgreSQL, paced", [40.0, 41.0, 50.0], [60.0, 61.0, 90.0]
+        ),
     ]
 )
 
@@ -45,6 +53,7 @@ def test_every_figure_of_the_worlds_benchmarks_is_read_from_what_they_print() ->
     forks = BENCHES["fork"].parse(FORK_OUTPUT)
     assert set(forks) == set(BENCHES["fork"].figures)
     assert (forks["fork_p50_ms"], forks["fork_p99_ms_max"], forks["pg_fork_p50_ms"]) == (14, 65, 93)
+    assert forks["pg_paced_p50_ms"] == 41
 
 
 def test_the_page_shows_issue_30s_figures_beside_their_goals() -> None:
@@ -58,11 +67,12 @@ def test_the_page_shows_issue_30s_figures_beside_their_goals() -> None:
     finally:
         fork.per_run, worlds.per_run, worlds.verified, fork.used, worlds.used = [], [], [], [], []
     met = {label.split(":")[0].split(" (")[0]: row[8] for label, row in rows.items()}
-    assert len(rows) == 7
-    # SQLite's p50 is met but its p99 is not; PostgreSQL's p50 is met
-    sqlite, postgres = (r for label, r in rows.items() if label.startswith("fork"))
+    assert len(rows) == 8
+    # SQLite's p50 is met but its p99 is not; PostgreSQL's p50 is met, back to back and paced
+    sqlite, postgres, paced = (r for label, r in rows.items() if label.startswith("fork"))
     assert (sqlite[7], sqlite[8]) == ("p50 ≤ 15 ms, p99 ≤ 60 ms", "**not met**")
     assert (postgres[7], postgres[8]) == ("p50 ≤ 100 ms", "**met**")
+    assert (paced[7], paced[8]) == ("p50 ≤ 100 ms", "**met**")
     assert met["create an empty world"] == "**not met**"  # 41 ms
     assert met["first request to an unloaded world"] == "**met**"
     assert met["1,000 worlds alive"] == "**met**"  # 0.97 MiB, all answered
@@ -77,3 +87,32 @@ def test_each_worlds_figure_is_better_one_way() -> None:
     assert direction("rss_mib") == direction("fork_p99_ms_min") == "lower"
     assert direction("world_ratio") == direction("eight_rps") == "higher"
     assert direction("alive") == direction("answered") == "count"
+
+
+def test_a_run_that_fails_in_one_phase_keeps_the_figures_of_the_phases_before(
+    tmp_path: Path,
+) -> None:
+    """A long benchmark whose last phase breaks (1,000 worlds that never answered) still
+    gives the page the figures its other phases printed."""
+    script = tmp_path / "bench_phases.py"
+    script.write_text("print('first: 5', flush=True)\nraise SystemExit('second phase broke')\n")
+    bench = Bench(str(script), [], [], 1, {"first": r"first: (\d+)", "second": r"second: (\d+)"})
+    bench.run(quick=False, runs=1)
+    assert bench.failed == 1
+    assert bench.values("first") == [5] and bench.values("second") == []
+
+
+def test_a_worlds_phase_that_fails_leaves_the_other_phases_run_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def broken(*args: object) -> None:
+        raise AssertionError("a world did not answer")
+
+    monkeypatch.setattr(bench_worlds, "creates", broken)
+    monkeypatch.setattr(bench_worlds, "first_requests", lambda *a: print("first: ran"))
+    monkeypatch.setattr(sys, "argv", ["bench_worlds.py", "--only", "create", "first"])
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path))
+    assert bench_worlds.main() == 1
+    out = capsys.readouterr().out
+    assert "phase create failed: AssertionError('a world did not answer')" in out
+    assert "first: ran" in out
