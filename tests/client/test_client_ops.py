@@ -13,6 +13,7 @@ import pytest
 
 from sandex.client import (
     Client,
+    ConflictError,
     Customer,
     FaultRule,
     MarketPrice,
@@ -147,8 +148,6 @@ def test_http_faults_are_armed_listed_read_and_removed(world: Client) -> None:
 
 
 def test_a_fault_template_is_asked_for_by_header(world: Client) -> None:
-    from sandex.client import ConflictError
-
     with pytest.raises(ConflictError):
         world.with_fault("conflict").get_clock()
     assert world.get_clock().mode == "manual"  # the twin's header stays its own
