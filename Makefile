@@ -43,7 +43,7 @@ imports: $(DEV)
 	$(BIN)/lint-imports
 
 typecheck: $(DEV)
-	$(BIN)/mypy engine api_adapter
+	$(BIN)/mypy engine api_adapter sandex
 
 # Every import of engine/ and api_adapter/ is a runtime dependency (what `pip install .`
 # gives); tests/ and bench/ may also import dev ones, but nothing only transitive.
