@@ -24,18 +24,10 @@ from api_adapter.cli.time_travel import time_travel as time_travel_command
 from api_adapter.cli.triggers import triggers as triggers_command
 from api_adapter.cli.verify import verify as verify_command
 from api_adapter.cli.worlds import delete_world, list_worlds
+from api_adapter.version import installed_version
 
 # The spelling of time travel, named where `sandex replay --until` used to take it.
 TIME_TRAVEL = "sandex time-travel --db F --until POSITION|TIME --out G"
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sandex")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -166,7 +158,7 @@ def _run_settings(p: argparse.ArgumentParser, source: str, seed_help: str | None
 def parser() -> argparse.ArgumentParser:
     """The `sandex` parser: each verb's parser sets `func`, the verb's function."""
     p = _Parser(prog="sandex", description="an event-sourced exchange sandbox")
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="start the HTTP API")
