@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from importlib.metadata import version
-from pathlib import Path
 
 import httpx
 import pytest
@@ -63,7 +62,9 @@ def test_every_kind_of_answer_carries_the_installed_version(server: Process) -> 
     }
     assert answers["no such path"].status_code == 404
     assert answers["the fast lane"].status_code == 401
-    missing = {kind: r.status_code for kind, r in answers.items() if r.headers.get(HEADER) != expected}
+    missing = {
+        kind: r.status_code for kind, r in answers.items() if r.headers.get(HEADER) != expected
+    }
     assert not missing, f"no {HEADER}: {expected} on {missing}"
 
 
