@@ -108,7 +108,10 @@ def _ci_script() -> str:
     return blocks[0]
 
 
-@pytest.mark.parametrize(("verdict", "status"), [("passing", 0), ("failing", 1)])
+@pytest.mark.parametrize(
+    ("verdict", "status"),
+    [("passing", 0), pytest.param("failing", 1, marks=pytest.mark.slow)],
+)
 def test_the_documented_ci_script_runs_a_suite_and_stops_the_server(
     tmp_path: Path, verdict: str, status: int
 ) -> None:
