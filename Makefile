@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine: `make serve` and `make test`.
-# `make serve` installs the runtime lock only; `make test` adds the dev lock on top.
+# `make serve` installs the runtime lock only (the runtime dependencies and both extras,
+# sweep and postgres: pyproject.toml); `make test` adds the dev lock on top.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -102,12 +103,14 @@ soak: $(DEV)
 	$(BIN)/python bench/soak.py --seconds $(or $(DURATION),60)
 
 # Both locks from pyproject.toml with pip-tools (docs/development.md says why): the runtime
-# one, then the dev one constrained to it, so that the two agree on every shared package.
+# one with every extra a server may use (EXTRAS: what `pip install sandex` leaves out), then
+# the dev one constrained to it, so that the two agree on every shared package.
 # Pins already in a lock stay; `make lock UPGRADE=1` moves every pin to the newest release.
 LOCK := $(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade)
+EXTRAS := --extra sweep --extra postgres
 lock: $(DEV)
-	$(LOCK) -o requirements.lock pyproject.toml
-	$(LOCK) --extra dev -c requirements.lock -o requirements-dev.lock pyproject.toml
+	$(LOCK) $(EXTRAS) -o requirements.lock pyproject.toml
+	$(LOCK) $(EXTRAS) --extra dev -c requirements.lock -o requirements-dev.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) sandex.db sandex.db-wal sandex.db-shm

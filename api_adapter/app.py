@@ -45,6 +45,7 @@ from api_adapter.routes import (
     webhooks,
     withdrawals,
 )
+from api_adapter.version import installed_version
 from api_adapter.webhook_delivery import Deliverer
 from api_adapter.wire_faults import WireFaults
 from api_adapter.worlds import routes as worlds
@@ -99,7 +100,7 @@ def create_app(
     app = FastAPIOffline(
         redoc_url=None,
         title="sandex",
-        version="0.1.0",
+        version=installed_version(),
         summary="A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
         default_response_class=JSONResponse,
         lifespan=lifespan,

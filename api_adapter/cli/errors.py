@@ -24,12 +24,47 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 _EVENT_COLUMNS = {"position", "stream", "version", "type", "data"}
 
 
+# The extras of pyproject.toml's optional-dependencies, by the top-level modules they
+# install (tests/unit/test_extras.py holds the two to each other): a command that meets
+# one missing says which extra to install, in one line.
+EXTRAS = {
+    "joblib": "sweep",
+    "dask": "sweep",
+    "distributed": "sweep",
+    "optuna": "sweep",
+    "bokeh": "sweep",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+}
+
+
 class CliError(Exception):
     """What a command cannot do, said in one line; `code` is the exit status."""
 
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
         self.code = code
+
+
+def missing_extra(module: str, needed_by: str = "this command") -> str:
+    """The one line that says `module` is an extra's, not installed, and how to install it."""
+    extra = EXTRAS[module]
+    return f"{needed_by} needs {module}, of the {extra} extra: pip install 'sandex[{extra}]'"
+
+
+def require_extra(extra: str, needed_by: str) -> None:
+    """`CliError` (before any work) when a module of `extra` is not installed."""
+    from importlib.util import find_spec
+
+    for module, of in EXTRAS.items():
+        if of != extra:
+            continue
+        try:
+            found = find_spec(module) is not None
+        except ImportError:
+            found = False
+        if not found:
+            raise CliError(missing_extra(module, needed_by))
 
 
 def sandex_database(path: str) -> str:
@@ -144,6 +179,10 @@ class reported:  # noqa: N801 - used as `with reported() as outcome:`
 def _message(exc: BaseException, database: str | None) -> str | None:
     if isinstance(exc, CliError):
         return str(exc)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.partition(".")[0]
+        if top in EXTRAS:  # imported where it is needed, and not installed
+            return missing_extra(top)
     if isinstance(exc, sqlite3.DatabaseError):
         return f"cannot read database {database}: {exc}" if database else f"SQLite: {exc}"
     if isinstance(exc, OSError):

@@ -1,7 +1,8 @@
 """`sandex`'s argument parser: every verb, its flags and their help, assembled.
 
 Each verb's work is in its own module (serve, verify, rebuild, events, replay,
-time_travel, backtest, sweep, clients, keys); this module only says which flags reach it.
+time_travel, backtest, sweep, clients, keys, wait, openapi); this module only says
+which flags reach it.
 The verb modules import nothing heavy at import time, so `sandex --help` stays quick.
 """
 
@@ -16,6 +17,7 @@ from api_adapter.cli.clients import revoke as revoke_command
 from api_adapter.cli.copy import copy as copy_command
 from api_adapter.cli.events import events as events_command
 from api_adapter.cli.keys import rotate as rotate_command
+from api_adapter.cli.openapi import openapi as openapi_command
 from api_adapter.cli.rebuild import rebuild as rebuild_command
 from api_adapter.cli.replay import replay as replay_command
 from api_adapter.cli.serve import serve as serve_command
@@ -23,19 +25,12 @@ from api_adapter.cli.sweep import sweep as sweep_command
 from api_adapter.cli.time_travel import time_travel as time_travel_command
 from api_adapter.cli.triggers import triggers as triggers_command
 from api_adapter.cli.verify import verify as verify_command
+from api_adapter.cli.wait import wait as wait_command
 from api_adapter.cli.worlds import delete_world, list_worlds
+from api_adapter.version import installed_version
 
 # The spelling of time travel, named where `sandex replay --until` used to take it.
 TIME_TRAVEL = "sandex time-travel --db F --until POSITION|TIME --out G"
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sandex")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -166,7 +161,7 @@ def _run_settings(p: argparse.ArgumentParser, source: str, seed_help: str | None
 def parser() -> argparse.ArgumentParser:
     """The `sandex` parser: each verb's parser sets `func`, the verb's function."""
     p = _Parser(prog="sandex", description="an event-sourced exchange sandbox")
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="start the HTTP API")
@@ -540,4 +535,28 @@ def parser() -> argparse.ArgumentParser:
     )
     rotate.add_argument("--db", required=True, type=_existing_db, help="the database")
     rotate.set_defaults(func=rotate_command)
+
+    waiting = sub.add_parser(
+        "wait",
+        help="wait until a sandex answers URL/healthz 200 (docs/ci.md); exit 1 when none"
+        " does within --timeout, 2 when the URL answers but is not a sandex",
+    )
+    waiting.add_argument(
+        "--url",
+        required=True,
+        help="the server's address, e.g. http://127.0.0.1:8000 (a world's /w/ID, or a base"
+        " URL ending in /v2, also)",
+    )
+    waiting.add_argument(
+        "--timeout", type=float, default=30.0, metavar="S", help="seconds to wait at most"
+    )
+    waiting.set_defaults(func=wait_command)
+
+    document = sub.add_parser(
+        "openapi", help="print the OpenAPI document the server serves at /openapi.json"
+    )
+    document.add_argument(
+        "--out", default=None, metavar="FILE", help="write it to FILE (default: stdout)"
+    )
+    document.set_defaults(func=openapi_command)
     return p

@@ -59,6 +59,7 @@ from websockets.exceptions import HeaderLineTooLong, RequestLineTooLong, TooMany
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
 from api_adapter.problem_types import problem_body
+from api_adapter.version import VERSION_HEADER, installed_version
 from api_adapter.wire_faults import EXTENSION, SILENT, short_length
 from engine.config.settings import Settings
 
@@ -127,6 +128,10 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         # The market data feeds read nothing from a client (LimitedWebSocketProtocol closes
         # a connection at its first message): a backstop on what a frame may hold.
         "ws_max_size": WS_MAX_MESSAGE_BYTES,
+        # Set here, in the server, not in the app: uvicorn writes its default headers on
+        # every answer of every world and of the fast lane, and `_problem_answer` on the
+        # connection's own refusals (limits, deadlines, bad handshakes), which no app sees.
+        "headers": [(VERSION_HEADER, installed_version())],
     }
 
 
