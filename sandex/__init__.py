@@ -1,0 +1,1 @@
+"""sandex's public face for its users' own code: `sandex.testing` (the pytest plugin)."""
