@@ -215,6 +215,60 @@ def test_marker_template(sandex_world):
     assert seen(record_to) == [{"built": "5"}, {"built": "7"}]
 
 
+def test_a_worlds_helpers_in_process_mode(pytester: pytest.Pytester) -> None:
+    """The world's helpers against a `sandex serve` subprocess: the clock set, a price,
+    snapshot and restore, a GTT order waited for in engine time (and a wait that times
+    out), an armed fault, the requests and events."""
+    pytester.makepyfile(
+        """
+import pytest
+from datetime import datetime, timedelta
+from decimal import Decimal
+from sandex.testing import SandexError
+
+def usd(w):
+    return Decimal(w.get(f"/profiles/{w.profile_id}/balances/USD")["available"])
+
+def test_helpers(sandex_world, sandex_server):
+    w = sandex_world
+    assert sandex_server.mode == "process" and sandex_server.started_here
+    w.snapshot("before")
+    w.deposit("USD", "5")
+    assert usd(w) == Decimal("100005")
+    w.restore("before")
+    assert usd(w) == Decimal("100000")
+
+    now = w.clock.set("2030-01-03T00:00:00Z")
+    assert now.startswith("2030-01-03T00:00:00")
+    w.set_price("BTCUSD", "50000")
+    assert Decimal(w.get("/sandbox/markets/BTCUSD/price")["reference_price"]) == 50000
+
+    expiry = datetime.fromisoformat("2030-01-03T00:01:00+00:00")
+    order = w.post(f"/profiles/{w.profile_id}/orders", {
+        "market": "BTCUSD", "side": "BUY", "type": "LIMIT", "price": "40000",
+        "base_amount": "0.1", "time_in_force": "GTT",
+        "expiration_date": str(int(expiry.timestamp() * 1000)),
+    })
+    with pytest.raises(TimeoutError):
+        w.wait_for("order", order["id"], "FILLED", timeout_seconds=3)
+    done = w.wait_for("order", order["id"], "CANCELLED", timeout_seconds=120, step_seconds=10)
+    assert done["status"] == "CANCELLED"  # a GTT order past its expiry
+    assert w.clock.now() < "2030-01-03T00:03:00"
+
+    w.faults.arm({"operation": "ListProfiles"}, {"problem": {"status": 503}}, times=1)
+    with pytest.raises(SandexError) as refused:
+        w.get("/profiles")
+    assert refused.value.status == 503
+    assert w.get("/profiles")  # the rule fired its one time
+
+    assert "CreateOrder" in {r["operation"] for r in w.requests()}
+    assert len(w.events()) > 5
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-mode=process")
+    result.assert_outcomes(passed=1)
+
+
 def test_help_shows_the_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--help")
     for flag in ("mode", "url", "clock", "start", "settings", "template", "keep"):
