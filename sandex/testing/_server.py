@@ -26,6 +26,8 @@ import httpx
 from sandex.testing._http import Api
 
 CLIENT_ID = "sandex"
+# How long a starter waits for a worker that never registered (it died starting).
+REGISTER_TIMEOUT = 60.0
 # How long a server may take to answer after it was started.
 START_TIMEOUT = 60.0
 
@@ -184,14 +186,15 @@ class Shared:
         (self.folder / "workers" / f"{self.worker}.done").touch()
         if running is None:
             return
-        while not self._all_done():
+        registered_by = time.monotonic() + REGISTER_TIMEOUT
+        while not self._all_done(registering=time.monotonic() < registered_by):
             time.sleep(0.05)
         running.stop()
 
-    def _all_done(self) -> bool:
+    def _all_done(self, registering: bool) -> bool:
         workers = self.folder / "workers"
         pids = list(workers.glob("*.pid"))
-        if len(pids) < self.count:
+        if registering and len(pids) < self.count:
             return False
         for pid_file in pids:
             if (workers / f"{pid_file.stem}.done").exists():

@@ -270,11 +270,11 @@ def sandex_world(
     config = request.config
     marker = request.node.get_closest_marker("sandex")
     chosen = dict(marker.kwargs) if marker else {}
-    unknown = set(chosen) - set(MARKER_FIELDS)
-    if unknown or (marker and marker.args):
+    unknown = sorted(set(chosen) - set(MARKER_FIELDS))
+    if unknown or (marker is not None and marker.args):
         raise pytest.UsageError(
-            f"@pytest.mark.sandex takes keywords {', '.join(MARKER_FIELDS)} only:"
-            f" not {sorted(unknown) or marker.args if marker else ''}"
+            f"@pytest.mark.sandex takes the keywords {', '.join(MARKER_FIELDS)} only"
+            f" ({request.node.nodeid}: {unknown or list(marker.args if marker else ())})"
         )
     clock = chosen.get("clock") or setting(config, "clock")
     start = chosen.get("start") or setting(config, "start")

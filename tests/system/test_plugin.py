@@ -145,7 +145,7 @@ def test_marker_ini_and_flags_change_a_tests_world(
     pytester: pytest.Pytester, record_to: Path
 ) -> None:
     """ini options set every world's start and clock, a flag overrides the ini, and the
-    marker changes one test's clock, start and settings."""
+    marker changes one test's clock, start and settings (and names a keyword it lacks)."""
     pytester.makeini(
         "[pytest]\nsandex_start = 2031-05-06T07:00:00Z\nsandex_clock = wall\nsandex_keep = none\n"
     )
@@ -172,10 +172,15 @@ def test_marker_settings(sandex_world):
         sandex_world.deposit("USD", "1")
     assert refused.value.status == 403
     assert refused.value.problem["meta"]["limit"] == "world_max_events"
+
+@pytest.mark.sandex(colour="red")
+def test_unknown_keyword(sandex_world):
+    pass
 """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-clock=manual")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=4, errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.sandex takes the keywords clock, start*colour*"])
 
 
 def test_a_template_override_is_built_once_and_seen_by_every_test(
