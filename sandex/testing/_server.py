@@ -47,6 +47,7 @@ class Running:
     def __init__(self, address: Address, stop: Callable[[], None]) -> None:
         self.address = address
         self._stop = stop
+        self.pid: int | None = None  # a subprocess's
 
     def stop(self) -> None:
         self._stop()
@@ -98,17 +99,25 @@ def start_thread(folder: Path) -> Running:
     return Running(Address(f"http://127.0.0.1:{port}", CLIENT_ID, secret), stop)
 
 
-def start_process(folder: Path) -> Running:
+def start_process(folder: Path, *, detached: bool = False) -> Running:
     """`sandex serve` as a subprocess on a loopback ephemeral port (its banner names
     the port), its log in `folder`; the bootstrap secret is handed to it in its
-    environment, never on its command line."""
+    environment, never on its command line. `detached`: in a session of its own, so
+    that it outlives pytest (`--sandex-reuse`)."""
     secret = secrets.token_urlsafe(30)
     log_path = folder / "sandex-serve.log"
     log = log_path.open("ab")
     env = {**os.environ, "SANDEX_CLIENT_ID": CLIENT_ID, "SANDEX_CLIENT_SECRET": secret}
     command = [sys.executable, "-m", "api_adapter.cli", "serve", "--db", str(folder / "sandex.db")]
     command += ["--host", "127.0.0.1", "--port", "0", "--no-rate-limits", "--log-format", "json"]
-    proc = subprocess.Popen([*command, "--log-level", "WARNING"], stdout=log, stderr=log, env=env)
+    proc = subprocess.Popen(
+        [*command, "--log-level", "WARNING"],
+        stdout=log,
+        stderr=log,
+        env=env,
+        start_new_session=detached,
+    )
+    pid = proc.pid
 
     def stop() -> None:
         if proc.poll() is None:
@@ -127,7 +136,9 @@ def start_process(folder: Path) -> Running:
             url = found.group(1)
             try:
                 if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    return Running(Address(url, CLIENT_ID, secret), stop)
+                    running = Running(Address(url, CLIENT_ID, secret), stop)
+                    running.pid = pid
+                    return running
             except httpx.TransportError:
                 pass
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -212,6 +223,69 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return pid > 0
+
+
+class Reused:
+    """The server `--sandex-reuse` keeps running between runs: a detached `sandex
+    serve` whose address, credentials and pid are in the state folder ($SANDEX_STATE_DIR,
+    else ~/.sandex) as `pytest-server.json` (0600), its database and log beside it."""
+
+    def __init__(self) -> None:
+        from engine.store.locations import STATE_DIR_ENV
+
+        self.folder = Path(os.environ.get(STATE_DIR_ENV) or Path.home() / ".sandex")
+        self.record = self.folder / "pytest-server.json"
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with (self.folder / "pytest-server.lock").open("a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def running(self) -> tuple[Address, int] | None:
+        """The kept server's address and pid, where it still answers."""
+        if not self.record.exists():
+            return None
+        kept = json.loads(self.record.read_text())
+        address, pid = Address(**kept["address"]), int(kept["pid"])
+        try:
+            answers = httpx.get(f"{address.url}/healthz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            answers = False
+        return (address, pid) if answers and _alive(pid) else None
+
+    def acquire(self) -> tuple[Address, int, bool]:
+        """The kept server (reused: True), or a new one started and kept (False)."""
+        with self._locked():
+            found = self.running()
+            if found is not None:
+                return found[0], found[1], True
+            home = self.folder / "pytest-server"
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(mode=0o700)
+            started = start_process(home, detached=True)
+            assert started.pid is not None
+            self.record.unlink(missing_ok=True)
+            fd = os.open(self.record, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump({"address": asdict(started.address), "pid": started.pid}, f)
+            return started.address, started.pid, False
+
+    def stop(self) -> tuple[Address, int] | None:
+        """Stop the kept server (SIGINT, as Ctrl-C): the one stopped, if one ran."""
+        with self._locked():
+            found = self.running()
+            if found is not None:
+                os.kill(found[1], signal.SIGINT)
+                deadline = time.monotonic() + 30
+                while _alive(found[1]) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            self.record.unlink(missing_ok=True)
+            return found
 
 
 class SandexServer:

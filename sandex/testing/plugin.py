@@ -18,6 +18,7 @@ from sandex.testing._http import Api
 from sandex.testing._server import (
     STARTERS,
     Address,
+    Reused,
     Running,
     SandexServer,
     Shared,
@@ -96,6 +97,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             help=f"{option.help} (ini {option.ini}; default {option.default or 'none'})",
         )
         parser.addini(option.ini, option.help, default=option.default)
+    group.addoption(
+        "--sandex-reuse",
+        action="store_true",
+        default=None,
+        help="keep the session's server (a `sandex serve` subprocess) running after the run"
+        " and reuse it in the next (ini sandex_reuse)",
+    )
+    parser.addini("sandex_reuse", "keep and reuse the session's server", type="bool")
+    group.addoption(
+        "--sandex-reuse-list",
+        action="store_true",
+        help="say which server --sandex-reuse keeps running, and exit",
+    )
+    group.addoption(
+        "--sandex-reuse-stop",
+        action="store_true",
+        help="stop the server --sandex-reuse keeps running, and exit",
+    )
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """`--sandex-reuse-list` and `--sandex-reuse-stop`: one line, and no test run."""
+    listing, stopping = config.getoption("sandex_reuse_list"), config.getoption("sandex_reuse_stop")
+    if not (listing or stopping):
+        return None
+    reused = Reused()
+    found = reused.stop() if stopping else reused.running()
+    verb = "stopped" if stopping else "running"
+    if found is None:
+        print(f"sandex: no server kept by --sandex-reuse ({reused.record})")
+    else:
+        print(f"sandex: {verb} {found[0].url} (pid {found[1]}, {reused.record})")
+    return 0
+
+
+def reusing(config: pytest.Config) -> bool:
+    given = config.getoption("sandex_reuse")
+    return bool(config.getini("sandex_reuse") if given is None else given)
 
 
 def setting(config: pytest.Config, name: str) -> str:
@@ -129,6 +168,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         remove(config.stash[_SHARED_DIR])
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With --sandex-reuse the server is found (or started) first, by the controller
+    under xdist, so that the run's summary can say which."""
+    config = session.config
+    if reusing(config) and not hasattr(config, "workerinput"):
+        config.stash[_STATE].sandbox()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """After the session's fixtures: the templates go and the server stops (under
@@ -152,6 +199,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    reuse = terminalreporter.config.stash[_STATE].reuse_line
+    if reuse:
+        terminalreporter.write_line(reuse)
     kept = [
         (report.nodeid, content)
         for report in terminalreporter.getreports("")
@@ -175,6 +225,7 @@ class SessionState:
     shared: Shared | None = None
     folder: Path | None = None
     templates: dict[tuple[Any, ...], SandexWorld] = field(default_factory=dict)
+    reuse_line: str = ""
 
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
@@ -194,6 +245,15 @@ class SessionState:
                 os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret"),
             )
             self.server = SandexServer(address, "url", started_here=False)
+            return self.server
+        if reusing(self.config):
+            address, pid, reused = Reused().acquire()
+            how = "reused" if reused else "started and kept running"
+            self.reuse_line = (
+                f"sandex: server {address.url} {how} (pid {pid});"
+                " stop it with pytest --sandex-reuse-stop"
+            )
+            self.server = SandexServer(address, "process", started_here=not reused)
             return self.server
         mode = setting(self.config, "mode")
         start = STARTERS[mode]
@@ -230,7 +290,10 @@ class SessionState:
 
     def finish(self) -> None:
         try:
-            if self.server is not None and self.server.mode == "url":
+            outlives = self.server is not None and (
+                self.server.mode == "url" or reusing(self.config)
+            )
+            if self.server is not None and outlives:
                 for template in self.templates.values():
                     self.server.delete_world(template.id)
         finally:

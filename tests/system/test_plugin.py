@@ -5,6 +5,8 @@ no conftest code."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -274,8 +276,42 @@ def test_helpers(sandex_world, sandex_server):
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
+def test_reuse_keeps_the_server_between_runs_until_stopped(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--sandex-reuse`: the first run starts a `sandex serve` and leaves it running, the
+    next reuses it and says so; `--sandex-reuse-list` names it, `--sandex-reuse-stop`
+    stops it."""
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    pytester.makepyfile(
+        "def test_world(sandex_world):\n    sandex_world.clock.advance(seconds=1)\n"
+    )
+    record = tmp_path / "state" / "pytest-server.json"
+    try:
+        first = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-reuse")
+        first.assert_outcomes(passed=1)
+        first.stdout.fnmatch_lines(["sandex: server http://127.0.0.1:* started and kept running*"])
+        url = json.loads(record.read_text())["address"]["url"]
+        assert httpx.get(f"{url}/healthz").status_code == 200  # it outlived the run
+        second = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-reuse")
+        second.assert_outcomes(passed=1)
+        second.stdout.fnmatch_lines([f"sandex: server {url} reused*"])
+        listed = pytester.runpytest_subprocess("--sandex-reuse-list")
+        listed.stdout.fnmatch_lines([f"sandex: running {url} *"])
+        pytester.runpytest_subprocess("--sandex-reuse-stop").stdout.fnmatch_lines(
+            [f"sandex: stopped {url} *"]
+        )
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/healthz", timeout=2)
+    finally:
+        if record.exists():  # a failed run leaves no server behind
+            os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
+
+
 def test_help_shows_the_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--help")
-    for flag in ("mode", "url", "clock", "start", "settings", "template", "keep"):
+    flags = ("mode", "url", "clock", "start", "settings", "template", "keep", "reuse")
+    for flag in (*flags, "reuse-list", "reuse-stop"):
         result.stdout.fnmatch_lines([f"*--sandex-{flag}*"])
     result.stdout.fnmatch_lines(["*sandex_start*"])
