@@ -1,0 +1,191 @@
+"""A world of the session's sandbox as a test sees it: what a user's own Paxos client
+needs (its URLs, bootstrap client and DEFAULT profile) and helpers for the sandbox's
+own operations, with plain httpx until `sandex.client` takes their place."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from decimal import Decimal
+from typing import Any
+
+from sandex.testing._http import Api
+
+# The default template's start and balances (docs/testing.md): a fixed time, so that
+# every run of a suite sees the same clock.
+DEFAULT_START = "2030-01-02T15:00:00Z"
+DEFAULT_BALANCES = {"USD": Decimal("100000"), "BTC": Decimal("10"), "ETH": Decimal("100")}
+
+# Where `wait_for` reads a resource's status, by kind.
+_STATUS_PATHS = {
+    "transfer": "/transfer/transfers/{id}",
+    "order": "/profiles/{profile_id}/orders/{id}",
+}
+
+
+class Clock:
+    """The world's engine clock."""
+
+    def __init__(self, api: Api) -> None:
+        self._api = api
+
+    def now(self) -> str:
+        """The engine's time (RFC 3339)."""
+        return str(self._api.json("GET", "/sandbox/clock")["now"])
+
+    @property
+    def mode(self) -> str:
+        return str(self._api.json("GET", "/sandbox/clock")["mode"])
+
+    def advance(self, seconds: int) -> str:
+        """Move a manual clock on by `seconds` (timers due on the way fire); the new time."""
+        answer = self._api.json("POST", "/sandbox/clock", json={"advance_seconds": seconds})
+        return str(answer["now"])
+
+    def set(self, to: str) -> str:
+        """Move a manual clock to `to` (RFC 3339); the new time."""
+        return str(self._api.json("POST", "/sandbox/clock", json={"set_to": to})["now"])
+
+
+class Faults:
+    """The world's fault rules (docs/faults.md)."""
+
+    def __init__(self, api: Api) -> None:
+        self._api = api
+
+    def arm(self, match: dict[str, Any], action: dict[str, Any], **rule: Any) -> dict[str, Any]:
+        """Arm a rule (`when`, `times`, `skip`, `probability`, `until`, `ttl_seconds` as
+        keywords); its answer, with its `id`."""
+        body = {"match": match, "action": action, **rule}
+        armed: dict[str, Any] = self._api.json("POST", "/sandbox/faults", json=body)
+        return armed
+
+    def list(self) -> list[dict[str, Any]]:
+        return _items(self._api.json("GET", "/sandbox/faults"))
+
+    def disarm(self, rule_id: str) -> None:
+        self._api.call("DELETE", f"/sandbox/faults/{rule_id}")
+
+
+class SandexWorld:
+    """One world: made fresh (a template) or forked from a template's snapshot."""
+
+    def __init__(self, made: dict[str, Any], api: Api) -> None:
+        self.id: str = made["id"]
+        self.base_url: str = made["base_url"]
+        self.token_url: str = made["token_url"]
+        self.client_id: str = made["client_id"]
+        self.client_secret: str = api.secret
+        self.profile_id: str = made["profile_id"]
+        self.api = api
+        self.clock = Clock(api)
+        self.faults = Faults(api)
+        # set at teardown when the plugin keeps the world (a failed test's, by default)
+        self.kept = False
+
+    def __repr__(self) -> str:
+        return f"<SandexWorld {self.id} {self.base_url}>"
+
+    def token(self) -> str:
+        """A new bearer token of the world's bootstrap client."""
+        return self.api.token()
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET `base_url` + `path` as the bootstrap client: its JSON."""
+        return self.api.json("GET", path, params=params or None)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        """POST `body` to `base_url` + `path` as the bootstrap client: its JSON."""
+        return self.api.json("POST", path, json=body)
+
+    def set_price(self, market: str, price: Decimal | str, *, gap: bool = False) -> Any:
+        """The market's price moves to `price` (walking, or jumping with `gap`)."""
+        body = {"price": str(price), "gap": gap}
+        return self.post(f"/sandbox/markets/{market}/price", body)
+
+    def deposit(
+        self, asset: str, amount: Decimal | str, *, profile_id: str | None = None, **fields: Any
+    ) -> Any:
+        """A sandbox deposit of `amount` of `asset` into a profile (the DEFAULT one)."""
+        body = {"asset": asset, "amount": str(amount), **fields}
+        return self.post(f"/sandbox/profiles/{profile_id or self.profile_id}/deposit", body)
+
+    def events(self, **params: Any) -> list[dict[str, Any]]:
+        """The world's events (`GET /v2/events`), every page."""
+        found: list[dict[str, Any]] = []
+        query = dict(params)
+        while True:
+            r = self.api.call("GET", "/events", params=query)
+            found += r.json().get("events") or []
+            cursor = r.headers.get("X-Next-Page-Cursor")
+            if not cursor:
+                return found
+            query["page_cursor"] = cursor
+
+    def requests(self, **params: Any) -> list[dict[str, Any]]:
+        """The world's recent requests (`GET /v2/sandbox/requests`), every page."""
+        found: list[dict[str, Any]] = []
+        query = dict(params)
+        while True:
+            page = self.get("/sandbox/requests", **query)
+            found += page["items"]
+            if not page.get("next_page_cursor"):
+                return found
+            query["page_cursor"] = page["next_page_cursor"]
+
+    def snapshot(self, name: str) -> Any:
+        return self.post("/sandbox/snapshots", {"name": name})
+
+    def restore(self, name: str) -> Any:
+        return self.post(f"/sandbox/snapshots/{name}/restore")
+
+    def wait_for(
+        self,
+        kind: str,
+        resource_id: str,
+        status: str | Collection[str],
+        *,
+        timeout_seconds: int = 3600,
+        step_seconds: int = 1,
+        profile_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The `kind` ("transfer" or "order") once its status is `status` (or one of
+        them). The timeout is in engine time: a manual clock is advanced by
+        `step_seconds` at a time up to it; a wall clock is waited for."""
+        wanted = {status} if isinstance(status, str) else set(status)
+        path = _STATUS_PATHS[kind].format(id=resource_id, profile_id=profile_id or self.profile_id)
+        manual = self.clock.mode == "manual"
+        waited = 0
+        started = time.monotonic()
+        while True:
+            found: dict[str, Any] = self.get(path)
+            if found.get("status") in wanted:
+                return found
+            if waited >= timeout_seconds:
+                raise TimeoutError(
+                    f"{kind} {resource_id} is {found.get('status')}, not {sorted(wanted)},"
+                    f" after {waited} s of engine time"
+                )
+            if manual:
+                self.clock.advance(step_seconds)
+                waited += step_seconds
+            else:
+                time.sleep(0.05)  # a wall clock: its engine time is the real time
+                waited = int(time.monotonic() - started)
+
+
+# How a template is built: called once with the template world, before its snapshot.
+Template = Callable[[SandexWorld], None]
+
+
+def default_template(world: SandexWorld) -> None:
+    """The default baseline: the bootstrap customer's DEFAULT profile holds
+    `DEFAULT_BALANCES`."""
+    for asset, amount in DEFAULT_BALANCES.items():
+        world.deposit(asset, amount)
+
+
+def _items(answer: Any) -> list[dict[str, Any]]:
+    if isinstance(answer, list):
+        return answer
+    return list(answer.get("items") or [])

@@ -1,0 +1,369 @@
+"""sandex's pytest plugin, loaded through its `pytest11` entry point (nothing to write in
+a conftest): `sandex_server`, one sandbox for the session; `sandex_world`, a world per
+test forked from the session's template; the `sandex` marker. docs/testing.md."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandex.testing._http import Api
+from sandex.testing._server import (
+    STARTERS,
+    Address,
+    Reused,
+    Running,
+    SandexServer,
+    Shared,
+    private_folder,
+    remove,
+)
+from sandex.testing._world import DEFAULT_START, SandexWorld, Template, default_template
+
+# The template world's snapshot that every test's world is forked from.
+SNAPSHOT = "sandex-template"
+KEEP = ("failed", "all", "none")
+MARKER_FIELDS = ("clock", "start", "settings", "template")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A setting of the plugin: its command-line flag and ini name, said once here."""
+
+    name: str
+    help: str
+    default: str = ""
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--sandex-" + self.name
+
+    @property
+    def ini(self) -> str:
+        return "sandex_" + self.name
+
+
+OPTIONS = (
+    Option(
+        "mode",
+        "how the session's sandbox runs: thread (in this process) or process "
+        "(a `sandex serve` subprocess)",
+        "thread",
+        ("thread", "process"),
+    ),
+    Option(
+        "url",
+        "use the sandbox already running at URL (its operator's credentials in "
+        "SANDEX_CLIENT_ID/SANDEX_CLIENT_SECRET); start nothing. Also SANDEX_URL",
+        metavar="URL",
+    ),
+    Option("clock", "the clock of a test's world", "manual", ("manual", "wall")),
+    Option("start", "where a manual clock starts (RFC 3339)", DEFAULT_START, metavar="TIME"),
+    Option("settings", "a JSON object of settings for every test's world", metavar="JSON"),
+    Option(
+        "template",
+        "module:function building the session's template world (default: a funded DEFAULT profile)",
+        metavar="MODULE:FUNCTION",
+    ),
+    Option(
+        "keep", "which tests' worlds are kept, not deleted: failed, all or none", "failed", KEEP
+    ),
+)
+
+_STATE = pytest.StashKey["SessionState"]()
+_WORLD = pytest.StashKey[SandexWorld]()
+_FAILED = pytest.StashKey[bool]()
+_SHARED_DIR = pytest.StashKey[Path]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sandex", "sandex: a sandbox world per test (docs/testing.md)")
+    for option in OPTIONS:
+        group.addoption(
+            option.flag,
+            dest=option.ini,
+            default=None,
+            choices=option.choices,
+            metavar=option.metavar,
+            help=f"{option.help} (ini {option.ini}; default {option.default or 'none'})",
+        )
+        parser.addini(option.ini, option.help, default=option.default)
+    group.addoption(
+        "--sandex-reuse",
+        action="store_true",
+        default=None,
+        help="keep the session's server (a `sandex serve` subprocess) running after the run"
+        " and reuse it in the next (ini sandex_reuse)",
+    )
+    parser.addini("sandex_reuse", "keep and reuse the session's server", type="bool")
+    group.addoption(
+        "--sandex-reuse-list",
+        action="store_true",
+        help="say which server --sandex-reuse keeps running, and exit",
+    )
+    group.addoption(
+        "--sandex-reuse-stop",
+        action="store_true",
+        help="stop the server --sandex-reuse keeps running, and exit",
+    )
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """`--sandex-reuse-list` and `--sandex-reuse-stop`: one line, and no test run."""
+    listing, stopping = config.getoption("sandex_reuse_list"), config.getoption("sandex_reuse_stop")
+    if not (listing or stopping):
+        return None
+    reused = Reused()
+    found = reused.stop() if stopping else reused.running()
+    verb = "stopped" if stopping else "running"
+    if found is None:
+        print(f"sandex: no server kept by --sandex-reuse ({reused.record})")
+    else:
+        print(f"sandex: {verb} {found[0].url} (pid {found[1]}, {reused.record})")
+    return 0
+
+
+def reusing(config: pytest.Config) -> bool:
+    given = config.getoption("sandex_reuse")
+    return bool(config.getini("sandex_reuse") if given is None else given)
+
+
+def setting(config: pytest.Config, name: str) -> str:
+    """An option's value: its flag, else its ini line, else its default."""
+    given = config.getoption("sandex_" + name)
+    if given is None:
+        given = config.getini("sandex_" + name)
+    return str(given or "")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sandex(clock='manual'|'wall', start=TIME, settings={...}, template=callable):"
+        " change this test's sandex_world (docs/testing.md)",
+    )
+    config.stash[_STATE] = SessionState(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller: every worker is handed one folder to share a server."""
+    config = node.config
+    if _SHARED_DIR not in config.stash:
+        config.stash[_SHARED_DIR] = private_folder("sandex-xdist-")
+    node.workerinput["sandex_shared_dir"] = str(config.stash[_SHARED_DIR])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SHARED_DIR in config.stash:
+        remove(config.stash[_SHARED_DIR])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With --sandex-reuse the server is found (or started) first, by the controller
+    under xdist, so that the run's summary can say which."""
+    config = session.config
+    if reusing(config) and not hasattr(config, "workerinput"):
+        config.stash[_STATE].sandbox()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After the session's fixtures: the templates go and the server stops (under
+    xdist, once every worker is done)."""
+    session.config.stash[_STATE].finish()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+    world = item.stash.get(_WORLD, None)
+    if world is not None:
+        keep = setting(item.config, "keep")
+        if report.when == "call" and report.failed and keep != "none":
+            report.sections.append(("sandex", f"world {world.id} kept: {world.base_url}"))
+        if report.when == "teardown" and getattr(world, "kept", False):
+            report.sections.append(("sandex kept", f"{world.id} {world.base_url}"))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    reuse = terminalreporter.config.stash[_STATE].reuse_line
+    if reuse:
+        terminalreporter.write_line(reuse)
+    kept = [
+        (report.nodeid, content)
+        for report in terminalreporter.getreports("")
+        for title, content in getattr(report, "sections", [])
+        if title == "sandex kept"
+    ]
+    if kept:
+        terminalreporter.write_sep("-", "sandex: worlds kept")
+        for nodeid, content in kept:
+            world_id, base_url = content.split(" ", 1)
+            terminalreporter.write_line(f"kept world {world_id} for {nodeid}: {base_url}")
+
+
+@dataclass
+class SessionState:
+    """The session's server (started when first asked for) and template worlds."""
+
+    config: pytest.Config
+    server: SandexServer | None = None
+    running: Running | None = None
+    shared: Shared | None = None
+    folder: Path | None = None
+    templates: dict[tuple[Any, ...], SandexWorld] = field(default_factory=dict)
+    reuse_line: str = ""
+
+    def __post_init__(self) -> None:
+        shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
+        if shared:
+            workerinput = self.config.workerinput  # type: ignore[attr-defined]
+            self.shared = Shared(Path(shared), workerinput["workerid"], workerinput["workercount"])
+
+    def sandbox(self) -> SandexServer:
+        if self.server is not None:
+            return self.server
+        url = setting(self.config, "url") or os.environ.get("SANDEX_URL", "")
+        if url:
+            address = Address(
+                url.rstrip("/").removesuffix("/v2"),
+                os.environ.get("SANDEX_CLIENT_ID", "sandex"),
+                # a loopback `sandex serve`'s documented default secret
+                os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret"),
+            )
+            self.server = SandexServer(address, "url", started_here=False)
+            return self.server
+        if reusing(self.config):
+            address, pid, reused = Reused().acquire()
+            how = "reused" if reused else "started and kept running"
+            self.reuse_line = (
+                f"sandex: server {address.url} {how} (pid {pid});"
+                " stop it with pytest --sandex-reuse-stop"
+            )
+            self.server = SandexServer(address, "process", started_here=not reused)
+            return self.server
+        mode = setting(self.config, "mode")
+        start = STARTERS[mode]
+        if self.shared is not None:
+            address, self.running = self.shared.acquire(start)
+        else:
+            self.folder = private_folder("sandex-")
+            self.running = start(self.folder)
+            address = self.running.address
+        self.server = SandexServer(address, mode, started_here=self.running is not None)
+        return self.server
+
+    def template(self, build: Template, clock: str, start: str) -> SandexWorld:
+        """The template world of `build` on this clock: made, built and snapshotted once."""
+        key = (build, clock, start if clock == "manual" else None)
+        if key not in self.templates:
+            server = self.sandbox()
+            body: dict[str, Any] = {"name": "sandex template", "clock": clock}
+            if clock == "manual":
+                body["start_time"] = start
+            made = server.create_world(**body)
+            api = Api(
+                server.http,
+                made["base_url"],
+                made["token_url"],
+                made["client_id"],
+                made["client_secret"],
+            )
+            world = SandexWorld(made, api)
+            self.templates[key] = world
+            build(world)
+            world.snapshot(SNAPSHOT)
+        return self.templates[key]
+
+    def finish(self) -> None:
+        try:
+            outlives = self.server is not None and (
+                self.server.mode == "url" or reusing(self.config)
+            )
+            if self.server is not None and outlives:
+                for template in self.templates.values():
+                    self.server.delete_world(template.id)
+        finally:
+            if self.server is not None:
+                self.server.close()
+            if self.shared is not None:
+                self.shared.done(self.running)
+            elif self.running is not None:
+                self.running.stop()
+            if self.folder is not None:
+                remove(self.folder)
+
+
+@pytest.fixture(scope="session")
+def sandex_server(request: pytest.FixtureRequest) -> SandexServer:
+    """The session's sandbox: on a thread of this process by default."""
+    return request.config.stash[_STATE].sandbox()
+
+
+@pytest.fixture(scope="session")
+def sandex_template(request: pytest.FixtureRequest) -> Template:
+    """How the session's template world is built (override it to build your own)."""
+    named = setting(request.config, "template")
+    if not named:
+        return default_template
+    module, _, name = named.partition(":")
+    built: Template = getattr(importlib.import_module(module), name)
+    return built
+
+
+@pytest.fixture
+def sandex_world(
+    request: pytest.FixtureRequest, sandex_server: SandexServer, sandex_template: Template
+) -> Iterator[SandexWorld]:
+    """A fresh world for this test, forked from the template, with its own clock; deleted
+    afterwards unless kept (`--sandex-keep`: the failed tests' by default)."""
+    config = request.config
+    marker = request.node.get_closest_marker("sandex")
+    chosen = dict(marker.kwargs) if marker else {}
+    unknown = sorted(set(chosen) - set(MARKER_FIELDS))
+    if unknown or (marker is not None and marker.args):
+        raise pytest.UsageError(
+            f"@pytest.mark.sandex takes the keywords {', '.join(MARKER_FIELDS)} only"
+            f" ({request.node.nodeid}: {unknown or list(marker.args if marker else ())})"
+        )
+    clock = chosen.get("clock") or setting(config, "clock")
+    start = chosen.get("start") or setting(config, "start")
+    settings = json.loads(setting(config, "settings") or "{}")
+    settings.update(chosen.get("settings") or {})
+    template = request.config.stash[_STATE].template(
+        chosen.get("template") or sandex_template, clock, start
+    )
+    body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT}
+    body["name"] = request.node.name[:100]
+    if settings:
+        body["settings"] = settings
+    made = sandex_server.create_world(**body)
+    api = Api(
+        sandex_server.http,
+        made["base_url"],
+        made["token_url"],
+        template.client_id,
+        template.client_secret,
+    )
+    world = SandexWorld(made, api)
+    request.node.stash[_WORLD] = world
+    yield world
+    keep = setting(config, "keep")
+    failed = request.node.stash.get(_FAILED, False)
+    if keep == "all" or (keep == "failed" and failed):
+        world.kept = True
+        return
+    sandex_server.delete_world(world.id)

@@ -1,0 +1,317 @@
+"""sandex's pytest plugin (sandex.testing.plugin) as a user's suite meets it: example
+suites run by pytester in a subprocess, with the plugin loaded from its entry point and
+no conftest code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.server_helpers import Server
+
+pytest_plugins = ["pytester"]
+
+# pytester removes the modules a test imported when it ends; httpx imports its transport
+# (httpcore) on its first client, so a later test's httpx would map a newer httpcore's
+# errors by the older's classes: make that first client here, before any test.
+httpx.Client().close()
+
+# An example test that records what it saw, one JSON line per test, in $SANDEX_SEEN.
+RECORD = """
+import json, os
+
+def record(**seen):
+    with open(os.environ["SANDEX_SEEN"], "a") as f:
+        f.write(json.dumps(seen) + "\\n")
+"""
+
+
+def seen(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def record_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "seen.jsonl"
+    monkeypatch.setenv("SANDEX_SEEN", str(path))
+    return path
+
+
+def test_thread_mode_gives_each_test_its_own_world_and_clock(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """Two tests that move their own clocks and balances see only their own moves: each
+    world starts from the template (the default: a funded DEFAULT profile at a fixed
+    time), on a server in the pytest process."""
+    pytester.makepyfile(
+        RECORD
+        + """
+from decimal import Decimal
+from sandex.testing import DEFAULT_BALANCES, DEFAULT_START
+
+def check(world, seconds):
+    assert world.clock.now().startswith(DEFAULT_START[:19])
+    usd = world.get(f"/profiles/{world.profile_id}/balances/USD")
+    assert Decimal(usd["available"]) == DEFAULT_BALANCES["USD"]
+    world.deposit("USD", "1")
+    world.clock.advance(seconds=seconds)
+    record(world=world.id, now=world.clock.now(), mode=world.clock.mode,
+           server=world.base_url.split("/w/")[0], started_here=True)
+
+def test_a(sandex_world, sandex_server):
+    assert sandex_server.mode == "thread" and sandex_server.started_here
+    check(sandex_world, 3600)
+
+def test_b(sandex_world):
+    check(sandex_world, 7200)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    a, b = seen(record_to)
+    assert a["world"] != b["world"]
+    assert (a["mode"], b["mode"]) == ("manual", "manual")
+    assert str(a["now"]).startswith("2030-01-02T16:00:00")
+    assert str(b["now"]).startswith("2030-01-02T17:00:00")
+    with pytest.raises(httpx.TransportError):  # stopped with the session
+        httpx.get(f"{a['server']}/healthz", timeout=2)
+
+
+@pytest.mark.slow
+def test_xdist_workers_share_one_server(pytester: pytest.Pytester, record_to: Path) -> None:
+    """Under `-n 2` one worker starts the server and both use it; it stops when both
+    are done."""
+    pytester.makepyfile(
+        RECORD
+        + """
+import os, pytest
+
+@pytest.mark.parametrize("n", range(8))
+def test_world(sandex_world, sandex_server, n):
+    sandex_world.clock.advance(seconds=n)
+    record(pid=os.getpid(), url=sandex_server.url, started_here=sandex_server.started_here)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=8)
+    records = seen(record_to)
+    assert len({r["pid"] for r in records}) == 2  # both workers ran tests
+    assert len({r["url"] for r in records}) == 1  # on one server
+    assert len({r["pid"] for r in records if r["started_here"]}) == 1  # started by one
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{records[0]['url']}/healthz", timeout=2)
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
+    yield server
+    server.stop()
+
+
+def test_sandex_url_starts_nothing_and_a_failed_tests_world_is_kept(
+    pytester: pytest.Pytester, record_to: Path, running: Server
+) -> None:
+    """`--sandex-url` forks the worlds on the server given; a failed test's world is
+    kept there and named in the report, a passing one's deleted, the template too."""
+    pytester.makepyfile(
+        RECORD
+        + """
+def test_passes(sandex_world, sandex_server):
+    record(world=sandex_world.id, mode=sandex_server.mode, url=sandex_world.base_url,
+           started_here=sandex_server.started_here)
+
+def test_fails(sandex_world):
+    record(world=sandex_world.id)
+    assert False, "on purpose"
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-url", running.base)
+    result.assert_outcomes(passed=1, failed=1)
+    passed, failed = seen(record_to)
+    assert passed["mode"] == "url" and passed["started_here"] is False
+    assert str(passed["url"]).startswith(f"{running.base}/w/")
+    result.stdout.fnmatch_lines([f"kept world {failed['world']} for *::test_fails: *"])
+    admin = running.token()
+    worlds = httpx.get(f"{running.base}/v2/sandbox/worlds", headers=admin).json()
+    assert [w["id"] for w in worlds["items"]] == [failed["world"]]
+
+
+def test_marker_ini_and_flags_change_a_tests_world(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """ini options set every world's start and clock, a flag overrides the ini, and the
+    marker changes one test's clock, start and settings (and names a keyword it lacks)."""
+    pytester.makeini(
+        "[pytest]\nsandex_start = 2031-05-06T07:00:00Z\nsandex_clock = wall\nsandex_keep = none\n"
+    )
+    pytester.makepyfile(
+        """
+import pytest
+from sandex.testing import SandexError
+
+def test_ini_start_and_flag_clock(sandex_world):
+    assert sandex_world.clock.mode == "manual"
+    assert sandex_world.clock.now().startswith("2031-05-06T07:00:00")
+
+@pytest.mark.sandex(start="2032-01-01T00:00:00Z")
+def test_marker_start(sandex_world):
+    assert sandex_world.clock.now().startswith("2032-01-01T00:00:00")
+
+@pytest.mark.sandex(clock="wall")
+def test_marker_wall_clock(sandex_world):
+    assert sandex_world.clock.mode == "wall"
+
+@pytest.mark.sandex(settings={"world_max_events": 1})
+def test_marker_settings(sandex_world):
+    with pytest.raises(SandexError) as refused:
+        sandex_world.deposit("USD", "1")
+    assert refused.value.status == 403
+    assert refused.value.problem["meta"]["limit"] == "world_max_events"
+
+@pytest.mark.sandex(colour="red")
+def test_unknown_keyword(sandex_world):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-clock=manual")
+    result.assert_outcomes(passed=4, errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.sandex takes the keywords clock, start*colour*"])
+
+
+def test_a_template_override_is_built_once_and_seen_by_every_test(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """A `sandex_template` fixture of the user's builds the baseline once per session;
+    every test forks it; a marker's template replaces it for one test."""
+    pytester.makepyfile(
+        RECORD
+        + """
+import pytest
+
+def funded(amount):
+    def build(world):
+        record(built=amount)
+        world.deposit("USD", amount)
+    return build
+
+@pytest.fixture(scope="session")
+def sandex_template():
+    return funded("5")
+
+def usd(world):
+    return world.get(f"/profiles/{world.profile_id}/balances/USD")["available"]
+
+@pytest.mark.parametrize("n", range(3))
+def test_override(sandex_world, n):
+    assert usd(sandex_world) == "5"
+
+@pytest.mark.sandex(template=funded("7"))
+def test_marker_template(sandex_world):
+    assert usd(sandex_world) == "7"
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    assert seen(record_to) == [{"built": "5"}, {"built": "7"}]
+
+
+def test_a_worlds_helpers_in_process_mode(pytester: pytest.Pytester) -> None:
+    """The world's helpers against a `sandex serve` subprocess: the clock set, a price,
+    snapshot and restore, a GTT order waited for in engine time (and a wait that times
+    out), an armed fault, the requests and events."""
+    pytester.makepyfile(
+        """
+import pytest
+from datetime import datetime, timedelta
+from decimal import Decimal
+from sandex.testing import SandexError
+
+def usd(w):
+    return Decimal(w.get(f"/profiles/{w.profile_id}/balances/USD")["available"])
+
+def test_helpers(sandex_world, sandex_server):
+    w = sandex_world
+    assert sandex_server.mode == "process" and sandex_server.started_here
+    w.snapshot("before")
+    w.deposit("USD", "5")
+    assert usd(w) == Decimal("100005")
+    w.restore("before")
+    assert usd(w) == Decimal("100000")
+
+    now = w.clock.set("2030-01-03T00:00:00Z")
+    assert now.startswith("2030-01-03T00:00:00")
+    w.set_price("BTCUSD", "50000")
+    assert Decimal(w.get("/sandbox/markets/BTCUSD/price")["reference_price"]) == 50000
+
+    expiry = datetime.fromisoformat("2030-01-03T00:01:00+00:00")
+    order = w.post(f"/profiles/{w.profile_id}/orders", {
+        "market": "BTCUSD", "side": "BUY", "type": "LIMIT", "price": "40000",
+        "base_amount": "0.1", "time_in_force": "GTT",
+        "expiration_date": str(int(expiry.timestamp() * 1000)),
+    })
+    with pytest.raises(TimeoutError):
+        w.wait_for("order", order["id"], "FILLED", timeout_seconds=3)
+    done = w.wait_for("order", order["id"], "CANCELLED", timeout_seconds=120, step_seconds=10)
+    assert done["status"] == "CANCELLED"  # a GTT order past its expiry
+    assert w.clock.now() < "2030-01-03T00:03:00"
+
+    w.faults.arm({"operation": "ListProfiles"}, {"problem": {"status": 503}}, times=1)
+    with pytest.raises(SandexError) as refused:
+        w.get("/profiles")
+    assert refused.value.status == 503
+    assert w.get("/profiles")  # the rule fired its one time
+
+    assert "CreateOrder" in {r["operation"] for r in w.requests()}
+    assert len(w.events()) > 5
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-mode=process")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
+def test_reuse_keeps_the_server_between_runs_until_stopped(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--sandex-reuse`: the first run starts a `sandex serve` and leaves it running, the
+    next reuses it and says so; `--sandex-reuse-list` names it, `--sandex-reuse-stop`
+    stops it."""
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    pytester.makepyfile(
+        "def test_world(sandex_world):\n    sandex_world.clock.advance(seconds=1)\n"
+    )
+    record = tmp_path / "state" / "pytest-server.json"
+    try:
+        first = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-reuse")
+        first.assert_outcomes(passed=1)
+        first.stdout.fnmatch_lines(["sandex: server http://127.0.0.1:* started and kept running*"])
+        url = json.loads(record.read_text())["address"]["url"]
+        assert httpx.get(f"{url}/healthz").status_code == 200  # it outlived the run
+        second = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-reuse")
+        second.assert_outcomes(passed=1)
+        second.stdout.fnmatch_lines([f"sandex: server {url} reused*"])
+        listed = pytester.runpytest_subprocess("--sandex-reuse-list")
+        listed.stdout.fnmatch_lines([f"sandex: running {url} *"])
+        pytester.runpytest_subprocess("--sandex-reuse-stop").stdout.fnmatch_lines(
+            [f"sandex: stopped {url} *"]
+        )
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/healthz", timeout=2)
+    finally:
+        if record.exists():  # a failed run leaves no server behind
+            os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
+
+
+def test_help_shows_the_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    flags = ("mode", "url", "clock", "start", "settings", "template", "keep", "reuse")
+    for flag in (*flags, "reuse-list", "reuse-stop"):
+        result.stdout.fnmatch_lines([f"*--sandex-{flag}*"])
+    result.stdout.fnmatch_lines(["*sandex_start*"])
