@@ -301,8 +301,11 @@ class SqliteEventStore:
         """All of it in one transaction: a new database is made whole or not at all, and
         one commit instead of one per statement (a fifth of a short backtest's start).
         A database whose schema is already the blank one of `tables` (a new world, a
-        world loaded again) is left as it is, without a look at each table's indexes."""
-        if not in_memory(self.path) and _schema_of(self.conn) == _blank(tables)[0]:
+        world loaded again) is left as it is, without a look at each table's indexes, when
+        this process made that blank already: making it takes sqlite-utils, which a command
+        that opens a whole database never imports (`_create_tables` finds it whole)."""
+        made = _BLANKS.get(repr(tables))
+        if not in_memory(self.path) and made is not None and _schema_of(self.conn) == made[0]:
             return
         with self._transaction():
             self._create_tables(tables)
