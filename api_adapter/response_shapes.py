@@ -756,19 +756,19 @@ class SandboxWebhookStatus(SandboxWebhook):
     ] = []
 
 
-class WebhookFaultMatch(Shape):
+class SandboxWebhookFaultMatch(Shape):
     webhook_id: Id | None = None
     event_type: Annotated[str | None, Field(examples=["transfer.crypto_deposit.completed"])] = None
 
 
-class WebhookFaultFail(Shape):
+class SandboxWebhookFaultFail(Shape):
     status: Annotated[int, Field(ge=400, le=599)]
 
 
-class WebhookFaultAction(Shape):
+class SandboxWebhookFaultAction(Shape):
     """Exactly one of the four."""
 
-    fail: WebhookFaultFail | None = None
+    fail: SandboxWebhookFaultFail | None = None
     delay_seconds: Annotated[int | None, Field(description="engine time")] = None
     duplicate: bool | None = None
     out_of_order: bool | None = None
@@ -776,8 +776,8 @@ class WebhookFaultAction(Shape):
 
 class SandboxWebhookFault(Shape):
     id: Id
-    match: WebhookFaultMatch
-    action: WebhookFaultAction
+    match: SandboxWebhookFaultMatch
+    action: SandboxWebhookFaultAction
     times: int
     remaining: Annotated[int, Field(description="firings left; 0: spent")]
     created_at: Time

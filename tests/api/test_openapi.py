@@ -332,3 +332,14 @@ def test_the_conformance_check_finds_an_unlisted_status_a_wrong_field_and_an_ext
     profile.body = b'{"id": "x", "nickname": "n", "type": "DEFAULT", "colour": "red"}'
     assert "fields its schema does not name: ['$.colour']" in problems(doc, [profile])[0]
     sandbox.answers.clear()
+
+
+def test_no_two_schemas_of_the_document_share_a_title(sandbox: Any) -> None:
+    """A request body and an answer modelled by two classes of one name become two
+    schemas of one title, which a generated client cannot tell apart: it drops every
+    operation that names either (as openapi-python-client did)."""
+    schemas = sandbox.get("/openapi.json").json()["components"]["schemas"]
+    titles: dict[str, list[str]] = {}
+    for key, schema in schemas.items():
+        titles.setdefault(schema.get("title", key), []).append(key)
+    assert {t: keys for t, keys in titles.items() if len(keys) > 1} == {}
