@@ -1,6 +1,5 @@
 """sandex inside a user's test suite: the pytest plugin's public names (docs/testing.md)."""
 
-from sandex.testing._http import SandexError
 from sandex.testing._server import SandexServer
 from sandex.testing._world import (
     DEFAULT_BALANCES,
@@ -17,7 +16,6 @@ __all__ = [
     "DEFAULT_START",
     "Clock",
     "Faults",
-    "SandexError",
     "SandexServer",
     "SandexWorld",
     "Template",

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from sandex.testing._http import Api
+from sandex.client import NO_RETRIES, Client
 
 CLIENT_ID = "sandex"
 # How long a starter waits for a worker that never registered (it died starting).
@@ -299,12 +299,13 @@ class SandexServer:
         self.mode = mode
         self.started_here = started_here
         self.http = httpx.Client(timeout=60)
-        self.api = Api(
-            self.http,
+        self.api = Client(
             f"{self.url}/v2",
             f"{self.url}/oauth2/token",
             self.client_id,
             self.client_secret,
+            http=self.http,
+            retries=NO_RETRIES,
         )
 
     @property
@@ -318,11 +319,11 @@ class SandexServer:
 
     def create_world(self, **body: Any) -> dict[str, Any]:
         """`POST /v2/sandbox/worlds` with `body`: the new world's answer."""
-        made: dict[str, Any] = self.api.json("POST", "/sandbox/worlds", json=body)
+        made: dict[str, Any] = self.api.request("POST", "/sandbox/worlds", json=body)
         return made
 
     def delete_world(self, world_id: str) -> None:
-        self.api.call("DELETE", f"/sandbox/worlds/{world_id}")
+        self.api.request("DELETE", f"/sandbox/worlds/{world_id}")
 
     def world_exists(self, world_id: str) -> bool:
         r = self.http.get(

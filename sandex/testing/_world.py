@@ -1,6 +1,7 @@
 """A world of the session's sandbox as a test sees it: what a user's own Paxos client
 needs (its URLs, bootstrap client and DEFAULT profile) and helpers for the sandbox's
-own operations, with plain httpx until `sandex.client` takes their place."""
+own operations, sent through `sandex.client` (without its retries: a fault a test armed
+is what the test meets)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from collections.abc import Callable, Collection
 from decimal import Decimal
 from typing import Any
 
-from sandex.testing._http import Api
+import httpx
+
+from sandex.client import NO_RETRIES, Client, Event, Request
 
 # The default template's start and balances (docs/testing.md): a fixed time, so that
 # every run of a suite sees the same clock.
@@ -26,60 +29,65 @@ _STATUS_PATHS = {
 class Clock:
     """The world's engine clock."""
 
-    def __init__(self, api: Api) -> None:
-        self._api = api
+    def __init__(self, client: Client) -> None:
+        self._api = client
 
     def now(self) -> str:
         """The engine's time (RFC 3339)."""
-        return str(self._api.json("GET", "/sandbox/clock")["now"])
+        return str(self._api.request("GET", "/sandbox/clock")["now"])
 
     @property
     def mode(self) -> str:
-        return str(self._api.json("GET", "/sandbox/clock")["mode"])
+        return str(self._api.request("GET", "/sandbox/clock")["mode"])
 
     def advance(self, seconds: int) -> str:
         """Move a manual clock on by `seconds` (timers due on the way fire); the new time."""
-        answer = self._api.json("POST", "/sandbox/clock", json={"advance_seconds": seconds})
+        answer = self._api.request("POST", "/sandbox/clock", json={"advance_seconds": seconds})
         return str(answer["now"])
 
     def set(self, to: str) -> str:
         """Move a manual clock to `to` (RFC 3339); the new time."""
-        return str(self._api.json("POST", "/sandbox/clock", json={"set_to": to})["now"])
+        return str(self._api.request("POST", "/sandbox/clock", json={"set_to": to})["now"])
 
 
 class Faults:
     """The world's fault rules (docs/faults.md)."""
 
-    def __init__(self, api: Api) -> None:
-        self._api = api
+    def __init__(self, client: Client) -> None:
+        self._api = client
 
     def arm(self, match: dict[str, Any], action: dict[str, Any], **rule: Any) -> dict[str, Any]:
         """Arm a rule (`when`, `times`, `skip`, `probability`, `until`, `ttl_seconds` as
         keywords); its answer, with its `id`."""
         body = {"match": match, "action": action, **rule}
-        armed: dict[str, Any] = self._api.json("POST", "/sandbox/faults", json=body)
+        armed: dict[str, Any] = self._api.request("POST", "/sandbox/faults", json=body)
         return armed
 
     def list(self) -> list[dict[str, Any]]:
-        return _items(self._api.json("GET", "/sandbox/faults"))
+        return _items(self._api.request("GET", "/sandbox/faults"))
 
     def disarm(self, rule_id: str) -> None:
-        self._api.call("DELETE", f"/sandbox/faults/{rule_id}")
+        self._api.request("DELETE", f"/sandbox/faults/{rule_id}")
 
 
 class SandexWorld:
     """One world: made fresh (a template) or forked from a template's snapshot."""
 
-    def __init__(self, made: dict[str, Any], api: Api) -> None:
+    def __init__(
+        self, made: dict[str, Any], client_id: str, client_secret: str, http: httpx.Client
+    ) -> None:
+        """`made` is the world's creation answer; a fork's clients are its template's."""
         self.id: str = made["id"]
         self.base_url: str = made["base_url"]
         self.token_url: str = made["token_url"]
-        self.client_id: str = made["client_id"]
-        self.client_secret: str = api.secret
+        self.client_id = client_id
+        self.client_secret = client_secret
         self.profile_id: str = made["profile_id"]
-        self.api = api
-        self.clock = Clock(api)
-        self.faults = Faults(api)
+        self.client = Client(
+            self.base_url, self.token_url, client_id, client_secret, http=http, retries=NO_RETRIES
+        )
+        self.clock = Clock(self.client)
+        self.faults = Faults(self.client)
         # set at teardown when the plugin keeps the world (a failed test's, by default)
         self.kept = False
 
@@ -88,15 +96,15 @@ class SandexWorld:
 
     def token(self) -> str:
         """A new bearer token of the world's bootstrap client."""
-        return self.api.token()
+        return self.client.token()
 
     def get(self, path: str, **params: Any) -> Any:
         """GET `base_url` + `path` as the bootstrap client: its JSON."""
-        return self.api.json("GET", path, params=params or None)
+        return self.client.request("GET", path, params=params or None)
 
     def post(self, path: str, body: Any = None) -> Any:
         """POST `body` to `base_url` + `path` as the bootstrap client: its JSON."""
-        return self.api.json("POST", path, json=body)
+        return self.client.request("POST", path, json=body)
 
     def set_price(self, market: str, price: Decimal | str, *, gap: bool = False) -> Any:
         """The market's price moves to `price` (walking, or jumping with `gap`)."""
@@ -110,28 +118,13 @@ class SandexWorld:
         body = {"asset": asset, "amount": str(amount), **fields}
         return self.post(f"/sandbox/profiles/{profile_id or self.profile_id}/deposit", body)
 
-    def events(self, **params: Any) -> list[dict[str, Any]]:
+    def events(self, **params: Any) -> list[Event]:
         """The world's events (`GET /v2/events`), every page."""
-        found: list[dict[str, Any]] = []
-        query = dict(params)
-        while True:
-            r = self.api.call("GET", "/events", params=query)
-            found += r.json().get("events") or []
-            cursor = r.headers.get("X-Next-Page-Cursor")
-            if not cursor:
-                return found
-            query["page_cursor"] = cursor
+        return list(self.client.iter_events(**params))
 
-    def requests(self, **params: Any) -> list[dict[str, Any]]:
+    def requests(self, **params: Any) -> list[Request]:
         """The world's recent requests (`GET /v2/sandbox/requests`), every page."""
-        found: list[dict[str, Any]] = []
-        query = dict(params)
-        while True:
-            page = self.get("/sandbox/requests", **query)
-            found += page["items"]
-            if not page.get("next_page_cursor"):
-                return found
-            query["page_cursor"] = page["next_page_cursor"]
+        return list(self.client.iter_requests(**params))
 
     def snapshot(self, name: str) -> Any:
         return self.post("/sandbox/snapshots", {"name": name})

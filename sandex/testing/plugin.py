@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from sandex.testing._http import Api
 from sandex.testing._server import (
     STARTERS,
     Address,
@@ -275,14 +274,7 @@ class SessionState:
             if clock == "manual":
                 body["start_time"] = start
             made = server.create_world(**body)
-            api = Api(
-                server.http,
-                made["base_url"],
-                made["token_url"],
-                made["client_id"],
-                made["client_secret"],
-            )
-            world = SandexWorld(made, api)
+            world = SandexWorld(made, made["client_id"], made["client_secret"], server.http)
             self.templates[key] = world
             build(world)
             world.snapshot(SNAPSHOT)
@@ -351,14 +343,7 @@ def sandex_world(
     if settings:
         body["settings"] = settings
     made = sandex_server.create_world(**body)
-    api = Api(
-        sandex_server.http,
-        made["base_url"],
-        made["token_url"],
-        template.client_id,
-        template.client_secret,
-    )
-    world = SandexWorld(made, api)
+    world = SandexWorld(made, template.client_id, template.client_secret, sandex_server.http)
     request.node.stash[_WORLD] = world
     yield world
     keep = setting(config, "keep")

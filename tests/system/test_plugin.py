@@ -154,7 +154,7 @@ def test_marker_ini_and_flags_change_a_tests_world(
     pytester.makepyfile(
         """
 import pytest
-from sandex.testing import SandexError
+from sandex.client import ProblemError
 
 def test_ini_start_and_flag_clock(sandex_world):
     assert sandex_world.clock.mode == "manual"
@@ -170,7 +170,7 @@ def test_marker_wall_clock(sandex_world):
 
 @pytest.mark.sandex(settings={"world_max_events": 1})
 def test_marker_settings(sandex_world):
-    with pytest.raises(SandexError) as refused:
+    with pytest.raises(ProblemError) as refused:
         sandex_world.deposit("USD", "1")
     assert refused.value.status == 403
     assert refused.value.problem["meta"]["limit"] == "world_max_events"
@@ -231,7 +231,7 @@ def test_a_worlds_helpers_in_process_mode(pytester: pytest.Pytester) -> None:
 import pytest
 from datetime import datetime, timedelta
 from decimal import Decimal
-from sandex.testing import SandexError
+from sandex.client import ProblemError
 
 def usd(w):
     return Decimal(w.get(f"/profiles/{w.profile_id}/balances/USD")["available"])
@@ -263,12 +263,12 @@ def test_helpers(sandex_world, sandex_server):
     assert w.clock.now() < "2030-01-03T00:03:00"
 
     w.faults.arm({"operation": "ListProfiles"}, {"problem": {"status": 503}}, times=1)
-    with pytest.raises(SandexError) as refused:
+    with pytest.raises(ProblemError) as refused:
         w.get("/profiles")
     assert refused.value.status == 503
     assert w.get("/profiles")  # the rule fired its one time
 
-    assert "CreateOrder" in {r["operation"] for r in w.requests()}
+    assert "CreateOrder" in {r.operation for r in w.requests()}
     assert len(w.events()) > 5
 """
     )
