@@ -15,10 +15,7 @@ of the orders' closed-loop throughput measured just before, and the same rate to
 trivial endpoint. `sandex verify` checks the database at the end.
 
     python bench/bench_http_orders.py [--seconds 10] [--connections 32] [--warmup 2]
-        [--rate-fraction 0.5 | --rate 500] [--open-seconds S] [--fault-rules N]
-
-`--fault-rules N` arms N fault rules (docs/faults.md) on an operation the load never
-calls before it starts: what rules that match nothing cost the orders.
+        [--rate-fraction 0.5 | --rate 500] [--open-seconds S]
 """
 
 from __future__ import annotations
@@ -102,7 +99,6 @@ def run_http(
     rate_fraction: float = 0.5,
     fixed_rate: float | None = None,
     open_seconds: float | None = None,
-    fault_rules: int = 0,
 ) -> None:
     py = sys.executable
     tool = "wrk -t2" if shutil.which("wrk") else "python asyncio (first body only)"
@@ -163,15 +159,6 @@ def run_http(
                 json.dumps({"asset": asset, "amount": amount}).encode(),
                 {"Content-Type": "application/json", **auth},
             )
-        for _ in range(fault_rules):  # rules of another operation: they match no order
-            rule = {"match": {"operation": "GetTransfer"}, "action": {"problem": {"status": 503}}}
-            _request(
-                f"{root}/v2/sandbox/faults",
-                json.dumps(rule).encode(),
-                {"Content-Type": "application/json", **auth},
-            )
-        if fault_rules:
-            print(f"  with {fault_rules} fault rules armed that match no order")
         url = f"{root}/v2/profiles/default/orders"
         _load(url, BODIES, auth, warmup, connections)
         cpu_before = server_cpu(server.pid)
@@ -230,7 +217,6 @@ def main() -> int:
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--connections", type=int, default=32)
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--fault-rules", type=int, default=0)
     add_open_loop_args(p)
     args = p.parse_args()
     print(f"machine: {machine()}")
@@ -241,7 +227,6 @@ def main() -> int:
         args.rate_fraction,
         args.rate,
         args.open_seconds,
-        args.fault_rules,
     )
     return 0
 
