@@ -19,18 +19,7 @@ from sandex.client import (
     MarketPrice,
     WorldCreated,
 )
-from tests.support.transfer_helpers import BTC_ADDRESS
-
-WIRE = {
-    "account_number": "12345678",
-    "fiat_account_owner_address": {"country": "US"},
-    "routing_details": {
-        "routing_number_type": "ABA",
-        "routing_number": "021000021",
-        "bank_name": "Example Bank",
-        "bank_address": {"country": "US"},
-    },
-}
+from tests.support.transfer_helpers import BTC_ADDRESS, WIRE
 
 
 def withdraw(client: Client, amount: str = "0.001", **extra: Any) -> dict[str, Any]:
