@@ -44,7 +44,7 @@ imports: $(DEV)
 	$(BIN)/lint-imports
 
 typecheck: $(DEV)
-	$(BIN)/mypy engine api_adapter sandex
+	$(BIN)/mypy -p sandex
 
 # Every import of engine/ and api_adapter/ is a runtime dependency (what `pip install .`
 # gives); tests/ and bench/ may also import dev ones, but nothing only transitive.

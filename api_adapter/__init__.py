@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from api_adapter.app import create_app
+    from sandex.api_adapter.app import create_app
 
 __all__ = ["create_app"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
-        from api_adapter.app import create_app
+        from sandex.api_adapter.app import create_app
 
         return create_app
     raise AttributeError(f"module 'api_adapter' has no attribute {name!r}")

@@ -23,11 +23,11 @@ import orjson
 from fastapi.openapi.models import OAuthFlowClientCredentials, OAuthFlows
 from fastapi.security import OAuth2
 
-from api_adapter.problems import AuthError
-from engine.config.settings import KNOWN_SCOPES
-from engine.read import clients as client_rows
-from engine.read.connections import ReadConnections
-from engine.runtime.key_file import KeyFile
+from sandex.api_adapter.problems import AuthError
+from sandex.engine.config.settings import KNOWN_SCOPES
+from sandex.engine.read import clients as client_rows
+from sandex.engine.read.connections import ReadConnections
+from sandex.engine.runtime.key_file import KeyFile
 
 _PREFIX = "sdx1"
 

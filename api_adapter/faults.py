@@ -1,4 +1,4 @@
-"""The fault gate: the calls a world's fault rules (engine.domain.sandbox_faults) match,
+"""The fault gate: the calls a world's fault rules (sandex.engine.domain.sandbox_faults) match,
 and what a fired rule does to them.
 
 `FaultIndex` keeps the armed rules in memory by operation id, so that a call of an
@@ -26,15 +26,15 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter import wire_faults
-from api_adapter.middleware.body_guard import body_value
-from api_adapter.pipeline import FIRED, Passage
-from api_adapter.problem_types import title_for
-from api_adapter.problems import FaultProblem, render
-from api_adapter.writer_bridge import actor_of, submit
-from engine.domain.sandbox_faults import WIRE_ACTIONS, DecideFault, template_of
-from engine.kernel.commands import SYSTEM, Actor
-from engine.kernel.errors import LogFull
+from sandex.api_adapter import wire_faults
+from sandex.api_adapter.middleware.body_guard import body_value
+from sandex.api_adapter.pipeline import FIRED, Passage
+from sandex.api_adapter.problem_types import title_for
+from sandex.api_adapter.problems import FaultProblem, render
+from sandex.api_adapter.writer_bridge import actor_of, submit
+from sandex.engine.domain.sandbox_faults import WIRE_ACTIONS, DecideFault, template_of
+from sandex.engine.kernel.commands import SYSTEM, Actor
+from sandex.engine.kernel.errors import LogFull
 
 # The environment variable that starts `sandex serve` without the fault gate when "1":
 # the baseline bench_faults measures the gate against (docs/faults.md); not a setting.

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from api_adapter.identity_vocabulary import (
+from sandex.api_adapter.identity_vocabulary import (
     AccountMemberRole,
     AccountType,
     CipIdType,
@@ -33,8 +33,8 @@ from api_adapter.identity_vocabulary import (
     TradingType,
     VerifierType,
 )
-from api_adapter.request_bodies import ADDRESS_PATTERN, Body, OptionalAddressField
-from engine.domain.identity.identities import STATUSES
+from sandex.api_adapter.request_bodies import ADDRESS_PATTERN, Body, OptionalAddressField
+from sandex.engine.domain.identity.identities import STATUSES
 
 # The reference's free text: its pattern, at most 35 or 200 characters.
 Line35 = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN, max_length=35)]

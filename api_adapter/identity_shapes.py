@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from api_adapter.identity_bodies import DocumentType, Status
-from api_adapter.identity_vocabulary import (
+from sandex.api_adapter.identity_bodies import DocumentType, Status
+from sandex.api_adapter.identity_vocabulary import (
     AccountMemberRole,
     AccountType,
     CipIdType,
@@ -34,8 +34,8 @@ from api_adapter.identity_vocabulary import (
     TradingType,
     VerifierType,
 )
-from api_adapter.request_bodies import ADDRESS_PATTERN
-from api_adapter.response_shapes import Shape, Time
+from sandex.api_adapter.request_bodies import ADDRESS_PATTERN
+from sandex.api_adapter.response_shapes import Shape, Time
 
 # The reference's free text pattern, and its date-times (sandex's Time: RFC 3339).
 Text = Annotated[str, Field(pattern=ADDRESS_PATTERN)]

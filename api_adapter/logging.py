@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter.writer_bridge import CAUSED
+from sandex.api_adapter.writer_bridge import CAUSED
 
 if TYPE_CHECKING:
-    from api_adapter.recent_requests import RecentRequests
+    from sandex.api_adapter.recent_requests import RecentRequests
 
 # The request id of the request being served: a context variable of its own, set per
 # request (a task of its own), read by `_add_request_id` into every line logged meanwhile.

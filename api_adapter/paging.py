@@ -9,16 +9,16 @@ from fastapi import Query
 from pydantic import BeforeValidator
 from pydantic_core import PydanticKnownError
 
-from engine.kernel.clock import parse_time
-from engine.kernel.errors import Invalid
-from engine.read.params import int_fault
-from engine.read.queries import MAX_LIMIT, Page
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.errors import Invalid
+from sandex.engine.read.params import int_fault
+from sandex.engine.read.queries import MAX_LIMIT, Page
 
 
 def strict_int(low: int, high: int) -> BeforeValidator:
-    """An integer query parameter checked as engine.read.params checks every one: ASCII
+    """An integer query parameter checked as sandex.engine.read.params checks every one: ASCII
     digits within bounds (pydantic alone takes ' 5', '+5', '5.0' and '1_0'). A fault is
-    reported as pydantic's own error of its kind, which api_adapter.problems words."""
+    reported as pydantic's own error of its kind, which sandex.api_adapter.problems words."""
     return BeforeValidator(partial(_checked_int, low=low, high=high))
 
 

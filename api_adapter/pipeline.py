@@ -10,7 +10,7 @@ its model refuses, an answer only the route shapes) is neither charged nor check
 twice; the route's `Caller` dependency reads the caller from it, and the request log
 (`recent_requests`) its operation and caller. The gates that come after the caller is
 known are the app's `state.gates`, each called with the request's scope and passage:
-the fault gate (api_adapter.faults) by default.
+the fault gate (sandex.api_adapter.faults) by default.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Security
 
-from api_adapter.auth import Principal, oauth2_scheme, principal_of
-from api_adapter.operations import Operation, operation
-from api_adapter.problems import AuthError
-from api_adapter.response_shapes import ok
+from sandex.api_adapter.auth import Principal, oauth2_scheme, principal_of
+from sandex.api_adapter.operations import Operation, operation
+from sandex.api_adapter.problems import AuthError
+from sandex.api_adapter.response_shapes import ok
 
 # The ASGI state key of a request's Passage.
 PASSED = "sandex.passage"
-# The ASGI state key of what the fault gate fired on a request (api_adapter.faults), which
+# The ASGI state key of what the fault gate fired on a request (sandex.api_adapter.faults), which
 # the request log shows: {"rule_id", "template", "when", "action"}.
 FIRED = "sandex.fault"
 # The ASGI state key of a request's operation, known before any gate may refuse it (the

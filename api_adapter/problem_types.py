@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.kernel.errors import DomainError
+from sandex.engine.kernel.errors import DomainError
 
 PROBLEM_BASE = "https://developer.paxos.com/docs/v2/problems/"
 
@@ -79,7 +79,7 @@ def domain_status(exc: DomainError) -> int:
 
 def domain_problem_body(exc: DomainError) -> dict[str, Any]:
     """The RFC 7807 body the HTTP API answers for `exc`; the backtest's strategies are
-    given it too (`engine.backtest.run(problems=...)`)."""
+    given it too (`sandex.engine.backtest.run(problems=...)`)."""
     status, slug, title = DOMAIN_PROBLEMS[exc.code]
     type_uri = PROBLEM_BASE + slug if slug else "about:blank"
     return problem_body(status, exc.detail, type_uri=type_uri, title=title, meta=exc.details)

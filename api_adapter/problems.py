@@ -11,17 +11,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from api_adapter.problem_types import domain_problem_body, domain_status
-from api_adapter.request_bodies import (
+from sandex.api_adapter.problem_types import domain_problem_body, domain_status
+from sandex.api_adapter.request_bodies import (
     ADDRESS_PATTERN,
     FIAT_AMOUNT_PATTERN,
     MEMO_PATTERN,
     NULL_VALUE,
     UNKNOWN_FIELD,
 )
-from api_adapter.responses import ProblemResponse, problem
-from engine.kernel.errors import DomainError
-from engine.kernel.money import AMOUNT_PATTERN
+from sandex.api_adapter.responses import ProblemResponse, problem
+from sandex.engine.kernel.errors import DomainError
+from sandex.engine.kernel.money import AMOUNT_PATTERN
 
 log = structlog.get_logger("sandex.http")
 
@@ -37,7 +37,7 @@ class AuthError(Exception):
 
 
 class FaultProblem(Exception):
-    """The problem a fault rule answers instead of the call's (api_adapter.faults)."""
+    """The problem a fault rule answers instead of the call's (sandex.api_adapter.faults)."""
 
     def __init__(
         self, status: int, detail: str, type_uri: str, retry_after: int | None, meta: dict[str, Any]

@@ -39,7 +39,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from starlette.exceptions import HTTPException
 
-from api_adapter.operations import OPERATIONS, READS, WRITES
+from sandex.api_adapter.operations import OPERATIONS, READS, WRITES
 
 # The real service averages each limit over five minutes and throttles an address that
 # goes over for five minutes.

@@ -28,10 +28,10 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from api_adapter.pipeline import FIRED, OPERATION, PASSED, Passage, authorization_of
-from api_adapter.responses import PROBLEM_TYPE
-from engine.kernel.clock import Clock
-from engine.kernel.errors import Invalid
+from sandex.api_adapter.pipeline import FIRED, OPERATION, PASSED, Passage, authorization_of
+from sandex.api_adapter.responses import PROBLEM_TYPE
+from sandex.engine.kernel.clock import Clock
+from sandex.engine.kernel.errors import Invalid
 
 # The ASGI state key of the caller of a request that asks no token, where its handler
 # learnt it: (customer id, client id) of a token issued.

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from api_adapter.request_bodies import (
+from sandex.api_adapter.request_bodies import (
     CreateCryptoWithdrawalRequest,
     CreateOrderRequest,
     SandboxDepositRequest,
 )
-from engine.config.settings import SELF_MATCH_PREVENTION
-from engine.kernel.commands import Actor, CreateCryptoWithdrawal, CreateOrder, SandboxDeposit
+from sandex.engine.config.settings import SELF_MATCH_PREVENTION
+from sandex.engine.kernel.commands import Actor, CreateCryptoWithdrawal, CreateOrder, SandboxDeposit
 
 if TYPE_CHECKING:  # the bearer check imports the operation table, which imports these
-    from api_adapter.auth import Principal
+    from sandex.api_adapter.auth import Principal
 
 
 def create_order_command(

@@ -8,7 +8,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from api_adapter.problem_types import problem_body
+from sandex.api_adapter.problem_types import problem_body
 
 
 class JSONResponse(Response):

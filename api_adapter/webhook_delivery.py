@@ -32,7 +32,7 @@ A receiver is someone else's server, perhaps hostile, and the URL a tenant's cho
   delivered`: how a connection failed would tell an open port from a closed one. The
   operator's log says why, with the URL's credentials and query string redacted.
 
-Fault rules (engine.domain.webhook_faults): while the customer holds an armed one, the
+Fault rules (sandex.engine.domain.webhook_faults): while the customer holds an armed one, the
 deliverer asks the writer before each attempt (`DecideWebhookDelivery`), which records
 the rule that fires; the deliverer only carries the answer out. `fail` records the
 attempt failed with the rule's status without calling the receiver; `delay_seconds`
@@ -60,19 +60,19 @@ import httpx
 import orjson
 import structlog
 
-from api_adapter.writer_bridge import submit
-from engine.config.destinations import Destinations
-from engine.domain.webhook_faults import DecideWebhookDelivery
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import Actor
-from engine.kernel.credentials import SealError, redact_url, unseal
-from engine.read import webhook_status
-from engine.read.connections import ReadConnections
-from engine.runtime.key_file import KeyFile, KeyFileError
-from engine.store import local_base, private_files
+from sandex.api_adapter.writer_bridge import submit
+from sandex.engine.config.destinations import Destinations
+from sandex.engine.domain.webhook_faults import DecideWebhookDelivery
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import Actor
+from sandex.engine.kernel.credentials import SealError, redact_url, unseal
+from sandex.engine.read import webhook_status
+from sandex.engine.read.connections import ReadConnections
+from sandex.engine.runtime.key_file import KeyFile, KeyFileError
+from sandex.engine.store import local_base, private_files
 
 if TYPE_CHECKING:
-    from engine.runtime.writer import Engine
+    from sandex.engine.runtime.writer import Engine
 
 log = structlog.get_logger("sandex.webhooks")
 

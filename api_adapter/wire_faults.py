@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.kernel.logs import get_logger
+from sandex.engine.kernel.logs import get_logger
 
 log = get_logger("sandex.http")
 

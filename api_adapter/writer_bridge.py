@@ -25,10 +25,10 @@ from typing import Any
 
 from fastapi import Request
 
-from api_adapter.auth import Principal
-from engine import Engine
-from engine.kernel.commands import Actor, Command, CountPoll
-from engine.runtime.reply import Batch
+from sandex.api_adapter.auth import Principal
+from sandex.engine import Engine
+from sandex.engine.kernel.commands import Actor, Command, CountPoll
+from sandex.engine.runtime.reply import Batch
 
 
 def actor(request: Request, principal: Principal) -> Actor:

@@ -23,7 +23,7 @@ TREE_VARIABLE = "SANDEX_BENCH_TREE"
 
 def measured_tree() -> Path:
     """The source tree to measure: BENCH_CODE, or the one $SANDEX_BENCH_TREE names, put on
-    sys.path right after BENCH_CODE (so `bench.*` stays this copy's and `engine` is the
+    sys.path right after BENCH_CODE (so `bench.*` stays this copy's and `sandex` is the
     tree's). bench/ab.py runs one copy of bench/ against two revisions this way."""
     given = os.environ.get(TREE_VARIABLE)
     if not given:
@@ -31,9 +31,9 @@ def measured_tree() -> Path:
     tree = Path(given).resolve()
     if tree == BENCH_CODE:
         return tree
-    if (BENCH_CODE / "engine").is_dir():
+    if (BENCH_CODE / "sandex").is_dir():
         raise SystemExit(
-            f"{TREE_VARIABLE}={tree}: this bench/ sits beside an engine of its own, which"
+            f"{TREE_VARIABLE}={tree}: this bench/ sits beside a sandex of its own, which"
             " Python would import instead; run a copy of bench/ alone (as bench/ab.py does)"
         )
     code = str(BENCH_CODE)

@@ -11,7 +11,7 @@ head, every run a separate process, so that both sides of a pair see the same mo
 shared, noisy machine; pair i is round i.
 
 Which code measures: a benchmark script whose imports of the engine are only the public
-`from engine import Engine, Settings` (the HTTP ones drive `python -m api_adapter.cli`)
+`from sandex.engine import Engine, Settings` (the HTTP ones drive `python -m sandex.api_adapter.cli`)
 is the head's copy for both sides (one copy of head's bench/, pointed at each tree with
 SANDEX_BENCH_TREE): the same benchmark code on both sides. A script that imports engine
 internals cannot import a revision of another module layout, so each tree runs its own
@@ -77,7 +77,7 @@ def export(rev: str, into: Path) -> None:
 
 def internal_imports(script: Path, seen: set[Path] | None = None) -> list[str]:
     """The engine or adapter imports of `script` (and of the bench modules it imports)
-    that are not the public `from engine import Engine, Settings`."""
+    that are not the public `from sandex.engine import Engine, Settings`."""
     seen = set() if seen is None else seen
     if script in seen or not script.exists():
         return []
@@ -87,18 +87,25 @@ def internal_imports(script: Path, seen: set[Path] | None = None) -> list[str]:
         if isinstance(node, ast.ImportFrom) and node.module:
             names = {a.name for a in node.names}
             top = node.module.split(".")[0]
-            if node.module == "engine" and names <= PUBLIC_ENGINE_NAMES:
+            inner = _inner(node.module)
+            if inner == "engine" and names <= PUBLIC_ENGINE_NAMES:
                 continue
-            if top in ("engine", "api_adapter"):
-                found.append(f"{node.module} ({', '.join(sorted(names))})")
+            if inner is not None:
+                found.append(f"{inner} ({', '.join(sorted(names))})")
             elif top == "bench":
                 module = script.parents[1].joinpath(*node.module.split(".")).with_suffix(".py")
                 found += internal_imports(module, seen)
         elif isinstance(node, ast.Import):
-            found += [
-                a.name for a in node.names if a.name.split(".")[0] in ("engine", "api_adapter")
-            ]
+            found += [inner for a in node.names if (inner := _inner(a.name)) is not None]
     return found
+
+
+def _inner(module: str) -> str | None:
+    """`module` without its `sandex.` when it is of the engine or the adapter, else None."""
+    head, _, rest = module.partition(".")
+    if head == "sandex" and rest.split(".")[0] in ("engine", "api_adapter"):
+        return rest
+    return None
 
 
 @dataclass

@@ -29,7 +29,7 @@ and a moving-average cross on hourly bars against backtesting.py on the same dat
   price, each fill answered by a limit sell a step above, every fill re-armed), whole run.
   Each figure is the median of `--runs` with min and max.
 
-Every database a run writes is checked with `sandex verify` (`engine.tools.verify.verify`)
+Every database a run writes is checked with `sandex verify` (`sandex.engine.tools.verify.verify`)
 after its timing ends; the last line says so (a problem fails the benchmark).
 """
 
@@ -56,11 +56,11 @@ from bench._common import machine, measured_tree  # noqa: E402
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
-from engine import Engine, open_engine  # noqa: E402
-from engine.backtest import Api, Strategy, run  # noqa: E402
-from engine.backtest.price_files import from_micros, load  # noqa: E402
-from engine.backtest.runner import Runner, engine_settings  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine import Engine, open_engine  # noqa: E402
+from sandex.engine.backtest import Api, Strategy, run  # noqa: E402
+from sandex.engine.backtest.price_files import from_micros, load  # noqa: E402
+from sandex.engine.backtest.runner import Runner, engine_settings  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 T0 = 1_704_067_200
 VERIFIED: dict[str, Any] = {"databases": 0, "problems": []}

@@ -39,10 +39,10 @@ VARIANTS = ("as built", "without the event feed", "without any read model")
 def _child(variant: str, orders: int) -> dict[str, float]:
     """One run of `variant` in this process: the engine threads' CPU per order."""
     from bench.bench_wal import _engine_cpu, _send, _setup
-    from engine.domain import feed
-    from engine.domain.registrations import REGISTRATIONS
-    from engine.kernel.registry import build_registry
-    from engine.runtime.projection import Projection
+    from sandex.engine.domain import feed
+    from sandex.engine.domain.registrations import REGISTRATIONS
+    from sandex.engine.kernel.registry import build_registry
+    from sandex.engine.runtime.projection import Projection
 
     registry = None
     if variant != VARIANTS[0]:

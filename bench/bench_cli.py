@@ -11,7 +11,7 @@ and in the CPU time of the process (which a machine busy with other work inflate
 - `sandex serve` on an empty database: from starting the process to the first answer of
   `GET /healthz` (the client polls a connection every 2 ms).
 
-Each process is `python -m api_adapter.cli` of a source tree (this one, or the one
+Each process is `python -m sandex.api_adapter.cli` of a source tree (this one, or the one
 $SANDEX_BENCH_TREE names as bench/ab.py sets it; and with `--base-tree` another, e.g. a worktree of main: the "before" of a pair), run alternately
 base then head in each round so that both sides see the same moment of a shared machine,
 and each side's ratio to the other per round. Bytecode is cached as an installed package
@@ -62,7 +62,7 @@ FIRST_ANSWER_LIMIT = 60.0  # seconds: a server that never answers fails the run
 
 
 class Tree:
-    """One source tree's `sandex`: `python -m api_adapter.cli` with the tree first on the
+    """One source tree's `sandex`: `python -m sandex.api_adapter.cli` with the tree first on the
     path, run from a scratch folder (so no file of the tree is read by accident)."""
 
     def __init__(self, label: str, path: Path, scratch: Path, pycache: Path) -> None:
@@ -77,7 +77,7 @@ class Tree:
         self.last_db: Path | None = None
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "api_adapter.cli", *args]
+        return [sys.executable, "-m", "sandex.api_adapter.cli", *args]
 
     def wall(self, *args: str) -> tuple[float, float]:
         """Seconds from spawning `sandex args` to its exit (status 0 required), and the

@@ -50,13 +50,13 @@ ROOT = measured_tree()
 
 from bench.bench_matching import CUSTOMERS, _commands, workload  # noqa: E402
 from bench.bench_wal import _engine_cpu  # noqa: E402
-from engine import Engine, Settings, open_engine  # noqa: E402
-from engine.kernel.commands import Actor, CancelOrder, CreateCustomer, SandboxDeposit  # noqa: E402
-from engine.kernel.errors import DomainError  # noqa: E402
-from engine.kernel.money import CONTEXT  # noqa: E402
-from engine.runtime.composition import TABLES, build_engine  # noqa: E402
-from engine.store import MemoryEventStore  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine import Engine, Settings, open_engine  # noqa: E402
+from sandex.engine.kernel.commands import Actor, CancelOrder, CreateCustomer, SandboxDeposit  # noqa: E402
+from sandex.engine.kernel.errors import DomainError  # noqa: E402
+from sandex.engine.kernel.money import CONTEXT  # noqa: E402
+from sandex.engine.runtime.composition import TABLES, build_engine  # noqa: E402
+from sandex.engine.store import MemoryEventStore  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 REFS = [170000, 46000]  # BTCUSD 42500 and ETHUSD 2300, in ticks
 

@@ -32,11 +32,11 @@ from bench._common import machine, measured_tree  # noqa: E402
 ROOT = measured_tree()
 
 from bench.bench_http_orders import BODIES  # noqa: E402
-from engine import Settings, open_engine  # noqa: E402
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
-from engine.read import feed  # noqa: E402
-from engine.read.queries import Queries  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine import Settings, open_engine  # noqa: E402
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
+from sandex.engine.read import feed  # noqa: E402
+from sandex.engine.read.queries import Queries  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 
 def build(path: Path, events: int, in_flight: int = 32) -> str:

@@ -37,8 +37,8 @@ from bench._common import machine, measured_tree  # noqa: E402
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_store import build_log  # noqa: E402
-from engine.runtime.composition import TABLES  # noqa: E402
-from engine.store import Forking, capability, drop_store, locate, open_store  # noqa: E402
+from sandex.engine.runtime.composition import TABLES  # noqa: E402
+from sandex.engine.store import Forking, capability, drop_store, locate, open_store  # noqa: E402
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -120,7 +120,7 @@ def main() -> None:
 
 def postgres_rounds(template: Path, db: str, args: argparse.Namespace) -> None:
     """The same forks on PostgreSQL: the template copied to `db`, each fork a schema."""
-    from engine.tools.copy import copy
+    from sandex.engine.tools.copy import copy
 
     copy(template, db)
     store = open_store(db, tables=TABLES)

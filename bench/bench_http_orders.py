@@ -135,10 +135,10 @@ def run_http(
     db = tmp / "orders.db"
     port = _free_port()
     serve = [
-        py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
+        py, "-m", "sandex.api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
         "--clock", "wall", "--durability", "FULL", "--log-level", "WARNING", "--log-format", "json",
     ]  # fmt: skip
-    from engine import Settings
+    from sandex.engine import Settings
 
     if "rate_limits_enabled" in Settings.model_fields:
         # the sandbox's per-client rate limits would answer most of the load with 429

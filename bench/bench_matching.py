@@ -37,12 +37,12 @@ from bench._common import fmt_rate, machine, measured_tree  # noqa: E402
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
-from engine import Engine, Settings, open_engine  # noqa: E402
-from engine.domain.registrations import REGISTRATIONS  # noqa: E402
-from engine.domain.trading.book import BUY, SELL  # noqa: E402
-from engine.domain.trading.market import MarketConfig, new_markets  # noqa: E402
-from engine.domain.trading.matching import plan  # noqa: E402
-from engine.kernel.commands import (  # noqa: E402
+from sandex.engine import Engine, Settings, open_engine  # noqa: E402
+from sandex.engine.domain.registrations import REGISTRATIONS  # noqa: E402
+from sandex.engine.domain.trading.book import BUY, SELL  # noqa: E402
+from sandex.engine.domain.trading.market import MarketConfig, new_markets  # noqa: E402
+from sandex.engine.domain.trading.matching import plan  # noqa: E402
+from sandex.engine.kernel.commands import (  # noqa: E402
     Actor,
     CancelOrder,
     Command,
@@ -50,8 +50,8 @@ from engine.kernel.commands import (  # noqa: E402
     CreateOrder,
     SandboxDeposit,
 )
-from engine.kernel.registry import Registration, build_registry  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine.kernel.registry import Registration, build_registry  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 MARKETS = ("BTCUSD", "ETHUSD")
 CUSTOMERS = 8
@@ -110,7 +110,7 @@ class _Resting:
 
 
 def run_matching(ops: list[Op]) -> tuple[float, int]:
-    """The book and plan of engine.domain.trading.matching, with the house's ladder and self-match
+    """The book and plan of sandex.engine.domain.trading.matching, with the house's ladder and self-match
     prevention, applying each plan as the appliers do."""
     cfg = MarketConfig.of(Settings(market_volatility=Decimal(0)))
     markets = [new_markets()[name] for name in MARKETS]

@@ -14,7 +14,7 @@ divided by the orders: what a million resting orders cost is that times a millio
 A backtest's size instead, in this process (one run: a million bars take a while):
 `--bars` hourly bars (bench_backtest.py's file), a strategy whose `on_bar` does nothing
 (with `--hold`, one that buys at the start and holds, so that the equity changes at
-every point), file to statistics with `engine.backtest.run`, then the whole report:
+every point), file to statistics with `sandex.engine.backtest.run`, then the whole report:
 summary.json, the CSV files and report.html with its charts (`--no-html` leaves the
 page out). Printed: the memory held after the run per bar, the peak resident memory
 (the process's high-water mark, `ru_maxrss`) and its growth per bar, and the times of
@@ -36,8 +36,8 @@ from bench._common import Timer, machine, measured_tree  # noqa: E402
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
-from engine import Settings, open_engine  # noqa: E402
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
+from sandex.engine import Settings, open_engine  # noqa: E402
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit  # noqa: E402
 
 
 def rss() -> int:
@@ -50,9 +50,9 @@ def backtest_size(bars: int, hold: bool, html: bool = True) -> None:
     import resource
     import time
 
-    import engine.backtest.report as report
+    import sandex.engine.backtest.report as report
     from bench.bench_backtest import bars_file
-    from engine.backtest import Api, Strategy, run
+    from sandex.engine.backtest import Api, Strategy, run
 
     class Idle(Strategy):
         def on_bar(self, market: str, bar: object) -> None:

@@ -66,8 +66,8 @@ def raw_copy(url: str, n: int, batch: int = 500) -> float:
     import orjson
     import psycopg
 
-    from engine.runtime.composition import TABLES
-    from engine.store.postgres import PostgresEventStore
+    from sandex.engine.runtime.composition import TABLES
+    from sandex.engine.store.postgres import PostgresEventStore
 
     PostgresEventStore(url, tables=TABLES).close()  # the schema
     data = orjson.dumps({"n": 0}).decode()
@@ -117,7 +117,7 @@ def _serve(db: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str, dict[str, 
     config = tmp / "bench.yaml"
     config.write_text("rate_limits_enabled: false\n")
     proc = _start(
-        [sys.executable, "-m", "api_adapter.cli", "serve", "--db", db, "--port", str(port)]
+        [sys.executable, "-m", "sandex.api_adapter.cli", "serve", "--db", db, "--port", str(port)]
         + ["--clock", "wall", "--durability", "FULL", "--log-level", "WARNING"]
         + ["--log-format", "json", "--config", str(config)],
         f"http://127.0.0.1:{port}/v2/sandbox/clock",
@@ -192,10 +192,10 @@ def startup(url: str) -> tuple[float, int]:
 
 
 def startups(server: Any, n: int, tail: int, runs: int, tmp: Path) -> None:
-    from engine.runtime.composition import TABLES
-    from engine.runtime.startup_cache import FORMAT, Snapshotter
-    from engine.store import open_store
-    from engine.tools.copy import copy
+    from sandex.engine.runtime.composition import TABLES
+    from sandex.engine.runtime.startup_cache import FORMAT, Snapshotter
+    from sandex.engine.store import open_store
+    from sandex.engine.tools.copy import copy
 
     sqlite = tmp / "replay.db"
     with Timer() as built:

@@ -56,14 +56,14 @@ SECRET = "sandex-secret"
 def serve(db: Path, port: int, fill: int) -> None:
     """Open a world on `db`, fill its request log with `fill` entries, serve it on
     `port` until interrupted."""
-    from api_adapter.bootstrap import fixed
-    from api_adapter.logging import configure
-    from api_adapter.recent_requests import Entry
-    from api_adapter.server.connections import uvicorn_options
-    from api_adapter.server.listen import listen, serve_on
-    from api_adapter.world import World
-    from engine import Settings
-    from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+    from sandex.api_adapter.bootstrap import fixed
+    from sandex.api_adapter.logging import configure
+    from sandex.api_adapter.recent_requests import Entry
+    from sandex.api_adapter.server.connections import uvicorn_options
+    from sandex.api_adapter.server.listen import listen, serve_on
+    from sandex.api_adapter.world import World
+    from sandex.engine import Settings
+    from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 
     configure(json_lines=True, level="WARNING")
     settings = Settings(
@@ -184,12 +184,12 @@ def layer(rounds: int, count: int) -> None:
     goes first alternating, the difference per round."""
     import asyncio
 
-    from api_adapter.auth import Principal
-    from api_adapter.logging import RequestLog, configure
-    from api_adapter.operations import operation
-    from api_adapter.pipeline import OPERATION, PASSED, Passage
-    from api_adapter.recent_requests import RecentRequests
-    from engine.kernel.clock import WallClock
+    from sandex.api_adapter.auth import Principal
+    from sandex.api_adapter.logging import RequestLog, configure
+    from sandex.api_adapter.operations import operation
+    from sandex.api_adapter.pipeline import OPERATION, PASSED, Passage
+    from sandex.api_adapter.recent_requests import RecentRequests
+    from sandex.engine.kernel.clock import WallClock
 
     configure(json_lines=True, level="WARNING")
     op = operation("CreateOrder")

@@ -32,10 +32,10 @@ from bench._common import Timer, fmt_rate, machine, measured_tree  # noqa: E402
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
-from api_adapter.logging import configure  # noqa: E402
-from api_adapter.scenarios.runner import run_in_process  # noqa: E402
-from engine import Settings, open_engine  # noqa: E402
-from engine.kernel.commands import (  # noqa: E402
+from sandex.api_adapter.logging import configure  # noqa: E402
+from sandex.api_adapter.scenarios.runner import run_in_process  # noqa: E402
+from sandex.engine import Settings, open_engine  # noqa: E402
+from sandex.engine.kernel.commands import (  # noqa: E402
     Actor,
     AdvanceClock,
     CreateCryptoWithdrawal,
@@ -44,9 +44,9 @@ from engine.kernel.commands import (  # noqa: E402
     CreateWithdrawalFee,
     SandboxDeposit,
 )
-from engine.tools.scenario_file import from_data, load_file  # noqa: E402
-from engine.tools.time_travel import travel  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine.tools.scenario_file import from_data, load_file  # noqa: E402
+from sandex.engine.tools.time_travel import travel  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 BTC = "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2"
 

@@ -44,7 +44,7 @@ print(seconds, size)
 _START = """
 import os, resource, sys, time
 sys.path.insert(0, {tree!r})
-from engine import Settings, open_engine
+from sandex.engine import Settings, open_engine
 wall, cpu = time.perf_counter(), time.process_time()
 engine = open_engine({db!r}, Settings(clock="manual", snapshot_every_events=100000))
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -56,7 +56,7 @@ print(wall, cpu, rss, os.getloadavg()[0])
 _VERIFY = """
 import sys
 sys.path.insert(0, {tree!r})
-from engine.tools.verify import verify
+from sandex.engine.tools.verify import verify
 print(len(verify({db!r})))
 """
 

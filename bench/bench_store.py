@@ -38,15 +38,15 @@ from bench._common import Timer, fmt_rate, machine, measured_tree, repeat  # noq
 
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
-from engine import Settings, open_engine  # noqa: E402
-from engine.domain.registrations import REGISTRATIONS  # noqa: E402
-from engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
-from engine.kernel.events import Event  # noqa: E402
-from engine.kernel.registry import Registration, build_registry  # noqa: E402
-from engine.runtime.composition import TABLES  # noqa: E402
-from engine.runtime.startup_cache import FORMAT, Snapshotter  # noqa: E402
-from engine.store import SqliteEventStore  # noqa: E402
-from engine.tools.verify import rebuild, verify  # noqa: E402
+from sandex.engine import Settings, open_engine  # noqa: E402
+from sandex.engine.domain.registrations import REGISTRATIONS  # noqa: E402
+from sandex.engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
+from sandex.engine.kernel.events import Event  # noqa: E402
+from sandex.engine.kernel.registry import Registration, build_registry  # noqa: E402
+from sandex.engine.runtime.composition import TABLES  # noqa: E402
+from sandex.engine.runtime.startup_cache import FORMAT, Snapshotter  # noqa: E402
+from sandex.engine.store import SqliteEventStore  # noqa: E402
+from sandex.engine.tools.verify import rebuild, verify  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +218,7 @@ _STARTUP = """
 import sys, time
 started = time.perf_counter()
 sys.path.insert(0, {root!r})
-from engine import Settings, open_engine
+from sandex.engine import Settings, open_engine
 imported = time.perf_counter()
 engine = open_engine({path!r}, Settings(clock="manual", snapshot_every_events={every}))
 opened = time.perf_counter()

@@ -37,7 +37,7 @@ from bench._common import machine, measured_tree  # noqa: E402
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_backtest import bars_file  # noqa: E402
-from engine.backtest import sweep  # noqa: E402
+from sandex.engine.backtest import sweep  # noqa: E402
 
 STRATEGY = f"{ROOT / 'scenarios/backtests/ma_cross.py'}:MaCross"
 

@@ -48,16 +48,16 @@ from bench._common import machine, measured_tree  # noqa: E402
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_http_orders import BODIES  # noqa: E402
-from engine import Engine, Settings, open_engine  # noqa: E402
-from engine.kernel.commands import (  # noqa: E402
+from sandex.engine import Engine, Settings, open_engine  # noqa: E402
+from sandex.engine.kernel.commands import (  # noqa: E402
     Actor,
     Command,
     CreateCustomer,
     CreateOrder,
     SandboxDeposit,
 )
-from engine.kernel.registry import Registry  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine.kernel.registry import Registry  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -34,17 +34,17 @@ ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from bench.bench_wal import _engine_cpu, closed_loop  # noqa: E402
 from bench.bench_withdrawals import WITHDRAWAL  # noqa: E402
-from engine import Engine, Settings, open_engine  # noqa: E402
-from engine.kernel.commands import (  # noqa: E402
+from sandex.engine import Engine, Settings, open_engine  # noqa: E402
+from sandex.engine.kernel.commands import (  # noqa: E402
     Actor,
     CreateCryptoWithdrawal,
     CreateCustomer,
     SandboxDeposit,
     Tick,
 )
-from engine.runtime.composition import TABLES, build_engine  # noqa: E402
-from engine.store import MemoryEventStore  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine.runtime.composition import TABLES, build_engine  # noqa: E402
+from sandex.engine.store import MemoryEventStore  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 
 CONFIRMED_AFTER = 1.5  # seconds: SOLANA confirms one second after the request
 

@@ -93,7 +93,7 @@ def _cli_verify(db: Path) -> tuple[str, float]:
     script measures any revision (bench/ab.py): "OK" or the first problem, and seconds."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "api_adapter.cli", "verify", "--db", str(db)],
+        [sys.executable, "-m", "sandex.api_adapter.cli", "verify", "--db", str(db)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -295,7 +295,7 @@ def main() -> int:
     db = tmp / "bench.db"
     port = _free_port()
     serve = [
-        py, "-m", "api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
+        py, "-m", "sandex.api_adapter.cli", "serve", "--db", str(db), "--port", str(port),
         "--clock", "wall", "--durability", args.durability, "--log-level", "WARNING", "--log-format", "json",
         "--no-rate-limits",
     ]  # fmt: skip

@@ -66,7 +66,14 @@ def reference(examples: int, tmp: Path) -> list[str]:
     finally:
         server.stop()
     done = subprocess.run(
-        [sys.executable, "-m", "api_adapter.cli", "verify", "--db", str(tmp / "reference.db")],
+        [
+            sys.executable,
+            "-m",
+            "sandex.api_adapter.cli",
+            "verify",
+            "--db",
+            str(tmp / "reference.db"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

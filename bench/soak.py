@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from bench._common import cpus, machine, percentiles, pin  # noqa: E402
 from bench.bench_withdrawals import _free_port  # noqa: E402
 
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 HOST = "127.0.0.1"
 # (kind, weight): reads dominate, as they do for a trading integration.

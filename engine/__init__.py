@@ -10,24 +10,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.config.settings import ALL_SCOPES, Settings
-    from engine.kernel.clock import ManualClock, WallClock, format_time, parse_time
-    from engine.kernel.errors import DomainError
-    from engine.runtime.composition import open_engine
-    from engine.runtime.replay import replay
-    from engine.runtime.writer import Engine
+    from sandex.engine.config.settings import ALL_SCOPES, Settings
+    from sandex.engine.kernel.clock import ManualClock, WallClock, format_time, parse_time
+    from sandex.engine.kernel.errors import DomainError
+    from sandex.engine.runtime.composition import open_engine
+    from sandex.engine.runtime.replay import replay
+    from sandex.engine.runtime.writer import Engine
 
 _EXPORTS = {
-    "ALL_SCOPES": "engine.config.settings",
-    "DomainError": "engine.kernel.errors",
-    "Engine": "engine.runtime.writer",
-    "ManualClock": "engine.kernel.clock",
-    "Settings": "engine.config.settings",
-    "WallClock": "engine.kernel.clock",
-    "format_time": "engine.kernel.clock",
-    "open_engine": "engine.runtime.composition",
-    "parse_time": "engine.kernel.clock",
-    "replay": "engine.runtime.replay",
+    "ALL_SCOPES": "sandex.engine.config.settings",
+    "DomainError": "sandex.engine.kernel.errors",
+    "Engine": "sandex.engine.runtime.writer",
+    "ManualClock": "sandex.engine.kernel.clock",
+    "Settings": "sandex.engine.config.settings",
+    "WallClock": "sandex.engine.kernel.clock",
+    "format_time": "sandex.engine.kernel.clock",
+    "open_engine": "sandex.engine.runtime.composition",
+    "parse_time": "sandex.engine.kernel.clock",
+    "replay": "sandex.engine.runtime.replay",
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The `sandex` command line: one module per verb, `parser` assembles them, `main` runs
-one (`python -m api_adapter.cli` and the `sandex` entry point)."""
+one (`python -m sandex.api_adapter.cli` and the `sandex` entry point)."""
 
-from api_adapter.cli.main import main
+from sandex.api_adapter.cli.main import main
 
 __all__ = ["main"]

@@ -1,6 +1,6 @@
-"""`python -m api_adapter.cli`."""
+"""`python -m sandex.api_adapter.cli`."""
 
-from api_adapter.cli.main import main
+from sandex.api_adapter.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -9,11 +9,11 @@ from pathlib import Path
 
 def backtest(args: argparse.Namespace) -> int:
     """`sandex backtest`: 0 with a summary, 2 when the run cannot be made."""
-    from api_adapter.cli.progress import progress_bar
-    from api_adapter.cli.run_options import Usage, pairs, run_options
-    from api_adapter.problem_types import domain_problem_body
-    from engine.backtest import ApiError, BacktestError, run
-    from engine.backtest.statistics import shown as rounded
+    from sandex.api_adapter.cli.progress import progress_bar
+    from sandex.api_adapter.cli.run_options import Usage, pairs, run_options
+    from sandex.api_adapter.problem_types import domain_problem_body
+    from sandex.engine.backtest import ApiError, BacktestError, run
+    from sandex.engine.backtest.statistics import shown as rounded
 
     try:
         options = run_options(args)

@@ -8,9 +8,9 @@ import sys
 
 def revoke(args: argparse.Namespace) -> int:
     """`sandex clients revoke`."""
-    from engine import open_engine
-    from engine.kernel.commands import RevokeClient
-    from engine.kernel.errors import DomainError
+    from sandex.engine import open_engine
+    from sandex.engine.kernel.commands import RevokeClient
+    from sandex.engine.kernel.errors import DomainError
 
     # Beside a running server, which holds the writer lease: one event, through SQLite's
     # write lock; the server reloads the log it finds changed before deciding again.

@@ -9,9 +9,9 @@ import sys
 def copy(args: argparse.Namespace) -> int:
     """`sandex copy --from A [--world ID] --to B`: 0 when the copy verifies with the
     source's log hash."""
-    from api_adapter.cli.worlds import world_db
-    from engine.tools.copy import CopyError, display
-    from engine.tools.copy import copy as copy_database
+    from sandex.api_adapter.cli.worlds import world_db
+    from sandex.engine.tools.copy import CopyError, display
+    from sandex.engine.tools.copy import copy as copy_database
 
     source = world_db(args.source, getattr(args, "world", None))
     try:

@@ -91,7 +91,7 @@ def sandex_database(path: str) -> str:
             f"cannot open database {path}: not an SQLite file (corrupt, or another kind of file)"
         )
     # imported here: the engine package is not loaded by a command that never checks a --db
-    from engine.read.database_contents import database_contents
+    from sandex.engine.read.database_contents import database_contents
 
     try:
         columns, tables = database_contents(p)
@@ -109,15 +109,15 @@ def sandex_database(path: str) -> str:
 
 def _server_url(path: str) -> bool:
     # imported here, as below: only a command that checks a --db loads the engine
-    from engine.read.database_contents import on_server
+    from sandex.engine.read.database_contents import on_server
 
     return on_server(path)
 
 
 def _server_database(url: str) -> str:
     """`url` when its database holds the sandex event log; `CliError` otherwise."""
-    from engine.read.database_contents import database_contents, display
-    from engine.store import StoreUnavailable
+    from sandex.engine.read.database_contents import database_contents, display
+    from sandex.engine.store import StoreUnavailable
 
     try:
         columns, tables = database_contents(url)
@@ -191,8 +191,11 @@ def _message(exc: BaseException, database: str | None) -> str | None:
         return str(exc) or type(exc).__name__
     # Looked up, not imported: a module that was never imported raised nothing.
     for module, name in (
-        ("engine.store.port", "StoreUnavailable"),  # a store that cannot be written
-        ("engine.config.settings_file", "SettingsFileError"),  # a --config file (serve, backtest)
+        ("sandex.engine.store.port", "StoreUnavailable"),  # a store that cannot be written
+        (
+            "sandex.engine.config.settings_file",
+            "SettingsFileError",
+        ),  # a --config file (serve, backtest)
     ):
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(exc, getattr(loaded, name)):

@@ -11,8 +11,8 @@ def events(args: argparse.Namespace) -> int:
     import orjson
 
     # read-only: safe beside a running server
-    from api_adapter.cli.worlds import world_db
-    from engine.read.event_listing import redacted_events
+    from sandex.api_adapter.cli.worlds import world_db
+    from sandex.engine.read.event_listing import redacted_events
 
     db = world_db(args.db, getattr(args, "world", None))
     listing = redacted_events(db, after=args.after, stream=args.stream, limit=args.limit)

@@ -8,7 +8,7 @@ import sys
 
 def rotate(args: argparse.Namespace) -> int:
     """`sandex keys rotate`."""
-    from engine.runtime.key_file import KeyFile, KeyFileError
+    from sandex.engine.runtime.key_file import KeyFile, KeyFileError
 
     try:
         keys = KeyFile.open(args.db)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from api_adapter.cli.parser import parser
+from sandex.api_adapter.cli.parser import parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `sandex` command; answer its exit status."""
-    from api_adapter.cli.errors import reported
+    from sandex.api_adapter.cli.errors import reported
 
     with reported() as outcome:
         args = parser().parse_args(argv)

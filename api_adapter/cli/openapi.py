@@ -12,9 +12,9 @@ from pathlib import Path
 
 def openapi(args: argparse.Namespace) -> int:
     """`sandex openapi`: 0 with the document on stdout (or in `--out`)."""
-    from api_adapter.bootstrap import served_on
-    from api_adapter.world import World
-    from engine.config.settings import Settings
+    from sandex.api_adapter.bootstrap import served_on
+    from sandex.api_adapter.world import World
+    from sandex.engine.config.settings import Settings
 
     # The document is the app's, and an app is a world's: one on a throwaway database,
     # never started (no clock, no scheduler, nothing served).

@@ -8,9 +8,9 @@ import sys
 
 def rebuild(args: argparse.Namespace) -> int:
     """`sandex rebuild`."""
-    from api_adapter.cli.progress import progress_bar
-    from engine.store import StoreUnavailable
-    from engine.tools import verify
+    from sandex.api_adapter.cli.progress import progress_bar
+    from sandex.engine.store import StoreUnavailable
+    from sandex.engine.tools import verify
 
     try:
         with progress_bar("rebuilding", "events") as shown:

@@ -23,12 +23,12 @@ def pairs(items: list[str] | None, flag: str, what: str) -> dict[str, str]:
 
 
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of `engine.backtest.run` (and `sweep`) the shared flags set; raises
+    """The keywords of `sandex.engine.backtest.run` (and `sweep`) the shared flags set; raises
     `Usage` for a `--deposit` written wrong."""
     deposits = {k.upper(): v for k, v in pairs(args.deposit, "--deposit", "ASSET=AMOUNT").items()}
     settings = None
     if args.config:
-        from engine.config.settings import Settings
+        from sandex.engine.config.settings import Settings
 
         settings = Settings.from_file(args.config)
     return {

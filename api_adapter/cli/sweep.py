@@ -12,13 +12,13 @@ from pathlib import Path
 def sweep(args: argparse.Namespace) -> int:
     """`sandex sweep`: 0 with the table written (failed runs are rows), 2 when the sweep
     cannot be made."""
-    from api_adapter.cli.errors import require_extra
+    from sandex.api_adapter.cli.errors import require_extra
 
     require_extra("sweep", "sandex sweep")  # said before any run, not after them
-    from api_adapter.cli.run_options import Usage, pairs, run_options
-    from api_adapter.problem_types import domain_problem_body
-    from engine.backtest import BacktestError, Search
-    from engine.backtest import sweep as run_sweep
+    from sandex.api_adapter.cli.run_options import Usage, pairs, run_options
+    from sandex.api_adapter.problem_types import domain_problem_body
+    from sandex.engine.backtest import BacktestError, Search
+    from sandex.engine.backtest import sweep as run_sweep
 
     try:
         options = run_options(args)

@@ -10,7 +10,7 @@ from typing import Any
 def _until(text: str) -> tuple[int | None, Any]:
     if text.strip().isdigit():
         return int(text), None
-    from engine.kernel.clock import parse_time
+    from sandex.engine.kernel.clock import parse_time
 
     try:
         return None, parse_time(text)
@@ -22,8 +22,8 @@ def _until(text: str) -> tuple[int | None, Any]:
 
 def time_travel(args: argparse.Namespace) -> int:
     """`sandex time-travel --db F [--world ID] --until POSITION|TIME --out G`."""
-    from api_adapter.cli.worlds import world_db
-    from engine.tools.time_travel import travel
+    from sandex.api_adapter.cli.worlds import world_db
+    from sandex.engine.tools.time_travel import travel
 
     source = world_db(args.db, getattr(args, "world", None))
 

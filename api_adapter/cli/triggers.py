@@ -7,7 +7,7 @@ import argparse
 
 def triggers(args: argparse.Namespace) -> int:
     """`sandex triggers`: print the page generated from the registry of triggers."""
-    from engine.domain.sandbox_triggers import page
+    from sandex.engine.domain.sandbox_triggers import page
 
     print(page(), end="")
     return 0

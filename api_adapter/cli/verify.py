@@ -7,9 +7,9 @@ import argparse
 
 def verify(args: argparse.Namespace) -> int:
     """`sandex verify`: 0 when every check passes, 1 with the problems found."""
-    from api_adapter.cli.progress import progress_bar
-    from api_adapter.cli.worlds import world_db
-    from engine.tools import verify as checks
+    from sandex.api_adapter.cli.progress import progress_bar
+    from sandex.api_adapter.cli.worlds import world_db
+    from sandex.engine.tools import verify as checks
 
     db = world_db(args.db, getattr(args, "world", None))
     with progress_bar("verifying", "events") as shown:

@@ -33,7 +33,7 @@ def wait(args: argparse.Namespace) -> int:
     """`sandex wait`: 0 once `URL/healthz` answers 200 with X-Sandex-Version."""
     import httpx
 
-    from api_adapter.version import VERSION_HEADER
+    from sandex.api_adapter.version import VERSION_HEADER
 
     target = health_url(args.url)
     deadline = time.monotonic() + args.timeout

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from api_adapter.cli.errors import CliError
+from sandex.api_adapter.cli.errors import CliError
 
 
 def world_db(db: str, world: str | None) -> str:
@@ -13,8 +13,8 @@ def world_db(db: str, world: str | None) -> str:
     (a file, or a schema of the same server database), or `db` itself without `--world`."""
     if world is None:
         return db
-    from api_adapter.worlds.manager import folder_for, location_of
-    from engine.read.database_contents import display
+    from sandex.api_adapter.worlds.manager import folder_for, location_of
+    from sandex.engine.read.database_contents import display
 
     try:
         where = location_of(db, world)
@@ -27,8 +27,8 @@ def world_db(db: str, world: str | None) -> str:
 
 def list_worlds(args: argparse.Namespace) -> int:
     """`sandex worlds list`: one line per world: id, name, clock, events, size, created."""
-    from api_adapter.worlds.manager import kept_worlds
-    from engine.read.database_contents import display
+    from sandex.api_adapter.worlds.manager import kept_worlds
+    from sandex.engine.read.database_contents import display
 
     found = kept_worlds(args.db)
     if not found:
@@ -46,9 +46,9 @@ def list_worlds(args: argparse.Namespace) -> int:
 def delete_world(args: argparse.Namespace) -> int:
     """`sandex worlds delete ID`: its files removed; refused while a server serves the
     database (that server deletes it: `DELETE /v2/sandbox/worlds/{id}`)."""
-    from api_adapter.worlds.manager import delete_kept
-    from engine.read.database_contents import display
-    from engine.store import LeaseHeld
+    from sandex.api_adapter.worlds.manager import delete_kept
+    from sandex.engine.read.database_contents import display
+    from sandex.engine.store import LeaseHeld
 
     world_db(args.db, args.world_id)  # it exists
     try:

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter.request_bodies import STRICT_FIELDS
-from api_adapter.responses import problem
+from sandex.api_adapter.request_bodies import STRICT_FIELDS
+from sandex.api_adapter.responses import problem
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 MAX_DEPTH = 32

@@ -21,14 +21,14 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api_adapter.auth import Principal
-from api_adapter.middleware.body_guard import body_value
-from api_adapter.operations import LANE, Operation
-from api_adapter.pipeline import authorization_of, run_gates
-from api_adapter.problems import REFUSALS, render
-from api_adapter.responses import send_json
-from api_adapter.writer_bridge import actor_of, submit
-from engine.kernel.commands import Command
+from sandex.api_adapter.auth import Principal
+from sandex.api_adapter.middleware.body_guard import body_value
+from sandex.api_adapter.operations import LANE, Operation
+from sandex.api_adapter.pipeline import authorization_of, run_gates
+from sandex.api_adapter.problems import REFUSALS, render
+from sandex.api_adapter.responses import send_json
+from sandex.api_adapter.writer_bridge import actor_of, submit
+from sandex.engine.kernel.commands import Command
 
 # The rows read once into what a request is matched against: whole paths by lookup,
 # paths with a parameter by their head and tail.

@@ -7,23 +7,23 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter.identity_bodies import (
+from sandex.api_adapter.identity_bodies import (
     AddAccountMembersRequest,
     CreateAccountRequest,
     UpdateAccountRequest,
 )
-from api_adapter.paging import created_page, updated_times
-from api_adapter.pipeline import Caller, route
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import (
+from sandex.api_adapter.paging import created_page, updated_times
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import (
     AddAccountMembers,
     CreateAccount,
     RemoveAccountMember,
     UpdateAccount,
 )
-from engine.read import identities as reads
-from engine.read.queries import Page
+from sandex.engine.read import identities as reads
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/identity", tags=["Accounts"])
 

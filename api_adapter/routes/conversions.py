@@ -6,13 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from api_adapter.paging import Limit, Order, checked_time
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import CreateStablecoinConversionRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, count_poll, run
-from engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
-from engine.read.queries import Page
+from sandex.api_adapter.paging import Limit, Order, checked_time
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import CreateStablecoinConversionRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, count_poll, run
+from sandex.engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/conversion", tags=["Stablecoin Conversion"])
 

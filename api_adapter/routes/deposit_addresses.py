@@ -7,24 +7,24 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.paging import created_page
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import (
+from sandex.api_adapter.paging import created_page
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import (
     CreateDepositAddressRequest,
     RejectCryptoDepositRequest,
     SandboxCryptoDepositRequest,
     UpdateCryptoDepositRequest,
 )
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import (
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import (
     CreateDepositAddress,
     RejectCryptoDeposit,
     SandboxCryptoDeposit,
     UpdateCryptoDeposit,
 )
-from engine.read.deposit_addresses import list_deposit_addresses
-from engine.read.queries import Page
+from sandex.engine.read.deposit_addresses import list_deposit_addresses
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Deposit Addresses"])
 

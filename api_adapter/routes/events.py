@@ -10,11 +10,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from api_adapter.paging import page_limit
-from api_adapter.pipeline import Caller, route
-from api_adapter.responses import JSONResponse
-from api_adapter.webhook_delivery import delivered_through
-from engine.read import feed
+from sandex.api_adapter.paging import page_limit
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.webhook_delivery import delivered_through
+from sandex.engine.read import feed
 
 router = APIRouter(prefix="/v2", tags=["Events"])
 

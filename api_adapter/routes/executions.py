@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.paging import Limit, checked_time
-from api_adapter.pipeline import Caller, route
-from api_adapter.responses import JSONResponse
-from engine.read.queries import Page, checked_limit
+from sandex.api_adapter.paging import Limit, checked_time
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.responses import JSONResponse
+from sandex.engine.read.queries import Page, checked_limit
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 

@@ -1,4 +1,4 @@
-"""HTTP fault rules (docs/faults.md, engine.domain.sandbox_faults): armed, listed, read
+"""HTTP fault rules (docs/faults.md, sandex.engine.domain.sandbox_faults): armed, listed, read
 and removed per world. The bootstrap client's rules match any call of the world; a
 tenant's match only its own calls, and a tenant sees, reads and removes only its own."""
 
@@ -8,13 +8,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from api_adapter.auth import Principal
-from api_adapter.operations import FAULTABLE
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import FaultRuleRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain.sandbox_faults import ArmFault, RemoveFault, status_of
+from sandex.api_adapter.auth import Principal
+from sandex.api_adapter.operations import FAULTABLE
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import FaultRuleRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain.sandbox_faults import ArmFault, RemoveFault, status_of
 
 router = APIRouter(prefix="/v2/sandbox/faults", tags=["Sandbox"])
 

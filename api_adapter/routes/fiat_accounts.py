@@ -6,23 +6,23 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.paging import created_page
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import (
+from sandex.api_adapter.paging import created_page
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import (
     CreateFiatAccountRequest,
     CreateFiatWithdrawalRequest,
     UpdateFiatAccountRequest,
 )
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, count_poll, run
-from engine.kernel.commands import (
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, count_poll, run
+from sandex.engine.kernel.commands import (
     CreateFiatAccount,
     CreateFiatWithdrawal,
     DeleteFiatAccount,
     UpdateFiatAccount,
 )
-from engine.read.fiat_accounts import fiat_account, list_fiat_accounts
-from engine.read.queries import Page
+from sandex.engine.read.fiat_accounts import fiat_account, list_fiat_accounts
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/transfer", tags=["Fiat Transfers"])
 

@@ -6,18 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.operations import operation
-from api_adapter.paging import created_page
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import (
+from sandex.api_adapter.operations import operation
+from sandex.api_adapter.paging import created_page
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import (
     CreateFiatDepositInstructionsRequest,
     InitiateSandboxFiatDepositRequest,
     SandboxDepositRequest,
 )
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import CreateFiatDepositInstructions, InitiateFiatDeposit
-from engine.read.queries import Page
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import CreateFiatDepositInstructions, InitiateFiatDeposit
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Funding"])
 # The fast lane serves this operation from the same row (api_adapter/operations.py).

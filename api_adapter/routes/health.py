@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from api_adapter.pipeline import route
-from api_adapter.responses import JSONResponse, problem
-from engine.kernel.clock import format_time
+from sandex.api_adapter.pipeline import route
+from sandex.api_adapter.responses import JSONResponse, problem
+from sandex.engine.kernel.clock import format_time
 
 router = APIRouter(tags=["Health"])
 

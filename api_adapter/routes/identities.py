@@ -7,20 +7,20 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 
-from api_adapter import identity_shapes as shapes
-from api_adapter.identity_bodies import (
+from sandex.api_adapter import identity_shapes as shapes
+from sandex.api_adapter.identity_bodies import (
     AddInstitutionMembersRequest,
     CreateIdentityRequest,
     DocumentUploadRequest,
     SandboxSetIdentityStatusRequest,
     UpdateIdentityRequest,
 )
-from api_adapter.paging import created_page, updated_times
-from api_adapter.pipeline import Caller, route
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import (
+from sandex.api_adapter.paging import created_page, updated_times
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import (
     AddInstitutionMembers,
     CreateIdentity,
     RemoveInstitutionMember,
@@ -28,9 +28,9 @@ from engine.kernel.commands import (
     UpdateIdentity,
     UploadIdentityDocument,
 )
-from engine.kernel.errors import Invalid
-from engine.read import identities as reads
-from engine.read.queries import Page
+from sandex.engine.kernel.errors import Invalid
+from sandex.engine.read import identities as reads
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2/identity", tags=["Identity"])
 

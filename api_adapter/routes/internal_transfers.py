@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import CreateInternalTransferRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import CreateInternalTransfer
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import CreateInternalTransferRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import CreateInternalTransfer
 
 router = APIRouter(prefix="/v2/transfer", tags=["Internal Transfers"])
 

@@ -20,10 +20,10 @@ import structlog
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from engine import Engine
-from engine.domain.trading.market_feed import FEED_MARKETS
-from engine.kernel.commands import Tick
-from engine.runtime.market_feed import BOOK, TRADES, Subscriber
+from sandex.engine import Engine
+from sandex.engine.domain.trading.market_feed import FEED_MARKETS
+from sandex.engine.kernel.commands import Tick
+from sandex.engine.runtime.market_feed import BOOK, TRADES, Subscriber
 
 log = structlog.get_logger("sandex.stream")
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import MarketPriceRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import ReadMarket, SetMarketPrice
-from engine.kernel.money import MARKETS, format_amount
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import MarketPriceRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import ReadMarket, SetMarketPrice
+from sandex.engine.kernel.money import MARKETS, format_amount
 
 router = APIRouter(prefix="/v2", tags=["Market Data"])
 

@@ -7,16 +7,16 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.auth import Principal
-from api_adapter.operations import operation
-from api_adapter.paging import Limit, checked_time
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import CreateOrderRequest, MarketName
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain.trading.order import CLOSED_STATES, ORDER_STATUSES
-from engine.kernel.commands import CancelOrder
-from engine.read.queries import Page
+from sandex.api_adapter.auth import Principal
+from sandex.api_adapter.operations import operation
+from sandex.api_adapter.paging import Limit, checked_time
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import CreateOrderRequest, MarketName
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain.trading.order import CLOSED_STATES, ORDER_STATUSES
+from sandex.engine.kernel.commands import CancelOrder
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Orders"])
 

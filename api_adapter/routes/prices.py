@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from api_adapter.paging import page_limit, strict_int
-from api_adapter.pipeline import Caller, route
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain.trading.market_views import TICKER_MARKETS
-from engine.domain.trading.price_history import INCREMENTS, MAX_LIMIT
-from engine.kernel.commands import ListHistoricalPrices, ListPrices
+from sandex.api_adapter.paging import page_limit, strict_int
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain.trading.market_views import TICKER_MARKETS
+from sandex.engine.domain.trading.price_history import INCREMENTS, MAX_LIMIT
+from sandex.engine.kernel.commands import ListHistoricalPrices, ListPrices
 
 router = APIRouter(prefix="/v2", tags=["Pricing"])
 

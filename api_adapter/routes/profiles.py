@@ -6,13 +6,13 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.paging import created_page
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import CreateProfileRequest, UpdateProfileRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import CreateProfile, DeactivateProfile, UpdateProfile
-from engine.read.queries import Page
+from sandex.api_adapter.paging import created_page
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import CreateProfileRequest, UpdateProfileRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import CreateProfile, DeactivateProfile, UpdateProfile
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Profiles"])
 

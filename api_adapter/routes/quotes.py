@@ -6,14 +6,14 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.paging import Limit, Order, checked_time
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import CreateQuoteExecutionRequest, MarketName, Side
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain.quotes import EXECUTION_STATUSES
-from engine.kernel.commands import CreateQuoteExecution, IssueQuotes
-from engine.read.queries import Page
+from sandex.api_adapter.paging import Limit, Order, checked_time
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import CreateQuoteExecutionRequest, MarketName, Side
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain.quotes import EXECUTION_STATUSES
+from sandex.engine.kernel.commands import CreateQuoteExecution, IssueQuotes
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2")
 

@@ -7,26 +7,26 @@ from datetime import timedelta
 
 from fastapi import APIRouter, Request
 
-from api_adapter.auth import Principal
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import (
+from sandex.api_adapter.auth import Principal
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import (
     ClockMoveRequest,
     CreateCustomerRequest,
     PacingRequest,
     ReleaseRequest,
 )
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain import sandbox_pacing
-from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import (
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain import sandbox_pacing
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.kernel.commands import (
     AdvanceClock,
     CreateCustomer,
     ReleaseOrder,
     ReleasePending,
     SetPacing,
 )
-from engine.kernel.errors import Invalid
+from sandex.engine.kernel.errors import Invalid
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api_adapter import faults
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import SnapshotRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain.sandbox_snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
-from engine.read import sandbox_snapshots
+from sandex.api_adapter import faults
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import SnapshotRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain.sandbox_snapshots import ResetSandbox, RestoreSnapshot, TakeSnapshot
+from sandex.engine.read import sandbox_snapshots
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 

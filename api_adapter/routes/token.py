@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api_adapter.auth import Tokens, unb64
-from api_adapter.pipeline import route
-from api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
-from api_adapter.recent_requests import CALLER
-from api_adapter.responses import JSONResponse
-from engine.domain.customers import secret_matches
-from engine.read import clients as client_rows
+from sandex.api_adapter.auth import Tokens, unb64
+from sandex.api_adapter.pipeline import route
+from sandex.api_adapter.rate_limits import TOKEN_FAILURES, RateLimiter
+from sandex.api_adapter.recent_requests import CALLER
+from sandex.api_adapter.responses import JSONResponse
+from sandex.engine.domain.customers import secret_matches
+from sandex.engine.read import clients as client_rows
 
 
 def _oauth_error(status: int, error: str, description: str) -> JSONResponse:

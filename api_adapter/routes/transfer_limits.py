@@ -6,10 +6,10 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import TransferType
-from api_adapter.responses import JSONResponse
-from engine.domain.transfers.transfer_limits import transfer_limits
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import TransferType
+from sandex.api_adapter.responses import JSONResponse
+from sandex.engine.domain.transfers.transfer_limits import transfer_limits
 
 router = APIRouter(prefix="/v2/transfer", tags=["Limits"])
 

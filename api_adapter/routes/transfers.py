@@ -6,12 +6,12 @@ from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api_adapter.paging import created_page, updated_times
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import SecondaryStatus, TransferStatus, TransferType
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import count_poll
-from engine.read.queries import Page
+from sandex.api_adapter.paging import created_page, updated_times
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import SecondaryStatus, TransferStatus, TransferType
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import count_poll
+from sandex.engine.read.queries import Page
 
 router = APIRouter(prefix="/v2", tags=["Transfers"])
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api_adapter import webhook_delivery
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import WebhookFaultRequest, WebhookRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.domain.webhook_faults import ArmWebhookFault, RemoveWebhookFault
-from engine.domain.webhook_registrations import RegisterWebhook, RemoveWebhook
-from engine.kernel.errors import NotFound
-from engine.read import webhook_status
+from sandex.api_adapter import webhook_delivery
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import WebhookFaultRequest, WebhookRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.domain.webhook_faults import ArmWebhookFault, RemoveWebhookFault
+from sandex.engine.domain.webhook_registrations import RegisterWebhook, RemoveWebhook
+from sandex.engine.kernel.errors import NotFound
+from sandex.engine.read import webhook_status
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api_adapter.operations import operation
-from api_adapter.pipeline import Caller, route
-from api_adapter.request_bodies import (
+from sandex.api_adapter.operations import operation
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.request_bodies import (
     CreateCryptoWithdrawalFeeRequest,
     CreateCryptoWithdrawalRequest,
 )
-from api_adapter.responses import JSONResponse
-from api_adapter.writer_bridge import actor, run
-from engine.kernel.commands import CreateWithdrawalFee
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.writer_bridge import actor, run
+from sandex.engine.kernel.commands import CreateWithdrawalFee
 
 router = APIRouter(prefix="/v2/transfer", tags=["Crypto Withdrawals"])
 # The fast lane serves this operation from the same row (api_adapter/operations.py).

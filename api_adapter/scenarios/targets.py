@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 
-from api_adapter.bootstrap import DEFAULT_SECRET
-from api_adapter.webhook_delivery import Deliverer
-from engine.config.settings import Settings
-from engine.store import private_files
+from sandex.api_adapter.bootstrap import DEFAULT_SECRET
+from sandex.api_adapter.webhook_delivery import Deliverer
+from sandex.engine.config.settings import Settings
+from sandex.engine.store import private_files
 
 BOOTSTRAP_CLIENT = "sandex"
 BOOTSTRAP_SECRET = DEFAULT_SECRET
@@ -99,7 +99,7 @@ class _ASGI(httpx.BaseTransport):
 
     async def _connection(self, scope: Any, receive: Any, send: Any) -> None:
         """The app, whose transport errors (a wire fault's stand-in for a dropped or reset
-        connection, `api_adapter.wire_faults`) reach the caller as a connection's would;
+        connection, `sandex.api_adapter.wire_faults`) reach the caller as a connection's would;
         any other error of the app is answered 500, as a server does."""
         try:
             await self.app(scope, receive, send)
@@ -131,8 +131,8 @@ class InProcess(Target):
     def __init__(
         self, settings: Settings, keep_db: str | Path | None = None, db: str | None = None
     ) -> None:
-        from api_adapter.bootstrap import fixed
-        from api_adapter.world import World
+        from sandex.api_adapter.bootstrap import fixed
+        from sandex.api_adapter.world import World
 
         self._tmp = tempfile.TemporaryDirectory(prefix="sandex-replay-")
         self.db: str | Path = db if db is not None else Path(self._tmp.name) / "sandex.db"
@@ -151,7 +151,7 @@ class InProcess(Target):
         if self._closed:
             return
         self._closed = True
-        from engine.tools.time_travel import log_hash
+        from sandex.engine.tools.time_travel import log_hash
 
         self.client.close()
         self.world.stop()

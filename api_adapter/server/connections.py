@@ -26,7 +26,7 @@ over 64 KB met httptools' own limit as a plain-text 400. Here:
 Each refusal is a problem document (application/problem+json) sent on the connection,
 which is then closed; a request the app is still reading sees a disconnect.
 
-A fault rule may spoil an answer on the wire (`api_adapter.wire_faults`): each request's
+A fault rule may spoil an answer on the wire (`sandex.api_adapter.wire_faults`): each request's
 scope carries the `sandex.wire` extension, and an armed request's cycle writes through
 `_Spoiled`, which drops, resets, empties or cuts its answer.
 
@@ -58,10 +58,10 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import HeaderLineTooLong, RequestLineTooLong, TooManyHeaders
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
-from api_adapter.problem_types import problem_body
-from api_adapter.version import VERSION_HEADER, installed_version
-from api_adapter.wire_faults import EXTENSION, SILENT, short_length
-from engine.config.settings import Settings
+from sandex.api_adapter.problem_types import problem_body
+from sandex.api_adapter.version import VERSION_HEADER, installed_version
+from sandex.api_adapter.wire_faults import EXTENSION, SILENT, short_length
+from sandex.engine.config.settings import Settings
 
 log = structlog.get_logger("sandex.http")
 

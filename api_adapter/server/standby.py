@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 
-from api_adapter.responses import problem
-from engine.store import LeaseHeld, StoreUnavailable
+from sandex.api_adapter.responses import problem
+from sandex.engine.store import LeaseHeld, StoreUnavailable
 
 log = structlog.get_logger("sandex.standby")
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api_adapter.problems import domain_problem
-from api_adapter.worlds.manager import WorldManager
-from engine.kernel.errors import NotFound, Unavailable
-from engine.kernel.logs import get_logger
+from sandex.api_adapter.problems import domain_problem
+from sandex.api_adapter.worlds.manager import WorldManager
+from sandex.engine.kernel.errors import NotFound, Unavailable
+from sandex.engine.kernel.logs import get_logger
 
 log = get_logger("sandex.worlds")
 

@@ -6,14 +6,14 @@ answers. Modules, one concept each: strategy, flows, price_files, timeline, runn
 result, statistics, charts, page, report; sweeps: sweep (with
 grid, search, executors, heatmap)."""
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.flows import Flow, FlowStep, FlowStrategy, flow_from_data, load_flow
-from engine.backtest.price_files import Bar, MarketDataError, Series, load, load_many
-from engine.backtest.result import BacktestResult, Fill
-from engine.backtest.runner import run
-from engine.backtest.search import Search
-from engine.backtest.strategy import Api, ApiError, Strategy, load_strategy
-from engine.backtest.sweep import SweepResult, SweepRow, sweep
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.flows import Flow, FlowStep, FlowStrategy, flow_from_data, load_flow
+from sandex.engine.backtest.price_files import Bar, MarketDataError, Series, load, load_many
+from sandex.engine.backtest.result import BacktestResult, Fill
+from sandex.engine.backtest.runner import run
+from sandex.engine.backtest.search import Search
+from sandex.engine.backtest.strategy import Api, ApiError, Strategy, load_strategy
+from sandex.engine.backtest.sweep import SweepResult, SweepRow, sweep
 
 __all__ = [
     "Api",

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from engine.backtest.price_files import MISSING, Bars, Decimals
-from engine.backtest.statistics import EquityRows
-from engine.backtest.timeline import ClosingBars
-from engine.backtest.trades import Trade, round_trips
+from sandex.engine.backtest.price_files import MISSING, Bars, Decimals
+from sandex.engine.backtest.statistics import EquityRows
+from sandex.engine.backtest.timeline import ClosingBars
+from sandex.engine.backtest.trades import Trade, round_trips
 
 if TYPE_CHECKING:
-    from engine.backtest.result import BacktestResult
+    from sandex.engine.backtest.result import BacktestResult
 
 MAX_CANDLES = 2_000
 MAX_LINE_POINTS = 2_000

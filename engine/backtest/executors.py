@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from engine.backtest.errors import BacktestError
+from sandex.engine.backtest.errors import BacktestError
 
 T = TypeVar("T")
 R = TypeVar("R")

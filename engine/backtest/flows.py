@@ -10,12 +10,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.price_files import from_micros, to_micros
-from engine.backtest.strategy import Api, ApiError, Strategy
-from engine.config.yaml_errors import describe as describe_yaml_error
-from engine.domain.trading.order import OPEN_STATES
-from engine.kernel.clock import format_time, parse_time
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.price_files import from_micros, to_micros
+from sandex.engine.backtest.strategy import Api, ApiError, Strategy
+from sandex.engine.config.yaml_errors import describe as describe_yaml_error
+from sandex.engine.domain.trading.order import OPEN_STATES
+from sandex.engine.kernel.clock import format_time, parse_time
 
 
 class _FlowModel(BaseModel):
@@ -103,7 +103,7 @@ class FlowStrategy(Strategy):
     """Runs a `Flow`: each step at its time, variables saved from answers as scenarios do."""
 
     def __init__(self, flow: Flow, default_market: str) -> None:
-        from engine.tools.scenario_file import parse_duration
+        from sandex.engine.tools.scenario_file import parse_duration
 
         self.flow = flow
         self.market = flow.market or default_market
@@ -135,7 +135,7 @@ class FlowStrategy(Strategy):
             self.opened.remove(order["id"])
 
     def on_timer(self, name: str, time: datetime) -> None:
-        from engine.tools.scenario_file import clock_variables, extract, substitute
+        from sandex.engine.tools.scenario_file import clock_variables, extract, substitute
 
         index = int(name)
         step = self.flow.steps[index]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.strategy import declared_params, param_value
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.strategy import declared_params, param_value
 
 # A grid larger than this is a mistake more often than a plan.
 MAX_COMBINATIONS = 1_000_000

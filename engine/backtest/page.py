@@ -8,11 +8,11 @@ import html
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from engine.backtest.charts import chart_data, layout
-from engine.backtest.statistics import shown as rounded
+from sandex.engine.backtest.charts import chart_data, layout
+from sandex.engine.backtest.statistics import shown as rounded
 
 if TYPE_CHECKING:
-    from engine.backtest.result import BacktestResult
+    from sandex.engine.backtest.result import BacktestResult
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1d2430;background:#fff;height:auto}

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple, overload
 
 import numpy as np
 
-from engine.kernel.clock import EPOCH
+from sandex.engine.kernel.clock import EPOCH
 
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 MILLIS_FROM = 100_000_000_000

@@ -10,8 +10,8 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.backtest.page import render_html
-from engine.backtest.statistics import (
+from sandex.engine.backtest.page import render_html
+from sandex.engine.backtest.statistics import (
     EXECUTION_COLUMNS,
     TRADE_COLUMNS,
     iter_equity_rows,
@@ -19,7 +19,7 @@ from engine.backtest.statistics import (
 )
 
 if TYPE_CHECKING:
-    from engine.backtest.result import BacktestResult
+    from sandex.engine.backtest.result import BacktestResult
 
 
 def write_report(result: BacktestResult, out: str | Path) -> Path:

@@ -2,7 +2,7 @@
 balances, as plain values, no engine) and the figures computed from it.
 
 The figures (`summary`, `executions`, `trades`) are computed when the result is made, by
-`engine.backtest.statistics`; equity.csv's text rows only when asked for (most runs
+`sandex.engine.backtest.statistics`; equity.csv's text rows only when asked for (most runs
 never are); the charts and the page only when the report is written."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from engine.backtest import statistics
-from engine.backtest.report import write_report
-from engine.backtest.trades import Trade
-from engine.config.settings import Settings
+from sandex.engine.backtest import statistics
+from sandex.engine.backtest.report import write_report
+from sandex.engine.backtest.trades import Trade
+from sandex.engine.config.settings import Settings
 
 
 @dataclass

@@ -19,7 +19,7 @@ comparisons against thresholds kept in price ticks. Setting a price later than i
 point changes nothing the engine decides (with a still path the reference is the last
 price set, whenever it was set), so the log is that of a run that set every price.
 
-The strategy runs between instants, never inside one (engine.backtest.timeline): its
+The strategy runs between instants, never inside one (sandex.engine.backtest.timeline): its
 callbacks for the points of an instant, and what happened in it (`on_fill`, `on_order`),
 come once every point of that instant is walked. A bar's extremes and close share its
 last instant, so no strategy code ever sees a bar half done.
@@ -41,9 +41,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.flows import Flow, FlowStrategy, load_flow
-from engine.backtest.price_files import (
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.flows import Flow, FlowStrategy, load_flow
+from sandex.engine.backtest.price_files import (
     EXACT,
     MarketDataError,
     Series,
@@ -51,8 +51,8 @@ from engine.backtest.price_files import (
     load_many,
     to_micros,
 )
-from engine.backtest.result import BacktestResult, Fill
-from engine.backtest.strategy import (
+from sandex.engine.backtest.result import BacktestResult, Fill
+from sandex.engine.backtest.strategy import (
     Api,
     ApiError,
     Strategy,
@@ -61,13 +61,13 @@ from engine.backtest.strategy import (
     params_text,
     strategy_class,
 )
-from engine.backtest.timeline import GAP, PATH, SEEN, merge
-from engine.config.settings import Settings
-from engine.domain.trading import execution_view, order_view, trading_state
-from engine.domain.trading.ladder import still_crossings
-from engine.domain.trading.market import MarketConfig
-from engine.kernel.clock import ManualClock, parse_time
-from engine.kernel.commands import (
+from sandex.engine.backtest.timeline import GAP, PATH, SEEN, merge
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading import execution_view, order_view, trading_state
+from sandex.engine.domain.trading.ladder import still_crossings
+from sandex.engine.domain.trading.market import MarketConfig
+from sandex.engine.kernel.clock import ManualClock, parse_time
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCustomer,
@@ -75,16 +75,16 @@ from engine.kernel.commands import (
     SandboxDeposit,
     SetMarketPrice,
 )
-from engine.kernel.errors import DomainError
-from engine.kernel.money import MARKETS
-from engine.kernel.progress import EVERY as _PROGRESS_EVERY
-from engine.kernel.progress import Progress
-from engine.kernel.state import State
-from engine.read.queries import Queries
-from engine.read.writer_queries import WriterQueries
-from engine.runtime.composition import open_engine
-from engine.runtime.writer import Engine, NotDecided
-from engine.store import LogFolding, capability, display, holds_events, locate
+from sandex.engine.kernel.errors import DomainError
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.kernel.progress import EVERY as _PROGRESS_EVERY
+from sandex.engine.kernel.progress import Progress
+from sandex.engine.kernel.state import State
+from sandex.engine.read.queries import Queries
+from sandex.engine.read.writer_queries import WriterQueries
+from sandex.engine.runtime.composition import open_engine
+from sandex.engine.runtime.writer import Engine, NotDecided
+from sandex.engine.store import LogFolding, capability, display, holds_events, locate
 
 INF = 1 << 62
 # Where an order the strategy sends once a bar is complete fills: at that bar's close
@@ -731,7 +731,7 @@ def _progress_of(progress: Progress | bool | None) -> Progress | None:
     if progress is True:
         raise TypeError(
             "progress takes a callable progress(done, total) now, e.g. the bar of"
-            " api_adapter.cli.progress; the engine draws nothing"
+            " sandex.api_adapter.cli.progress; the engine draws nothing"
         )
     return progress or None
 
@@ -776,17 +776,17 @@ def run(
     fill_at: str = "close",
 ) -> BacktestResult:
     """Run an order flow (a `Strategy` instance or class, `path.py:Class`, or a flow
-    file) over price data and answer its `engine.backtest.result.BacktestResult`.
+    file) over price data and answer its `sandex.engine.backtest.result.BacktestResult`.
 
     Fees and liquidity default to the engine's settings; `settings` takes any other
     engine setting. Without `db` the log is kept in a temporary file and dropped.
     `problems` renders a refusal's body for the strategy's `ApiError.problem` (the HTTP
-    API's: `api_adapter.problems.domain_problem_body`); without it the body is the
+    API's: `sandex.api_adapter.problems.domain_problem_body`); without it the body is the
     engine's code, detail and meta. `params` sets the strategy's parameters (see
-    `engine.backtest.strategy.apply_params`); the summary says which it ran with.
+    `sandex.engine.backtest.strategy.apply_params`); the summary says which it ran with.
     `fill_at` is where an order sent once a bar is complete fills (`FILL_AT`): at that
     bar's close, or at the next bar's open (bars of one market)."""
-    from engine.tools.time_travel import log_hash
+    from sandex.engine.tools.time_travel import log_hash
 
     if (strategy is None) == (flow is None):
         raise BacktestError("give exactly one of a strategy and a flow")

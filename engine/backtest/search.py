@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.grid import Range, range_of
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.grid import Range, range_of
 
 
 @dataclass(frozen=True)

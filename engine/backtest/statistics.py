@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import numpy as np
 
-from engine.backtest.price_files import EXACT, decimal_parts, from_micros, unit, view
-from engine.backtest.timeline import OnTick
-from engine.backtest.trades import PRECISION, Trade, pair
-from engine.kernel.clock import format_time
-from engine.kernel.money import ASSET_PRECISION, MARKETS
+from sandex.engine.backtest.price_files import EXACT, decimal_parts, from_micros, unit, view
+from sandex.engine.backtest.timeline import OnTick
+from sandex.engine.backtest.trades import PRECISION, Trade, pair
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.money import ASSET_PRECISION, MARKETS
 
 if TYPE_CHECKING:
-    from engine.backtest.result import BacktestResult, Fill
+    from sandex.engine.backtest.result import BacktestResult, Fill
 
 ZERO = Decimal(0)
 ONE = Decimal(1)

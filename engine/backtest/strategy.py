@@ -12,11 +12,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.price_files import from_micros, to_micros
-from engine.domain.balances import balance_view, balances_view
-from engine.domain.customers import resolve_profile
-from engine.kernel.commands import (
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.price_files import from_micros, to_micros
+from sandex.engine.domain.balances import balance_view, balances_view
+from sandex.engine.domain.customers import resolve_profile
+from sandex.engine.kernel.commands import (
     CancelOrder,
     CreateCryptoWithdrawal,
     CreateOrder,
@@ -24,11 +24,11 @@ from engine.kernel.commands import (
     ReadMarket,
     SandboxDeposit,
 )
-from engine.kernel.errors import DomainError
-from engine.read.queries import Page
+from sandex.engine.kernel.errors import DomainError
+from sandex.engine.read.queries import Page
 
 if TYPE_CHECKING:
-    from engine.backtest.runner import Runner
+    from sandex.engine.backtest.runner import Runner
 
 
 class ApiError(Exception):
@@ -63,7 +63,7 @@ class Strategy:
         bar is complete (docs/backtests.md, "The bar model")."""
 
     def on_bar(self, market: str, bar: Any) -> None:
-        """Bar data only: a bar (`engine.backtest.price_files.Bar`) once it is complete."""
+        """Bar data only: a bar (`sandex.engine.backtest.price_files.Bar`) once it is complete."""
 
     def on_fill(self, execution: dict[str, Any]) -> None:
         """One execution of one of this flow's orders, as `GET /v2/executions` shows it."""

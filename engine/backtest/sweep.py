@@ -17,12 +17,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from engine.backtest import executors
-from engine.backtest.errors import BacktestError
-from engine.backtest.grid import combinations
-from engine.backtest.search import Search, optimize, parse_ranges
-from engine.backtest.strategy import parse_params, strategy_class
-from engine.kernel.money import MARKETS
+from sandex.engine.backtest import executors
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.grid import combinations
+from sandex.engine.backtest.search import Search, optimize, parse_ranges
+from sandex.engine.backtest.strategy import parse_params, strategy_class
+from sandex.engine.kernel.money import MARKETS
 
 # The figures of a row, in sweep.csv's order after the parameters.
 METRICS = ("return_pct", "sharpe", "max_drawdown_pct", "trades")
@@ -75,7 +75,7 @@ class Task:
 
 def run_one(task: Task) -> SweepRow:
     """One backtest of a sweep, in whatever process the executor chose."""
-    from engine.backtest.runner import run
+    from sandex.engine.backtest.runner import run
 
     try:
         result = run(
@@ -167,7 +167,7 @@ class SweepResult:
 
     def write_heatmap(self, path: str | Path, x: str, y: str, metric: str | None = None) -> Path:
         """A self-contained HTML heatmap of `metric` (default: the sweep's) over x and y."""
-        from engine.backtest.heatmap import heatmap_html
+        from sandex.engine.backtest.heatmap import heatmap_html
 
         chosen = metric or self.metric
         target = Path(path)

@@ -25,8 +25,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from engine.backtest.errors import BacktestError
-from engine.backtest.price_files import (
+from sandex.engine.backtest.errors import BacktestError
+from sandex.engine.backtest.price_files import (
     EXACT,
     Bar,
     BarPoints,

@@ -13,11 +13,11 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, NamedTuple
 
-from engine.backtest.price_files import parse_timestamp
-from engine.kernel.money import MARKETS
+from sandex.engine.backtest.price_files import parse_timestamp
+from sandex.engine.kernel.money import MARKETS
 
 if TYPE_CHECKING:
-    from engine.backtest.result import BacktestResult, Fill
+    from sandex.engine.backtest.result import BacktestResult, Fill
 
 ZERO = Decimal(0)
 HUNDRED = Decimal(100)

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from engine.config.destinations import parse_allowed
+from sandex.engine.config.destinations import parse_allowed
 
 ALL_SCOPES: tuple[str, ...] = (
     "funding:read_profile",
@@ -185,7 +185,7 @@ class Settings(BaseModel):
     wire_withdrawal_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
     fiat_withdrawal_cap: Annotated[Decimal, Field(gt=0)] = Decimal(1_000_000)
     # Trading (engine/domain/trading/). Reference prices: starting prices per market
-    # (overrides of engine.domain.trading.reference_price.START_PRICES), daily volatility
+    # (overrides of sandex.engine.domain.trading.reference_price.START_PRICES), daily volatility
     # of the seeded path (0 keeps prices still until set) and its step. Synthetic liquidity: the full
     # spread, the number of levels per side, their spacing and the quote value of each.
     market_prices: dict[str, Decimal] = Field(default_factory=dict)
@@ -246,6 +246,6 @@ class Settings(BaseModel):
     def from_file(cls, path: str | Path, **overrides: object) -> Settings:
         """The file's settings, `overrides` (None left out) over them; a file that cannot
         be read or holds a wrong setting is a `SettingsFileError` naming line and key."""
-        from engine.config.settings_file import load
+        from sandex.engine.config.settings_file import load
 
         return load(path, overrides)

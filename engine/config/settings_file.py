@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from engine.config.yaml_errors import describe
+from sandex.engine.config.yaml_errors import describe
 
 if TYPE_CHECKING:
-    from engine.config.settings import Settings
+    from sandex.engine.config.settings import Settings
 
 
 class SettingsFileError(ValueError):
@@ -28,7 +28,7 @@ class SettingsFileError(ValueError):
 def load(path: str | Path, overrides: dict[str, Any]) -> Settings:
     """The settings of the file at `path`, with `overrides` (the command line's, None
     left out) over it."""
-    from engine.config.settings import Settings
+    from sandex.engine.config.settings import Settings
 
     try:
         text = Path(path).read_text(encoding="utf-8")

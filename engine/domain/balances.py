@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.ledger import available, trading
-from engine.kernel.errors import NotFound
-from engine.kernel.money import ASSETS, ZERO, format_normal
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import State
+from sandex.engine.domain.ledger import available, trading
+from sandex.engine.kernel.errors import NotFound
+from sandex.engine.kernel.money import ASSETS, ZERO, format_normal
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import State
 
 # The accounts a profile's balance row shows (its `available` and `trading`): a posting
 # on another of its accounts (a withdrawal's hold, a conversion's debit) leaves the row

@@ -9,27 +9,27 @@ from typing import Any
 
 import orjson
 
-from engine.config.settings import (
+from sandex.engine.config.settings import (
     ALL_SCOPES,
     BOOTSTRAP_SCOPES,
     CUSTOMER_SCOPES,
     KNOWN_SCOPES,
     SELF_MATCH_PREVENTION,
 )
-from engine.domain.ledger import available, converting, trading, withdrawing
-from engine.kernel.commands import (
+from sandex.engine.domain.ledger import available, converting, trading, withdrawing
+from sandex.engine.kernel.commands import (
     CreateCustomer,
     CreateProfile,
     DeactivateProfile,
     RevokeClient,
     UpdateProfile,
 )
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.money import ASSETS, format_normal
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import ASSETS, format_normal
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 _HASH_ROUNDS = 20_000
 PROFILE_TYPES = ("NORMAL", "DEFAULT")

@@ -23,15 +23,15 @@ from typing import Any
 
 from orjson import dumps as _dumps
 
-from engine.domain.identity.identities import ANNOUNCED_STATUSES, identities
-from engine.domain.trading import shown_view, trading_state
-from engine.domain.transfers.transfer_records import transfer_view
-from engine.kernel.clock import parse_time, to_millis
-from engine.kernel.events import Event
-from engine.kernel.ids import time_ordered_uuid, time_prefix
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import State
+from sandex.engine.domain.identity.identities import ANNOUNCED_STATUSES, identities
+from sandex.engine.domain.trading import shown_view, trading_state
+from sandex.engine.domain.transfers.transfer_records import transfer_view
+from sandex.engine.kernel.clock import parse_time, to_millis
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ids import time_ordered_uuid, time_prefix
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import State
 
 TRANSFER_EVENTS = ("TransferCreated", "TransferCompleted", "TransferFailed")
 ORDER_EVENTS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.kernel.errors import Invalid
+from sandex.engine.kernel.errors import Invalid
 
 MAX_PAIRS = 6
 MAX_LENGTH = 100

@@ -25,16 +25,16 @@ from typing import Any
 
 import orjson
 
-from engine.domain.customers import resolve_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import HOUSE, available
-from engine.domain.metadata import check_metadata
-from engine.domain.trading.order import SIDE_NAMES
-from engine.domain.trading.trading_state import live_trading, market_config
-from engine.domain.transfers.transfer_records import post
-from engine.kernel.clock import format_time, from_millis, parse_time, to_millis
-from engine.kernel.commands import CreateQuoteExecution, IssueQuotes
-from engine.kernel.errors import (
+from sandex.engine.domain.customers import resolve_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import HOUSE, available
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.trading.order import SIDE_NAMES
+from sandex.engine.domain.trading.trading_state import live_trading, market_config
+from sandex.engine.domain.transfers.transfer_records import post
+from sandex.engine.kernel.clock import format_time, from_millis, parse_time, to_millis
+from sandex.engine.kernel.commands import CreateQuoteExecution, IssueQuotes
+from sandex.engine.kernel.errors import (
     AlreadyExists,
     Expired,
     InsufficientFunds,
@@ -42,9 +42,9 @@ from engine.kernel.errors import (
     NotFound,
     Rejected,
 )
-from engine.kernel.events import Event
-from engine.kernel.ledger import Posting, encode_postings
-from engine.kernel.money import (
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ledger import Posting, encode_postings
+from sandex.engine.kernel.money import (
     MARKETS,
     ZERO,
     check_precision,
@@ -52,9 +52,9 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 # The markets the reference's Quote schema knows (its Market enum), in its order.
 QUOTE_MARKETS: tuple[str, ...] = tuple(MARKETS)

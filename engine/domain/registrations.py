@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain import (
+from sandex.engine.domain import (
     balances,
     customers,
     feed,
@@ -19,8 +19,8 @@ from engine.domain import (
     webhook_faults,
     webhook_registrations,
 )
-from engine.domain.trading import price_history
-from engine.domain.transfers import (
+from sandex.engine.domain.trading import price_history
+from sandex.engine.domain.transfers import (
     deposit_addresses,
     fiat_accounts,
     fiat_withdrawals,
@@ -32,7 +32,7 @@ from engine.domain.transfers import (
     withdrawal_fees,
     withdrawals,
 )
-from engine.kernel.registry import Registration, Registry, build_registry
+from sandex.engine.kernel.registry import Registration, Registry, build_registry
 
 
 def _clock_advanced(state: Any, event: Any) -> None:

@@ -20,13 +20,13 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import Command
-from engine.kernel.errors import Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.kernel.commands import Command
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 KEY = "sandbox_faults"
 WHEN = ("before", "after")

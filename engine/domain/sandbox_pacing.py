@@ -15,13 +15,13 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from engine.kernel.clock import format_time
-from engine.kernel.commands import SetPacing
-from engine.kernel.errors import Invalid
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.commands import SetPacing
+from sandex.engine.kernel.errors import Invalid
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 # Pending kinds: crypto and fiat withdrawals, crypto deposits, sandbox fiat deposits,
 # stablecoin conversions, fiat account reviews.

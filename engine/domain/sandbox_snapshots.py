@@ -25,13 +25,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.kernel.commands import Command
-from engine.kernel.errors import Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.money import ZERO
-from engine.kernel.read_model_spec import KeyLister, ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.commands import Command
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import ZERO
+from sandex.engine.kernel.read_model_spec import KeyLister, ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 KEY = "snapshots"
 STREAM = "sandbox"
@@ -109,7 +109,7 @@ def _keep_counters(old: Any, state: State) -> None:
     """Execution and trade numbers only grow: a number once shown is never reused."""
     if old is None:
         return
-    from engine.domain.trading import trading_state
+    from sandex.engine.domain.trading import trading_state
 
     new = trading_state(state)
     new.next_execution = max(new.next_execution, old.next_execution)

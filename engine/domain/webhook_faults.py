@@ -1,7 +1,7 @@
 """Webhook delivery faults: a tenant's rules that make its own webhook's deliveries fail,
 wait, arrive twice or arrive out of order (docs/faults.md).
 
-Whether a receiver answered stays outside the log (engine.domain.webhook_registrations);
+Whether a receiver answered stays outside the log (sandex.engine.domain.webhook_registrations);
 which delivery a rule hits does not: the deliverer asks the writer before a delivery
 while one of its customer's rules is armed (`DecideWebhookDelivery`), and the writer
 picks the rule, records `WebhookFaultFired` and, at its last firing, `WebhookFaultSpent`.
@@ -19,14 +19,14 @@ from typing import Any
 
 from orjson import dumps
 
-from engine.domain.webhook_registrations import registrations
-from engine.kernel.clock import format_time
-from engine.kernel.commands import Command
-from engine.kernel.errors import Conflict, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.webhook_registrations import registrations
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.commands import Command
+from sandex.engine.kernel.errors import Conflict, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 KEY = "webhook_faults"
 # What a rule does to a delivery: exactly one of these in its `action`.

@@ -2,7 +2,7 @@
 
 A registration is an event (the log stays the truth about configuration too); delivery
 is not: whether a receiver answered is the outside world's business and varies from run
-to run, so the deliverer (`api_adapter.webhook_delivery`) keeps its progress outside the log.
+to run, so the deliverer (`sandex.api_adapter.webhook_delivery`) keeps its progress outside the log.
 Delivery starts with the first feed event after the registration (`since`).
 
 The secret a receiver checks signatures with is drawn from the OS and answered once, at
@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from engine.config.destinations import Destinations
-from engine.kernel.commands import Command
-from engine.kernel.credentials import redact_url
-from engine.kernel.errors import Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.config.destinations import Destinations
+from sandex.engine.kernel.commands import Command
+from sandex.engine.kernel.credentials import redact_url
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 KEY = "webhooks"
 MAX_URL = 2048

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from Crypto.Cipher import AES
 
-from engine.kernel.event_catalogue import CATALOGUE
+from sandex.engine.kernel.event_catalogue import CATALOGUE
 
 REDACTED = "<redacted>"
 

@@ -117,14 +117,14 @@ CATALOGUE: dict[str, EventSpec] = {
     "MarketPriceSet": _spec("market price step", "gap"),
     # the sandbox
     "ClockAdvanced": _spec("to"),
-    # engine.domain.sandbox_pacing and engine.domain.transfers.pending: the sandbox's
+    # sandex.engine.domain.sandbox_pacing and sandex.engine.domain.transfers.pending: the sandbox's
     # pacing of pending items, and their settlement by polls or by hand.
     "SandboxPacingSet": _spec("kind mode", "value"),
     "SandboxPollsAwaited": _spec("item_id kind polls customer_id"),
     "SandboxPolled": _spec("item_id left"),
     "SandboxReleased": _spec("item_id outcome", "reason"),
     "FiatDepositHeld": _spec("deposit_id transfer_id"),
-    # engine.domain.sandbox_faults: HTTP fault rules, and each decision of one
+    # sandex.engine.domain.sandbox_faults: HTTP fault rules, and each decision of one
     "SandboxFaultArmed": _spec(
         "id owner match when action times skip probability until ttl_seconds expires_at"
     ),
@@ -135,7 +135,7 @@ CATALOGUE: dict[str, EventSpec] = {
         "customer_id webhook_id url secret", credentials="secret", credential_urls="url"
     ),
     "WebhookRemoved": _spec("customer_id"),
-    # engine.domain.webhook_faults: a tenant's rules over its own webhook's deliveries
+    # sandex.engine.domain.webhook_faults: a tenant's rules over its own webhook's deliveries
     "WebhookFaultArmed": _spec("rule_id customer_id match action times"),
     "WebhookFaultFired": _spec(
         "rule_id webhook_id event_id attempt action remaining", "release_at"

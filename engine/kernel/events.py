@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.kernel.event_catalogue import CATALOGUE
+from sandex.engine.kernel.event_catalogue import CATALOGUE
 
 # Current schema version per event type past version 1 (engine/kernel/event_catalogue.py
 # says each type's); a type absent here is at version 1.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from engine.kernel.clock import to_millis
+from sandex.engine.kernel.clock import to_millis
 
 # The database's meta entry that says its ids are keyed (by the key file's id key);
 # without it, they are drawn from the seed.

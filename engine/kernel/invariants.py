@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.kernel.registry import Check
-from engine.kernel.state import State
+from sandex.engine.kernel.registry import Check
+from sandex.engine.kernel.state import State
 
 
 def check_state(state: State, checks: Iterable[Check]) -> list[str]:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from decimal import Decimal, localcontext
 
-from engine.kernel.money import CONTEXT, ZERO
+from sandex.engine.kernel.money import CONTEXT, ZERO
 
 Posting = tuple[str, str, str, Decimal]
 

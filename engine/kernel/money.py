@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from decimal import Context, Decimal, DivisionByZero, InvalidOperation, Overflow
 
-from engine.kernel.errors import ExceedPrecision, Invalid
+from sandex.engine.kernel.errors import ExceedPrecision, Invalid
 
 AMOUNT_PATTERN = re.compile(r"^[0-9]*\.?[0-9]+$")
 ZERO = Decimal(0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from engine.kernel.events import Event
+from sandex.engine.kernel.events import Event
 
 Progress = Callable[[int, int], None]
 

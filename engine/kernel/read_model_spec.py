@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.kernel.state import State
+from sandex.engine.kernel.state import State
 
 # One row of the table from the state, by key; None when the entity is gone (a delete).
 RowBuilder = Callable[[State, Any], dict[str, Any] | None]

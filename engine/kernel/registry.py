@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.state import Applier, Ctx, State
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.state import Applier, Ctx, State
 
 Decider = Callable[[Ctx, Any], Any]
 TimerHandler = Callable[[Ctx, str], None]

@@ -15,14 +15,14 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.kernel.clock import format_time
-from engine.kernel.compact_records import Records
-from engine.kernel.credentials import Secrets
-from engine.kernel.errors import LogFull
-from engine.kernel.events import Event
-from engine.kernel.ids import IdSource
-from engine.kernel.ledger import Ledger
+from sandex.engine.config.settings import Settings
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.compact_records import Records
+from sandex.engine.kernel.credentials import Secrets
+from sandex.engine.kernel.errors import LogFull
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ids import IdSource
+from sandex.engine.kernel.ledger import Ledger
 
 
 class Timers:

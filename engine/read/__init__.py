@@ -5,4 +5,4 @@ the modules here read them, each for one noun: `queries` (profiles, balances, tr
 fiat instructions, orders, executions, and their paging), `feed`, `sandbox_snapshots`,
 `webhook_status`, `clients`, `database_contents`. They read on connections from
 `connections`, the one place that asks the store for them. Imported by module
-(`from engine.read import feed`)."""
+(`from sandex.engine.read import feed`)."""

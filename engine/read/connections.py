@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from engine.store import EventStore, SqlReader, backend, open_reader, open_sql_reader
+from sandex.engine.store import EventStore, SqlReader, backend, open_reader, open_sql_reader
 
 
 def log_reader(db_path: str | Path) -> EventStore:

@@ -10,7 +10,7 @@ The seal is AES-SIV (RFC 5297, pycryptodome) with the list as associated data: a
 deterministic authenticated encryption, so the same position of the same list always
 gives the same cursor, which reveals only that two cursors are equal. The key comes from
 the caller (the API derives it from the sealing key of the database's key file,
-`api_adapter.app`, which is never rotated); a cursor sealed under another key (another
+`sandex.api_adapter.app`, which is never rotated); a cursor sealed under another key (another
 database, a lost key file) is a 400 naming `page_cursor`.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from Crypto.Cipher import AES
 
-from engine.kernel.errors import Invalid
+from sandex.engine.kernel.errors import Invalid
 
 _TAG = 16
 _POSITION = 8

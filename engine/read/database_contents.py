@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.store import database_contents as stored_contents
-from engine.store import display, locate
+from sandex.engine.store import database_contents as stored_contents
+from sandex.engine.store import display, locate
 
 __all__ = ["DatabaseContents", "database_contents", "display", "on_server"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.read.queries import Page, Queries
+from sandex.engine.read.queries import Page, Queries
 
 # A filter of the list -> the column it matches.
 FILTERS = {

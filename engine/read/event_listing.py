@@ -7,8 +7,8 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from engine.kernel.credentials import redact
-from engine.read.connections import log_reader
+from sandex.engine.kernel.credentials import redact
+from sandex.engine.read.connections import log_reader
 
 
 def redacted_events(

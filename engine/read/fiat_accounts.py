@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from engine.domain.transfers.fiat_accounts import summary_view
-from engine.kernel.errors import NotFound
-from engine.read.queries import Page, Queries
+from sandex.engine.domain.transfers.fiat_accounts import summary_view
+from sandex.engine.kernel.errors import NotFound
+from sandex.engine.read.queries import Page, Queries
 
 
 def fiat_account(

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.errors import NotFound
-from engine.read.queries import Page, Queries
+from sandex.engine.kernel.errors import NotFound
+from sandex.engine.read.queries import Page, Queries
 
 _DETAILS = ("person_details", "institution_details")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from engine.kernel.errors import Invalid
+from sandex.engine.kernel.errors import Invalid
 
 # SQLite's integers are signed 64-bit.
 MAX_INT64 = 2**63 - 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.read.connections import ReadConnections
+from sandex.engine.read.connections import ReadConnections
 
 
 def list_snapshots(reads: ReadConnections) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from engine.read.connections import ReadConnections
+from sandex.engine.read.connections import ReadConnections
 
 # how many events a delivery reads ahead
 PENDING_BATCH = 100
@@ -67,7 +67,7 @@ def backlog(reads: ReadConnections, customer_id: str, delivered_seq: int) -> int
 
 def faults_armed(reads: ReadConnections, customer_id: str) -> bool:
     """Whether the customer holds a webhook fault rule not yet spent: only then does
-    the deliverer ask the writer about a delivery (engine.domain.webhook_faults)."""
+    the deliverer ask the writer about a delivery (sandex.engine.domain.webhook_faults)."""
     row = reads.conn.execute(
         "SELECT 1 FROM webhook_faults WHERE customer_id = ? AND remaining > 0 LIMIT 1",
         (customer_id,),

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.read.queries import Queries
-from engine.store import EventStore
+from sandex.engine.read.queries import Queries
+from sandex.engine.store import EventStore
 
 
 class WriterQueries(Queries):

@@ -12,23 +12,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.domain.registrations import domain_registry
-from engine.kernel.clock import Clock, ManualClock, WallClock
-from engine.kernel.credentials import Secrets
-from engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
-from engine.kernel.execution_ids import database_key
-from engine.kernel.execution_ids import new_key as new_execution_key
-from engine.kernel.ids import KEYED, IdSource
-from engine.kernel.ids import META_KEY as IDS_KEY
-from engine.kernel.logs import get_logger
-from engine.kernel.registry import Registry
-from engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError
-from engine.runtime.market_feed import MarketFeed
-from engine.runtime.projection import Projection
-from engine.runtime.startup_cache import Snapshotter
-from engine.runtime.writer import Engine, EngineParts
-from engine.store import EventStore, StoreUnavailable, in_memory, open_store, unfinished_copy
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.registrations import domain_registry
+from sandex.engine.kernel.clock import Clock, ManualClock, WallClock
+from sandex.engine.kernel.credentials import Secrets
+from sandex.engine.kernel.execution_ids import META_KEY as EXECUTION_KEY
+from sandex.engine.kernel.execution_ids import database_key
+from sandex.engine.kernel.execution_ids import new_key as new_execution_key
+from sandex.engine.kernel.ids import KEYED, IdSource
+from sandex.engine.kernel.ids import META_KEY as IDS_KEY
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.kernel.registry import Registry
+from sandex.engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError
+from sandex.engine.runtime.market_feed import MarketFeed
+from sandex.engine.runtime.projection import Projection
+from sandex.engine.runtime.startup_cache import Snapshotter
+from sandex.engine.runtime.writer import Engine, EngineParts
+from sandex.engine.store import EventStore, StoreUnavailable, in_memory, open_store, unfinished_copy
 
 log = get_logger("sandex.engine")
 

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import orjson
 
-from engine.kernel.logs import get_logger
-from engine.store import private_files
-from engine.store.locations import local_base
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.store import private_files
+from sandex.engine.store.locations import local_base
 
 log = get_logger("sandex.keys")
 

@@ -26,11 +26,17 @@ from typing import Any
 
 import orjson
 
-from engine.config.settings import Settings
-from engine.domain.trading.market_feed import Levels, books_now, last_trade, step_at, trades_in
-from engine.domain.trading.order import SIDES
-from engine.kernel.events import Event
-from engine.kernel.state import State
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading.market_feed import (
+    Levels,
+    books_now,
+    last_trade,
+    step_at,
+    trades_in,
+)
+from sandex.engine.domain.trading.order import SIDES
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.state import State
 
 BOOK = "book"
 TRADES = "trades"

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from engine.kernel.read_model_spec import ReadModelTable, RowBuilder
-from engine.kernel.state import State
+from sandex.engine.kernel.read_model_spec import ReadModelTable, RowBuilder
+from sandex.engine.kernel.state import State
 
 Writes = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
 

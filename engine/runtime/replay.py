@@ -11,14 +11,14 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
-from engine.kernel.logs import get_logger
-from engine.kernel.money import CONTEXT
-from engine.kernel.progress import Progress, reporting
-from engine.kernel.registry import Registry
-from engine.kernel.state import State, StreamVersions
-from engine.runtime.projection import Projection
-from engine.store import Concurrency, EventStore
+from sandex.engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.kernel.money import CONTEXT
+from sandex.engine.kernel.progress import Progress, reporting
+from sandex.engine.kernel.registry import Registry
+from sandex.engine.kernel.state import State, StreamVersions
+from sandex.engine.runtime.projection import Projection
+from sandex.engine.store import Concurrency, EventStore
 
 log = get_logger("sandex.engine")
 

@@ -22,7 +22,7 @@ from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from engine.kernel.logs import get_logger
+from sandex.engine.kernel.logs import get_logger
 
 log = get_logger("sandex.engine")
 # Guards the callback lists of every Reply: held only to append or swap a list.

@@ -16,9 +16,9 @@ from datetime import UTC
 from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from engine.kernel.commands import Tick
-from engine.kernel.logs import get_logger
-from engine.runtime.writer import Engine
+from sandex.engine.kernel.commands import Tick
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.runtime.writer import Engine
 
 log = get_logger("sandex.timers")
 

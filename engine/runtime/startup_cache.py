@@ -49,11 +49,11 @@ from typing import Any
 
 import sortedcontainers
 
-from engine.domain.transfers.transfer_records import SETTLED
-from engine.kernel.logs import get_logger
-from engine.kernel.registry import Registry
-from engine.kernel.state import State, StreamVersions
-from engine.store import EventStore
+from sandex.engine.domain.transfers.transfer_records import SETTLED
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.kernel.registry import Registry
+from sandex.engine.kernel.state import State, StreamVersions
+from sandex.engine.store import EventStore
 
 log = get_logger("sandex.snapshots")
 
@@ -208,7 +208,7 @@ def load(
 ) -> tuple[State, StreamVersions, int]:
     """(state, stream versions, position of the snapshot used or 0): the newest snapshot
     and the log after it, replayed up to `upto` (the end when None)."""
-    from engine.runtime.replay import replay_log
+    from sandex.engine.runtime.replay import replay_log
 
     found = newest(store, upto) if use_snapshots else None
     if found is None and use_snapshots and upto is None and store.state_snapshots(None):
@@ -263,7 +263,7 @@ class Snapshotter:
         self.wait()
 
     def _build(self, position: int) -> None:
-        from engine.runtime import replay as replays
+        from sandex.engine.runtime import replay as replays
 
         try:
             store = self.store.read_only()

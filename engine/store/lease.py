@@ -19,7 +19,7 @@ import contextlib
 import fcntl
 import os
 
-from engine.store.port import StoreUnavailable
+from sandex.engine.store.port import StoreUnavailable
 
 
 class LeaseHeld(StoreUnavailable):

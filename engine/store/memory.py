@@ -26,9 +26,9 @@ from typing import Any, NoReturn
 
 import orjson
 
-from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
-from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
-from engine.store.read_model_indexes import with_indexes
+from sandex.engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from sandex.engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
+from sandex.engine.store.read_model_indexes import with_indexes
 
 # A stored event: (position, stream, version, type, schema, data, meta, occurred_at).
 _Row = tuple[int, str, int, str, int, str, str, str]

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.store.lease import WriterLease
-from engine.store.locations import Kind, Location, locate
-from engine.store.port import EventStore, SqlReader
-from engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
+from sandex.engine.store.lease import WriterLease
+from sandex.engine.store.locations import Kind, Location, locate
+from sandex.engine.store.port import EventStore, SqlReader
+from sandex.engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
 
 
 class Releasable(Protocol):
@@ -100,43 +100,43 @@ def _server_reads_version(conn: SqlReader) -> int:
 
 
 def _server_open(db: str, **options: Any) -> EventStore:
-    from engine.store.postgres import PostgresEventStore
+    from sandex.engine.store.postgres import PostgresEventStore
 
     return PostgresEventStore(db, **options)
 
 
 def _server_reader(db: str) -> EventStore:
-    from engine.store.postgres import PostgresEventStore
+    from sandex.engine.store.postgres import PostgresEventStore
 
     return PostgresEventStore.reader(db)
 
 
 def _server_reads(db: str) -> SqlReader:
-    from engine.store.postgres_reads import PostgresReads
+    from sandex.engine.store.postgres_reads import PostgresReads
 
     return PostgresReads(db)
 
 
 def _server_contents(db: str) -> tuple[set[str], list[str]]:
-    from engine.store.postgres import database_contents
+    from sandex.engine.store.postgres import database_contents
 
     return database_contents(db)
 
 
 def _server_drop(db: str) -> None:
-    from engine.store.postgres import drop_schema
+    from sandex.engine.store.postgres import drop_schema
 
     drop_schema(db)
 
 
 def _server_size(db: str) -> int:
-    from engine.store.postgres import schema_size
+    from sandex.engine.store.postgres import schema_size
 
     return schema_size(db)
 
 
 def _server_lease(db: str) -> Releasable:
-    from engine.store.postgres import take_lease
+    from sandex.engine.store.postgres import take_lease
 
     return take_lease(db)
 

@@ -27,14 +27,14 @@ import orjson
 import psycopg
 import psycopg.errors
 
-from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
-from engine.kernel.logs import get_logger
-from engine.store import postgres_schema
-from engine.store.lease import Fenced, LeaseHeld
-from engine.store.locations import display, locate
-from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
-from engine.store.postgres_reads import ConnectionReads, PostgresReads
-from engine.store.read_model_indexes import with_indexes
+from sandex.engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.store import postgres_schema
+from sandex.engine.store.lease import Fenced, LeaseHeld
+from sandex.engine.store.locations import display, locate
+from sandex.engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
+from sandex.engine.store.postgres_reads import ConnectionReads, PostgresReads
+from sandex.engine.store.read_model_indexes import with_indexes
 
 log = get_logger("sandex.store")
 

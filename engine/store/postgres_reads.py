@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from engine.store.locations import locate
-from engine.store.port import StoreUnavailable
+from sandex.engine.store.locations import locate
+from sandex.engine.store.port import StoreUnavailable
 
 _translated: dict[str, str] = {}
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 
-from engine.kernel.logs import get_logger
+from sandex.engine.kernel.logs import get_logger
 
 log = get_logger("sandex.store")
 

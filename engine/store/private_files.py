@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.kernel.logs import get_logger
+from sandex.engine.kernel.logs import get_logger
 
 log = get_logger("sandex.files")
 

@@ -1,6 +1,6 @@
 """The read-model tables' indexes: tuning of this store, not part of a read model.
 
-A read model (engine.runtime.projection, the domain's row functions) says what a table
+A read model (sandex.engine.runtime.projection, the domain's row functions) says what a table
 holds: its columns and key. How SQLite finds rows fast is the store's business:
 `indexes` are the indexes a table gets (the read side's queries filter and order on
 them); `fixed` lists indexed columns that never change once a row exists (the owner,

@@ -24,9 +24,9 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.runtime import key_file
-from engine.runtime.composition import TABLES
-from engine.store import (
+from sandex.engine.runtime import key_file
+from sandex.engine.runtime.composition import TABLES
+from sandex.engine.store import (
     UNFINISHED_COPY,
     BulkLoad,
     capability,
@@ -37,9 +37,9 @@ from engine.store import (
     open_store,
     private_files,
 )
-from engine.store.lease import lock_path
-from engine.tools.time_travel import store_log_hash
-from engine.tools.verify import key_file_problems, store_problems
+from sandex.engine.store.lease import lock_path
+from sandex.engine.tools.time_travel import store_log_hash
+from sandex.engine.tools.verify import key_file_problems, store_problems
 
 __all__ = ["CopyError", "Copied", "copy", "display"]
 

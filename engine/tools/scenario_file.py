@@ -1,7 +1,7 @@
 """Scenario files: requests, clock moves and expectations that replay the same way every
 time. This module parses and checks them and holds the pure parts of running them
 (variable substitution, body matching, durations); the runner, which speaks HTTP,
-lives in `api_adapter.scenarios.runner`, so the engine stays free of HTTP.
+lives in `sandex.api_adapter.scenarios.runner`, so the engine stays free of HTTP.
 
 The format is documented in `docs/scenarios.md`.
 """
@@ -24,10 +24,10 @@ from pydantic import (
     model_validator,
 )
 
-from engine.config.settings import Settings
-from engine.config.yaml_errors import describe as describe_yaml_error
-from engine.domain.sandbox_faults import WIRE_ACTIONS
-from engine.kernel.clock import format_time, parse_time, to_millis
+from sandex.engine.config.settings import Settings
+from sandex.engine.config.yaml_errors import describe as describe_yaml_error
+from sandex.engine.domain.sandbox_faults import WIRE_ACTIONS
+from sandex.engine.kernel.clock import format_time, parse_time, to_millis
 
 FORMAT_VERSION = 1
 

@@ -2,7 +2,7 @@
 
 `log_hash` is what "byte-identical" means for a replayed scenario: SHA-256 over every
 stored column of every event, in position order, with the credential fields of
-`engine.kernel.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
+`sandex.engine.kernel.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
 sealed secret: drawn from the OS, they differ on every run by design). `travel` writes
 a new database that holds the log up to a past position (or time) and read models
 rebuilt from it: the state as it was then, which `sandex verify` accepts like any other
@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.clock import format_time
-from engine.kernel.credentials import EVENT_FIELDS, redact
-from engine.runtime import key_file
-from engine.store import (
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.credentials import EVENT_FIELDS, redact
+from sandex.engine.runtime import key_file
+from sandex.engine.store import (
     BulkLoad,
     EventStore,
     SqliteEventStore,
@@ -117,8 +117,8 @@ def travel(
     The file is built under another name without a journal (nothing in it is worth
     protecting until it is complete) and renamed into place when done, so `out` either
     does not exist or is a whole database."""
-    from engine.runtime.composition import default_projection, default_registry
-    from engine.runtime.startup_cache import load as load_state
+    from sandex.engine.runtime.composition import default_projection, default_registry
+    from sandex.engine.runtime.startup_cache import load as load_state
 
     projection = default_projection()
     tables = projection.tables

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.webhook_registrations import TABLE as WEBHOOKS
-from engine.kernel.credentials import SealError, unseal
-from engine.kernel.events import Event
-from engine.kernel.invariants import check_state
-from engine.kernel.ledger import LedgerViolation
-from engine.kernel.progress import Progress, reporting
-from engine.kernel.registry import Registry
-from engine.kernel.state import State
-from engine.runtime.composition import default_registry
-from engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError, path_for
-from engine.runtime.projection import Projection
-from engine.runtime.replay import rebuild_read_models, replay
-from engine.store import EventStore, NoSuchTable, open_reader, open_store, unfinished_copy
+from sandex.engine.domain.webhook_registrations import TABLE as WEBHOOKS
+from sandex.engine.kernel.credentials import SealError, unseal
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.invariants import check_state
+from sandex.engine.kernel.ledger import LedgerViolation
+from sandex.engine.kernel.progress import Progress, reporting
+from sandex.engine.kernel.registry import Registry
+from sandex.engine.kernel.state import State
+from sandex.engine.runtime.composition import default_registry
+from sandex.engine.runtime.key_file import LEGACY_SIGNING_META, KeyFile, KeyFileError, path_for
+from sandex.engine.runtime.projection import Projection
+from sandex.engine.runtime.replay import rebuild_read_models, replay
+from sandex.engine.store import EventStore, NoSuchTable, open_reader, open_store, unfinished_copy
 
 __all__ = ["key_file_problems", "rebuild", "store_problems", "verify"]
 

@@ -1,7 +1,7 @@
 """Typed problem errors: one class per problem type sandex answers (RFC 7807).
 
 The client talks HTTP only, so it cannot import the server's table of problem types
-(`api_adapter.problem_types`); `tests/client/test_client_errors.py` holds the two equal.
+(`sandex.api_adapter.problem_types`); `tests/client/test_client_errors.py` holds the two equal.
 """
 
 from __future__ import annotations

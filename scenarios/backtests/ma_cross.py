@@ -11,7 +11,7 @@ from collections import deque
 from decimal import Decimal
 from typing import Any
 
-from engine.backtest import Api, Strategy
+from sandex.engine.backtest import Api, Strategy
 
 CENT = Decimal("0.01")
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from engine.config.settings import KNOWN_SCOPES
+from sandex.engine.config.settings import KNOWN_SCOPES
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 
@@ -128,8 +128,8 @@ def test_a_client_of_another_customer_cannot_see_or_use_foreign_profiles(sandbox
 def test_a_principal_is_made_once_per_token_and_client_row(sandbox: Any) -> None:
     """The bearer check reuses a token's principal while its client row is the same, and
     makes it again from a row read anew (what a revocation or a scope change gives)."""
-    from api_adapter.auth import principal_of
-    from engine.read.clients import client
+    from sandex.api_adapter.auth import principal_of
+    from sandex.engine.read.clients import client
 
     state = sandbox.app.state
     clients = state.clients

@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api_adapter import create_app
-from api_adapter.problems import domain_problem_body
-from engine import Engine, open_engine
-from engine.backtest import Api, ApiError, BacktestError, Strategy, run
-from engine.backtest.runner import Runner
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.kernel.credentials import REDACTED
-from engine.kernel.errors import InsufficientFunds
-from engine.tools.time_travel import travel
-from engine.tools.verify import verify
+from sandex.api_adapter import create_app
+from sandex.api_adapter.problems import domain_problem_body
+from sandex.engine import Engine, open_engine
+from sandex.engine.backtest import Api, ApiError, BacktestError, Strategy, run
+from sandex.engine.backtest.runner import Runner
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from sandex.engine.kernel.credentials import REDACTED
+from sandex.engine.kernel.errors import InsufficientFunds
+from sandex.engine.tools.time_travel import travel
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.support.command_helpers import funded_actor, limit_buy_command
 from tests.support.database import query, tables
@@ -565,7 +565,7 @@ def test_one_transaction_keeps_the_log_in_memory_and_writes_the_same_bytes(
     together: the database is the one a commit per command writes, and the strategy
     reads what it would have read, whether the writes come every few events (reads
     between them flush) or at the end."""
-    from engine.runtime import commit_strategies
+    from sandex.engine.runtime import commit_strategies
 
     walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(60)]
 
@@ -621,7 +621,7 @@ def test_a_run_without_a_database_writes_its_read_models_when_read(
 ) -> None:
     """...or once `DEFER_ROWS` entities wait for their rows (here 3): either way the
     reads at the end see what a run that keeps its log shows."""
-    from engine.runtime import commit_strategies
+    from sandex.engine.runtime import commit_strategies
 
     walk = [str(42000 + (k * 37) % 23 - (k % 5) * 4) for k in range(40)]
     kept, scratch, bounded = _ReadsLate(), _ReadsLate(), _ReadsLate()
@@ -642,7 +642,7 @@ def test_a_run_without_a_database_makes_no_feed_and_the_same_log(
 ) -> None:
     """A scratch log (no `db`) is dropped unread, so its event feed is never made: the
     log, the strategy's reads and the result are those of a run that keeps its log."""
-    from engine.domain import feed
+    from sandex.engine.domain import feed
 
     made: list[str] = []
     add = feed._add
@@ -688,7 +688,7 @@ def test_one_transaction_is_seen_by_its_writer_only_until_it_ends(database: Any)
 def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
     database: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.domain.transfers import funding
+    from sandex.engine.domain.transfers import funding
 
     deposit = funding.DECIDERS[SandboxDeposit]
 
@@ -725,7 +725,7 @@ def test_a_decision_that_breaks_inside_one_transaction_is_undone_alone(
 def test_an_order_that_breaks_after_its_price_is_set_gets_the_price_set_again(
     tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.domain import trading
+    from sandex.engine.domain import trading
 
     create = trading.DECIDERS[CreateOrder]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from engine.backtest import Api, BacktestResult, Strategy, run
-from engine.kernel.clock import EPOCH
+from sandex.engine.backtest import Api, BacktestResult, Strategy, run
+from sandex.engine.kernel.clock import EPOCH
 
 T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 HOUR = 3600

@@ -14,8 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from engine.backtest import BacktestResult, Strategy, run
-from engine.backtest.price_files import Bar
+from sandex.engine.backtest import BacktestResult, Strategy, run
+from sandex.engine.backtest.price_files import Bar
 
 T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 HOUR = 3600

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from engine.backtest import BacktestError, BacktestResult, Strategy, run
-from engine.backtest.price_files import Bar, load
-from engine.kernel.clock import EPOCH, parse_time
-from engine.tools.verify import verify
+from sandex.engine.backtest import BacktestError, BacktestResult, Strategy, run
+from sandex.engine.backtest.price_files import Bar, load
+from sandex.engine.kernel.clock import EPOCH, parse_time
+from sandex.engine.tools.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_704_499_200  # 2024-01-06T00:00:00Z, a Saturday
@@ -151,7 +151,7 @@ def test_next_open_needs_bars_of_one_market(tmp_path: Path) -> None:
 def test_the_command_line_takes_fill_at(tmp_path: Path) -> None:
     strategy = tmp_path / "buy.py"
     strategy.write_text(
-        "from engine.backtest import Strategy\n\n\n"
+        "from sandex.engine.backtest import Strategy\n\n\n"
         "class Buy(Strategy):\n"
         "    def on_bar(self, market, bar):\n"
         "        if not hasattr(self, 'done'):\n"
@@ -159,7 +159,14 @@ def test_the_command_line_takes_fill_at(tmp_path: Path) -> None:
         "                side='BUY', market=market, type='MARKET', quote_amount='1100'\n"
         "            )\n"
     )
-    base = [sys.executable, "-m", "api_adapter.cli", "backtest", "--data", str(bars_csv(tmp_path))]
+    base = [
+        sys.executable,
+        "-m",
+        "sandex.api_adapter.cli",
+        "backtest",
+        "--data",
+        str(bars_csv(tmp_path)),
+    ]
     base += ["--market", "LTCUSD", "--no-progress", "--strategy", f"{strategy}:Buy"]
     base += ["--spread-bps", "0", "--taker-fee", "0", "--bar-seconds", "3600"]
     out = tmp_path / "report"

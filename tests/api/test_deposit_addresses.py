@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_address
-from engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
+from sandex.engine.domain.transfers.networks import CRYPTO_NETWORKS, check_address
+from sandex.engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
 from tests.support.reference import assert_matches, full_schema
 from tests.support.transfer_helpers import PROBLEMS
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait

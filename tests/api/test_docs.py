@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.config.settings import Settings
+from sandex.engine.config.settings import Settings
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -46,8 +46,8 @@ def test_the_scenario_format_page_shows_scenarios() -> None:
 
 @pytest.mark.parametrize(("doc", "index", "text"), _SCENARIO_BLOCKS, ids=lambda v: str(v)[:20])
 def test_scenario_blocks_in_the_docs_replay_green(doc: str, index: int, text: str) -> None:
-    from api_adapter.scenarios.runner import run_in_process
-    from engine.tools.scenario_file import load
+    from sandex.api_adapter.scenarios.runner import run_in_process
+    from sandex.engine.tools.scenario_file import load
 
     result = run_in_process(load(text, f"{doc}[{index}]"), check_invariants=True)
     assert result.ok, [(s.label, s.diffs) for s in result.failed]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.tools.verify import rebuild
+from sandex.engine.tools.verify import rebuild
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import limit, placed, set_price, still
 from tests.support.transfer_helpers import problem, withdraw

@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
-from api_adapter.app import create_app
-from api_adapter.faults import FIRED
+from sandex.api_adapter.app import create_app
+from sandex.api_adapter.faults import FIRED
 from tests.support.trading_helpers import events, limit
 from tests.support.transfer_helpers import problem, withdraw
 
@@ -220,7 +220,7 @@ def test_wire_actions_are_decided_after_the_commit_and_armed_on_the_request(
     sandbox: Any,
 ) -> None:
     """In process there is no connection: the app does what one would
-    (api_adapter.wire_faults): drop and reset raise httpx's errors to the caller, empty
+    (sandex.api_adapter.wire_faults): drop and reset raise httpx's errors to the caller, empty
     and truncate spoil the body; each after the call was committed."""
     sandbox.deposit("USD", "10000")
     seen = _spied(sandbox, raising=True)

@@ -16,8 +16,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from engine.domain.registrations import domain_registry
-from engine.tools.time_travel import log_hash
+from sandex.engine.domain.registrations import domain_registry
+from sandex.engine.tools.time_travel import log_hash
 from tests.support.golden_helpers import UPDATE_ENV, differences, load, play, write
 
 # Event types the engine applies that the golden run does not produce, with the reason
@@ -116,7 +116,7 @@ def test_the_earlier_operations_keep_their_log_hash(tmp_path: Path) -> None:
 
 
 def test_the_recorded_hash_is_the_log_hash_of_the_recorded_events(tmp_path: Path) -> None:
-    """The fixture's hash is what engine.tools.time_travel.log_hash says of its events, so neither
+    """The fixture's hash is what sandex.engine.tools.time_travel.log_hash says of its events, so neither
     file can be edited without the other."""
     golden = load()
     assert _hash_of(golden.events, tmp_path / "events.db") == golden.log_hash

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api_adapter.middleware.body_guard import DEFAULT_MAX_BODY_BYTES, MAX_DEPTH, json_fault
+from sandex.api_adapter.middleware.body_guard import DEFAULT_MAX_BODY_BYTES, MAX_DEPTH, json_fault
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 JSON = {"content-type": "application/json"}
@@ -431,7 +431,7 @@ def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(sandb
 
 
 def test_a_content_type_is_split_once() -> None:
-    from api_adapter.middleware.body_guard import _media_type, _parsed_media_type
+    from sandex.api_adapter.middleware.body_guard import _media_type, _parsed_media_type
 
     value = b'application/json; Charset="UTF-8"; x=1'
     scope = {"headers": [(b"content-type", value)]}

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from api_adapter.routes.market_stream import pump
-from engine.kernel.money import MARKETS
-from engine.runtime.market_feed import BOOK, TOO_SLOW, Subscriber
+from sandex.api_adapter.routes.market_stream import pump
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.runtime.market_feed import BOOK, TOO_SLOW, Subscriber
 from tests.support.stream_helpers import (
     Book,
     apply,

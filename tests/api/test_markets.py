@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.kernel.money import MARKETS
+from sandex.engine.kernel.money import MARKETS
 from tests.support.log_helpers import masked_log
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import (

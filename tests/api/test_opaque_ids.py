@@ -21,20 +21,20 @@ from typing import Any
 
 import pytest
 
-from engine import Settings, open_engine
-from engine.domain.transfers.networks import make_address
-from engine.kernel.clock import parse_time, to_millis
-from engine.kernel.commands import (
+from sandex.engine import Settings, open_engine
+from sandex.engine.domain.transfers.networks import make_address
+from sandex.engine.kernel.clock import parse_time, to_millis
+from sandex.engine.kernel.commands import (
     Actor,
     CreateCustomer,
     CreateDepositAddress,
     CreateFiatDepositInstructions,
     CreateProfile,
 )
-from engine.kernel.execution_ids import LIMIT, ExecutionIds, new_key
-from engine.kernel.ids import IdSource
-from engine.runtime.key_file import KeyFile
-from engine.tools.scenario_file import ScenarioError, engine_settings, load
+from sandex.engine.kernel.execution_ids import LIMIT, ExecutionIds, new_key
+from sandex.engine.kernel.ids import IdSource
+from sandex.engine.runtime.key_file import KeyFile
+from sandex.engine.tools.scenario_file import ScenarioError, engine_settings, load
 from tests.conftest import make_settings
 from tests.support.database import query
 from tests.support.file_helpers import database_bytes

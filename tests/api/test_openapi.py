@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 from fastapi.routing import APIRoute
 
-from api_adapter.app import ROUTERS
+from sandex.api_adapter.app import ROUTERS
 from tests.support.conformance import Document, conformance_problems, problems, resolve
 from tests.support.reference import document as reference_document
 from tests.support.reference import full_response_schema, response_schema

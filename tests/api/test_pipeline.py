@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.exceptions import HTTPException
 
-from api_adapter import create_app
-from api_adapter.pipeline import Passage
+from sandex.api_adapter import create_app
+from sandex.api_adapter.pipeline import Passage
 from tests.conftest import Sandbox
 
 ORDERS = "/v2/profiles/default/orders"

@@ -329,8 +329,8 @@ def test_no_field_of_the_references_bodies_takes_null(sandbox: Any) -> None:
 
 
 def _domain_errors() -> list[type[Any]]:
-    import engine.runtime.writer  # noqa: F401 - its errors (EngineStopped, NotDecided) too
-    from engine.kernel.errors import DomainError
+    import sandex.engine.runtime.writer  # noqa: F401 - its errors (EngineStopped, NotDecided) too
+    from sandex.engine.kernel.errors import DomainError
 
     found, todo = [], [DomainError]
     while todo:
@@ -341,14 +341,14 @@ def _domain_errors() -> list[type[Any]]:
 
 
 def test_every_domain_error_code_has_its_http_status_title_and_type() -> None:
-    from api_adapter.problem_types import DOMAIN_PROBLEMS
+    from sandex.api_adapter.problem_types import DOMAIN_PROBLEMS
 
     assert {cls.code for cls in _domain_errors()} == set(DOMAIN_PROBLEMS)
 
 
 def test_a_domain_error_renders_as_the_same_problem_as_before() -> None:
-    from api_adapter.problems import domain_problem_body, domain_status
-    from engine.kernel.errors import AlreadyExists, ExceedPrecision, Invalid, Unavailable
+    from sandex.api_adapter.problems import domain_problem_body, domain_status
+    from sandex.engine.kernel.errors import AlreadyExists, ExceedPrecision, Invalid, Unavailable
 
     assert domain_problem_body(AlreadyExists("exists", {"id": "x"})) == {
         "type": "https://developer.paxos.com/docs/v2/problems/already-exists",

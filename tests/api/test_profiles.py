@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.kernel.money import ASSETS
+from sandex.engine.kernel.money import ASSETS
 
 
 def test_the_bootstrap_customer_has_a_default_profile_reachable_by_alias(sandbox: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from engine.kernel.clock import format_time
+from sandex.engine.kernel.clock import format_time
 from tests.support.trading_helpers import PROBLEMS, placed, set_price, still
 
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api_adapter.cli.parser import parser
-from api_adapter.cli.serve import serve_settings
-from api_adapter.rate_limits import RateLimiter, address_of
-from api_adapter.routes import token as token_endpoint
+from sandex.api_adapter.cli.parser import parser
+from sandex.api_adapter.cli.serve import serve_settings
+from sandex.api_adapter.rate_limits import RateLimiter, address_of
+from sandex.api_adapter.routes import token as token_endpoint
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 WRONG = {**FORM, "client_secret": "a guess"}

@@ -9,12 +9,12 @@ from typing import Any
 import orjson
 import pytest
 
-from engine.kernel.ledger import Ledger, LedgerViolation
-from engine.kernel.state import State
-from engine.runtime import startup_cache
-from engine.runtime.composition import default_projection, default_registry
-from engine.runtime.replay import Cancelled, replay, replay_log
-from engine.store import EventStore, SqliteEventStore, open_reader
+from sandex.engine.kernel.ledger import Ledger, LedgerViolation
+from sandex.engine.kernel.state import State
+from sandex.engine.runtime import startup_cache
+from sandex.engine.runtime.composition import default_projection, default_registry
+from sandex.engine.runtime.replay import Cancelled, replay, replay_log
+from sandex.engine.store import EventStore, SqliteEventStore, open_reader
 from tests.support.state_helpers import assert_same, busy, canon, more
 from tests.support.transfer_helpers import withdraw
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from api_adapter.recent_requests import MAX_PATH
+from sandex.api_adapter.recent_requests import MAX_PATH
 from tests.support.trading_helpers import PROBLEMS, limit, place, placed, still
 from tests.support.transfer_helpers import problem
 from tests.support.world_helpers import Front
@@ -200,7 +200,7 @@ def test_filters_and_refusals_name_their_field(sandbox: Any) -> None:
 
 
 def test_the_fault_that_fired_is_shown(sandbox: Any) -> None:
-    """What the fault gate fired on a call (api_adapter.faults.FIRED) is the entry's
+    """What the fault gate fired on a call (sandex.api_adapter.faults.FIRED) is the entry's
     `fault`; a call no rule matched has none."""
     armed = sandbox.post(
         "/v2/sandbox/faults",

@@ -1,5 +1,5 @@
 """Domain faults and pacing (issue 31, docs/faults.md): the triggers of
-engine.domain.sandbox_triggers, each proved through HTTP; pending items released by hand
+sandex.engine.domain.sandbox_triggers, each proved through HTTP; pending items released by hand
 (/v2/sandbox/transfers/{id}/complete|fail); the world's pacing (/v2/sandbox/pacing)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from engine.domain import sandbox_triggers
-from engine.domain.ledger import withdrawing
-from engine.kernel.clock import parse_time, to_millis
+from sandex.engine.domain import sandbox_triggers
+from sandex.engine.domain.ledger import withdrawing
+from sandex.engine.kernel.clock import parse_time, to_millis
 from tests.conftest import START
 from tests.support.identity_helpers import IDENTITIES, person, set_status
 from tests.support.trading_helpers import (
@@ -148,7 +148,7 @@ def test_every_trigger_has_a_test_of_its_outcome() -> None:
 
 
 def test_the_cli_prints_the_page(capsys: pytest.CaptureFixture[str]) -> None:
-    from api_adapter.cli import main
+    from sandex.api_adapter.cli import main
 
     assert main(["triggers"]) == 0
     assert capsys.readouterr().out == sandbox_triggers.page()

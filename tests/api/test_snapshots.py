@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from engine.tools.time_travel import log_hash
+from sandex.engine.tools.time_travel import log_hash
 from tests.support.trading_helpers import get_order, limit, placed, set_price, still
 from tests.support.transfer_helpers import problem, withdraw
 

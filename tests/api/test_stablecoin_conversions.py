@@ -7,7 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.kernel.commands import CreateCustomer
+from sandex.engine.kernel.commands import CreateCustomer
 from tests.support.transfer_helpers import usd_below_the_cent
 
 PATH = "/v2/conversion/stablecoins"

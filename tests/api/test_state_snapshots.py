@@ -10,19 +10,19 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from engine import open_engine
-from engine.domain.registrations import REGISTRATIONS
-from engine.domain.transfers.transfer_records import SETTLED
-from engine.kernel.commands import Command
-from engine.kernel.events import Event
-from engine.kernel.registry import Registration, build_registry
-from engine.kernel.state import Ctx, State
-from engine.runtime import startup_cache
-from engine.runtime.composition import default_registry
-from engine.runtime.replay import replay
-from engine.store import open_reader, open_store
-from engine.tools.time_travel import log_hash
-from engine.tools.verify import verify
+from sandex.engine import open_engine
+from sandex.engine.domain.registrations import REGISTRATIONS
+from sandex.engine.domain.transfers.transfer_records import SETTLED
+from sandex.engine.kernel.commands import Command
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.registry import Registration, build_registry
+from sandex.engine.kernel.state import Ctx, State
+from sandex.engine.runtime import startup_cache
+from sandex.engine.runtime.composition import default_registry
+from sandex.engine.runtime.replay import replay
+from sandex.engine.store import open_reader, open_store
+from sandex.engine.tools.time_travel import log_hash
+from sandex.engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
 from tests.support.database import copy_database, execute, query
 from tests.support.state_helpers import assert_same, busy, more

@@ -8,11 +8,11 @@ from typing import Any
 import orjson
 import pytest
 
-from api_adapter.cli import main
-from engine.kernel.clock import parse_time
-from engine.runtime.composition import TABLES
-from engine.tools.time_travel import log_hash, travel
-from engine.tools.verify import verify
+from sandex.api_adapter.cli import main
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.runtime.composition import TABLES
+from sandex.engine.tools.time_travel import log_hash, travel
+from sandex.engine.tools.verify import verify
 from tests.conftest import START, Sandbox, make_settings
 from tests.support.database import execute, query
 from tests.support.transfer_helpers import withdraw

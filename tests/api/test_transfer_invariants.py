@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import format_time, open_engine, parse_time
-from engine.domain.ledger import FEES, WORLD, available, withdrawing
-from engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
-from engine.kernel.commands import (
+from sandex.engine import format_time, open_engine, parse_time
+from sandex.engine.domain.ledger import FEES, WORLD, available, withdrawing
+from sandex.engine.domain.transfers.withdrawals import DEFAULT_CONFIRMATION_SECONDS
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCryptoWithdrawal,
@@ -38,7 +38,7 @@ from engine.kernel.commands import (
     CreateWithdrawalFee,
     SandboxDeposit,
 )
-from engine.kernel.errors import (
+from sandex.engine.kernel.errors import (
     AlreadyExists,
     DomainError,
     ExceedMaxWithdraw,
@@ -46,8 +46,8 @@ from engine.kernel.errors import (
     InsufficientFunds,
     Invalid,
 )
-from engine.store.locations import STATE_DIR_ENV
-from engine.tools.verify import verify
+from sandex.engine.store.locations import STATE_DIR_ENV
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.support.transfer_helpers import ADDRESSES
 

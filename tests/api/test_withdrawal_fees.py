@@ -178,7 +178,7 @@ def test_unknown_fields_are_ignored_unless_strict(sandbox_factory: Any) -> None:
 def test_settings_refuse_negative_fees_delays_and_caps(bad: dict[str, Any]) -> None:
     from pydantic import ValidationError
 
-    from engine.config.settings import Settings
+    from sandex.engine.config.settings import Settings
 
     with pytest.raises(ValidationError):
         Settings(**bad)

@@ -9,8 +9,8 @@ from typing import Any
 import base58
 import pytest
 
-from engine.domain.ledger import FEES, WORLD, withdrawing
-from engine.domain.transfers.withdrawals import CONVERSION
+from sandex.engine.domain.ledger import FEES, WORLD, withdrawing
+from sandex.engine.domain.transfers.withdrawals import CONVERSION
 from tests.support.identity_helpers import approved_account
 from tests.support.reference import component_schemas
 from tests.support.transfer_helpers import (

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from api_adapter.worlds.manager import location_of
-from engine.tools.verify import verify
+from sandex.api_adapter.worlds.manager import location_of
+from sandex.engine.tools.verify import verify
 from tests.support.trading_helpers import get_order, limit
 from tests.support.world_helpers import MANUAL, Front, World
 

@@ -19,13 +19,13 @@ import orjson
 import pytest
 from structlog.testing import capture_logs
 
-from api_adapter.webhook_delivery import PROGRESS_SUFFIX
-from api_adapter.worlds.manager import WorldManager, folder_for, location_of, records
-from engine.kernel.clock import format_time
-from engine.runtime import key_file
-from engine.store import locate
-from engine.tools.time_travel import log_hash
-from engine.tools.verify import verify
+from sandex.api_adapter.webhook_delivery import PROGRESS_SUFFIX
+from sandex.api_adapter.worlds.manager import WorldManager, folder_for, location_of, records
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.runtime import key_file
+from sandex.engine.store import locate
+from sandex.engine.tools.time_travel import log_hash
+from sandex.engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
 from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
 from tests.support.stream_helpers import receive
@@ -200,7 +200,7 @@ def test_a_world_is_a_schema_of_a_postgresql_default_database_else_a_file(
     if on_server:  # its tables in its schema, none added to the default one's
         import psycopg
 
-        from engine.store.postgres_schema import SPARE_PREFIX
+        from sandex.engine.store.postgres_schema import SPARE_PREFIX
 
         url = locate(sandbox.db).conninfo()[0]
         with psycopg.connect(url) as conn:
@@ -585,7 +585,7 @@ def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any, cou
     from concurrent.futures import ThreadPoolExecutor
     from datetime import timedelta
 
-    from engine.kernel.clock import parse_time
+    from sandex.engine.kernel.clock import parse_time
 
     # its log in a file: a pipe nobody reads would fill and stop the server
     server = Process(database(), tmp_path / "server.log")
@@ -682,7 +682,7 @@ def test_a_restarted_server_serves_the_same_worlds(
 def test_a_worlds_busiest_writes_take_the_fast_lane(
     front: Front, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from api_adapter.middleware import fast_lane
+    from sandex.api_adapter.middleware import fast_lane
 
     looked_up: list[str] = []
 

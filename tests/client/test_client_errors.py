@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from api_adapter import problem_types
+from sandex.api_adapter import problem_types
 from sandex.client import (
     BY_STATUS,
     BY_TYPE,

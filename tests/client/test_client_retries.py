@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.worlds.dispatch import WorldDispatch
+from sandex.api_adapter.worlds.dispatch import WorldDispatch
 from sandex.client import (
     AsyncClient,
     Client,

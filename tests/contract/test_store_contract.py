@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine.kernel.events import Event
-from engine.runtime.composition import TABLES as READ_MODELS
-from engine.store import (
+from sandex.engine.kernel.events import Event
+from sandex.engine.runtime.composition import TABLES as READ_MODELS
+from sandex.engine.store import (
     EventStore,
     MemoryEventStore,
     SqliteEventStore,
@@ -21,7 +21,7 @@ from engine.store import (
     locate,
     open_reader,
 )
-from engine.store.postgres import PostgresEventStore
+from sandex.engine.store.postgres import PostgresEventStore
 from tests.support.store_contract import TABLES, LogPrefix, StoreContract, event
 
 
@@ -270,10 +270,10 @@ def test_an_engine_opens_a_fork_as_its_source_was_and_verify_passes(
 ) -> None:
     """A fork at the head is served as it is; one before the head has its read models
     rebuilt from its log when an engine opens it (its checkpoint is 0)."""
-    from engine import Settings, open_engine
-    from engine.kernel.commands import CreateCustomer
-    from engine.tools.time_travel import cut_position, log_hash, store_log_hash
-    from engine.tools.verify import verify
+    from sandex.engine import Settings, open_engine
+    from sandex.engine.kernel.commands import CreateCustomer
+    from sandex.engine.tools.time_travel import cut_position, log_hash, store_log_hash
+    from sandex.engine.tools.verify import verify
 
     source = tmp_path / "template.db"
     settings = Settings(clock="manual", snapshot_every_events=0)

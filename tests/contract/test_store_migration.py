@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import Engine, open_engine
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.runtime.composition import TABLES
-from engine.store.read_model_indexes import with_indexes
-from engine.store.sqlite import SqliteEventStore
-from engine.tools.verify import rebuild, verify
+from sandex.engine import Engine, open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from sandex.engine.runtime.composition import TABLES
+from sandex.engine.store.read_model_indexes import with_indexes
+from sandex.engine.store.sqlite import SqliteEventStore
+from sandex.engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.support.store_helpers import OLD_FEED_DDL, indexes
 
@@ -80,7 +80,7 @@ def test_an_index_somebody_added_by_hand_is_kept(tmp_path: Path) -> None:
 def test_the_read_models_name_no_index_and_a_new_database_has_the_store_s(
     tmp_path: Path,
 ) -> None:
-    """Index tuning is the store's (engine.store.read_model_indexes): the read models
+    """Index tuning is the store's (sandex.engine.store.read_model_indexes): the read models
     name none, and a new database has the indexes the read side's queries use."""
     for name, spec in TABLES.items():
         assert "indexes" not in spec and "fixed" not in spec, name

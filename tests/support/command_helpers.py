@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
 
 
 def funded_actor(run: Callable[[Any], Any], usd: str) -> Actor:

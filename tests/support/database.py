@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.store import is_server_url
-from engine.store.postgres_reads import to_psycopg
+from sandex.engine.store import is_server_url
+from sandex.engine.store.postgres_reads import to_psycopg
 
 # The store's own tables, beside the read models (PostgreSQL adds the log's head row).
 STORE_TABLES = frozenset(
@@ -90,7 +90,7 @@ def copy_database(source: Path | str, target: Path | str) -> None:
         if Path(f"{source}.key").exists():  # whole with its keys, as verify wants it
             shutil.copy(f"{source}.key", f"{target}.key")
         return
-    from engine.tools.copy import copy
+    from sandex.engine.tools.copy import copy
 
     copy(source, target)
     snapshots = query(source, "SELECT position, format, event_check, data FROM state_snapshots")

@@ -9,7 +9,7 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import Any
 
-from engine.kernel.money import MARKETS
+from sandex.engine.kernel.money import MARKETS
 
 # Enough digits for any product these tests make: Decimal arithmetic here is exact.
 EXACT = Context(prec=1000)

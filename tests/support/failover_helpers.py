@@ -175,7 +175,7 @@ def verify(db: str) -> subprocess.CompletedProcess[str]:
 
 
 def events_of(db: str) -> list[Any]:
-    from engine.store import open_reader
+    from sandex.engine.store import open_reader
 
     reader = open_reader(db)
     try:

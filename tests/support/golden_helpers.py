@@ -20,9 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine.kernel.commands import RevokeClient
-from engine.store import is_server_url
-from engine.tools.time_travel import log_hash
+from sandex.engine.kernel.commands import RevokeClient
+from sandex.engine.store import is_server_url
+from sandex.engine.tools.time_travel import log_hash
 from tests.support.log_helpers import masked_log
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "golden"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.backtest import Strategy
+from sandex.engine.backtest import Strategy
 
 
 class Grid(Strategy):

@@ -2,7 +2,7 @@
 
 A client's salt and secret hash and a webhook's sealed secret come from the OS, so two
 runs of the same commands differ there by design (engine/kernel/credentials.py); everything
-else must be equal byte for byte, which is what `engine.tools.time_travel.log_hash` hashes."""
+else must be equal byte for byte, which is what `sandex.engine.tools.time_travel.log_hash` hashes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.credentials import EVENT_FIELDS, redact
-from engine.store import open_reader
+from sandex.engine.kernel.credentials import EVENT_FIELDS, redact
+from sandex.engine.store import open_reader
 
 
 def masked_log(db: Path | str) -> list[tuple[Any, ...]]:

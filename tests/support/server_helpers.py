@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 
 
 def free_port() -> int:

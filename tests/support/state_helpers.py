@@ -10,9 +10,9 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from engine.kernel.compact_records import Records
-from engine.kernel.state import State, StreamVersions
-from engine.runtime.composition import default_projection
+from sandex.engine.kernel.compact_records import Records
+from sandex.engine.kernel.state import State, StreamVersions
+from sandex.engine.runtime.composition import default_projection
 from tests.conftest import Sandbox
 from tests.support.trading_helpers import limit, placed, set_price
 from tests.support.transfer_helpers import quote, withdraw

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.events import SCHEMA_VERSIONS, UPCASTERS, Event
-from engine.store import (
+from sandex.engine.kernel.events import SCHEMA_VERSIONS, UPCASTERS, Event
+from sandex.engine.store import (
     Concurrency,
     EventStore,
     Forking,
@@ -437,7 +437,7 @@ class StoreContract(unittest.TestCase, abc.ABC):
         self.assertEqual(forked.state_snapshot_data(6), b"blob6")
 
     def test_a_fork_at_a_prefix_holds_exactly_the_prefix_for_its_engine_to_rebuild(self) -> None:
-        from engine.tools.time_travel import store_log_hash
+        from sandex.engine.tools.time_travel import store_log_hash
 
         self.fill(3)
         source_prefix = LogPrefix(self.store, 4)

@@ -8,7 +8,7 @@ from collections import deque
 from decimal import Decimal
 from typing import Any
 
-from engine.backtest import Api, Strategy
+from sandex.engine.backtest import Api, Strategy
 
 
 class Cross(Strategy):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from api_adapter.webhook_delivery import Deliverer
+from sandex.api_adapter.webhook_delivery import Deliverer
 
 LOCAL = ["127.0.0.1"]
 

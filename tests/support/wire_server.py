@@ -17,11 +17,11 @@ from urllib.parse import parse_qs
 import orjson
 import uvicorn
 
-from api_adapter.logging import RequestLog, configure
-from api_adapter.server.connections import uvicorn_options
-from api_adapter.wire_faults import KINDS, WireFaults, arm
-from api_adapter.worlds.dispatch import WorldDispatch
-from engine.config.settings import Settings
+from sandex.api_adapter.logging import RequestLog, configure
+from sandex.api_adapter.server.connections import uvicorn_options
+from sandex.api_adapter.wire_faults import KINDS, WireFaults, arm
+from sandex.api_adapter.worlds.dispatch import WorldDispatch
+from sandex.engine.config.settings import Settings
 
 WORLD = "one"
 PAD = 1000  # the answer's body is longer than this

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api_adapter.worlds.dispatch import WorldDispatch
+from sandex.api_adapter.worlds.dispatch import WorldDispatch
 
 MANUAL = {
     "clock": "manual",

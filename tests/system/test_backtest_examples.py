@@ -11,9 +11,9 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from api_adapter.cli import main
-from engine.backtest import run
-from engine.tools.verify import verify
+from sandex.api_adapter.cli import main
+from sandex.engine.backtest import run
+from sandex.engine.tools.verify import verify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "scenarios" / "backtests"
 
@@ -86,7 +86,7 @@ def test_cli_writes_the_report_and_stays_quiet_without_a_terminal(tmp_path: Path
         [
             sys.executable,
             "-m",
-            "api_adapter.cli",
+            "sandex.api_adapter.cli",
             "backtest",
             "--flow",
             str(EXAMPLES / "stop_loss.yaml"),

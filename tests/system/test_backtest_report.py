@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from engine.backtest import Api, Strategy, run
-from engine.backtest.charts import MAX_CANDLES, MAX_LINE_POINTS, TRADE_BUCKETS
-from engine.backtest.trades import round_trips
+from sandex.engine.backtest import Api, Strategy, run
+from sandex.engine.backtest.charts import MAX_CANDLES, MAX_LINE_POINTS, TRADE_BUCKETS
+from sandex.engine.backtest.trades import round_trips
 
 T0 = 1_704_067_200
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -195,9 +195,9 @@ def test_a_backtest_without_a_report_never_imports_bokeh(tmp_path: Path) -> None
     data.write_text("timestamp,price\n" + "".join(f"{T0 + 60 * k},{40000 + k}\n" for k in range(5)))
     code = (
         "import sys\n"
-        "from engine.backtest import Strategy, run\n"
+        "from sandex.engine.backtest import Strategy, run\n"
         f"run({str(data)!r}, 'BTCUSD', strategy=Strategy())\n"
-        "from api_adapter.cli import main\n"
+        "from sandex.api_adapter.cli import main\n"
         "try:\n"
         "    main(['--help'])\n"
         "except SystemExit:\n"

@@ -167,7 +167,7 @@ def test_events_prints_the_log_as_json_lines(sandbox_factory: Any) -> None:
 
 
 def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    from engine.runtime.composition import TABLES
+    from sandex.engine.runtime.composition import TABLES
 
     conn = sqlite3.connect(db)
     try:

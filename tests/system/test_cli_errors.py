@@ -18,13 +18,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api_adapter.cli import main
-from engine import open_engine
-from engine.kernel.commands import CreateCustomer
+from sandex.api_adapter.cli import main
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import CreateCustomer
 from tests.conftest import make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +32,9 @@ def _logging_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """`serve` and `replay` configure logging onto the stderr of the moment, which in a
     test run in-process is capsys's, closed when the test ends: every later test of the
     worker would then log into a closed file. In-process runs here leave it alone."""
-    import api_adapter.logging
+    import sandex.api_adapter.logging
 
-    monkeypatch.setattr(api_adapter.logging, "configure", lambda *a, **k: None)
+    monkeypatch.setattr(sandex.api_adapter.logging, "configure", lambda *a, **k: None)
 
 
 def _sandex(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -195,7 +195,7 @@ def test_serve_refuses_an_in_memory_database(
 
 @pytest.mark.parametrize("command", ["verify", "events", "rebuild"])
 def test_the_installed_command_says_one_line_too(tmp_path: Path, command: str) -> None:
-    """The same through `python -m api_adapter.cli`, as a user runs it: the exit status
+    """The same through `python -m sandex.api_adapter.cli`, as a user runs it: the exit status
     reaches the shell, and a missing database is not created."""
     for bad in ("corrupt", "foreign", "missing", "directory"):
         folder = tmp_path / bad
@@ -434,7 +434,7 @@ def test_serve_does_not_overwrite_an_earlier_recording(tmp_path: Path) -> None:
 
 
 def test_serve_force_overwrites_an_earlier_recording(tmp_path: Path) -> None:
-    from engine.tools.scenario_file import load_file
+    from sandex.engine.tools.scenario_file import load_file
 
     earlier = tmp_path / "session.yaml"
     earlier.write_text("# yesterday's session\n")
@@ -463,7 +463,7 @@ def test_serve_force_overwrites_an_earlier_recording(tmp_path: Path) -> None:
 def test_ctrl_c_ends_quietly_and_a_bug_keeps_its_traceback(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from api_adapter.cli.errors import reported
+    from sandex.api_adapter.cli.errors import reported
 
     with reported() as outcome:
         raise KeyboardInterrupt

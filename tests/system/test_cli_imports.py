@@ -41,7 +41,7 @@ def _loaded(code: str, tmp_path: Path) -> set[str]:
 
 def _cli(*args: str) -> str:
     return (
-        "from api_adapter.cli import main\n"
+        "from sandex.api_adapter.cli import main\n"
         "try:\n"
         f"    main({list(args)!r})\n"
         "except SystemExit:\n"
@@ -74,8 +74,8 @@ def test_a_backtest_loads_no_http_app_and_no_pandas(tmp_path: Path) -> None:
 def test_sqlite_utils_creates_a_schema_and_is_not_needed_to_open_one(tmp_path: Path) -> None:
     db = tmp_path / "whole.db"
     store = (
-        "from engine.runtime.composition import TABLES\n"
-        "from engine.store import SqliteEventStore\n"
+        "from sandex.engine.runtime.composition import TABLES\n"
+        "from sandex.engine.store import SqliteEventStore\n"
         f"SqliteEventStore({str(db)!r}, tables=TABLES).close()\n"
     )
     assert "sqlite_utils" in _loaded(store, tmp_path)
@@ -85,7 +85,7 @@ def test_sqlite_utils_creates_a_schema_and_is_not_needed_to_open_one(tmp_path: P
 def test_sqlite_utils_is_imported_without_pandas_which_stays_importable(tmp_path: Path) -> None:
     pytest.importorskip("pandas")
     code = (
-        "from engine.store import SqliteEventStore\n"
+        "from sandex.engine.store import SqliteEventStore\n"
         "SqliteEventStore(':memory:').close()\n"
         "assert 'pandas' not in sys.modules and 'numpy' not in sys.modules\n"
         "import pandas\n"
@@ -99,7 +99,7 @@ def test_sqlite_utils_takes_pandas_when_it_is_in_already(tmp_path: Path) -> None
     pytest.importorskip("pandas")
     code = (
         "import pandas\n"
-        "from engine.store import SqliteEventStore\n"
+        "from sandex.engine.store import SqliteEventStore\n"
         "SqliteEventStore(':memory:').close()\n"
         "import sqlite_utils.db\n"
         "assert sqlite_utils.db.pd is pandas\n"
@@ -108,7 +108,7 @@ def test_sqlite_utils_takes_pandas_when_it_is_in_already(tmp_path: Path) -> None
 
 
 def test_only_the_thread_importing_sqlite_utils_is_refused_pandas() -> None:
-    from engine.store.sqlite import _NotForSqliteUtils
+    from sandex.engine.store.sqlite import _NotForSqliteUtils
 
     finder = _NotForSqliteUtils()
     seen: list[object] = []
@@ -122,5 +122,7 @@ def test_only_the_thread_importing_sqlite_utils_is_refused_pandas() -> None:
 
 
 def test_the_app_factory_is_still_exported_by_the_package(tmp_path: Path) -> None:
-    loaded = _loaded("from api_adapter import create_app\nassert callable(create_app)", tmp_path)
+    loaded = _loaded(
+        "from sandex.api_adapter import create_app\nassert callable(create_app)", tmp_path
+    )
     assert "fastapi" in loaded

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-import engine.kernel.progress as progress
-from engine import open_engine
-from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.tools.verify import rebuild, verify
+import sandex.engine.kernel.progress as progress
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from sandex.engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 
 
 def _database(path: Path, deposits: int = 20) -> tuple[Path, int]:

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.cli.parser import parser
-from api_adapter.cli.serve import serve_settings
+from sandex.api_adapter.cli.parser import parser
+from sandex.api_adapter.cli.serve import serve_settings
 from tests.support.server_helpers import Process
 
 MAX_CONNECTIONS = 6

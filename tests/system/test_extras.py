@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from api_adapter.cli.errors import EXTRAS
+from sandex.api_adapter.cli.errors import EXTRAS
 from tests.support.server_helpers import ROOT, SANDEX, free_port
 
-POSTGRES_STORE = "engine.store.postgres"  # postgres, postgres_schema, postgres_reads
+POSTGRES_STORE = "sandex.engine.store.postgres"  # postgres, postgres_schema, postgres_reads
 
 SHIM = """
 import sys
@@ -125,7 +125,7 @@ def test_no_extra_is_imported_by_the_installed_packages_at_import_time(tmp_path:
     """Every module of engine/ and api_adapter/ imports without the extras: their
     imports are inside the functions that need them. The PostgreSQL store's own modules
     are the postgres extra's implementation, imported only inside the store registry's
-    functions (`engine.store.opening`), never at import time."""
+    functions (`sandex.engine.store.opening`), never at import time."""
     code = (
         "import importlib, pkgutil\n"
         "import api_adapter, engine\n"

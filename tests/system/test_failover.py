@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.kernel.events import Event
-from engine.store import LeaseHeld, StoreUnavailable
-from engine.store.lease import Fenced
+from sandex.engine.kernel.events import Event
+from sandex.engine.store import LeaseHeld, StoreUnavailable
+from sandex.engine.store.lease import Fenced
 from tests.support.failover_helpers import Load, Node, events_of, logged_text, token, verify
 
 
@@ -27,7 +27,7 @@ def _event(position: int) -> Event:
 
 
 def _take_over(url: str) -> object:
-    from engine.store.postgres import PostgresEventStore
+    from sandex.engine.store.postgres import PostgresEventStore
 
     deadline = time.monotonic() + 10
     while True:
@@ -46,7 +46,7 @@ def test_a_store_that_lost_its_lease_never_commits_again(
     log's end, is refused, and its `fenced` is set."""
     import psycopg
 
-    from engine.store.postgres import WRITER_LOCK, PostgresEventStore
+    from sandex.engine.store.postgres import WRITER_LOCK, PostgresEventStore
 
     first = PostgresEventStore(postgres_url, lease=True, lease_seconds=1)
     second = None

@@ -23,11 +23,11 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import Match
 
-from api_adapter import create_app
-from api_adapter.app import ROUTERS
-from api_adapter.middleware.fast_lane import lane_of
-from api_adapter.operations import LANE, Operation
-from engine.tools.time_travel import log_hash
+from sandex.api_adapter import create_app
+from sandex.api_adapter.app import ROUTERS
+from sandex.api_adapter.middleware.fast_lane import lane_of
+from sandex.api_adapter.operations import LANE, Operation
+from sandex.engine.tools.time_travel import log_hash
 from tests.conftest import Sandbox, make_settings
 from tests.support.server_helpers import ROOT, SANDEX, Server
 
@@ -199,7 +199,7 @@ def test_the_lane_keeps_the_rate_limits(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize("path", [ORDERS, WITHDRAWALS])
 def test_a_revoked_client_is_refused_by_the_lane_at_once(sandbox: Any, path: str) -> None:
-    from engine.kernel.commands import RevokeClient
+    from sandex.engine.kernel.commands import RevokeClient
 
     headers, creds = sandbox.tenant()
     body = LIMIT if path == ORDERS else WITHDRAWAL
@@ -212,7 +212,7 @@ def test_a_revoked_client_is_refused_by_the_lane_at_once(sandbox: Any, path: str
 def test_a_client_revoked_by_another_process_is_refused_by_the_next_request(
     tmp_path: Path,
 ) -> None:
-    """The bearer check reads the database once per loop iteration (api_adapter.auth.
+    """The bearer check reads the database once per loop iteration (sandex.api_adapter.auth.
     Clients): a request sent after `sandex clients revoke` returned is refused."""
     db = tmp_path / "live.db"
     server = Server(db, "--no-rate-limits")

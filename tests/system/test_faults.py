@@ -20,13 +20,13 @@ import httpx
 import pytest
 from freezegun import freeze_time
 
-from engine import open_engine
-from engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateWithdrawalFee, SandboxDeposit
 from tests.conftest import make_settings
 from tests.support import server_helpers
 from tests.support.server_helpers import ROOT, Server, free_port
 
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 
@@ -235,7 +235,7 @@ def test_a_log_that_cannot_be_read_back_stops_every_decision_until_it_can(
         raise sqlite3.DatabaseError("database disk image is malformed")
 
     def failing_commit(*args: Any, **kwargs: Any) -> None:
-        from engine.store import StoreUnavailable
+        from sandex.engine.store import StoreUnavailable
 
         raise StoreUnavailable("disk I/O error")
 
@@ -381,7 +381,7 @@ def test_a_database_that_cannot_be_opened_leaves_no_wal_nor_shm_beside_it(
 ) -> None:
     """The writer makes a database's `-wal` and `-shm` before SQLite opens it; a file
     that is no database, or a directory, keeps nothing of that beside it."""
-    from engine.store import SqliteEventStore, StoreUnavailable
+    from sandex.engine.store import SqliteEventStore, StoreUnavailable
 
     db = tmp_path / "not.db"
     if kind == "directory":

@@ -16,16 +16,16 @@ import httpx
 import structlog
 from fastapi.testclient import TestClient
 
-from api_adapter import create_app
-from api_adapter.auth import Tokens
-from api_adapter.cli import main
-from api_adapter.webhook_delivery import Deliverer
-from engine import open_engine
-from engine.kernel.commands import CreateCustomer
-from engine.kernel.credentials import unseal
-from engine.runtime.key_file import KeyFile
-from engine.store import private_files
-from engine.tools.time_travel import travel
+from sandex.api_adapter import create_app
+from sandex.api_adapter.auth import Tokens
+from sandex.api_adapter.cli import main
+from sandex.api_adapter.webhook_delivery import Deliverer
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import CreateCustomer
+from sandex.engine.kernel.credentials import unseal
+from sandex.engine.runtime.key_file import KeyFile
+from sandex.engine.store import private_files
+from sandex.engine.tools.time_travel import travel
 from tests.conftest import make_settings
 from tests.support.file_helpers import database_bytes, file_mode, usual_umask
 from tests.support.server_helpers import SANDEX, Server, servers  # noqa: F401 - a fixture

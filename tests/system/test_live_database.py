@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import pytest
 
-import engine.tools.verify as verify_module
-from engine import Engine, open_engine
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.runtime.projection import Projection
-from engine.store import LeaseHeld
-from engine.store.lease import lock_path
-from engine.tools.verify import rebuild, verify
+import sandex.engine.tools.verify as verify_module
+from sandex.engine import Engine, open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from sandex.engine.runtime.projection import Projection
+from sandex.engine.store import LeaseHeld
+from sandex.engine.store.lease import lock_path
+from sandex.engine.tools.verify import rebuild, verify
 from tests.conftest import make_settings
 from tests.support.server_helpers import ROOT, SANDEX, Server, free_port
 from tests.support.store_helpers import OLD_FEED_DDL, indexes

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.scenarios.runner import run_in_process
-from engine.tools.scenario_file import load_file
-from engine.tools.time_travel import log_hash
+from sandex.api_adapter.scenarios.runner import run_in_process
+from sandex.engine.tools.scenario_file import load_file
+from sandex.engine.tools.time_travel import log_hash
 from tests.support.golden_helpers import read_models
 from tests.support.server_helpers import ROOT, SANDEX, Server, servers  # noqa: F401 - a fixture
 
@@ -179,8 +179,8 @@ def test_a_copy_to_postgresql_stopped_at_any_step_is_refused_by_serve_and_fails_
     """Before, the unfinished target was served (with new keys: the source's tokens 401
     and the webhook secret lost; or with half its read models), and a copy stopped
     before its key file passed verify."""
-    import engine.tools.copy as copy_tool
-    from engine.store.postgres import PostgresEventStore
+    import sandex.engine.tools.copy as copy_tool
+    from sandex.engine.store.postgres import PostgresEventStore
 
     source = _copied_source(sandbox_factory)
     _die_at(monkeypatch, copy_tool if step == "_copy_keys" else PostgresEventStore, step, call)
@@ -203,8 +203,8 @@ def test_verify_checks_the_key_file_of_a_finished_copy(
 ) -> None:
     """A finished copy carries the source's key file; verify fails the copy without it,
     or with another database's, which opens none of its webhook secrets."""
-    from engine.runtime.key_file import path_for
-    from engine.tools.verify import verify
+    from sandex.engine.runtime.key_file import path_for
+    from sandex.engine.tools.verify import verify
 
     source = _copied_source(sandbox_factory)
     assert _run("copy", "--from", str(source), "--to", postgres_url).returncode == 0
@@ -249,9 +249,9 @@ def test_an_unreachable_server_is_one_line(bad: str) -> None:
 def test_one_writer_per_postgresql_database(postgres_url: str) -> None:
     """The writer lease is a session advisory lock: a second engine and a rebuild are
     refused while one runs, and the lease is free again once it stops."""
-    from engine import open_engine
-    from engine.store import LeaseHeld
-    from engine.tools.verify import rebuild
+    from sandex.engine import open_engine
+    from sandex.engine.store import LeaseHeld
+    from sandex.engine.tools.verify import rebuild
 
     first = open_engine(postgres_url).start()
     try:

@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.scenarios.runner import run_in_process
-from engine.tools.scenario_file import load_file
+from sandex.api_adapter.scenarios.runner import run_in_process
+from sandex.engine.tools.scenario_file import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 BTC = "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2"
 
 

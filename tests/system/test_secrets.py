@@ -18,19 +18,19 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api_adapter import create_app
-from api_adapter.bootstrap import bootstrap
-from api_adapter.scenarios.recorder import Recorder
-from api_adapter.scenarios.runner import Runner, run_in_process
-from api_adapter.scenarios.targets import InProcess
-from engine import open_engine
-from engine.domain.customers import secret_matches
-from engine.kernel.clock import EPOCH
-from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.kernel.credentials import REDACTED, SealError, Secrets, seal, unseal
-from engine.kernel.ids import IdSource
-from engine.tools.scenario_file import load, load_file
-from engine.tools.time_travel import log_hash
+from sandex.api_adapter import create_app
+from sandex.api_adapter.bootstrap import bootstrap
+from sandex.api_adapter.scenarios.recorder import Recorder
+from sandex.api_adapter.scenarios.runner import Runner, run_in_process
+from sandex.api_adapter.scenarios.targets import InProcess
+from sandex.engine import open_engine
+from sandex.engine.domain.customers import secret_matches
+from sandex.engine.kernel.clock import EPOCH
+from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from sandex.engine.kernel.credentials import REDACTED, SealError, Secrets, seal, unseal
+from sandex.engine.kernel.ids import IdSource
+from sandex.engine.tools.scenario_file import load, load_file
+from sandex.engine.tools.time_travel import log_hash
 from tests.conftest import make_settings
 from tests.support.file_helpers import database_bytes, file_mode, usual_umask
 from tests.support.server_helpers import SANDEX

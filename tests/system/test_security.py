@@ -21,13 +21,13 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from api_adapter.operations import OPERATIONS
-from engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, KNOWN_SCOPES
+from sandex.api_adapter.operations import OPERATIONS
+from sandex.engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, KNOWN_SCOPES
 from tests.support.reference import document
 from tests.support.server_helpers import ROOT as ROOT_DIR
 from tests.support.server_helpers import Server
 
-SANDEX = [sys.executable, "-m", "api_adapter.cli"]
+SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 ACCOUNT_ID = "caa82b32-8abd-4899-afdc-f9d4bf9b4e98"  # a CUBIX account id
 
@@ -201,7 +201,7 @@ def test_no_secret_or_token_reaches_the_server_log(tmp_path: Path) -> None:
 
 _LOG_A_BUG = """
 import structlog
-from api_adapter.logging import configure
+from sandex.api_adapter.logging import configure
 
 configure(json_lines={json_lines})
 

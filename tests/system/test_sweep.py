@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from api_adapter.cli import main
-from engine.backtest import BacktestError, Search, SweepResult, SweepRow, sweep
-from engine.tools.time_travel import log_hash
+from sandex.api_adapter.cli import main
+from sandex.engine.backtest import BacktestError, Search, SweepResult, SweepRow, sweep
+from sandex.engine.tools.time_travel import log_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSS = f"{ROOT / 'tests/support/sweep_strategy.py'}:Cross"
@@ -160,7 +160,7 @@ def test_command_line(bars: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     base += ["--executor", "serial"]
 
     def sandex(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "api_adapter.cli", *base, *args]
+        command = [sys.executable, "-m", "sandex.api_adapter.cli", *base, *args]
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
 
     out = tmp_path / "grid"

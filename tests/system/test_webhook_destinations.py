@@ -18,11 +18,11 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from api_adapter.cli.parser import parser
-from api_adapter.cli.serve import serve_settings
-from api_adapter.webhook_delivery import NOT_DELIVERED
-from engine.config.destinations import Destinations
-from engine.config.settings import Settings
+from sandex.api_adapter.cli.parser import parser
+from sandex.api_adapter.cli.serve import serve_settings
+from sandex.api_adapter.webhook_delivery import NOT_DELIVERED
+from sandex.engine.config.destinations import Destinations
+from sandex.engine.config.settings import Settings
 from tests.conftest import make_settings
 from tests.support.transfer_helpers import problem
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
-from api_adapter.webhook_delivery import NOT_DELIVERED, RESPONSE_CAP
+from sandex.api_adapter.webhook_delivery import NOT_DELIVERED, RESPONSE_CAP
 from tests.support.transfer_helpers import problem, withdraw
 from tests.support.webhook_receivers import (
     LOCAL,

@@ -1,4 +1,4 @@
-"""Issue 31's wire faults (`api_adapter.wire_faults`): what a client gets when a fault
+"""Issue 31's wire faults (`sandex.api_adapter.wire_faults`): what a client gets when a fault
 rule drops, resets, empties or truncates an answer.
 
 On the connection: a uvicorn with `sandex serve`'s protocol (tests/support/wire_server.py,
@@ -26,9 +26,9 @@ import pytest
 from fastapi import Request
 from fastapi.testclient import TestClient
 
-from api_adapter.bootstrap import fixed
-from api_adapter.wire_faults import KINDS, arm
-from api_adapter.world import World
+from sandex.api_adapter.bootstrap import fixed
+from sandex.api_adapter.wire_faults import KINDS, arm
+from sandex.api_adapter.world import World
 from tests.conftest import make_settings
 from tests.support.server_helpers import ROOT, free_port
 from tests.support.wire_server import PAD, WORLD

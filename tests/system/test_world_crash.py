@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.worlds.manager import folder_for
+from sandex.api_adapter.worlds.manager import folder_for
 from tests.support.crash_helpers import (
     DEPOSIT_BTC,
     FUNDING,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.backtest import load, run
-from engine.backtest.price_files import Decimals, parts
-from engine.backtest.timeline import ClosingBars, _ticks, merge
+from sandex.engine.backtest import load, run
+from sandex.engine.backtest.price_files import Decimals, parts
+from sandex.engine.backtest.timeline import ClosingBars, _ticks, merge
 from tests.support.grid_strategy import Grid
 
 TEXTS = [

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from engine.backtest import charts, run, statistics
-from engine.backtest.price_files import load
-from engine.backtest.strategy import strategy_class
-from engine.backtest.timeline import merge
+from sandex.engine.backtest import charts, run, statistics
+from sandex.engine.backtest.price_files import load
+from sandex.engine.backtest.strategy import strategy_class
+from sandex.engine.backtest.timeline import merge
 from tests.support.grid_strategy import Grid
 
 DATA = Path(__file__).parents[2] / "scenarios" / "backtests" / "btcusd_hourly.csv"

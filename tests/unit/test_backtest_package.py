@@ -7,13 +7,13 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-import engine.backtest
-from engine.backtest import BacktestResult
-from engine.config.settings import Settings
+import sandex.engine.backtest
+from sandex.engine.backtest import BacktestResult
+from sandex.engine.config.settings import Settings
 
 T0 = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z in microseconds
 MINUTE = 60_000_000
-PACKAGE = Path(engine.backtest.__file__).parent
+PACKAGE = Path(sandex.engine.backtest.__file__).parent
 
 
 def held_bitcoin(prices: list[str]) -> BacktestResult:
@@ -80,10 +80,10 @@ def test_no_module_of_the_package_touches_a_connection() -> None:
 
 
 def test_the_public_face_names_what_users_import() -> None:
-    for name in engine.backtest.__all__:
-        value = getattr(engine.backtest, name)
+    for name in sandex.engine.backtest.__all__:
+        value = getattr(sandex.engine.backtest, name)
         # defined in a module of the package, re-exported here
-        assert value.__module__.startswith("engine.backtest."), name
+        assert value.__module__.startswith("sandex.engine.backtest."), name
     assert {"run", "Strategy", "Api", "ApiError", "BacktestError", "BacktestResult"} <= set(
-        engine.backtest.__all__
+        sandex.engine.backtest.__all__
     )

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from api_adapter.cli import main
-from engine.backtest import Api, BacktestError, Strategy, run
-from engine.backtest.strategy import apply_params, declared_params, param_value, parse_params
+from sandex.api_adapter.cli import main
+from sandex.engine.backtest import Api, BacktestError, Strategy, run
+from sandex.engine.backtest.strategy import apply_params, declared_params, param_value, parse_params
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_704_067_200
@@ -156,7 +156,7 @@ def test_run_refuses_a_bad_parameter_before_running(tmp_path: Path) -> None:
 
 def test_command_line_param(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = prices(tmp_path)
-    base = [sys.executable, "-m", "api_adapter.cli", "backtest", "--data", str(data)]
+    base = [sys.executable, "-m", "sandex.api_adapter.cli", "backtest", "--data", str(data)]
     base += ["--market", "BTCUSD", "--no-progress"]
     strategy = ["--strategy", f"{ROOT / 'scenarios/backtests/ma_cross.py'}:MaCross"]
     out = tmp_path / "report"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.backtest import price_files
-from engine.backtest.price_files import MarketDataError, load
+from sandex.engine.backtest import price_files
+from sandex.engine.backtest.price_files import MarketDataError, load
 
 
 def _row_reader(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, price_files.Series]:

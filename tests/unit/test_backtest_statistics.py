@@ -8,13 +8,13 @@ import csv
 from decimal import Decimal
 from pathlib import Path
 
-from engine.backtest import BacktestResult
-from engine.backtest.price_files import from_micros
-from engine.backtest.result import Fill
-from engine.backtest.statistics import duration, trade_statistics
-from engine.backtest.trades import round_trips
-from engine.config.settings import Settings
-from engine.kernel.clock import format_time
+from sandex.engine.backtest import BacktestResult
+from sandex.engine.backtest.price_files import from_micros
+from sandex.engine.backtest.result import Fill
+from sandex.engine.backtest.statistics import duration, trade_statistics
+from sandex.engine.backtest.trades import round_trips
+from sandex.engine.config.settings import Settings
+from sandex.engine.kernel.clock import format_time
 
 T0 = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z in us
 SECOND = 1_000_000

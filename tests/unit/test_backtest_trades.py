@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from engine.backtest.price_files import from_micros
-from engine.backtest.result import Fill
-from engine.backtest.trades import Trade, pair
-from engine.kernel.clock import format_time
+from sandex.engine.backtest.price_files import from_micros
+from sandex.engine.backtest.result import Fill
+from sandex.engine.backtest.trades import Trade, pair
+from sandex.engine.kernel.clock import format_time
 
 T0 = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z in us
 HOUR = 3_600_000_000

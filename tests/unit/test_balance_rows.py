@@ -9,16 +9,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engine import Engine, open_engine
-from engine.domain.sandbox_triggers import FAIL as FAIL_MEMO
-from engine.kernel.commands import (
+from sandex.engine import Engine, open_engine
+from sandex.engine.domain.sandbox_triggers import FAIL as FAIL_MEMO
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCryptoWithdrawal,
     CreateCustomer,
     SandboxDeposit,
 )
-from engine.tools.verify import verify
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 
 WITHDRAWAL = {

@@ -20,12 +20,12 @@ def test_http_benchmarks_use_only_public_surfaces() -> None:
 def test_scripts_importing_internals_are_named(tmp_path: Path) -> None:
     assert internal_imports(BENCH / "bench_memory.py")
     (tmp_path / "bench").mkdir()
-    (tmp_path / "bench" / "helper.py").write_text("from engine.tools.verify import verify\n")
+    (tmp_path / "bench" / "helper.py").write_text("from sandex.engine.tools.verify import verify\n")
     script = tmp_path / "bench" / "x.py"
     script.write_text(
-        "from engine import Engine, Settings\n"
+        "from sandex.engine import Engine, Settings\n"
         "from bench.helper import thing\n"
-        "def f():\n    from engine import replay\n"
+        "def f():\n    from sandex.engine import replay\n"
     )
     assert internal_imports(script) == ["engine.tools.verify (verify)", "engine (replay)"]
 

@@ -9,12 +9,12 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.config.settings import Settings
-from engine.domain.trading.book import BUY, SELL, Book
-from engine.domain.trading.ladder import Window
-from engine.domain.trading.market import MarketConfig, new_markets
-from engine.domain.trading.matching import house_plan, plan, self_match
-from engine.domain.trading.reference_price import Noise, exp
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading.book import BUY, SELL, Book
+from sandex.engine.domain.trading.ladder import Window
+from sandex.engine.domain.trading.market import MarketConfig, new_markets
+from sandex.engine.domain.trading.matching import house_plan, plan, self_match
+from sandex.engine.domain.trading.reference_price import Noise, exp
 
 NO_DB = settings(database=None, deadline=None, derandomize=True)
 

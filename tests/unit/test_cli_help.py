@@ -1,6 +1,6 @@
 """`sandex --version`, and every option of every subcommand documented with its default.
 
-The walk covers whatever parsers and flags `api_adapter.cli.parser.parser()` holds, so a flag
+The walk covers whatever parsers and flags `sandex.api_adapter.cli.parser.parser()` holds, so a flag
 added later fails here until it has help text that says its default."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from api_adapter.cli import main
-from api_adapter.cli.parser import MovedOption, parser
+from sandex.api_adapter.cli import main
+from sandex.api_adapter.cli.parser import MovedOption, parser
 
 # A moved spelling is hidden from help on purpose: it only names the verb that took it.
 SKIP = (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction, MovedOption)

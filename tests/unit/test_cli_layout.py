@@ -7,13 +7,13 @@ import argparse
 import ast
 from pathlib import Path
 
-from api_adapter.cli.parser import parser
+from sandex.api_adapter.cli.parser import parser
 
 CLI = Path(__file__).resolve().parents[2] / "api_adapter" / "cli"
 # Modules that would give the command line a connection of its own; of the store, only
 # its errors (a database held by a server, or by another writer: serve waits as the
 # standby on PostgreSQL) may be named, to say so in one line.
-NO_DATABASE = ("sqlite3", "sqlite_utils", "engine.store")
+NO_DATABASE = ("sqlite3", "sqlite_utils", "sandex.engine.store")
 STORE_ERRORS = {"StoreUnavailable", "LeaseHeld"}
 # errors.py names sqlite3's exception classes to report them in one line; its --db check
 # is the read side's to hold (engine/read/database_contents.py), not this test's.
@@ -29,7 +29,9 @@ def _imports(path: Path) -> set[str]:
             found.update(
                 f"{node.module}.{alias.name}"
                 for alias in node.names
-                if not (node.module.startswith("engine.store") and alias.name in STORE_ERRORS)
+                if not (
+                    node.module.startswith("sandex.engine.store") and alias.name in STORE_ERRORS
+                )
             )
     return found
 
@@ -58,4 +60,7 @@ def test_each_verb_runs_from_its_own_module() -> None:
     assert "time-travel" in verbs and "replay" in verbs
     for verb, func in verbs.items():
         module = getattr(func, "__module__", "")
-        assert module == f"api_adapter.cli.{verb.split()[0].replace('-', '_')}", (verb, module)
+        assert module == f"sandex.api_adapter.cli.{verb.split()[0].replace('-', '_')}", (
+            verb,
+            module,
+        )

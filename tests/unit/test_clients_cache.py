@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from api_adapter.auth import Clients
-from engine import open_engine
-from engine.kernel.commands import Actor, CreateCustomer, CreateProfile, RevokeClient
-from engine.read.connections import ReadConnections
+from sandex.api_adapter.auth import Clients
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateProfile, RevokeClient
+from sandex.engine.read.connections import ReadConnections
 from tests.conftest import make_settings
 
 

@@ -9,7 +9,7 @@ from freezegun import freeze_time
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.kernel.clock import (
+from sandex.engine.kernel.clock import (
     ManualClock,
     WallClock,
     format_time,

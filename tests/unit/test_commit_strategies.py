@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.runtime.commit_strategies import Inline, OneTransaction, Pipelined
-from engine.runtime.composition import open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from sandex.engine.runtime.commit_strategies import Inline, OneTransaction, Pipelined
+from sandex.engine.runtime.composition import open_engine
 from tests.conftest import make_settings
 
 

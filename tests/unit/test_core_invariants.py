@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import open_engine
-from engine.kernel.commands import (
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCustomer,
@@ -22,8 +22,8 @@ from engine.kernel.commands import (
     InitiateFiatDeposit,
     SandboxDeposit,
 )
-from engine.kernel.errors import DomainError
-from engine.tools.verify import verify
+from sandex.engine.kernel.errors import DomainError
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 from tests.support.log_helpers import masked_log
 

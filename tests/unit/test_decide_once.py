@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from engine import Engine
-from engine.domain.trading import execution, placement
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.kernel.errors import DomainError
-from engine.runtime.composition import TABLES, build_engine
-from engine.store import MemoryEventStore
+from sandex.engine import Engine
+from sandex.engine.domain.trading import execution, placement
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from sandex.engine.kernel.errors import DomainError
+from sandex.engine.runtime.composition import TABLES, build_engine
+from sandex.engine.store import MemoryEventStore
 from tests.conftest import make_settings
 
 

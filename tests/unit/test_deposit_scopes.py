@@ -3,7 +3,7 @@ ClientCreated events do not name them (engine/config/settings.py, IMPLIED_SCOPES
 
 from __future__ import annotations
 
-from engine.config.settings import BOOTSTRAP_SCOPES, CUSTOMER_SCOPES, granted_scopes
+from sandex.engine.config.settings import BOOTSTRAP_SCOPES, CUSTOMER_SCOPES, granted_scopes
 
 DEPOSIT_SCOPES = {
     "transfer:read_deposit_address",

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, open_engine
-from engine.kernel.commands import (
+from sandex.engine import Engine, open_engine
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CreateCustomer,
@@ -21,8 +21,8 @@ from engine.kernel.commands import (
     InitiateFiatDeposit,
     SandboxDeposit,
 )
-from engine.kernel.errors import Conflict, Invalid, Unavailable
-from engine.store import StoreUnavailable
+from sandex.engine.kernel.errors import Conflict, Invalid, Unavailable
+from sandex.engine.store import StoreUnavailable
 from tests.conftest import START, make_settings
 from tests.support.log_helpers import masked_log
 
@@ -345,7 +345,7 @@ def test_a_failed_commit_after_the_write_answers_unavailable_and_leaves_no_trace
 
 
 def engine_log(db: Path) -> list[Any]:
-    from engine.store import SqliteEventStore
+    from sandex.engine.store import SqliteEventStore
 
     store = SqliteEventStore(db)
     try:

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine import Engine, open_engine
-from engine.domain.trading import trading_state
-from engine.kernel.clock import to_millis
-from engine.kernel.commands import (
+from sandex.engine import Engine, open_engine
+from sandex.engine.domain.trading import trading_state
+from sandex.engine.kernel.clock import to_millis
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CancelOrder,
@@ -24,7 +24,7 @@ from engine.kernel.commands import (
     SandboxDeposit,
     SetMarketPrice,
 )
-from engine.kernel.errors import DomainError
+from sandex.engine.kernel.errors import DomainError
 from tests.conftest import make_settings
 from tests.support.log_helpers import masked_log
 

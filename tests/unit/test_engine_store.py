@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, open_engine
-from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.kernel.errors import Unavailable
-from engine.kernel.events import Event
-from engine.runtime import startup_cache
-from engine.runtime.composition import TABLES, build_engine
-from engine.runtime.writer import WriterDied
-from engine.store import MemoryEventStore, TableWrites
-from engine.tools.verify import store_problems
+from sandex.engine import Engine, open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from sandex.engine.kernel.errors import Unavailable
+from sandex.engine.kernel.events import Event
+from sandex.engine.runtime import startup_cache
+from sandex.engine.runtime.composition import TABLES, build_engine
+from sandex.engine.runtime.writer import WriterDied
+from sandex.engine.store import MemoryEventStore, TableWrites
+from sandex.engine.tools.verify import store_problems
 from tests.conftest import make_settings
 
 # How long a test waits for the writer's answer before calling it hung: a guard, not a

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.kernel.ledger import Ledger, LedgerViolation, decode_postings
-from engine.kernel.money import CONTEXT
+from sandex.engine.kernel.ledger import Ledger, LedgerViolation, decode_postings
+from sandex.engine.kernel.money import CONTEXT
 
 # Few accounts and assets, so that runs of the same pair (the replay's fast path), the
 # same amount text and sources without funds come often.

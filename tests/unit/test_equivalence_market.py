@@ -15,11 +15,11 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.config.settings import Settings
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.ladder import best_price
-from engine.domain.trading.market import Market, MarketConfig
-from engine.kernel.money import MARKETS
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.ladder import best_price
+from sandex.engine.domain.trading.market import Market, MarketConfig
+from sandex.engine.kernel.money import MARKETS
 
 NAMES = sorted(MARKETS)
 

@@ -18,14 +18,20 @@ from typing import Any
 
 import pytest
 
-from engine import Settings, open_engine
-from engine.domain.trading import Order, appliers, trading_state
-from engine.domain.trading.order_types import ORDER_TYPES
-from engine.kernel.clock import to_millis
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, CreateProfile, SandboxDeposit
-from engine.kernel.events import Event
-from engine.runtime.composition import default_registry
-from engine.runtime.replay import replay
+from sandex.engine import Settings, open_engine
+from sandex.engine.domain.trading import Order, appliers, trading_state
+from sandex.engine.domain.trading.order_types import ORDER_TYPES
+from sandex.engine.kernel.clock import to_millis
+from sandex.engine.kernel.commands import (
+    Actor,
+    CreateCustomer,
+    CreateOrder,
+    CreateProfile,
+    SandboxDeposit,
+)
+from sandex.engine.kernel.events import Event
+from sandex.engine.runtime.composition import default_registry
+from sandex.engine.runtime.replay import replay
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 # Keys of an order record the applier's general path reads, and one it reads apart

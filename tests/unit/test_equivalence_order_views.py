@@ -18,11 +18,11 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading import Order, order_rows, order_views, trading_state
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.order_types import ORDER_TYPES
-from engine.kernel.money import MARKETS
-from engine.kernel.state import State
+from sandex.engine.domain.trading import Order, order_rows, order_views, trading_state
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.order_types import ORDER_TYPES
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.kernel.state import State
 from tests.support import equivalence_helpers as plain
 
 STATUSES = ("PENDING_SUBMISSION", "SUBMITTED", "OPEN", "FILLED", "CANCELLED", "REJECTED")

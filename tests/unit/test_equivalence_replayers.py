@@ -19,10 +19,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain.registrations import domain_registry
-from engine.kernel.events import Event
-from engine.kernel.money import CONTEXT
-from engine.kernel.state import State
+from sandex.engine.domain.registrations import domain_registry
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import CONTEXT
+from sandex.engine.kernel.state import State
 
 _REGISTRY = domain_registry()
 STATUSES = ("PENDING", "PROCESSING", "COMPLETED", "FAILED")

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.backtest.price_files import parse_timestamp
-from engine.domain.trading import placement
-from engine.domain.trading.amount_texts import price_ticks
-from engine.domain.trading.market import new_markets
-from engine.kernel.errors import DomainError, ExceedPrecision
-from engine.kernel.money import CONTEXT, MARKETS, check_step
-from engine.read.params import MAX_INT64, int_fault
+from sandex.engine.backtest.price_files import parse_timestamp
+from sandex.engine.domain.trading import placement
+from sandex.engine.domain.trading.amount_texts import price_ticks
+from sandex.engine.domain.trading.market import new_markets
+from sandex.engine.kernel.errors import DomainError, ExceedPrecision
+from sandex.engine.kernel.money import CONTEXT, MARKETS, check_step
+from sandex.engine.read.params import MAX_INT64, int_fault
 
 amount_texts = st.builds(
     lambda whole, fraction, zeros: f"{whole}.{fraction}{'0' * zeros}" if fraction else whole,

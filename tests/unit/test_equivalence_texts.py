@@ -17,10 +17,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading import amount_texts
-from engine.domain.trading.amount_texts import price_text, units_text, vwap_text
-from engine.domain.trading.market import new_markets
-from engine.kernel.money import CONTEXT, MARKETS, MarketSpec
+from sandex.engine.domain.trading import amount_texts
+from sandex.engine.domain.trading.amount_texts import price_text, units_text, vwap_text
+from sandex.engine.domain.trading.market import new_markets
+from sandex.engine.kernel.money import CONTEXT, MARKETS, MarketSpec
 from tests.support import equivalence_helpers as plain
 
 MARKET_NAMES = sorted(MARKETS)

@@ -14,8 +14,8 @@ import base58
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.transfers.transfer_records import transfer_view
-from engine.domain.transfers.withdrawals import _base58, delay_span
+from sandex.engine.domain.transfers.transfer_records import transfer_view
+from sandex.engine.domain.transfers.withdrawals import _base58, delay_span
 from tests.support import equivalence_helpers as plain
 
 # Leading zero bytes are written as "1"s; the rest of the number in base 58.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import orjson
 
-from engine.domain.registrations import domain_registry
-from engine.kernel.credentials import EVENT_FIELDS, REDACTED, redact
-from engine.kernel.event_catalogue import CATALOGUE, payload_problems
+from sandex.engine.domain.registrations import domain_registry
+from sandex.engine.kernel.credentials import EVENT_FIELDS, REDACTED, redact
+from sandex.engine.kernel.event_catalogue import CATALOGUE, payload_problems
 from tests.support.golden_helpers import load
 
 

@@ -1,5 +1,5 @@
 """The extras of pyproject.toml and the command line's map of their modules
-(`api_adapter.cli.errors.EXTRAS`) name the same packages: an extra added to one and not
+(`sandex.api_adapter.cli.errors.EXTRAS`) name the same packages: an extra added to one and not
 the other fails here, and a missing module of it would go unexplained."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from api_adapter.cli.errors import EXTRAS
+from sandex.api_adapter.cli.errors import EXTRAS
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 # what the user installs without asking: the test suite's own and the benchmarks' extras

@@ -1,4 +1,4 @@
-"""HTTP fault rules in the engine (engine.domain.sandbox_faults): what arming checks,
+"""HTTP fault rules in the engine (sandex.engine.domain.sandbox_faults): what arming checks,
 and what the writer decides for a matching call (skip, times, probability, time)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, open_engine
-from engine.domain.sandbox_faults import ArmFault, DecideFault, RemoveFault
-from engine.kernel.commands import AdvanceClock
-from engine.kernel.errors import Invalid, NotFound
-from engine.tools.verify import verify
+from sandex.engine import Engine, open_engine
+from sandex.engine.domain.sandbox_faults import ArmFault, DecideFault, RemoveFault
+from sandex.engine.kernel.commands import AdvanceClock
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.tools.verify import verify
 from tests.conftest import START, make_settings
 
 OPS = (

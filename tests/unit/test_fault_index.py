@@ -1,4 +1,4 @@
-"""The fault gate's index (api_adapter.faults.FaultIndex): a call meets only the rules
+"""The fault gate's index (sandex.api_adapter.faults.FaultIndex): a call meets only the rules
 that can match it, and those in the order they were armed, so that rules armed for
 other tenants or other body values cost the call nothing but a lookup."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from api_adapter.auth import Principal
-from api_adapter.faults import FaultIndex
-from api_adapter.middleware.body_guard import PARSED_BODY
-from api_adapter.operations import operation
-from api_adapter.pipeline import Passage
+from sandex.api_adapter.auth import Principal
+from sandex.api_adapter.faults import FaultIndex
+from sandex.api_adapter.middleware.body_guard import PARSED_BODY
+from sandex.api_adapter.operations import operation
+from sandex.api_adapter.pipeline import Passage
 
 CREATE_ORDER = operation("CreateOrder")
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api_adapter.middleware.body_guard import flat_object, json_fault
+from sandex.api_adapter.middleware.body_guard import flat_object, json_fault
 
 KEYS = st.sampled_from(["side", "market", "type", "price", "a", "é", "\x7f", ""])
 SCALARS = st.one_of(st.text(max_size=6), st.none(), st.booleans())

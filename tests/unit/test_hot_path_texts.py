@@ -13,16 +13,16 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.feed import _prefix, event_id
-from engine.domain.trading import order_views
-from engine.domain.trading.amount_texts import UNIT, gross_text
-from engine.domain.trading.book import BUY
-from engine.domain.trading.order import Order
-from engine.kernel.clock import format_time, parse_time, to_millis
-from engine.kernel.events import Event
-from engine.kernel.ids import time_prefix
-from engine.kernel.money import MARKETS, format_normal
-from engine.kernel.state import State
+from sandex.engine.domain.feed import _prefix, event_id
+from sandex.engine.domain.trading import order_views
+from sandex.engine.domain.trading.amount_texts import UNIT, gross_text
+from sandex.engine.domain.trading.book import BUY
+from sandex.engine.domain.trading.order import Order
+from sandex.engine.kernel.clock import format_time, parse_time, to_millis
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ids import time_prefix
+from sandex.engine.kernel.money import MARKETS, format_normal
+from sandex.engine.kernel.state import State
 
 
 def _gross_by_decimal(market: str, ticks: int, units: int) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from api_adapter.server.connections import uvicorn_options
-from engine.config.settings import Settings
+from sandex.api_adapter.server.connections import uvicorn_options
+from sandex.engine.config.settings import Settings
 
 REQUEST = b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n"
 

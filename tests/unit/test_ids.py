@@ -7,8 +7,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from engine.kernel.clock import to_millis
-from engine.kernel.ids import IdSource
+from sandex.engine.kernel.clock import to_millis
+from sandex.engine.kernel.ids import IdSource
 
 T0 = datetime(2024, 2, 1, 9, 0, tzinfo=UTC)
 TRIALS = 1000

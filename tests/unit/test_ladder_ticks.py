@@ -15,9 +15,9 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading.ladder import fresh_levels, still_crossings, window_ahead
-from engine.domain.trading.market import MarketConfig
-from engine.kernel.money import MARKETS
+from sandex.engine.domain.trading.ladder import fresh_levels, still_crossings, window_ahead
+from sandex.engine.domain.trading.market import MarketConfig
+from sandex.engine.kernel.money import MARKETS
 from tests.conftest import make_settings
 
 TICKS = sorted({spec.tick for spec in MARKETS.values()})

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.domain.ledger import WORLD, available, trading
-from engine.kernel.ledger import Ledger, LedgerViolation, decode_postings, encode_postings
+from sandex.engine.domain.ledger import WORLD, available, trading
+from sandex.engine.kernel.ledger import Ledger, LedgerViolation, decode_postings, encode_postings
 
 
 def test_a_posting_moves_value_and_sums_to_zero() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import open_engine
-from engine.store import SqliteEventStore
-from engine.store.port import Concurrency
-from engine.tools.time_travel import log_hash, store_log_hash
+from sandex.engine import open_engine
+from sandex.engine.store import SqliteEventStore
+from sandex.engine.store.port import Concurrency
+from sandex.engine.tools.time_travel import log_hash, store_log_hash
 from tests.conftest import make_settings
 from tests.support.command_helpers import funded_actor, limit_buy_command
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from api_adapter.auth import AuthError, LoopTurns, Tokens
-from engine.runtime.key_file import KeyFile
+from sandex.api_adapter.auth import AuthError, LoopTurns, Tokens
+from sandex.engine.runtime.key_file import KeyFile
 
 
 class CountedKeys:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from engine import open_engine
-from engine.kernel.commands import AdvanceClock, ReadMarket, Tick
-from engine.kernel.errors import Unavailable
-from engine.kernel.money import MARKETS
-from engine.runtime.market_feed import BOOK, RESTARTED, TOO_SLOW, Subscriber
-from engine.store import StoreUnavailable
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import AdvanceClock, ReadMarket, Tick
+from sandex.engine.kernel.errors import Unavailable
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.runtime.market_feed import BOOK, RESTARTED, TOO_SLOW, Subscriber
+from sandex.engine.store import StoreUnavailable
 from tests.conftest import START, make_settings
 from tests.support.command_helpers import funded_actor, limit_buy_command
 from tests.support.stream_helpers import apply, from_order_book, from_snapshot

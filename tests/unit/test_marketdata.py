@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.backtest.price_files import MarketDataError, from_micros, load, parquet_available
+from sandex.engine.backtest.price_files import MarketDataError, from_micros, load, parquet_available
 
 T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 

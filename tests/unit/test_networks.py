@@ -1,4 +1,4 @@
-"""Tests for engine.domain.transfers.networks: asset/network support and address well-formedness.
+"""Tests for sandex.engine.domain.transfers.networks: asset/network support and address well-formedness.
 
 Valid addresses are published examples (BIP-173/BIP-350, the CashAddr spec, EIP-55,
 SEP-23, well-known program ids) so the checks are pinned to the real formats rather than
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.transfers.networks import (
+from sandex.engine.domain.transfers.networks import (
     ASSET_NETWORKS,
     CRYPTO_NETWORKS,
     check_address,

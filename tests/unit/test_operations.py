@@ -12,10 +12,10 @@ from typing import Any
 
 from fastapi.routing import APIRoute
 
-from api_adapter import openapi, rate_limits
-from api_adapter.app import ROUTERS
-from api_adapter.middleware import fast_lane
-from api_adapter.operations import BY_ID, LANE, OPERATIONS, READS, WRITES, Operation
+from sandex.api_adapter import openapi, rate_limits
+from sandex.api_adapter.app import ROUTERS
+from sandex.api_adapter.middleware import fast_lane
+from sandex.api_adapter.operations import BY_ID, LANE, OPERATIONS, READS, WRITES, Operation
 from tests.support import reference
 
 ROUTES = [route for router in ROUTERS for route in router.routes if isinstance(route, APIRoute)]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, open_engine
-from engine.domain.trading import placement
-from engine.domain.trading.order_types import (
+from sandex.engine import Engine, open_engine
+from sandex.engine.domain.trading import placement
+from sandex.engine.domain.trading.order_types import (
     ALL_TIF,
     AMOUNT_FIELDS,
     HOLD_AT_LIMIT,
@@ -20,8 +20,8 @@ from engine.domain.trading.order_types import (
     HOLD_QUOTE,
     ORDER_TYPES,
 )
-from engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
-from engine.kernel.errors import Invalid
+from sandex.engine.kernel.commands import Actor, CreateCustomer, CreateOrder, SandboxDeposit
+from sandex.engine.kernel.errors import Invalid
 from tests.conftest import make_settings
 
 

@@ -19,17 +19,17 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import open_engine
-from engine.kernel.commands import (
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import (
     Actor,
     CreateCustomer,
     CreateInternalTransfer,
     CreateProfile,
     SandboxDeposit,
 )
-from engine.kernel.errors import InsufficientFunds, Unavailable
-from engine.store import StoreUnavailable
-from engine.tools.verify import verify
+from sandex.engine.kernel.errors import InsufficientFunds, Unavailable
+from sandex.engine.store import StoreUnavailable
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 
 # How long a test waits for the writer's answer before calling it hung: a guard, not a

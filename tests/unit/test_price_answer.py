@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine import open_engine
-from engine.kernel.commands import SetMarketPrice
-from engine.tools.time_travel import log_hash
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import SetMarketPrice
+from sandex.engine.tools.time_travel import log_hash
 from tests.conftest import make_settings
 from tests.support.command_helpers import funded_actor, limit_buy_command
 

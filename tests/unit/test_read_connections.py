@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.read import connections
-from engine.read.connections import ReadConnections
-from engine.read.database_contents import database_contents
+from sandex.engine.read import connections
+from sandex.engine.read.connections import ReadConnections
+from sandex.engine.read.database_contents import database_contents
 
 READ = Path(__file__).resolve().parents[2] / "engine" / "read"
 
@@ -113,9 +113,9 @@ def test_database_contents_reads_any_path(tmp_path: Path, name: str) -> None:
 def test_on_postgresql_every_thread_shares_one_read_only_pool(postgres_url: str) -> None:
     """The same `?` SQL runs on PostgreSQL through the store's pool; the change token
     moves when a writer commits to the log."""
-    from engine.kernel.events import Event
-    from engine.runtime.composition import TABLES
-    from engine.store import StoreUnavailable, open_store
+    from sandex.engine.kernel.events import Event
+    from sandex.engine.runtime.composition import TABLES
+    from sandex.engine.store import StoreUnavailable, open_store
 
     store = open_store(postgres_url, tables=TABLES)
     reads = ReadConnections(postgres_url)

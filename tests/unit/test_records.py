@@ -6,7 +6,7 @@ import copy
 import pickle
 from decimal import Decimal
 
-from engine.kernel.compact_records import Records
+from sandex.engine.kernel.compact_records import Records
 
 
 def _records() -> Records:

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from engine import open_engine
-from engine.domain.registrations import REGISTRATIONS, domain_registry
-from engine.kernel.commands import Command
-from engine.kernel.errors import Invalid
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration, build_registry
-from engine.tools.verify import verify
+from sandex.engine import open_engine
+from sandex.engine.domain.registrations import REGISTRATIONS, domain_registry
+from sandex.engine.kernel.commands import Command
+from sandex.engine.kernel.errors import Invalid
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration, build_registry
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 
 
@@ -69,8 +69,8 @@ def test_two_engines_in_one_process_have_their_own_registries(tmp_path: Path) ->
 
 
 def test_read_models_invariants_and_prices_come_from_the_registrations() -> None:
-    from engine.domain.transfers import deposit_addresses
-    from engine.runtime.composition import TABLES
+    from sandex.engine.domain.transfers import deposit_addresses
+    from sandex.engine.runtime.composition import TABLES
 
     registry = domain_registry()
     assert [t.name for t in registry.tables] == list(TABLES)
@@ -92,9 +92,9 @@ def test_a_table_or_kind_registered_twice_is_refused() -> None:
 
 def test_importing_the_domain_registers_nothing() -> None:
     """Every hook is a Registration field: no module keeps a list others append to."""
-    import engine.domain.transfers.notional_prices as prices
-    import engine.kernel.invariants as invariants
-    import engine.runtime.projection as projection
+    import sandex.engine.domain.transfers.notional_prices as prices
+    import sandex.engine.kernel.invariants as invariants
+    import sandex.engine.runtime.projection as projection
 
     assert not hasattr(projection, "register") and not hasattr(projection, "register_append")
     assert not hasattr(invariants, "CHECKS") and not hasattr(prices, "SOURCES")

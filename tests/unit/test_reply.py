@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.runtime.reply import Reply
+from sandex.engine.runtime.reply import Reply
 
 
 def test_a_result_set_on_another_thread_reaches_every_waiter() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from api_adapter.logging import RequestLog, configure
+from sandex.api_adapter.logging import RequestLog, configure
 
 log = structlog.get_logger("sandex.test")
 

@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from api_adapter.scenarios.runner import wire_outcome
-from api_adapter.scenarios.targets import _ASGI
-from engine.tools.scenario_file import FaultStep, RequestStep, ScenarioError, load
+from sandex.api_adapter.scenarios.runner import wire_outcome
+from sandex.api_adapter.scenarios.targets import _ASGI
+from sandex.engine.tools.scenario_file import FaultStep, RequestStep, ScenarioError, load
 
 ARMED = """
 version: 1
@@ -84,7 +84,7 @@ def test_a_fault_step_needs_a_rule() -> None:
 
 
 async def _spoiling(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """What `api_adapter.wire_faults` does in process, by path: raise the connection's
+    """What `sandex.api_adapter.wire_faults` does in process, by path: raise the connection's
     error (drop, reset), answer 200 with nothing (empty) or with half the announced
     length (truncate); else an ordinary answer."""
     kind = scope["path"].strip("/")

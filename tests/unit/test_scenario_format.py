@@ -10,10 +10,16 @@ from typing import Any
 
 import pytest
 
-from api_adapter.cli import main
-from api_adapter.cli.replay import _Printer
-from api_adapter.scenarios.runner import StepResult, run_in_process
-from engine.tools.scenario_file import ScenarioError, compare, load, parse_duration, substitute
+from sandex.api_adapter.cli import main
+from sandex.api_adapter.cli.replay import _Printer
+from sandex.api_adapter.scenarios.runner import StepResult, run_in_process
+from sandex.engine.tools.scenario_file import (
+    ScenarioError,
+    compare,
+    load,
+    parse_duration,
+    substitute,
+)
 
 MINIMAL = """
 version: 1
@@ -134,7 +140,7 @@ class Ran:
 @pytest.fixture
 def replay(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
     """`sandex replay ...` in this process (a subprocess costs seconds of imports)."""
-    monkeypatch.setattr("api_adapter.logging.configure", lambda **_: None)
+    monkeypatch.setattr("sandex.api_adapter.logging.configure", lambda **_: None)
 
     def run(*args: str) -> Ran:
         code = main(["replay", *args])

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from api_adapter.scenarios.runner import Runner, ScenarioResult, run_in_process
-from api_adapter.scenarios.targets import InProcess, Remote
-from engine.tools.scenario_file import ScenarioError, load
+from sandex.api_adapter.scenarios.runner import Runner, ScenarioResult, run_in_process
+from sandex.api_adapter.scenarios.targets import InProcess, Remote
+from sandex.engine.tools.scenario_file import ScenarioError, load
 
 HEAD = """
 version: 1

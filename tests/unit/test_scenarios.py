@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from api_adapter.scenarios.runner import ScenarioResult, run_in_process
-from engine.tools.scenario_file import load_file
-from engine.tools.verify import verify
+from sandex.api_adapter.scenarios.runner import ScenarioResult, run_in_process
+from sandex.engine.tools.scenario_file import load_file
+from sandex.engine.tools.verify import verify
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
 

@@ -7,14 +7,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import open_engine
-from engine.kernel.commands import (
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import (
     Actor,
     CreateCustomer,
     CreateFiatDepositInstructions,
     InitiateFiatDeposit,
 )
-from engine.runtime.scheduler import Scheduler
+from sandex.engine.runtime.scheduler import Scheduler
 from tests.conftest import make_settings
 
 

@@ -1,4 +1,4 @@
-"""The still window (engine.domain.trading.ladder.StillWindow) answers what the general
+"""The still window (sandex.engine.domain.trading.ladder.StillWindow) answers what the general
 window answers when every one of its steps holds the same ladder and last price: it
 stands for that window in O(1), so a backtest's price set builds no lists."""
 
@@ -9,8 +9,8 @@ from decimal import Decimal
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.domain.trading.ladder import StillWindow, Window, window_ahead
-from engine.domain.trading.market import MarketConfig
+from sandex.engine.domain.trading.ladder import StillWindow, Window, window_ahead
+from sandex.engine.domain.trading.market import MarketConfig
 
 N = 70  # more than two of the general window's blocks, and a part of one
 

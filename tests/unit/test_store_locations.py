@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import (
+from sandex.engine.store import (
     BulkLoad,
     Forking,
     LogFolding,

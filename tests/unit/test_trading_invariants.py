@@ -17,10 +17,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import open_engine, replay
-from engine.domain.trading import order_view, trading_state
-from engine.domain.trading.book import BUY, SELL
-from engine.kernel.commands import (
+from sandex.engine import open_engine, replay
+from sandex.engine.domain.trading import order_view, trading_state
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.kernel.commands import (
     Actor,
     AdvanceClock,
     CancelOrder,
@@ -30,10 +30,10 @@ from engine.kernel.commands import (
     SandboxDeposit,
     SetMarketPrice,
 )
-from engine.kernel.errors import DomainError
-from engine.kernel.invariants import check_state
-from engine.kernel.money import MARKETS
-from engine.tools.verify import verify
+from sandex.engine.kernel.errors import DomainError
+from sandex.engine.kernel.invariants import check_state
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 
 MARKETS_USED = ("BTCUSD", "ETHUSD")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from engine import open_engine
-from engine.kernel.commands import CreateCustomer
-from engine.tools.verify import verify
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import CreateCustomer
+from sandex.engine.tools.verify import verify
 from tests.conftest import make_settings
 
 

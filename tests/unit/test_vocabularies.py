@@ -14,19 +14,19 @@ from typing import Any, get_args
 
 import pytest
 
-from api_adapter import identity_bodies, request_bodies, response_shapes
-from api_adapter.routes import orders as order_routes
-from engine.domain import customers, quotes
-from engine.domain.identity import identities
-from engine.domain.trading import order, order_types
-from engine.domain.transfers import (
+from sandex.api_adapter import identity_bodies, request_bodies, response_shapes
+from sandex.api_adapter.routes import orders as order_routes
+from sandex.engine.domain import customers, quotes
+from sandex.engine.domain.identity import identities
+from sandex.engine.domain.trading import order, order_types
+from sandex.engine.domain.transfers import (
     deposit_addresses,
     fiat_accounts,
     funding,
     networks,
     transfer_records,
 )
-from engine.kernel import money
+from sandex.engine.kernel import money
 
 ROOT = Path(__file__).resolve().parents[2]
 TRADING = "engine/domain/trading"

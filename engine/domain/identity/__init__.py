@@ -5,14 +5,14 @@ One noun per module; REGISTRATIONS lists them for engine/domain/registrations.py
 
 from __future__ import annotations
 
-from engine.domain.identity import (
+from sandex.engine.domain.identity import (
     account_members,
     accounts,
     identities,
     identity_documents,
     institution_members,
 )
-from engine.kernel.registry import Registration
+from sandex.engine.kernel.registry import Registration
 
 REGISTRATIONS: tuple[Registration, ...] = (
     identities.REGISTRATION,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.identity.accounts import accounts, check_account_members, find_account
-from engine.kernel.commands import AddAccountMembers, RemoveAccountMember
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.identity.accounts import accounts, check_account_members, find_account
+from sandex.engine.kernel.commands import AddAccountMembers, RemoveAccountMember
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 
 def add_members(ctx: Ctx, cmd: AddAccountMembers) -> dict[str, Any]:

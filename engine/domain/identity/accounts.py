@@ -8,15 +8,15 @@ from typing import Any
 
 import orjson
 
-from engine.domain.customers import create_profile
-from engine.domain.identity.identities import find_identity, identities
-from engine.domain.metadata import check_metadata
-from engine.kernel.commands import CreateAccount, CreateProfile, UpdateAccount
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.customers import create_profile
+from sandex.engine.domain.identity.identities import find_identity, identities
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.kernel.commands import CreateAccount, CreateProfile, UpdateAccount
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 ROLES = ("BENEFICIAL_OWNER", "AUTHORIZED_USER", "FINANCIAL_ADVISOR")
 # What an update may add to or remove from a member (the document's rule).

@@ -17,14 +17,14 @@ from typing import Any
 
 import orjson
 
-from engine.domain.metadata import check_metadata
-from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import CreateIdentity, SetIdentitySandboxStatus, UpdateIdentity
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.kernel.commands import CreateIdentity, SetIdentitySandboxStatus, UpdateIdentity
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 STATUSES = ("PENDING", "ERROR", "APPROVED", "DENIED", "DISABLED")
 # identity.approved, .denied and .disabled: the summary statuses the service announces

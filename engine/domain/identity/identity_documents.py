@@ -8,13 +8,13 @@ from typing import Any
 
 import orjson
 
-from engine.domain.identity.identities import find_identity
-from engine.kernel.commands import UploadIdentityDocument
-from engine.kernel.errors import AlreadyExists, Invalid
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.identity.identities import find_identity
+from sandex.engine.kernel.commands import UploadIdentityDocument
+from sandex.engine.kernel.errors import AlreadyExists, Invalid
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 MAX_NAME = 260
 UPLOAD_HOST = "https://uploads.sandex.invalid/identity-documents/"

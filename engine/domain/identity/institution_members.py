@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.identity.identities import (
+from sandex.engine.domain.identity.identities import (
     check_members,
     find_identity,
     identities,
     mark_identity,
 )
-from engine.kernel.commands import AddInstitutionMembers, RemoveInstitutionMember
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.commands import AddInstitutionMembers, RemoveInstitutionMember
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 
 def add_members(ctx: Ctx, cmd: AddInstitutionMembers) -> dict[str, Any]:

@@ -15,10 +15,10 @@ rule held for all."""
 
 from __future__ import annotations
 
-from engine.domain.identity.accounts import find_account
-from engine.domain.identity.identities import find_identity, uses_identities
-from engine.kernel.errors import Forbidden, Invalid
-from engine.kernel.state import State
+from sandex.engine.domain.identity.accounts import find_account
+from sandex.engine.domain.identity.identities import find_identity, uses_identities
+from sandex.engine.kernel.errors import Forbidden, Invalid
+from sandex.engine.kernel.state import State
 
 ACTING_ROLES = frozenset({"BENEFICIAL_OWNER", "AUTHORIZED_USER"})
 

@@ -8,27 +8,27 @@ This package is their public face; its `REGISTRATION` declares the read models, 
 invariant and the USD price source (importing it registers nothing).
 """
 
-from engine.domain.trading import order_rows, trading_invariants, usd_prices
-from engine.domain.trading.appliers import APPLIERS
-from engine.domain.trading.cancellation import cancel_order
-from engine.domain.trading.ladder import NO_ASK, NO_BID
-from engine.domain.trading.market_views import read_market
-from engine.domain.trading.order import Order
-from engine.domain.trading.order_timers import TIMERS
-from engine.domain.trading.order_types import ORDER_TYPES, OrderType
-from engine.domain.trading.order_views import execution_view, order_view, shown_view
-from engine.domain.trading.placement import create_order
-from engine.domain.trading.price_setting import set_market_price
-from engine.domain.trading.release import release_order
-from engine.domain.trading.trading_state import Trading, trading_state
-from engine.kernel.commands import (
+from sandex.engine.domain.trading import order_rows, trading_invariants, usd_prices
+from sandex.engine.domain.trading.appliers import APPLIERS
+from sandex.engine.domain.trading.cancellation import cancel_order
+from sandex.engine.domain.trading.ladder import NO_ASK, NO_BID
+from sandex.engine.domain.trading.market_views import read_market
+from sandex.engine.domain.trading.order import Order
+from sandex.engine.domain.trading.order_timers import TIMERS
+from sandex.engine.domain.trading.order_types import ORDER_TYPES, OrderType
+from sandex.engine.domain.trading.order_views import execution_view, order_view, shown_view
+from sandex.engine.domain.trading.placement import create_order
+from sandex.engine.domain.trading.price_setting import set_market_price
+from sandex.engine.domain.trading.release import release_order
+from sandex.engine.domain.trading.trading_state import Trading, trading_state
+from sandex.engine.kernel.commands import (
     CancelOrder,
     CreateOrder,
     ReadMarket,
     ReleaseOrder,
     SetMarketPrice,
 )
-from engine.kernel.registry import Registration
+from sandex.engine.kernel.registry import Registration
 
 DECIDERS = {
     CreateOrder: create_order,

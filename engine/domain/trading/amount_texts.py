@@ -12,10 +12,10 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING
 
-from engine.kernel.money import MARKETS, check_step, format_normal, parse_amount
+from sandex.engine.kernel.money import MARKETS, check_step, format_normal, parse_amount
 
 if TYPE_CHECKING:
-    from engine.domain.trading.market import Market
+    from sandex.engine.domain.trading.market import Market
 
 UNIT = Decimal("0.00000001")  # one base unit
 UNITS_PER_BASE = 100_000_000

@@ -7,17 +7,17 @@ from __future__ import annotations
 from decimal import Decimal
 from sys import intern
 
-from engine.domain.trading.amount_texts import UNIT
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.market_watch import arm_after_replay
-from engine.domain.trading.order import SIDES, Order
-from engine.domain.trading.order_types import ORDER_TYPES
-from engine.domain.trading.trading_state import Trading, trading_state
-from engine.domain.transfers.transfer_records import post
-from engine.kernel.clock import parse_time
-from engine.kernel.events import Event
-from engine.kernel.money import MARKETS
-from engine.kernel.state import Applier, State
+from sandex.engine.domain.trading.amount_texts import UNIT
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.market_watch import arm_after_replay
+from sandex.engine.domain.trading.order import SIDES, Order
+from sandex.engine.domain.trading.order_types import ORDER_TYPES
+from sandex.engine.domain.trading.trading_state import Trading, trading_state
+from sandex.engine.domain.transfers.transfer_records import post
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.kernel.state import Applier, State
 
 # The fields every OrderPlaced record has (create_order writes them unconditionally).
 _PLAIN_FIELDS = 11

@@ -24,7 +24,7 @@ LONG = 64
 
 
 class Resting(Protocol):
-    """What the book needs of an order (engine.domain.trading.order.Order has these slots)."""
+    """What the book needs of an order (sandex.engine.domain.trading.order.Order has these slots)."""
 
     id: str
     side: int

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.customers import resolve_profile
-from engine.domain.trading.execution import close_order
-from engine.domain.trading.trading_state import live_trading
-from engine.kernel.commands import CancelOrder
-from engine.kernel.errors import Forbidden, NotFound
-from engine.kernel.state import Ctx
+from sandex.engine.domain.customers import resolve_profile
+from sandex.engine.domain.trading.execution import close_order
+from sandex.engine.domain.trading.trading_state import live_trading
+from sandex.engine.kernel.commands import CancelOrder
+from sandex.engine.kernel.errors import Forbidden, NotFound
+from sandex.engine.kernel.state import Ctx
 
 
 def cancel_order(ctx: Ctx, cmd: CancelOrder) -> dict[str, Any]:

@@ -3,7 +3,7 @@ trades are recorded with their fees and postings, the stops they trigger follow,
 the house takes resting orders its moving ladder crosses.
 
 How an order takes liquidity (at any price, up to its price, never) and whether it
-waits for a stop is its type's rule (engine.domain.trading.order_types).
+waits for a stop is its type's rule (sandex.engine.domain.trading.order_types).
 """
 
 from __future__ import annotations
@@ -11,23 +11,23 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.domain import sandbox_triggers
-from engine.domain.ledger import FEES, HOUSE, available, trading
-from engine.domain.trading.amount_texts import UNIT, decimal_text, price_text, units_text
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.market import Market
-from engine.domain.trading.market_watch import arm
-from engine.domain.trading.matching import crosses, house_plan, plan
-from engine.domain.trading.order import Order
-from engine.domain.trading.order_types import (
+from sandex.engine.domain import sandbox_triggers
+from sandex.engine.domain.ledger import FEES, HOUSE, available, trading
+from sandex.engine.domain.trading.amount_texts import UNIT, decimal_text, price_text, units_text
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.market import Market
+from sandex.engine.domain.trading.market_watch import arm
+from sandex.engine.domain.trading.matching import crosses, house_plan, plan
+from sandex.engine.domain.trading.order import Order
+from sandex.engine.domain.trading.order_types import (
     IMMEDIATE_TIF,
     NEVER_TAKES,
     ORDER_TYPES,
     TAKES_AT_ANY_PRICE,
 )
-from engine.domain.trading.trading_state import Trading, market_config
-from engine.kernel.money import ZERO
-from engine.kernel.state import Ctx
+from sandex.engine.domain.trading.trading_state import Trading, market_config
+from sandex.engine.kernel.money import ZERO
+from sandex.engine.kernel.state import Ctx
 
 
 def carry_forward(
@@ -56,7 +56,7 @@ def submit(
     ctx: Ctx, tr: Trading, mk: Market, order: Order, step: int, crossing: bool | None = None
 ) -> None:
     """An order reaching the market: REJECTED, or OPEN but held out of the book, when its
-    metadata asks for it (engine.domain.sandbox_triggers), else carried forward."""
+    metadata asks for it (sandex.engine.domain.sandbox_triggers), else carried forward."""
     if order.metadata:
         reason = sandbox_triggers.order_rejection(order.metadata)
         if reason is not None:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from engine.domain.trading.amount_texts import UNITS_PER_BASE
-from engine.domain.trading.book import BUY
+from sandex.engine.domain.trading.amount_texts import UNITS_PER_BASE
+from sandex.engine.domain.trading.book import BUY
 
 if TYPE_CHECKING:
-    from engine.domain.trading.market import MarketConfig
+    from sandex.engine.domain.trading.market import MarketConfig
 
 # The thresholds of a side with no resting interest: no price crosses them.
 NO_BID = -1

@@ -1,8 +1,8 @@
 """A market: its settings (`MarketConfig`), its book, the state of its reference price
 and synthetic ladder, and its statistics.
 
-The path itself is engine.domain.trading.reference_price and the ladder's levels
-engine.domain.trading.ladder; a market holds what they are computed from (the anchor,
+The path itself is sandex.engine.domain.trading.reference_price and the ladder's levels
+sandex.engine.domain.trading.ladder; a market holds what they are computed from (the anchor,
 what was taken from this step's ladder) and caches their answers.
 
 Last price. The house trades with the outside world at the reference price once per
@@ -20,10 +20,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.domain.trading.amount_texts import UNIT
-from engine.domain.trading.book import SELL, Book
-from engine.domain.trading.ladder import (
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading.amount_texts import UNIT
+from sandex.engine.domain.trading.book import SELL, Book
+from sandex.engine.domain.trading.ladder import (
     NO_ASK,
     NO_BID,
     StillWindow,
@@ -33,13 +33,13 @@ from engine.domain.trading.ladder import (
     still_first,
     window_ahead,
 )
-from engine.domain.trading.reference_price import START_PRICES, Noise, exp
-from engine.kernel.clock import EPOCH
-from engine.kernel.money import MARKETS, MarketSpec
+from sandex.engine.domain.trading.reference_price import START_PRICES, Noise, exp
+from sandex.engine.kernel.clock import EPOCH
+from sandex.engine.kernel.money import MARKETS, MarketSpec
 
 MINUTES_KEPT = 25 * 60
 # How many steps back explicit prices are remembered for historical prices
-# (engine.domain.trading.price_history): at the default one-second step, two of its
+# (sandex.engine.domain.trading.price_history): at the default one-second step, two of its
 # longest increments and a day, so a long backtest keeps a bounded history.
 ANCHOR_HISTORY_STEPS = 57 * 86400
 
@@ -60,7 +60,7 @@ class MarketConfig:
     latency_us: int
     start_prices: dict[str, Decimal]
     # (half the spread, one level's step, their denominator) as exact integers: the still
-    # ladder's offsets are spread / den and step / den (engine.domain.trading.ladder).
+    # ladder's offsets are spread / den and step / den (sandex.engine.domain.trading.ladder).
     offsets: tuple[int, int, int] = (0, 0, 1)
     # The last (time, step) step_of answered: a decision asks for its step several
     # times, and commands in a row mostly share their time. One tuple, swapped whole.

@@ -11,14 +11,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.domain.trading.amount_texts import ticks_text, units_text
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.market_views import match_number, merged_levels
-from engine.domain.trading.trading_state import Trading, trading_for
-from engine.kernel.events import Event
-from engine.kernel.money import MARKETS
-from engine.kernel.state import State
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading.amount_texts import ticks_text, units_text
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.market_views import match_number, merged_levels
+from sandex.engine.domain.trading.trading_state import Trading, trading_for
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.kernel.state import State
 
 # One side of a book: price text -> amount text, best price first.
 Levels = dict[str, str]

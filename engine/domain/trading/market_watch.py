@@ -3,15 +3,15 @@ last price meets its resting interest (resting orders, untriggered stops).
 
 Between commands nothing decides, so the house's ladder crossing a resting order or
 the last price falling to a stop would go unseen; the watch is the deadline at which
-it happens (engine.domain.trading.order_timers handles it when due).
+it happens (sandex.engine.domain.trading.order_timers handles it when due).
 """
 
 from __future__ import annotations
 
-from engine.domain.trading.market import Market
-from engine.domain.trading.trading_state import Trading, market_config
-from engine.kernel.clock import parse_time
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.trading.market import Market
+from sandex.engine.domain.trading.trading_state import Trading, market_config
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.state import Ctx, State
 
 
 def arm(ctx: Ctx, tr: Trading, mk: Market, step: int, force: bool = False) -> None:

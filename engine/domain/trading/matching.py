@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.domain.trading.book import BUY, Book, Resting
+from sandex.engine.domain.trading.book import BUY, Book, Resting
 
 INF = 1 << 62
 

@@ -16,15 +16,15 @@ An order's lifecycle is a stream of events (`order-<id>`):
 
 Every amount an order holds in the hot path is an integer (ticks, base units of 1e-8,
 notional units of tick x base unit) and becomes a `Decimal` only at the edges (events,
-views, ledger). Only appliers (engine.domain.trading.appliers) change an order.
+views, ledger). Only appliers (sandex.engine.domain.trading.appliers) change an order.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from engine.domain.trading.book import BUY, SELL
-from engine.kernel.money import ZERO
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.kernel.money import ZERO
 
 # The API's vocabularies of orders, declared here once (the adapter derives its enums).
 SIDE_NAMES = ("BUY", "SELL")

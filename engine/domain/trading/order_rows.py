@@ -1,6 +1,6 @@
 """The orders and executions read models: one row per order and per execution, a pure
 function of the trading state. Their indexes are the store's tuning
-(engine.store.read_model_indexes), not part of the rows."""
+(sandex.engine.store.read_model_indexes), not part of the rows."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from engine.domain.trading.order_views import execution_view, shown_view
-from engine.domain.trading.trading_state import trading_state
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.state import State
+from sandex.engine.domain.trading.order_views import execution_view, shown_view
+from sandex.engine.domain.trading.trading_state import trading_state
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.state import State
 
 
 def _order_row(state: State, key: str) -> dict[str, Any] | None:

@@ -1,12 +1,12 @@
 """The trading deadlines: an order's submission latency over, a GTT order's expiry, a
-market's watch (engine.domain.trading.market_watch) due."""
+market's watch (sandex.engine.domain.trading.market_watch) due."""
 
 from __future__ import annotations
 
-from engine.domain.trading.execution import close_order, house_crossing, submit
-from engine.domain.trading.market_watch import arm
-from engine.domain.trading.trading_state import live_trading, market_config
-from engine.kernel.state import Ctx
+from sandex.engine.domain.trading.execution import close_order, house_crossing, submit
+from sandex.engine.domain.trading.market_watch import arm
+from sandex.engine.domain.trading.trading_state import live_trading, market_config
+from sandex.engine.kernel.state import Ctx
 
 
 def submit_due(ctx: Ctx, order_id: str) -> None:

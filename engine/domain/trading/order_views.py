@@ -6,10 +6,15 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.domain.trading.amount_texts import gross_text, order_vwap_text, price_text, units_text
-from engine.domain.trading.order import SIDE_NAMES, Order
-from engine.kernel.money import MARKETS, format_normal
-from engine.kernel.state import State
+from sandex.engine.domain.trading.amount_texts import (
+    gross_text,
+    order_vwap_text,
+    price_text,
+    units_text,
+)
+from sandex.engine.domain.trading.order import SIDE_NAMES, Order
+from sandex.engine.kernel.money import MARKETS, format_normal
+from sandex.engine.kernel.state import State
 
 CENT = Decimal("0.01")
 UNFILLED = "0.00000000"  # `units_text(0)`, and `order_vwap_text` of nothing filled

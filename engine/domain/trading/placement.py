@@ -1,8 +1,8 @@
 """Placing an order: every rule of the interface checked, the hold taken, the order
-carried forward (engine.domain.trading.execution) unless a submission latency delays it.
+carried forward (sandex.engine.domain.trading.execution) unless a submission latency delays it.
 
 What differs between order types (their amount fields, time in force, notional and hold
-rules) is read from their row in engine.domain.trading.order_types.
+rules) is read from their row in sandex.engine.domain.trading.order_types.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from engine.domain import sandbox_triggers
-from engine.domain.customers import active_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import available, trading
-from engine.domain.metadata import check_metadata
-from engine.domain.trading.amount_texts import price_text, price_ticks, ticks_text
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.execution import submit
-from engine.domain.trading.market import Market
-from engine.domain.trading.matching import crosses
-from engine.domain.trading.order import SIDES
-from engine.domain.trading.order_types import (
+from sandex.engine.domain import sandbox_triggers
+from sandex.engine.domain.customers import active_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import available, trading
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.trading.amount_texts import price_text, price_ticks, ticks_text
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.execution import submit
+from sandex.engine.domain.trading.market import Market
+from sandex.engine.domain.trading.matching import crosses
+from sandex.engine.domain.trading.order import SIDES
+from sandex.engine.domain.trading.order_types import (
     ALL_TIF,
     AMOUNT_FIELDS,
     AT_MID,
@@ -34,11 +34,11 @@ from engine.domain.trading.order_types import (
     ORDER_TYPES,
     OrderType,
 )
-from engine.domain.trading.order_views import order_view
-from engine.domain.trading.trading_state import Trading, live_trading, market_config
-from engine.kernel.clock import format_time, from_millis, parse_time
-from engine.kernel.commands import CreateOrder
-from engine.kernel.errors import (
+from sandex.engine.domain.trading.order_views import order_view
+from sandex.engine.domain.trading.trading_state import Trading, live_trading, market_config
+from sandex.engine.kernel.clock import format_time, from_millis, parse_time
+from sandex.engine.kernel.commands import CreateOrder
+from sandex.engine.kernel.errors import (
     AlreadyExists,
     ExceedPrecision,
     Forbidden,
@@ -46,8 +46,8 @@ from engine.kernel.errors import (
     Invalid,
     NotionalTooLarge,
 )
-from engine.kernel.money import ZERO, decimals, format_normal, parse_amount
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.money import ZERO, decimals, format_normal, parse_amount
+from sandex.engine.kernel.state import Ctx, State
 
 MAX_AWAIT_MILLIS = 10_000
 MIN_GTT = timedelta(seconds=10)

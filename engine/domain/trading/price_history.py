@@ -2,7 +2,7 @@
 was anchored at each moment (the market's recent explicit prices) and, where trades
 printed in a minute, that minute's volume-weighted price.
 
-Answered by the writer (like market data, engine.domain.trading.market_views) so that
+Answered by the writer (like market data, sandex.engine.domain.trading.market_views) so that
 "now" is exact; nothing is emitted. An average over an increment is time-weighted:
 the mean of the price sampled evenly across it (every step when there are few, else
 `SAMPLES` points), and only increments that have ended are shown.
@@ -15,16 +15,16 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from engine.domain.trading.amount_texts import ticks_text
-from engine.domain.trading.market import Market, MarketConfig
-from engine.domain.trading.market_views import TICKER_MARKETS
-from engine.domain.trading.reference_price import exp
-from engine.domain.trading.trading_state import Trading, live_trading, market_config
-from engine.kernel.clock import EPOCH, format_time, parse_time
-from engine.kernel.commands import ListHistoricalPrices, ListPrices
-from engine.kernel.errors import Invalid, NotFound
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx
+from sandex.engine.domain.trading.amount_texts import ticks_text
+from sandex.engine.domain.trading.market import Market, MarketConfig
+from sandex.engine.domain.trading.market_views import TICKER_MARKETS
+from sandex.engine.domain.trading.reference_price import exp
+from sandex.engine.domain.trading.trading_state import Trading, live_trading, market_config
+from sandex.engine.kernel.clock import EPOCH, format_time, parse_time
+from sandex.engine.kernel.commands import ListHistoricalPrices, ListPrices
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx
 
 # The reference's increments, in seconds, finest first.
 INCREMENTS: dict[str, int] = {

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.trading.amount_texts import price_ticks, ticks_text
-from engine.domain.trading.execution import house_crossing
-from engine.domain.trading.market_views import price_view
-from engine.domain.trading.market_watch import arm
-from engine.domain.trading.trading_state import live_trading, market_config
-from engine.kernel.commands import SetMarketPrice
-from engine.kernel.errors import NotFound
-from engine.kernel.state import Ctx
+from sandex.engine.domain.trading.amount_texts import price_ticks, ticks_text
+from sandex.engine.domain.trading.execution import house_crossing
+from sandex.engine.domain.trading.market_views import price_view
+from sandex.engine.domain.trading.market_watch import arm
+from sandex.engine.domain.trading.trading_state import live_trading, market_config
+from sandex.engine.kernel.commands import SetMarketPrice
+from sandex.engine.kernel.errors import NotFound
+from sandex.engine.kernel.state import Ctx
 
 
 def set_market_price(ctx: Ctx, cmd: SetMarketPrice) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ few volatilities of its anchor beyond. Unlike a sequential random walk it can be
 evaluated at any step in O(octaves) with no stored state, so an idle market writes no
 events and a clock moved a year ahead costs nothing. Only integer arithmetic and
 IEEE-exact float operations are used (no libm), so the path is the same on every
-machine. An explicit price (`MarketPriceSet`) moves the anchor (engine.domain.trading.market).
+machine. An explicit price (`MarketPriceSet`) moves the anchor (sandex.engine.domain.trading.market).
 """
 
 from __future__ import annotations

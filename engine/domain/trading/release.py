@@ -1,4 +1,4 @@
-"""Releasing an order held by its `sandbox:hold` metadata (engine.domain.sandbox_triggers):
+"""Releasing an order held by its `sandbox:hold` metadata (sandex.engine.domain.sandbox_triggers):
 it has rested OPEN outside the book, where neither the house's ladder nor another order
 could trade with it; released, it meets the market as an order submitted at that moment
 would (the engine's time, the ladder and book then)."""
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain import sandbox_triggers
-from engine.domain.trading.execution import carry_forward
-from engine.domain.trading.order_views import order_view
-from engine.domain.trading.trading_state import live_trading, market_config
-from engine.kernel.commands import ReleaseOrder
-from engine.kernel.errors import Conflict, NotFound
-from engine.kernel.state import Ctx
+from sandex.engine.domain import sandbox_triggers
+from sandex.engine.domain.trading.execution import carry_forward
+from sandex.engine.domain.trading.order_views import order_view
+from sandex.engine.domain.trading.trading_state import live_trading, market_config
+from sandex.engine.kernel.commands import ReleaseOrder
+from sandex.engine.kernel.errors import Conflict, NotFound
+from sandex.engine.kernel.state import Ctx
 
 
 def release_order(ctx: Ctx, cmd: ReleaseOrder) -> dict[str, Any]:

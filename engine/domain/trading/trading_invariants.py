@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from engine.domain.trading.book import BUY, SELL
-from engine.kernel.money import ZERO
-from engine.kernel.state import State
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.kernel.money import ZERO
+from sandex.engine.kernel.state import State
 
 
 def check_trading(state: State) -> list[str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from engine.config.settings import Settings
-from engine.domain.trading.market import Market, MarketConfig, new_markets
-from engine.domain.trading.order import Order
-from engine.kernel.state import Ctx, State
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.trading.market import Market, MarketConfig, new_markets
+from sandex.engine.domain.trading.order import Order
+from sandex.engine.kernel.state import Ctx, State
 
 
 @dataclass

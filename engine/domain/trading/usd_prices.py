@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from engine.kernel.state import State
+from sandex.engine.kernel.state import State
 
 
 def usd_price(state: State, asset: str) -> Decimal | None:

@@ -21,33 +21,43 @@ from typing import Any
 
 import orjson
 
-from engine.domain import sandbox_pacing, sandbox_triggers
-from engine.domain.customers import resolve_profile
-from engine.domain.identity.permissions import check_acting, check_named
-from engine.domain.ledger import WORLD, available
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers import transfer_records
-from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_asset_network, make_address
-from engine.domain.transfers.notional_prices import usd_value
-from engine.domain.transfers.withdrawals import (
+from sandex.engine.domain import sandbox_pacing, sandbox_triggers
+from sandex.engine.domain.customers import resolve_profile
+from sandex.engine.domain.identity.permissions import check_acting, check_named
+from sandex.engine.domain.ledger import WORLD, available
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers import transfer_records
+from sandex.engine.domain.transfers.networks import (
+    CRYPTO_NETWORKS,
+    check_asset_network,
+    make_address,
+)
+from sandex.engine.domain.transfers.notional_prices import usd_value
+from sandex.engine.domain.transfers.withdrawals import (
     CONVERSION,
     confirmation_delay,
     tx_hash,
 )
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import (
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import (
     CreateDepositAddress,
     RejectCryptoDeposit,
     SandboxCryptoDeposit,
     UpdateCryptoDeposit,
 )
-from engine.kernel.errors import AlreadyExists, Conflict, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.ledger import Posting
-from engine.kernel.money import ASSETS, FIAT_ASSETS, check_precision, format_amount, parse_amount
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.errors import AlreadyExists, Conflict, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ledger import Posting
+from sandex.engine.kernel.money import (
+    ASSETS,
+    FIAT_ASSETS,
+    check_precision,
+    format_amount,
+    parse_amount,
+)
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 CONVERSION_TARGETS = ("NO_CONVERSION", "USD")
 # Paxos-minted USD stablecoins: what an address with conversion target USD credits as USD.

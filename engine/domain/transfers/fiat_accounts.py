@@ -5,7 +5,7 @@ CUBIX, CBIT, DBS or SCB account), checked as a bank would check them: an ABA rou
 number's checksum, a SWIFT BIC's form, an IBAN's mod-97 check. It is created, and
 updated, PENDING; an automated review on the engine clock (`fiat_account_review_seconds`
 later, a timer, or as the world paces reviews) makes it APPROVED, or REJECTED when a
-metadata value is "sandbox:reject" (engine.domain.sandbox_triggers: how a user tests that
+metadata value is "sandbox:reject" (sandex.engine.domain.sandbox_triggers: how a user tests that
 path). Only an APPROVED account takes withdrawals; a deleted one
 is gone for every operation but a read with `include_deleted`.
 """
@@ -17,17 +17,17 @@ from typing import Any
 
 import orjson
 
-from engine.domain import sandbox_pacing, sandbox_triggers
-from engine.domain.identity.permissions import check_acting
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers.networks import FIAT_NETWORKS
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import CreateFiatAccount, DeleteFiatAccount, UpdateFiatAccount
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain import sandbox_pacing, sandbox_triggers
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers.networks import FIAT_NETWORKS
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import CreateFiatAccount, DeleteFiatAccount, UpdateFiatAccount
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 # The request's network keys and the service's FiatNetwork names.
 # instructions key -> network

@@ -5,7 +5,7 @@ from the profile's available balance into its withdrawal hold, in the event that
 the PENDING transfer (WIRE_WITHDRAWAL, CUBIX_WITHDRAWAL or CBIT_WITHDRAWAL, by the
 account's network); a timer `fiat_withdrawal_seconds` later either posts the hold to the
 outside world (`amount`) and the platform's fee income (`fee`), or, when the memo is
-one of the failure triggers (engine.domain.sandbox_triggers), voids it back to the
+one of the failure triggers (sandex.engine.domain.sandbox_triggers), voids it back to the
 profile (FAILED). The world's pacing of withdrawals, or the memo "sandbox:hold", may
 leave it PENDING until polled or released.
 """
@@ -15,29 +15,29 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.domain import sandbox_pacing, sandbox_triggers
-from engine.domain.customers import active_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import FEES, WORLD, available, withdrawing
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers import transfer_records
-from engine.domain.transfers.fiat_accounts import network_of, owned_account
-from engine.domain.transfers.withdrawals import fail_as_asked, paced
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import CreateFiatWithdrawal
-from engine.kernel.errors import (
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain import sandbox_pacing, sandbox_triggers
+from sandex.engine.domain.customers import active_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import FEES, WORLD, available, withdrawing
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers import transfer_records
+from sandex.engine.domain.transfers.fiat_accounts import network_of, owned_account
+from sandex.engine.domain.transfers.withdrawals import fail_as_asked, paced
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import CreateFiatWithdrawal
+from sandex.engine.kernel.errors import (
     AlreadyExists,
     ExceedMaxWithdraw,
     InsufficientFunds,
     Invalid,
     NotFound,
 )
-from engine.kernel.events import Event
-from engine.kernel.ledger import Posting
-from engine.kernel.money import ZERO, decimals, format_amount, format_normal, parse_amount
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ledger import Posting
+from sandex.engine.kernel.money import ZERO, decimals, format_amount, format_normal, parse_amount
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 # The transfer type of a withdrawal to an account of each network the sandbox pays out
 # on; DBS_ACT and SCB have no withdrawal type in the service's TransferType.

@@ -8,29 +8,36 @@ from typing import Any
 
 import orjson
 
-from engine.domain import sandbox_pacing, sandbox_triggers
-from engine.domain.customers import active_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import FEES, WORLD, available
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers import transfer_records
-from engine.domain.transfers.networks import (
+from sandex.engine.domain import sandbox_pacing, sandbox_triggers
+from sandex.engine.domain.customers import active_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import FEES, WORLD, available
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers import transfer_records
+from sandex.engine.domain.transfers.networks import (
     CRYPTO_NETWORKS,
     FIAT_DEPOSIT_NETWORKS,
     check_asset_network,
 )
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import (
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import (
     CreateFiatDepositInstructions,
     InitiateFiatDeposit,
     SandboxDeposit,
 )
-from engine.kernel.errors import AlreadyExists, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.money import ASSETS, ZERO, check_precision, decimals, format_amount, parse_amount
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.errors import AlreadyExists, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import (
+    ASSETS,
+    ZERO,
+    check_precision,
+    decimals,
+    format_amount,
+    parse_amount,
+)
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 INSTRUCTIONS_STATUSES = ("VALID", "DEPRECATED")
 ROUTING_TYPES = ("ABA", "SWIFT")
@@ -200,7 +207,7 @@ def initiate_fiat_deposit(ctx: Ctx, cmd: InitiateFiatDeposit) -> dict[str, Any]:
     )
     if due is None:
         # Held, or paced by polls or by hand: the wire shows as a PENDING transfer until
-        # it is polled or released (engine.domain.transfers.pending).
+        # it is polled or released (sandex.engine.domain.transfers.pending).
         transfer_id = _open(ctx, deposit_id)
         ctx.emit(
             "FiatDepositHeld",

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.customers import active_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import available
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers import transfer_records
-from engine.kernel.commands import CreateInternalTransfer
-from engine.kernel.errors import AlreadyExists, InsufficientFunds, Invalid
-from engine.kernel.money import (
+from sandex.engine.domain.customers import active_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import available
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers import transfer_records
+from sandex.engine.kernel.commands import CreateInternalTransfer
+from sandex.engine.kernel.errors import AlreadyExists, InsufficientFunds, Invalid
+from sandex.engine.kernel.money import (
     ASSET_PRECISION,
     ZERO,
     check_precision,
@@ -25,8 +25,8 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 TRANSIT = "internal-transit"
 _MAX_REF_ID = 128

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
-from engine.kernel.registry import PriceSource
-from engine.kernel.state import State
+from sandex.engine.kernel.registry import PriceSource
+from sandex.engine.kernel.state import State
 
 # Stablecoins redeemable 1:1 for USD are worth exactly one dollar.
 USD_STABLECOINS: frozenset[str] = frozenset({"USDP", "PYUSD", "USDG", "USDC"})

@@ -4,7 +4,7 @@
 conversions and fiat accounts) settles a caller's PENDING withdrawal (crypto or fiat),
 crypto deposit, sandbox fiat deposit, CREATED stablecoin conversion or PENDING fiat
 account, whatever its pace. `CountPoll` counts a
-read of an item paced `after_polls` (engine.domain.sandbox_pacing) and settles it as its
+read of an item paced `after_polls` (sandex.engine.domain.sandbox_pacing) and settles it as its
 timer would have at the last one. Each decision is a `SandboxReleased` or `SandboxPolled`
 event before the settlement's own, so a replay settles the same items the same way."""
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.domain import sandbox_pacing, sandbox_triggers
-from engine.domain.transfers import (
+from sandex.engine.domain import sandbox_pacing, sandbox_triggers
+from sandex.engine.domain.transfers import (
     deposit_addresses,
     fiat_accounts,
     fiat_withdrawals,
@@ -23,11 +23,11 @@ from engine.domain.transfers import (
     transfer_records,
     withdrawals,
 )
-from engine.kernel.commands import CountPoll, ReleasePending
-from engine.kernel.errors import Conflict, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.commands import CountPoll, ReleasePending
+from sandex.engine.kernel.errors import Conflict, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 OUTCOMES = ("complete", "fail")
 

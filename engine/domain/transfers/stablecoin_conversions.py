@@ -16,16 +16,16 @@ from typing import Any
 
 import orjson
 
-from engine.domain import sandbox_pacing
-from engine.domain.customers import active_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import available, converting
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers.transfer_records import post
-from engine.domain.transfers.withdrawals import CONVERSION
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
-from engine.kernel.errors import (
+from sandex.engine.domain import sandbox_pacing
+from sandex.engine.domain.customers import active_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import available, converting
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers.transfer_records import post
+from sandex.engine.domain.transfers.withdrawals import CONVERSION
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import CancelStablecoinConversion, CreateStablecoinConversion
+from sandex.engine.kernel.errors import (
     AlreadyExists,
     Conflict,
     ExceedPrecision,
@@ -33,9 +33,9 @@ from engine.kernel.errors import (
     Invalid,
     NotFound,
 )
-from engine.kernel.events import Event
-from engine.kernel.ledger import encode_postings
-from engine.kernel.money import (
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ledger import encode_postings
+from sandex.engine.kernel.money import (
     ASSET_PRECISION,
     debit_places,
     decimals,
@@ -43,9 +43,9 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 STABLECOINS = ("USDP", "PYUSD", "USDG")
 # What the service answers for identity and account ids a request leaves out.

@@ -13,10 +13,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.domain.transfers.fiat_withdrawals import TRANSFER_TYPES
-from engine.domain.transfers.withdrawal_fees import DEFAULT_CAPS, cap
-from engine.kernel.money import format_normal
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.transfers.fiat_withdrawals import TRANSFER_TYPES
+from sandex.engine.domain.transfers.withdrawal_fees import DEFAULT_CAPS, cap
+from sandex.engine.kernel.money import format_normal
 
 LIMITED = "CRYPTO_WITHDRAWAL"
 # One cap covers every fiat withdrawal type; the service lists a limit's types by name.

@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from engine.domain.balances import SHOWN
-from engine.kernel.events import Event
-from engine.kernel.ledger import Posting, encode_postings
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.domain.balances import SHOWN
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ledger import Posting, encode_postings
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 # The API's vocabularies of transfers, declared here once (the adapter derives its
 # enums). The types are the interface's list (it adds PLATFORM_TRANSFER_* and

@@ -16,13 +16,17 @@ from typing import Any
 
 import orjson
 
-from engine.config.settings import Settings
-from engine.domain.transfers.networks import CRYPTO_NETWORKS, check_address, check_asset_network
-from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import CreateWithdrawalFee
-from engine.kernel.errors import ExceedMaxWithdraw, Invalid
-from engine.kernel.events import Event
-from engine.kernel.money import (
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.transfers.networks import (
+    CRYPTO_NETWORKS,
+    check_address,
+    check_asset_network,
+)
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.kernel.commands import CreateWithdrawalFee
+from sandex.engine.kernel.errors import ExceedMaxWithdraw, Invalid
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.money import (
     ASSET_PRECISION,
     FIAT_ASSETS,
     check_precision,
@@ -30,9 +34,9 @@ from engine.kernel.money import (
     format_normal,
     parse_amount,
 )
-from engine.kernel.read_model_spec import ReadModelTable
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.kernel.read_model_spec import ReadModelTable
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 _D = Decimal
 

@@ -14,24 +14,24 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.domain import sandbox_pacing, sandbox_triggers
-from engine.domain.customers import active_profile
-from engine.domain.identity.permissions import check_acting
-from engine.domain.ledger import FEES, WORLD, available, withdrawing
-from engine.domain.metadata import check_metadata
-from engine.domain.transfers import transfer_records, withdrawal_fees
-from engine.domain.transfers.networks import EVM_NETWORKS
-from engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
-from engine.domain.transfers.transfer_records import HELD_TYPES
-from engine.kernel.clock import parse_time
-from engine.kernel.commands import CreateCryptoWithdrawal
-from engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
-from engine.kernel.events import Event
-from engine.kernel.ledger import Posting
-from engine.kernel.money import ZERO, check_precision, format_amount, format_normal
-from engine.kernel.registry import Registration
-from engine.kernel.state import Ctx, State
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain import sandbox_pacing, sandbox_triggers
+from sandex.engine.domain.customers import active_profile
+from sandex.engine.domain.identity.permissions import check_acting
+from sandex.engine.domain.ledger import FEES, WORLD, available, withdrawing
+from sandex.engine.domain.metadata import check_metadata
+from sandex.engine.domain.transfers import transfer_records, withdrawal_fees
+from sandex.engine.domain.transfers.networks import EVM_NETWORKS
+from sandex.engine.domain.transfers.notional_prices import USD_STABLECOINS, usd_value
+from sandex.engine.domain.transfers.transfer_records import HELD_TYPES
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.commands import CreateCryptoWithdrawal
+from sandex.engine.kernel.errors import AlreadyExists, Expired, InsufficientFunds, Invalid, NotFound
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.ledger import Posting
+from sandex.engine.kernel.money import ZERO, check_precision, format_amount, format_normal
+from sandex.engine.kernel.registry import Registration
+from sandex.engine.kernel.state import Ctx, State
 
 # Where a withdrawal paid from another balance (USD for a USDC withdrawal) is converted
 # at par: an external account, like `world`, whose per-asset balances net each other.
