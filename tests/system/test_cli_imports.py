@@ -22,11 +22,13 @@ HTTP = ("fastapi", "starlette", "uvicorn", "httpx")
 
 
 def _loaded(code: str, tmp_path: Path) -> set[str]:
-    """The top-level packages imported by the end of `code`, run in a new interpreter."""
+    """The top-level packages (and sandex's own: `sandex.engine`...) imported by the end of
+    `code`, run in a new interpreter."""
     script = (
         "import json, sys\n"
         + code
-        + "\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        + "\nprint(json.dumps(sorted({'.'.join(m.split('.')[:2 if m.startswith('sandex.') else 1])"
+        " for m in sys.modules})))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -51,7 +53,7 @@ def _cli(*args: str) -> str:
 
 def test_help_loads_neither_the_engine_nor_the_http_app(tmp_path: Path) -> None:
     loaded = _loaded(_cli("--help"), tmp_path)
-    heavy = {"engine", "pandas", "numpy", "sqlite_utils", "structlog", "pydantic", *HTTP}
+    heavy = {"sandex.engine", "pandas", "numpy", "sqlite_utils", "structlog", "pydantic", *HTTP}
     assert loaded & heavy == set()
 
 
@@ -67,7 +69,9 @@ def test_a_backtest_loads_no_http_app_and_no_pandas(tmp_path: Path) -> None:
         "--no-progress",
     )
     loaded = _loaded(run, tmp_path)
-    assert "engine" in loaded and "sqlite_utils" in loaded  # it did run: a new database
+    assert (
+        "sandex.engine" in loaded and "sandex.api_adapter" in loaded and "sqlite_utils" in loaded
+    )  # it did run: a new database
     assert loaded & {"pandas", "structlog", *HTTP} == set()
 
 

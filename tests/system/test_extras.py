@@ -128,7 +128,7 @@ def test_no_extra_is_imported_by_the_installed_packages_at_import_time(tmp_path:
     functions (`sandex.engine.store.opening`), never at import time."""
     code = (
         "import importlib, pkgutil\n"
-        "import api_adapter, engine\n"
+        "import sandex.api_adapter as api_adapter, sandex.engine as engine\n"
         "for pkg in (engine, api_adapter):\n"
         "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
         f"        if not m.name.startswith({POSTGRES_STORE!r}):\n"

@@ -147,8 +147,13 @@ def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for package in ("engine", "api_adapter"):
-        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("engine", "api_adapter", "sandex"):  # sandex/ links to the other two
+        shutil.copytree(
+            ROOT / package,
+            src / package,
+            symlinks=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     # As `pip install .` builds it: in an isolated build environment.
     _run(
         sys.executable,
@@ -181,11 +186,11 @@ def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None
     imported = _run(
         python,
         "-c",
-        "import importlib, pkgutil, engine, api_adapter\n"
-        "for p in (engine, api_adapter):\n"
-        "    for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):\n"
-        "        importlib.import_module(m.name)\n"
-        "print(engine.__file__)",
+        "import importlib, pkgutil, sandex\n"
+        "for m in pkgutil.walk_packages(sandex.__path__, 'sandex.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "import sandex.engine\n"
+        "print(sandex.engine.__file__)",
         cwd=tmp_path,
         env=env,
     )
