@@ -330,7 +330,8 @@ def parser() -> argparse.ArgumentParser:
         "--answers",
         default=None,
         metavar="FILE",
-        help="write each request step's answer (status and body as sent) to FILE as JSON lines",
+        help="write each request step's answer (status and body as sent) to FILE as JSON"
+        " lines (default: none)",
     )
     replay.add_argument(
         "--db",

@@ -52,8 +52,6 @@ def _write_answers(path: Path, results: list[ScenarioResult]) -> None:
     like the recording whose answers it repeats."""
     import orjson
 
-    from engine.store import private_files
-
     lines = [
         orjson.dumps(
             {
@@ -69,7 +67,10 @@ def _write_answers(path: Path, results: list[ScenarioResult]) -> None:
         for step in result.steps
         if step.answer is not None
     ]
-    private_files.write(path, b"".join(lines))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(b"".join(lines))
 
 
 def replay(args: argparse.Namespace) -> int:
