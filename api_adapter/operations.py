@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel
 
-from api_adapter import identity_bodies, identity_shapes, request_commands
-from api_adapter import request_bodies as bodies
-from api_adapter import response_shapes as shapes
+from sandex.api_adapter import identity_bodies, identity_shapes, request_commands
+from sandex.api_adapter import request_bodies as bodies
+from sandex.api_adapter import response_shapes as shapes
 
 if TYPE_CHECKING:  # the bearer check imports the table (through the rate limiter)
-    from api_adapter.auth import Principal
-    from engine.kernel.commands import Actor, Command
+    from sandex.api_adapter.auth import Principal
+    from sandex.engine.kernel.commands import Actor, Command
 
 # The command of a request: (actor, caller, path parameter or "", body).
 Build: TypeAlias = "Callable[[Actor, Principal, str, Any], Command]"

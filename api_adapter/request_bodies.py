@@ -21,14 +21,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from engine.domain import sandbox_faults as faults
-from engine.domain.trading.order import SIDE_NAMES
-from engine.domain.trading.order_types import ALL_TIF, ORDER_TYPE_NAMES
-from engine.domain.transfers.deposit_addresses import SECONDARY_STATUSES
-from engine.domain.transfers.funding import ROUTING_TYPES
-from engine.domain.transfers.networks import CRYPTO_NETWORKS, FIAT_DEPOSIT_NETWORKS
-from engine.domain.transfers.transfer_records import TRANSFER_STATUSES, TRANSFER_TYPE_NAMES
-from engine.kernel.money import AMOUNT_PATTERN, MARKETS
+from sandex.engine.domain import sandbox_faults as faults
+from sandex.engine.domain.trading.order import SIDE_NAMES
+from sandex.engine.domain.trading.order_types import ALL_TIF, ORDER_TYPE_NAMES
+from sandex.engine.domain.transfers.deposit_addresses import SECONDARY_STATUSES
+from sandex.engine.domain.transfers.funding import ROUTING_TYPES
+from sandex.engine.domain.transfers.networks import CRYPTO_NETWORKS, FIAT_DEPOSIT_NETWORKS
+from sandex.engine.domain.transfers.transfer_records import TRANSFER_STATUSES, TRANSFER_TYPE_NAMES
+from sandex.engine.kernel.money import AMOUNT_PATTERN, MARKETS
 
 FIAT_AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]{1,2}$"
 ADDRESS_PATTERN = r"^[0-9A-Za-z /?:().,&'+-]+$"
@@ -207,7 +207,7 @@ class ClockMoveRequest(Body):
 
 
 class PacingChoice(Body):
-    """One pending kind's pace (engine.domain.sandbox_pacing.MODES); `value` counts the
+    """One pending kind's pace (sandex.engine.domain.sandbox_pacing.MODES); `value` counts the
     seconds of `after_seconds` or the reads of `after_polls`."""
 
     mode: ShortText
@@ -215,7 +215,7 @@ class PacingChoice(Body):
 
 
 class PacingRequest(Body):
-    """The kinds to pace anew (engine.domain.sandbox_pacing.KINDS); the others keep theirs."""
+    """The kinds to pace anew (sandex.engine.domain.sandbox_pacing.KINDS); the others keep theirs."""
 
     withdrawal: PacingChoice | None = None
     deposit: PacingChoice | None = None
@@ -465,7 +465,7 @@ class WebhookFaultFail(Body):
 
 
 class WebhookFaultAction(Body):
-    """Exactly one of these (engine.domain.webhook_faults.ACTIONS), which the engine checks."""
+    """Exactly one of these (sandex.engine.domain.webhook_faults.ACTIONS), which the engine checks."""
 
     fail: WebhookFaultFail | None = None
     delay_seconds: int | None = None
@@ -480,7 +480,7 @@ class WebhookFaultRequest(Body):
 
 
 class FaultRuleRequest(Body):
-    """A fault rule, exactly as issue 31 spells it; engine.domain.sandbox_faults checks
+    """A fault rule, exactly as issue 31 spells it; sandex.engine.domain.sandbox_faults checks
     each field and names the wrong one (`match.operation`, `action.problem.status`)."""
 
     match: Annotated[

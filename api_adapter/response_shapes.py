@@ -19,22 +19,22 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.domain import sandbox_faults as faults
-from engine.domain import sandbox_pacing as pacing
-from engine.domain.customers import PROFILE_TYPES
-from engine.domain.quotes import EXECUTION_STATUSES
-from engine.domain.trading.order import ORDER_STATUSES, SIDE_NAMES
-from engine.domain.trading.order_types import ALL_TIF, ORDER_TYPE_NAMES
-from engine.domain.transfers.deposit_addresses import SECONDARY_STATUSES
-from engine.domain.transfers.fiat_accounts import STATUSES as FIAT_ACCOUNT_STATUSES
-from engine.domain.transfers.funding import INSTRUCTIONS_STATUSES, ROUTING_TYPES
-from engine.domain.transfers.networks import CRYPTO_NETWORKS
-from engine.domain.transfers.transfer_records import (
+from sandex.engine.domain import sandbox_faults as faults
+from sandex.engine.domain import sandbox_pacing as pacing
+from sandex.engine.domain.customers import PROFILE_TYPES
+from sandex.engine.domain.quotes import EXECUTION_STATUSES
+from sandex.engine.domain.trading.order import ORDER_STATUSES, SIDE_NAMES
+from sandex.engine.domain.trading.order_types import ALL_TIF, ORDER_TYPE_NAMES
+from sandex.engine.domain.transfers.deposit_addresses import SECONDARY_STATUSES
+from sandex.engine.domain.transfers.fiat_accounts import STATUSES as FIAT_ACCOUNT_STATUSES
+from sandex.engine.domain.transfers.funding import INSTRUCTIONS_STATUSES, ROUTING_TYPES
+from sandex.engine.domain.transfers.networks import CRYPTO_NETWORKS
+from sandex.engine.domain.transfers.transfer_records import (
     DIRECTIONS,
     TRANSFER_STATUSES,
     TRANSFER_TYPE_NAMES,
 )
-from engine.kernel.money import MARKETS
+from sandex.engine.kernel.money import MARKETS
 
 AMOUNT_PATTERN = r"^[0-9]*\.?[0-9]+$"
 UUID_EXAMPLE = "5f8a2a3c-93d1-4c0e-9a8e-2b8f6c1d7e40"
@@ -721,7 +721,7 @@ class SandboxWebhook(Shape):
 
 
 class SandboxFault(Shape):
-    """A fault rule as armed (engine.domain.sandbox_faults.rule_view), with its counts:
+    """A fault rule as armed (sandex.engine.domain.sandbox_faults.rule_view), with its counts:
     `status` active, spent (fired `times` times) or expired (past `until` or its ttl)."""
 
     id: Id

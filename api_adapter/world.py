@@ -16,11 +16,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from api_adapter.app import create_app
-from api_adapter.bootstrap import Bootstrap, Credentials
-from engine import Engine, open_engine
-from engine.config.settings import Settings
-from engine.runtime.scheduler import Scheduler
+from sandex.api_adapter.app import create_app
+from sandex.api_adapter.bootstrap import Bootstrap, Credentials
+from sandex.engine import Engine, open_engine
+from sandex.engine.config.settings import Settings
+from sandex.engine.runtime.scheduler import Scheduler
 
 # The purpose a world's recording says it has.
 WORLD_RECORDING = "a world's requests, recorded by sandex (docs/worlds.md)"
@@ -60,7 +60,7 @@ class World:
             fault_gate=fault_gate,
         )
         if record is not None:
-            from api_adapter.scenarios.recorder import Recorder
+            from sandex.api_adapter.scenarios.recorder import Recorder
 
             options: dict[str, Any] = {"path": record, "engine": engine}
             if record_world:
@@ -70,7 +70,7 @@ class World:
         # What to stop, in the order it was started; the engine is the world's from now.
         self._stops: list[Callable[[], None]] = [self._stop_engine]
         if worlds:
-            from api_adapter.worlds.manager import WorldManager
+            from sandex.api_adapter.worlds.manager import WorldManager
 
             manager = WorldManager.beside(engine.db_path, engine.settings)
             self.app.state.worlds = manager
@@ -100,7 +100,7 @@ class World:
         app (`/w/{world}/...` to that world), or the app alone where there are no worlds."""
         if self.app.state.worlds is None:
             return self.app
-        from api_adapter.worlds.dispatch import WorldDispatch
+        from sandex.api_adapter.worlds.dispatch import WorldDispatch
 
         return WorldDispatch(self.app)
 

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from api_adapter.bootstrap import DEFAULT_SECRET
+from sandex.api_adapter.bootstrap import DEFAULT_SECRET
 
 if TYPE_CHECKING:
-    from api_adapter.scenarios.runner import ScenarioResult, StepResult
+    from sandex.api_adapter.scenarios.runner import ScenarioResult, StepResult
 
 # From this many steps a replay shows the progress bar under its lines.
 PROGRESS_FROM_STEPS = 40
@@ -25,7 +25,7 @@ class _Printer:
     def __init__(self, total_steps: int, progress: bool) -> None:
         from rich.console import Console
 
-        from api_adapter.cli.progress import Bar
+        from sandex.api_adapter.cli.progress import Bar
 
         self.console = Console(highlight=False, soft_wrap=True)
         self.progress: Bar | None = Bar("replaying", "steps", total_steps) if progress else None
@@ -76,10 +76,10 @@ def _write_answers(path: Path, results: list[ScenarioResult]) -> None:
 def replay(args: argparse.Namespace) -> int:
     """`sandex replay FILE... [--url URL] [--log-hash] [--answers FILE]`: 0 all green, 1 a mismatch, 2 a
     scenario that cannot be read."""
-    from api_adapter.cli.progress import wanted
-    from api_adapter.logging import configure
-    from api_adapter.scenarios.runner import run_in_process, run_remote
-    from engine.tools.scenario_file import ScenarioError, load_file
+    from sandex.api_adapter.cli.progress import wanted
+    from sandex.api_adapter.logging import configure
+    from sandex.api_adapter.scenarios.runner import run_in_process, run_remote
+    from sandex.engine.tools.scenario_file import ScenarioError, load_file
 
     if args.client_secret is None:  # not a default of the parser: --help would show it
         args.client_secret = os.environ.get("SANDEX_CLIENT_SECRET", DEFAULT_SECRET)

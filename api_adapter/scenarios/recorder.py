@@ -59,14 +59,14 @@ import orjson
 import yaml
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_adapter.auth import Tokens
-from api_adapter.operations import operation
-from api_adapter.problems import AuthError
-from api_adapter.scenarios.runner import FAULTS_PATH
-from engine.config.settings import SELF_MATCH_PREVENTION
-from engine.kernel.clock import format_time, parse_time
-from engine.store import private_files
-from engine.tools.scenario_file import (
+from sandex.api_adapter.auth import Tokens
+from sandex.api_adapter.operations import operation
+from sandex.api_adapter.problems import AuthError
+from sandex.api_adapter.scenarios.runner import FAULTS_PATH
+from sandex.engine.config.settings import SELF_MATCH_PREVENTION
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.store import private_files
+from sandex.engine.tools.scenario_file import (
     ADMIN,
     ANONYMOUS,
     FORMAT_VERSION,
@@ -166,7 +166,7 @@ def check_target(path: str | Path, *, force: bool = False) -> None:
     the first one's ids, which a continuation could not write as variables, and its
     replay would not find them; nor can the file tell whether the database changed in
     between. Record each session to a file of its own."""
-    from api_adapter.cli.errors import CliError
+    from sandex.api_adapter.cli.errors import CliError
 
     p = Path(path)
     if p.is_dir():

@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx
 
-from api_adapter.operations import operation
-from api_adapter.scenarios.targets import (
+from sandex.api_adapter.operations import operation
+from sandex.api_adapter.scenarios.targets import (
     BOOTSTRAP_CLIENT,
     BOOTSTRAP_SECRET,
     InProcess,
@@ -30,8 +30,8 @@ from api_adapter.scenarios.targets import (
     StreamsUnsupported,
     Target,
 )
-from engine.kernel.clock import format_time, parse_time
-from engine.tools.scenario_file import (
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.tools.scenario_file import (
     ADMIN,
     ANONYMOUS,
     Actor,
@@ -469,7 +469,7 @@ def wire_outcome(
 ) -> tuple[str, int | None]:
     """What the client got, as a wire fault's outcome (`drop`, `reset`, `empty`,
     `truncate`) or `an answer N`, and the status line's status if one came. In-process
-    the app's stand-in for the connection (`api_adapter.wire_faults`) raises what a
+    the app's stand-in for the connection (`sandex.api_adapter.wire_faults`) raises what a
     connection would and announces a truncated body's whole length."""
     try:
         with http.stream(method, path, **kwargs) as r:

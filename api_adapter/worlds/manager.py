@@ -28,18 +28,18 @@ from fastapi import FastAPI
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
-    from api_adapter.world import World
+    from sandex.api_adapter.world import World
 
-from api_adapter.bootstrap import Bootstrap, Credentials
-from engine import Engine
-from engine.config.settings import Settings
-from engine.domain.sandbox_snapshots import snapshots
-from engine.kernel.clock import format_time
-from engine.kernel.commands import CreateCustomer
-from engine.kernel.errors import Forbidden, Invalid, NotFound
-from engine.kernel.logs import get_logger
-from engine.runtime import key_file
-from engine.store import (
+from sandex.api_adapter.bootstrap import Bootstrap, Credentials
+from sandex.engine import Engine
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.sandbox_snapshots import snapshots
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.commands import CreateCustomer
+from sandex.engine.kernel.errors import Forbidden, Invalid, NotFound
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.runtime import key_file
+from sandex.engine.store import (
     Forking,
     Location,
     StoreUnavailable,
@@ -146,7 +146,7 @@ def assemble(
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
     but with no worlds of its own; `bootstrap` makes its bootstrap client. `recording`:
     the file its requests are recorded to, as a scenario."""
-    from api_adapter.world import World
+    from sandex.api_adapter.world import World
 
     world = World.open(
         db.text,
@@ -263,7 +263,7 @@ class WorldManager:
             raise NotFound(f"world {world_id} is not recorded (create it with record: true)")
         served = self._served_of(world_id)  # a world's recording starts when it loads
         if not path.exists():
-            from api_adapter.scenarios.recorder import Recorder
+            from sandex.api_adapter.scenarios.recorder import Recorder
 
             # nothing was asked of it yet: its recorder, made by its first request, not
             # either; made now, it writes its header
@@ -525,7 +525,7 @@ class WorldManager:
     def _fork_recording(
         self, template_id: str, snapshot: str, world_id: str, settings: Settings
     ) -> None:
-        from api_adapter.scenarios.recorder import fork_recording
+        from sandex.api_adapter.scenarios.recorder import fork_recording
 
         try:
             fork_recording(

@@ -12,16 +12,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from api_adapter.paging import Limit
-from api_adapter.pipeline import Caller, passage_of, route
-from api_adapter.problems import AuthError
-from api_adapter.request_bodies import CreateWorldRequest
-from api_adapter.responses import JSONResponse
-from api_adapter.worlds.manager import DRAIN_SECONDS, WorldManager
-from engine.kernel.clock import parse_time
-from engine.kernel.errors import Invalid, NotFound
-from engine.read.clients import is_bootstrap
-from engine.read.queries import checked_limit
+from sandex.api_adapter.paging import Limit
+from sandex.api_adapter.pipeline import Caller, passage_of, route
+from sandex.api_adapter.problems import AuthError
+from sandex.api_adapter.request_bodies import CreateWorldRequest
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.worlds.manager import DRAIN_SECONDS, WorldManager
+from sandex.engine.kernel.clock import parse_time
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.read.clients import is_bootstrap
+from sandex.engine.read.queries import checked_limit
 
 router = APIRouter(prefix="/v2/sandbox/worlds", tags=["Sandbox"])
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from api_adapter.scenarios.runner import run_in_process
-from engine.tools.scenario_file import load
+from sandex.api_adapter.scenarios.runner import run_in_process
+from sandex.engine.tools.scenario_file import load
 from tests.support.trading_helpers import limit
 from tests.support.world_helpers import MANUAL, Front, World
 
