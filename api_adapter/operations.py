@@ -817,6 +817,13 @@ OPERATIONS: tuple[Operation, ...] = (
         answer=shapes.SandboxWorld,
     ),
     Operation(
+        "GetSandboxWorldRecording",
+        "GET",
+        "/v2/sandbox/worlds/{world_id}/recording",
+        "sandbox:worlds",
+        answer=shapes.SandboxWorldRecording,
+    ),
+    Operation(
         "DeleteSandboxWorld",
         "DELETE",
         "/v2/sandbox/worlds/{world_id}",

@@ -523,3 +523,4 @@ class CreateWorldRequest(Body):
     from_world: ShortText | None = None
     from_snapshot: ShortText | None = None
     expires_after_idle_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 24 * 3600)] | None = None
+    record: bool = False

@@ -654,6 +654,17 @@ class ListSandboxWorldsResponse(Shape):
     next_page_cursor: str | None = None
 
 
+class SandboxWorldRecording(Shape):
+    id: str
+    scenario: Annotated[
+        str,
+        Field(
+            description="the world's requests so far as a scenario (YAML) that `sandex replay`"
+            " runs on an empty sandbox; a fork's begins with its template's"
+        ),
+    ]
+
+
 class SandboxWorldDeleted(Shape):
     id: str
     deleted: bool

@@ -22,6 +22,9 @@ from sandex.engine import Engine, open_engine
 from sandex.engine.config.settings import Settings
 from sandex.engine.runtime.scheduler import Scheduler
 
+# The purpose a world's recording says it has.
+WORLD_RECORDING = "a world's requests, recorded by sandex (docs/worlds.md)"
+
 
 class World:
     """The assembly around one engine, which it owns from then on (`stop` stops it)."""
@@ -35,13 +38,15 @@ class World:
         fast_lane: bool = True,
         fault_gate: bool = True,
         record: str | Path | None = None,
+        record_world: bool = False,
         worlds: bool = True,
     ) -> None:
         """`bootstrap` makes the bootstrap client once the engine runs. `background`:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
         serve`); without it nothing moves unless asked (a test, a replay), and the app's
         own lifespan runs its deliverer when a test serves it. `record`: the file of a
-        session recording (`sandex serve --record`). `fault_gate`: see `create_app`.
+        session recording (`sandex serve --record`), or with `record_world` a world's
+        own recording (a world created with `record`, docs/worlds.md). `fault_gate`: see `create_app`.
         `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
         a non-default world is made with False."""
@@ -57,7 +62,10 @@ class World:
         if record is not None:
             from sandex.api_adapter.scenarios.recorder import Recorder
 
-            self.app.add_middleware(Recorder, path=record, engine=engine)
+            options: dict[str, Any] = {"path": record, "engine": engine}
+            if record_world:
+                options.update(resume=True, purpose=WORLD_RECORDING)
+            self.app.add_middleware(Recorder, **options)
         self._credentials: Credentials | None = None
         # What to stop, in the order it was started; the engine is the world's from now.
         self._stops: list[Callable[[], None]] = [self._stop_engine]

@@ -327,6 +327,13 @@ def parser() -> argparse.ArgumentParser:
         "--out", default=None, help="keep the database of a run in-process (default: none)"
     )
     replay.add_argument(
+        "--answers",
+        default=None,
+        metavar="FILE",
+        help="write each request step's answer (status and body as sent) to FILE as JSON"
+        " lines (default: none)",
+    )
+    replay.add_argument(
         "--db",
         "--until",
         action=MovedOption,

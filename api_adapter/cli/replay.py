@@ -46,8 +46,35 @@ class _Printer:
             self.progress.stop()
 
 
+def _write_answers(path: Path, results: list[ScenarioResult]) -> None:
+    """`--answers`: what each request step was answered, as sent, so that a replay's
+    answer can be held against the one a failed test saw (docs/testing.md); private,
+    like the recording whose answers it repeats."""
+    import orjson
+
+    lines = [
+        orjson.dumps(
+            {
+                "scenario": str(result.scenario.source),
+                "step": step.index,
+                "label": step.label,
+                "status": step.status,
+                "body": step.answer.decode("utf-8", "replace"),
+            }
+        )
+        + b"\n"
+        for result in results
+        for step in result.steps
+        if step.answer is not None
+    ]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(b"".join(lines))
+
+
 def replay(args: argparse.Namespace) -> int:
-    """`sandex replay FILE... [--url URL] [--log-hash]`: 0 all green, 1 a mismatch, 2 a
+    """`sandex replay FILE... [--url URL] [--log-hash] [--answers FILE]`: 0 all green, 1 a mismatch, 2 a
     scenario that cannot be read."""
     from sandex.api_adapter.cli.progress import wanted
     from sandex.api_adapter.logging import configure
@@ -106,6 +133,8 @@ def replay(args: argparse.Namespace) -> int:
                 )
     finally:
         printer.stop()
+    if args.answers:
+        _write_answers(Path(args.answers), results)
     steps = sum(len(r.steps) for r in results)
     failed_steps = sum(len(r.failed) for r in results)
     failed = sum(not r.ok for r in results)

@@ -60,6 +60,7 @@ import yaml
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sandex.api_adapter.auth import Tokens
+from sandex.api_adapter.operations import operation
 from sandex.api_adapter.problems import AuthError
 from sandex.api_adapter.scenarios.runner import FAULTS_PATH
 from sandex.engine.config.settings import SELF_MATCH_PREVENTION
@@ -106,6 +107,10 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 # A paging cursor is sealed with the deployment's key: a replay gets others, like ids.
 _ID_KEYS = frozenset({"id", "crypto_tx_hash", "memo", "next_page_cursor"})
 
+
+# The recording of a world (`resume`) keeps its state beside it, in this file's suffix.
+STATE_SUFFIX = ".state.json"
+SNAPSHOTS_PATH = operation("TakeSandboxSnapshot").path
 
 # How long a request waits for the feeds to send what was published before it.
 FEED_CATCH_UP_SECONDS = 5.0
@@ -180,11 +185,67 @@ def check_target(path: str | Path, *, force: bool = False) -> None:
         raise CliError(f"--record {path}: cannot create it in {folder}")
 
 
+def state_path(recording: str | Path) -> Path:
+    """Where a world's recorder keeps what its file does not say (`Recorder(resume=True)`)."""
+    return Path(f"{recording}{STATE_SUFFIX}")
+
+
+def recorded_settings(settings: Any) -> dict[str, Any]:
+    """The settings a recording's header holds: those that differ from the defaults and
+    are the scenario's to choose."""
+    chosen = settings.model_dump(mode="json", exclude_defaults=True)
+    return {k: v for k, v in chosen.items() if k not in _NOT_RECORDED}
+
+
+def fork_recording(template: Path, snapshot: str, target: Path, settings: Any) -> None:
+    """Start the recording of a world forked from `template`'s recording at its snapshot
+    `snapshot`: the template's header (its seed and clock start) with the fork's own
+    settings, and the template's steps up to and including the snapshot's, so that the
+    fork's recording replays from an empty sandbox. `LookupError` when the template's
+    recorder did not see that snapshot taken."""
+    try:
+        state = orjson.loads(state_path(template).read_bytes())
+    except FileNotFoundError:
+        raise LookupError("the template world is not recorded") from None
+    mark = state["marks"].get(snapshot)
+    if mark is None:
+        raise LookupError(f"the template's recording did not see snapshot {snapshot} taken")
+    text = template.read_bytes()[: mark["length"]]
+    steps = text[text.index(b"\nsteps:\n") + 1 :]
+    header = mark["header"]
+    kept = {key: header["settings"][key] for key in ("seed", "clock_start")}
+    header = {**header, "settings": {**recorded_settings(settings), **kept}}
+    data = _header_text(header, mark["mode"]).encode() + steps
+    private_files.write(target, data)
+    fork = {**mark, "length": len(data), "marks": {}}
+    private_files.write(state_path(target), orjson.dumps(fork))
+
+
+def _header_text(header: dict[str, Any], mode: str) -> str:
+    return f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n" + _dump(
+        header
+    )
+
+
 class Recorder:
-    def __init__(self, app: ASGIApp, *, path: str | Path, engine: Any) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        path: str | Path,
+        engine: Any,
+        resume: bool = False,
+        purpose: str = "a session recorded by sandex serve --record",
+    ) -> None:
+        """`resume`: a world's recording, which goes on where it was when the world is
+        loaded again (its state beside it) and marks each snapshot taken, for forks."""
         self.app = app
         self.path = Path(path)
         self.engine = engine
+        self.resume = resume
+        self.purpose = purpose
+        self.marks: dict[str, Any] = {}
+        self._header: dict[str, Any] = {}
         self.wall = engine.clock.mode == "wall"
         self.actors: dict[str, str] = {}  # client_id -> actor name
         self.ids: dict[str, str] = {}  # an id seen -> the variable that names it
@@ -197,6 +258,9 @@ class Recorder:
         self._bootstrap = {
             c["client_id"] for c in engine.state.clients.values() if _is_bootstrap(engine, c)
         }
+        if resume and state_path(self.path).exists():
+            self._load(orjson.loads(state_path(self.path).read_bytes()))
+            return
         if len(engine.state.customers) > 1 or engine.state.position > 3:
             print(
                 f"sandex: recording to {self.path} on a database that already holds"
@@ -209,26 +273,54 @@ class Recorder:
     # -- the file --
 
     def _write_header(self) -> None:
-        settings = self.engine.settings.model_dump(mode="json", exclude_defaults=True)
-        recorded = {k: v for k, v in settings.items() if k not in _NOT_RECORDED}
+        recorded = recorded_settings(self.engine.settings)
         recorded["seed"] = self.engine.seed
         recorded["clock_start"] = format_time(self.engine.clock.now())
-        header = {
-            "version": FORMAT_VERSION,
-            "purpose": "a session recorded by sandex serve --record",
-            "settings": recorded,
-        }
-        mode = "wall" if self.wall else "manual"
+        self._header = {"version": FORMAT_VERSION, "purpose": self.purpose, "settings": recorded}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         private_files.write(  # it holds every request's body: the owner's only
-            self.path,
-            (
-                f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n"
-                + _dump(header)
-                + "steps: []\n"
-            ).encode(),
+            self.path, (_header_text(self._header, self._mode) + "steps: []\n").encode()
         )
         self._empty = True
+        self._save()
+
+    @property
+    def _mode(self) -> str:
+        return "wall" if self.wall else "manual"
+
+    def _memory(self) -> dict[str, Any]:
+        """What the recorder knows that the file does not say, and the file's length."""
+        return {
+            "length": self.path.stat().st_size,
+            "empty": self._empty,
+            "header": self._header,
+            "mode": self._mode,
+            "actors": self.actors,
+            "ids": self.ids,
+            "captured": self.captured,
+            "scopes": {client: sorted(held) for client, held in self.scopes.items()},
+            "last_time": format_time(self._last_time),
+            "feeds_opened": self._feeds_opened,
+        }
+
+    def _save(self) -> None:
+        if self.resume:
+            state = {**self._memory(), "marks": self.marks}
+            private_files.write(state_path(self.path), orjson.dumps(state))
+
+    def _load(self, state: dict[str, Any]) -> None:
+        # what a crash cut off after the last state was saved is cut off the file too
+        with self.path.open("r+b") as f:
+            f.truncate(state["length"])
+        self._empty = state["empty"]
+        self._header = state["header"]
+        self.actors = state["actors"]
+        self.ids = state["ids"]
+        self.captured = state["captured"]
+        self.scopes = {client: set(held) for client, held in state["scopes"].items()}
+        self._last_time = parse_time(state["last_time"])
+        self._feeds_opened = state["feeds_opened"]
+        self.marks = state["marks"]
 
     def _append(self, step: dict[str, Any], comment: str | None = None) -> None:
         text = self.path.read_text() if self._empty else None
@@ -240,12 +332,14 @@ class Recorder:
             block = f"# {comment}\n" + block
         with self.path.open("a") as f:
             f.write(block)
+        self._save()
 
     def _comment(self, text: str) -> None:
         if self._empty:
             return  # nothing to attach it to yet; a note before the first step is noise
         with self.path.open("a") as f:
             f.write(f"# {text}\n")
+        self._save()
 
     # -- ASGI --
 
@@ -455,6 +549,11 @@ class Recorder:
         if saves:
             step["save"] = saves
         self._append(step)
+        taken = method == "POST" and path == SNAPSHOTS_PATH and status == 200
+        if taken and self.resume and isinstance(body, dict):
+            # where a fork of this snapshot starts its recording (`fork_recording`)
+            self.marks[str(body["name"])] = orjson.loads(orjson.dumps(self._memory()))
+            self._save()
 
     def _capture(self, response: Any) -> dict[str, str]:
         """Name each id a response shows for the first time, so later steps refer to it by
@@ -491,7 +590,7 @@ class Recorder:
         try:
             claims = self._tokens_of(scope).verify(token.strip())
         except AuthError:
-            return ANONYMOUS, None, text
+            return ANONYMOUS, None, f"{kind} {_unsigned(token.strip())}"
         client_id = claims.get("c", "")
         if client_id in self._bootstrap:
             actor = ADMIN
@@ -540,6 +639,15 @@ class Recorder:
         if isinstance(value, list):
             return [self._ids(v) for v in value]
         return value
+
+
+def _unsigned(token: str) -> str:
+    """A token this sandbox refused, without its signature (what makes it a credential:
+    another world's token still opens that world); a replay is refused it alike."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return token
+    return f"{parts[0]}.{parts[1]}.{'0' * len(parts[2])}"
 
 
 def _fault_of(scope: Scope) -> dict[str, Any] | None:

@@ -69,6 +69,7 @@ class StepResult:
     diffs: list[str] = field(default_factory=list)
     status: int | None = None
     seconds: float = 0.0
+    answer: bytes | None = None  # a request step's response body, as sent
 
 
 @dataclass
@@ -115,6 +116,7 @@ class Runner:
         self.http = target.client
         self.on_step = on_step
         self.variables: dict[str, Any] = {}
+        self._answer: bytes | None = None  # the step being run's response body
         self.credentials: dict[str, tuple[str, str]] = {
             ADMIN: (target.client_id, target.client_secret)
         }
@@ -207,6 +209,7 @@ class Runner:
                 t0 = time.perf_counter()
                 diffs: list[str] = []
                 status: int | None = None
+                self._answer = None
                 try:
                     status = action()
                 except _Mismatch as exc:
@@ -214,7 +217,7 @@ class Runner:
                 except (StepFailed, UnknownVariable, ValueError, KeyError) as exc:
                     diffs = [_describe(exc)]
                 step_result = StepResult(
-                    index, label, not diffs, diffs, status, time.perf_counter() - t0
+                    index, label, not diffs, diffs, status, time.perf_counter() - t0, self._answer
                 )
                 result.steps.append(step_result)
                 if self.on_step is not None:
@@ -305,6 +308,7 @@ class Runner:
             scopes=req.scopes,
             expected=step.expect.status,
         )
+        self._answer = r.content
         body = _body(r)
         expect = step.expect
         diffs: list[str] = []

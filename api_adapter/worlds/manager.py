@@ -140,12 +140,23 @@ class Served:
         self.world.stop()
 
 
-def assemble(db: Location, settings: Settings, bootstrap: Bootstrap) -> Served:
+def assemble(
+    db: Location, settings: Settings, bootstrap: Bootstrap, recording: Path | None = None
+) -> Served:
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
-    but with no worlds of its own; `bootstrap` makes its bootstrap client."""
+    but with no worlds of its own; `bootstrap` makes its bootstrap client. `recording`:
+    the file its requests are recorded to, as a scenario."""
     from sandex.api_adapter.world import World
 
-    world = World.open(db.text, settings, bootstrap=bootstrap, background=True, worlds=False)
+    world = World.open(
+        db.text,
+        settings,
+        bootstrap=bootstrap,
+        background=True,
+        worlds=False,
+        record=recording,
+        record_world=True,
+    )
     return Served(world.start())
 
 
@@ -185,6 +196,7 @@ class Record:
     from_world: str | None = None
     from_snapshot: str | None = None
     expires_after_idle_seconds: int | None = None
+    record: bool = False  # its requests are recorded as a scenario
     seq: int = 0  # creation order: what a list's cursor holds
 
     def as_json(self) -> bytes:
@@ -239,6 +251,24 @@ class WorldManager:
 
     def _manifest_of(self, world_id: str) -> Path:
         return self.folder / f"{world_id}.json"
+
+    def _recording_of(self, world_id: str) -> Path:
+        return self.folder / f"{world_id}.scenario.yaml"
+
+    def recording(self, world_id: str) -> str:
+        """The scenario a world created with `record` recorded so far (docs/worlds.md)."""
+        record = self._record(world_id)
+        path = self._recording_of(world_id)
+        if not record.record:
+            raise NotFound(f"world {world_id} is not recorded (create it with record: true)")
+        served = self._served_of(world_id)  # a world's recording starts when it loads
+        if not path.exists():
+            from sandex.api_adapter.scenarios.recorder import Recorder
+
+            # nothing was asked of it yet: its recorder, made by its first request, not
+            # either; made now, it writes its header
+            Recorder(served.app, path=path, engine=served.engine, resume=True)
+        return path.read_text()
 
     def _side_files_of(self, world_id: str) -> Iterator[Path]:
         """Its files in the folder: the manifest, key file, lease's lock, and on SQLite
@@ -319,10 +349,13 @@ class WorldManager:
         from_world: str | None = None,
         from_snapshot: str | None = None,
         expires_after_idle_seconds: int | None = None,
+        recorded: bool = False,
     ) -> dict[str, Any]:
         """Make a world, start it and answer its id and its bootstrap client (the secret
         is drawn from the OS and answered here only). With `from_world` and
-        `from_snapshot` the world is a fork: that world as it was at that snapshot."""
+        `from_snapshot` the world is a fork: that world as it was at that snapshot.
+        `recorded`: its requests are recorded as a scenario (a fork's after its template's,
+        which must be recorded too)."""
         if (from_world is None) != (from_snapshot is None):
             missing = "from_snapshot" if from_snapshot is None else "from_world"
             raise Invalid(f"{missing} is required with a fork", field=missing)
@@ -348,7 +381,14 @@ class WorldManager:
                 from_world=from_world,
                 from_snapshot=from_snapshot,
                 expires_after_idle_seconds=expires_after_idle_seconds,
+                record=recorded,
             )
+            if recorded and not template.record:
+                raise Invalid(
+                    f"record invalid: world {from_world} is not recorded, so a fork of it"
+                    " cannot replay from an empty sandbox",
+                    field="record",
+                )
         else:
             record = Record(
                 id=world_id,
@@ -359,6 +399,7 @@ class WorldManager:
                 start_time=start_time,
                 settings=overrides,
                 expires_after_idle_seconds=expires_after_idle_seconds,
+                record=recorded,
             )
         try:
             world_settings = self.settings_of(record)
@@ -393,9 +434,14 @@ class WorldManager:
                 if from_world is not None:
                     assert from_snapshot is not None
                     self._fork(from_world, from_snapshot, db)
+                    if recorded:
+                        self._fork_recording(from_world, from_snapshot, world_id, world_settings)
                 bootstrap = self.new_worlds_bootstrap if from_world is None else None
                 served = assemble(
-                    db, world_settings, bootstrap or _new_client(secrets.token_urlsafe(30))
+                    db,
+                    world_settings,
+                    bootstrap or _new_client(secrets.token_urlsafe(30)),
+                    self._recording_of(world_id) if recorded else None,
                 )
                 try:
                     credentials = served.world.credentials
@@ -476,6 +522,21 @@ class WorldManager:
         private_files.copy(source_keys, fork_keys)
         key_file.KeyFile.existing(db.text).rotate()
 
+    def _fork_recording(
+        self, template_id: str, snapshot: str, world_id: str, settings: Settings
+    ) -> None:
+        from sandex.api_adapter.scenarios.recorder import fork_recording
+
+        try:
+            fork_recording(
+                self._recording_of(template_id), snapshot, self._recording_of(world_id), settings
+            )
+        except LookupError as exc:
+            raise Invalid(
+                f"record invalid: {exc} (world {template_id}, snapshot {snapshot})",
+                field="record",
+            ) from exc
+
     def _served_of(self, world_id: str) -> Served:
         """The world loaded, opened now if it was not."""
         with self._lock:
@@ -483,7 +544,10 @@ class WorldManager:
             if served is None:
                 record = self._record(world_id)
                 self._make_room()
-                served = assemble(self.db_of(world_id), self.settings_of(record), _kept_clients)
+                recording = self._recording_of(world_id) if record.record else None
+                served = assemble(
+                    self.db_of(world_id), self.settings_of(record), _kept_clients, recording
+                )
                 self._served[world_id] = served
                 self._start_housekeeping()
             self._last_used[world_id] = time.time()

@@ -90,6 +90,7 @@ async def create_world(
             from_world=body.from_world,
             from_snapshot=body.from_snapshot,
             expires_after_idle_seconds=body.expires_after_idle_seconds,
+            recorded=body.record,
         )
     )
     urls = _urls(request, made["id"])
@@ -124,6 +125,12 @@ async def list_worlds(
 @route(router, "GetSandboxWorld")
 async def get_world(request: Request, worlds: Worlds, world_id: str) -> JSONResponse:
     return JSONResponse(_present({**worlds.describe(world_id), **_urls(request, world_id)}))
+
+
+@route(router, "GetSandboxWorldRecording")
+async def get_recording(request: Request, worlds: Worlds, world_id: str) -> JSONResponse:
+    scenario = await run_in_threadpool(worlds.recording, world_id)
+    return JSONResponse({"id": world_id, "scenario": scenario})
 
 
 @route(router, "DeleteSandboxWorld")

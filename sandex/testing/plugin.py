@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from sandex.testing._failures import console, forget, leave
 from sandex.testing._server import (
     STARTERS,
     Address,
@@ -30,6 +31,10 @@ from sandex.testing._world import DEFAULT_START, SandexWorld, Template, default_
 SNAPSHOT = "sandex-template"
 KEEP = ("failed", "all", "none")
 MARKER_FIELDS = ("clock", "start", "settings", "template")
+# Every template world's seed: its ids are drawn from it, so that a replay of a failed
+# test's requests from an empty sandbox draws the same ones (0: the price paths of a
+# world made without a seed).
+SEED = 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,13 @@ OPTIONS = (
     ),
     Option(
         "keep", "which tests' worlds are kept, not deleted: failed, all or none", "failed", KEEP
+    ),
+    Option(
+        "failures",
+        "the folder, under the rootdir, where a failed test leaves its world's events and"
+        " the scenario that replays its requests",
+        ".sandex/failures",
+        metavar="DIR",
     ),
 )
 
@@ -190,11 +202,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     world = item.stash.get(_WORLD, None)
     if world is not None:
         keep = setting(item.config, "keep")
-        if report.when == "call" and report.failed and keep != "none":
-            report.sections.append(("sandex", f"world {world.id} kept: {world.base_url}"))
-        if report.when == "teardown" and getattr(world, "kept", False):
-            report.sections.append(("sandex kept", f"{world.id} {world.base_url}"))
+        if report.when in ("setup", "call") and report.failed:
+            report.sections.append(("sandex", _failed(item, world, keep)))
+        if report.when == "teardown":
+            if getattr(world, "kept", False):
+                report.sections.append(("sandex kept", f"{world.id} {world.base_url}"))
+            if not item.stash.get(_FAILED, False):
+                forget(failures_folder(item.config), item.nodeid)
     return report
+
+
+def failures_folder(config: pytest.Config) -> Path:
+    return config.rootpath / setting(config, "failures")
+
+
+def _failed(item: pytest.Item, world: SandexWorld, keep: str) -> str:
+    """The failed test's section of the report: its world, and the folder it left (read
+    now, while the world exists, whatever `--sandex-keep` does with it after)."""
+    server = item.config.stash[_STATE].sandbox()
+    if keep == "none":
+        lines = [f"world {world.id}: deleted after the test (--sandex-keep=none)"]
+    else:
+        lines = [f"world {world.id} kept: {world.base_url}"]
+        shown = console(server, world)
+        if shown:
+            lines.append(f"console: {shown}")
+    try:
+        left = leave(failures_folder(item.config), item.nodeid, server, world)
+    except Exception as exc:  # noqa: BLE001 - the report must still say what failed
+        lines.append(f"its failure folder could not be written: {exc!r}")
+    else:
+        lines.append(f"folder: {left.folder}")
+        lines.append(f"replay: {left.command}")
+    return "\n".join(lines)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -271,6 +311,7 @@ class SessionState:
         if key not in self.templates:
             server = self.sandbox()
             body: dict[str, Any] = {"name": "sandex template", "clock": clock}
+            body.update(seed=SEED, record=True)
             if clock == "manual":
                 body["start_time"] = start
             made = server.create_world(**body)
@@ -338,7 +379,7 @@ def sandex_world(
     template = request.config.stash[_STATE].template(
         chosen.get("template") or sandex_template, clock, start
     )
-    body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT}
+    body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT, "record": True}
     body["name"] = request.node.name[:100]
     if settings:
         body["settings"] = settings
