@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from sandex.testing._guard import Refused, check_host, check_sandex
 from sandex.testing._server import (
     STARTERS,
     Address,
@@ -105,6 +107,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("sandex_reuse", "keep and reuse the session's server", type="bool")
     group.addoption(
+        "--sandex-allow-remote",
+        action="store_true",
+        default=None,
+        help="allow a --sandex-url/SANDEX_URL outside loopback (ini sandex_allow_remote;"
+        " default: refused, so that a suite never reaches a real service by mistake)",
+    )
+    parser.addini(
+        "sandex_allow_remote", "allow a --sandex-url/SANDEX_URL outside loopback", type="bool"
+    )
+    group.addoption(
         "--sandex-reuse-list",
         action="store_true",
         help="say which server --sandex-reuse keeps running, and exit",
@@ -131,9 +143,29 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return 0
 
 
+def switch(config: pytest.Config, name: str) -> bool:
+    """A yes/no option's value: its flag, else its ini line."""
+    given = config.getoption("sandex_" + name)
+    return bool(config.getini("sandex_" + name) if given is None else given)
+
+
 def reusing(config: pytest.Config) -> bool:
-    given = config.getoption("sandex_reuse")
-    return bool(config.getini("sandex_reuse") if given is None else given)
+    return switch(config, "reuse")
+
+
+def given_url(config: pytest.Config) -> str:
+    """The running sandbox's root URL the session is given (`--sandex-url`, its ini
+    line or `SANDEX_URL`), without a trailing `/v2`; empty when none is."""
+    url = setting(config, "url") or os.environ.get("SANDEX_URL", "")
+    return url.rstrip("/").removesuffix("/v2")
+
+
+def guard_url(config: pytest.Config, url: str) -> None:
+    """A URL outside loopback is refused unless allowed, before any connection."""
+    try:
+        check_host(url, switch(config, "allow_remote"))
+    except Refused as refused:
+        raise pytest.UsageError(str(refused)) from None
 
 
 def setting(config: pytest.Config, name: str) -> str:
@@ -168,10 +200,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """With --sandex-reuse the server is found (or started) first, by the controller
-    under xdist, so that the run's summary can say which."""
+    """A given URL is checked first (by the controller under xdist, before any worker
+    starts): refused outside loopback unless allowed, and the session stops in one line
+    when it is not a sandex or is too old. With --sandex-reuse the server is found (or
+    started) first, so that the run's summary can say which."""
     config = session.config
-    if reusing(config) and not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        return
+    url = given_url(config)
+    if url:
+        guard_url(config, url)
+        with httpx.Client() as http:
+            try:
+                check_sandex(url, http)
+            except Refused as refused:
+                raise pytest.UsageError(str(refused)) from None
+    elif reusing(config):
         config.stash[_STATE].sandbox()
 
 
@@ -235,10 +279,11 @@ class SessionState:
     def sandbox(self) -> SandexServer:
         if self.server is not None:
             return self.server
-        url = setting(self.config, "url") or os.environ.get("SANDEX_URL", "")
+        url = given_url(self.config)
         if url:
+            guard_url(self.config, url)
             address = Address(
-                url.rstrip("/").removesuffix("/v2"),
+                url,
                 os.environ.get("SANDEX_CLIENT_ID", "sandex"),
                 # a loopback `sandex serve`'s documented default secret
                 os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret"),
