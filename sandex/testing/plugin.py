@@ -8,6 +8,7 @@ import importlib
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sandex.testing._guard import Refused, check_host, check_sandex
 from sandex.testing._server import (
     STARTERS,
     Address,
+    Deleter,
     Reused,
     Running,
     SandexServer,
@@ -31,6 +33,8 @@ from sandex.testing._world import DEFAULT_START, SandexWorld, Template, default_
 # The template world's snapshot that every test's world is forked from.
 SNAPSHOT = "sandex-template"
 KEEP = ("failed", "all", "none")
+# The name of a world forked ahead of the test that will take it.
+AHEAD = "sandex test world"
 MARKER_FIELDS = ("clock", "start", "settings", "template")
 
 
@@ -242,9 +246,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    reuse = terminalreporter.config.stash[_STATE].reuse_line
-    if reuse:
-        terminalreporter.write_line(reuse)
+    state = terminalreporter.config.stash[_STATE]
+    if state.reuse_line:
+        terminalreporter.write_line(state.reuse_line)
+    failures = state.deleting.failures if state.deleting is not None else []
+    if failures:
+        terminalreporter.write_line(
+            f"sandex: {len(failures)} test worlds could not be deleted (first: {failures[0]})"
+        )
     kept = [
         (report.nodeid, content)
         for report in terminalreporter.getreports("")
@@ -269,6 +278,9 @@ class SessionState:
     folder: Path | None = None
     templates: dict[tuple[Any, ...], SandexWorld] = field(default_factory=dict)
     reuse_line: str = ""
+    deleting: Deleter | None = None
+    ahead: ThreadPoolExecutor | None = None
+    spares: dict[tuple[str, str], Future[SandexWorld]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
@@ -325,11 +337,52 @@ class SessionState:
             world.snapshot(SNAPSHOT)
         return self.templates[key]
 
+    def fork(
+        self, template: SandexWorld, clock: str, settings: dict[str, Any], name: str
+    ) -> SandexWorld:
+        """A test's world, forked from `template` and logged in. On a server that stops
+        with the session and a manual clock, the next test's world of the same template
+        and settings is forked ahead, on a thread, while this test runs (named for no
+        test: a world forked ahead does not know whose it will be)."""
+        server = self.sandbox()
+        body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT}
+        if settings:
+            body["settings"] = settings
+        if clock != "manual" or self.outlives():
+            return _forked(server, template, {**body, "name": name})
+        key = (template.id, json.dumps(settings, sort_keys=True))
+        spare = self.spares.pop(key, None)
+        world = None
+        if spare is not None:
+            try:
+                world = spare.result()
+            except Exception:  # forked now instead, so that its error is this test's
+                world = None
+        if world is None:
+            world = _forked(server, template, {**body, "name": name})
+        if self.ahead is None:
+            self.ahead = ThreadPoolExecutor(1, thread_name_prefix="sandex-fork-ahead")
+        self.spares[key] = self.ahead.submit(_forked, server, template, {**body, "name": AHEAD})
+        return world
+
+    def outlives(self) -> bool:
+        """Whether the server outlives the session (a URL's, or kept by --sandex-reuse)."""
+        return self.server is not None and (self.server.mode == "url" or reusing(self.config))
+
+    def deleter(self) -> Deleter:
+        """The session's deleter of the tests' worlds (made when first asked for)."""
+        if self.deleting is None:
+            self.deleting = Deleter(self.sandbox())
+        return self.deleting
+
     def finish(self) -> None:
         try:
-            outlives = self.server is not None and (
-                self.server.mode == "url" or reusing(self.config)
-            )
+            outlives = self.outlives()
+            if self.ahead is not None:  # the worlds forked ahead go with the server
+                self.ahead.shutdown(wait=True, cancel_futures=True)
+            if self.deleting is not None:
+                # a server that stops with the session takes its worlds with it
+                self.deleting.close(drain=outlives)
             if self.server is not None and outlives:
                 for template in self.templates.values():
                     self.server.delete_world(template.id)
@@ -342,6 +395,14 @@ class SessionState:
                 self.running.stop()
             if self.folder is not None:
                 remove(self.folder)
+
+
+def _forked(server: SandexServer, template: SandexWorld, body: dict[str, Any]) -> SandexWorld:
+    """A fork of `template` (`body`: the creation's), its bootstrap client logged in."""
+    made = server.create_world(**body)
+    world = SandexWorld(made, template.client_id, template.client_secret, server.http)
+    world.token()
+    return world
 
 
 @pytest.fixture(scope="session")
@@ -380,15 +441,9 @@ def sandex_world(
     start = chosen.get("start") or setting(config, "start")
     settings = json.loads(setting(config, "settings") or "{}")
     settings.update(chosen.get("settings") or {})
-    template = request.config.stash[_STATE].template(
-        chosen.get("template") or sandex_template, clock, start
-    )
-    body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT}
-    body["name"] = request.node.name[:100]
-    if settings:
-        body["settings"] = settings
-    made = sandex_server.create_world(**body)
-    world = SandexWorld(made, template.client_id, template.client_secret, sandex_server.http)
+    state = request.config.stash[_STATE]
+    template = state.template(chosen.get("template") or sandex_template, clock, start)
+    world = state.fork(template, clock, settings, request.node.name[:100])
     request.node.stash[_WORLD] = world
     yield world
     keep = setting(config, "keep")
@@ -396,4 +451,4 @@ def sandex_world(
     if keep == "all" or (keep == "failed" and failed):
         world.kept = True
         return
-    sandex_server.delete_world(world.id)
+    request.config.stash[_STATE].deleter().put(world.id)
