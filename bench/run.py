@@ -472,22 +472,22 @@ BENCHES = {
             f"{name}{end}": rf"{line}{where}"
             for name, line in (
                 (
-                    "world_p50",
+                    "world_p50_ms",
                     r"sandex_world per test \(fork, login, teardown\), thread mode: p50: ",
                 ),
                 (
-                    "world_p99",
+                    "world_p99_ms",
                     r"sandex_world per test \(fork, login, teardown\), thread mode: p99: ",
                 ),
-                ("setup_p50", r"sandex_world per test, its setup alone: p50: "),
-                ("login_p50", r"sandex_world per test, its login alone: p50: "),
-                ("teardown_p50", r"sandex_world per test, its teardown alone: p50: "),
+                ("setup_ms", r"sandex_world per test, its setup alone: p50: "),
+                ("login_ms", r"sandex_world per test, its login alone: p50: "),
+                ("teardown_ms", r"sandex_world per test, its teardown alone: p50: "),
                 ("start_s", r"session start, thread mode: pytest start to the first test: "),
                 ("server_s", r"session start, thread mode: the sandex_server fixture: "),
                 ("n0_wall_s", r"example suite, -n 0: wall time: "),
-                ("n0_overhead", r"example suite, -n 0: fixture overhead: "),
+                ("n0_overhead_pct", r"example suite, -n 0: fixture overhead: "),
                 ("n2_wall_s", r"example suite, -n 2: wall time: "),
-                ("n2_overhead", r"example suite, -n 2: fixture overhead: "),
+                ("n2_overhead_pct", r"example suite, -n 2: fixture overhead: "),
             )
             for end, where in (
                 ("", NUM),
@@ -875,9 +875,9 @@ def plugin_rows(pl: Bench) -> list[list[str]]:
     def pct(x: float) -> str:
         return f"{x:.1f}%"
 
-    p50, p99 = in_process(pl, "world_p50", rounds), in_process(pl, "world_p99", rounds)
+    p50, p99 = in_process(pl, "world_p50_ms", rounds), in_process(pl, "world_p99_ms", rounds)
     parts = [
-        (name, in_process(pl, f"{name}_p50", rounds)) for name in ("setup", "login", "teardown")
+        (name, in_process(pl, f"{name}_ms", rounds)) for name in ("setup", "login", "teardown")
     ]
     rows = [
         _row(
@@ -896,7 +896,7 @@ def plugin_rows(pl: Bench) -> list[list[str]]:
     tests = pl.arg("--tests")
     differing = pl.values("differing")
     for workers in ("0", pl.arg("--workers")):
-        overhead = in_process(pl, f"n{workers}_overhead", rounds)
+        overhead = in_process(pl, f"n{workers}_overhead_pct", rounds)
         wall = in_process(pl, f"n{workers}_wall_s", rounds)
         same = bool(differing) and differing[0] == 0
         rows.append(
