@@ -11,7 +11,7 @@ head, every run a separate process, so that both sides of a pair see the same mo
 shared, noisy machine; pair i is round i.
 
 Which code measures: a benchmark script whose imports of the engine are only the public
-`from engine import Engine, Settings` (the HTTP ones drive `python -m api_adapter.cli`)
+`from engine import Engine, Settings` (the HTTP ones drive `python -m sandex.api_adapter.cli`)
 is the head's copy for both sides (one copy of head's bench/, pointed at each tree with
 SANDEX_BENCH_TREE): the same benchmark code on both sides. A script that imports engine
 internals cannot import a revision of another module layout, so each tree runs its own

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from api_adapter.version import VERSION_HEADER
+from sandex.api_adapter.version import VERSION_HEADER
 
 # The oldest sandex whose answers this plugin understands.
 OLDEST_SUPPORTED = "0.1.0"

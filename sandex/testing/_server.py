@@ -60,12 +60,12 @@ def start_thread(folder: Path) -> Running:
     import structlog
     import uvicorn
 
-    from api_adapter.bootstrap import fixed
-    from api_adapter.logging import configure
-    from api_adapter.server.connections import uvicorn_options
-    from api_adapter.server.listen import listen
-    from api_adapter.world import World
-    from engine.config.settings import Settings
+    from sandex.api_adapter.bootstrap import fixed
+    from sandex.api_adapter.logging import configure
+    from sandex.api_adapter.server.connections import uvicorn_options
+    from sandex.api_adapter.server.listen import listen
+    from sandex.api_adapter.world import World
+    from sandex.engine.config.settings import Settings
 
     if not structlog.is_configured():  # a request's access line per call is a suite's noise
         configure(json_lines=True, level="WARNING")
@@ -109,7 +109,14 @@ def start_process(folder: Path, *, detached: bool = False) -> Running:
     log_path = folder / "sandex-serve.log"
     log = log_path.open("ab")
     env = {**os.environ, "SANDEX_CLIENT_ID": CLIENT_ID, "SANDEX_CLIENT_SECRET": secret}
-    command = [sys.executable, "-m", "api_adapter.cli", "serve", "--db", str(folder / "sandex.db")]
+    command = [
+        sys.executable,
+        "-m",
+        "sandex.api_adapter.cli",
+        "serve",
+        "--db",
+        str(folder / "sandex.db"),
+    ]
     command += ["--host", "127.0.0.1", "--port", "0", "--no-rate-limits", "--log-format", "json"]
     proc = subprocess.Popen(
         [*command, "--log-level", "WARNING"],
@@ -232,7 +239,7 @@ class Reused:
     else ~/.sandex) as `pytest-server.json` (0600), its database and log beside it."""
 
     def __init__(self) -> None:
-        from engine.store.locations import STATE_DIR_ENV
+        from sandex.engine.store.locations import STATE_DIR_ENV
 
         self.folder = Path(os.environ.get(STATE_DIR_ENV) or Path.home() / ".sandex")
         self.record = self.folder / "pytest-server.json"
