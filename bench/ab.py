@@ -51,12 +51,15 @@ SIDES = ("base", "head")
 PUBLIC_ENGINE_NAMES = {"Engine", "Settings"}
 # figures that measure no sandex code (the noise shows in them) or are counts, not speed
 REFERENCE = re.compile(r"^(raw|raw_min|raw_max|scan|plain|ma_theirs|trivial_\w+|trivial\.[\w.]+)$")
-COUNT = re.compile(r"^(replay_n|matching_n|tail|.*\.offered|alive|answered|threads_before)$")
+COUNT = re.compile(
+    r"^(replay_n|matching_n|tail|.*\.offered|alive|answered|threads_before|differing)$"
+)
 # lower is better: latencies, seconds, milliseconds, bytes, MB, MiB, KiB, µs, the
-# wall-time ratio to backtesting.py, calls per order, threads
+# wall-time ratio to backtesting.py, calls per order, threads, shares of a suite's time
 LOWER = re.compile(
     r"(\.(p50|p99|p99\.9|max)$|_s$|^startup|_mb$|^per_order$|^ma_ours$|^ma_ratio$|_kib$"
-    r"|_us(_min|_max)?$|calls$|_ms(_min|_max)?$|_mib(_min|_max)?$|^threads_after$)"
+    r"|_us(_min|_max)?$|calls$|_ms(_min|_max)?$|_mib(_min|_max)?$|^threads_after$"
+    r"|_s_(min|max)$|_pct(_min|_max)?$)"
 )
 
 

@@ -462,6 +462,43 @@ BENCHES = {
         | {"fill": rf"first page at {NUM} recorded requests"},
         timeout=900,
     ),
+    # issue 32: the pytest plugin's costs, each figure's rounds in one process
+    "plugin": Bench(
+        "bench_plugin.py",
+        ["--tests", "200", "--rounds", "5", "--workers", "2"],
+        ["--tests", "10", "--rounds", "1", "--workers", "2"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                (
+                    "world_p50_ms",
+                    r"sandex_world per test \(fork, login, teardown\), thread mode: p50: ",
+                ),
+                (
+                    "world_p99_ms",
+                    r"sandex_world per test \(fork, login, teardown\), thread mode: p99: ",
+                ),
+                ("setup_ms", r"sandex_world per test, its setup alone: p50: "),
+                ("login_ms", r"sandex_world per test, its login alone: p50: "),
+                ("teardown_ms", r"sandex_world per test, its teardown alone: p50: "),
+                ("start_s", r"session start, thread mode: pytest start to the first test: "),
+                ("server_s", r"session start, thread mode: the sandex_server fixture: "),
+                ("n0_wall_s", r"example suite, -n 0: wall time: "),
+                ("n0_overhead_pct", r"example suite, -n 0: fixture overhead: "),
+                ("n2_wall_s", r"example suite, -n 2: wall time: "),
+                ("n2_overhead_pct", r"example suite, -n 2: fixture overhead: "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ [^\[\n]*\[{NUM}–"),
+                ("_max", rf"[\d.,]+ [^\[\n]*\[[\d.,]+–{NUM}\]"),
+            )
+        }
+        | {"differing": rf"tests whose outcome or observations differ: {NUM}"},
+        verifies=False,
+        timeout=1800,
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -821,9 +858,82 @@ def table() -> list[str]:
     rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
     rows += faults_rows(BENCHES["faults"])
     rows += requests_rows(BENCHES["requests"])
+    rows += plugin_rows(BENCHES["plugin"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def plugin_rows(pl: Bench) -> list[list[str]]:
+    """Issue 32's figures: the pytest plugin in a user's suite (bench_plugin), thread
+    mode, each the median of its rounds in one process."""
+    rounds = f"{pl.arg('--rounds')} rounds in one process"
+
+    def ms(x: float) -> str:
+        return f"{x:,.1f} ms"
+
+    def pct(x: float) -> str:
+        return f"{x:.1f}%"
+
+    p50, p99 = in_process(pl, "world_p50_ms", rounds), in_process(pl, "world_p99_ms", rounds)
+    parts = [
+        (name, in_process(pl, f"{name}_ms", rounds)) for name in ("setup", "login", "teardown")
+    ]
+    rows = [
+        _row(
+            "`sandex_world` per test (fork, login, teardown), thread mode: p50",
+            p50,
+            ms,
+            "p50 of each alone: "
+            + ", ".join(f"{name} {'—' if s is None else ms(s.median)}" for name, s in parts),
+            None,
+            "p50 ≤ 20 ms, p99 ≤ 100 ms",
+            None if p50 is None or p99 is None else p50.median <= 20 and p99.median <= 100,
+            "—" if p99 is None else f"p99 {ms(p99.median)} [{ms(p99.low)}–{ms(p99.high)}]",
+            "—",
+        )
+    ]
+    tests = pl.arg("--tests")
+    differing = pl.values("differing")
+    for workers in ("0", pl.arg("--workers")):
+        overhead = in_process(pl, f"n{workers}_overhead_pct", rounds)
+        wall = in_process(pl, f"n{workers}_wall_s", rounds)
+        same = bool(differing) and differing[0] == 0
+        rows.append(
+            _row(
+                f"example suite of {tests} tests (a GTT order each, its clock advanced past"
+                f" the expiry), -n {workers}: fixture overhead (setup and teardown over wall"
+                " time, per worker)",
+                overhead,
+                pct,
+                "—"
+                if wall is None
+                else f"wall time {wall.median:.1f} s [{wall.low:.1f}–{wall.high:.1f}]",
+                None,
+                "≤ 10%" + ("; identical results to -n 0" if workers != "0" else ""),
+                None if overhead is None else overhead.median <= 10 and (workers == "0" or same),
+                "—",
+                "—" if workers == "0" or not differing else f"{differing[0]:.0f} tests differ",
+            )
+        )
+    start, server = in_process(pl, "start_s", rounds), in_process(pl, "server_s", rounds)
+    rows.append(
+        _row(
+            "session start, thread mode: pytest's start to the first test's body",
+            start,
+            _secs,
+            "—"
+            if server is None
+            else f"the `sandex_server` fixture alone: {_secs(server.median)}"
+            f" [{_secs(server.low)}–{_secs(server.high)}]",
+            None,
+            "≤ 1 s",
+            None if start is None else start.median <= 1.0,
+            "—",
+            "—",
+        )
+    )
+    return rows
 
 
 def faults_rows(ft: Bench) -> list[list[str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import queue
 import re
 import secrets
 import shutil
@@ -341,6 +342,52 @@ class SandexServer:
 
     def close(self) -> None:
         self.http.close()
+
+
+class Deleter:
+    """Deletes the tests' worlds on a thread of its own, through a client of its own, so
+    that a test's teardown does not wait for it: the server deletes one world while the
+    next test runs. `close` waits for the rest, or drops them when the server stops with
+    the session anyway."""
+
+    def __init__(self, server: SandexServer) -> None:
+        self._server = server
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._dropping = False
+        self.failures: list[str] = []
+
+    def put(self, world_id: str) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sandex-deleter", daemon=True)
+            self._thread.start()
+        self._queue.put(world_id)
+
+    def _run(self) -> None:
+        server = self._server
+        with Client(
+            server.base_url,
+            server.token_url,
+            server.client_id,
+            server.client_secret,
+            timeout=60,
+            retries=NO_RETRIES,
+        ) as api:
+            while (world_id := self._queue.get()) is not None:
+                if self._dropping:
+                    continue
+                try:
+                    api.request("DELETE", f"/sandbox/worlds/{world_id}")
+                except Exception as exc:  # said at the session's end, not lost
+                    self.failures.append(f"{world_id}: {type(exc).__name__}: {exc}")
+
+    def close(self, *, drain: bool) -> None:
+        """Delete the worlds still queued (`drain`), or drop them; then stop."""
+        if self._thread is None:
+            return
+        self._dropping = not drain
+        self._queue.put(None)
+        self._thread.join()
 
 
 def private_folder(prefix: str) -> Path:

@@ -8,16 +8,20 @@ import importlib
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from sandex.testing._failures import console, forget, leave
+from sandex.testing._guard import Refused, check_host, check_sandex
 from sandex.testing._server import (
     STARTERS,
     Address,
+    Deleter,
     Reused,
     Running,
     SandexServer,
@@ -30,6 +34,8 @@ from sandex.testing._world import DEFAULT_START, SandexWorld, Template, default_
 # The template world's snapshot that every test's world is forked from.
 SNAPSHOT = "sandex-template"
 KEEP = ("failed", "all", "none")
+# The name of a world forked ahead of the test that will take it.
+AHEAD = "sandex test world"
 MARKER_FIELDS = ("clock", "start", "settings", "template")
 # Every template world's seed: its ids are drawn from it, so that a replay of a failed
 # test's requests from an empty sandbox draws the same ones (0: the price paths of a
@@ -117,6 +123,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("sandex_reuse", "keep and reuse the session's server", type="bool")
     group.addoption(
+        "--sandex-allow-remote",
+        action="store_true",
+        default=None,
+        help="allow a --sandex-url/SANDEX_URL outside loopback (ini sandex_allow_remote;"
+        " default: refused, so that a suite never reaches a real service by mistake)",
+    )
+    parser.addini(
+        "sandex_allow_remote", "allow a --sandex-url/SANDEX_URL outside loopback", type="bool"
+    )
+    group.addoption(
         "--sandex-reuse-list",
         action="store_true",
         help="say which server --sandex-reuse keeps running, and exit",
@@ -143,9 +159,29 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return 0
 
 
+def switch(config: pytest.Config, name: str) -> bool:
+    """A yes/no option's value: its flag, else its ini line."""
+    given = config.getoption("sandex_" + name)
+    return bool(config.getini("sandex_" + name) if given is None else given)
+
+
 def reusing(config: pytest.Config) -> bool:
-    given = config.getoption("sandex_reuse")
-    return bool(config.getini("sandex_reuse") if given is None else given)
+    return switch(config, "reuse")
+
+
+def given_url(config: pytest.Config) -> str:
+    """The running sandbox's root URL the session is given (`--sandex-url`, its ini
+    line or `SANDEX_URL`), without a trailing `/v2`; empty when none is."""
+    url = setting(config, "url") or os.environ.get("SANDEX_URL", "")
+    return url.rstrip("/").removesuffix("/v2")
+
+
+def guard_url(config: pytest.Config, url: str) -> None:
+    """A URL outside loopback is refused unless allowed, before any connection."""
+    try:
+        check_host(url, switch(config, "allow_remote"))
+    except Refused as refused:
+        raise pytest.UsageError(str(refused)) from None
 
 
 def setting(config: pytest.Config, name: str) -> str:
@@ -180,10 +216,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """With --sandex-reuse the server is found (or started) first, by the controller
-    under xdist, so that the run's summary can say which."""
+    """A given URL is checked first (by the controller under xdist, before any worker
+    starts): refused outside loopback unless allowed, and the session stops in one line
+    when it is not a sandex or is too old. With --sandex-reuse the server is found (or
+    started) first, so that the run's summary can say which."""
     config = session.config
-    if reusing(config) and not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        return
+    url = given_url(config)
+    if url:
+        guard_url(config, url)
+        with httpx.Client() as http:
+            try:
+                check_sandex(url, http)
+            except Refused as refused:
+                raise pytest.UsageError(str(refused)) from None
+    elif reusing(config):
         config.stash[_STATE].sandbox()
 
 
@@ -238,9 +286,14 @@ def _failed(item: pytest.Item, world: SandexWorld, keep: str) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    reuse = terminalreporter.config.stash[_STATE].reuse_line
-    if reuse:
-        terminalreporter.write_line(reuse)
+    state = terminalreporter.config.stash[_STATE]
+    if state.reuse_line:
+        terminalreporter.write_line(state.reuse_line)
+    failures = state.deleting.failures if state.deleting is not None else []
+    if failures:
+        terminalreporter.write_line(
+            f"sandex: {len(failures)} test worlds could not be deleted (first: {failures[0]})"
+        )
     kept = [
         (report.nodeid, content)
         for report in terminalreporter.getreports("")
@@ -265,6 +318,9 @@ class SessionState:
     folder: Path | None = None
     templates: dict[tuple[Any, ...], SandexWorld] = field(default_factory=dict)
     reuse_line: str = ""
+    deleting: Deleter | None = None
+    ahead: ThreadPoolExecutor | None = None
+    spares: dict[tuple[str, str], Future[SandexWorld]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
@@ -275,10 +331,11 @@ class SessionState:
     def sandbox(self) -> SandexServer:
         if self.server is not None:
             return self.server
-        url = setting(self.config, "url") or os.environ.get("SANDEX_URL", "")
+        url = given_url(self.config)
         if url:
+            guard_url(self.config, url)
             address = Address(
-                url.rstrip("/").removesuffix("/v2"),
+                url,
                 os.environ.get("SANDEX_CLIENT_ID", "sandex"),
                 # a loopback `sandex serve`'s documented default secret
                 os.environ.get("SANDEX_CLIENT_SECRET", "sandex-secret"),
@@ -321,11 +378,56 @@ class SessionState:
             world.snapshot(SNAPSHOT)
         return self.templates[key]
 
+    def fork(
+        self, template: SandexWorld, clock: str, settings: dict[str, Any], name: str
+    ) -> SandexWorld:
+        """A test's world, forked from `template` and logged in. On a server that stops
+        with the session and a manual clock, the next test's world of the same template
+        and settings is forked ahead, on a thread, while this test runs (named for no
+        test: a world forked ahead does not know whose it will be)."""
+        server = self.sandbox()
+        body: dict[str, Any] = {
+            "from_world": template.id,
+            "from_snapshot": SNAPSHOT,
+            "record": True,
+        }
+        if settings:
+            body["settings"] = settings
+        if clock != "manual" or self.outlives():
+            return _forked(server, template, {**body, "name": name})
+        key = (template.id, json.dumps(settings, sort_keys=True))
+        spare = self.spares.pop(key, None)
+        world = None
+        if spare is not None:
+            try:
+                world = spare.result()
+            except Exception:  # forked now instead, so that its error is this test's
+                world = None
+        if world is None:
+            world = _forked(server, template, {**body, "name": name})
+        if self.ahead is None:
+            self.ahead = ThreadPoolExecutor(1, thread_name_prefix="sandex-fork-ahead")
+        self.spares[key] = self.ahead.submit(_forked, server, template, {**body, "name": AHEAD})
+        return world
+
+    def outlives(self) -> bool:
+        """Whether the server outlives the session (a URL's, or kept by --sandex-reuse)."""
+        return self.server is not None and (self.server.mode == "url" or reusing(self.config))
+
+    def deleter(self) -> Deleter:
+        """The session's deleter of the tests' worlds (made when first asked for)."""
+        if self.deleting is None:
+            self.deleting = Deleter(self.sandbox())
+        return self.deleting
+
     def finish(self) -> None:
         try:
-            outlives = self.server is not None and (
-                self.server.mode == "url" or reusing(self.config)
-            )
+            outlives = self.outlives()
+            if self.ahead is not None:  # the worlds forked ahead go with the server
+                self.ahead.shutdown(wait=True, cancel_futures=True)
+            if self.deleting is not None:
+                # a server that stops with the session takes its worlds with it
+                self.deleting.close(drain=outlives)
             if self.server is not None and outlives:
                 for template in self.templates.values():
                     self.server.delete_world(template.id)
@@ -338,6 +440,14 @@ class SessionState:
                 self.running.stop()
             if self.folder is not None:
                 remove(self.folder)
+
+
+def _forked(server: SandexServer, template: SandexWorld, body: dict[str, Any]) -> SandexWorld:
+    """A fork of `template` (`body`: the creation's), its bootstrap client logged in."""
+    made = server.create_world(**body)
+    world = SandexWorld(made, template.client_id, template.client_secret, server.http)
+    world.token()
+    return world
 
 
 @pytest.fixture(scope="session")
@@ -376,15 +486,9 @@ def sandex_world(
     start = chosen.get("start") or setting(config, "start")
     settings = json.loads(setting(config, "settings") or "{}")
     settings.update(chosen.get("settings") or {})
-    template = request.config.stash[_STATE].template(
-        chosen.get("template") or sandex_template, clock, start
-    )
-    body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT, "record": True}
-    body["name"] = request.node.name[:100]
-    if settings:
-        body["settings"] = settings
-    made = sandex_server.create_world(**body)
-    world = SandexWorld(made, template.client_id, template.client_secret, sandex_server.http)
+    state = request.config.stash[_STATE]
+    template = state.template(chosen.get("template") or sandex_template, clock, start)
+    world = state.fork(template, clock, settings, request.node.name[:100])
     request.node.stash[_WORLD] = world
     yield world
     keep = setting(config, "keep")
@@ -392,4 +496,4 @@ def sandex_world(
     if keep == "all" or (keep == "failed" and failed):
         world.kept = True
         return
-    sandex_server.delete_world(world.id)
+    request.config.stash[_STATE].deleter().put(world.id)

@@ -311,7 +311,8 @@ def test_reuse_keeps_the_server_between_runs_until_stopped(
 
 def test_help_shows_the_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--help")
-    flags = ("mode", "url", "clock", "start", "settings", "template", "keep", "failures", "reuse")
+    flags = ("mode", "url", "allow-remote", "clock", "start", "settings", "template", "keep")
+    flags += ("failures", "reuse")
     for flag in (*flags, "reuse-list", "reuse-stop"):
         result.stdout.fnmatch_lines([f"*--sandex-{flag}*"])
     result.stdout.fnmatch_lines(["*sandex_start*"])
