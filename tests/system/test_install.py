@@ -9,13 +9,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import tomllib
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.support.wheel_helpers import built_wheel, clean_env, fresh_venv, install_locked, run
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKE_ENV = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "ARGS")
@@ -131,70 +132,39 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _run(*cmd: str | Path, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
-    done = subprocess.run(
-        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
 @pytest.mark.slow
-def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None:
+def test_the_wheel_serves_with_runtime_dependencies_only(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     # Nothing of the source tree may leak in: no PYTHONPATH, no active venv, another cwd.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    src = tmp_path / "src"  # what the wheel is built from: the packages and their metadata
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    for package in ("engine", "api_adapter"):
-        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
-    # As `pip install .` builds it: in an isolated build environment.
-    _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-deps",
-        "-w",
-        tmp_path / "dist",
-        src,
-        cwd=tmp_path,
-        env=env,
-    )
-    (wheel,) = (tmp_path / "dist").glob("sandex-*.whl")
-
+    env = clean_env()
+    wheel = built_wheel(tmp_path_factory)
     venv = tmp_path / "venv"
-    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=env)
-    python, sandex = venv / "bin" / "python", venv / "bin" / "sandex"
-    # The lock is closed (pip-compile's), so nothing need be resolved: --no-deps for all.
-    _run(
-        *(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"),
-        *("-r", ROOT / "requirements.lock", wheel),
-        cwd=tmp_path,
-        env=env,
-    )
+    python, sandex = fresh_venv(venv), venv / "bin" / "sandex"
+    install_locked(python, wheel, cwd=tmp_path)
     # The runtime lock satisfies every requirement the wheel declares, and every module of
-    # the installed packages imports (a dev-only import fails here, not in a user's hands).
-    _run(python, "-m", "pip", "check", cwd=tmp_path, env=env)
-    imported = _run(
+    # the installed package imports (a dev-only import fails here, not in a user's hands);
+    # it installs one import name, sandex, and no bare engine or api_adapter.
+    run(python, "-m", "pip", "check", cwd=tmp_path, env=env)
+    imported = run(
         python,
         "-c",
-        "import importlib, pkgutil, engine, api_adapter\n"
-        "for p in (engine, api_adapter):\n"
-        "    for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):\n"
+        "import importlib, importlib.util, pkgutil, sandex\n"
+        "for m in pkgutil.walk_packages(sandex.__path__, 'sandex.'):\n"
+        "    if m.name != 'sandex.testing.plugin':\n"  # pytest loads it, where pytest is
         "        importlib.import_module(m.name)\n"
-        "print(engine.__file__)",
+        "print([n for n in ('engine', 'api_adapter') if importlib.util.find_spec(n)])\n"
+        "print(sandex.__file__)",
         cwd=tmp_path,
         env=env,
     )
-    assert imported.strip().startswith(str(venv)), imported
+    bare, where = imported.splitlines()
+    assert bare == "[]" and where.startswith(str(venv)), imported
 
-    assert "serve" in _run(sandex, "--help", cwd=tmp_path, env=env)
+    assert "serve" in run(sandex, "--help", cwd=tmp_path, env=env)
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert _run(sandex, "--version", cwd=tmp_path, env=env).strip() == f"sandex {version}"
-    assert "(default: 8080)" in _run(sandex, "serve", "--help", cwd=tmp_path, env=env)
+    assert run(sandex, "--version", cwd=tmp_path, env=env).strip() == f"sandex {version}"
+    assert "(default: 8080)" in run(sandex, "serve", "--help", cwd=tmp_path, env=env)
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
