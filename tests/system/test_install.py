@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.server_helpers import SANDEX
 from tests.support.wheel_helpers import built_wheel, clean_env, fresh_venv, install_locked, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,3 +210,83 @@ def test_the_wheel_serves_with_runtime_dependencies_only(
             raise
         log.close()
     assert code == 0, (tmp_path / "serve.log").read_text()
+
+
+# -- uvx and pipx: `sandex serve` from the wheel in an environment they make ---------------
+
+
+def _tool_env(home: Path) -> dict[str, str]:
+    """uv's and pipx's caches, tools and homes in `home`: nothing of the machine's."""
+    folders = {
+        "HOME": "home",
+        "XDG_CACHE_HOME": "cache",
+        "XDG_DATA_HOME": "data",
+        "UV_CACHE_DIR": "uv-cache",
+        "UV_TOOL_DIR": "uv-tools",
+        "PIPX_HOME": "pipx",
+        "PIPX_BIN_DIR": "pipx-bin",
+        "PIPX_MAN_DIR": "pipx-man",
+    }
+    for name in folders.values():
+        (home / name).mkdir()
+    return clean_env(UV_PYTHON_DOWNLOADS="never", **{k: str(home / v) for k, v in folders.items()})
+
+
+# How each starts a command of a wheel it installs in a fresh environment of its own, with
+# this interpreter and the runtime lock's pins (PyPI otherwise, as a user's would).
+LAUNCHERS = {
+    "uvx": lambda wheel, python: [
+        *(Path(sys.executable).parent / "uvx", "--python", python, "--from", wheel),
+        *("--constraints", ROOT / "requirements.lock", "sandex"),
+    ],
+    "pipx": lambda wheel, python: [
+        *(Path(sys.executable).parent / "pipx", "run", "--python", python, "--spec", wheel),
+        *(f"--pip-args=--constraint={ROOT / 'requirements.lock'}", "sandex"),
+    ],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_uvx_and_pipx_start_sandex_serve_from_the_wheel(
+    launcher: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    wheel = built_wheel(tmp_path_factory)
+    env = _tool_env(tmp_path)
+    command = LAUNCHERS[launcher](wheel, os.path.realpath(sys.executable))  # the base python
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [str(c) for c in command]
+            + ["serve", "--port", str(port), "--db", str(tmp_path / "s.db")],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            # the first start installs sandex and its dependencies: minutes at most
+            waited = subprocess.run(
+                [*SANDEX, "wait", "--url", base, "--timeout", "240"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert waited.returncode == 0, waited.stderr + log_path.read_text()
+            health = httpx.get(f"{base}/healthz", timeout=5)
+            assert health.status_code == 200, health.text
+            version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+            assert health.headers["x-sandex-version"] == version
+        finally:
+            server.send_signal(signal.SIGINT)  # each hands it on to the sandex it started
+            try:
+                code = server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise
+    assert code == 0, log_path.read_text()
+    # it ran from an environment the launcher made in the tmp folders, not from this venv
+    made = {"uvx": tmp_path / "uv-cache", "pipx": tmp_path / "pipx"}[launcher]
+    assert list(made.rglob("sandex/api_adapter/cli/serve.py")), f"no sandex under {made}"
