@@ -6,6 +6,7 @@ failing test fails and leaves its failure folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -166,7 +167,17 @@ def test_the_deliberately_failing_test_leaves_its_folder_and_its_replay_reproduc
     replay = folder / "replay.sh"
     assert replay.stat().st_mode & stat.S_IXUSR
     env = clean_env(PATH=f"{project.venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    answers = project.path / "answers.jsonl"
     replayed = subprocess.run(
-        [str(replay)], cwd=project.path, env=env, capture_output=True, text=True, timeout=300
+        [str(replay), "--answers", str(answers)],
+        cwd=project.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    # every step answered as the test was, the one it failed on included ...
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    # ... which is the order read last: CANCELLED, where the test asserted OPEN
+    last = json.loads(answers.read_text().splitlines()[-1])
+    assert (last["status"], json.loads(last["body"])["status"]) == (200, "CANCELLED")
