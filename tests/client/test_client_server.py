@@ -62,6 +62,34 @@ def test_a_write_whose_answer_was_dropped_after_commit_is_found_once(world: Clie
     assert Decimal(left) == 1 - Decimal(found["total"])  # held once, amount and fee
 
 
+def test_an_order_whose_answer_was_dropped_after_commit_is_found_once(world: Client) -> None:
+    """The same through the fast lane, where CreateOrder is served: the retry's 409 leads
+    the client to the one order, and the world holds one."""
+    world.arm_fault({"operation": "CreateOrder"}, {"drop": True}, when="after", times=1)
+    world.deposit("USD", "5000")
+    order = {
+        "market": "BTCUSD",
+        "side": "BUY",
+        "type": "LIMIT",
+        "price": "20000",
+        "base_amount": "0.1",
+    }
+    found = world.request(
+        "POST",
+        "/profiles/default/orders",
+        json=order,
+        ref_id=True,
+        found_at="/profiles/default/orders/{id}",
+    )
+    assert (found["status"], Decimal(found["price"])) == ("OPEN", Decimal("20000"))
+    sent = list(world.iter_requests(operation="CreateOrder"))
+    assert [(r.status, r.fault is not None) for r in reversed(sent)] == [(200, True), (409, False)]
+    orders = world.request("GET", "/profiles/default/orders")["items"]
+    assert [o["id"] for o in orders] == [found["id"]]
+    left = world.request("GET", "/profiles/default/balances/USD")["available"]
+    assert Decimal(left) == Decimal("3000")  # 2,000 held once
+
+
 def test_a_read_whose_connection_was_reset_is_read_again(world: Client) -> None:
     world.arm_fault({"operation": "GetSandboxPacing"}, {"reset": True}, times=1)
     assert world.get_pacing().withdrawal.mode == "default"

@@ -17,6 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.server_helpers import SANDEX
+from tests.support.wheel_helpers import built_wheel, clean_env, fresh_venv, install_locked, run
+
 ROOT = Path(__file__).resolve().parents[2]
 MAKE_ENV = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "ARGS")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.M)
@@ -131,75 +134,39 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _run(*cmd: str | Path, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
-    done = subprocess.run(
-        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
 @pytest.mark.slow
-def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None:
+def test_the_wheel_serves_with_runtime_dependencies_only(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     # Nothing of the source tree may leak in: no PYTHONPATH, no active venv, another cwd.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    src = tmp_path / "src"  # what the wheel is built from: the packages and their metadata
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    for package in ("engine", "api_adapter", "sandex"):  # sandex/ links to the other two
-        shutil.copytree(
-            ROOT / package,
-            src / package,
-            symlinks=True,
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-    # As `pip install .` builds it: in an isolated build environment.
-    _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-deps",
-        "-w",
-        tmp_path / "dist",
-        src,
-        cwd=tmp_path,
-        env=env,
-    )
-    (wheel,) = (tmp_path / "dist").glob("sandex-*.whl")
-
+    env = clean_env()
+    wheel = built_wheel(tmp_path_factory)
     venv = tmp_path / "venv"
-    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=env)
-    python, sandex = venv / "bin" / "python", venv / "bin" / "sandex"
-    # The lock is closed (pip-compile's), so nothing need be resolved: --no-deps for all.
-    _run(
-        *(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"),
-        *("-r", ROOT / "requirements.lock", wheel),
-        cwd=tmp_path,
-        env=env,
-    )
+    python, sandex = fresh_venv(venv), venv / "bin" / "sandex"
+    install_locked(python, wheel, cwd=tmp_path)
     # The runtime lock satisfies every requirement the wheel declares, and every module of
-    # the installed packages imports (a dev-only import fails here, not in a user's hands).
-    _run(python, "-m", "pip", "check", cwd=tmp_path, env=env)
-    imported = _run(
+    # the installed package imports (a dev-only import fails here, not in a user's hands);
+    # it installs one import name, sandex, and no bare engine or api_adapter.
+    run(python, "-m", "pip", "check", cwd=tmp_path, env=env)
+    imported = run(
         python,
         "-c",
-        "import importlib, pkgutil, sandex\n"
+        "import importlib, importlib.util, pkgutil, sandex\n"
         "for m in pkgutil.walk_packages(sandex.__path__, 'sandex.'):\n"
-        "    importlib.import_module(m.name)\n"
-        "import sandex.engine\n"
-        "print(sandex.engine.__file__)",
+        "    if m.name != 'sandex.testing.plugin':\n"  # pytest loads it, where pytest is
+        "        importlib.import_module(m.name)\n"
+        "print([n for n in ('engine', 'api_adapter') if importlib.util.find_spec(n)])\n"
+        "print(sandex.__file__)",
         cwd=tmp_path,
         env=env,
     )
-    assert imported.strip().startswith(str(venv)), imported
+    bare, where = imported.splitlines()
+    assert bare == "[]" and where.startswith(str(venv)), imported
 
-    assert "serve" in _run(sandex, "--help", cwd=tmp_path, env=env)
+    assert "serve" in run(sandex, "--help", cwd=tmp_path, env=env)
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert _run(sandex, "--version", cwd=tmp_path, env=env).strip() == f"sandex {version}"
-    assert "(default: 8080)" in _run(sandex, "serve", "--help", cwd=tmp_path, env=env)
+    assert run(sandex, "--version", cwd=tmp_path, env=env).strip() == f"sandex {version}"
+    assert "(default: 8080)" in run(sandex, "serve", "--help", cwd=tmp_path, env=env)
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
@@ -243,3 +210,83 @@ def test_the_wheel_serves_with_runtime_dependencies_only(tmp_path: Path) -> None
             raise
         log.close()
     assert code == 0, (tmp_path / "serve.log").read_text()
+
+
+# -- uvx and pipx: `sandex serve` from the wheel in an environment they make ---------------
+
+
+def _tool_env(home: Path) -> dict[str, str]:
+    """uv's and pipx's caches, tools and homes in `home`: nothing of the machine's."""
+    folders = {
+        "HOME": "home",
+        "XDG_CACHE_HOME": "cache",
+        "XDG_DATA_HOME": "data",
+        "UV_CACHE_DIR": "uv-cache",
+        "UV_TOOL_DIR": "uv-tools",
+        "PIPX_HOME": "pipx",
+        "PIPX_BIN_DIR": "pipx-bin",
+        "PIPX_MAN_DIR": "pipx-man",
+    }
+    for name in folders.values():
+        (home / name).mkdir()
+    return clean_env(UV_PYTHON_DOWNLOADS="never", **{k: str(home / v) for k, v in folders.items()})
+
+
+# How each starts a command of a wheel it installs in a fresh environment of its own, with
+# this interpreter and the runtime lock's pins (PyPI otherwise, as a user's would).
+LAUNCHERS = {
+    "uvx": lambda wheel, python: [
+        *(Path(sys.executable).parent / "uvx", "--python", python, "--from", wheel),
+        *("--constraints", ROOT / "requirements.lock", "sandex"),
+    ],
+    "pipx": lambda wheel, python: [
+        *(Path(sys.executable).parent / "pipx", "run", "--python", python, "--spec", wheel),
+        *(f"--pip-args=--constraint={ROOT / 'requirements.lock'}", "sandex"),
+    ],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_uvx_and_pipx_start_sandex_serve_from_the_wheel(
+    launcher: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    wheel = built_wheel(tmp_path_factory)
+    env = _tool_env(tmp_path)
+    command = LAUNCHERS[launcher](wheel, os.path.realpath(sys.executable))  # the base python
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [str(c) for c in command]
+            + ["serve", "--port", str(port), "--db", str(tmp_path / "s.db")],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            # the first start installs sandex and its dependencies: minutes at most
+            waited = subprocess.run(
+                [*SANDEX, "wait", "--url", base, "--timeout", "240"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert waited.returncode == 0, waited.stderr + log_path.read_text()
+            health = httpx.get(f"{base}/healthz", timeout=5)
+            assert health.status_code == 200, health.text
+            version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+            assert health.headers["x-sandex-version"] == version
+        finally:
+            server.send_signal(signal.SIGINT)  # each hands it on to the sandex it started
+            try:
+                code = server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise
+    assert code == 0, log_path.read_text()
+    # it ran from an environment the launcher made in the tmp folders, not from this venv
+    made = {"uvx": tmp_path / "uv-cache", "pipx": tmp_path / "pipx"}[launcher]
+    assert list(made.rglob("sandex/api_adapter/cli/serve.py")), f"no sandex under {made}"
