@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import takewhile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -33,6 +33,10 @@ from engine.store import (
     open_reader,
     private_files,
 )
+
+if TYPE_CHECKING:
+    from engine.kernel.registry import Registry
+    from engine.kernel.state import State
 
 
 def _read_only(path: str | Path) -> EventStore:
@@ -194,3 +198,24 @@ def _copy_keys(source: str | Path, out: Path, legacy_signing: str | None) -> Non
     else:
         out_keys.unlink(missing_ok=True)  # a stale one, left by a database removed since
         key_file.KeyFile.open(out, legacy_signing=legacy_signing)
+
+
+def state_at(
+    source: str | Path,
+    registry: Registry,
+    *,
+    position: int | None = None,
+    until: datetime | None = None,
+) -> tuple[State, int]:
+    """The state of `source`'s log as it was at a position or a time, cut at a
+    decision's end as `travel` cuts it, and that cut: a read-only past state held in
+    memory, nothing written (the console's time travel)."""
+    from engine.kernel.state import State
+    from engine.runtime.replay import replay_log
+
+    with closing(_read_only(source)) as store:
+        cut, _ = cut_position(store, position=position, until=until)
+        if cut == 0:
+            return State(), 0
+        state, _ = replay_log(store, until=cut, pause_gc=False, registry=registry)
+    return state, cut
