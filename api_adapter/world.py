@@ -36,6 +36,7 @@ class World:
         fault_gate: bool = True,
         record: str | Path | None = None,
         worlds: bool = True,
+        console: bool = True,
     ) -> None:
         """`bootstrap` makes the bootstrap client once the engine runs. `background`:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
@@ -44,7 +45,8 @@ class World:
         session recording (`sandex serve --record`). `fault_gate`: see `create_app`.
         `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
-        a non-default world is made with False."""
+        a non-default world is made with False. `console`: serve the console
+        (api_adapter.console) at this world's `/console`, and at its other worlds'."""
         self.engine = engine
         self._bootstrap = bootstrap
         self.background = background
@@ -54,6 +56,7 @@ class World:
             webhooks_on_lifespan=not background,
             fault_gate=fault_gate,
         )
+        self.app.state.console = console
         if record is not None:
             from api_adapter.scenarios.recorder import Recorder
 
@@ -67,6 +70,7 @@ class World:
             manager = WorldManager.beside(engine.db_path, engine.settings)
             self.app.state.worlds = manager
             if manager is not None:
+                manager.console = console
                 self._stops.append(manager.close)  # the other worlds stop before this one
         self._phase = "new"  # then "started", then "stopped"
 

@@ -38,6 +38,7 @@ from engine.kernel.clock import format_time
 from engine.kernel.commands import CreateCustomer
 from engine.kernel.errors import Forbidden, Invalid, NotFound
 from engine.kernel.logs import get_logger
+from engine.read.clients import customer_ids
 from engine.runtime import key_file
 from engine.store import (
     Forking,
@@ -140,12 +141,17 @@ class Served:
         self.world.stop()
 
 
-def assemble(db: Location, settings: Settings, bootstrap: Bootstrap) -> Served:
+def assemble(
+    db: Location, settings: Settings, bootstrap: Bootstrap, *, console: bool = True
+) -> Served:
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
-    but with no worlds of its own; `bootstrap` makes its bootstrap client."""
+    but with no worlds of its own; `bootstrap` makes its bootstrap client; `console`:
+    whether it serves the console."""
     from api_adapter.world import World
 
-    world = World.open(db.text, settings, bootstrap=bootstrap, background=True, worlds=False)
+    world = World.open(
+        db.text, settings, bootstrap=bootstrap, background=True, worlds=False, console=console
+    )
     return Served(world.start())
 
 
@@ -203,6 +209,7 @@ class WorldManager:
         self.db = str(db)
         self.folder = folder_for(db)
         self.base = base
+        self.console = True  # whether each world serves the console (its default world's)
         self._lock = threading.RLock()
         self._records: dict[str, Record] = {}
         self._served: dict[str, Served] = {}
@@ -395,7 +402,10 @@ class WorldManager:
                     self._fork(from_world, from_snapshot, db)
                 bootstrap = self.new_worlds_bootstrap if from_world is None else None
                 served = assemble(
-                    db, world_settings, bootstrap or _new_client(secrets.token_urlsafe(30))
+                    db,
+                    world_settings,
+                    bootstrap or _new_client(secrets.token_urlsafe(30)),
+                    console=self.console,
                 )
                 try:
                     credentials = served.world.credentials
@@ -483,7 +493,12 @@ class WorldManager:
             if served is None:
                 record = self._record(world_id)
                 self._make_room()
-                served = assemble(self.db_of(world_id), self.settings_of(record), _kept_clients)
+                served = assemble(
+                    self.db_of(world_id),
+                    self.settings_of(record),
+                    _kept_clients,
+                    console=self.console,
+                )
                 self._served[world_id] = served
                 self._start_housekeeping()
             self._last_used[world_id] = time.time()
@@ -613,6 +628,12 @@ class WorldManager:
             "from_snapshot": record.from_snapshot,
             "created_at": record.created_at,
         }
+
+    def customers(self, world_id: str) -> int | None:
+        """How many customers a loaded world holds (None: not loaded, not loaded for it)."""
+        with self._lock:
+            served = self._served.get(world_id)
+        return None if served is None else len(customer_ids(served.app.state.queries))
 
     def forget(self, world_id: str) -> Served | None:
         """Unlist the world at once (its requests from now on are 404) and end its feeds;
