@@ -50,7 +50,7 @@ from engine.kernel.clock import format_time, parse_time
 from engine.kernel.commands import ListHistoricalPrices, ReadMarket
 from engine.kernel.errors import DomainError, NotFound
 from engine.kernel.money import MARKETS
-from engine.read import feed, timeline
+from engine.read import feed, identities, timeline
 from engine.read.clients import customer_ids, is_bootstrap
 from engine.read.queries import Page
 from engine.read.sandbox_snapshots import list_snapshots
@@ -129,6 +129,7 @@ def console_app(api: Any) -> Starlette:
             Route("/console/profiles", profiles_page),
             Route("/console/transfers", transfers_page),
             Route("/console/transfers/{transfer_id}", transfer_page),
+            Route("/console/identities", identities_page),
             Route("/console/markets", markets_page),
             Route("/console/requests", requests_page),
             Route("/console/webhooks", webhooks_page),
@@ -676,6 +677,29 @@ async def transfer_page(request: Request) -> Response:
             live=True,
         )
     return _problem(request, viewer, NotFound(f"transfer not found with id {transfer_id}"))
+
+
+async def identities_page(request: Request) -> Response:
+    viewer = _viewer(request)
+    if viewer is None:
+        return _to_signin(request)
+    queries = _api(request).state.queries
+    rows = []
+    for customer in _customers(request, viewer):
+        rows.append(
+            {
+                "customer": customer,
+                "identities": [
+                    identities.identity(queries, customer, item["id"], details=True)
+                    for item in identities.list_identities(queries, customer, Page(limit=100))[
+                        "items"
+                    ]
+                ],
+                "accounts": identities.list_accounts(queries, customer, Page(limit=100))["items"],
+                "fees": queries.list_withdrawal_fees(customer, Page(limit=50))["items"],
+            }
+        )
+    return _render(request, "identities.html", viewer, rows=rows, live=True)
 
 
 # -- markets -------------------------------------------------------------------------

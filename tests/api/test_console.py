@@ -5,13 +5,16 @@ updates' stream, time travel, and hostile text rendered inert."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
 from engine.domain.sandbox_snapshots import TakeSnapshot
+from tests.support.identity_helpers import PERSON, person
 from tests.support.trading_helpers import limit, placed, still
+from tests.support.transfer_helpers import quote, withdraw
 
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
 LONG_KEY = "k" * 100
@@ -281,6 +284,51 @@ def test_a_tenant_sees_its_own_orders_and_not_another_tenants(sb: Any) -> None:
     assert other.get("/console/worlds").status_code == 404
 
 
+def test_a_held_withdrawal_shows_pending_then_completed_after_its_release(
+    sb: Any, operator: Browser
+) -> None:
+    sb.deposit("BTC", "1")
+    held = withdraw(sb, amount="0.001", memo="sandbox:hold")
+    assert held.status_code == 200, held.text
+    page = f"/console/transfers/{held.json()['id']}"
+    shown = operator.get(page, fragment="1").text
+    assert 'data-testid="transfer-status">PENDING<' in shown
+    assert 'data-testid="transfer-fee">' in shown
+    released = operator.act("complete_transfer", transfer_id=held.json()["id"])
+    assert "complete_transfer: 200" in released.text, released.text
+    shown = operator.get(page, fragment="1").text
+    assert 'data-testid="transfer-status">COMPLETED<' in shown
+    assert shown.count('data-testid="transfer-step"') >= 2
+    listed = operator.get("/console/transfers").text
+    assert held.json()["id"] in listed
+
+
+def test_balances_show_available_and_held(sb: Any, operator: Browser) -> None:
+    _gtt_buy(sb, "30000")  # 0.1 BTC at 30000 holds 3000 USD of the 100000
+    page = operator.get("/console/profiles").text
+    row = re.search(r'data-asset="USD">.*?available">([^<]+)<.*?held">([^<]+)<', page, re.S)
+    assert row, page[:3000]
+    assert Decimal(row.group(1)) < Decimal("100000") and Decimal(row.group(2)) > 0
+
+
+def test_identities_accounts_and_fee_quotes_with_their_expiry(sb: Any, operator: Browser) -> None:
+    made = person(sb)
+    fee = quote(sb)
+    page = operator.get("/console/identities").text
+    assert f'data-identity="{made["id"]}"' in page and "John" in page
+    assert fee["id"] in page and fee["expires_at"] in page
+
+
+def test_the_requests_page_links_each_request_to_its_events(sb: Any, operator: Browser) -> None:
+    sb.deposit("USD", "5")
+    missing = sb.get("/v2/profiles/default/orders/00000000-0000-0000-0000-000000000000")
+    assert missing.status_code == 404
+    page = operator.get("/console/requests").text
+    assert 'data-status="404"' in page and "https://" not in page
+    assert re.search(r'data-testid="request-problem">[a-z_-]+<', page)  # its problem's type
+    assert re.search(r'href="[^"]*/console/events/\d+" data-testid="request-event"', page)
+
+
 # -- hostile text --------------------------------------------------------------------
 
 
@@ -301,6 +349,18 @@ def test_hostile_text_renders_inert(sb: Any, operator: Browser, hostile: str) ->
         assert "<script>alert" not in text and "<img src=x" not in text
     shown = operator.get(pages[0]).text
     assert LONG_KEY in shown and "&lt;" in shown
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_a_hostile_identity_name_renders_inert(sb: Any, operator: Browser, hostile: str) -> None:
+    made = sb.post(
+        "/v2/identity/identities",
+        {"person_details": PERSON, "metadata": {LONG_KEY: hostile}, "ref_id": hostile[:30]},
+    )
+    assert made.status_code == 200, made.text
+    text = operator.get("/console/identities").text
+    assert LONG_KEY in text and "&lt;" in text
+    assert hostile not in text and hostile[:30] not in text
 
 
 # -- worlds --------------------------------------------------------------------------
