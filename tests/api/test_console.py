@@ -325,7 +325,7 @@ def test_the_requests_page_links_each_request_to_its_events(sb: Any, operator: B
     assert missing.status_code == 404
     page = operator.get("/console/requests").text
     assert 'data-status="404"' in page and "https://" not in page
-    assert re.search(r'data-testid="request-problem">[a-z_-]+<', page)  # its problem's type
+    assert re.search(r'data-testid="request-problem">[a-z_:.-]+<', page)  # its problem's type
     assert re.search(r'href="[^"]*/console/events/\d+" data-testid="request-event"', page)
 
 
