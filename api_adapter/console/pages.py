@@ -54,7 +54,7 @@ from engine.read import feed, identities, timeline
 from engine.read.clients import customer_ids, is_bootstrap
 from engine.read.queries import Page
 from engine.read.sandbox_snapshots import list_snapshots
-from engine.tools.time_travel import state_at
+from engine.tools.time_travel import past_rows, state_at
 
 HERE = Path(__file__).parent
 ASSETS = HERE / "assets"
@@ -579,14 +579,37 @@ async def orders_page(request: Request) -> Response:
     viewer = _viewer(request)
     if viewer is None:
         return _to_signin(request)
+    try:
+        as_of = _as_of(request)
+    except ValueError as exc:
+        return _problem(request, viewer, str(exc))
     queries = _api(request).state.queries
     status = request.query_params.get("status") or None
+    customers = _customers(request, viewer)
     rows: list[dict[str, Any]] = []
-    for customer in _customers(request, viewer):
-        page = queries.list_orders(customer, Page(limit=100), status=status)
-        rows += page["items"]
+    cut = None
+    if as_of:
+        rows, cut = await _past(request, as_of, "orders", customers)
+        rows = [o for o in rows if status is None or o["status"] == status]
+    else:
+        for customer in customers:
+            rows += queries.list_orders(customer, Page(limit=100), status=status)["items"]
     rows.sort(key=lambda o: o.get("created_at", ""), reverse=True)
-    return _render(request, "orders.html", viewer, rows=rows[:200], live=True)
+    return _render(
+        request, "orders.html", viewer, rows=rows[:200], live=not as_of, as_of=as_of.text, cut=cut
+    )
+
+
+async def _past(
+    request: Request, as_of: AsOf, table: str, customers: list[str]
+) -> tuple[list[dict[str, Any]], int]:
+    """The API views of the customers' rows of read model `table` as of `as_of`, newest
+    first, and the log's cut."""
+    state, cut = await past_state(request, as_of)
+    rows = past_rows(state, _api(request).state.engine.registry, table)
+    rows.sort(key=lambda row: int(row.get("seq") or 0), reverse=True)
+    wanted = set(customers)
+    return [orjson.loads(r["body"]) for r in rows if r.get("customer_id") in wanted], cut
 
 
 async def order_page(request: Request) -> Response:
@@ -596,6 +619,12 @@ async def order_page(request: Request) -> Response:
     queries = _api(request).state.queries
     profile_id = request.path_params["profile_id"]
     order_id = request.path_params["order_id"]
+    try:
+        as_of = _as_of(request)
+    except ValueError as exc:
+        return _problem(request, viewer, str(exc))
+    if as_of:
+        return await _past_order(request, viewer, as_of, order_id)
     order = owner = None
     for customer in _customers(request, viewer):
         try:
@@ -618,6 +647,29 @@ async def order_page(request: Request) -> Response:
         vwap=_vwap(fills),
         steps=list(reversed(steps)),
         live=True,
+        as_of="",
+    )
+
+
+async def _past_order(request: Request, viewer: Viewer, as_of: AsOf, order_id: str) -> Response:
+    """An order as it stood as of `as_of`, with its fills then."""
+    customers = _customers(request, viewer)
+    orders, cut = await _past(request, as_of, "orders", customers)
+    order = next((o for o in orders if o["id"] == order_id), None)
+    if order is None:
+        return _problem(request, viewer, NotFound(f"order not found with id {order_id}"))
+    fills, _ = await _past(request, as_of, "executions", customers)
+    fills = [f for f in reversed(fills) if f.get("order_id") == order_id]
+    return _render(
+        request,
+        "order.html",
+        viewer,
+        order=order,
+        fills=fills,
+        vwap=_vwap(fills),
+        steps=[],
+        as_of=as_of.text,
+        cut=cut,
     )
 
 
@@ -634,25 +686,60 @@ async def profiles_page(request: Request) -> Response:
     viewer = _viewer(request)
     if viewer is None:
         return _to_signin(request)
+    try:
+        as_of = _as_of(request)
+    except ValueError as exc:
+        return _problem(request, viewer, str(exc))
     queries = _api(request).state.queries
+    customers = _customers(request, viewer)
     rows = []
-    for customer in _customers(request, viewer):
-        for profile in queries.list_profiles(customer, Page(limit=100))["items"]:
-            balances = queries.balances(customer, profile["id"])["items"]
-            rows.append({"profile": profile, "customer": customer, "balances": balances})
-    return _render(request, "profiles.html", viewer, rows=rows, live=True)
+    cut = None
+    if as_of:
+        profiles, cut = await _past(request, as_of, "profiles", customers)
+        state, _ = await past_state(request, as_of)
+        held: dict[str, list[dict[str, Any]]] = {}
+        for row in past_rows(state, _api(request).state.engine.registry, "balances"):
+            held.setdefault(row["profile_id"], []).append(row)
+        for profile in reversed(profiles):
+            balances = sorted(held.get(profile["id"], []), key=lambda b: str(b["asset"]))
+            rows.append({"profile": profile, "customer": "", "balances": balances})
+    else:
+        for customer in customers:
+            for profile in queries.list_profiles(customer, Page(limit=100))["items"]:
+                balances = queries.balances(customer, profile["id"])["items"]
+                rows.append({"profile": profile, "customer": customer, "balances": balances})
+    return _render(
+        request, "profiles.html", viewer, rows=rows, live=not as_of, as_of=as_of.text, cut=cut
+    )
 
 
 async def transfers_page(request: Request) -> Response:
     viewer = _viewer(request)
     if viewer is None:
         return _to_signin(request)
+    try:
+        as_of = _as_of(request)
+    except ValueError as exc:
+        return _problem(request, viewer, str(exc))
     queries = _api(request).state.queries
+    customers = _customers(request, viewer)
     rows: list[dict[str, Any]] = []
-    for customer in _customers(request, viewer):
-        rows += queries.list_transfers(customer, Page(limit=100), {})["items"]
+    cut = None
+    if as_of:
+        rows, cut = await _past(request, as_of, "transfers", customers)
+    else:
+        for customer in customers:
+            rows += queries.list_transfers(customer, Page(limit=100), {})["items"]
     rows.sort(key=lambda t: t.get("created_at", ""), reverse=True)
-    return _render(request, "transfers.html", viewer, rows=rows[:200], live=True)
+    return _render(
+        request,
+        "transfers.html",
+        viewer,
+        rows=rows[:200],
+        live=not as_of,
+        as_of=as_of.text,
+        cut=cut,
+    )
 
 
 async def transfer_page(request: Request) -> Response:
@@ -661,6 +748,18 @@ async def transfer_page(request: Request) -> Response:
         return _to_signin(request)
     queries = _api(request).state.queries
     transfer_id = request.path_params["transfer_id"]
+    try:
+        as_of = _as_of(request)
+    except ValueError as exc:
+        return _problem(request, viewer, str(exc))
+    if as_of:
+        past, cut = await _past(request, as_of, "transfers", _customers(request, viewer))
+        then = next((t for t in past if t["id"] == transfer_id), None)
+        if then is None:
+            return _problem(request, viewer, NotFound(f"transfer not found with id {transfer_id}"))
+        return _render(
+            request, "transfer.html", viewer, transfer=then, steps=[], as_of=as_of.text, cut=cut
+        )
     for customer in _customers(request, viewer):
         try:
             transfer = queries.transfer(customer, transfer_id)
@@ -675,6 +774,7 @@ async def transfer_page(request: Request) -> Response:
             transfer=transfer,
             steps=list(reversed(steps)),
             live=True,
+            as_of="",
         )
     return _problem(request, viewer, NotFound(f"transfer not found with id {transfer_id}"))
 

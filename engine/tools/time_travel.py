@@ -219,3 +219,13 @@ def state_at(
             return State(), 0
         state, _ = replay_log(store, until=cut, pause_gc=False, registry=registry)
     return state, cut
+
+
+def past_rows(state: State, registry: Registry, table: str) -> list[dict[str, Any]]:
+    """The rows the read model `table` held in a past state (`state_at`): the
+    projection's own row builder over every entity of that state, so a past page shows
+    exactly what the API's table held then. KeyError for an unknown or append-only table."""
+    spec = {t.name: t for t in registry.tables if t.row is not None and t.keys is not None}[table]
+    assert spec.row is not None and spec.keys is not None
+    rows = (spec.row(state, key) for key in spec.keys(state))
+    return [row for row in rows if row is not None]

@@ -252,6 +252,26 @@ def test_time_travel_before_the_order_shows_a_book_without_it(sb: Any, operator:
     assert operator.get("/console/markets", as_of="yesterday").status_code == 400
 
 
+def test_time_travel_on_the_entity_pages_shows_them_as_they_were(
+    sb: Any, operator: Browser
+) -> None:
+    order = _gtt_buy(sb, "30000")
+    before_expiry = sb.engine.store.last_position()
+    sb.advance(3600)
+    page = f"/console/orders/{order['profile_id']}/{order['id']}"
+    assert 'data-testid="order-status">CANCELLED<' in operator.get(page).text
+    then = operator.get(page, as_of=str(before_expiry)).text
+    assert 'data-testid="order-status">OPEN<' in then and "sse-connect" not in then
+    listed = operator.get("/console/orders", as_of=str(before_expiry)).text
+    shown = re.search(rf'data-order="{order["id"]}".*?order-status">(\w+)<', listed, re.S)
+    assert shown and shown.group(1) == "OPEN"
+    balances = operator.get("/console/profiles", as_of=str(before_expiry)).text
+    held = re.search(r'data-asset="USD">.*?held">([^<]+)<', balances, re.S)
+    assert held and Decimal(held.group(1)) > 0  # the order's hold, released since
+    at_start = operator.get("/console/orders", as_of="1").text
+    assert order["id"] not in at_start and 'data-testid="orders-empty"' in at_start
+
+
 def test_the_controls_set_a_price_and_take_and_restore_a_snapshot(
     sb: Any, operator: Browser
 ) -> None:
