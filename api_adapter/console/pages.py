@@ -43,6 +43,7 @@ from api_adapter.console.sessions import (
 from api_adapter.problems import AuthError
 from api_adapter.recent_requests import Filters
 from api_adapter.routes.sandbox_requests import recent_requests
+from api_adapter.server.listen import STOPPING
 from api_adapter.writer_bridge import actor_of, submit
 from engine.domain.trading.market_views import depth_at
 from engine.domain.trading.trading_state import trading_for
@@ -221,12 +222,16 @@ def _status_of(error: DomainError) -> int:
 
 
 async def api_call(
-    api: Any, token: str | None, method: str, path: str, **options: Any
+    request: Request, token: str | None, method: str, path: str, **options: Any
 ) -> tuple[int, Any]:
     """An API call to this world's app in process, as a client makes it (its gates,
-    faults, request log and writer), with the session's bearer token: (status, body)."""
+    faults, request log and writer), with the session's bearer token, from the
+    browser's address (its rate limits are that address's): (status, body)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    transport = httpx.ASGITransport(app=api, client=("127.0.0.1", 0))
+    peer = request.client
+    transport = httpx.ASGITransport(
+        app=_api(request), client=(peer.host, peer.port) if peer else ("127.0.0.1", 0)
+    )
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         answer = await client.request(method, path, headers=headers, **options)
     try:
@@ -278,7 +283,7 @@ async def signin(request: Request) -> Response:
     secret = str(form.get("client_secret") or "")
     api = _api(request)
     status, body = await api_call(
-        api,
+        request,
         None,
         "POST",
         "/oauth2/token",
@@ -411,18 +416,18 @@ async def worlds_action(request: Request) -> Response:
     viewer, form, refused = await _checked_form(request)
     if refused is not None or viewer is None:
         return refused or _to_signin(request)
-    api, token = _api(request), viewer.session.token
+    token = viewer.session.token
     action, world = form.get("action"), form.get("world", "")
     if action == "create":
         body: dict[str, Any] = {"clock": form.get("clock") or "manual"}
         if form.get("name"):
             body["name"] = form["name"]
-        status, answer = await api_call(api, token, "POST", "/v2/sandbox/worlds", json=body)
+        status, answer = await api_call(request, token, "POST", "/v2/sandbox/worlds", json=body)
     elif action == "fork":
         body = {"from_world": world, "from_snapshot": form.get("snapshot", "")}
-        status, answer = await api_call(api, token, "POST", "/v2/sandbox/worlds", json=body)
+        status, answer = await api_call(request, token, "POST", "/v2/sandbox/worlds", json=body)
     elif action == "delete":
-        status, answer = await api_call(api, token, "DELETE", f"/v2/sandbox/worlds/{world}")
+        status, answer = await api_call(request, token, "DELETE", f"/v2/sandbox/worlds/{world}")
     else:
         return _problem(request, viewer, "action invalid: create, fork or delete")
     said = _said(status, answer)
@@ -545,6 +550,7 @@ async def stream(request: Request) -> Response:
     if viewer is None:
         return _secure(HTMLResponse("sign in first", status_code=401))
     queries = _api(request).state.queries
+    stopping = request.scope.get(STOPPING)  # set when the server begins to stop
 
     async def commits() -> Any:
         yield f"retry: 500\nevent: hello\ndata: {queries.log_position() or 0}\n\n"
@@ -552,7 +558,7 @@ async def stream(request: Request) -> Response:
         loop = asyncio.get_running_loop()
         ends = loop.time() + STREAM_SECONDS
         while loop.time() < ends:
-            if await request.is_disconnected():
+            if (stopping is not None and stopping.is_set()) or await request.is_disconnected():
                 return
             await asyncio.sleep(STREAM_POLL_SECONDS)
             head = queries.log_position()
@@ -929,7 +935,7 @@ async def controls_action(request: Request) -> Response:
         return _problem(request, viewer, "action invalid: not a control")
     method, path, body = call(form)
     status, answer = await api_call(
-        _api(request), viewer.session.token, method, path, **({"json": body} if body else {})
+        request, viewer.session.token, method, path, **({"json": body} if body else {})
     )
     return await controls_page(request, f"{form.get('action')}: {_said(status, answer)}")
 
