@@ -5,6 +5,7 @@ updates' stream, time travel, and hostile text rendered inert."""
 from __future__ import annotations
 
 import re
+import threading
 from decimal import Decimal
 from typing import Any
 
@@ -206,6 +207,39 @@ def test_the_live_stream_announces_each_commit(
         lines = list(answer.iter_lines())
     assert lines[0].startswith("retry:")
     assert lines[1:3] == ["event: hello", f"data: {head}"], lines
+
+
+def test_the_stream_ends_when_the_server_begins_to_stop(
+    sb: Any, operator: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn waits for every answer under way before it stops: an open page's stream
+    ends at the server's stopping event instead of holding a Ctrl-C'd server."""
+    from api_adapter.console import pages
+    from api_adapter.server.listen import STOPPING
+
+    monkeypatch.setattr(pages, "STREAM_SECONDS", 2.0)
+    monkeypatch.setattr(pages, "STREAM_POLL_SECONDS", 0.05)
+    stopping = threading.Event()
+    stopping.set()
+    app = sb.http.app
+
+    async def stopping_server(scope: Any, receive: Any, send: Any) -> None:
+        scope[STOPPING] = stopping
+        await app(scope, receive, send)
+
+    browser = TestClient(stopping_server, cookies=dict(sb.http.cookies))
+    with browser.stream("GET", _under_prefix(sb, "/console/stream")) as answer:
+        lines = answer.iter_lines()
+        assert next(lines).startswith("retry:")
+        sb.deposit("USD", "1")  # a commit after it opened: announced only if it went on
+        rest = list(lines)
+    assert "event: commit" not in rest, rest
+    browser.close()
+
+
+def _under_prefix(sb: Any, path: str) -> str:
+    """`path` under the sandbox's world prefix, as its own client sends it."""
+    return str(sb.http.base_url).rstrip("/") + path
 
 
 def test_live_fragments_refresh_on_the_stream(sb: Any, operator: Browser) -> None:
