@@ -471,5 +471,6 @@ def test_a_worlds_console_is_served_under_its_prefix(sb: Any) -> None:
 
 
 def test_the_console_is_off_when_the_world_serves_none(sb: Any) -> None:
+    assert sb.http.get("/console/signin").status_code == 200
     sb.app.state.console = False
     assert sb.http.get("/console/signin").status_code == 404
