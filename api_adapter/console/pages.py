@@ -6,6 +6,7 @@ so each is in the request log and the event log like any other."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections import OrderedDict
 from datetime import timedelta
@@ -263,8 +264,6 @@ async def home(request: Request) -> Response:
 
 
 async def signin_page(request: Request, message: str = "", status: int = 200) -> Response:
-    import secrets
-
     form_token = secrets.token_urlsafe(32)
     response = _render(
         request, "signin.html", None, status=status, signin_token=form_token, message=message

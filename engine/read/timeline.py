@@ -39,6 +39,17 @@ def newest(
     """Events newest first below position `before` (the head when None), each with no
     credential, and the `before` of the next page (None at the log's start)."""
     limit = checked_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
+    sql, params = page_query(before, keep)
+    rows = reads.conn.execute(sql, [*params, limit + 1]).fetchall()
+    events = [_shown(row) for row in rows[:limit]]
+    after = int(rows[limit - 1][0]) if len(rows) > limit else None
+    return events, after
+
+
+def page_query(before: int | None, keep: TimelineFilter) -> tuple[str, list[Any]]:
+    """The SELECT of a page below `before` kept by `keep`, and its parameters but the
+    last, the page's size: newest first on the log's primary key, so an unfiltered page
+    reads its own rows from the head down and no more (nothing sorts or counts the log)."""
     where: list[str] = []
     params: list[Any] = []
     bound = before
@@ -59,11 +70,7 @@ def newest(
     sql = "SELECT position, stream, version, type, data, meta, occurred_at FROM events"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY position DESC LIMIT ?"
-    rows = reads.conn.execute(sql, [*params, limit + 1]).fetchall()
-    events = [_shown(row) for row in rows[:limit]]
-    after = int(rows[limit - 1][0]) if len(rows) > limit else None
-    return events, after
+    return sql + " ORDER BY position DESC LIMIT ?", params
 
 
 def event_at(reads: ReadConnections, position: int) -> dict[str, Any] | None:
