@@ -272,8 +272,13 @@ def test_the_order_is_in_the_book_at_its_price_and_advancing_an_hour_cancels_it(
 ) -> None:
     order = _gtt_buy(sb, "30000")
     book = operator.get("/console/markets", market="BTCUSD").text
-    level = re.search(r'data-testid="book-level" data-price="30000(?:\.0+)?" class="resting"', book)
-    assert level, book[:2000]
+    level = re.search(
+        r'data-testid="book-level" data-price="30000(?:\.0+)?" class="resting">\s*'
+        r'<td data-testid="level-price">[^<]*</td><td data-testid="level-resting">([^<]*)<',
+        book,
+    )
+    assert level and Decimal(level.group(1)) == Decimal("0.1"), book[:2000]
+    assert book.count('class="resting"') == 1  # the ladder's levels are apart from it
     page = f"/console/orders/{order['profile_id']}/{order['id']}"
     assert 'data-testid="order-status">OPEN<' in operator.get(page).text
     done = operator.act("advance", seconds="3600")
@@ -283,7 +288,8 @@ def test_the_order_is_in_the_book_at_its_price_and_advancing_an_hour_cancels_it(
     requests = sb.get("/v2/sandbox/requests").json()["items"]
     assert any(r.get("operation") == "MoveSandboxClock" for r in requests)
     after = operator.get("/console/markets", market="BTCUSD").text
-    assert 'data-price="30000" class="resting"' not in after
+    assert not re.search(r'data-price="30000(?:\.0+)?" class="resting"', after)
+    assert 'class="ladder"' in after and 'class="resting"' not in after  # the ladder alone
 
 
 def test_time_travel_before_the_order_shows_a_book_without_it(sb: Any, operator: Browser) -> None:

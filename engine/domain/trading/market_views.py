@@ -82,21 +82,23 @@ def _book_view(tr: Trading, mk: Market, step: int) -> dict[str, Any]:
 
 def depth_view(tr: Trading, mk: Market, step: int) -> dict[str, Any]:
     """The book as `_book_view` merges it, each level with its resting orders and the
-    house's synthetic ladder apart (the console tells them apart), best first."""
+    house's synthetic ladder apart (the console tells them apart), best first; a part a
+    level lacks is left out."""
     cfg = market_config(tr)
     sides: dict[str, list[dict[str, str]]] = {}
     for name, side in (("asks", SELL), ("bids", BUY)):
         resting = {level.ticks: level.total for level in mk.book.levels(side)}
         ladder = {t: u for t, u in mk.ladder_side(cfg, tr.seed, step, side) if u > 0}
         prices = sorted(resting.keys() | ladder.keys(), reverse=side == BUY)
-        sides[name] = [
-            {
-                "price": ticks_text(mk, t),
-                "resting": units_text(resting.get(t, 0)),
-                "ladder": units_text(ladder.get(t, 0)),
-            }
-            for t in prices
-        ]
+        levels: list[dict[str, str]] = []
+        for t in prices:
+            level = {"price": ticks_text(mk, t)}
+            if resting.get(t):
+                level["resting"] = units_text(resting[t])
+            if ladder.get(t):
+                level["ladder"] = units_text(ladder[t])
+            levels.append(level)
+        sides[name] = levels
     return {"market": mk.name, **sides}
 
 
