@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from sandex.api_adapter import auth, faults, openapi, problems
+from sandex.api_adapter.console import ConsoleFront
 from sandex.api_adapter.logging import RequestLog
 from sandex.api_adapter.middleware.body_guard import BodyGuard
 from sandex.api_adapter.middleware.fast_lane import FastLane
@@ -156,8 +157,11 @@ def create_app(
     app.add_middleware(RequestLog, recent=app.state.requests)
     # Outside even Starlette's error middleware: an in-process wire fault's exception
     # reaches the client's transport, not the app's 500 handler (wire_faults.WireFaults).
+    # The console (sandex.api_adapter.console) in front of it all: its pages are not API
+    # requests; its actions are, sent back through this whole stack.
+    app.state.console = True
     build = app.build_middleware_stack
-    app.build_middleware_stack = lambda: WireFaults(build())  # type: ignore[method-assign]
+    app.build_middleware_stack = lambda: ConsoleFront(WireFaults(build()), app)  # type: ignore[method-assign]
     return app
 
 

@@ -63,7 +63,7 @@ def bootstrap(engine: Any, host: str) -> Credentials:
         client_id = os.environ.get("SANDEX_CLIENT_ID", "sandex")
         if given:
             secret, shown = given, "(from SANDEX_CLIENT_SECRET)"
-        elif _is_loopback(host):
+        elif is_loopback(host):
             secret = shown = DEFAULT_SECRET
         else:
             secret = secrets.token_urlsafe(30)
@@ -76,7 +76,7 @@ def bootstrap(engine: Any, host: str) -> Credentials:
     known: str | None = None
     if secret_matches(DEFAULT_SECRET, client["salt"], client["secret_hash"]):
         known = shown = DEFAULT_SECRET
-        if not _is_loopback(host):
+        if not is_loopback(host):
             shown += "\n    (the default: anyone who reaches this host is admin; set a secret)"
     elif given and secret_matches(given, client["salt"], client["secret_hash"]):
         known, shown = given, "(from SANDEX_CLIENT_SECRET)"
@@ -94,7 +94,7 @@ def _bootstrap_client(engine: Any) -> dict[str, Any] | None:
     return None
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     """Whether a server bound to `host` is reachable from this machine only."""
     if host == "localhost":
         return True

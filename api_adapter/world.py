@@ -40,6 +40,7 @@ class World:
         record: str | Path | None = None,
         record_world: bool = False,
         worlds: bool = True,
+        console: bool = True,
     ) -> None:
         """`bootstrap` makes the bootstrap client once the engine runs. `background`:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
@@ -49,7 +50,8 @@ class World:
         own recording (a world created with `record`, docs/worlds.md). `fault_gate`: see `create_app`.
         `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
-        a non-default world is made with False."""
+        a non-default world is made with False. `console`: serve the console
+        (sandex.api_adapter.console) at this world's `/console`, and at its other worlds'."""
         self.engine = engine
         self._bootstrap = bootstrap
         self.background = background
@@ -59,6 +61,7 @@ class World:
             webhooks_on_lifespan=not background,
             fault_gate=fault_gate,
         )
+        self.app.state.console = console
         if record is not None:
             from sandex.api_adapter.scenarios.recorder import Recorder
 
@@ -75,6 +78,7 @@ class World:
             manager = WorldManager.beside(engine.db_path, engine.settings)
             self.app.state.worlds = manager
             if manager is not None:
+                manager.console = console
                 self._stops.append(manager.close)  # the other worlds stop before this one
         self._phase = "new"  # then "started", then "stopped"
 

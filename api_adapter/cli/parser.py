@@ -264,6 +264,12 @@ def parser() -> argparse.ArgumentParser:
         help="log lines on stderr; auto is console on a terminal, else JSON",
     )
     serve.add_argument("--log-level", default="INFO", help="the least level logged")
+    serve.add_argument(
+        "--console",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the console at /console (default: on a loopback --host only)",
+    )
     serve.set_defaults(func=serve_command)
 
     rebuild = sub.add_parser("rebuild", help="drop the read models and replay the log")

@@ -96,7 +96,8 @@ def serve(args: argparse.Namespace) -> int:
         f"  token:       POST {base}/oauth2/token\n"
         f"  client_id:     {credentials.client_id}\n"
         f"  client_secret: {credentials.shown}\n"
-        f"  docs:        {base}/docs",
+        f"  docs:        {base}/docs"
+        + (f"\n  console:     {base}/console" if world.app.state.console else ""),
         flush=True,
     )
     fenced = getattr(engine.store, "fenced", None)  # PostgreSQL: the lease was lost
@@ -124,5 +125,19 @@ def _started(args: argparse.Namespace, settings: Any) -> World:
     # Internal, for bench_faults's baseline only: a server without the fault gate.
     gate = os.environ.get(NO_FAULT_GATE) != "1"
     return World.open(
-        args.db, settings, bootstrap=served_on(args.host), record=args.record, fault_gate=gate
+        args.db,
+        settings,
+        bootstrap=served_on(args.host),
+        record=args.record,
+        fault_gate=gate,
+        console=console_on(args),
     ).start()
+
+
+def console_on(args: argparse.Namespace) -> bool:
+    """Whether `serve` serves the console: as `--console`/`--no-console` say, else on a
+    loopback address only (a person on this machine)."""
+    from sandex.api_adapter.bootstrap import is_loopback
+
+    asked: bool | None = getattr(args, "console", None)
+    return is_loopback(args.host) if asked is None else asked

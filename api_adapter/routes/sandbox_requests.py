@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
+from sandex.api_adapter.auth import Principal
 from sandex.api_adapter.operations import BY_ID
 from sandex.api_adapter.paging import Limit
 from sandex.api_adapter.pipeline import Caller, route
@@ -49,7 +50,20 @@ async def list_requests(
     if operation is not None and operation not in BY_ID:
         raise Invalid(f"operation invalid: no operation {operation[:64]!r}", field="operation")
     filters = Filters(operation, statuses_of(status))
-    recent: RecentRequests = request.app.state.requests
+    found, items, more = recent_requests(request.app.state, who, before, size, filters)
+    answer: dict[str, Any] = {"items": items}
+    if more:
+        answer["next_page_cursor"] = cursors.encode(found[-1].id, _CURSOR_LIST, who.customer_id)
+    return JSONResponse(answer)
+
+
+def recent_requests(
+    app_state: Any, who: Principal, before: int | None, size: int, filters: Filters
+) -> tuple[list[Entry], list[dict[str, Any]], bool]:
+    """The requests `who` may see (the operator: everyone's; a tenant: its own), their
+    views, and whether more follow: the operation's answer, and the console's page."""
+    queries = app_state.queries
+    recent: RecentRequests = app_state.requests
     everyone = is_bootstrap(queries, who.customer_id)
     found, more = recent.page(None if everyone else who.customer_id, before, size, filters)
     caused = feed.ids_caused(
@@ -57,10 +71,7 @@ async def list_requests(
     )
     events = iter(caused)
     items = [_view(e, next(events) if e.customer_id is not None else []) for e in found]
-    answer: dict[str, Any] = {"items": items}
-    if more:
-        answer["next_page_cursor"] = cursors.encode(found[-1].id, _CURSOR_LIST, who.customer_id)
-    return JSONResponse(answer)
+    return found, items, more
 
 
 def _view(entry: Entry, events: list[str]) -> dict[str, Any]:

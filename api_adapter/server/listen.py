@@ -19,6 +19,22 @@ from sandex.api_adapter.cli.errors import CliError
 BACKLOG = 2048
 # uvicorn's exit status when the server did not start (uvicorn.server.STARTUP_FAILURE).
 STARTUP_FAILURE = 3
+# The ASGI scope key of an event set when the server begins to stop (Ctrl-C, SIGTERM, a
+# lost lease): uvicorn waits for every answer under way, so an answer that lasts (the
+# console's event stream) ends when it is set rather than hold the stop.
+STOPPING = "sandex.stopping"
+
+
+class _Stopping:
+    """The served app, each request's scope carrying the server's stopping event."""
+
+    def __init__(self, app: Any, stopping: threading.Event) -> None:
+        self.app = app
+        self.stopping = stopping
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        scope[STOPPING] = self.stopping
+        await self.app(scope, receive, send)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -54,11 +70,19 @@ def serve_on(
     status."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, **options))
+    stopping = threading.Event()
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stopping.set()
+            super().handle_exit(sig, frame)
+
+    server = Server(uvicorn.Config(_Stopping(app, stopping), **options))
     if stop_when is not None:
 
         def stop() -> None:
             stop_when.wait()
+            stopping.set()
             server.should_exit = True
 
         threading.Thread(target=stop, name="sandex-fence", daemon=True).start()

@@ -38,6 +38,7 @@ from sandex.engine.kernel.clock import format_time
 from sandex.engine.kernel.commands import CreateCustomer
 from sandex.engine.kernel.errors import Forbidden, Invalid, NotFound
 from sandex.engine.kernel.logs import get_logger
+from sandex.engine.read.clients import customer_ids
 from sandex.engine.runtime import key_file
 from sandex.engine.store import (
     Forking,
@@ -141,11 +142,17 @@ class Served:
 
 
 def assemble(
-    db: Location, settings: Settings, bootstrap: Bootstrap, recording: Path | None = None
+    db: Location,
+    settings: Settings,
+    bootstrap: Bootstrap,
+    recording: Path | None = None,
+    *,
+    console: bool = True,
 ) -> Served:
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
     but with no worlds of its own; `bootstrap` makes its bootstrap client. `recording`:
-    the file its requests are recorded to, as a scenario."""
+    the file its requests are recorded to, as a scenario; `console`: whether it serves
+    the console."""
     from sandex.api_adapter.world import World
 
     world = World.open(
@@ -156,6 +163,7 @@ def assemble(
         worlds=False,
         record=recording,
         record_world=True,
+        console=console,
     )
     return Served(world.start())
 
@@ -215,6 +223,7 @@ class WorldManager:
         self.db = str(db)
         self.folder = folder_for(db)
         self.base = base
+        self.console = True  # whether each world serves the console (its default world's)
         self._lock = threading.RLock()
         self._records: dict[str, Record] = {}
         self._served: dict[str, Served] = {}
@@ -442,6 +451,7 @@ class WorldManager:
                     world_settings,
                     bootstrap or _new_client(secrets.token_urlsafe(30)),
                     self._recording_of(world_id) if recorded else None,
+                    console=self.console,
                 )
                 try:
                     credentials = served.world.credentials
@@ -546,7 +556,11 @@ class WorldManager:
                 self._make_room()
                 recording = self._recording_of(world_id) if record.record else None
                 served = assemble(
-                    self.db_of(world_id), self.settings_of(record), _kept_clients, recording
+                    self.db_of(world_id),
+                    self.settings_of(record),
+                    _kept_clients,
+                    recording,
+                    console=self.console,
                 )
                 self._served[world_id] = served
                 self._start_housekeeping()
@@ -677,6 +691,12 @@ class WorldManager:
             "from_snapshot": record.from_snapshot,
             "created_at": record.created_at,
         }
+
+    def customers(self, world_id: str) -> int | None:
+        """How many customers a loaded world holds (None: not loaded, not loaded for it)."""
+        with self._lock:
+            served = self._served.get(world_id)
+        return None if served is None else len(customer_ids(served.app.state.queries))
 
     def forget(self, world_id: str) -> Served | None:
         """Unlist the world at once (its requests from now on are 404) and end its feeds;

@@ -231,7 +231,7 @@ class SetMarketPrice(Command):
 class ReadMarket(Command):
     """Market data at engine time "now", answered by the writer from its state."""
 
-    view: str = ""  # book | ticker | tickers | recent | price
+    view: str = ""  # book | ticker | tickers | recent | price | depth
     market: str = ""
 
 

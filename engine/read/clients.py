@@ -44,3 +44,9 @@ def is_bootstrap(reads: ReadConnections, customer_id: str) -> bool:
         "SELECT bootstrap FROM customers WHERE id = ?", (customer_id,)
     ).fetchone()
     return bool(found and found[0])
+
+
+def customer_ids(reads: ReadConnections) -> list[str]:
+    """Every customer of the database, oldest first (the console's operator view)."""
+    rows = reads.conn.execute("SELECT id FROM customers ORDER BY rowid").fetchall()
+    return [str(row[0]) for row in rows]

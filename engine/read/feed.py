@@ -122,3 +122,30 @@ def ids_caused(
             caused += ids[start:end]
         answers.append(caused)
     return answers
+
+
+def newest_events(
+    reads: ReadConnections,
+    customer_id: str,
+    *,
+    before: int | None = None,
+    limit: int = DEFAULT_LIMIT,
+    until_position: int | None = None,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """A customer's events newest first below feed seq `before`, the ones produced at or
+    before log position `until_position`, and the `before` of the next page: the same
+    rows and the same owner rule as `list_events`, read the other way (the console)."""
+    where = ["customer_id = ?"]
+    params: list[Any] = [customer_id]
+    if before is not None:
+        where.append("seq < ?")
+        params.append(before)
+    if until_position is not None:
+        where.append("seq < ?")
+        params.append((until_position + 1) * 2)  # `seq` is twice the log position, + rank
+    rows = reads.conn.execute(
+        f"SELECT seq, body FROM event_feed WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT ?",
+        [*params, limit + 1],
+    ).fetchall()
+    events = [{**_public(body, 0), "position": int(seq) // 2} for seq, body in rows[:limit]]
+    return events, (int(rows[limit - 1][0]) if len(rows) > limit else None)

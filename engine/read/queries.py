@@ -409,6 +409,13 @@ class Queries(ReadConnections):
 
     # -- orders and executions (rows of engine/domain/trading/order_rows.py) ----------
 
+    def list_withdrawal_fees(self, customer_id: str, page: Page) -> dict[str, Any]:
+        """The customer's crypto withdrawal fee quotes, newest first, each with its expiry
+        and status (the API answers each when made; the console lists them)."""
+        return self.page(
+            "withdrawal_fees", ["customer_id = ?"], [customer_id], page, owner=customer_id
+        )
+
     def order(self, customer_id: str, profile_id: str, order_id: str) -> dict[str, Any]:
         pid, _ = self.profile_row(customer_id, profile_id)
         row = self._one("SELECT body FROM orders WHERE id = ? AND profile_id = ?", (order_id, pid))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import takewhile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -33,6 +33,10 @@ from sandex.engine.store import (
     open_reader,
     private_files,
 )
+
+if TYPE_CHECKING:
+    from sandex.engine.kernel.registry import Registry
+    from sandex.engine.kernel.state import State
 
 
 def _read_only(path: str | Path) -> EventStore:
@@ -194,3 +198,34 @@ def _copy_keys(source: str | Path, out: Path, legacy_signing: str | None) -> Non
     else:
         out_keys.unlink(missing_ok=True)  # a stale one, left by a database removed since
         key_file.KeyFile.open(out, legacy_signing=legacy_signing)
+
+
+def state_at(
+    source: str | Path,
+    registry: Registry,
+    *,
+    position: int | None = None,
+    until: datetime | None = None,
+) -> tuple[State, int]:
+    """The state of `source`'s log as it was at a position or a time, cut at a
+    decision's end as `travel` cuts it, and that cut: a read-only past state held in
+    memory, nothing written (the console's time travel)."""
+    from sandex.engine.kernel.state import State
+    from sandex.engine.runtime.replay import replay_log
+
+    with closing(_read_only(source)) as store:
+        cut, _ = cut_position(store, position=position, until=until)
+        if cut == 0:
+            return State(), 0
+        state, _ = replay_log(store, until=cut, pause_gc=False, registry=registry)
+    return state, cut
+
+
+def past_rows(state: State, registry: Registry, table: str) -> list[dict[str, Any]]:
+    """The rows the read model `table` held in a past state (`state_at`): the
+    projection's own row builder over every entity of that state, so a past page shows
+    exactly what the API's table held then. KeyError for an unknown or append-only table."""
+    spec = {t.name: t for t in registry.tables if t.row is not None and t.keys is not None}[table]
+    assert spec.row is not None and spec.keys is not None
+    rows = (spec.row(state, key) for key in spec.keys(state))
+    return [row for row in rows if row is not None]

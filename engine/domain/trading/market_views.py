@@ -4,7 +4,7 @@ writer (`ReadMarket`), so that it is exactly "now"."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -50,6 +50,8 @@ def read_market(ctx: Ctx, cmd: ReadMarket) -> dict[str, Any]:
         }
     if cmd.view == "price":
         return price_view(ctx, tr, mk, step)
+    if cmd.view == "depth":
+        return depth_view(tr, mk, step)
     raise Invalid(f"unknown market view {cmd.view}")
 
 
@@ -76,6 +78,37 @@ def _book_view(tr: Trading, mk: Market, step: int) -> dict[str, Any]:
             for t, u in merged_levels(tr, mk, step, BUY)
         ],
     }
+
+
+def depth_view(tr: Trading, mk: Market, step: int) -> dict[str, Any]:
+    """The book as `_book_view` merges it, each level with its resting orders and the
+    house's synthetic ladder apart (the console tells them apart), best first; a part a
+    level lacks is left out."""
+    cfg = market_config(tr)
+    sides: dict[str, list[dict[str, str]]] = {}
+    for name, side in (("asks", SELL), ("bids", BUY)):
+        resting = {level.ticks: level.total for level in mk.book.levels(side)}
+        ladder = {t: u for t, u in mk.ladder_side(cfg, tr.seed, step, side) if u > 0}
+        prices = sorted(resting.keys() | ladder.keys(), reverse=side == BUY)
+        levels: list[dict[str, str]] = []
+        for t in prices:
+            level = {"price": ticks_text(mk, t)}
+            if resting.get(t):
+                level["resting"] = units_text(resting[t])
+            if ladder.get(t):
+                level["ladder"] = units_text(ladder[t])
+            levels.append(level)
+        sides[name] = levels
+    return {"market": mk.name, **sides}
+
+
+def depth_at(tr: Trading, market: str, now: datetime) -> dict[str, Any]:
+    """`depth_view` of a state that no decision reads (a past state: time travel), at
+    engine time `now`; NotFound for an unknown market."""
+    mk = tr.markets.get(market)
+    if mk is None:
+        raise NotFound(f"market not found: {market}")
+    return depth_view(tr, mk, market_config(tr).step_of(now))
 
 
 def _stats(mk: Market, begin: str, end: str, last: int) -> dict[str, Any]:
