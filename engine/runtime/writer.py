@@ -65,8 +65,9 @@ class _SnapshotBuilt:
         self.data = data
 
 
-# Nothing to write for this long: the store's memory kept only for speed is given back
-# (`_release_memory`), so a server's idle worlds do not each hold it.
+# Nothing to write for this long: the committer thread ends and the store's memory kept
+# only for speed is given back (`_release_memory`), so a server's idle worlds do not
+# each hold them.
 _IDLE_SECONDS = 1.0
 # The events per command a writer assumes before its first group: about an order's.
 _FIRST_EVENTS_PER_COMMAND = 4.0
@@ -360,9 +361,11 @@ class Engine:
 
     def _release_memory(self) -> None:
         """The writer has been idle: once the group in flight is committed (the
-        connection is the writer's alone), the store gives back its cache."""
+        connection is the writer's alone), the committer thread ends and the store gives
+        back its cache."""
+        settled = self._strategy.rest()
         store = capability(self.store, MemoryRelease)
-        if store is not None and self._strategy.settle():
+        if store is not None and settled:
             store.release_memory()
 
     def _refuse_queued(self) -> None:

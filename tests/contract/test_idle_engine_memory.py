@@ -14,7 +14,11 @@ from engine.runtime.composition import open_engine
 from tests.conftest import make_settings
 
 
-def test_an_idle_writer_releases_its_stores_cache_and_writes_on_afterwards(
+def _committers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "sandex-commit"}
+
+
+def test_an_idle_writer_ends_its_committer_thread_and_releases_its_stores_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(writer, "_IDLE_SECONDS", 0.05)
@@ -27,10 +31,12 @@ def test_an_idle_writer_releases_its_stores_cache_and_writes_on_afterwards(
         released.set()
 
     monkeypatch.setattr(engine.store, "release_memory", recorded)
+    others = _committers()
     engine.start()
     try:
         made = engine.execute(CreateCustomer(client_id="c", client_secret="s", bootstrap=True))
         assert released.wait(10), "the idle writer kept its store's cache"
+        assert _committers() == others, "the idle writer kept its committer thread"
         actor = Actor(made["customer_id"], "c")
         for amount in ("1", "2"):  # the cache fills again from the file
             engine.execute(
