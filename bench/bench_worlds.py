@@ -86,7 +86,7 @@ class Server:
         settings = folder / f"{name}.yaml"
         settings.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
         cmd = [
-            sys.executable, "-m", "api_adapter.cli", "serve", "--db", str(self.db),
+            sys.executable, "-m", "sandex.api_adapter.cli", "serve", "--db", str(self.db),
             "--port", str(self.port), "--clock", "wall", "--durability", "FULL",
             "--log-level", "WARNING", "--log-format", "json", "--config", str(settings),
         ]  # fmt: skip
@@ -450,7 +450,7 @@ def alive(folder: Path, count: int, slices: int, budget: float) -> None:
 def _cli_verify_world(db: Path, world_id: str) -> tuple[str, float]:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "api_adapter.cli", "verify", "--db", str(db), "--world", world_id],
+        [sys.executable, "-m", "sandex.api_adapter.cli", "verify", "--db", str(db), "--world", world_id],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     lines = done.stdout.strip().splitlines()

@@ -22,15 +22,15 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from engine.kernel.clock import Clock
-from engine.kernel.errors import Unavailable
-from engine.kernel.events import Event
-from engine.kernel.logs import get_logger
-from engine.kernel.state import State
-from engine.runtime.market_feed import Changes, MarketFeed
-from engine.runtime.projection import Projection
-from engine.runtime.reply import Batch, Span, complete, fail, overrule
-from engine.store import EventStore, StoreUnavailable
+from sandex.engine.kernel.clock import Clock
+from sandex.engine.kernel.errors import Unavailable
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.kernel.state import State
+from sandex.engine.runtime.market_feed import Changes, MarketFeed
+from sandex.engine.runtime.projection import Projection
+from sandex.engine.runtime.reply import Batch, Span, complete, fail, overrule
+from sandex.engine.store import EventStore, StoreUnavailable
 
 log = get_logger("sandex.engine")
 

@@ -25,29 +25,34 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.config.settings import Settings
-from engine.kernel.clock import LATEST, Clock, ManualClock, format_time, parse_time
-from engine.kernel.commands import AdvanceClock, Command, Tick
-from engine.kernel.credentials import Secrets
-from engine.kernel.errors import Conflict, DomainError, Invalid, LogFull, Unavailable
-from engine.kernel.events import Event
-from engine.kernel.execution_ids import ExecutionIds
-from engine.kernel.ids import IdSource
-from engine.kernel.invariants import check_state
-from engine.kernel.logs import get_logger
-from engine.kernel.money import CONTEXT
-from engine.kernel.registry import Registry
-from engine.kernel.state import Ctx
-from engine.runtime.commit_strategies import CommitStrategy, Inline, OneTransaction, Pipelined
-from engine.runtime.key_file import KeyFile
-from engine.runtime.market_feed import MarketFeed
-from engine.runtime.projection import Projection
-from engine.runtime.replay import rebuild_read_models
-from engine.runtime.reply import Batch, Single, Span, answer_all, complete, fail, overrule
-from engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
-from engine.runtime.startup_cache import Snapshotter
-from engine.runtime.startup_cache import load as load_state
-from engine.store import EventStore, MemoryRelease, capability
+from sandex.engine.config.settings import Settings
+from sandex.engine.kernel.clock import LATEST, Clock, ManualClock, format_time, parse_time
+from sandex.engine.kernel.commands import AdvanceClock, Command, Tick
+from sandex.engine.kernel.credentials import Secrets
+from sandex.engine.kernel.errors import Conflict, DomainError, Invalid, LogFull, Unavailable
+from sandex.engine.kernel.events import Event
+from sandex.engine.kernel.execution_ids import ExecutionIds
+from sandex.engine.kernel.ids import IdSource
+from sandex.engine.kernel.invariants import check_state
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.kernel.money import CONTEXT
+from sandex.engine.kernel.registry import Registry
+from sandex.engine.kernel.state import Ctx
+from sandex.engine.runtime.commit_strategies import (
+    CommitStrategy,
+    Inline,
+    OneTransaction,
+    Pipelined,
+)
+from sandex.engine.runtime.key_file import KeyFile
+from sandex.engine.runtime.market_feed import MarketFeed
+from sandex.engine.runtime.projection import Projection
+from sandex.engine.runtime.replay import rebuild_read_models
+from sandex.engine.runtime.reply import Batch, Single, Span, answer_all, complete, fail, overrule
+from sandex.engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
+from sandex.engine.runtime.startup_cache import Snapshotter
+from sandex.engine.runtime.startup_cache import load as load_state
+from sandex.engine.store import EventStore, MemoryRelease, capability
 
 log = get_logger("sandex.engine")
 

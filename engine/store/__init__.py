@@ -8,10 +8,10 @@ registry): the one place that reads a `--db`'s text. Every implementation passes
 contract suite (tests/support/store_contract.py, run by tests/contract/test_store_contract.py).
 """
 
-from engine.store.lease import LeaseHeld
-from engine.store.locations import Location, display, is_server_url, local_base, locate
-from engine.store.memory import MemoryEventStore
-from engine.store.opening import (
+from sandex.engine.store.lease import LeaseHeld
+from sandex.engine.store.locations import Location, display, is_server_url, local_base, locate
+from sandex.engine.store.memory import MemoryEventStore
+from sandex.engine.store.opening import (
     UNFINISHED_COPY,
     backend,
     database_contents,
@@ -24,7 +24,7 @@ from engine.store.opening import (
     take_lease,
     unfinished_copy,
 )
-from engine.store.port import (
+from sandex.engine.store.port import (
     BulkLoad,
     Concurrency,
     EventLog,
@@ -43,7 +43,7 @@ from engine.store.port import (
     TableWrites,
     capability,
 )
-from engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
+from sandex.engine.store.sqlite import SqliteEventStore, connect_read_only, in_memory
 
 __all__ = [
     "UNFINISHED_COPY",

@@ -44,7 +44,7 @@ import sqlite3
 import threading
 import time
 
-from engine.kernel.logs import get_logger
+from sandex.engine.kernel.logs import get_logger
 
 log = get_logger("sandex.store")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
-from engine.kernel.events import Event
+from sandex.engine.kernel.events import Event
 
 # One read-model write: (table, rows to upsert, keys to delete).
 TableWrites = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]

@@ -23,15 +23,15 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.credentials import EVENT_FIELDS, redact
-from engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
-from engine.kernel.logs import get_logger
-from engine.store import private_files
-from engine.store.checkpointer import Checkpointer
-from engine.store.lease import WriterLease
-from engine.store.locations import locate
-from engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
-from engine.store.read_model_indexes import with_indexes
+from sandex.engine.kernel.credentials import EVENT_FIELDS, redact
+from sandex.engine.kernel.events import SCHEMA_VERSIONS, Event, upcast
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.store import private_files
+from sandex.engine.store.checkpointer import Checkpointer
+from sandex.engine.store.lease import WriterLease
+from sandex.engine.store.locations import locate
+from sandex.engine.store.port import Concurrency, NoSuchTable, StoreUnavailable, TableWrites
+from sandex.engine.store.read_model_indexes import with_indexes
 
 _DURABILITY = {"FULL": "FULL", "NORMAL": "NORMAL", "OFF": "OFF"}
 
@@ -149,7 +149,7 @@ def _event_rows(events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
 
 
 class LogFold:
-    """`engine.tools.time_travel.log_hash` of a log, folded row by row as the rows are
+    """`sandex.engine.tools.time_travel.log_hash` of a log, folded row by row as the rows are
     written: a writer that wrote the whole log knows its hash without reading it back."""
 
     __slots__ = ("digest",)

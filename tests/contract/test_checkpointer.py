@@ -13,9 +13,9 @@ import pytest
 import structlog
 import structlog.testing
 
-from engine import open_engine
-from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.store import checkpointer
+from sandex.engine import open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from sandex.engine.store import checkpointer
 from tests.conftest import make_settings
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
-from engine.runtime import writer
-from engine.runtime.composition import open_engine
+from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
+from sandex.engine.runtime import writer
+from sandex.engine.runtime.composition import open_engine
 from tests.conftest import make_settings
 
 
