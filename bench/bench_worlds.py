@@ -44,6 +44,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,14 @@ class Sandbox:
     def url(self, path: str) -> str:
         return f"{self.prefix}/v2{path}"
 
+    def bodies(self) -> list[dict[str, Any]]:
+        """bench_http_orders's bodies, the takers priced for this world now."""
+        tickers = {}
+        for market in {b["market"] for b in BODIES}:
+            status, tickers[market] = self.server.call("GET", self.url(f"/markets/{market}/ticker"), self.auth)  # fmt: skip
+            assert status == 200, status
+        return priced(BODIES, tickers)
+
     def fund(self) -> None:
         for asset, amount in FUNDS:
             status, _ = self.server.call(
@@ -155,6 +164,25 @@ class Sandbox:
                 {"asset": asset, "amount": amount},
             )
             assert status == 200, status
+
+
+def priced(bodies: list[dict[str, Any]], tickers: dict[str, Any]) -> list[dict[str, Any]]:
+    """`bodies` with each IOC limit order priced 5% beyond its market's best price on the
+    other side (`tickers`: each market's ticker): it takes, and stays inside the taker
+    band around the mid (15%), wherever this world's prices have gone. A fixed price
+    fell outside the band as the wall clock moved the prices: a tenth of the answers
+    were 400s and the phase stopped."""
+    found = []
+    for body in bodies:
+        if body.get("time_in_force") == "IOC":
+            ticker = tickers[body["market"]]
+            if body["side"] == "BUY":
+                price = Decimal(ticker["best_ask"]["price"]) * Decimal("1.05")
+            else:
+                price = Decimal(ticker["best_bid"]["price"]) * Decimal("0.95")
+            body = {**body, "price": str(price.to_integral_value())}
+        found.append(body)
+    return found
 
 
 def new_world(server: Server, body: dict[str, Any] | None = None) -> tuple[Sandbox, str]:
@@ -280,8 +308,11 @@ def first_requests(folder: Path, rounds: int, per_round: int) -> None:
 
 
 def _lua(targets: list[Sandbox]) -> str:
-    """wrk's script: the order bodies in turn, each request to the next of `targets`."""
-    quoted = ",\n".join(f"[[{json.dumps(b)}]]" for b in BODIES)
+    """wrk's script: the order bodies in turn, each request to the next of `targets`
+    (each target's bodies priced for it)."""
+    quoted = ",\n".join(
+        "{" + ", ".join(f"[[{json.dumps(b)}]]" for b in t.bodies()) + "}" for t in targets
+    )
     paths = ", ".join(f'"{t.url(f"/profiles/{t.profile}/orders")}"' for t in targets)
     tokens = ", ".join(f'"{t.auth["Authorization"]}"' for t in targets)
     return f"""
@@ -290,10 +321,10 @@ local paths = {{{paths}}}
 local tokens = {{{tokens}}}
 local i, j = 0, 0
 request = function()
-  i = i % #bodies + 1
+  i = i % #bodies[1] + 1
   j = j % #paths + 1
   return wrk.format("POST", paths[j], {{["Content-Type"] = "application/json",
-    ["Authorization"] = tokens[j]}}, bodies[i])
+    ["Authorization"] = tokens[j]}}, bodies[j][i])
 end
 """
 
@@ -308,8 +339,9 @@ def orders_per_second(targets: list[Sandbox], seconds: int, warmup: int, conns: 
         else:
             t = targets[0]
             url = server.root + t.url(f"/profiles/{t.profile}/orders")
-            _load(url, BODIES, t.auth, warmup, conns)
-            got = _load(url, BODIES, t.auth, seconds, conns)
+            bodies = t.bodies()
+            _load(url, bodies, t.auth, warmup, conns)
+            got = _load(url, bodies, t.auth, seconds, conns)
         assert not got["non_2xx"], got
         return float(got["rps"])
     raise SystemExit("8 worlds at once needs wrk (apt-get install wrk)")

@@ -113,6 +113,10 @@ class CommitStrategy:
         """Wait for the group in flight, if any; False if its COMMIT failed."""
         return True
 
+    def rest(self) -> bool:
+        """The writer is idle: `settle`, and let go of what only a busy writer needs."""
+        return self.settle()
+
     def write_held(self, rows: bool) -> None:
         """Write the events held and, with `rows` (or once `DEFER_ROWS` entities wait),
         the rows of every entity touched, as they stand now; on a failure nothing of it
@@ -222,18 +226,26 @@ class Pipelined(Inline):
         # the group whose COMMIT is under way, and the committer thread's queue
         self.inflight: Written | None = None
         self._jobs: queue.SimpleQueue[Written | None] = queue.SimpleQueue()
-        self._committer = threading.Thread(
-            target=self._commit_loop, name="sandex-commit", daemon=True
-        )
+        # started with the first group handed over, ended by `rest` (an idle world
+        # holds no committer thread) and by `stop`
+        self._committer: threading.Thread | None = None
 
     def start(self) -> None:
-        self._committer.start()
+        """Nothing yet: the first group handed over starts the committer thread."""
 
     def stop(self) -> None:
         """Wait for the group in flight, then end the committer thread."""
-        self.settle()
-        self._jobs.put(None)
-        self._committer.join()
+        self.rest()
+
+    def rest(self) -> bool:
+        """Wait for the group in flight, then end the committer thread (the next group
+        handed over starts another)."""
+        settled = self.settle()
+        committer, self._committer = self._committer, None
+        if committer is not None:
+            self._jobs.put(None)
+            committer.join()
+        return settled
 
     def prepare(self, work: list[Batch], spans: list[Span]) -> bool:
         inflight = self.inflight
@@ -250,6 +262,11 @@ class Pipelined(Inline):
         if suspect:
             super().hand_over(written, suspect)
             return
+        if self._committer is None:
+            self._committer = threading.Thread(
+                target=self._commit_loop, name="sandex-commit", daemon=True
+            )
+            self._committer.start()
         self.inflight = written
         self._jobs.put(written)
         # Until the committer is inside its COMMIT, which runs without the GIL, it

@@ -52,7 +52,7 @@ from sandex.engine.runtime.reply import Batch, Single, Span, answer_all, complet
 from sandex.engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from sandex.engine.runtime.startup_cache import Snapshotter
 from sandex.engine.runtime.startup_cache import load as load_state
-from sandex.engine.store import EventStore
+from sandex.engine.store import EventStore, MemoryRelease, capability
 
 log = get_logger("sandex.engine")
 
@@ -70,6 +70,10 @@ class _SnapshotBuilt:
         self.data = data
 
 
+# Nothing to write for this long: the committer thread ends and the store's memory kept
+# only for speed is given back (`_release_memory`), so a server's idle worlds do not
+# each hold them.
+_IDLE_SECONDS = 1.0
 # The events per command a writer assumes before its first group: about an order's.
 _FIRST_EVENTS_PER_COMMAND = 4.0
 
@@ -360,6 +364,15 @@ class Engine:
             if self._died is not None:
                 self._refuse_queued()
 
+    def _release_memory(self) -> None:
+        """The writer has been idle: once the group in flight is committed (the
+        connection is the writer's alone), the committer thread ends and the store gives
+        back its cache."""
+        settled = self._strategy.rest()
+        store = capability(self.store, MemoryRelease)
+        if store is not None and settled:
+            store.release_memory()
+
     def _refuse_queued(self) -> None:
         """Answer everything queued with why the writer died (from either side of the
         queue: the dying writer, or a caller who queued after it drained)."""
@@ -411,7 +424,11 @@ class Engine:
             elif stopping:
                 break
             else:
-                item = q.get()
+                try:
+                    item = q.get(timeout=_IDLE_SECONDS)
+                except queue.Empty:
+                    self._release_memory()
+                    item = q.get()
             # One entry per command, naming its batch: a batch's next command is the
             # first it holds no value for.
             work: list[Batch] = []

@@ -20,7 +20,10 @@ as long before the next, up to `idle_interval`, and the first pass that finds mo
 back to `interval`; while it waits longer than `interval`, the store's next COMMIT
 `nudge`s it to pass at once. An idle database, such as each of a server's many idle
 worlds, so costs a wake-up every few seconds instead of fifty a second, and a write
-after a quiet spell is still copied at once.
+after a quiet spell is still copied at once. A pass that finds the log unchanged also
+closes its connection (its page cache, schema and statements: memory each idle world
+would hold for nothing), and the passes after it need none (a `stat` of the log file)
+until a nudge or a changed log file says it was written.
 
 A checkpoint that fails (a full disk, a read-only file) is retried at twice the last
 wait, up to `max_interval`, on a fresh connection, and logged once when the failures
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import sqlite3
 import threading
 import time
@@ -47,6 +51,15 @@ log = get_logger("sandex.store")
 
 def _connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+
+def _log_file_stamp(path: str) -> tuple[int, int, int] | None:
+    """The write-ahead log file's (inode, size, modification time): a commit changes it."""
+    try:
+        found = os.stat(f"{path}-wal")
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 class Checkpointer:
@@ -71,6 +84,10 @@ class Checkpointer:
         self._last: tuple[int, ...] | None = None  # the last pass's (busy, log, checkpointed)
         # waiting longer than `interval`: the next COMMIT should `nudge` it
         self.idle = False
+        # closed while idle: the log file as it was then, and whether a COMMIT
+        # nudged since (either says the next pass must open a connection and copy)
+        self._closed_at: tuple[int, int, int] | None = None
+        self._nudged = False
 
     def start(self) -> None:
         if not self._started:
@@ -86,13 +103,22 @@ class Checkpointer:
                 self._conn.close()
                 self._conn = None
 
+    @property
+    def connected(self) -> bool:
+        """Whether it holds a connection (not while the database stays idle)."""
+        return self._conn is not None
+
     def nudge(self) -> None:
         """The log was written: pass now rather than at the end of a long idle wait."""
+        self._nudged = True
         if self._started:
             _Checkpoints.nudge(self)
 
     def pass_once(self) -> float:
         """One checkpoint; answers how long to wait before the next."""
+        if self._still_idle():
+            self._wait = min(self._wait * 2, self.idle_interval)
+            return self._wait
         try:
             if self._conn is None:
                 self._conn = _connect(self.path)
@@ -116,7 +142,25 @@ class Checkpointer:
         self._wait = min(self._wait * 2, self.idle_interval) if idle else self.interval
         self.idle = self._wait > self.interval
         self._last = found
+        if idle:
+            self._close_while_idle()
         return self._wait
+
+    def _still_idle(self) -> bool:
+        """Closed while idle, and neither nudged nor its log file changed since."""
+        if self._conn is not None or self._closed_at is None:
+            return False
+        if not self._nudged and _log_file_stamp(self.path) == self._closed_at:
+            return True
+        self._closed_at = None
+        return False
+
+    def _close_while_idle(self) -> None:
+        assert self._conn is not None
+        self._nudged = False
+        self._closed_at = _log_file_stamp(self.path)
+        self._conn.close()
+        self._conn = None
 
 
 class _Checkpoints:

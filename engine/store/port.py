@@ -227,6 +227,15 @@ class Forking(Protocol):
     def fork(self, target: str, up_to: int | None = None) -> EventStore: ...
 
 
+@runtime_checkable
+class MemoryRelease(Protocol):
+    """Give back the memory the writer's connection holds only to go faster (its page
+    cache), when its engine has had nothing to write for a while: each of a server's
+    idle worlds would hold it for nothing."""
+
+    def release_memory(self) -> None: ...
+
+
 _Capability = TypeVar("_Capability")
 
 

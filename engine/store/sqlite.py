@@ -17,7 +17,7 @@ import sys
 import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -1046,6 +1046,12 @@ class SqliteEventStore:
             # over (checkpointer.py): at 32,000 pages it finds little left to copy.
             self._autocheckpoint = _BACKSTOP_PAGES
             self.conn.execute(f"PRAGMA wal_autocheckpoint={_BACKSTOP_PAGES}")
+
+    def release_memory(self) -> None:
+        """The writer's page cache freed (`PRAGMA shrink_memory`); it fills again from
+        the file, read as the next writes need it. A connection that cannot keeps it."""
+        with suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA shrink_memory")
 
     def close(self) -> None:
         if self._aside is not None:  # a scratch log (`fold_log`): dropped with its database

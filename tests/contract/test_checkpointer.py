@@ -186,3 +186,44 @@ def test_the_first_commit_after_a_quiet_spell_nudges_an_idle_checkpointer(
         assert nudges == [True]
     finally:
         engine.stop()
+
+
+def test_an_idle_database_holds_no_checkpoint_connection_until_it_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of a server's loaded idle worlds would hold a checkpoint connection (its page
+    cache, schema and statements) for nothing; a write, nudged or not, must still be
+    copied by the next pass."""
+    path = str(tmp_path / "i.db")
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")  # only the checkpointer copies
+    writer.execute("CREATE TABLE t (x)")
+    opened: list[str] = []
+    connect = checkpointer._connect
+    monkeypatch.setattr(checkpointer, "_connect", lambda p: opened.append(p) or connect(p))
+    worker = checkpointer.Checkpointer(path, interval=0.02)
+    try:
+        assert worker.pass_once() == 0.02 and worker.connected  # copied what was there
+        assert worker.pass_once() == 0.04 and not worker.connected  # idle: closed
+        assert worker.pass_once() == 0.08 and not worker.connected  # no write: none opened
+        writer.execute("INSERT INTO t VALUES (1)")  # not nudged: the log file changed
+        assert worker.pass_once() == 0.02 and worker.connected
+        assert _rows_in_the_database_file(path) == 1  # copied
+        assert worker.pass_once() == 0.04 and not worker.connected
+        assert len(opened) == 2
+        worker.nudge()  # a COMMIT after a quiet spell says so: the pass looks
+        worker.pass_once()
+        assert len(opened) == 3
+    finally:
+        worker.stop()
+        writer.close()
+
+
+def _rows_in_the_database_file(path: str) -> int:
+    """The rows of t in the database file itself, its log unread (`immutable`)."""
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM t").fetchone()[0])
+    finally:
+        conn.close()

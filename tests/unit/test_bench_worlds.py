@@ -116,3 +116,28 @@ def test_a_worlds_phase_that_fails_leaves_the_other_phases_run_and_says_so(
     out = capsys.readouterr().out
     assert "phase create failed: AssertionError('a world did not answer')" in out
     assert "first: ran" in out
+
+
+def test_the_worlds_order_bodies_price_their_takers_inside_the_band_wherever_prices_are() -> None:
+    """bench_worlds' order phases stop at the first non-2xx: an IOC at a fixed price fell
+    outside the 15% taker band once the wall clock had moved a world's prices."""
+    from decimal import Decimal
+
+    from bench.bench_http_orders import BODIES
+
+    for btc, eth in (("38967.25", "2232.85"), ("61000", "4100.5")):
+        tickers = {
+            "BTCUSD": {"best_ask": {"price": btc}, "best_bid": {"price": btc}},
+            "ETHUSD": {"best_ask": {"price": eth}, "best_bid": {"price": eth}},
+        }
+        bodies = bench_worlds.priced(BODIES, tickers)
+        assert [b for b in bodies if "time_in_force" not in b] == [
+            b for b in BODIES if "time_in_force" not in b
+        ]
+        takers = [b for b in bodies if b.get("time_in_force") == "IOC"]
+        assert len(takers) == 2
+        for body in takers:
+            best = Decimal(tickers[body["market"]]["best_ask"]["price"])
+            price = Decimal(body["price"])
+            crosses = price > best if body["side"] == "BUY" else price < best
+            assert crosses and abs(price - best) < best * Decimal("0.15"), body
