@@ -29,7 +29,7 @@ from sandex.testing._world import DEFAULT_START, SandexWorld, Template, default_
 # The template world's snapshot that every test's world is forked from.
 SNAPSHOT = "sandex-template"
 KEEP = ("failed", "all", "none")
-MARKER_FIELDS = ("clock", "start", "settings", "template")
+MARKER_FIELDS = ("clock", "start", "seed", "settings", "template")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,12 @@ OPTIONS = (
     ),
     Option("clock", "the clock of a test's world", "manual", ("manual", "wall")),
     Option("start", "where a manual clock starts (RFC 3339)", DEFAULT_START, metavar="TIME"),
+    Option(
+        "seed",
+        "the seed of the template world, and so of every world forked from it"
+        " (its market walks): the same seed, the same prices run after run",
+        metavar="INT",
+    ),
     Option("settings", "a JSON object of settings for every test's world", metavar="JSON"),
     Option(
         "template",
@@ -147,7 +153,7 @@ def setting(config: pytest.Config, name: str) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "sandex(clock='manual'|'wall', start=TIME, settings={...}, template=callable):"
+        "sandex(clock='manual'|'wall', start=TIME, seed=INT, settings={...}, template=callable):"
         " change this test's sandex_world (docs/testing.md)",
     )
     config.stash[_STATE] = SessionState(config)
@@ -265,14 +271,17 @@ class SessionState:
         self.server = SandexServer(address, mode, started_here=self.running is not None)
         return self.server
 
-    def template(self, build: Template, clock: str, start: str) -> SandexWorld:
-        """The template world of `build` on this clock: made, built and snapshotted once."""
-        key = (build, clock, start if clock == "manual" else None)
+    def template(self, build: Template, clock: str, start: str, seed: str = "") -> SandexWorld:
+        """The template world of `build` on this clock and seed: made, built and
+        snapshotted once."""
+        key = (build, clock, start if clock == "manual" else None, seed)
         if key not in self.templates:
             server = self.sandbox()
             body: dict[str, Any] = {"name": "sandex template", "clock": clock}
             if clock == "manual":
                 body["start_time"] = start
+            if seed:
+                body["seed"] = int(seed)
             made = server.create_world(**body)
             world = SandexWorld(made, made["client_id"], made["client_secret"], server.http)
             self.templates[key] = world
@@ -335,8 +344,9 @@ def sandex_world(
     start = chosen.get("start") or setting(config, "start")
     settings = json.loads(setting(config, "settings") or "{}")
     settings.update(chosen.get("settings") or {})
+    seed = str(chosen.get("seed", "") or setting(config, "seed"))
     template = request.config.stash[_STATE].template(
-        chosen.get("template") or sandex_template, clock, start
+        chosen.get("template") or sandex_template, clock, start, seed
     )
     body: dict[str, Any] = {"from_world": template.id, "from_snapshot": SNAPSHOT}
     body["name"] = request.node.name[:100]

@@ -185,6 +185,39 @@ def test_unknown_keyword(sandex_world):
     result.stdout.fnmatch_lines(["*@pytest.mark.sandex takes the keywords clock, start*colour*"])
 
 
+def test_a_seed_makes_every_world_walk_the_same_prices(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """The ini's seed is the template's, so every world forked from it walks the same
+    prices; a marker's seed is a template of its own, walking other prices."""
+    pytester.makeini("[pytest]\nsandex_seed = 11\n")
+    pytester.makepyfile(
+        RECORD
+        + """
+import pytest
+
+def walked(world, test):
+    world.clock.advance(seconds=3600)
+    price = world.get("/all-markets/prices", markets="BTCUSD")["items"][0]["current_price"]
+    record(test=test, price=price)
+
+def test_a(sandex_world):
+    walked(sandex_world, "a")
+
+def test_b(sandex_world):
+    walked(sandex_world, "b")
+
+@pytest.mark.sandex(seed=12)
+def test_other(sandex_world):
+    walked(sandex_world, "other")
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    prices = {line["test"]: line["price"] for line in seen(record_to)}
+    assert prices["a"] == prices["b"] != prices["other"]
+
+
 def test_a_template_override_is_built_once_and_seen_by_every_test(
     pytester: pytest.Pytester, record_to: Path
 ) -> None:
