@@ -65,6 +65,13 @@ OPTIONS = (
         "SANDEX_CLIENT_ID/SANDEX_CLIENT_SECRET); start nothing. Also SANDEX_URL",
         metavar="URL",
     ),
+    Option(
+        "share",
+        "under pytest-xdist, one server for the whole run (run) or one per worker (worker:"
+        " a thread-mode server then serves on its own worker's core)",
+        "run",
+        ("run", "worker"),
+    ),
     Option("clock", "the clock of a test's world", "manual", ("manual", "wall")),
     Option("start", "where a manual clock starts (RFC 3339)", DEFAULT_START, metavar="TIME"),
     Option(
@@ -234,7 +241,7 @@ class SessionState:
 
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
-        if shared:
+        if shared and setting(self.config, "share") == "run":
             workerinput = self.config.workerinput  # type: ignore[attr-defined]
             self.shared = Shared(Path(shared), workerinput["workerid"], workerinput["workercount"])
 

@@ -108,6 +108,34 @@ def test_world(sandex_world, sandex_server, n):
         httpx.get(f"{records[0]['url']}/healthz", timeout=2)
 
 
+def test_share_worker_gives_each_xdist_worker_a_server_of_its_own(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """With `--sandex-share=worker` each worker starts (and stops) its own server."""
+    pytester.makepyfile(
+        RECORD
+        + """
+import os, pytest
+
+@pytest.mark.parametrize("n", range(8))
+def test_world(sandex_world, sandex_server, n):
+    sandex_world.clock.advance(seconds=n)
+    record(pid=os.getpid(), url=sandex_server.url, started_here=sandex_server.started_here)
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--sandex-share=worker"
+    )
+    result.assert_outcomes(passed=8)
+    records = seen(record_to)
+    servers = {r["pid"]: r["url"] for r in records}
+    assert len(servers) == 2 and len(set(servers.values())) == 2  # a server per worker
+    assert all(r["started_here"] for r in records)
+    for url in servers.values():
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/healthz", timeout=2)
+
+
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
