@@ -136,6 +136,25 @@ def test_world(sandex_world, sandex_server, n):
             httpx.get(f"{url}/healthz", timeout=2)
 
 
+def test_the_thread_server_leaves_the_suites_logging_as_it_is(pytester: pytest.Pytester) -> None:
+    """A suite's own structlog lines, and its captures of them, are the same once the
+    in-process server runs."""
+    pytester.makepyfile(
+        """
+import structlog
+from structlog.testing import capture_logs
+
+def test_logs(sandex_world):
+    sandex_world.clock.now()
+    with capture_logs() as logs:
+        structlog.get_logger("mine").info("mine")
+    assert [entry["event"] for entry in logs] == ["mine"]
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
