@@ -425,7 +425,7 @@ def sandex_template() -> Template:
 @pytest.fixture
 def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpCalls]:
     """A sandbox for a test that only talks HTTP to it: a world of the pytest plugin
-    (`sandex_world`, on the session's server) at the suite's start and seed, with the
+    (`sandex_world`, on its xdist worker's server) at the suite's start and seed, with the
     test's `sandex` marker; every answer held to the served OpenAPI document when the
     test ends. Under `--backend postgresql` it is the in-process `sandbox` on PostgreSQL
     (the plugin's server keeps its worlds in SQLite), with the marker's settings."""
