@@ -18,13 +18,13 @@ import pytest
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from fastapi.testclient import TestClient
 
-from api_adapter.bootstrap import Bootstrap, fixed
-from api_adapter.world import World
-from api_adapter.worlds.manager import SERVER_SETTINGS, folder_for, records
-from api_adapter.worlds.routes import router as worlds_router
-from engine import Settings
-from engine.store import private_files
-from engine.tools.verify import verify
+from sandex.api_adapter.bootstrap import Bootstrap, fixed
+from sandex.api_adapter.world import World
+from sandex.api_adapter.worlds.manager import SERVER_SETTINGS, folder_for, records
+from sandex.api_adapter.worlds.routes import router as worlds_router
+from sandex.engine import Settings
+from sandex.engine.store import private_files
+from sandex.engine.tools.verify import verify
 from sandex.testing import SandexServer, SandexWorld, Template
 from tests.support.conformance import Answer, Kept, Observe, conformance_problems, served_problems
 from tests.support.world_helpers import Front

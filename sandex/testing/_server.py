@@ -60,11 +60,11 @@ def start_thread(folder: Path) -> Running:
     here, it would filter the suite's own log lines, and its captures, process-wide)."""
     import uvicorn
 
-    from api_adapter.bootstrap import fixed
-    from api_adapter.server.connections import uvicorn_options
-    from api_adapter.server.listen import listen
-    from api_adapter.world import World
-    from engine.config.settings import Settings
+    from sandex.api_adapter.bootstrap import fixed
+    from sandex.api_adapter.server.connections import uvicorn_options
+    from sandex.api_adapter.server.listen import listen
+    from sandex.api_adapter.world import World
+    from sandex.engine.config.settings import Settings
 
     secret = secrets.token_urlsafe(30)
     # a suite forks a world per test, faster than the worlds' rate limit allows
@@ -106,7 +106,14 @@ def start_process(folder: Path, *, detached: bool = False) -> Running:
     log_path = folder / "sandex-serve.log"
     log = log_path.open("ab")
     env = {**os.environ, "SANDEX_CLIENT_ID": CLIENT_ID, "SANDEX_CLIENT_SECRET": secret}
-    command = [sys.executable, "-m", "api_adapter.cli", "serve", "--db", str(folder / "sandex.db")]
+    command = [
+        sys.executable,
+        "-m",
+        "sandex.api_adapter.cli",
+        "serve",
+        "--db",
+        str(folder / "sandex.db"),
+    ]
     command += ["--host", "127.0.0.1", "--port", "0", "--no-rate-limits", "--log-format", "json"]
     proc = subprocess.Popen(
         [*command, "--log-level", "WARNING"],
@@ -229,7 +236,7 @@ class Reused:
     else ~/.sandex) as `pytest-server.json` (0600), its database and log beside it."""
 
     def __init__(self) -> None:
-        from engine.store.locations import STATE_DIR_ENV
+        from sandex.engine.store.locations import STATE_DIR_ENV
 
         self.folder = Path(os.environ.get(STATE_DIR_ENV) or Path.home() / ".sandex")
         self.record = self.folder / "pytest-server.json"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.kernel.clock import to_millis
+from sandex.engine.kernel.clock import to_millis
 from tests.conftest import START
 from tests.support.identity_helpers import approved_account
 from tests.support.reference import assert_matches, response_schema

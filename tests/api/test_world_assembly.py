@@ -1,4 +1,4 @@
-"""One world: the assembly around one engine (api_adapter.world.World).
+"""One world: the assembly around one engine (sandex.api_adapter.world.World).
 
 A world started and stopped leaves nothing behind in the process (no thread, no open
 file of its database), and two worlds in one process share nothing: the seed of the
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api_adapter.bootstrap import Credentials, fixed
-from api_adapter.world import World
-from engine.store import LeaseHeld, locate
+from sandex.api_adapter.bootstrap import Credentials, fixed
+from sandex.api_adapter.world import World
+from sandex.engine.store import LeaseHeld, locate
 from tests.conftest import make_settings
 
 HOOKS = {"webhook_allowed_hosts": ["127.0.0.1"]}  # a receiver on this machine (none listens)
