@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 # Starlette's test client warns about its httpx dependency on import; it is not ours to fix.
@@ -24,7 +25,8 @@ from sandex.api_adapter.worlds.routes import router as worlds_router
 from sandex.engine import Settings
 from sandex.engine.store import private_files
 from sandex.engine.tools.verify import verify
-from tests.support.conformance import Answer, Observe, conformance_problems
+from sandex.testing import SandexServer, SandexWorld, Template
+from tests.support.conformance import Answer, Kept, Observe, conformance_problems, served_problems
 from tests.support.world_helpers import Front
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -67,7 +69,64 @@ def world_body(settings: Settings) -> dict[str, Any]:
     return body
 
 
-class Sandbox:
+class HttpCalls:
+    """What a test says to a sandbox over HTTP, as its bootstrap client (`headers`):
+    shared by the in-process `Sandbox` and a plugin world's `WorldSandbox`."""
+
+    http: Any  # an httpx client (a TestClient in process) whose paths start at /v2
+    headers: dict[str, str]
+    client_id = "sandex"
+    client_secret = "sandex-secret"
+
+    def login(self, client_id: str, secret: str, scope: str | None = None) -> dict[str, str]:
+        form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+        if scope is not None:
+            form["scope"] = scope
+        response = self.http.post("/oauth2/token", data=form)
+        assert response.status_code == 200, response.text
+        return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+    def tenant(self, **options: Any) -> tuple[dict[str, str], dict[str, Any]]:
+        """A new isolated customer (`options`: the creation's body, such as
+        identity_labels=True): its auth headers and its credentials."""
+        created = self.http.post(
+            "/v2/sandbox/customers", json=options or None, headers=self.headers
+        )
+        assert created.status_code == 200, created.text
+        body = created.json()
+        return self.login(body["client_id"], body["client_secret"]), body
+
+    def get(self, path: str, **kw: Any) -> Any:
+        kw.setdefault("headers", self.headers)
+        return self.http.get(path, **kw)
+
+    def post(self, path: str, json: Any = None, **kw: Any) -> Any:
+        kw.setdefault("headers", self.headers)
+        return self.http.post(path, json=json, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Any:
+        kw.setdefault("headers", self.headers)
+        return self.http.delete(path, **kw)
+
+    def advance(self, seconds: float) -> Any:
+        response = self.post("/v2/sandbox/clock", {"advance_seconds": seconds})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def deposit(self, asset: str, amount: str, profile: str = "default", **kw: Any) -> Any:
+        response = self.post(
+            f"/v2/sandbox/profiles/{profile}/deposit", {"asset": asset, "amount": amount}, **kw
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def balance(self, asset: str, profile: str = "default", **kw: Any) -> dict[str, str]:
+        response = self.get(f"/v2/profiles/{profile}/balances/{asset}", **kw)
+        assert response.status_code == 200, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+
+class Sandbox(HttpCalls):
     """A started world (no background work: the test moves the clock), its app and a
     logged-in bootstrap client. With `world` (`--world fresh`) the sandbox is a fresh
     non-default world of that server instead, created through HTTP and driven through
@@ -154,53 +213,6 @@ class Sandbox:
         manages (in a world they are 404)."""
         return self.server is None or not path.startswith(worlds_router.prefix)
 
-    def login(self, client_id: str, secret: str, scope: str | None = None) -> dict[str, str]:
-        form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
-        if scope is not None:
-            form["scope"] = scope
-        response = self.http.post("/oauth2/token", data=form)
-        assert response.status_code == 200, response.text
-        return {"Authorization": f"Bearer {response.json()['access_token']}"}
-
-    def tenant(self, **options: Any) -> tuple[dict[str, str], dict[str, Any]]:
-        """A new isolated customer (`options`: the creation's body, such as
-        identity_labels=True): its auth headers and its credentials."""
-        created = self.http.post(
-            "/v2/sandbox/customers", json=options or None, headers=self.headers
-        )
-        assert created.status_code == 200, created.text
-        body = created.json()
-        return self.login(body["client_id"], body["client_secret"]), body
-
-    def get(self, path: str, **kw: Any) -> Any:
-        kw.setdefault("headers", self.headers)
-        return self.http.get(path, **kw)
-
-    def post(self, path: str, json: Any = None, **kw: Any) -> Any:
-        kw.setdefault("headers", self.headers)
-        return self.http.post(path, json=json, **kw)
-
-    def delete(self, path: str, **kw: Any) -> Any:
-        kw.setdefault("headers", self.headers)
-        return self.http.delete(path, **kw)
-
-    def advance(self, seconds: float) -> Any:
-        response = self.post("/v2/sandbox/clock", {"advance_seconds": seconds})
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def deposit(self, asset: str, amount: str, profile: str = "default", **kw: Any) -> Any:
-        response = self.post(
-            f"/v2/sandbox/profiles/{profile}/deposit", {"asset": asset, "amount": amount}, **kw
-        )
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def balance(self, asset: str, profile: str = "default", **kw: Any) -> dict[str, str]:
-        response = self.get(f"/v2/profiles/{profile}/balances/{asset}", **kw)
-        assert response.status_code == 200, response.text
-        return response.json()  # type: ignore[no-any-return]
-
     def close(self) -> None:
         self.http.close()
         self.app.state.queries.close()  # a test may have served another app on the engine
@@ -210,6 +222,33 @@ class Sandbox:
 
     def verify(self) -> list[str]:
         return verify(str(self.db))
+
+
+class WorldSandbox(HttpCalls):
+    """A world of the pytest plugin (`sandex_world`) driven as a sandbox is: over HTTP to
+    the session's server, its paths under the world's prefix; each answer kept for the
+    conformance check (tests/support/conformance.py)."""
+
+    def __init__(self, world: SandexWorld) -> None:
+        self.world_id = world.id
+        self.client_id, self.client_secret = world.client_id, world.client_secret
+        root = world.base_url.removesuffix("/v2")
+        self._prefix = httpx.URL(root).path
+        self.answers: list[Answer] = []
+        self._kept = Kept(self.answers)
+        hooks = {"response": [self._keep]}
+        self.http = httpx.Client(base_url=root, timeout=60, event_hooks=hooks)
+        self.headers = self.login(self.client_id, self.client_secret)
+
+    def _keep(self, response: httpx.Response) -> None:
+        response.read()
+        media = response.headers.get("content-type", "").split(";")[0].strip()
+        path = response.request.url.path.removeprefix(self._prefix)
+        method = response.request.method
+        self._kept.keep(method, path, response.status_code, media, response.content)
+
+    def close(self) -> None:
+        self.http.close()
 
 
 # The store under every sandbox of a test run: `--backend postgresql` (or
@@ -370,3 +409,41 @@ def front(sandbox: Any) -> Iterator[Front]:
     yield made
     made.http.close()
     sandbox.app.state.worlds.close()
+
+
+def blank(world: SandexWorld) -> None:
+    """The template of sandex's own plugin worlds: nothing but what a new world holds
+    (the bootstrap customer, unfunded), as an in-process sandbox starts."""
+
+
+@pytest.fixture(scope="session")
+def sandex_template() -> Template:
+    """sandex's own tests start from a blank world, not the plugin's funded default."""
+    return blank
+
+
+@pytest.fixture
+def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpCalls]:
+    """A sandbox for a test that only talks HTTP to it: a world of the pytest plugin
+    (`sandex_world`, on its xdist worker's server) at the suite's start and seed, with the
+    test's `sandex` marker; every answer held to the served OpenAPI document when the
+    test ends. Under `--backend postgresql` it is the in-process `sandbox` on PostgreSQL
+    (the plugin's server keeps its worlds in SQLite), with the marker's settings."""
+    marker = request.node.get_closest_marker("sandex")
+    chosen: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    if backend == "postgresql":
+        factory = request.getfixturevalue("sandbox_factory")
+        yield factory(**chosen.get("settings", {}))
+        return
+    suite = make_settings()
+    assert suite.clock_start is not None
+    settings = {"assert_invariants": suite.assert_invariants, **chosen.get("settings", {})}
+    start = suite.clock_start.isoformat().replace("+00:00", "Z")
+    world = {"start": start, "seed": suite.seed, **chosen, "settings": settings}
+    request.node.add_marker(pytest.mark.sandex(**world), append=False)  # the closest one
+    made = WorldSandbox(request.getfixturevalue("sandex_world"))
+    yield made
+    made.close()
+    server: SandexServer = request.getfixturevalue("sandex_server")
+    undocumented = served_problems(f"{server.url}/openapi.json", made.answers)
+    assert not undocumented, "answers /openapi.json does not describe:\n" + "\n".join(undocumented)

@@ -56,19 +56,17 @@ class Running:
 
 def start_thread(folder: Path) -> Running:
     """The app `sandex serve` builds (the default world with its worlds), served by
-    uvicorn on a loopback ephemeral port on a daemon thread of this process."""
-    import structlog
+    uvicorn on a loopback ephemeral port on a daemon thread of this process. The
+    process's structlog configuration is the suite's own: left as it is (configured
+    here, it would filter the suite's own log lines, and its captures, process-wide)."""
     import uvicorn
 
     from sandex.api_adapter.bootstrap import fixed
-    from sandex.api_adapter.logging import configure
     from sandex.api_adapter.server.connections import uvicorn_options
     from sandex.api_adapter.server.listen import listen
     from sandex.api_adapter.world import World
     from sandex.engine.config.settings import Settings
 
-    if not structlog.is_configured():  # a request's access line per call is a suite's noise
-        configure(json_lines=True, level="WARNING")
     secret = secrets.token_urlsafe(30)
     # a suite forks a world per test, faster than the worlds' rate limit allows
     settings = Settings(rate_limits_enabled=False)

@@ -36,10 +36,10 @@ SNAPSHOT = "sandex-template"
 KEEP = ("failed", "all", "none")
 # The name of a world forked ahead of the test that will take it.
 AHEAD = "sandex test world"
-MARKER_FIELDS = ("clock", "start", "settings", "template")
-# Every template world's seed: its ids are drawn from it, so that a replay of a failed
-# test's requests from an empty sandbox draws the same ones (0: the price paths of a
-# world made without a seed).
+MARKER_FIELDS = ("clock", "start", "seed", "settings", "template")
+# Every template world's seed unless one is chosen: its ids are drawn from it, so that a
+# replay of a failed test's requests from an empty sandbox draws the same ones (0: the
+# price paths of a world made without a seed).
 SEED = 0
 
 
@@ -76,8 +76,21 @@ OPTIONS = (
         "SANDEX_CLIENT_ID/SANDEX_CLIENT_SECRET); start nothing. Also SANDEX_URL",
         metavar="URL",
     ),
+    Option(
+        "share",
+        "under pytest-xdist, one server for the whole run (run) or one per worker (worker:"
+        " a thread-mode server then serves on its own worker's core)",
+        "run",
+        ("run", "worker"),
+    ),
     Option("clock", "the clock of a test's world", "manual", ("manual", "wall")),
     Option("start", "where a manual clock starts (RFC 3339)", DEFAULT_START, metavar="TIME"),
+    Option(
+        "seed",
+        "the seed of the template world, and so of every world forked from it"
+        " (its market walks): the same seed, the same prices run after run",
+        metavar="INT",
+    ),
     Option("settings", "a JSON object of settings for every test's world", metavar="JSON"),
     Option(
         "template",
@@ -195,7 +208,7 @@ def setting(config: pytest.Config, name: str) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "sandex(clock='manual'|'wall', start=TIME, settings={...}, template=callable):"
+        "sandex(clock='manual'|'wall', start=TIME, seed=INT, settings={...}, template=callable):"
         " change this test's sandex_world (docs/testing.md)",
     )
     config.stash[_STATE] = SessionState(config)
@@ -324,7 +337,7 @@ class SessionState:
 
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
-        if shared:
+        if shared and setting(self.config, "share") == "run":
             workerinput = self.config.workerinput  # type: ignore[attr-defined]
             self.shared = Shared(Path(shared), workerinput["workerid"], workerinput["workercount"])
 
@@ -362,15 +375,18 @@ class SessionState:
         self.server = SandexServer(address, mode, started_here=self.running is not None)
         return self.server
 
-    def template(self, build: Template, clock: str, start: str) -> SandexWorld:
-        """The template world of `build` on this clock: made, built and snapshotted once."""
-        key = (build, clock, start if clock == "manual" else None)
+    def template(self, build: Template, clock: str, start: str, seed: str = "") -> SandexWorld:
+        """The template world of `build` on this clock and seed: made, built and
+        snapshotted once."""
+        key = (build, clock, start if clock == "manual" else None, seed)
         if key not in self.templates:
             server = self.sandbox()
             body: dict[str, Any] = {"name": "sandex template", "clock": clock}
             body.update(seed=SEED, record=True)
             if clock == "manual":
                 body["start_time"] = start
+            if seed:
+                body["seed"] = int(seed)
             made = server.create_world(**body)
             world = SandexWorld(made, made["client_id"], made["client_secret"], server.http)
             self.templates[key] = world
@@ -486,8 +502,9 @@ def sandex_world(
     start = chosen.get("start") or setting(config, "start")
     settings = json.loads(setting(config, "settings") or "{}")
     settings.update(chosen.get("settings") or {})
+    seed = str(chosen.get("seed", "") or setting(config, "seed"))
     state = request.config.stash[_STATE]
-    template = state.template(chosen.get("template") or sandex_template, clock, start)
+    template = state.template(chosen.get("template") or sandex_template, clock, start, seed)
     world = state.fork(template, clock, settings, request.node.name[:100])
     request.node.stash[_WORLD] = world
     yield world

@@ -24,11 +24,15 @@ def _move(sandbox: Any, to: str, amount: str = "0.25", asset: str = "BTC", **kw:
     return sandbox.post(PATH, body)
 
 
-def test_moves_funds_at_once_as_a_completed_pair_sharing_a_group_id(sandbox: Any) -> None:
-    desk = _desk(sandbox)
-    sandbox.deposit("BTC", "1")
+def test_moves_funds_at_once_as_a_completed_pair_sharing_a_group_id(http_sandbox: Any) -> None:
+    desk = _desk(http_sandbox)
+    http_sandbox.deposit("BTC", "1")
     r = _move(
-        sandbox, desk, ref_id="move-1", metadata={"mine": "1"}, recipient_metadata={"yours": "2"}
+        http_sandbox,
+        desk,
+        ref_id="move-1",
+        metadata={"mine": "1"},
+        recipient_metadata={"yours": "2"},
     )
     assert r.status_code == 200, r.text
     debit = r.json()
@@ -36,7 +40,7 @@ def test_moves_funds_at_once_as_a_completed_pair_sharing_a_group_id(sandbox: Any
     assert set(schema["Transfer"]["required"]) <= set(debit)
     assert set(debit) <= set(schema["Transfer"]["properties"])
     expected = {
-        "profile_id": profile_id(sandbox),
+        "profile_id": profile_id(http_sandbox),
         "type": "INTERNAL_TRANSFER_DEBIT",
         "direction": "DEBIT",
         "status": "COMPLETED",
@@ -48,9 +52,11 @@ def test_moves_funds_at_once_as_a_completed_pair_sharing_a_group_id(sandbox: Any
         "metadata": {"mine": "1"},
     }
     assert {k: debit[k] for k in expected} == expected
-    assert sandbox.balance("BTC")["available"] == "0.75"
-    assert sandbox.balance("BTC", profile=desk)["available"] == "0.25"
-    pair = sandbox.get("/v2/transfer/transfers", params={"group_ids": debit["group_id"]}).json()
+    assert http_sandbox.balance("BTC")["available"] == "0.75"
+    assert http_sandbox.balance("BTC", profile=desk)["available"] == "0.25"
+    pair = http_sandbox.get(
+        "/v2/transfer/transfers", params={"group_ids": debit["group_id"]}
+    ).json()
     credit, listed_debit = pair["items"]
     assert listed_debit == debit
     assert credit["type"] == "INTERNAL_TRANSFER_CREDIT"
@@ -65,60 +71,60 @@ def test_moves_funds_at_once_as_a_completed_pair_sharing_a_group_id(sandbox: Any
     )
 
 
-def test_both_sides_are_listed_by_type(sandbox: Any) -> None:
-    desk = _desk(sandbox)
-    sandbox.deposit("USD", "100")
-    assert _move(sandbox, desk, "12.50", "USD").status_code == 200
+def test_both_sides_are_listed_by_type(http_sandbox: Any) -> None:
+    desk = _desk(http_sandbox)
+    http_sandbox.deposit("USD", "100")
+    assert _move(http_sandbox, desk, "12.50", "USD").status_code == 200
     for kind in ("INTERNAL_TRANSFER_DEBIT", "INTERNAL_TRANSFER_CREDIT"):
-        items = sandbox.get("/v2/transfer/transfers", params={"type": kind}).json()["items"]
+        items = http_sandbox.get("/v2/transfer/transfers", params={"type": kind}).json()["items"]
         assert [t["amount"] for t in items] == ["12.50"]
 
 
-def test_a_second_transfer_with_the_same_ref_id_is_refused(sandbox: Any) -> None:
-    desk = _desk(sandbox)
-    sandbox.deposit("BTC", "1")
-    first = _move(sandbox, desk, ref_id="once").json()
-    body = problem(_move(sandbox, desk, ref_id="once"), 409, "already-exists")
+def test_a_second_transfer_with_the_same_ref_id_is_refused(http_sandbox: Any) -> None:
+    desk = _desk(http_sandbox)
+    http_sandbox.deposit("BTC", "1")
+    first = _move(http_sandbox, desk, ref_id="once").json()
+    body = problem(_move(http_sandbox, desk, ref_id="once"), 409, "already-exists")
     assert body["meta"]["existing"] == first
-    assert sandbox.balance("BTC")["available"] == "0.75"
-    assert sandbox.balance("BTC", profile=desk)["available"] == "0.25"
+    assert http_sandbox.balance("BTC")["available"] == "0.75"
+    assert http_sandbox.balance("BTC", profile=desk)["available"] == "0.25"
 
 
-def test_insufficient_funds_is_403_and_moves_nothing(sandbox: Any) -> None:
-    desk = _desk(sandbox)
-    sandbox.deposit("BTC", "0.1")
-    body = problem(_move(sandbox, desk), 403, "insufficient-funds")
+def test_insufficient_funds_is_403_and_moves_nothing(http_sandbox: Any) -> None:
+    desk = _desk(http_sandbox)
+    http_sandbox.deposit("BTC", "0.1")
+    body = problem(_move(http_sandbox, desk), 403, "insufficient-funds")
     assert body["meta"] == {
-        "profile_id": profile_id(sandbox),
+        "profile_id": profile_id(http_sandbox),
         "asset": "BTC",
         "available": "0.1",
         "needed": "0.25",
     }
-    assert sandbox.balance("BTC", profile=desk)["available"] == "0"
-    assert sandbox.get("/v2/transfer/transfers", params={"profile_ids": desk}).json() == {
+    assert http_sandbox.balance("BTC", profile=desk)["available"] == "0"
+    assert http_sandbox.get("/v2/transfer/transfers", params={"profile_ids": desk}).json() == {
         "items": []
     }
 
 
-def test_profiles_of_another_customer_are_not_found(sandbox: Any) -> None:
-    headers, creds = sandbox.tenant()
-    sandbox.deposit("BTC", "1")
-    assert problem(_move(sandbox, creds["profile_id"]), 404)["detail"] == (
+def test_profiles_of_another_customer_are_not_found(http_sandbox: Any) -> None:
+    headers, creds = http_sandbox.tenant()
+    http_sandbox.deposit("BTC", "1")
+    assert problem(_move(http_sandbox, creds["profile_id"]), 404)["detail"] == (
         f"profile not found with id {creds['profile_id']}"
     )
     theirs = {
         "from_profile_id": creds["profile_id"],
-        "to_profile_id": profile_id(sandbox),
+        "to_profile_id": profile_id(http_sandbox),
         "asset": "BTC",
         "amount": "0.1",
     }
-    problem(sandbox.post(PATH, theirs), 404)
-    assert sandbox.balance("BTC")["available"] == "1"
+    problem(http_sandbox.post(PATH, theirs), 404)
+    assert http_sandbox.balance("BTC")["available"] == "1"
 
 
-def test_a_transfer_to_the_same_profile_is_refused(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    assert "to_profile_id" in problem(_move(sandbox, profile_id(sandbox)), 400)["detail"]
+def test_a_transfer_to_the_same_profile_is_refused(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    assert "to_profile_id" in problem(_move(http_sandbox, profile_id(http_sandbox)), 400)["detail"]
 
 
 @pytest.mark.parametrize(
@@ -132,37 +138,41 @@ def test_a_transfer_to_the_same_profile_is_refused(sandbox: Any) -> None:
     ],
 )
 def test_asset_and_amount_are_checked(
-    sandbox: Any, asset: str, amount: str, needle: str, slug: str | None
+    http_sandbox: Any, asset: str, amount: str, needle: str, slug: str | None
 ) -> None:
-    desk = _desk(sandbox)
-    sandbox.deposit("BTC", "1")
-    assert needle in problem(_move(sandbox, desk, amount, asset), 400, slug)["detail"]
+    desk = _desk(http_sandbox)
+    http_sandbox.deposit("BTC", "1")
+    assert needle in problem(_move(http_sandbox, desk, amount, asset), 400, slug)["detail"]
 
 
 @pytest.mark.parametrize("field", ["metadata", "recipient_metadata"])
-def test_metadata_limits_apply_to_both_sides(sandbox: Any, field: str) -> None:
-    desk = _desk(sandbox)
-    sandbox.deposit("BTC", "1")
-    r = _move(sandbox, desk, **{field: {f"k{i}": "v" for i in range(7)}})
+def test_metadata_limits_apply_to_both_sides(http_sandbox: Any, field: str) -> None:
+    desk = _desk(http_sandbox)
+    http_sandbox.deposit("BTC", "1")
+    r = _move(http_sandbox, desk, **{field: {f"k{i}": "v" for i in range(7)}})
     assert field in problem(r, 400)["detail"]
 
 
-def test_the_scope_is_required(sandbox: Any) -> None:
-    desk = _desk(sandbox)
-    headers = sandbox.login("sandex", "sandex-secret", scope="transfer:write_crypto_withdrawal")
+def test_the_scope_is_required(http_sandbox: Any) -> None:
+    desk = _desk(http_sandbox)
+    headers = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="transfer:write_crypto_withdrawal"
+    )
     body = {"from_profile_id": "default", "to_profile_id": desk, "asset": "BTC", "amount": "1"}
-    assert sandbox.post(PATH, body, headers=headers).status_code == 403
+    assert http_sandbox.post(PATH, body, headers=headers).status_code == 403
 
 
-def test_a_balance_a_trade_left_below_the_cent_moves_whole(sandbox: Any) -> None:
+def test_a_balance_a_trade_left_below_the_cent_moves_whole(http_sandbox: Any) -> None:
     """Trades settle the quote at full precision, as the reference's executions show; what a
     balance shows, it can move: as many places as it holds, not the asset's two."""
-    held = usd_below_the_cent(sandbox)
-    desk = _desk(sandbox)
-    finer = problem(_move(sandbox, desk, amount=held + "1", asset="USD"), 400, "exceed-precision")
+    held = usd_below_the_cent(http_sandbox)
+    desk = _desk(http_sandbox)
+    finer = problem(
+        _move(http_sandbox, desk, amount=held + "1", asset="USD"), 400, "exceed-precision"
+    )
     assert finer["detail"] == "max precision allowed for asset USD is 2"
-    r = _move(sandbox, desk, amount=held, asset="USD")
+    r = _move(http_sandbox, desk, amount=held, asset="USD")
     assert r.status_code == 200, r.text
     assert r.json()["amount"] == held
-    assert sandbox.balance("USD")["available"] == "0"
-    assert sandbox.balance("USD", profile=desk)["available"] == held
+    assert http_sandbox.balance("USD")["available"] == "0"
+    assert http_sandbox.balance("USD", profile=desk)["available"] == held

@@ -11,15 +11,26 @@ from sandex.engine.kernel.clock import to_millis
 from tests.conftest import START
 from tests.support.identity_helpers import approved_account
 from tests.support.reference import assert_matches, response_schema
-from tests.support.trading_helpers import PROBLEMS, get_order, limit, money, place, placed, still
+from tests.support.trading_helpers import (
+    PROBLEMS,
+    STILL,
+    get_order,
+    limit,
+    money,
+    place,
+    placed,
+    still,
+)
 
 ORDER_SCHEMA = ("/profiles/{profile_id}/orders", "post")
 
 
 @pytest.fixture
-def sb(sandbox_factory: Any) -> Any:
-    """A still BTCUSD at 42500 (house asks from 42521.25, bids from 42478.75), funded."""
-    sandbox = still(sandbox_factory)
+def sb(request: pytest.FixtureRequest) -> Any:
+    """A still BTCUSD at 42500 (house asks from 42521.25, bids from 42478.75), funded: a
+    plugin world (`http_sandbox`)."""
+    request.node.add_marker(pytest.mark.sandex(settings=STILL))
+    sandbox = request.getfixturevalue("http_sandbox")
     sandbox.deposit("USD", "1000000")
     sandbox.deposit("BTC", "10")
     return sandbox
@@ -282,7 +293,7 @@ def test_self_match_prevention_id_over_36_characters_is_a_400(sandbox_factory: A
 
 
 def test_self_match_prevention_id_without_the_permission_is_a_403(sb: Any) -> None:
-    headers = sb.login("sandex", "sandex-secret", scope="exchange:write_order")
+    headers = sb.login(sb.client_id, sb.client_secret, scope="exchange:write_order")
     r = place(sb, headers=headers, **VALID["LIMIT"], self_match_prevention_id="desk-1")
     assert r.status_code == 403
     assert "exchange:self_match_prevention" in r.json()["detail"]
@@ -326,7 +337,7 @@ def test_the_bootstrap_client_holds_it_only_with_its_setting(sandbox_factory: An
 
 
 def test_the_write_scope_is_needed(sb: Any) -> None:
-    headers = sb.login("sandex", "sandex-secret", scope="exchange:read_order")
+    headers = sb.login(sb.client_id, sb.client_secret, scope="exchange:read_order")
     assert place(sb, headers=headers, **VALID["LIMIT"]).status_code == 403
     assert place(sb, headers={}, **VALID["LIMIT"]).status_code == 401
 

@@ -26,10 +26,14 @@ def prices(values: dict[str, Any]) -> list[str]:
     return [p["average_price"] for p in values["items"]]
 
 
+STILL = pytest.mark.sandex(settings={"market_volatility": "0"})
+
+
 @pytest.fixture
-def still(sandbox_factory: Any) -> Any:
+def still(request: pytest.FixtureRequest) -> Any:
     """Prices that move only when set: BTCUSD 40000 from the start, 41000 from 00:30."""
-    sb = sandbox_factory(market_volatility="0")
+    request.node.add_marker(STILL)
+    sb = request.getfixturevalue("http_sandbox")
     set_price(sb, "40000")
     sb.advance(1800)
     set_price(sb, "41000")
@@ -80,8 +84,9 @@ def test_a_later_price_leaves_the_past_as_it_was(still: Any) -> None:
     assert prices(last) == ["49850.00", "50000.00"]  # 00:00-01:00: a minute at 41000
 
 
-def test_a_minute_with_trades_is_their_average_price(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(market_volatility="0")
+@STILL
+def test_a_minute_with_trades_is_their_average_price(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("USD", "10000")
     order = {"side": "BUY", "market": "BTCUSD", "type": "MARKET", "quote_amount": "1000"}
     r = sb.post("/v2/profiles/default/orders", order)
@@ -132,25 +137,28 @@ def test_paging_and_a_range(still: Any) -> None:
     ],
 )
 def test_bad_parameters_are_400_naming_the_field(
-    sandbox: Any, params: dict[str, Any], field: str
+    http_sandbox: Any, params: dict[str, Any], field: str
 ) -> None:
-    body = problem(sandbox.get(HISTORY, params=params), 400)
+    body = problem(http_sandbox.get(HISTORY, params=params), 400)
     assert body["meta"]["field"] == field
 
 
-def test_an_unknown_market_is_404_and_the_scope_is_the_documents(sandbox: Any) -> None:
+def test_an_unknown_market_is_404_and_the_scope_is_the_documents(http_sandbox: Any) -> None:
     problem(
-        sandbox.get("/v2/markets/XYZUSD/historical-prices", params={"increment": "ONE_DAY"}), 404
+        http_sandbox.get("/v2/markets/XYZUSD/historical-prices", params={"increment": "ONE_DAY"}),
+        404,
     )
-    narrow = sandbox.login("sandex", "sandex-secret", scope="exchange:read_order")
-    body = problem(sandbox.get(HISTORY, params={"increment": "ONE_DAY"}, headers=narrow), 403)
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="exchange:read_order"
+    )
+    body = problem(http_sandbox.get(HISTORY, params={"increment": "ONE_DAY"}, headers=narrow), 403)
     assert body["meta"] == {"required_scope": "exchange:historical_prices"}
 
 
-def test_the_moving_path_ends_at_the_reference_price_now(sandbox: Any) -> None:
-    sandbox.advance(3 * 3600)
-    reference = sandbox.get("/v2/sandbox/markets/BTCUSD/price").json()["reference_price"]
-    got = history(sandbox, increment="ONE_HOUR")
+def test_the_moving_path_ends_at_the_reference_price_now(http_sandbox: Any) -> None:
+    http_sandbox.advance(3 * 3600)
+    reference = http_sandbox.get("/v2/sandbox/markets/BTCUSD/price").json()["reference_price"]
+    got = history(http_sandbox, increment="ONE_HOUR")
     assert got["total_count"] == 4
     assert Decimal(got["items"][-1]["average_price"]) == Decimal(reference).quantize(
         Decimal("0.01")

@@ -3,8 +3,9 @@ as the service lists single-transaction limits (no id, period 0, remaining = lim
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
+
+import pytest
 
 PATH = "/v2/transfer/limits/utilizations"
 ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
@@ -14,8 +15,8 @@ def _limits(sandbox: Any, transfer_type: str = "CRYPTO_WITHDRAWAL", **kw: Any) -
     return sandbox.get(PATH, params={"transfer_type": transfer_type}, **kw)
 
 
-def test_crypto_withdrawals_list_each_assets_cap(sandbox: Any) -> None:
-    r = _limits(sandbox)
+def test_crypto_withdrawals_list_each_assets_cap(http_sandbox: Any) -> None:
+    r = _limits(http_sandbox)
     assert r.status_code == 200, r.text
     items = r.json()["items"]
     by_asset = {i["limit_asset"]: i for i in items}
@@ -46,11 +47,11 @@ def test_crypto_withdrawals_list_each_assets_cap(sandbox: Any) -> None:
     }
 
 
-def test_a_withdrawal_leaves_a_single_transaction_limit_whole(sandbox: Any) -> None:
+def test_a_withdrawal_leaves_a_single_transaction_limit_whole(http_sandbox: Any) -> None:
     """The service's rule for a single-transaction limit: its use is one withdrawal at a
     time, so remaining stays the limit after any withdrawal, and the cap still refuses
     one above it."""
-    sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("BTC", "1")
     body = {
         "profile_id": "default",
         "asset": "BTC",
@@ -58,37 +59,42 @@ def test_a_withdrawal_leaves_a_single_transaction_limit_whole(sandbox: Any) -> N
         "crypto_network": "BITCOIN",
         "amount": "0.002",
     }
-    assert sandbox.post("/v2/transfer/crypto-withdrawals", body).status_code == 200
-    sandbox.advance(10)
-    btc = {i["limit_asset"]: i for i in _limits(sandbox).json()["items"]}["BTC"]
+    assert http_sandbox.post("/v2/transfer/crypto-withdrawals", body).status_code == 200
+    http_sandbox.advance(10)
+    btc = {i["limit_asset"]: i for i in _limits(http_sandbox).json()["items"]}["BTC"]
     assert btc["remaining"] == btc["limit"] == "0.002"
-    over = sandbox.post("/v2/transfer/crypto-withdrawals", {**body, "amount": "0.0021"})
+    over = http_sandbox.post("/v2/transfer/crypto-withdrawals", {**body, "amount": "0.0021"})
     assert over.status_code == 400
     assert over.json()["meta"]["limit"] == btc["limit"]
 
 
-def test_configured_caps_are_the_listed_ones(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(withdrawal_caps={"BTC": Decimal("0.5"), "USD": Decimal(25000)})
+@pytest.mark.sandex(settings={"withdrawal_caps": {"BTC": "0.5", "USD": "25000"}})
+def test_configured_caps_are_the_listed_ones(http_sandbox: Any) -> None:
+    sb = http_sandbox
     by_asset = {i["limit_asset"]: i for i in _limits(sb).json()["items"]}
     assert by_asset["BTC"]["limit"] == by_asset["BTC"]["remaining"] == "0.5"
     assert by_asset["USD"]["limit"] == "25000"
 
 
-def test_other_transfer_types_have_no_limit_and_the_type_is_required(sandbox: Any) -> None:
+def test_other_transfer_types_have_no_limit_and_the_type_is_required(http_sandbox: Any) -> None:
     for kind in ("CRYPTO_DEPOSIT", "INTERNAL_TRANSFER_DEBIT", "PAXOS_TRANSFER_DEBIT"):
-        r = _limits(sandbox, kind)
+        r = _limits(http_sandbox, kind)
         assert r.status_code == 200 and r.json() == {"items": []}, (kind, r.text)
-    missing = sandbox.get(PATH)
+    missing = http_sandbox.get(PATH)
     assert missing.status_code == 400
     assert missing.json()["meta"]["field"] == "transfer_type"
-    bad = _limits(sandbox, "TELEPORT")
+    bad = _limits(http_sandbox, "TELEPORT")
     assert bad.status_code == 400 and bad.json()["meta"]["field"] == "transfer_type"
 
 
-def test_the_limit_scope_is_needed_and_given_with_transfer_reads(sandbox: Any) -> None:
-    narrow = sandbox.login("sandex", "sandex-secret", scope="funding:read_profile")
-    assert _limits(sandbox, headers=narrow).status_code == 403
-    reads = sandbox.login("sandex", "sandex-secret", scope="transfer:read_transfer_limit")
-    assert _limits(sandbox, headers=reads).status_code == 200
-    headers, _ = sandbox.tenant()
-    assert _limits(sandbox, headers=headers).json() == _limits(sandbox).json()
+def test_the_limit_scope_is_needed_and_given_with_transfer_reads(http_sandbox: Any) -> None:
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="funding:read_profile"
+    )
+    assert _limits(http_sandbox, headers=narrow).status_code == 403
+    reads = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="transfer:read_transfer_limit"
+    )
+    assert _limits(http_sandbox, headers=reads).status_code == 200
+    headers, _ = http_sandbox.tenant()
+    assert _limits(http_sandbox, headers=headers).json() == _limits(http_sandbox).json()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support.identity_helpers import approved_account
 from tests.support.transfer_helpers import withdraw
 
@@ -16,20 +18,20 @@ def _deposits(sandbox: Any) -> list[str]:
     return ids
 
 
-def test_transfers_are_listed_newest_first_by_default(sandbox: Any) -> None:
-    ids = _deposits(sandbox)
-    items = sandbox.get("/v2/transfer/transfers").json()["items"]
+def test_transfers_are_listed_newest_first_by_default(http_sandbox: Any) -> None:
+    ids = _deposits(http_sandbox)
+    items = http_sandbox.get("/v2/transfer/transfers").json()["items"]
     assert [t["id"] for t in items] == ids[::-1]
-    asc = sandbox.get("/v2/transfer/transfers", params={"order": "ASC"}).json()["items"]
+    asc = http_sandbox.get("/v2/transfer/transfers", params={"order": "ASC"}).json()["items"]
     assert [t["id"] for t in asc] == ids
 
 
-def test_paging_walks_every_transfer_once(sandbox: Any) -> None:
-    ids = _deposits(sandbox)
+def test_paging_walks_every_transfer_once(http_sandbox: Any) -> None:
+    ids = _deposits(http_sandbox)
     seen: list[str] = []
     params: dict[str, Any] = {"limit": 3}
     while True:
-        page = sandbox.get("/v2/transfer/transfers", params=params).json()
+        page = http_sandbox.get("/v2/transfer/transfers", params=params).json()
         seen += [t["id"] for t in page["items"]]
         if "next_page_cursor" not in page:
             break
@@ -37,30 +39,36 @@ def test_paging_walks_every_transfer_once(sandbox: Any) -> None:
     assert seen == ids[::-1]
 
 
-def test_filters_by_type_profile_id_and_time(sandbox: Any) -> None:
-    ids = _deposits(sandbox)
-    desk = sandbox.post("/v2/profiles", {"nickname": "desk"}).json()["id"]
-    other = sandbox.deposit("SOL", "1", profile=desk)["activity_id"]
-    by_profile = sandbox.get("/v2/transfer/transfers", params={"profile_ids": desk}).json()["items"]
+def test_filters_by_type_profile_id_and_time(http_sandbox: Any) -> None:
+    ids = _deposits(http_sandbox)
+    desk = http_sandbox.post("/v2/profiles", {"nickname": "desk"}).json()["id"]
+    other = http_sandbox.deposit("SOL", "1", profile=desk)["activity_id"]
+    by_profile = http_sandbox.get("/v2/transfer/transfers", params={"profile_ids": desk}).json()[
+        "items"
+    ]
     assert [t["id"] for t in by_profile] == [other]
-    by_ids = sandbox.get("/v2/transfer/transfers", params=[("ids", ids[0]), ("ids", ids[1])]).json()
+    by_ids = http_sandbox.get(
+        "/v2/transfer/transfers", params=[("ids", ids[0]), ("ids", ids[1])]
+    ).json()
     assert {t["id"] for t in by_ids["items"]} == {ids[0], ids[1]}
-    window = sandbox.get(
+    window = http_sandbox.get(
         "/v2/transfer/transfers",
         params={"created_at.gte": "2024-01-01T00:01:00Z", "created_at.lt": "2024-01-01T00:03:00Z"},
     ).json()["items"]
     assert [t["id"] for t in window] == [ids[2], ids[1]]
-    wires = sandbox.get("/v2/transfer/transfers", params={"type": "WIRE_DEPOSIT"}).json()["items"]
+    wires = http_sandbox.get("/v2/transfer/transfers", params={"type": "WIRE_DEPOSIT"}).json()[
+        "items"
+    ]
     assert len(wires) == 5  # no network given: a wire deposit, whatever the asset
-    none = sandbox.get("/v2/transfer/transfers", params={"type": "CRYPTO_WITHDRAWAL"}).json()
+    none = http_sandbox.get("/v2/transfer/transfers", params={"type": "CRYPTO_WITHDRAWAL"}).json()
     assert none == {"items": []}
 
 
-def test_another_customer_sees_none_of_them(sandbox: Any) -> None:
-    ids = _deposits(sandbox)
-    headers, _ = sandbox.tenant()
-    assert sandbox.get("/v2/transfer/transfers", headers=headers).json() == {"items": []}
-    assert sandbox.get(f"/v2/transfer/transfers/{ids[0]}", headers=headers).status_code == 404
+def test_another_customer_sees_none_of_them(http_sandbox: Any) -> None:
+    ids = _deposits(http_sandbox)
+    headers, _ = http_sandbox.tenant()
+    assert http_sandbox.get("/v2/transfer/transfers", headers=headers).json() == {"items": []}
+    assert http_sandbox.get(f"/v2/transfer/transfers/{ids[0]}", headers=headers).status_code == 404
 
 
 def _ids(page: Any) -> list[str]:
@@ -68,9 +76,12 @@ def _ids(page: Any) -> list[str]:
     return [t["id"] for t in page.json()["items"]]
 
 
-def _changing(sandbox_factory: Any) -> tuple[Any, list[str]]:
+# Withdrawals that stay pending 600 s: `_changing`'s tests.
+PENDING = pytest.mark.sandex(settings={"withdrawal_confirmation_seconds": {"BITCOIN": 600}})
+
+
+def _changing(sandbox: Any) -> tuple[Any, list[str]]:
     """A deposit at 0 s, a withdrawal at 60 s (pending until 660 s), a deposit at 120 s."""
-    sandbox = sandbox_factory(withdrawal_confirmation_seconds={"BITCOIN": 600})
     first = sandbox.deposit("BTC", "1")["activity_id"]
     sandbox.advance(60)
     withdrawal = withdraw(sandbox)
@@ -80,8 +91,9 @@ def _changing(sandbox_factory: Any) -> tuple[Any, list[str]]:
     return sandbox, [first, withdrawal.json()["id"], last]
 
 
-def test_order_by_updated_at_lists_by_last_change_oldest_first(sandbox_factory: Any) -> None:
-    sandbox, (first, withdrawal, last) = _changing(sandbox_factory)
+@PENDING
+def test_order_by_updated_at_lists_by_last_change_oldest_first(http_sandbox: Any) -> None:
+    sandbox, (first, withdrawal, last) = _changing(http_sandbox)
     sandbox.advance(600)  # the withdrawal completes at 660 s
     path = "/v2/transfer/transfers"
     assert _ids(sandbox.get(path)) == [last, withdrawal, first]  # by creation, newest first
@@ -93,8 +105,9 @@ def test_order_by_updated_at_lists_by_last_change_oldest_first(sandbox_factory: 
     assert _ids(sandbox.get(path, params=since)) == [last, withdrawal]
 
 
-def test_paging_by_updated_at_meets_a_change_made_between_pages(sandbox_factory: Any) -> None:
-    sandbox, (first, withdrawal, last) = _changing(sandbox_factory)
+@PENDING
+def test_paging_by_updated_at_meets_a_change_made_between_pages(http_sandbox: Any) -> None:
+    sandbox, (first, withdrawal, last) = _changing(http_sandbox)
     params: dict[str, Any] = {"order_by": "UPDATED_AT", "limit": 1}
     page = sandbox.get("/v2/transfer/transfers", params=params).json()
     assert [t["id"] for t in page["items"]] == [first]
@@ -107,8 +120,9 @@ def test_paging_by_updated_at_meets_a_change_made_between_pages(sandbox_factory:
     assert seen == [(last, "COMPLETED"), (withdrawal, "COMPLETED")]
 
 
-def test_order_by_must_agree_with_the_time_filter_and_its_cursor(sandbox_factory: Any) -> None:
-    sandbox, _ = _changing(sandbox_factory)
+@PENDING
+def test_order_by_must_agree_with_the_time_filter_and_its_cursor(http_sandbox: Any) -> None:
+    sandbox, _ = _changing(http_sandbox)
     path = "/v2/transfer/transfers"
     mixed = sandbox.get(
         path, params={"order_by": "CREATED_AT", "updated_at.gte": "2024-01-01T00:00:00Z"}
@@ -129,13 +143,13 @@ def test_order_by_must_agree_with_the_time_filter_and_its_cursor(sandbox_factory
     assert r.status_code == 400 and r.json()["meta"] == {"field": "page_cursor"}
 
 
-def test_filters_by_identity_and_account(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    person_1, account_1 = approved_account(sandbox)
-    person_2, account_2 = approved_account(sandbox)
-    mine = withdraw(sandbox, identity_id=person_1, account_id=account_1).json()["id"]
-    withdraw(sandbox, identity_id=person_2, account_id=account_2)
+def test_filters_by_identity_and_account(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    person_1, account_1 = approved_account(http_sandbox)
+    person_2, account_2 = approved_account(http_sandbox)
+    mine = withdraw(http_sandbox, identity_id=person_1, account_id=account_1).json()["id"]
+    withdraw(http_sandbox, identity_id=person_2, account_id=account_2)
     path = "/v2/transfer/transfers"
-    assert _ids(sandbox.get(path, params={"identity_ids": person_1})) == [mine]
-    assert _ids(sandbox.get(path, params={"account_ids": account_1})) == [mine]
-    assert _ids(sandbox.get(path, params={"account_ids": "nobody"})) == []
+    assert _ids(http_sandbox.get(path, params={"identity_ids": person_1})) == [mine]
+    assert _ids(http_sandbox.get(path, params={"account_ids": account_1})) == [mine]
+    assert _ids(http_sandbox.get(path, params={"account_ids": "nobody"})) == []

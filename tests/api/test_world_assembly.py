@@ -109,8 +109,10 @@ def test_a_world_started_and_stopped_leaves_no_thread_and_no_open_file(
     assert world.start() is world  # a second start does nothing
     _drive(world)
     started = {t.name for t in set(threading.enumerate()) - before}
-    # the engine's writer, the deliverer and the wall clock's scheduler, among others
-    assert {"sandex-writer", "sandex-webhooks", "APScheduler"} <= started
+    # the engine's writer among others; the deliverer and the wall clock's scheduler are
+    # the process's, already running when a plugin world's server runs in this process
+    assert "sandex-writer" in started
+    assert {"sandex-webhooks", "APScheduler"} <= {t.name for t in threading.enumerate()}
     if locate(db).on_server:
         assert _sessions(db) > 0
     else:

@@ -1,7 +1,8 @@
 """Every answer the test suite sees is one that sandex's own `/openapi.json` documents.
 
 The sandbox fixture (tests/conftest.py) wraps each app it makes in `Observe`, which
-keeps the status, media type and body of every answer to a documented operation; when
+keeps the status, media type and body of every answer to a documented operation (the
+`http_sandbox` fixture's client keeps those a plugin world's server sends it); when
 the test ends, `problems` holds them to the document: the status is one the operation
 lists, the media type one it lists for that status, and the body valid against that
 status's schema, with no field the schema does not name. So the statuses a route can
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import httpx
 import jsonschema
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -34,13 +36,28 @@ class Answer:
     body: bytes
 
 
+class Kept:
+    """The answers a test got, at most `_PER_KIND` of each method, path and status."""
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.answers = answers
+        self._seen: dict[tuple[str, str, int], int] = {}
+
+    def keep(self, method: str, path: str, status: int, media_type: str, body: bytes) -> None:
+        kind = (method, path, status)
+        count = self._seen.get(kind, 0)
+        if count >= _PER_KIND:
+            return
+        self._seen[kind] = count + 1
+        self.answers.append(Answer(method, path, status, media_type, body))
+
+
 class Observe:
     """ASGI middleware: keeps each answer (see the module's doc)."""
 
     def __init__(self, app: ASGIApp, answers: list[Answer]) -> None:
         self.app = app
-        self.answers = answers
-        self._seen: dict[tuple[str, str, int], int] = {}
+        self.kept = Kept(answers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,17 +78,12 @@ class Observe:
         await self.app(scope, receive, keep)
 
     def _keep(self, scope: Scope, start: dict[str, Any], body: bytes) -> None:
-        status = int(start.get("status", 0))
-        kind = (scope["method"], scope["path"], status)
-        count = self._seen.get(kind, 0)
-        if count >= _PER_KIND:
-            return
-        self._seen[kind] = count + 1
         media = ""
         for name, value in start.get("headers", []):
             if name.lower() == b"content-type":
                 media = value.decode("latin-1").split(";")[0].strip()
-        self.answers.append(Answer(scope["method"], scope["path"], status, media, body))
+        status = int(start.get("status", 0))
+        self.kept.keep(scope["method"], scope["path"], status, media, body)
 
 
 def resolve(node: Any, schemas: dict[str, Any]) -> Any:
@@ -167,7 +179,7 @@ def problems(document: Document, answers: list[Answer]) -> list[str]:
     return sorted(set(found))
 
 
-_DOCUMENTS: dict[tuple[tuple[str, ...], ...], Document] = {}
+_DOCUMENTS: dict[Any, Document] = {}
 
 
 def conformance_problems(app: Any, answers: list[Answer]) -> list[str]:
@@ -181,4 +193,17 @@ def conformance_problems(app: Any, answers: list[Answer]) -> list[str]:
     document = _DOCUMENTS.get(key)
     if document is None:
         document = _DOCUMENTS[key] = Document(app.openapi())
+    return problems(document, answers)
+
+
+def served_problems(url: str, answers: list[Answer]) -> list[str]:
+    """`problems` of answers a running server gave, against the document it serves at
+    `url` (fetched once per URL)."""
+    if not answers:
+        return []
+    document = _DOCUMENTS.get(url)
+    if document is None:
+        found = httpx.get(url, timeout=60)
+        assert found.status_code == 200, found.text
+        document = _DOCUMENTS[url] = Document(found.json())
     return problems(document, answers)

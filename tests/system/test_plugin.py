@@ -108,6 +108,53 @@ def test_world(sandex_world, sandex_server, n):
         httpx.get(f"{records[0]['url']}/healthz", timeout=2)
 
 
+def test_share_worker_gives_each_xdist_worker_a_server_of_its_own(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """With `--sandex-share=worker` each worker starts (and stops) its own server."""
+    pytester.makepyfile(
+        RECORD
+        + """
+import os, pytest
+
+@pytest.mark.parametrize("n", range(8))
+def test_world(sandex_world, sandex_server, n):
+    sandex_world.clock.advance(seconds=n)
+    record(pid=os.getpid(), url=sandex_server.url, started_here=sandex_server.started_here)
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--sandex-share=worker"
+    )
+    result.assert_outcomes(passed=8)
+    records = seen(record_to)
+    servers = {r["pid"]: r["url"] for r in records}
+    assert len(servers) == 2 and len(set(servers.values())) == 2  # a server per worker
+    assert all(r["started_here"] for r in records)
+    for url in servers.values():
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/healthz", timeout=2)
+
+
+def test_the_thread_server_leaves_the_suites_logging_as_it_is(pytester: pytest.Pytester) -> None:
+    """A suite's own structlog lines, and its captures of them, are the same once the
+    in-process server runs."""
+    pytester.makepyfile(
+        """
+import structlog
+from structlog.testing import capture_logs
+
+def test_logs(sandex_world):
+    sandex_world.clock.now()
+    with capture_logs() as logs:
+        structlog.get_logger("mine").info("mine")
+    assert [entry["event"] for entry in logs] == ["mine"]
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
@@ -183,6 +230,39 @@ def test_unknown_keyword(sandex_world):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-clock=manual")
     result.assert_outcomes(passed=4, errors=1)
     result.stdout.fnmatch_lines(["*@pytest.mark.sandex takes the keywords clock, start*colour*"])
+
+
+def test_a_seed_makes_every_world_walk_the_same_prices(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """The ini's seed is the template's, so every world forked from it walks the same
+    prices; a marker's seed is a template of its own, walking other prices."""
+    pytester.makeini("[pytest]\nsandex_seed = 11\n")
+    pytester.makepyfile(
+        RECORD
+        + """
+import pytest
+
+def walked(world, test):
+    world.clock.advance(seconds=3600)
+    price = world.get("/all-markets/prices", markets="BTCUSD")["items"][0]["current_price"]
+    record(test=test, price=price)
+
+def test_a(sandex_world):
+    walked(sandex_world, "a")
+
+def test_b(sandex_world):
+    walked(sandex_world, "b")
+
+@pytest.mark.sandex(seed=12)
+def test_other(sandex_world):
+    walked(sandex_world, "other")
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    prices = {line["test"]: line["price"] for line in seen(record_to)}
+    assert prices["a"] == prices["b"] != prices["other"]
 
 
 def test_a_template_override_is_built_once_and_seen_by_every_test(
