@@ -130,6 +130,8 @@ def create_app(
     # limit and the bearer check (pipeline.py).
     app.state.faults = faults.FaultIndex()
     faults.reload(app.state)
+    # the thread that builds the app reads nothing else of it: no connection kept for that
+    app.state.queries.close_own()
     app.state.gates = (faults.FaultGate(app.state),) if fault_gate else ()
     # The world's recent requests (GET /v2/sandbox/requests), kept by the access log.
     app.state.requests = RecentRequests(

@@ -82,6 +82,9 @@ RESPONSE_CAP = 4096
 # How long the body of an answered request is read, at most, before the connection is
 # dropped: the status decided already.
 _DRAIN_SECONDS = 1.0
+# With nothing registered, the deliverer reads the registrations only when the database
+# changed (or it is nudged), and at least this often whatever its stamp says.
+_RECHECK_SECONDS = 30.0
 NOT_DELIVERED = "failed: not delivered"
 # The delivery progress file's name after its database's (what a world's deletion removes).
 PROGRESS_SUFFIX = ".webhooks.json"
@@ -244,10 +247,25 @@ class Deliverer:
         self._reads = ReadConnections(self.db_path)  # this thread's, for every worker
         self._ready.set()
         workers: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        # While nothing is registered: the database's stamp when that was read, and when
+        # the registrations must be read whatever the stamp says.
+        seen: object | None = None
+        recheck = 0.0
         try:
             while not self._stopping.is_set():
+                rung = bell.is_set()
                 bell.clear()  # a nudge from now on is heard by the wait below
-                registered = webhook_status.deliveries(self._reads)
+                stamp = self._reads.log_stamp()
+                now = self._loop.time()
+                if not rung and seen is not None and stamp == seen and now < recheck:
+                    registered = {}  # nothing committed since none was registered
+                else:
+                    registered = webhook_status.deliveries(self._reads)
+                    seen, recheck = None, now + _RECHECK_SECONDS
+                    if not registered and stamp is not None:
+                        # An idle world's deliverer holds no connection between its looks.
+                        seen = stamp
+                        self._reads.close_own()
                 for customer_id, (webhook_id, task) in list(workers.items()):
                     row = registered.get(customer_id)
                     if row is None or row[1] != webhook_id or task.done():

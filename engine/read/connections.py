@@ -58,6 +58,32 @@ class ReadConnections:
         conn = self.conn
         return conn, self._backend.reads_version(conn)
 
+    def log_stamp(self) -> object | None:
+        """A stamp of the database that any commit changes, read without a connection
+        (SQLite: its WAL file's); None when there is none and only a read can tell."""
+        return self._backend.log_stamp(self.db_path)
+
+    def held(self) -> int:
+        """How many connections are open (every thread's, or the shared pool)."""
+        with self._lock:
+            return len(self._opened) + (self._shared is not None)
+
+    def close_own(self) -> None:
+        """Close the calling thread's connection, if it has one: a thread that reads a
+        world seldom (a loaded idle world's background work) need not keep one open
+        (its schema, page cache and statements) between its reads. The next read opens
+        another. No other thread uses it, so closing it cannot cut a read short."""
+        if self._server:
+            return
+        conn: SqlReader | None = getattr(self._local, "conn", None)
+        if conn is None:
+            return
+        self._local.conn = None
+        with self._lock:
+            if conn in self._opened:  # else `close` has closed it already
+                self._opened.remove(conn)
+        conn.close()
+
     def close(self) -> None:
         """Close the connections of every thread, so the writer can checkpoint the WAL."""
         with self._lock:

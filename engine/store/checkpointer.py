@@ -53,8 +53,9 @@ def _connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
 
 
-def _log_file_stamp(path: str) -> tuple[int, int, int] | None:
-    """The write-ahead log file's (inode, size, modification time): a commit changes it."""
+def log_file_stamp(path: str) -> tuple[int, int, int] | None:
+    """The write-ahead log file's (inode, size, modification time): a commit changes it,
+    so whoever last read the database can tell it unchanged without a connection."""
     try:
         found = os.stat(f"{path}-wal")
     except OSError:
@@ -150,7 +151,7 @@ class Checkpointer:
         """Closed while idle, and neither nudged nor its log file changed since."""
         if self._conn is not None or self._closed_at is None:
             return False
-        if not self._nudged and _log_file_stamp(self.path) == self._closed_at:
+        if not self._nudged and log_file_stamp(self.path) == self._closed_at:
             return True
         self._closed_at = None
         return False
@@ -158,7 +159,7 @@ class Checkpointer:
     def _close_while_idle(self) -> None:
         assert self._conn is not None
         self._nudged = False
-        self._closed_at = _log_file_stamp(self.path)
+        self._closed_at = log_file_stamp(self.path)
         self._conn.close()
         self._conn = None
 

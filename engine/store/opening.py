@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from sandex.engine.store.checkpointer import log_file_stamp
 from sandex.engine.store.lease import WriterLease
 from sandex.engine.store.locations import Kind, Location, locate
 from sandex.engine.store.port import EventStore, SqlReader
@@ -32,6 +33,9 @@ class Backend:
     shared_reads: bool
     # A count that changes whenever another connection committed, read on a `sql_reader`.
     reads_version: Callable[[SqlReader], int]
+    # A stamp of the database that a commit changes, read without a connection (None:
+    # none to be had, so a reader must look).
+    log_stamp: Callable[[str], object | None]
     # (columns of its `events` table, its table names), read-only, of any database.
     contents: Callable[[str], tuple[set[str], list[str]]]
     # Remove a store and every trace of it (a deleted world): its files, or its schema.
@@ -147,6 +151,7 @@ _SQLITE = Backend(
     sql_reader=_sqlite_reads,
     shared_reads=False,
     reads_version=_sqlite_reads_version,
+    log_stamp=log_file_stamp,
     contents=_sqlite_contents,
     drop=_sqlite_drop,
     size=_sqlite_size,
@@ -162,6 +167,7 @@ BACKENDS: dict[Kind, Backend] = {
         sql_reader=_server_reads,
         shared_reads=True,
         reads_version=_server_reads_version,
+        log_stamp=lambda db: None,
         contents=_server_contents,
         drop=_server_drop,
         size=_server_size,

@@ -179,3 +179,53 @@ def test_two_worlds_in_one_process_share_nothing(two_worlds: tuple[World, World]
     assert moved.status_code == 200, moved.text
     assert http_b.get("/v2/sandbox/clock", headers=b_headers).json() == before
     assert a.clock_mode == b.clock_mode == "manual"
+
+
+def _until(done: Any, seconds: float = 10.0) -> bool:
+    """Whether `done()` came true within `seconds` (polled)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_loaded_idle_world_holds_no_read_connection_for_its_background_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server keeps many idle worlds loaded: loading the fault rules and looking for
+    webhook registrations (none) keep no read connection open between their reads; a
+    commit made without a nudge is still looked at."""
+    from sandex.api_adapter import webhook_delivery
+
+    looks: list[int] = []
+    real = webhook_delivery.webhook_status.deliveries
+
+    def deliveries(reads: Any) -> Any:
+        found = real(reads)
+        looks.append(len(found))
+        return found
+
+    monkeypatch.setattr(webhook_delivery.webhook_status, "deliveries", deliveries)
+    world = World.open(
+        tmp_path / "w.db",
+        make_settings(clock="wall", **HOOKS),
+        bootstrap=fixed("sandex", "sandex-secret"),
+    )
+    with world.start():
+        app_reads = world.app.state.queries
+        assert app_reads.held() == 0  # the fault rules were read by the thread that built it
+        deliverer_reads = world.app.state.webhooks._reads
+        assert _until(lambda: looks and deliverer_reads.held() == 0), (
+            "the idle deliverer kept its read connection"
+        )
+        seen = len(looks)
+        http = TestClient(world.app)
+        headers = _headers(http, world.credentials)
+        deposit = {"asset": "USD", "amount": "1000"}
+        assert http.post("/v2/sandbox/profiles/default/deposit", json=deposit, headers=headers)
+        http.close()
+        # the deposit's commit changed the database: the registrations are read again
+        assert _until(lambda: len(looks) > seen), "a commit went unnoticed"
+        assert _until(lambda: deliverer_reads.held() == 0)
