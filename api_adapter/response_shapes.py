@@ -3,9 +3,10 @@ document: one model per answer, the same field names, types, formats and enums a
 reference's schema of the same operation, with examples a reader can use.
 
 They document; they do not serialize. The routes answer with their own pre-serialized
-`JSONResponse`, and each route names its model in `responses={200: ...}` (`ok` below),
-which FastAPI only reads to write the document: no answer is validated or re-encoded on
-its way out. The test suite holds every answer it sees to these shapes
+`JSONResponse`, and each route names its model (`ok` below), which `route` keeps aside
+and `openapi.install` hands to FastAPI when the document is first asked for: no answer
+is validated or re-encoded on its way out, and no shape is built when an app is
+assembled. The test suite holds every answer it sees to these shapes
 (`conformance_problems`), and the shapes to the reference (`test_every_success_answer_has_the_references_shape`).
 
 A field that may be absent is documented as optional, never as nullable: sandex leaves
