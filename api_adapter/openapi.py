@@ -289,11 +289,33 @@ def _fix(doc: dict[str, Any]) -> None:
                 declared.setdefault("content", _problem(status)["content"])
 
 
+def _answer_fields(app: FastAPI) -> None:
+    """Each route's documented answers' fields, built now (`pipeline.ANSWER_MODELS`)."""
+    from fastapi.routing import APIRoute, iter_route_contexts
+    from fastapi.utils import create_model_field
+
+    from sandex.api_adapter.pipeline import ANSWER_MODELS
+
+    by_operation: dict[str, list[tuple[int | str, type[Any]]]] = {}
+    for (operation_id, status), model in ANSWER_MODELS.items():
+        by_operation.setdefault(operation_id, []).append((status, model))
+    for context in iter_route_contexts(app.routes):
+        if not isinstance(context.original_route, APIRoute):
+            continue
+        fields = context.response_fields
+        for status, model in by_operation.get(context.operation_id or "", []):
+            if status not in fields:
+                fields[status] = create_model_field(
+                    name=f"Response_{status}_{context.unique_id}", type_=model, mode="serialization"
+                )
+
+
 def install(app: FastAPI) -> None:
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
+            _answer_fields(app)
             _fix(generate())
         return app.openapi_schema  # type: ignore[return-value]
 

@@ -139,6 +139,13 @@ Caller = Annotated[Principal, Depends(caller)]
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
+# Each operation's documented answers' models, by operation id and status: kept out of
+# FastAPI's `responses` so that no route builds their schemas when the app is assembled
+# (every world's app, at every start); `openapi.install` hands them to the routes when
+# the document is first asked for.
+ANSWER_MODELS: dict[tuple[str, int | str], type[Any]] = {}
+
+
 def route(router: APIRouter, operation_id: str, **options: Any) -> Callable[[Handler], Handler]:
     """The decorator of an operation's handler: its method, path, operation id and answer
     from its row, and the gates first. `options` go to FastAPI (tags, summary, responses
@@ -147,6 +154,9 @@ def route(router: APIRouter, operation_id: str, **options: Any) -> Callable[[Han
     responses: dict[int | str, dict[str, Any]] = ok(op.answer) if op.answer is not None else {}
     for status, described in options.pop("responses", {}).items():
         responses[status] = {**responses.get(status, {}), **described}
+    for status, described in responses.items():
+        if "model" in described:
+            ANSWER_MODELS[op.id, status] = described.pop("model")
     decorate: Callable[[Handler], Handler] = router.api_route(
         op.under(router.prefix),
         methods=[op.method],

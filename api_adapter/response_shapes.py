@@ -3,9 +3,10 @@ document: one model per answer, the same field names, types, formats and enums a
 reference's schema of the same operation, with examples a reader can use.
 
 They document; they do not serialize. The routes answer with their own pre-serialized
-`JSONResponse`, and each route names its model in `responses={200: ...}` (`ok` below),
-which FastAPI only reads to write the document: no answer is validated or re-encoded on
-its way out. The test suite holds every answer it sees to these shapes
+`JSONResponse`, and each route names its model (`ok` below), which `route` keeps aside
+and `openapi.install` hands to FastAPI when the document is first asked for: no answer
+is validated or re-encoded on its way out, and no shape is built when an app is
+assembled. The test suite holds every answer it sees to these shapes
 (`conformance_problems`), and the shapes to the reference (`test_every_success_answer_has_the_references_shape`).
 
 A field that may be absent is documented as optional, never as nullable: sandex leaves
@@ -68,7 +69,8 @@ def _no_nulls(schema: dict[str, Any], model: type[BaseModel]) -> None:
 
 
 class Shape(BaseModel):
-    model_config = ConfigDict(json_schema_extra=_no_nulls)
+    # built when first used (the document, a test's check of an answer), not at import
+    model_config = ConfigDict(json_schema_extra=_no_nulls, defer_build=True)
 
 
 def _enum(name: str, values: Any) -> Any:

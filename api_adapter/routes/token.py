@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+
 from fastapi import APIRouter, Request
 
 from sandex.api_adapter.auth import Tokens, unb64
@@ -20,6 +24,37 @@ def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
         headers={"Cache-Control": "no-store"},
     )
 
+
+class VerifiedSecrets:
+    """The secrets this process has already checked right, by their stored hash: a
+    keyed HMAC of each (its key drawn here, never stored), so that the next login with
+    the same secret skips the slow PBKDF2 check. A fork's bootstrap client keeps its
+    template's salt and hash, so a suite's worlds pay that check once between them. A
+    secret not seen right before (every wrong guess) still pays the slow check in full."""
+
+    MAX = 4096
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+        self._known: dict[tuple[str, str], bytes] = {}
+
+    def _mac(self, secret: str) -> bytes:
+        return hmac.digest(self._key, secret.encode(), hashlib.sha256)
+
+    def matches(self, secret: str, salt: str, expected_hash: str) -> bool:
+        known = self._known.get((salt, expected_hash))
+        if known is not None and hmac.compare_digest(known, self._mac(secret)):
+            return True
+        if not secret_matches(secret, salt, expected_hash):
+            return False
+        if len(self._known) >= self.MAX:
+            self._known.clear()
+        self._known[(salt, expected_hash)] = self._mac(secret)
+        return True
+
+
+# One per process: the worlds of a server share it.
+VERIFIED = VerifiedSecrets()
 
 router = APIRouter(tags=["OAuth2"])
 
@@ -57,7 +92,7 @@ async def issue_token(request: Request) -> JSONResponse:
     if (
         client is None
         or client["revoked"]
-        or not secret_matches(client_secret, client["salt"], client["secret_hash"])
+        or not VERIFIED.matches(client_secret, client["salt"], client["secret_hash"])
     ):
         if limiter is not None:
             limiter.charge(request.scope, TOKEN_FAILURES)

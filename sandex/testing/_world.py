@@ -13,11 +13,7 @@ from typing import Any
 import httpx
 
 from sandex.client import NO_RETRIES, Client, Event, Request
-
-# The default template's start and balances (docs/testing.md): a fixed time, so that
-# every run of a suite sees the same clock.
-DEFAULT_START = "2030-01-02T15:00:00Z"
-DEFAULT_BALANCES = {"USD": Decimal("100000"), "BTC": Decimal("10"), "ETH": Decimal("100")}
+from sandex.testing._defaults import DEFAULT_BALANCES
 
 # Where `wait_for` reads a resource's status, by kind.
 _STATUS_PATHS = {

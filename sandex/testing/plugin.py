@@ -1,6 +1,10 @@
 """sandex's pytest plugin, loaded through its `pytest11` entry point (nothing to write in
 a conftest): `sandex_server`, one sandbox for the session; `sandex_world`, a world per
-test forked from the session's template; the `sandex` marker. docs/testing.md."""
+test forked from the session's template; the `sandex` marker. docs/testing.md.
+
+pytest imports this module in every run of an environment sandex is installed in, used
+or not: at import it needs only pytest and its options, and the server, its client and
+httpx are imported by the hooks and fixtures that use them."""
 
 from __future__ import annotations
 
@@ -11,25 +15,15 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 
-from sandex.testing._failures import console, forget, leave
-from sandex.testing._guard import Refused, check_host, check_sandex
-from sandex.testing._server import (
-    STARTERS,
-    Address,
-    Deleter,
-    Reused,
-    Running,
-    SandexServer,
-    Shared,
-    private_folder,
-    remove,
-)
-from sandex.testing._world import DEFAULT_START, SandexWorld, Template, default_template
+from sandex.testing._defaults import DEFAULT_START
+
+if TYPE_CHECKING:
+    from sandex.testing._server import Deleter, Running, SandexServer, Shared
+    from sandex.testing._world import SandexWorld, Template
 
 # The template world's snapshot that every test's world is forked from.
 SNAPSHOT = "sandex-template"
@@ -110,7 +104,7 @@ OPTIONS = (
 )
 
 _STATE = pytest.StashKey["SessionState"]()
-_WORLD = pytest.StashKey[SandexWorld]()
+_WORLD = pytest.StashKey["SandexWorld"]()
 _FAILED = pytest.StashKey[bool]()
 _SHARED_DIR = pytest.StashKey[Path]()
 
@@ -162,6 +156,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     listing, stopping = config.getoption("sandex_reuse_list"), config.getoption("sandex_reuse_stop")
     if not (listing or stopping):
         return None
+    from sandex.testing._server import Reused
+
     reused = Reused()
     found = reused.stop() if stopping else reused.running()
     verb = "stopped" if stopping else "running"
@@ -191,6 +187,8 @@ def given_url(config: pytest.Config) -> str:
 
 def guard_url(config: pytest.Config, url: str) -> None:
     """A URL outside loopback is refused unless allowed, before any connection."""
+    from sandex.testing._guard import Refused, check_host
+
     try:
         check_host(url, switch(config, "allow_remote"))
     except Refused as refused:
@@ -217,6 +215,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller: every worker is handed one folder to share a server."""
+    from sandex.testing._server import private_folder
+
     config = node.config
     if _SHARED_DIR not in config.stash:
         config.stash[_SHARED_DIR] = private_folder("sandex-xdist-")
@@ -225,6 +225,8 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _SHARED_DIR in config.stash:
+        from sandex.testing._server import remove
+
         remove(config.stash[_SHARED_DIR])
 
 
@@ -238,6 +240,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     url = given_url(config)
     if url:
+        import httpx
+
+        from sandex.testing._guard import Refused, check_sandex
+
         guard_url(config, url)
         with httpx.Client() as http:
             try:
@@ -269,6 +275,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if getattr(world, "kept", False):
                 report.sections.append(("sandex kept", f"{world.id} {world.base_url}"))
             if not item.stash.get(_FAILED, False):
+                from sandex.testing._failures import forget
+
                 forget(failures_folder(item.config), item.nodeid)
     return report
 
@@ -280,6 +288,8 @@ def failures_folder(config: pytest.Config) -> Path:
 def _failed(item: pytest.Item, world: SandexWorld, keep: str) -> str:
     """The failed test's section of the report: its world, and the folder it left (read
     now, while the world exists, whatever `--sandex-keep` does with it after)."""
+    from sandex.testing._failures import console, leave
+
     server = item.config.stash[_STATE].sandbox()
     if keep == "none":
         lines = [f"world {world.id}: deleted after the test (--sandex-keep=none)"]
@@ -338,12 +348,16 @@ class SessionState:
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
         if shared and setting(self.config, "share") == "run":
+            from sandex.testing._server import Shared
+
             workerinput = self.config.workerinput  # type: ignore[attr-defined]
             self.shared = Shared(Path(shared), workerinput["workerid"], workerinput["workercount"])
 
     def sandbox(self) -> SandexServer:
         if self.server is not None:
             return self.server
+        from sandex.testing._server import STARTERS, Address, Reused, SandexServer, private_folder
+
         url = given_url(self.config)
         if url:
             guard_url(self.config, url)
@@ -380,6 +394,8 @@ class SessionState:
         snapshotted once."""
         key = (build, clock, start if clock == "manual" else None, seed)
         if key not in self.templates:
+            from sandex.testing._world import SandexWorld
+
             server = self.sandbox()
             body: dict[str, Any] = {"name": "sandex template", "clock": clock}
             body.update(seed=SEED, record=True)
@@ -433,6 +449,8 @@ class SessionState:
     def deleter(self) -> Deleter:
         """The session's deleter of the tests' worlds (made when first asked for)."""
         if self.deleting is None:
+            from sandex.testing._server import Deleter
+
             self.deleting = Deleter(self.sandbox())
         return self.deleting
 
@@ -455,11 +473,15 @@ class SessionState:
             elif self.running is not None:
                 self.running.stop()
             if self.folder is not None:
+                from sandex.testing._server import remove
+
                 remove(self.folder)
 
 
 def _forked(server: SandexServer, template: SandexWorld, body: dict[str, Any]) -> SandexWorld:
     """A fork of `template` (`body`: the creation's), its bootstrap client logged in."""
+    from sandex.testing._world import SandexWorld
+
     made = server.create_world(**body)
     world = SandexWorld(made, template.client_id, template.client_secret, server.http)
     world.token()
@@ -477,6 +499,8 @@ def sandex_template(request: pytest.FixtureRequest) -> Template:
     """How the session's template world is built (override it to build your own)."""
     named = setting(request.config, "template")
     if not named:
+        from sandex.testing._world import default_template
+
         return default_template
     module, _, name = named.partition(":")
     built: Template = getattr(importlib.import_module(module), name)

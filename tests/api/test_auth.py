@@ -8,6 +8,7 @@ import pytest
 from freezegun import freeze_time
 
 from sandex.engine.config.settings import KNOWN_SCOPES
+from sandex.engine.domain.customers import secret_matches
 
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 
@@ -144,3 +145,28 @@ def test_a_principal_is_made_once_per_token_and_client_row(sandbox: Any) -> None
     assert again is not first and again.scopes == frozenset({"funding:read_profile"})
     # outside a loop every check reads the row again, and the answer is unchanged
     assert principal_of(state.tokens, clients, header) == first
+
+
+def test_a_secret_checked_right_once_skips_the_slow_check_but_a_wrong_one_never_does(
+    sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worlds forked from one template share its client's salt and hash: their
+    logins pay the slow PBKDF2 check once between them, while every wrong secret still
+    pays it in full and is refused."""
+    from sandex.api_adapter.routes import token
+
+    slow: list[str] = []
+
+    def counted(secret: str, salt: str, expected_hash: str) -> bool:
+        slow.append(secret)
+        return secret_matches(secret, salt, expected_hash)
+
+    monkeypatch.setattr(token, "secret_matches", counted)
+    assert sandbox.http.post("/oauth2/token", data=FORM).status_code == 200
+    checked = len(slow)
+    for _ in range(3):
+        assert sandbox.http.post("/oauth2/token", data=FORM).status_code == 200
+    assert len(slow) == checked
+    wrong = sandbox.http.post("/oauth2/token", data={**FORM, "client_secret": "not-it"})
+    assert wrong.status_code == 401
+    assert slow[checked:] == ["not-it"]

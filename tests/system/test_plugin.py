@@ -396,3 +396,30 @@ def test_help_shows_the_options(pytester: pytest.Pytester) -> None:
     for flag in (*flags, "reuse-list", "reuse-stop"):
         result.stdout.fnmatch_lines([f"*--sandex-{flag}*"])
     result.stdout.fnmatch_lines(["*sandex_start*"])
+
+
+def test_an_unused_plugin_imports_none_of_the_server_its_client_or_httpx(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """pytest loads the plugin in every run of an environment sandex is installed in: a
+    suite that asks for no sandex fixture pays for its options and marker only, not for
+    the server (FastAPI, the engine), `sandex.client` or httpx. (The dev environment's
+    other plugins, which import httpx themselves, are left out.)"""
+    pytester.makepyfile(
+        RECORD
+        + """
+import sys
+
+def test_nothing_of_sandex(request):
+    assert request.config.pluginmanager.has_plugin("sandex")
+    heavy = ("httpx", "httpcore", "fastapi", "starlette", "uvicorn", "pydantic",
+             "sandex.client", "sandex.engine", "sandex.api_adapter",
+             "sandex.testing._server", "sandex.testing._world")
+    record(imported=sorted(m for m in sys.modules if m.split(".")[0] in heavy
+                           or m.startswith(heavy)))
+"""
+    )
+    others = ["-p", "no:hypothesispytest", "-p", "no:schemathesis", "-p", "no:anyio"]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *others)
+    result.assert_outcomes(passed=1)
+    assert seen(record_to) == [{"imported": []}]

@@ -16,6 +16,7 @@ from sandex.api_adapter import openapi, rate_limits
 from sandex.api_adapter.app import ROUTERS
 from sandex.api_adapter.middleware import fast_lane
 from sandex.api_adapter.operations import BY_ID, LANE, OPERATIONS, READS, WRITES, Operation
+from sandex.api_adapter.pipeline import ANSWER_MODELS
 from tests.support import reference
 
 ROUTES = [route for router in ROUTERS for route in router.routes if isinstance(route, APIRoute)]
@@ -56,7 +57,7 @@ def test_each_route_runs_the_gates_of_its_row_and_takes_its_body_and_answer() ->
         row = BY_ID[route.operation_id or ""]
         assert _row_gated(route) is row, route.operation_id
         assert _body_model(route) is row.body, route.operation_id
-        answer = (route.responses or {}).get(200, {}).get("model")
+        answer = ANSWER_MODELS.get((route.operation_id or "", 200))
         assert answer is row.answer, route.operation_id
 
 
