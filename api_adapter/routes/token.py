@@ -7,6 +7,7 @@ import hmac
 import secrets
 
 from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 
 from sandex.api_adapter.auth import Tokens, unb64
 from sandex.api_adapter.pipeline import route
@@ -89,10 +90,14 @@ async def issue_token(request: Request) -> JSONResponse:
     if limiter is not None:
         limiter.hold(request.scope, TOKEN_FAILURES)
     client = client_rows.client(request.app.state.queries, client_id)
+    # The slow check runs on a worker thread (PBKDF2 gives up the GIL): a burst of
+    # token requests, none of them authenticated yet, never holds the event loop.
     if (
         client is None
         or client["revoked"]
-        or not VERIFIED.matches(client_secret, client["salt"], client["secret_hash"])
+        or not await run_in_threadpool(
+            VERIFIED.matches, client_secret, client["salt"], client["secret_hash"]
+        )
     ):
         if limiter is not None:
             limiter.charge(request.scope, TOKEN_FAILURES)

@@ -170,3 +170,42 @@ def test_a_secret_checked_right_once_skips_the_slow_check_but_a_wrong_one_never_
     wrong = sandbox.http.post("/oauth2/token", data={**FORM, "client_secret": "not-it"})
     assert wrong.status_code == 401
     assert slow[checked:] == ["not-it"]
+
+
+def test_the_slow_secret_check_holds_no_event_loop(
+    sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token request's secret check (PBKDF2, before anyone is authenticated) runs on a
+    worker thread: while one is under way, the same event loop answers other requests.
+    The check here waits for the test to release it after `/healthz` has answered; run
+    on the loop, it would hold that answer back and its wait would time out instead."""
+    import asyncio
+    import threading
+
+    import httpx
+
+    from sandex.api_adapter.routes import token
+
+    token.VERIFIED._known.clear()  # the slow path, not a remembered secret
+    entered, release = threading.Event(), threading.Event()
+    released: list[bool] = []
+
+    def held(secret: str, salt: str, expected_hash: str) -> bool:
+        entered.set()
+        released.append(release.wait(5))
+        return secret_matches(secret, salt, expected_hash)
+
+    monkeypatch.setattr(token, "secret_matches", held)
+
+    async def scenario() -> int:
+        transport = httpx.ASGITransport(app=sandbox.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sandex") as client:
+            login = asyncio.create_task(client.post("/oauth2/token", data=FORM))
+            assert await asyncio.to_thread(entered.wait, 5)
+            health = await client.get("/healthz")
+            release.set()
+            assert health.status_code == 200
+            return (await login).status_code
+
+    assert asyncio.run(scenario()) == 200
+    assert released == [True]
