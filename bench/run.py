@@ -462,6 +462,33 @@ BENCHES = {
         | {"fill": rf"first page at {NUM} recorded requests"},
         timeout=900,
     ),
+    "console": Bench(
+        "bench_console.py",
+        ["--events", "1000000", "--rounds", "5"],
+        ["--events", "5000", "--rounds", "1", "--calls", "10", "--commits", "5"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                ("page_p50", r"timeline first page, [\d,]+ events, ms at the client p50 "),
+                ("small_p50", r"timeline first page, a world of one page, ms p50 "),
+                (
+                    "page_ratio",
+                    r"timeline first page, [\d,]+ events over a world of one page: ratio ",
+                ),
+                ("live_p50", r"commit to its event on an open timeline, ms p50 "),
+                ("post_p50", r"the deposit's POST alone, ms p50 "),
+                ("load_bytes", r"console first load, bytes transferred "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ \[{NUM}–"),
+                ("_max", rf"[\d.,]+ \[[\d.,]+–{NUM}\]"),
+            )
+        }
+        | {"events": rf"timeline first page, {NUM} events, ms"},
+        timeout=900,
+    ),
     "scenarios": Bench(
         "bench_scenarios.py",
         ["--events", "100000", "--rounds", "300"],
@@ -821,9 +848,67 @@ def table() -> list[str]:
     rows += worlds_rows(BENCHES["fork"], BENCHES["worlds"])
     rows += faults_rows(BENCHES["faults"])
     rows += requests_rows(BENCHES["requests"])
+    rows += console_rows(BENCHES["console"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def console_rows(cs: Bench) -> list[list[str]]:
+    """Issue 33's console (bench_console): the timeline's first page on a big log against
+    a one-page world on the same server, a commit to its event on a timeline open in
+    Chromium, and the bytes of the console's first load; each the median of its rounds in
+    one process."""
+    rounds = f"{cs.arg('--rounds')} rounds in one process"
+    events = cs.values("events")
+    page = in_process(cs, "page_p50", rounds)
+    small = in_process(cs, "small_p50", rounds)
+    ratio = in_process(cs, "page_ratio", rounds)
+    live = in_process(cs, "live_p50", rounds)
+    post = in_process(cs, "post_p50", rounds)
+    load = in_process(cs, "load_bytes", rounds)
+
+    def ms(x: float) -> str:
+        return f"{x:,.2f} ms"
+
+    return [
+        _row(
+            f"console timeline, first page (50 events) of a world of"
+            f" {events[0] if events else 0:,.0f} events, answered at the client on loopback: p50",
+            page,
+            ms,
+            "—" if small is None else f"a one-page world's first page: p50 {ms(small.median)}",
+            None if ratio is None else ratio.median,
+            "p50 ≤ 150 ms",
+            None if page is None else page.median <= 150.0,
+            "—",
+            _verify(cs),
+        ),
+        _row(
+            "console: a commit to its event on an open timeline (headless Chromium, the"
+            " server-sent event stream): p50",
+            live,
+            ms,
+            "—" if post is None else f"the deposit's POST alone: p50 {ms(post.median)}",
+            None,
+            "p50 ≤ 500 ms",
+            None if live is None else live.median <= 500.0,
+            "—",
+            "—",
+        ),
+        _row(
+            "console: bytes transferred on its first load (fresh browser, /console through"
+            " sign-in to the timeline)",
+            load,
+            _bytes,
+            "—",
+            None,
+            "≤ 500 KB",
+            None if load is None else load.median <= 500_000,
+            "—",
+            "—",
+        ),
+    ]
 
 
 def faults_rows(ft: Bench) -> list[list[str]]:
@@ -1291,6 +1376,18 @@ Notes on the figures:
   `sandex serve` keeping 100,000 requests over one keeping none (`request_log_size: 0`),
   both up, each round both sides back to back, the side that goes first alternating,
   the ratio per round.
+- **Console** (issue 33): bench_console, 5 rounds in one process on one `sandex serve`
+  whose default world's log holds 1,000,000 sandbox deposits (appended through the
+  store in bulk, read models rebuilt, replayed at start-up) beside a world made through
+  the API holding one page (50 deposits). The timeline's first page, signed in as each
+  world's operator, timed at the client on loopback (the server's time plus a loopback
+  round trip): 40 calls a world a round, alternating, the world that goes first
+  alternating by round; the ratio is the big log's p50 over the small one's. A commit to
+  its event on the small world's timeline open in headless Chromium (the system's,
+  driven by Playwright): 20 deposits a round, each timed from just before its POST until
+  the page's newest event is its own, after a seeded pause of 0-0.3 s; the POST's own
+  round trip beside it. The first load: the bytes (headers and bodies) of every response
+  from opening `/console` in a fresh browser context through sign-in to the timeline.
 - `sandex verify` runs on every database a benchmark writes (store: the 1,000,000-event
   log; matching: the FULL and NORMAL logs; both HTTP benches; scenarios: the time-travel
   copy; backtest: every run's database; cli: the last database `sandex serve` made;
