@@ -229,3 +229,29 @@ def test_time_travel_to_before_the_order_shows_a_book_without_it(
     page.get_by_test_id("as-of-now").click()
     expect(page.get_by_test_id("as-of-shown")).to_have_count(0)
     assert _resting_prices(page) == [Decimal("30000")]
+
+
+def test_a_commit_before_the_stream_connects_shows_once_it_does(
+    server: Process, world: World, context: Any
+) -> None:
+    """A stream lasts a while and the browser opens the next: a commit in between is
+    announced by no `commit` event (the new stream starts at the head), so the page must
+    catch up when its stream (re)connects. The stream's request is held back here, as the
+    gap between two streams."""
+    held: list[Any] = []
+    context.route("**/console/stream", lambda route: held.append(route))
+    page = _operator(context, server, world)
+    navigations = _watched(page)
+    newest = "document.querySelector('[data-testid=timeline-event]').dataset.position"
+    head = int(page.evaluate(newest))
+    world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+    for _ in range(LIVE // 50):  # the stream's request reaches its route
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page asked for no stream"
+    context.unroute("**/console/stream")
+    for route in held:
+        route.continue_()
+    page.wait_for_function(f"h => Number({newest}) > h", arg=head, timeout=LIVE)
+    _unreloaded(page, navigations)
