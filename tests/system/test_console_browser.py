@@ -12,15 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 from tests.support.browser import ARTEFACTS, chromium_or_skip, launch
 from tests.support.server_helpers import Process
 from tests.support.trading_helpers import limit
 from tests.support.transfer_helpers import withdraw
 from tests.support.world_helpers import MANUAL, World
-
-pw = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
-expect = pw.expect
 
 START_MS = 1704067200000  # MANUAL's start_time, 2024-01-01T00:00:00Z
 HOSTILE = ["<script>window.__pwned=1</script>", '"><img src=x onerror=window.__pwned=1>']
@@ -38,7 +36,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     executable = chromium_or_skip()
-    with pw.sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         launched = launch(playwright, executable)
         yield launched
         launched.close()
