@@ -11,15 +11,15 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
-from api_adapter import auth, faults, openapi, problems
-from api_adapter.console import ConsoleFront
-from api_adapter.logging import RequestLog
-from api_adapter.middleware.body_guard import BodyGuard
-from api_adapter.middleware.fast_lane import FastLane
-from api_adapter.rate_limits import RateLimiter
-from api_adapter.recent_requests import RecentRequests
-from api_adapter.responses import JSONResponse
-from api_adapter.routes import (
+from sandex.api_adapter import auth, faults, openapi, problems
+from sandex.api_adapter.console import ConsoleFront
+from sandex.api_adapter.logging import RequestLog
+from sandex.api_adapter.middleware.body_guard import BodyGuard
+from sandex.api_adapter.middleware.fast_lane import FastLane
+from sandex.api_adapter.rate_limits import RateLimiter
+from sandex.api_adapter.recent_requests import RecentRequests
+from sandex.api_adapter.responses import JSONResponse
+from sandex.api_adapter.routes import (
     accounts,
     conversions,
     deposit_addresses,
@@ -46,13 +46,13 @@ from api_adapter.routes import (
     webhooks,
     withdrawals,
 )
-from api_adapter.version import installed_version
-from api_adapter.webhook_delivery import Deliverer
-from api_adapter.wire_faults import WireFaults
-from api_adapter.worlds import routes as worlds
-from engine import Engine
-from engine.read.cursors import Cursors
-from engine.read.queries import Queries
+from sandex.api_adapter.version import installed_version
+from sandex.api_adapter.webhook_delivery import Deliverer
+from sandex.api_adapter.wire_faults import WireFaults
+from sandex.api_adapter.worlds import routes as worlds
+from sandex.engine import Engine
+from sandex.engine.read.cursors import Cursors
+from sandex.engine.read.queries import Queries
 
 ROUTERS = [token.router, profiles.router, funding.router, transfers.router, sandbox.router]
 ROUTERS += [withdrawals.router, internal_transfers.router]
@@ -113,7 +113,7 @@ def create_app(
     )
     app.state.engine = engine
     # Paging cursors are sealed with a key derived from the key file's sealing key
-    # (`engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in
+    # (`sandex.engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in
     # every process serving this database, across restarts and signing-key rotations.
     app.state.queries = Queries(engine.db_path, cursors=Cursors(engine.keys.current().sealing))
     app.state.clients = auth.Clients(app.state.queries)
@@ -125,7 +125,7 @@ def create_app(
         engine.db_path, allowed_hosts=settings.webhook_allowed_hosts, engine=engine
     )
     app.state.limiter = RateLimiter(settings.rate_limits) if settings.rate_limits_enabled else None
-    # The world's fault rules, loaded from the read model (kept in step by api_adapter.faults
+    # The world's fault rules, loaded from the read model (kept in step by sandex.api_adapter.faults
     # and the fault and snapshot routes), and the request pipeline's gates after the rate
     # limit and the bearer check (pipeline.py).
     app.state.faults = faults.FaultIndex()
@@ -157,7 +157,7 @@ def create_app(
     app.add_middleware(RequestLog, recent=app.state.requests)
     # Outside even Starlette's error middleware: an in-process wire fault's exception
     # reaches the client's transport, not the app's 500 handler (wire_faults.WireFaults).
-    # The console (api_adapter.console) in front of it all: its pages are not API
+    # The console (sandex.api_adapter.console) in front of it all: its pages are not API
     # requests; its actions are, sent back through this whole stack.
     app.state.console = True
     build = app.build_middleware_stack

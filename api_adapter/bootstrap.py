@@ -31,7 +31,7 @@ Bootstrap = Callable[[Any], Credentials]
 def fixed(client_id: str, client_secret: str) -> Bootstrap:
     """A bootstrap client with these credentials, created on a database with no customer
     (a test's sandbox, a scenario's replay)."""
-    from engine.kernel.commands import CreateCustomer
+    from sandex.engine.kernel.commands import CreateCustomer
 
     def made(engine: Any) -> Credentials:
         if not engine.state.customers:
@@ -55,8 +55,8 @@ def bootstrap(engine: Any, host: str) -> Credentials:
     127.0.0.1 needs no configuration) and a new random one on any other (shown once: it
     is kept only as a salted hash). On a restart the secret is shown only when it is
     still the default."""
-    from engine.domain.customers import secret_matches
-    from engine.kernel.commands import CreateCustomer
+    from sandex.engine.domain.customers import secret_matches
+    from sandex.engine.kernel.commands import CreateCustomer
 
     given = os.environ.get("SANDEX_CLIENT_SECRET")
     if not engine.state.customers:

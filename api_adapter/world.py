@@ -16,11 +16,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from api_adapter.app import create_app
-from api_adapter.bootstrap import Bootstrap, Credentials
-from engine import Engine, open_engine
-from engine.config.settings import Settings
-from engine.runtime.scheduler import Scheduler
+from sandex.api_adapter.app import create_app
+from sandex.api_adapter.bootstrap import Bootstrap, Credentials
+from sandex.engine import Engine, open_engine
+from sandex.engine.config.settings import Settings
+from sandex.engine.runtime.scheduler import Scheduler
 
 
 class World:
@@ -46,7 +46,7 @@ class World:
         `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
         a non-default world is made with False. `console`: serve the console
-        (api_adapter.console) at this world's `/console`, and at its other worlds'."""
+        (sandex.api_adapter.console) at this world's `/console`, and at its other worlds'."""
         self.engine = engine
         self._bootstrap = bootstrap
         self.background = background
@@ -58,14 +58,14 @@ class World:
         )
         self.app.state.console = console
         if record is not None:
-            from api_adapter.scenarios.recorder import Recorder
+            from sandex.api_adapter.scenarios.recorder import Recorder
 
             self.app.add_middleware(Recorder, path=record, engine=engine)
         self._credentials: Credentials | None = None
         # What to stop, in the order it was started; the engine is the world's from now.
         self._stops: list[Callable[[], None]] = [self._stop_engine]
         if worlds:
-            from api_adapter.worlds.manager import WorldManager
+            from sandex.api_adapter.worlds.manager import WorldManager
 
             manager = WorldManager.beside(engine.db_path, engine.settings)
             self.app.state.worlds = manager
@@ -96,7 +96,7 @@ class World:
         app (`/w/{world}/...` to that world), or the app alone where there are no worlds."""
         if self.app.state.worlds is None:
             return self.app
-        from api_adapter.worlds.dispatch import WorldDispatch
+        from sandex.api_adapter.worlds.dispatch import WorldDispatch
 
         return WorldDispatch(self.app)
 

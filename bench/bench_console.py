@@ -49,7 +49,7 @@ from bench._common import machine, measured_tree  # noqa: E402
 ROOT = measured_tree()
 
 from bench.bench_store import build_log  # noqa: E402
-from engine.tools.verify import verify  # noqa: E402
+from sandex.engine.tools.verify import verify  # noqa: E402
 from tests.support.browser import chromium, launch  # noqa: E402
 from tests.support.server_helpers import SANDEX, free_port  # noqa: E402
 

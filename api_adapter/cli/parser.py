@@ -12,22 +12,22 @@ import argparse
 import os
 from typing import Any
 
-from api_adapter.cli.backtest import backtest as backtest_command
-from api_adapter.cli.clients import revoke as revoke_command
-from api_adapter.cli.copy import copy as copy_command
-from api_adapter.cli.events import events as events_command
-from api_adapter.cli.keys import rotate as rotate_command
-from api_adapter.cli.openapi import openapi as openapi_command
-from api_adapter.cli.rebuild import rebuild as rebuild_command
-from api_adapter.cli.replay import replay as replay_command
-from api_adapter.cli.serve import serve as serve_command
-from api_adapter.cli.sweep import sweep as sweep_command
-from api_adapter.cli.time_travel import time_travel as time_travel_command
-from api_adapter.cli.triggers import triggers as triggers_command
-from api_adapter.cli.verify import verify as verify_command
-from api_adapter.cli.wait import wait as wait_command
-from api_adapter.cli.worlds import delete_world, list_worlds
-from api_adapter.version import installed_version
+from sandex.api_adapter.cli.backtest import backtest as backtest_command
+from sandex.api_adapter.cli.clients import revoke as revoke_command
+from sandex.api_adapter.cli.copy import copy as copy_command
+from sandex.api_adapter.cli.events import events as events_command
+from sandex.api_adapter.cli.keys import rotate as rotate_command
+from sandex.api_adapter.cli.openapi import openapi as openapi_command
+from sandex.api_adapter.cli.rebuild import rebuild as rebuild_command
+from sandex.api_adapter.cli.replay import replay as replay_command
+from sandex.api_adapter.cli.serve import serve as serve_command
+from sandex.api_adapter.cli.sweep import sweep as sweep_command
+from sandex.api_adapter.cli.time_travel import time_travel as time_travel_command
+from sandex.api_adapter.cli.triggers import triggers as triggers_command
+from sandex.api_adapter.cli.verify import verify as verify_command
+from sandex.api_adapter.cli.wait import wait as wait_command
+from sandex.api_adapter.cli.worlds import delete_world, list_worlds
+from sandex.api_adapter.version import installed_version
 
 # The spelling of time travel, named where `sandex replay --until` used to take it.
 TIME_TRAVEL = "sandex time-travel --db F --until POSITION|TIME --out G"
@@ -59,14 +59,14 @@ WORLD_HELP = "a world kept beside --db, by its id (w_...) (default: the database
 def _existing_db(path: str) -> str:
     """A sandex database, or one line saying what `path` is instead: `CliError` is not a
     usage error, so argparse passes it on to `main` (no usage text, nothing opened)."""
-    from api_adapter.cli.errors import sandex_database
+    from sandex.api_adapter.cli.errors import sandex_database
 
     return sandex_database(path)
 
 
 def _allowed_hosts(value: str) -> list[str]:
     """`--webhook-allow`'s comma-separated hosts, each checked as the setting checks it."""
-    from engine.config.destinations import parse_allowed
+    from sandex.engine.config.destinations import parse_allowed
 
     hosts = [h.strip() for h in value.split(",") if h.strip()]
     for host in hosts:
@@ -94,7 +94,7 @@ class MovedOption(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        from api_adapter.cli.errors import CliError
+        from sandex.api_adapter.cli.errors import CliError
 
         verb = parser.prog.removeprefix("sandex ")
         raise CliError(f"{verb} {option_string}: {self.to}")

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from api_adapter.world import World
+    from sandex.api_adapter.world import World
 
 # The exit status of a writer that lost its lease to another (docs/operations.md).
 FENCED = 4
@@ -26,7 +26,7 @@ _CONNECTION_FLAGS = {
 
 def serve_settings(args: argparse.Namespace) -> object:
     """The engine settings of `sandex serve`'s flags over its --config file."""
-    from engine.config.settings import Settings
+    from sandex.engine.config.settings import Settings
 
     overrides = {"seed": args.seed, "clock": args.clock}
     if args.durability:
@@ -45,19 +45,19 @@ def serve_settings(args: argparse.Namespace) -> object:
 
 def serve(args: argparse.Namespace) -> int:
     """`sandex serve`: the default world on `--db`, served on the listener."""
-    from api_adapter.cli.errors import new_or_sandex_database
-    from api_adapter.logging import configure
-    from api_adapter.server.connections import uvicorn_options
-    from api_adapter.server.listen import listen, serve_on
-    from engine.read.database_contents import display, on_server
-    from engine.store import LeaseHeld, StoreUnavailable
+    from sandex.api_adapter.cli.errors import new_or_sandex_database
+    from sandex.api_adapter.logging import configure
+    from sandex.api_adapter.server.connections import uvicorn_options
+    from sandex.api_adapter.server.listen import listen, serve_on
+    from sandex.engine.read.database_contents import display, on_server
+    from sandex.engine.store import LeaseHeld, StoreUnavailable
 
     json_logs = args.log_format == "json" or (args.log_format == "auto" and not sys.stderr.isatty())
     configure(json_lines=json_logs, level=args.log_level)
     settings = serve_settings(args)
     new_or_sandex_database(args.db)
     if args.record:
-        from api_adapter.scenarios.recorder import check_target
+        from sandex.api_adapter.scenarios.recorder import check_target
 
         check_target(args.record, force=args.force)
     listener = listen(args.host, args.port)  # a busy port: no database made, no banner
@@ -71,7 +71,7 @@ def serve(args: argparse.Namespace) -> int:
             listener.close()
             print(f"sandex: {exc}", file=sys.stderr)
             return 2
-        from api_adapter.server.standby import wait_as_standby
+        from sandex.api_adapter.server.standby import wait_as_standby
 
         print(
             f"sandex standby on {base} for {display(args.db)}: another sandex writes to it;"
@@ -118,9 +118,9 @@ def serve(args: argparse.Namespace) -> int:
 
 def _started(args: argparse.Namespace, settings: Any) -> World:
     """The default world on `--db`, started; one that fails to start gives its lease back."""
-    from api_adapter.bootstrap import served_on
-    from api_adapter.faults import NO_FAULT_GATE
-    from api_adapter.world import World
+    from sandex.api_adapter.bootstrap import served_on
+    from sandex.api_adapter.faults import NO_FAULT_GATE
+    from sandex.api_adapter.world import World
 
     # Internal, for bench_faults's baseline only: a server without the fault gate.
     gate = os.environ.get(NO_FAULT_GATE) != "1"
@@ -137,7 +137,7 @@ def _started(args: argparse.Namespace, settings: Any) -> World:
 def console_on(args: argparse.Namespace) -> bool:
     """Whether `serve` serves the console: as `--console`/`--no-console` say, else on a
     loopback address only (a person on this machine)."""
-    from api_adapter.bootstrap import is_loopback
+    from sandex.api_adapter.bootstrap import is_loopback
 
     asked: bool | None = getattr(args, "console", None)
     return is_loopback(args.host) if asked is None else asked

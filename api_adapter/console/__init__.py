@@ -29,7 +29,7 @@ class ConsoleFront:
             and getattr(self.api.state, "console", False)
         ):
             if self._console is None:
-                from api_adapter.console.pages import console_app
+                from sandex.api_adapter.console.pages import console_app
 
                 self._console = console_app(self.api)
             await self._console(scope, receive, send)

@@ -31,9 +31,9 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from api_adapter import auth, webhook_delivery
-from api_adapter.console import charts
-from api_adapter.console.sessions import (
+from sandex.api_adapter import auth, webhook_delivery
+from sandex.api_adapter.console import charts
+from sandex.api_adapter.console.sessions import (
     COOKIE,
     FORM_FIELD,
     SIGNIN_COOKIE,
@@ -41,22 +41,22 @@ from api_adapter.console.sessions import (
     Sessions,
     same,
 )
-from api_adapter.problems import AuthError
-from api_adapter.recent_requests import Filters
-from api_adapter.routes.sandbox_requests import recent_requests
-from api_adapter.server.listen import STOPPING
-from api_adapter.writer_bridge import actor_of, submit
-from engine.domain.trading.market_views import depth_at
-from engine.domain.trading.trading_state import trading_for
-from engine.kernel.clock import format_time, parse_time
-from engine.kernel.commands import ListHistoricalPrices, ReadMarket
-from engine.kernel.errors import DomainError, NotFound
-from engine.kernel.money import MARKETS
-from engine.read import feed, identities, timeline
-from engine.read.clients import customer_ids, is_bootstrap
-from engine.read.queries import Page
-from engine.read.sandbox_snapshots import list_snapshots
-from engine.tools.time_travel import past_rows, state_at
+from sandex.api_adapter.problems import AuthError
+from sandex.api_adapter.recent_requests import Filters
+from sandex.api_adapter.routes.sandbox_requests import recent_requests
+from sandex.api_adapter.server.listen import STOPPING
+from sandex.api_adapter.writer_bridge import actor_of, submit
+from sandex.engine.domain.trading.market_views import depth_at
+from sandex.engine.domain.trading.trading_state import trading_for
+from sandex.engine.kernel.clock import format_time, parse_time
+from sandex.engine.kernel.commands import ListHistoricalPrices, ReadMarket
+from sandex.engine.kernel.errors import DomainError, NotFound
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.read import feed, identities, timeline
+from sandex.engine.read.clients import customer_ids, is_bootstrap
+from sandex.engine.read.queries import Page
+from sandex.engine.read.sandbox_snapshots import list_snapshots
+from sandex.engine.tools.time_travel import past_rows, state_at
 
 HERE = Path(__file__).parent
 ASSETS = HERE / "assets"

@@ -12,17 +12,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from api_adapter.auth import Principal
-from api_adapter.operations import BY_ID
-from api_adapter.paging import Limit
-from api_adapter.pipeline import Caller, route
-from api_adapter.recent_requests import Entry, Filters, RecentRequests, statuses_of
-from api_adapter.responses import JSONResponse
-from engine.kernel.clock import format_time
-from engine.kernel.errors import Invalid
-from engine.read import feed
-from engine.read.clients import is_bootstrap
-from engine.read.queries import checked_limit
+from sandex.api_adapter.auth import Principal
+from sandex.api_adapter.operations import BY_ID
+from sandex.api_adapter.paging import Limit
+from sandex.api_adapter.pipeline import Caller, route
+from sandex.api_adapter.recent_requests import Entry, Filters, RecentRequests, statuses_of
+from sandex.api_adapter.responses import JSONResponse
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.errors import Invalid
+from sandex.engine.read import feed
+from sandex.engine.read.clients import is_bootstrap
+from sandex.engine.read.queries import checked_limit
 
 router = APIRouter(prefix="/v2/sandbox", tags=["Sandbox"])
 

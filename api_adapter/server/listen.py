@@ -13,7 +13,7 @@ import socket
 import threading
 from typing import Any
 
-from api_adapter.cli.errors import CliError
+from sandex.api_adapter.cli.errors import CliError
 
 # uvicorn's own backlog (its `--backlog` default).
 BACKLOG = 2048

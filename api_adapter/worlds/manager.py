@@ -28,19 +28,19 @@ from fastapi import FastAPI
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
-    from api_adapter.world import World
+    from sandex.api_adapter.world import World
 
-from api_adapter.bootstrap import Bootstrap, Credentials
-from engine import Engine
-from engine.config.settings import Settings
-from engine.domain.sandbox_snapshots import snapshots
-from engine.kernel.clock import format_time
-from engine.kernel.commands import CreateCustomer
-from engine.kernel.errors import Forbidden, Invalid, NotFound
-from engine.kernel.logs import get_logger
-from engine.read.clients import customer_ids
-from engine.runtime import key_file
-from engine.store import (
+from sandex.api_adapter.bootstrap import Bootstrap, Credentials
+from sandex.engine import Engine
+from sandex.engine.config.settings import Settings
+from sandex.engine.domain.sandbox_snapshots import snapshots
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.commands import CreateCustomer
+from sandex.engine.kernel.errors import Forbidden, Invalid, NotFound
+from sandex.engine.kernel.logs import get_logger
+from sandex.engine.read.clients import customer_ids
+from sandex.engine.runtime import key_file
+from sandex.engine.store import (
     Forking,
     Location,
     StoreUnavailable,
@@ -147,7 +147,7 @@ def assemble(
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
     but with no worlds of its own; `bootstrap` makes its bootstrap client; `console`:
     whether it serves the console."""
-    from api_adapter.world import World
+    from sandex.api_adapter.world import World
 
     world = World.open(
         db.text, settings, bootstrap=bootstrap, background=True, worlds=False, console=console

@@ -175,7 +175,7 @@ class CreateQuoteExecution(Command):
 
 @dataclass(frozen=True, slots=True)
 class CreateOrder(Command):
-    """An order as the client sent it: raw strings, checked by engine.domain.trading.placement."""
+    """An order as the client sent it: raw strings, checked by sandex.engine.domain.trading.placement."""
 
     profile_id: str = ""
     side: str = ""
@@ -293,7 +293,7 @@ class SandboxCryptoDeposit(Command):
     crypto_network: str = ""
     asset: str = ""
     amount: str = ""
-    # Read for its sandbox triggers only (engine.domain.sandbox_triggers).
+    # Read for its sandbox triggers only (sandex.engine.domain.sandbox_triggers).
     memo: str | None = None
 
 
@@ -438,7 +438,7 @@ class CreateFiatWithdrawal(Command):
 
 @dataclass(frozen=True, slots=True)
 class SetPacing(Command):
-    """How one kind of pending item settles in this world (engine.domain.sandbox_pacing):
+    """How one kind of pending item settles in this world (sandex.engine.domain.sandbox_pacing):
     `mode` one of its MODES, `value` the seconds or polls that mode counts."""
 
     kind: str = ""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config.settings import granted_scopes
-from engine.read.connections import ReadConnections
+from sandex.engine.config.settings import granted_scopes
+from sandex.engine.read.connections import ReadConnections
 
 
 def client(reads: ReadConnections, client_id: str) -> dict[str, Any] | None:

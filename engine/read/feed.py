@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.errors import Invalid, NotFound
-from engine.read.connections import ReadConnections
-from engine.read.queries import Queries, checked_limit, time_conditions
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.read.connections import ReadConnections
+from sandex.engine.read.queries import Queries, checked_limit, time_conditions
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 100

@@ -13,14 +13,14 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.clock import EPOCH, format_time, parse_time
-from engine.kernel.errors import Invalid, NotFound
-from engine.kernel.execution_ids import META_KEY, ExecutionIds, database_key
-from engine.kernel.money import ASSETS
-from engine.read.connections import ReadConnections
-from engine.read.cursors import Cursors
-from engine.read.params import parse_int
-from engine.store import StoreUnavailable
+from sandex.engine.kernel.clock import EPOCH, format_time, parse_time
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.kernel.execution_ids import META_KEY, ExecutionIds, database_key
+from sandex.engine.kernel.money import ASSETS
+from sandex.engine.read.connections import ReadConnections
+from sandex.engine.read.cursors import Cursors
+from sandex.engine.read.params import parse_int
+from sandex.engine.store import StoreUnavailable
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -318,12 +318,12 @@ class Queries(ReadConnections):
     # -- stablecoin conversions (engine/domain/transfers/stablecoin_conversions.py) ----
 
     def sandbox_pacing(self) -> dict[str, dict[str, str | None]]:
-        """The kinds paced otherwise than by default (engine.domain.sandbox_pacing)."""
+        """The kinds paced otherwise than by default (sandex.engine.domain.sandbox_pacing)."""
         rows = self.conn.execute("SELECT kind, mode, value FROM sandbox_pacing").fetchall()
         return {kind: {"mode": mode, "value": value} for kind, mode, value in rows}
 
     def sandbox_faults(self, owner: str | None = None) -> list[dict[str, Any]]:
-        """The fault rules in the order they were armed (engine.domain.sandbox_faults):
+        """The fault rules in the order they were armed (sandex.engine.domain.sandbox_faults):
         every rule of the world, or those of the tenant `owner`. Each view carries its
         `owner` ("" for the world's)."""
         sql = "SELECT owner, position, body FROM sandbox_faults"

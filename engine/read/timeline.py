@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from engine.kernel.credentials import redact
-from engine.read.connections import ReadConnections
-from engine.read.queries import checked_limit
+from sandex.engine.kernel.credentials import redact
+from sandex.engine.read.connections import ReadConnections
+from sandex.engine.read.queries import checked_limit
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200

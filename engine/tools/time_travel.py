@@ -2,7 +2,7 @@
 
 `log_hash` is what "byte-identical" means for a replayed scenario: SHA-256 over every
 stored column of every event, in position order, with the credential fields of
-`engine.kernel.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
+`sandex.engine.kernel.credentials.EVENT_FIELDS` masked (a client's salt and secret hash, a webhook's
 sealed secret: drawn from the OS, they differ on every run by design). `travel` writes
 a new database that holds the log up to a past position (or time) and read models
 rebuilt from it: the state as it was then, which `sandex verify` accepts like any other
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from engine.kernel.clock import format_time
-from engine.kernel.credentials import EVENT_FIELDS, redact
-from engine.runtime import key_file
-from engine.store import (
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.credentials import EVENT_FIELDS, redact
+from sandex.engine.runtime import key_file
+from sandex.engine.store import (
     BulkLoad,
     EventStore,
     SqliteEventStore,
@@ -35,8 +35,8 @@ from engine.store import (
 )
 
 if TYPE_CHECKING:
-    from engine.kernel.registry import Registry
-    from engine.kernel.state import State
+    from sandex.engine.kernel.registry import Registry
+    from sandex.engine.kernel.state import State
 
 
 def _read_only(path: str | Path) -> EventStore:
@@ -121,8 +121,8 @@ def travel(
     The file is built under another name without a journal (nothing in it is worth
     protecting until it is complete) and renamed into place when done, so `out` either
     does not exist or is a whole database."""
-    from engine.runtime.composition import default_projection, default_registry
-    from engine.runtime.startup_cache import load as load_state
+    from sandex.engine.runtime.composition import default_projection, default_registry
+    from sandex.engine.runtime.startup_cache import load as load_state
 
     projection = default_projection()
     tables = projection.tables
@@ -210,8 +210,8 @@ def state_at(
     """The state of `source`'s log as it was at a position or a time, cut at a
     decision's end as `travel` cuts it, and that cut: a read-only past state held in
     memory, nothing written (the console's time travel)."""
-    from engine.kernel.state import State
-    from engine.runtime.replay import replay_log
+    from sandex.engine.kernel.state import State
+    from sandex.engine.runtime.replay import replay_log
 
     with closing(_read_only(source)) as store:
         cut, _ = cut_position(store, position=position, until=until)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from engine.domain.sandbox_snapshots import TakeSnapshot
-from engine.read import timeline
+from sandex.engine.domain.sandbox_snapshots import TakeSnapshot
+from sandex.engine.read import timeline
 from tests.support.identity_helpers import PERSON, person
 from tests.support.trading_helpers import limit, placed, still
 from tests.support.transfer_helpers import quote, withdraw
@@ -211,7 +211,7 @@ def test_client_secrets_are_redacted_in_an_events_json(operator: Browser) -> Non
 def test_the_live_stream_announces_each_commit(
     sb: Any, operator: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from api_adapter.console import pages
+    from sandex.api_adapter.console import pages
 
     monkeypatch.setattr(pages, "STREAM_SECONDS", 1.0)
     monkeypatch.setattr(pages, "STREAM_POLL_SECONDS", 0.05)
@@ -229,8 +229,8 @@ def test_the_stream_ends_when_the_server_begins_to_stop(
 ) -> None:
     """uvicorn waits for every answer under way before it stops: an open page's stream
     ends at the server's stopping event instead of holding a Ctrl-C'd server."""
-    from api_adapter.console import pages
-    from api_adapter.server.listen import STOPPING
+    from sandex.api_adapter.console import pages
+    from sandex.api_adapter.server.listen import STOPPING
 
     monkeypatch.setattr(pages, "STREAM_SECONDS", 2.0)
     monkeypatch.setattr(pages, "STREAM_POLL_SECONDS", 0.05)

@@ -8,15 +8,15 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from engine.domain.trading.amount_texts import EIGHT, ticks_text, units_text, vwap_text
-from engine.domain.trading.book import BUY, SELL
-from engine.domain.trading.market import Market
-from engine.domain.trading.trading_state import Trading, live_trading, market_config
-from engine.kernel.clock import format_time
-from engine.kernel.commands import ReadMarket
-from engine.kernel.errors import Invalid, NotFound
-from engine.kernel.money import MARKETS
-from engine.kernel.state import Ctx
+from sandex.engine.domain.trading.amount_texts import EIGHT, ticks_text, units_text, vwap_text
+from sandex.engine.domain.trading.book import BUY, SELL
+from sandex.engine.domain.trading.market import Market
+from sandex.engine.domain.trading.trading_state import Trading, live_trading, market_config
+from sandex.engine.kernel.clock import format_time
+from sandex.engine.kernel.commands import ReadMarket
+from sandex.engine.kernel.errors import Invalid, NotFound
+from sandex.engine.kernel.money import MARKETS
+from sandex.engine.kernel.state import Ctx
 
 # The markets the reference's pricing operations know (its PricePriceMarket enum).
 TICKER_MARKETS = tuple(m for m in MARKETS if m.endswith("USD"))
