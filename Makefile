@@ -69,9 +69,12 @@ api-worlds: $(DEV)
 slow: $(DEV) postgres
 	$(BIN)/python -m pytest -m slow
 
-# The backtest report's test opens the page in headless Chromium; without one it skips.
+# Debian's Chromium, for the tests that open a page in it headless: the backtest report's
+# and the console's (Playwright drives this one: `playwright install` cannot download here,
+# and Playwright needs no chromium-driver). Without it they skip saying why; under CI=true
+# the console's fail instead.
 browser:
-	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the report's browser test will skip"
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the browser tests will skip"
 
 # The PostgreSQL store's tests start a throwaway cluster with Debian's binaries
 # (/usr/lib/postgresql/*/bin); without them they skip, saying why. SANDEX_TEST_POSTGRES=

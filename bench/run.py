@@ -463,6 +463,33 @@ BENCHES = {
         timeout=900,
     ),
     # issue 32: the pytest plugin's costs, each figure's rounds in one process
+    "console": Bench(
+        "bench_console.py",
+        ["--events", "1000000", "--rounds", "5"],
+        ["--events", "5000", "--rounds", "1", "--calls", "10", "--commits", "5"],
+        1,
+        {
+            f"{name}{end}": rf"{line}{where}"
+            for name, line in (
+                ("page_p50", r"timeline first page, [\d,]+ events, ms at the client p50 "),
+                ("small_p50", r"timeline first page, a world of one page, ms p50 "),
+                (
+                    "page_ratio",
+                    r"timeline first page, [\d,]+ events over a world of one page: ratio ",
+                ),
+                ("live_p50", r"commit to its event on an open timeline, ms p50 "),
+                ("post_p50", r"the deposit's POST alone, ms p50 "),
+                ("load_bytes", r"console first load, bytes transferred "),
+            )
+            for end, where in (
+                ("", NUM),
+                ("_min", rf"[\d.,]+ \[{NUM}–"),
+                ("_max", rf"[\d.,]+ \[[\d.,]+–{NUM}\]"),
+            )
+        }
+        | {"events": rf"timeline first page, {NUM} events, ms"},
+        timeout=900,
+    ),
     "plugin": Bench(
         "bench_plugin.py",
         ["--tests", "200", "--rounds", "5", "--workers", "2"],
@@ -859,9 +886,67 @@ def table() -> list[str]:
     rows += faults_rows(BENCHES["faults"])
     rows += requests_rows(BENCHES["requests"])
     rows += plugin_rows(BENCHES["plugin"])
+    rows += console_rows(BENCHES["console"])
     out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def console_rows(cs: Bench) -> list[list[str]]:
+    """Issue 33's console (bench_console): the timeline's first page on a big log against
+    a one-page world on the same server, a commit to its event on a timeline open in
+    Chromium, and the bytes of the console's first load; each the median of its rounds in
+    one process."""
+    rounds = f"{cs.arg('--rounds')} rounds in one process"
+    events = cs.values("events")
+    page = in_process(cs, "page_p50", rounds)
+    small = in_process(cs, "small_p50", rounds)
+    ratio = in_process(cs, "page_ratio", rounds)
+    live = in_process(cs, "live_p50", rounds)
+    post = in_process(cs, "post_p50", rounds)
+    load = in_process(cs, "load_bytes", rounds)
+
+    def ms(x: float) -> str:
+        return f"{x:,.2f} ms"
+
+    return [
+        _row(
+            f"console timeline, first page (50 events) of a world of"
+            f" {events[0] if events else 0:,.0f} events, answered at the client on loopback: p50",
+            page,
+            ms,
+            "—" if small is None else f"a one-page world's first page: p50 {ms(small.median)}",
+            None if ratio is None else ratio.median,
+            "p50 ≤ 150 ms",
+            None if page is None else page.median <= 150.0,
+            "—",
+            _verify(cs),
+        ),
+        _row(
+            "console: a commit to its event on an open timeline (headless Chromium, the"
+            " server-sent event stream): p50",
+            live,
+            ms,
+            "—" if post is None else f"the deposit's POST alone: p50 {ms(post.median)}",
+            None,
+            "p50 ≤ 500 ms",
+            None if live is None else live.median <= 500.0,
+            "—",
+            "—",
+        ),
+        _row(
+            "console: bytes transferred on its first load (fresh browser, /console through"
+            " sign-in to the timeline)",
+            load,
+            _bytes,
+            "—",
+            None,
+            "≤ 500 KB",
+            None if load is None else load.median <= 500_000,
+            "—",
+            "—",
+        ),
+    ]
 
 
 def plugin_rows(pl: Bench) -> list[list[str]]:

@@ -259,7 +259,7 @@ def _under_prefix(sb: Any, path: str) -> str:
 
 def test_live_fragments_refresh_on_the_stream(sb: Any, operator: Browser) -> None:
     page = operator.get("/console/orders").text
-    assert 'sse-connect="' in page and 'hx-trigger="sse:commit"' in page
+    assert 'sse-connect="' in page and 'hx-trigger="sse:commit, sse:hello"' in page
     fragment = operator.get("/console/orders", fragment="1").text
     assert "<html" not in fragment and 'data-testid="orders"' in fragment
 
