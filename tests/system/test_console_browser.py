@@ -33,8 +33,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
     started.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Any]:
+    """A browser for one test. Not shared any longer: Playwright's sync API holds an
+    event loop running in this thread while it is started, and a later test of the same
+    worker (xdist interleaves modules) that runs one of its own would meet it."""
     executable = chromium_or_skip()
     with sync_playwright() as playwright:
         launched = launch(playwright, executable)
