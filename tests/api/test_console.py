@@ -427,6 +427,19 @@ def test_hostile_text_renders_inert(sb: Any, operator: Browser, hostile: str) ->
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)
+def test_a_hostile_memo_renders_inert(sb: Any, operator: Browser, hostile: str) -> None:
+    """A withdrawal's memo is the user's text: on the transfers and transfer pages it is
+    shown, escaped."""
+    sb.deposit("BTC", "1")
+    made = withdraw(sb, amount="0.001", memo=hostile)
+    assert made.status_code == 200, made.text
+    for path in ("/console/transfers", f"/console/transfers/{made.json()['id']}"):
+        text = operator.get(path, fragment="1").text
+        assert 'data-testid="transfer-memo">&lt;' in text or "&#34;&gt;&lt;img" in text, path
+        assert hostile not in text, path
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
 def test_a_hostile_identity_name_renders_inert(sb: Any, operator: Browser, hostile: str) -> None:
     made = sb.post(
         "/v2/identity/identities",
