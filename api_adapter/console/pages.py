@@ -373,6 +373,18 @@ def _as_of(request: Request) -> AsOf:
     return AsOf(request.query_params.get("as_of"))
 
 
+def _page(request: Request) -> tuple[Viewer, AsOf] | Response:
+    """A page's viewer and its "as of", or the answer instead: the sign-in page for no
+    session, a problem for an "as of" that is neither a log position nor a time."""
+    viewer = _viewer(request)
+    if viewer is None:
+        return _to_signin(request)
+    try:
+        return viewer, _as_of(request)
+    except ValueError as exc:
+        return _problem(request, viewer, str(exc))
+
+
 async def past_state(request: Request, as_of: AsOf) -> tuple[Any, int]:
     """The world's state as of `as_of` (replayed from the log up to it, cut at a
     decision's end) and its cut, kept for the next pages."""
@@ -581,13 +593,10 @@ def _customers(request: Request, viewer: Viewer) -> list[str]:
 
 
 async def orders_page(request: Request) -> Response:
-    viewer = _viewer(request)
-    if viewer is None:
-        return _to_signin(request)
-    try:
-        as_of = _as_of(request)
-    except ValueError as exc:
-        return _problem(request, viewer, str(exc))
+    page = _page(request)
+    if isinstance(page, Response):
+        return page
+    viewer, as_of = page
     queries = _api(request).state.queries
     status = request.query_params.get("status") or None
     customers = _customers(request, viewer)
@@ -618,16 +627,13 @@ async def _past(
 
 
 async def order_page(request: Request) -> Response:
-    viewer = _viewer(request)
-    if viewer is None:
-        return _to_signin(request)
+    page = _page(request)
+    if isinstance(page, Response):
+        return page
+    viewer, as_of = page
     queries = _api(request).state.queries
     profile_id = request.path_params["profile_id"]
     order_id = request.path_params["order_id"]
-    try:
-        as_of = _as_of(request)
-    except ValueError as exc:
-        return _problem(request, viewer, str(exc))
     if as_of:
         return await _past_order(request, viewer, as_of, order_id)
     order = owner = None
@@ -688,13 +694,10 @@ def _vwap(fills: list[dict[str, Any]]) -> str:
 
 
 async def profiles_page(request: Request) -> Response:
-    viewer = _viewer(request)
-    if viewer is None:
-        return _to_signin(request)
-    try:
-        as_of = _as_of(request)
-    except ValueError as exc:
-        return _problem(request, viewer, str(exc))
+    page = _page(request)
+    if isinstance(page, Response):
+        return page
+    viewer, as_of = page
     queries = _api(request).state.queries
     customers = _customers(request, viewer)
     rows = []
@@ -719,13 +722,10 @@ async def profiles_page(request: Request) -> Response:
 
 
 async def transfers_page(request: Request) -> Response:
-    viewer = _viewer(request)
-    if viewer is None:
-        return _to_signin(request)
-    try:
-        as_of = _as_of(request)
-    except ValueError as exc:
-        return _problem(request, viewer, str(exc))
+    page = _page(request)
+    if isinstance(page, Response):
+        return page
+    viewer, as_of = page
     queries = _api(request).state.queries
     customers = _customers(request, viewer)
     rows: list[dict[str, Any]] = []
@@ -748,15 +748,12 @@ async def transfers_page(request: Request) -> Response:
 
 
 async def transfer_page(request: Request) -> Response:
-    viewer = _viewer(request)
-    if viewer is None:
-        return _to_signin(request)
+    page = _page(request)
+    if isinstance(page, Response):
+        return page
+    viewer, as_of = page
     queries = _api(request).state.queries
     transfer_id = request.path_params["transfer_id"]
-    try:
-        as_of = _as_of(request)
-    except ValueError as exc:
-        return _problem(request, viewer, str(exc))
     if as_of:
         past, cut = await _past(request, as_of, "transfers", _customers(request, viewer))
         then = next((t for t in past if t["id"] == transfer_id), None)
