@@ -44,21 +44,23 @@ def test_an_account_is_created_with_members_and_shown(sandbox: Any) -> None:
     assert sandbox.verify() == []
 
 
-def test_create_profile_gives_the_account_a_profile(sandbox: Any) -> None:
-    owner = person(sandbox)
-    r = sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"]}, "create_profile": True})
+def test_create_profile_gives_the_account_a_profile(http_sandbox: Any) -> None:
+    owner = person(http_sandbox)
+    r = http_sandbox.post(
+        ACCOUNTS, {"account": {"identity_id": owner["id"]}, "create_profile": True}
+    )
     assert r.status_code == 200, r.text
     made = r.json()
-    profile = sandbox.get(f"/v2/profiles/{made['profile_id']}").json()
+    profile = http_sandbox.get(f"/v2/profiles/{made['profile_id']}").json()
     assert profile["type"] == "NORMAL"
-    sandbox.deposit("USD", "10", profile=made["profile_id"])
-    assert sandbox.balance("USD", profile=made["profile_id"])["available"] == "10"
+    http_sandbox.deposit("USD", "10", profile=made["profile_id"])
+    assert http_sandbox.balance("USD", profile=made["profile_id"])["available"] == "10"
 
 
-def test_a_reused_ref_id_is_a_409_with_the_existing_account(sandbox: Any) -> None:
-    owner = person(sandbox)
-    first = account(sandbox, owner["id"], ref_id="r")
-    r = sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"], "ref_id": "r"}})
+def test_a_reused_ref_id_is_a_409_with_the_existing_account(http_sandbox: Any) -> None:
+    owner = person(http_sandbox)
+    first = account(http_sandbox, owner["id"], ref_id="r")
+    r = http_sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"], "ref_id": "r"}})
     assert r.status_code == 409
     assert r.json()["detail"] == "account already exists with ref_id 'r'"
     assert r.json()["meta"]["existing"]["id"] == first["id"]
@@ -91,15 +93,15 @@ BAD_ACCOUNTS: list[tuple[Callable[[str], dict[str, Any]], str]] = [
 
 @pytest.mark.parametrize(("make", "field"), BAD_ACCOUNTS)
 def test_bad_input_names_the_field(
-    sandbox: Any, make: Callable[[str], dict[str, Any]], field: str
+    http_sandbox: Any, make: Callable[[str], dict[str, Any]], field: str
 ) -> None:
-    r = sandbox.post(ACCOUNTS, {"account": make(person(sandbox)["id"])})
+    r = http_sandbox.post(ACCOUNTS, {"account": make(person(http_sandbox)["id"])})
     assert r.status_code == 400, r.text
     assert r.json()["meta"] == {"field": field}
 
 
-def test_an_unknown_owner_is_not_found(sandbox: Any) -> None:
-    r = sandbox.post(ACCOUNTS, {"account": {"identity_id": "nope"}})
+def test_an_unknown_owner_is_not_found(http_sandbox: Any) -> None:
+    r = http_sandbox.post(ACCOUNTS, {"account": {"identity_id": "nope"}})
     assert r.status_code == 404 and r.json()["detail"] == "identity not found with id nope"
 
 
@@ -163,18 +165,18 @@ def test_members_are_added_and_removed_one_by_one(sandbox: Any) -> None:
     assert sandbox.verify() == []
 
 
-def test_another_customers_accounts_and_members_are_not_found(sandbox: Any) -> None:
-    owner, user = person(sandbox), person(sandbox, first_name="Jane")
+def test_another_customers_accounts_and_members_are_not_found(http_sandbox: Any) -> None:
+    owner, user = person(http_sandbox), person(http_sandbox, first_name="Jane")
     made = account(
-        sandbox, owner["id"], [{"identity_id": user["id"], "roles": ["AUTHORIZED_USER"]}]
+        http_sandbox, owner["id"], [{"identity_id": user["id"], "roles": ["AUTHORIZED_USER"]}]
     )
-    intruder, _ = sandbox.tenant()
-    theirs = person(sandbox, headers=intruder)
-    assert sandbox.get(f"{ACCOUNTS}/{made['id']}", headers=intruder).status_code == 404
-    assert sandbox.get(ACCOUNTS, headers=intruder).json()["items"] == []
+    intruder, _ = http_sandbox.tenant()
+    theirs = person(http_sandbox, headers=intruder)
+    assert http_sandbox.get(f"{ACCOUNTS}/{made['id']}", headers=intruder).status_code == 404
+    assert http_sandbox.get(ACCOUNTS, headers=intruder).json()["items"] == []
     for r in (
-        put(sandbox, ACCOUNTS, {"account": {"id": made["id"], "description": "x"}}, intruder),
-        sandbox.post(
+        put(http_sandbox, ACCOUNTS, {"account": {"id": made["id"], "description": "x"}}, intruder),
+        http_sandbox.post(
             MEMBERS,
             {
                 "account_id": made["id"],
@@ -182,10 +184,10 @@ def test_another_customers_accounts_and_members_are_not_found(sandbox: Any) -> N
             },
             headers=intruder,
         ),
-        sandbox.delete(f"{MEMBERS}/{made['members'][0]['id']}", headers=intruder),
+        http_sandbox.delete(f"{MEMBERS}/{made['members'][0]['id']}", headers=intruder),
         # an account for another customer's identity, or naming one as a member
-        sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"]}}, headers=intruder),
-        sandbox.post(
+        http_sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"]}}, headers=intruder),
+        http_sandbox.post(
             ACCOUNTS,
             {
                 "account": {
@@ -196,12 +198,14 @@ def test_another_customers_accounts_and_members_are_not_found(sandbox: Any) -> N
         ),
     ):
         assert r.status_code == 404, r.text
-    assert len(sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["members"]) == 1
+    assert len(http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["members"]) == 1
 
 
-def test_a_client_without_the_account_scopes_is_refused(sandbox: Any) -> None:
-    owner = person(sandbox)
-    narrow = sandbox.login("sandex", "sandex-secret", scope="identity:read_identity")
-    assert sandbox.get(ACCOUNTS, headers=narrow).status_code == 403
-    r = sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"]}}, headers=narrow)
+def test_a_client_without_the_account_scopes_is_refused(http_sandbox: Any) -> None:
+    owner = person(http_sandbox)
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="identity:read_identity"
+    )
+    assert http_sandbox.get(ACCOUNTS, headers=narrow).status_code == 403
+    r = http_sandbox.post(ACCOUNTS, {"account": {"identity_id": owner["id"]}}, headers=narrow)
     assert r.status_code == 403

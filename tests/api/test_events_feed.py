@@ -22,12 +22,12 @@ def _types(sb: Any, headers: Any = None, **params: Any) -> list[str]:
 
 
 def test_a_withdrawal_is_announced_pending_then_completed_with_the_transfer_as_it_stood(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    sandbox.deposit("BTC", "0.01")
-    made = withdraw(sandbox, amount="0.001").json()
-    sandbox.advance(30)
-    body = _events(sandbox).json()
+    http_sandbox.deposit("BTC", "0.01")
+    made = withdraw(http_sandbox, amount="0.001").json()
+    http_sandbox.advance(30)
+    body = _events(http_sandbox).json()
     assert_matches(body, response_schema("/events", "get"))
     events = body["events"]
     assert [e["type"] for e in events] == [
@@ -42,7 +42,7 @@ def test_a_withdrawal_is_announced_pending_then_completed_with_the_transfer_as_i
     assert completed["object"]["status"] == "COMPLETED" and completed["object"]["crypto_tx_hash"]
     assert completed["created_at"] == completed["object"]["updated_at"]
     assert all(e["undelivered_webhooks"] == 0 for e in events)
-    one = sandbox.get(f"/v2/events/{completed['id']}")
+    one = http_sandbox.get(f"/v2/events/{completed['id']}")
     assert one.status_code == 200
     assert_matches(one.json(), response_schema("/events/{id}", "get"))
     assert one.json() == completed
@@ -69,40 +69,40 @@ def test_orders_announce_each_change_of_status_and_partial_fills(sandbox_factory
     assert _types(sb, type="order.cancelled") == ["order.cancelled"]
 
 
-def test_a_customer_sees_only_its_own_events(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    headers, _ = sandbox.tenant()
-    assert _events(sandbox, headers).json() == {"events": []}
-    mine = _events(sandbox).json()["events"][0]
-    problem(sandbox.get(f"/v2/events/{mine['id']}", headers=headers), 404)
+def test_a_customer_sees_only_its_own_events(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    headers, _ = http_sandbox.tenant()
+    assert _events(http_sandbox, headers).json() == {"events": []}
+    mine = _events(http_sandbox).json()["events"][0]
+    problem(http_sandbox.get(f"/v2/events/{mine['id']}", headers=headers), 404)
 
 
-def test_filters_by_type_and_time_and_pages_with_a_cursor(sandbox: Any) -> None:
+def test_filters_by_type_and_time_and_pages_with_a_cursor(http_sandbox: Any) -> None:
     for _ in range(3):
-        sandbox.deposit("BTC", "1")
-        sandbox.advance(10)
-    r = sandbox.post(
+        http_sandbox.deposit("BTC", "1")
+        http_sandbox.advance(10)
+    r = http_sandbox.post(
         "/v2/sandbox/profiles/default/deposit",
         {"asset": "ETH", "amount": "1", "crypto_network": "ETHEREUM"},
     )
     assert r.status_code == 200
-    everything = _events(sandbox).json()["events"]
+    everything = _events(http_sandbox).json()["events"]
     assert len(everything) == 4
     assert [e["created_at"] for e in everything] == sorted(e["created_at"] for e in everything)
-    assert _types(sandbox, type="transfer.crypto_deposit.completed") == [
+    assert _types(http_sandbox, type="transfer.crypto_deposit.completed") == [
         "transfer.crypto_deposit.completed"
     ]
     second = everything[1]["created_at"]
-    assert len(_events(sandbox, **{"created_at.gte": second}).json()["events"]) == 3
-    assert len(_events(sandbox, **{"created_at.gt": second}).json()["events"]) == 2
-    assert len(_events(sandbox, **{"created_at.lt": second}).json()["events"]) == 1
-    assert len(_events(sandbox, **{"created_at.eq": second}).json()["events"]) == 1
+    assert len(_events(http_sandbox, **{"created_at.gte": second}).json()["events"]) == 3
+    assert len(_events(http_sandbox, **{"created_at.gt": second}).json()["events"]) == 2
+    assert len(_events(http_sandbox, **{"created_at.lt": second}).json()["events"]) == 1
+    assert len(_events(http_sandbox, **{"created_at.eq": second}).json()["events"]) == 1
     seen, cursor = [], None
     while True:
         params: dict[str, Any] = {"limit": 3}
         if cursor:
             params["page_cursor"] = cursor
-        r = _events(sandbox, **params)
+        r = _events(http_sandbox, **params)
         seen += r.json()["events"]
         cursor = r.headers.get("x-next-page-cursor")
         if cursor is None:
@@ -110,17 +110,23 @@ def test_filters_by_type_and_time_and_pages_with_a_cursor(sandbox: Any) -> None:
     assert seen == everything
 
 
-def test_refusals_name_the_field(sandbox: Any) -> None:
-    assert problem(sandbox.get("/v2/events", params={"limit": -1}), 400)["meta"]["field"] == "limit"
+def test_refusals_name_the_field(http_sandbox: Any) -> None:
     assert (
-        problem(sandbox.get("/v2/events", params={"limit": 101}), 400)["meta"]["field"] == "limit"
+        problem(http_sandbox.get("/v2/events", params={"limit": -1}), 400)["meta"]["field"]
+        == "limit"
     )
-    bad = sandbox.get("/v2/events", params={"created_at.gt": "yesterday"})
+    assert (
+        problem(http_sandbox.get("/v2/events", params={"limit": 101}), 400)["meta"]["field"]
+        == "limit"
+    )
+    bad = http_sandbox.get("/v2/events", params={"created_at.gt": "yesterday"})
     assert problem(bad, 400)["meta"]["field"] == "created_at.gt"
-    assert problem(sandbox.get("/v2/events/not-a-uuid"), 400)["meta"]["field"] == "id"
-    problem(sandbox.get("/v2/events/6f2d8a5e-0c1b-4f7a-9d3e-2b1c0a9f8e7d"), 404)
-    narrow = sandbox.login("sandex", "sandex-secret", scope="funding:read_profile")
-    refused = problem(sandbox.get("/v2/events", headers=narrow), 403)
+    assert problem(http_sandbox.get("/v2/events/not-a-uuid"), 400)["meta"]["field"] == "id"
+    problem(http_sandbox.get("/v2/events/6f2d8a5e-0c1b-4f7a-9d3e-2b1c0a9f8e7d"), 404)
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="funding:read_profile"
+    )
+    refused = problem(http_sandbox.get("/v2/events", headers=narrow), 403)
     assert "events:read_event" in refused["detail"]
 
 

@@ -77,27 +77,27 @@ def _bad(r: Any, field: str, words: str, status: int = 400) -> None:
 # -- fiat accounts ----------------------------------------------------------------------
 
 
-def test_an_account_is_created_pending_and_approved_by_its_review(sandbox: Any) -> None:
-    made = _account(sandbox, ref_id="acct-1", metadata={"desk": "ops"})
+def test_an_account_is_created_pending_and_approved_by_its_review(http_sandbox: Any) -> None:
+    made = _account(http_sandbox, ref_id="acct-1", metadata={"desk": "ops"})
     assert made["status"] == "PENDING"
     assert made["fiat_account_owner"] == PERSON
     assert made["fiat_network_instructions"] == {"wire": WIRE}
     assert made["ref_id"] == "acct-1" and made["metadata"] == {"desk": "ops"}
     assert made["created_at"] == made["updated_at"] == "2024-01-01T00:00:00.000000Z"
     assert_matches(made, full_schema("FiatAccount"))
-    sandbox.advance(REVIEW - 1)
-    assert sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "PENDING"
-    sandbox.advance(1)
-    got = sandbox.get(f"{ACCOUNTS}/{made['id']}").json()
+    http_sandbox.advance(REVIEW - 1)
+    assert http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "PENDING"
+    http_sandbox.advance(1)
+    got = http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()
     assert got["status"] == "APPROVED"
     assert got["updated_at"] == "2024-01-01T00:00:05.000000Z"
     assert_matches(got, full_schema("FiatAccount"))
 
 
-def test_the_list_is_abbreviated_and_the_account_whole(sandbox: Any) -> None:
-    made = _account(sandbox)
-    cubix = _account(sandbox, {"cubix": {"account_id": CUBIX_ID}})
-    listed = sandbox.get(ACCOUNTS).json()
+def test_the_list_is_abbreviated_and_the_account_whole(http_sandbox: Any) -> None:
+    made = _account(http_sandbox)
+    cubix = _account(http_sandbox, {"cubix": {"account_id": CUBIX_ID}})
+    listed = http_sandbox.get(ACCOUNTS).json()
     assert_matches(listed, full_schema("ListFiatAccountsResponse"))
     assert [a["id"] for a in listed["items"]] == [cubix["id"], made["id"]]  # newest first
     wire = listed["items"][1]
@@ -110,24 +110,25 @@ def test_the_list_is_abbreviated_and_the_account_whole(sandbox: Any) -> None:
     assert routing["bank_address"] == {"country": "USA"}
     assert routing["routing_number"] == "031302971"
     assert listed["items"][0]["fiat_network_instructions"] == {"cubix": {"account_id": CUBIX_ID}}
-    full = sandbox.get(f"{ACCOUNTS}/{made['id']}").json()
+    full = http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()
     assert full["fiat_network_instructions"]["wire"]["account_number"] == "12345678"
-    page = sandbox.get(ACCOUNTS, params={"limit": 1, "order": "ASC"}).json()
+    page = http_sandbox.get(ACCOUNTS, params={"limit": 1, "order": "ASC"}).json()
     assert [a["id"] for a in page["items"]] == [made["id"]] and page["next_page_cursor"]
     assert (
-        sandbox.get(ACCOUNTS, params={"ids": cubix["id"]}).json()["items"][0]["id"] == (cubix["id"])
+        http_sandbox.get(ACCOUNTS, params={"ids": cubix["id"]}).json()["items"][0]["id"]
+        == (cubix["id"])
     )
 
 
-def test_a_reused_ref_id_is_409_with_the_existing_account(sandbox: Any) -> None:
-    made = _account(sandbox, ref_id="same")
-    again = _create(sandbox, {"cubix": {"account_id": CUBIX_ID}}, ref_id="same")
+def test_a_reused_ref_id_is_409_with_the_existing_account(http_sandbox: Any) -> None:
+    made = _account(http_sandbox, ref_id="same")
+    again = _create(http_sandbox, {"cubix": {"account_id": CUBIX_ID}}, ref_id="same")
     assert again.status_code == 409, again.text
     body = again.json()
     assert body["type"] == PROBLEMS + "already-exists"
     assert body["meta"]["existing"]["id"] == made["id"]
-    other, _ = sandbox.tenant()
-    r = sandbox.post(
+    other, _ = http_sandbox.tenant()
+    r = http_sandbox.post(
         ACCOUNTS,
         {
             "fiat_account_owner": PERSON,
@@ -137,7 +138,10 @@ def test_a_reused_ref_id_is_409_with_the_existing_account(sandbox: Any) -> None:
         headers=other,
     )
     assert r.status_code == 200, r.text  # ref_ids are per customer
-    assert sandbox.get(ACCOUNTS, params={"ref_ids": "same"}).json()["items"][0]["id"] == made["id"]
+    assert (
+        http_sandbox.get(ACCOUNTS, params={"ref_ids": "same"}).json()["items"][0]["id"]
+        == made["id"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -192,13 +196,13 @@ def test_a_reused_ref_id_is_409_with_the_existing_account(sandbox: Any) -> None:
     ],
 )
 def test_instructions_a_bank_would_refuse_are_400_naming_the_field(
-    sandbox: Any, instructions: dict[str, Any], field: str, words: str
+    http_sandbox: Any, instructions: dict[str, Any], field: str, words: str
 ) -> None:
     body = {"fiat_account_owner": PERSON, "fiat_network_instructions": instructions}
-    _bad(sandbox.post(ACCOUNTS, body), field, words)
+    _bad(http_sandbox.post(ACCOUNTS, body), field, words)
 
 
-def test_good_swift_and_other_networks_are_taken(sandbox: Any) -> None:
+def test_good_swift_and_other_networks_are_taken(http_sandbox: Any) -> None:
     iban = _wire(
         account_number="DE89370400440532013000",
         routing={"routing_number_type": "SWIFT", "routing_number": "DEUTDEFFXXX"},
@@ -209,26 +213,26 @@ def test_good_swift_and_other_networks_are_taken(sandbox: Any) -> None:
         {"dbs_act": {"account_number": "0720123456"}},
         {"scb": {"account_number": "01234567890"}},
     ):
-        made = _account(sandbox, instructions)
+        made = _account(http_sandbox, instructions)
         assert made["fiat_network_instructions"] == instructions
 
 
-def test_a_missing_or_double_owner_and_a_missing_wire_field_are_400(sandbox: Any) -> None:
-    r = sandbox.post(ACCOUNTS, {"fiat_network_instructions": {"wire": WIRE}})
+def test_a_missing_or_double_owner_and_a_missing_wire_field_are_400(http_sandbox: Any) -> None:
+    r = http_sandbox.post(ACCOUNTS, {"fiat_network_instructions": {"wire": WIRE}})
     _bad(r, "fiat_account_owner", "is required")
     both = {**PERSON, "institution_details": {"name": "Big Tech Inc"}}
-    _bad(_create(sandbox, owner=both), "fiat_account_owner", "exactly one of")
-    _bad(_create(sandbox, owner={}), "fiat_account_owner", "exactly one of")
+    _bad(_create(http_sandbox, owner=both), "fiat_account_owner", "exactly one of")
+    _bad(_create(http_sandbox, owner={}), "fiat_account_owner", "exactly one of")
     wire = {k: v for k, v in WIRE.items() if k != "routing_details"}
-    r = _create(sandbox, {"wire": wire})
+    r = _create(http_sandbox, {"wire": wire})
     _bad(r, "fiat_network_instructions.wire.routing_details", "is required")
-    r = _create(sandbox, {"wire": _wire(routing={"routing_number_type": "IBAN"})})
+    r = _create(http_sandbox, {"wire": _wire(routing={"routing_number_type": "IBAN"})})
     _bad(r, "fiat_network_instructions.wire.routing_details.routing_number_type", "ABA, SWIFT")
 
 
-def test_an_update_goes_back_to_pending_and_is_reviewed_again(sandbox: Any) -> None:
-    made = _approved(sandbox)
-    sandbox.advance(10)
+def test_an_update_goes_back_to_pending_and_is_reviewed_again(http_sandbox: Any) -> None:
+    made = _approved(http_sandbox)
+    http_sandbox.advance(10)
     change = {
         "fiat_account_owner": {"person_details": {"first_name": "John", "last_name": "Smith"}},
         "fiat_network_instructions": {
@@ -238,7 +242,7 @@ def test_an_update_goes_back_to_pending_and_is_reviewed_again(sandbox: Any) -> N
         },
         "metadata": {"k": "v"},
     }
-    r = sandbox.http.put(f"{ACCOUNTS}/{made['id']}", json=change, headers=sandbox.headers)
+    r = http_sandbox.http.put(f"{ACCOUNTS}/{made['id']}", json=change, headers=http_sandbox.headers)
     assert r.status_code == 200, r.text
     updated = r.json()
     assert updated["status"] == "PENDING"
@@ -251,91 +255,93 @@ def test_an_update_goes_back_to_pending_and_is_reviewed_again(sandbox: Any) -> N
     }  # type: ignore[dict-item]
     assert updated["metadata"] == {"k": "v"}
     assert_matches(updated, full_schema("FiatAccount"))
-    sandbox.advance(REVIEW)
-    assert sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "APPROVED"
+    http_sandbox.advance(REVIEW)
+    assert http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "APPROVED"
 
 
-def test_an_earlier_review_does_not_approve_a_later_update(sandbox: Any) -> None:
-    made = _account(sandbox)
-    sandbox.advance(REVIEW - 1)
-    r = sandbox.http.put(
-        f"{ACCOUNTS}/{made['id']}", json={"metadata": {"a": "b"}}, headers=sandbox.headers
+def test_an_earlier_review_does_not_approve_a_later_update(http_sandbox: Any) -> None:
+    made = _account(http_sandbox)
+    http_sandbox.advance(REVIEW - 1)
+    r = http_sandbox.http.put(
+        f"{ACCOUNTS}/{made['id']}", json={"metadata": {"a": "b"}}, headers=http_sandbox.headers
     )
     assert r.status_code == 200, r.text
-    sandbox.advance(1)  # the creation's review is due: the update's is not yet
-    assert sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "PENDING"
-    sandbox.advance(REVIEW)
-    assert sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "APPROVED"
+    http_sandbox.advance(1)  # the creation's review is due: the update's is not yet
+    assert http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "PENDING"
+    http_sandbox.advance(REVIEW)
+    assert http_sandbox.get(f"{ACCOUNTS}/{made['id']}").json()["status"] == "APPROVED"
 
 
-def test_an_update_refuses_another_owner_kind_and_a_wire_change_of_cubix(sandbox: Any) -> None:
-    made = _account(sandbox)
+def test_an_update_refuses_another_owner_kind_and_a_wire_change_of_cubix(http_sandbox: Any) -> None:
+    made = _account(http_sandbox)
     url = f"{ACCOUNTS}/{made['id']}"
-    r = sandbox.http.put(
+    r = http_sandbox.http.put(
         url,
         json={"fiat_account_owner": {"institution_details": {"name": "Big Tech Inc"}}},
-        headers=sandbox.headers,
+        headers=http_sandbox.headers,
     )
     assert r.status_code == 400, r.text
     assert r.json()["detail"] == "fiat_account_owner cannot be changed from person to institution"
-    cubix = _account(sandbox, {"cubix": {"account_id": CUBIX_ID}})
-    r = sandbox.http.put(
+    cubix = _account(http_sandbox, {"cubix": {"account_id": CUBIX_ID}})
+    r = http_sandbox.http.put(
         f"{ACCOUNTS}/{cubix['id']}",
         json={"fiat_network_instructions": {"wire": {"routing_details": {"bank_name": "X"}}}},
-        headers=sandbox.headers,
+        headers=http_sandbox.headers,
     )
     _bad(r, "fiat_network_instructions.wire", "not a wire account")
-    r = sandbox.http.put(
+    r = http_sandbox.http.put(
         f"{ACCOUNTS}/2d929a0d-e1e3-4781-b7f8-7b34e66f7832",
         json={"metadata": {"a": "b"}},
-        headers=sandbox.headers,
+        headers=http_sandbox.headers,
     )
     assert r.status_code == 404 and "not found" in r.json()["detail"], r.text
 
 
-def test_a_deleted_account_is_gone_but_for_include_deleted(sandbox: Any) -> None:
-    made = _approved(sandbox)
+def test_a_deleted_account_is_gone_but_for_include_deleted(http_sandbox: Any) -> None:
+    made = _approved(http_sandbox)
     url = f"{ACCOUNTS}/{made['id']}"
-    r = sandbox.delete(url)
+    r = http_sandbox.delete(url)
     assert r.status_code == 200 and r.json() == {}, r.text
-    assert sandbox.get(url).status_code == 404
-    kept = sandbox.get(url, params={"include_deleted": "true"})
+    assert http_sandbox.get(url).status_code == 404
+    kept = http_sandbox.get(url, params={"include_deleted": "true"})
     assert kept.status_code == 200 and kept.json()["id"] == made["id"]
-    assert sandbox.get(ACCOUNTS).json()["items"] == []
-    listed = sandbox.get(ACCOUNTS, params={"include_deleted": "true"}).json()["items"]
+    assert http_sandbox.get(ACCOUNTS).json()["items"] == []
+    listed = http_sandbox.get(ACCOUNTS, params={"include_deleted": "true"}).json()["items"]
     assert [a["id"] for a in listed] == [made["id"]]
-    assert sandbox.delete(url).status_code == 404
-    bad = sandbox.delete(f"{ACCOUNTS}/123456")
+    assert http_sandbox.delete(url).status_code == 404
+    bad = http_sandbox.delete(f"{ACCOUNTS}/123456")
     assert bad.status_code == 400 and bad.json()["detail"] == "id must be uuid, given '123456'"
-    sandbox.deposit("USD", "1000")
-    r = _withdraw(sandbox, made["id"])
+    http_sandbox.deposit("USD", "1000")
+    r = _withdraw(http_sandbox, made["id"])
     assert r.status_code == 404, r.text
     assert r.json()["detail"] == "fiat account not found with requested ID"
-    r = sandbox.http.put(url, json={"metadata": {"a": "b"}}, headers=sandbox.headers)
+    r = http_sandbox.http.put(url, json={"metadata": {"a": "b"}}, headers=http_sandbox.headers)
     assert r.status_code == 404, r.text
 
 
-def test_a_rejected_or_pending_account_refuses_withdrawals(sandbox: Any) -> None:
-    sandbox.deposit("USD", "1000")
-    rejected = _account(sandbox, metadata={"sandbox": "sandbox:reject"})
-    pending = _account(sandbox)
-    r = _withdraw(sandbox, pending["id"])
+def test_a_rejected_or_pending_account_refuses_withdrawals(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "1000")
+    rejected = _account(http_sandbox, metadata={"sandbox": "sandbox:reject"})
+    pending = _account(http_sandbox)
+    r = _withdraw(http_sandbox, pending["id"])
     _bad(r, "fiat_account_id", "fiat account has invalid status PENDING, must be approved")
-    sandbox.advance(REVIEW)
-    assert sandbox.get(f"{ACCOUNTS}/{rejected['id']}").json()["status"] == "REJECTED"
-    r = _withdraw(sandbox, rejected["id"])
+    http_sandbox.advance(REVIEW)
+    assert http_sandbox.get(f"{ACCOUNTS}/{rejected['id']}").json()["status"] == "REJECTED"
+    r = _withdraw(http_sandbox, rejected["id"])
     assert r.json()["detail"] == "fiat account has invalid status REJECTED, must be approved"
-    assert _withdraw(sandbox, pending["id"]).status_code == 200
-    assert sandbox.balance("USD")["available"] == "870"
+    assert _withdraw(http_sandbox, pending["id"]).status_code == 200
+    assert http_sandbox.balance("USD")["available"] == "870"
 
 
 # -- fiat withdrawals -------------------------------------------------------------------
 
 
-def test_a_wire_withdrawal_holds_amount_and_fee_then_completes(sandbox: Any) -> None:
-    account = _approved(sandbox)
-    sandbox.deposit("USD", "1000")
-    r = _withdraw(sandbox, account["id"], "100.00", ref_id="w-1", memo="rent", metadata={"a": "b"})
+def test_a_wire_withdrawal_holds_amount_and_fee_then_completes(http_sandbox: Any) -> None:
+    account = _approved(http_sandbox)
+    http_sandbox.deposit("USD", "1000")
+    r = _withdraw(
+        http_sandbox, account["id"], "100.00", ref_id="w-1", memo="rent", metadata={"a": "b"}
+    )
     assert r.status_code == 200, r.text
     made = r.json()
     assert_matches(made, full_schema("Transfer"))
@@ -343,17 +349,17 @@ def test_a_wire_withdrawal_holds_amount_and_fee_then_completes(sandbox: Any) -> 
     assert made["status"] == "PENDING" and made["fiat_account_id"] == account["id"]
     assert (made["amount"], made["fee"], made["total"]) == ("100.00", "30", "130.00")
     assert (made["asset"], made["balance_asset"], made["memo"]) == ("USD", "USD", "rent")
-    assert sandbox.balance("USD")["available"] == "870"
-    listed = sandbox.get("/v2/transfer/transfers", params={"type": "WIRE_WITHDRAWAL"}).json()
+    assert http_sandbox.balance("USD")["available"] == "870"
+    listed = http_sandbox.get("/v2/transfer/transfers", params={"type": "WIRE_WITHDRAWAL"}).json()
     assert [t["id"] for t in listed["items"]] == [made["id"]]
-    sandbox.advance(SETTLE - 1)
-    assert _transfer(sandbox, made["id"])["status"] == "PENDING"
-    sandbox.advance(1)
-    done = _transfer(sandbox, made["id"])
+    http_sandbox.advance(SETTLE - 1)
+    assert _transfer(http_sandbox, made["id"])["status"] == "PENDING"
+    http_sandbox.advance(1)
+    done = _transfer(http_sandbox, made["id"])
     assert done["status"] == "COMPLETED" and done["updated_at"] == "2024-01-01T00:01:05.000000Z"
     assert_matches(done, full_schema("Transfer"))
-    assert sandbox.balance("USD")["available"] == "870"
-    events = sandbox.get("/v2/events", params={"order": "ASC"}).json()["events"]
+    assert http_sandbox.balance("USD")["available"] == "870"
+    events = http_sandbox.get("/v2/events", params={"order": "ASC"}).json()["events"]
     kinds = [(e["type"], e["object"]["id"]) for e in events if e["object"]["id"] == made["id"]]
     assert kinds == [
         ("transfer.wire_withdrawal.pending", made["id"]),
@@ -361,51 +367,56 @@ def test_a_wire_withdrawal_holds_amount_and_fee_then_completes(sandbox: Any) -> 
     ]
 
 
-def test_a_total_pays_the_fee_out_of_itself(sandbox: Any) -> None:
-    account = _approved(sandbox)
-    sandbox.deposit("USD", "100")
-    r = _withdraw(sandbox, account["id"], None, total="100.00")
+def test_a_total_pays_the_fee_out_of_itself(http_sandbox: Any) -> None:
+    account = _approved(http_sandbox)
+    http_sandbox.deposit("USD", "100")
+    r = _withdraw(http_sandbox, account["id"], None, total="100.00")
     assert r.status_code == 200, r.text
     assert (r.json()["amount"], r.json()["total"]) == ("70.00", "100.00")
-    assert sandbox.balance("USD")["available"] == "0"
-    _bad(_withdraw(sandbox, account["id"], None, total="30"), "total", "does not cover the fee")
-    _bad(_withdraw(sandbox, account["id"], "1", total="31"), "amount", "exactly one of")
-    _bad(_withdraw(sandbox, account["id"], "1.001"), "amount", "at most 2 decimal places")
-    _bad(_withdraw(sandbox, account["id"], "1", asset="BTC"), "asset", "only USD")
+    assert http_sandbox.balance("USD")["available"] == "0"
+    _bad(
+        _withdraw(http_sandbox, account["id"], None, total="30"), "total", "does not cover the fee"
+    )
+    _bad(_withdraw(http_sandbox, account["id"], "1", total="31"), "amount", "exactly one of")
+    _bad(_withdraw(http_sandbox, account["id"], "1.001"), "amount", "at most 2 decimal places")
+    _bad(_withdraw(http_sandbox, account["id"], "1", asset="BTC"), "asset", "only USD")
 
 
-def test_a_cubix_withdrawal_has_no_fee_and_a_shorter_memo(sandbox: Any) -> None:
-    account = _approved(sandbox, {"cubix": {"account_id": CUBIX_ID}})
-    sandbox.deposit("USD", "50")
-    r = _withdraw(sandbox, account["id"], "10.00")
+def test_a_cubix_withdrawal_has_no_fee_and_a_shorter_memo(http_sandbox: Any) -> None:
+    account = _approved(http_sandbox, {"cubix": {"account_id": CUBIX_ID}})
+    http_sandbox.deposit("USD", "50")
+    r = _withdraw(http_sandbox, account["id"], "10.00")
     assert r.status_code == 200, r.text
     assert (r.json()["type"], r.json()["fee"], r.json()["total"]) == (
         "CUBIX_WITHDRAWAL",
         "0",
         "10.00",
     )
-    _bad(_withdraw(sandbox, account["id"], "1", memo="x" * 41), "memo", "at most 40 characters")
-    dbs = _approved(sandbox, {"dbs_act": {"account_number": "0720123456"}})
-    _bad(_withdraw(sandbox, dbs["id"], "1"), "fiat_account_id", "not simulated")
-    _bad(_withdraw(sandbox, account["id"], "1", memo="no_underscore"), "memo", "only letters")
+    _bad(
+        _withdraw(http_sandbox, account["id"], "1", memo="x" * 41), "memo", "at most 40 characters"
+    )
+    dbs = _approved(http_sandbox, {"dbs_act": {"account_number": "0720123456"}})
+    _bad(_withdraw(http_sandbox, dbs["id"], "1"), "fiat_account_id", "not simulated")
+    _bad(_withdraw(http_sandbox, account["id"], "1", memo="no_underscore"), "memo", "only letters")
 
 
-def test_sandbox_fail_in_the_memo_fails_it_and_returns_the_hold(sandbox: Any) -> None:
-    account = _approved(sandbox)
-    sandbox.deposit("USD", "200")
-    made = _withdraw(sandbox, account["id"], "50", memo="sandbox:fail").json()
-    assert sandbox.balance("USD")["available"] == "120"
-    sandbox.advance(SETTLE)
-    failed = _transfer(sandbox, made["id"])
+def test_sandbox_fail_in_the_memo_fails_it_and_returns_the_hold(http_sandbox: Any) -> None:
+    account = _approved(http_sandbox)
+    http_sandbox.deposit("USD", "200")
+    made = _withdraw(http_sandbox, account["id"], "50", memo="sandbox:fail").json()
+    assert http_sandbox.balance("USD")["available"] == "120"
+    http_sandbox.advance(SETTLE)
+    failed = _transfer(http_sandbox, made["id"])
     assert failed["status"] == "FAILED"
     assert failed["status_details"]["sandbox_forced_failure"]["memo"] == "sandbox:fail"
-    assert sandbox.balance("USD")["available"] == "200"
-    types = [e["type"] for e in sandbox.get("/v2/events").json()["events"]]
+    assert http_sandbox.balance("USD")["available"] == "200"
+    types = [e["type"] for e in http_sandbox.get("/v2/events").json()["events"]]
     assert "transfer.wire_withdrawal.failed" in types
 
 
-def test_the_refusals_of_a_withdrawal(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(fiat_withdrawal_cap="500")
+@pytest.mark.sandex(settings={"fiat_withdrawal_cap": "500"})
+def test_the_refusals_of_a_withdrawal(http_sandbox: Any) -> None:
+    sb = http_sandbox
     account = _approved(sb)
     sb.deposit("USD", "100")
     r = _withdraw(sb, account["id"], "80")
@@ -444,12 +455,14 @@ def test_the_refusals_of_a_withdrawal(sandbox_factory: Any) -> None:
     }
 
 
-def test_a_deactivated_profile_refuses_a_fiat_withdrawal(sandbox: Any) -> None:
-    account = _approved(sandbox)
-    profile = sandbox.post("/v2/profiles", {"nickname": "side"}).json()
-    r = sandbox.http.put(f"/v2/profiles/{profile['id']}/deactivate", headers=sandbox.headers)
+def test_a_deactivated_profile_refuses_a_fiat_withdrawal(http_sandbox: Any) -> None:
+    account = _approved(http_sandbox)
+    profile = http_sandbox.post("/v2/profiles", {"nickname": "side"}).json()
+    r = http_sandbox.http.put(
+        f"/v2/profiles/{profile['id']}/deactivate", headers=http_sandbox.headers
+    )
     assert r.status_code == 200, r.text
-    r = _withdraw(sandbox, account["id"], "1", profile_id=profile["id"])
+    r = _withdraw(http_sandbox, account["id"], "1", profile_id=profile["id"])
     _bad(r, "profile_id", "is deactivated")
 
 
@@ -497,21 +510,21 @@ def _named(sb: Any, fiat_account_id: str, identity_id: str, account_id: str) -> 
 
 
 def test_a_fiat_withdrawal_naming_an_identity_follows_the_create_order_rule(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
     """As crypto withdrawals: the identity must be the caller's, APPROVED, and act for
     the account."""
-    sandbox.deposit("USD", "1000")
-    target = _approved(sandbox)["id"]
-    identity, acct = approved_account(sandbox)
-    r = _named(sandbox, target, identity, acct)
+    http_sandbox.deposit("USD", "1000")
+    target = _approved(http_sandbox)["id"]
+    identity, acct = approved_account(http_sandbox)
+    r = _named(http_sandbox, target, identity, acct)
     assert r.status_code == 200, r.text
     assert (r.json()["identity_id"], r.json()["account_id"]) == (identity, acct)
-    pending = person(sandbox, first_name="Pat")["id"]
-    refused = _named(sandbox, target, pending, acct)
+    pending = person(http_sandbox, first_name="Pat")["id"]
+    refused = _named(http_sandbox, target, pending, acct)
     assert refused.status_code == 403, refused.text
     assert "only an APPROVED identity may withdraw" in refused.json()["detail"]
-    unknown = _named(sandbox, target, "nope", acct)
+    unknown = _named(http_sandbox, target, "nope", acct)
     assert unknown.status_code == 404, unknown.text
-    held = sandbox.balance("USD")["available"]
+    held = http_sandbox.balance("USD")["available"]
     assert held == "870", held  # only the first (100 and the 30 wire fee) was held

@@ -33,8 +33,10 @@ def _events(sb: Any, kind: str) -> list[dict[str, Any]]:
     return [e for e in sb.get("/v2/events").json()["events"] if e["type"] == kind]
 
 
-def test_a_person_is_created_pending_and_shown_without_details_by_default(sandbox: Any) -> None:
-    r = sandbox.post(
+def test_a_person_is_created_pending_and_shown_without_details_by_default(
+    http_sandbox: Any,
+) -> None:
+    r = http_sandbox.post(
         IDENTITIES, {"person_details": PERSON, "ref_id": "p-1", "metadata": {"k": "v"}}
     )
     assert r.status_code == 200, r.text
@@ -47,15 +49,15 @@ def test_a_person_is_created_pending_and_shown_without_details_by_default(sandbo
     assert details["first_name"] == "John"
     assert details["id_verification_status"] == "PENDING"
     assert details["sanctions_verification_status"] == "PENDING"
-    shown = sandbox.get(f"{IDENTITIES}/{made['id']}").json()
+    shown = http_sandbox.get(f"{IDENTITIES}/{made['id']}").json()
     assert "person_details" not in shown and shown["summary_status"] == "PENDING"
-    full = sandbox.get(f"{IDENTITIES}/{made['id']}", params={"include_details": "true"}).json()
+    full = http_sandbox.get(f"{IDENTITIES}/{made['id']}", params={"include_details": "true"}).json()
     assert full == made
-    assert_matches(sandbox.get(IDENTITIES).json(), full_schema("ListIdentitiesResponse"))
+    assert_matches(http_sandbox.get(IDENTITIES).json(), full_schema("ListIdentitiesResponse"))
 
 
-def test_a_passthrough_person_has_its_id_verification_done(sandbox: Any) -> None:
-    made = person(sandbox, verifier_type="PASSTHROUGH", passthrough_verifier_type="JUMIO")
+def test_a_passthrough_person_has_its_id_verification_done(http_sandbox: Any) -> None:
+    made = person(http_sandbox, verifier_type="PASSTHROUGH", passthrough_verifier_type="JUMIO")
     assert made["person_details"]["id_verification_status"] == "APPROVED"
     assert made["summary_status"] == "PENDING"  # sanctions still pending
 
@@ -113,34 +115,38 @@ def test_an_institution_is_approved_by_its_sanctions_check(sandbox: Any) -> None
     assert sandbox.verify() == []
 
 
-def test_institution_members_are_added_and_removed(sandbox: Any) -> None:
-    first, second = person(sandbox), person(sandbox, first_name="Jane")
-    institution = _institution(sandbox, [{"identity_id": first["id"], "roles": ["GRANTOR"]}]).json()
+def test_institution_members_are_added_and_removed(http_sandbox: Any) -> None:
+    first, second = person(http_sandbox), person(http_sandbox, first_name="Jane")
+    institution = _institution(
+        http_sandbox, [{"identity_id": first["id"], "roles": ["GRANTOR"]}]
+    ).json()
     body = {
         "institution_id": institution["id"],
         "members": [
             {"identity_id": second["id"], "roles": ["BENEFICIAL_OWNER"], "ownership": "30"}
         ],
     }
-    r = sandbox.post("/v2/identity/institution-members", body)
+    r = http_sandbox.post("/v2/identity/institution-members", body)
     assert r.status_code == 200, r.text
     added = r.json()
     assert_matches(added, full_schema("AddInstitutionMembersResponse"))
     assert added["institution_id"] == institution["id"] and added["members"][0]["id"]
-    again = sandbox.post("/v2/identity/institution-members", body)
+    again = http_sandbox.post("/v2/identity/institution-members", body)
     assert again.status_code == 409
     assert again.json()["meta"]["existing"]["id"] == added["members"][0]["id"]
-    gone = sandbox.delete(f"/v2/identity/institution-members/{added['members'][0]['id']}")
+    gone = http_sandbox.delete(f"/v2/identity/institution-members/{added['members'][0]['id']}")
     assert gone.status_code == 200 and gone.json() == {}
-    shown = sandbox.get(
+    shown = http_sandbox.get(
         f"{IDENTITIES}/{institution['id']}", params={"include_institution_members": "true"}
     ).json()
     assert [m["identity_id"] for m in shown["institution_members"]] == [first["id"]]
     assert (
-        sandbox.delete(f"/v2/identity/institution-members/{added['members'][0]['id']}").status_code
+        http_sandbox.delete(
+            f"/v2/identity/institution-members/{added['members'][0]['id']}"
+        ).status_code
         == 404
     )
-    not_one = sandbox.post(
+    not_one = http_sandbox.post(
         "/v2/identity/institution-members",
         {
             "institution_id": first["id"],
@@ -150,16 +156,18 @@ def test_institution_members_are_added_and_removed(sandbox: Any) -> None:
     assert not_one.status_code == 400 and not_one.json()["meta"] == {"field": "institution_id"}
 
 
-def test_a_reused_ref_id_or_cip_id_is_a_409_naming_the_existing_identity(sandbox: Any) -> None:
+def test_a_reused_ref_id_or_cip_id_is_a_409_naming_the_existing_identity(http_sandbox: Any) -> None:
     cip = {"cip_id": "111-11-1234", "cip_id_type": "SSN", "cip_id_country": "USA"}
-    first = sandbox.post(IDENTITIES, {"person_details": {**PERSON, **cip}, "ref_id": "r"}).json()
-    r = sandbox.post(IDENTITIES, {"person_details": PERSON, "ref_id": "r"})
+    first = http_sandbox.post(
+        IDENTITIES, {"person_details": {**PERSON, **cip}, "ref_id": "r"}
+    ).json()
+    r = http_sandbox.post(IDENTITIES, {"person_details": PERSON, "ref_id": "r"})
     assert r.status_code == 409
     body = r.json()
     assert body["type"] == "https://developer.paxos.com/docs/v2/problems/already-exists"
     assert body["detail"] == "duplicate ref_id provided"
     assert body["meta"] == {"existing": {"id": first["id"]}}
-    r = sandbox.post(IDENTITIES, {"person_details": {**PERSON, **cip}})
+    r = http_sandbox.post(IDENTITIES, {"person_details": {**PERSON, **cip}})
     assert r.status_code == 409
     assert r.json()["detail"] == "duplicate (cip_id, cip_id_type, cip_id_country) provided"
 
@@ -186,8 +194,8 @@ def test_a_reused_ref_id_or_cip_id_is_a_409_naming_the_existing_identity(sandbox
         ),
     ],
 )
-def test_bad_input_names_the_field(sandbox: Any, body: dict[str, Any], field: str) -> None:
-    r = sandbox.post(IDENTITIES, body)
+def test_bad_input_names_the_field(http_sandbox: Any, body: dict[str, Any], field: str) -> None:
+    r = http_sandbox.post(IDENTITIES, body)
     assert r.status_code == 400, r.text
     assert r.json()["meta"] == {"field": field}
 
@@ -221,24 +229,26 @@ def test_an_update_is_a_delta_and_a_new_name_is_screened_again(sandbox: Any) -> 
     assert sandbox.verify() == []
 
 
-def test_documents_are_kept_as_metadata(sandbox: Any) -> None:
-    made = person(sandbox)
+def test_documents_are_kept_as_metadata(http_sandbox: Any) -> None:
+    made = person(http_sandbox)
     path = f"{IDENTITIES}/{made['id']}/documents"
-    sandbox.advance(2)
+    http_sandbox.advance(2)
     r = put(
-        sandbox, path, {"name": "Proof_of_residence.jpg", "document_types": ["PROOF_OF_RESIDENCY"]}
+        http_sandbox,
+        path,
+        {"name": "Proof_of_residence.jpg", "document_types": ["PROOF_OF_RESIDENCY"]},
     )
     assert r.status_code == 200, r.text
     upload = r.json()
     assert_matches(upload, full_schema("DocumentUploadResponse"))
     assert upload["name"] == "Proof_of_residence.jpg"
     assert upload["upload_url"].endswith(upload["file_id"]) and ".invalid/" in upload["upload_url"]
-    again = put(sandbox, path, {"name": "Proof_of_residence.jpg"})
+    again = put(http_sandbox, path, {"name": "Proof_of_residence.jpg"})
     assert again.status_code == 409
     assert again.json()["detail"] == 'file named "Proof_of_residence.jpg" already exists'
     assert again.json()["meta"] == {"existing": {"name": "Proof_of_residence.jpg"}}
-    assert put(sandbox, path, {"name": "x" * 261}).json()["meta"] == {"field": "name"}
-    listed = sandbox.get(path, params={"include_pending_docs": "true"}).json()
+    assert put(http_sandbox, path, {"name": "x" * 261}).json()["meta"] == {"field": "name"}
+    listed = http_sandbox.get(path, params={"include_pending_docs": "true"}).json()
     assert_matches(listed, full_schema("ListIdentityDocumentsResponse"))
     assert listed == {
         "documents": [
@@ -251,36 +261,44 @@ def test_documents_are_kept_as_metadata(sandbox: Any) -> None:
         ],
         "pending_documents": [],
     }
-    assert sandbox.get(f"{IDENTITIES}/nope/documents").status_code == 404
+    assert http_sandbox.get(f"{IDENTITIES}/nope/documents").status_code == 404
 
 
-def test_another_customers_identities_are_not_found(sandbox: Any) -> None:
-    mine = person(sandbox)
-    intruder, _ = sandbox.tenant()
-    theirs = person(sandbox, headers=intruder)
-    assert sandbox.get(f"{IDENTITIES}/{mine['id']}", headers=intruder).status_code == 404
-    assert [i["id"] for i in sandbox.get(IDENTITIES, headers=intruder).json()["items"]] == [
+def test_another_customers_identities_are_not_found(http_sandbox: Any) -> None:
+    mine = person(http_sandbox)
+    intruder, _ = http_sandbox.tenant()
+    theirs = person(http_sandbox, headers=intruder)
+    assert http_sandbox.get(f"{IDENTITIES}/{mine['id']}", headers=intruder).status_code == 404
+    assert [i["id"] for i in http_sandbox.get(IDENTITIES, headers=intruder).json()["items"]] == [
         theirs["id"]
     ]
     for r in (
-        put(sandbox, f"{IDENTITIES}/{mine['id']}", {"metadata": {}}, intruder),
-        set_status(sandbox, mine["id"], intruder, sanctions_verification_status="APPROVED"),
-        put(sandbox, f"{IDENTITIES}/{mine['id']}/documents", {"name": "a.pdf"}, intruder),
-        sandbox.get(f"{IDENTITIES}/{mine['id']}/documents", headers=intruder),
+        put(http_sandbox, f"{IDENTITIES}/{mine['id']}", {"metadata": {}}, intruder),
+        set_status(http_sandbox, mine["id"], intruder, sanctions_verification_status="APPROVED"),
+        put(http_sandbox, f"{IDENTITIES}/{mine['id']}/documents", {"name": "a.pdf"}, intruder),
+        http_sandbox.get(f"{IDENTITIES}/{mine['id']}/documents", headers=intruder),
         # a member of another customer's
-        _institution(sandbox, [{"identity_id": theirs["id"], "roles": ["TRUSTEE"]}]),
+        _institution(http_sandbox, [{"identity_id": theirs["id"], "roles": ["TRUSTEE"]}]),
     ):
         assert r.status_code == 404, r.text
-    assert sandbox.get(f"{IDENTITIES}/{mine['id']}").json()["summary_status"] == "PENDING"
+    assert http_sandbox.get(f"{IDENTITIES}/{mine['id']}").json()["summary_status"] == "PENDING"
 
 
-def test_a_client_without_the_identity_scopes_is_refused(sandbox: Any) -> None:
-    narrow = sandbox.login("sandex", "sandex-secret", scope="exchange:read_order")
-    assert sandbox.get(IDENTITIES, headers=narrow).status_code == 403
-    assert sandbox.post(IDENTITIES, {"person_details": PERSON}, headers=narrow).status_code == 403
-    reader = sandbox.login("sandex", "sandex-secret", scope="identity:read_identity")
-    assert sandbox.get(IDENTITIES, headers=reader).status_code == 200
-    assert sandbox.post(IDENTITIES, {"person_details": PERSON}, headers=reader).status_code == 403
+def test_a_client_without_the_identity_scopes_is_refused(http_sandbox: Any) -> None:
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="exchange:read_order"
+    )
+    assert http_sandbox.get(IDENTITIES, headers=narrow).status_code == 403
+    assert (
+        http_sandbox.post(IDENTITIES, {"person_details": PERSON}, headers=narrow).status_code == 403
+    )
+    reader = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="identity:read_identity"
+    )
+    assert http_sandbox.get(IDENTITIES, headers=reader).status_code == 200
+    assert (
+        http_sandbox.post(IDENTITIES, {"person_details": PERSON}, headers=reader).status_code == 403
+    )
 
 
 def test_identities_survive_a_restart(sandbox_factory: Any) -> None:
@@ -297,11 +315,13 @@ def test_identities_survive_a_restart(sandbox_factory: Any) -> None:
     assert sb.get(f"{IDENTITIES}/{made['id']}").json()["summary_status"] == "ERROR"
 
 
-def test_an_empty_optional_address_line_is_a_line_left_out(sandbox: Any) -> None:
+def test_an_empty_optional_address_line_is_a_line_left_out(http_sandbox: Any) -> None:
     address = {**PERSON["address"], "address2": "", "zip_code": ""}  # type: ignore[dict-item]
-    made = person(sandbox, address=address)
+    made = person(http_sandbox, address=address)
     assert made["person_details"]["address"] == {
         k: v for k, v in address.items() if k not in ("address2", "zip_code")
     }
-    r = sandbox.post(IDENTITIES, {"person_details": {**PERSON, "address": {**address, "city": ""}}})
+    r = http_sandbox.post(
+        IDENTITIES, {"person_details": {**PERSON, "address": {**address, "city": ""}}}
+    )
     assert r.status_code == 400 and r.json()["meta"] == {"field": "person_details.address.city"}

@@ -43,29 +43,33 @@ def _refused(r: Any, name: str) -> None:
     ],
 )
 def test_an_unknown_filter_value_is_a_400_naming_the_parameter(
-    sandbox: Any, path: str, name: str, value: str
+    http_sandbox: Any, path: str, name: str, value: str
 ) -> None:
-    _refused(sandbox.get(path, params={name: value}), name)
+    _refused(http_sandbox.get(path, params={name: value}), name)
 
 
-def test_one_unknown_value_among_known_ones_is_refused(sandbox: Any) -> None:
-    r = sandbox.get("/v2/transfer/transfers", params=[("statuses", "PENDING"), ("statuses", "X")])
+def test_one_unknown_value_among_known_ones_is_refused(http_sandbox: Any) -> None:
+    r = http_sandbox.get(
+        "/v2/transfer/transfers", params=[("statuses", "PENDING"), ("statuses", "X")]
+    )
     _refused(r, "statuses")
     assert "PENDING, COMPLETED, FAILED" in r.json()["detail"]
 
 
-def test_known_filter_values_filter(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    listed = sandbox.get(
+def test_known_filter_values_filter(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    listed = http_sandbox.get(
         "/v2/transfer/transfers", params={"type": "WIRE_DEPOSIT", "statuses": "COMPLETED"}
     ).json()["items"]
     assert len(listed) == 1
-    held = sandbox.get(
+    held = http_sandbox.get(
         "/v2/transfer/transfers", params={"secondary_statuses": "TRAVEL_RULE_INFO_REQUESTED"}
     )
     assert held.json() == {"items": []}  # no wire is held for the travel rule
     for flag in ("true", "false"):
-        assert sandbox.get("/v2/profiles/default", params={"include_deactivated": flag}).is_success
+        assert http_sandbox.get(
+            "/v2/profiles/default", params={"include_deactivated": flag}
+        ).is_success
 
 
 def _list_operations() -> list[tuple[str, dict[str, Any]]]:
@@ -85,9 +89,9 @@ def _enum(schema: dict[str, Any]) -> tuple[list[str] | None, bool]:
 
 
 def test_every_enum_and_boolean_query_parameter_of_the_reference_is_checked(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("BTC", "1")
     checked = 0
     for path, op in _list_operations():
         for param in op["parameters"]:
@@ -99,25 +103,25 @@ def test_every_enum_and_boolean_query_parameter_of_the_reference_is_checked(
                 values = ["true", "false"]
             if values is None:
                 continue
-            _refused(sandbox.get(path, params={name: "NOT_A_VALUE"}), name)
+            _refused(http_sandbox.get(path, params={name: "NOT_A_VALUE"}), name)
             for value in values:
                 if value in RENAMED:
                     continue
-                r = sandbox.get(path, params={name: value})
+                r = http_sandbox.get(path, params={name: value})
                 assert r.status_code == 200, f"{path}?{name}={value}: {r.text}"
             checked += 1
     assert checked >= 9  # profiles 3, orders 4, transfers 4, fiat instructions 1, ...
 
 
-def test_profiles_are_listed_oldest_first_by_default(sandbox: Any) -> None:
+def test_profiles_are_listed_oldest_first_by_default(http_sandbox: Any) -> None:
     for name in ("p0", "p1"):
-        sandbox.post("/v2/profiles", {"nickname": name})
-    names = [p["nickname"] for p in sandbox.get("/v2/profiles").json()["items"]]
+        http_sandbox.post("/v2/profiles", {"nickname": name})
+    names = [p["nickname"] for p in http_sandbox.get("/v2/profiles").json()["items"]]
     assert names == ["default", "p0", "p1"]  # the reference: "Defaults to ASC"
-    desc = sandbox.get("/v2/profiles", params={"order": "DESC"}).json()["items"]
+    desc = http_sandbox.get("/v2/profiles", params={"order": "DESC"}).json()["items"]
     assert [p["nickname"] for p in desc] == ["p1", "p0", "default"]
-    page = sandbox.get("/v2/profiles", params={"limit": 2}).json()
-    rest = sandbox.get("/v2/profiles", params={"page_cursor": page["next_page_cursor"]}).json()
+    page = http_sandbox.get("/v2/profiles", params={"limit": 2}).json()
+    rest = http_sandbox.get("/v2/profiles", params={"page_cursor": page["next_page_cursor"]}).json()
     assert [p["nickname"] for p in page["items"] + rest["items"]] == names
 
 
@@ -130,16 +134,16 @@ def test_profiles_are_listed_oldest_first_by_default(sandbox: Any) -> None:
     ],
 )
 def test_the_other_lists_keep_the_reference_default_order(
-    sandbox: Any, path: str, newest_first: bool
+    http_sandbox: Any, path: str, newest_first: bool
 ) -> None:
     for _ in range(2):
-        sandbox.deposit("BTC", "1")
-        sandbox.post(
+        http_sandbox.deposit("BTC", "1")
+        http_sandbox.post(
             "/v2/transfer/fiat-deposit-instructions",
             {"profile_id": "default", "fiat_network": "WIRE"},
         )
-        sandbox.advance(1)
-    body = sandbox.get(path).json()
+        http_sandbox.advance(1)
+    body = http_sandbox.get(path).json()
     items = body.get("items", body.get("events"))
     times = [item["created_at"] for item in items]
     assert len(times) >= 2

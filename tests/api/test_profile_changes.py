@@ -33,39 +33,49 @@ def test_update_changes_the_nickname_everywhere_it_is_read(sandbox: Any) -> None
     assert sandbox.verify() == []
 
 
-def test_update_refuses_a_taken_nickname_a_blank_one_and_a_missing_one(sandbox: Any) -> None:
-    desk = _normal(sandbox)
-    other = _normal(sandbox, "other")
-    r = _put(sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "other"})
+def test_update_refuses_a_taken_nickname_a_blank_one_and_a_missing_one(http_sandbox: Any) -> None:
+    desk = _normal(http_sandbox)
+    other = _normal(http_sandbox, "other")
+    r = _put(http_sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "other"})
     assert r.status_code == 409
     assert r.json()["meta"]["existing"] == other
     for body, status in (({"nickname": " "}, 400), ({}, 400), ({"nickname": 5}, 400)):
-        r = _put(sandbox, f"/v2/profiles/{desk['id']}", body)
+        r = _put(http_sandbox, f"/v2/profiles/{desk['id']}", body)
         assert r.status_code == status, r.text
         assert r.json()["meta"]["field"] == "nickname"
-    same = _put(sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "desk"})
+    same = _put(http_sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "desk"})
     assert same.status_code == 200 and same.json() == desk
 
 
-def test_another_customers_profile_is_not_found_for_update_and_deactivate(sandbox: Any) -> None:
-    desk = _normal(sandbox)
-    headers, _ = sandbox.tenant()
-    r = _put(sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "mine"}, headers=headers)
+def test_another_customers_profile_is_not_found_for_update_and_deactivate(
+    http_sandbox: Any,
+) -> None:
+    desk = _normal(http_sandbox)
+    headers, _ = http_sandbox.tenant()
+    r = _put(http_sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "mine"}, headers=headers)
     assert r.status_code == 404
     assert (
-        _put(sandbox, f"/v2/profiles/{desk['id']}/deactivate", headers=headers).status_code == 404
+        _put(http_sandbox, f"/v2/profiles/{desk['id']}/deactivate", headers=headers).status_code
+        == 404
     )
-    assert sandbox.get(f"/v2/profiles/{desk['id']}").json()["nickname"] == "desk"
+    assert http_sandbox.get(f"/v2/profiles/{desk['id']}").json()["nickname"] == "desk"
 
 
-def test_update_and_deactivate_need_the_write_scope(sandbox: Any) -> None:
-    desk = _normal(sandbox)
-    narrow = sandbox.login("sandex", "sandex-secret", scope="funding:read_profile")
+def test_update_and_deactivate_need_the_write_scope(http_sandbox: Any) -> None:
+    desk = _normal(http_sandbox)
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="funding:read_profile"
+    )
     assert (
-        _put(sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "x"}, headers=narrow).status_code
+        _put(
+            http_sandbox, f"/v2/profiles/{desk['id']}", {"nickname": "x"}, headers=narrow
+        ).status_code
         == 403
     )
-    assert _put(sandbox, f"/v2/profiles/{desk['id']}/deactivate", headers=narrow).status_code == 403
+    assert (
+        _put(http_sandbox, f"/v2/profiles/{desk['id']}/deactivate", headers=narrow).status_code
+        == 403
+    )
 
 
 def test_deactivate_hides_the_profile_unless_asked_for(sandbox: Any) -> None:
@@ -86,15 +96,15 @@ def test_deactivate_hides_the_profile_unless_asked_for(sandbox: Any) -> None:
 
 
 def test_the_default_profile_and_a_profile_with_a_balance_are_not_deactivated(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    r = _put(sandbox, "/v2/profiles/default/deactivate")
+    r = _put(http_sandbox, "/v2/profiles/default/deactivate")
     assert r.status_code == 400
     assert r.json()["type"] == "about:blank"
     assert "default profile cannot be deactivated" in r.json()["detail"]
-    desk = _normal(sandbox)
-    sandbox.deposit("BTC", "0.1", profile=desk["id"])
-    r = _put(sandbox, f"/v2/profiles/{desk['id']}/deactivate")
+    desk = _normal(http_sandbox)
+    http_sandbox.deposit("BTC", "0.1", profile=desk["id"])
+    r = _put(http_sandbox, f"/v2/profiles/{desk['id']}/deactivate")
     assert r.status_code == 400
     body = r.json()
     assert "non-zero balance" in body["detail"]
@@ -103,13 +113,13 @@ def test_the_default_profile_and_a_profile_with_a_balance_are_not_deactivated(
         "profile_id": desk["id"],
         "balances": {"BTC": "0.1"},
     }
-    assert sandbox.get(f"/v2/profiles/{desk['id']}").status_code == 200
+    assert http_sandbox.get(f"/v2/profiles/{desk['id']}").status_code == 200
 
 
-def test_funds_held_for_an_order_count_as_a_balance(sandbox: Any) -> None:
-    desk = _normal(sandbox)
-    sandbox.deposit("USD", "100", profile=desk["id"])
-    order = sandbox.post(
+def test_funds_held_for_an_order_count_as_a_balance(http_sandbox: Any) -> None:
+    desk = _normal(http_sandbox)
+    http_sandbox.deposit("USD", "100", profile=desk["id"])
+    order = http_sandbox.post(
         f"/v2/profiles/{desk['id']}/orders",
         {
             "side": "BUY",
@@ -120,12 +130,12 @@ def test_funds_held_for_an_order_count_as_a_balance(sandbox: Any) -> None:
         },
     )
     assert order.status_code == 200, order.text
-    move = sandbox.post(
+    move = http_sandbox.post(
         "/v2/transfer/internal",
         {"from_profile_id": desk["id"], "to_profile_id": "default", "asset": "USD", "amount": "99"},
     )
     assert move.status_code == 200, move.text
-    r = _put(sandbox, f"/v2/profiles/{desk['id']}/deactivate")
+    r = _put(http_sandbox, f"/v2/profiles/{desk['id']}/deactivate")
     assert r.status_code == 400
     assert r.json()["meta"]["balances"] == {"USD": "1"}
 

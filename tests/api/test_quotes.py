@@ -15,13 +15,20 @@ from tests.support.transfer_helpers import problem
 EXECUTIONS = "/v2/profiles/default/quote-executions"
 
 
-def _still(sandbox_factory: Any, **settings: Any) -> Any:
-    """A sandbox whose prices hold still (BTCUSD at 42500) and whose default profile holds
-    100,000 USD and 1 BTC."""
-    sb = sandbox_factory(market_volatility="0", **settings)
+# Prices that hold still (BTCUSD at 42500), for a test on `http_sandbox`.
+STILL = {"market_volatility": "0"}
+
+
+def _funded(sb: Any) -> Any:
+    """`sb` with its default profile holding 100,000 USD and 1 BTC."""
     sb.deposit("USD", "100000")
     sb.deposit("BTC", "1")
     return sb
+
+
+def _still(sandbox_factory: Any, **settings: Any) -> Any:
+    """An in-process sandbox whose prices hold still and whose default profile is funded."""
+    return _funded(sandbox_factory(**STILL, **settings))
 
 
 def quotes(sb: Any, *markets: str, headers: Any = None) -> dict[tuple[str, str], dict[str, Any]]:
@@ -41,10 +48,11 @@ def execute(sb: Any, quote: dict[str, Any], **body: Any) -> Any:
     )
 
 
+@pytest.mark.sandex(settings=STILL)
 def test_quotes_are_a_buy_and_a_sell_per_market_around_the_reference_price(
-    sandbox_factory: Any,
+    http_sandbox: Any,
 ) -> None:
-    sb = _still(sandbox_factory)
+    sb = _funded(http_sandbox)
     r = sb.get("/v2/quotes")
     assert r.status_code == 200, r.text
     assert_matches(r.json(), full_response_schema("/quotes", "get"))
@@ -61,16 +69,18 @@ def test_quotes_are_a_buy_and_a_sell_per_market_around_the_reference_price(
     assert set(only) == {("ETHUSD", "BUY"), ("ETHUSD", "SELL")}
 
 
-def test_the_spread_and_the_ttl_are_settings(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory, quote_spread_bps="100", quote_ttl_seconds="5")
+@pytest.mark.sandex(settings={**STILL, "quote_spread_bps": "100", "quote_ttl_seconds": "5"})
+def test_the_spread_and_the_ttl_are_settings(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     got = quotes(sb, "BTCUSD")
     assert got[("BTCUSD", "BUY")]["price"] == "42925"
     assert got[("BTCUSD", "SELL")]["price"] == "42075"
     assert got[("BTCUSD", "BUY")]["expires_at"] == "2024-01-01T00:00:05.000000Z"
 
 
-def test_quotes_follow_the_market_price(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_quotes_follow_the_market_price(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     r = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "40000"})
     assert r.status_code == 200, r.text
     got = quotes(sb, "BTCUSD")
@@ -78,13 +88,14 @@ def test_quotes_follow_the_market_price(sandbox_factory: Any) -> None:
     assert got[("BTCUSD", "SELL")]["price"] == "39900"
 
 
-def test_an_unknown_market_is_refused_naming_the_field(sandbox: Any) -> None:
-    body = problem(sandbox.get("/v2/quotes", params={"markets": "BTCXYZ"}), 400)
+def test_an_unknown_market_is_refused_naming_the_field(http_sandbox: Any) -> None:
+    body = problem(http_sandbox.get("/v2/quotes", params={"markets": "BTCXYZ"}), 400)
     assert body["meta"]["field"] == "markets"
 
 
-def test_buying_by_quote_amount_moves_funds_at_the_held_price(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_buying_by_quote_amount_moves_funds_at_the_held_price(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     r = execute(sb, buy, quote_amount="100", metadata={"desk": "a"}, ref_id="q1")
     assert r.status_code == 200, r.text
@@ -100,8 +111,9 @@ def test_buying_by_quote_amount_moves_funds_at_the_held_price(sandbox_factory: A
     assert sb.get(f"{EXECUTIONS}/{x['id']}").json() == x
 
 
-def test_selling_by_base_amount_credits_the_quote_asset(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_selling_by_base_amount_credits_the_quote_asset(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     sell = quotes(sb, "BTCUSD")[("BTCUSD", "SELL")]
     x = execute(sb, sell, base_amount="0.5").json()
     assert (x["base_amount"], x["quote_amount"]) == ("0.5", "21196.87")
@@ -109,8 +121,9 @@ def test_selling_by_base_amount_credits_the_quote_asset(sandbox_factory: Any) ->
     assert Decimal(sb.balance("USD")["available"]) == Decimal("121196.87")
 
 
-def test_the_proceeds_go_to_the_recipient_profile(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_the_proceeds_go_to_the_recipient_profile(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     other = sb.post("/v2/profiles", {"nickname": "savings"}).json()["id"]
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     x = execute(sb, buy, base_amount="0.1", recipient_profile_id=other).json()
@@ -119,8 +132,9 @@ def test_the_proceeds_go_to_the_recipient_profile(sandbox_factory: Any) -> None:
     assert sb.balance("USD")["available"] == "95739.37"
 
 
-def test_a_quote_expires_on_the_engine_clock(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_a_quote_expires_on_the_engine_clock(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     sb.advance(29)
     assert execute(sb, buy, quote_amount="10").status_code == 200
@@ -131,16 +145,18 @@ def test_a_quote_expires_on_the_engine_clock(sandbox_factory: Any) -> None:
     assert sb.balance("USD")["available"] == "99990"
 
 
-def test_a_used_quote_is_refused(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_a_used_quote_is_refused(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     first = execute(sb, buy, quote_amount="10").json()
     body = problem(execute(sb, buy, quote_amount="10"), 403, "rejected")
     assert body["meta"]["quote_execution_id"] == first["id"]
 
 
-def test_a_reused_ref_id_is_409_with_the_existing_execution(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_a_reused_ref_id_is_409_with_the_existing_execution(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     got = quotes(sb, "BTCUSD")
     first = execute(sb, got[("BTCUSD", "BUY")], quote_amount="10", ref_id="r").json()
     second = execute(sb, got[("BTCUSD", "SELL")], base_amount="0.1", ref_id="r")
@@ -148,8 +164,9 @@ def test_a_reused_ref_id_is_409_with_the_existing_execution(sandbox_factory: Any
     assert body["meta"]["existing"] == first
 
 
-def test_insufficient_funds_is_403_and_moves_nothing(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_insufficient_funds_is_403_and_moves_nothing(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     sell = quotes(sb, "BTCUSD")[("BTCUSD", "SELL")]
     body = problem(execute(sb, sell, base_amount="2"), 403, "insufficient-funds")
     assert body["meta"]["asset"] == "BTC" and body["meta"]["needed"] == "2"
@@ -167,17 +184,19 @@ def test_insufficient_funds_is_403_and_moves_nothing(sandbox_factory: Any) -> No
         ({"quote_amount": "0"}, "quote_amount"),
     ],
 )
+@pytest.mark.sandex(settings=STILL)
 def test_bad_sizing_is_400_naming_the_field(
-    sandbox_factory: Any, sizing: dict[str, str], field: str
+    http_sandbox: Any, sizing: dict[str, str], field: str
 ) -> None:
-    sb = _still(sandbox_factory)
+    sb = _funded(http_sandbox)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     body = problem(execute(sb, buy, **sizing), 400)
     assert body["meta"]["field"] == field
 
 
-def test_another_customers_executions_are_404(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_another_customers_executions_are_404(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     x = execute(sb, buy, quote_amount="10").json()
     theirs, _ = sb.tenant()
@@ -190,10 +209,11 @@ def test_another_customers_executions_are_404(sandbox_factory: Any) -> None:
     problem(execute(sb, mine, quote_amount="10", profile=profile, headers=theirs), 404)
 
 
-def test_a_quote_is_shared_and_each_customer_executes_it_once(sandbox_factory: Any) -> None:
+@pytest.mark.sandex(settings=STILL)
+def test_a_quote_is_shared_and_each_customer_executes_it_once(http_sandbox: Any) -> None:
     """Every caller of one window is answered the same quotes (the reference: "calls in
     quick succession may return the same quote"), and each may execute one once."""
-    sb = _still(sandbox_factory)
+    sb = _funded(http_sandbox)
     buy = quotes(sb, "BTCUSD")[("BTCUSD", "BUY")]
     theirs, _ = sb.tenant()
     assert quotes(sb, "BTCUSD", headers=theirs)[("BTCUSD", "BUY")] == buy
@@ -249,8 +269,9 @@ def test_reads_write_at_most_one_event_per_market_and_window(sandbox_factory: An
         problem(execute(sb, {"id": far}, quote_amount="1"), 404)  # past any date; no uuid
 
 
-def test_executions_are_listed_newest_first_and_filtered(sandbox_factory: Any) -> None:
-    sb = _still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_executions_are_listed_newest_first_and_filtered(http_sandbox: Any) -> None:
+    sb = _funded(http_sandbox)
     got = quotes(sb, "BTCUSD", "ETHUSD")
     a = execute(sb, got[("BTCUSD", "BUY")], quote_amount="10").json()
     sb.advance(1)
@@ -273,12 +294,14 @@ def test_executions_are_listed_newest_first_and_filtered(sandbox_factory: Any) -
     problem(sb.get(EXECUTIONS, params={"created_at.begin": "soon"}), 400)
 
 
-def test_the_scopes_are_the_documents(sandbox: Any) -> None:
-    narrow = sandbox.login("sandex", "sandex-secret", scope="exchange:read_quote")
-    assert sandbox.get("/v2/quotes", headers=narrow).status_code == 200
-    body = problem(sandbox.get(EXECUTIONS, headers=narrow), 403)
+def test_the_scopes_are_the_documents(http_sandbox: Any) -> None:
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="exchange:read_quote"
+    )
+    assert http_sandbox.get("/v2/quotes", headers=narrow).status_code == 200
+    body = problem(http_sandbox.get(EXECUTIONS, headers=narrow), 403)
     assert body["meta"]["required_scope"] == "exchange:read_quote_execution"
-    body = problem(sandbox.post(EXECUTIONS, {"quote_id": "x"}, headers=narrow), 403)
+    body = problem(http_sandbox.post(EXECUTIONS, {"quote_id": "x"}, headers=narrow), 403)
     assert body["meta"]["required_scope"] == "exchange:write_quote_execution"
 
 

@@ -19,40 +19,41 @@ WIRE = {
 }
 
 
-def test_profile_operations_match_the_reference(sandbox: Any) -> None:
-    created = sandbox.post("/v2/profiles", {"nickname": "desk", "description": "d"}).json()
+def test_profile_operations_match_the_reference(http_sandbox: Any) -> None:
+    created = http_sandbox.post("/v2/profiles", {"nickname": "desk", "description": "d"}).json()
     assert_matches(created, response_schema("/profiles", "post"))
-    assert_matches(sandbox.get("/v2/profiles").json(), response_schema("/profiles", "get"))
+    assert_matches(http_sandbox.get("/v2/profiles").json(), response_schema("/profiles", "get"))
     assert_matches(
-        sandbox.get("/v2/profiles/default").json(), response_schema("/profiles/{profile_id}", "get")
+        http_sandbox.get("/v2/profiles/default").json(),
+        response_schema("/profiles/{profile_id}", "get"),
     )
-    sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("BTC", "1")
     assert_matches(
-        sandbox.get("/v2/profiles/default/balances").json(),
+        http_sandbox.get("/v2/profiles/default/balances").json(),
         response_schema("/profiles/{profile_id}/balances", "get"),
     )
     assert_matches(
-        sandbox.get("/v2/profiles/default/balances/BTC").json(),
+        http_sandbox.get("/v2/profiles/default/balances/BTC").json(),
         response_schema("/profiles/{profile_id}/balances/{asset}", "get"),
     )
 
 
-def test_funding_operations_match_the_reference(sandbox: Any) -> None:
-    deposit = sandbox.post(
+def test_funding_operations_match_the_reference(http_sandbox: Any) -> None:
+    deposit = http_sandbox.post(
         "/v2/sandbox/profiles/default/deposit",
         {"asset": "ETH", "amount": "1", "crypto_network": "ETHEREUM"},
     ).json()
     assert_matches(deposit, response_schema("/sandbox/profiles/{profile_id}/deposit", "post"))
-    instructions = sandbox.post(
+    instructions = http_sandbox.post(
         "/v2/transfer/fiat-deposit-instructions",
         {"profile_id": "default", "fiat_network": "WIRE", "metadata": {"a": "b"}, "ref_id": "r"},
     ).json()
     assert_matches(instructions, response_schema("/transfer/fiat-deposit-instructions", "post"))
     assert_matches(
-        sandbox.get("/v2/transfer/fiat-deposit-instructions").json(),
+        http_sandbox.get("/v2/transfer/fiat-deposit-instructions").json(),
         response_schema("/transfer/fiat-deposit-instructions", "get"),
     )
-    wire = sandbox.post(
+    wire = http_sandbox.post(
         "/v2/sandbox/fiat-deposits",
         {
             "amount": "100.5",  # more than the wire fee
@@ -62,28 +63,30 @@ def test_funding_operations_match_the_reference(sandbox: Any) -> None:
         },
     ).json()
     assert_matches(wire, response_schema("/sandbox/fiat-deposits", "post"))
-    sandbox.advance(60)  # a wire is credited a minute later
-    transfers = sandbox.get("/v2/transfer/transfers").json()
+    http_sandbox.advance(60)  # a wire is credited a minute later
+    transfers = http_sandbox.get("/v2/transfer/transfers").json()
     assert {t["type"] for t in transfers["items"]} == {"CRYPTO_DEPOSIT", "WIRE_DEPOSIT"}
     assert_matches(transfers, response_schema("/transfer/transfers", "get"))
-    one = sandbox.get(f"/v2/transfer/transfers/{transfers['items'][0]['id']}").json()
+    one = http_sandbox.get(f"/v2/transfer/transfers/{transfers['items'][0]['id']}").json()
     assert_matches(one, response_schema("/transfer/transfers/{id}", "get"))
 
 
-def test_problems_match_the_reference_problem_shape(sandbox: Any) -> None:
+def test_problems_match_the_reference_problem_shape(http_sandbox: Any) -> None:
     problem = schema("Problem")
     for r in (
-        sandbox.get("/v2/profiles/nope"),
-        sandbox.post("/v2/profiles", {"nickname": 1}),
-        sandbox.http.get("/v2/profiles"),
-        sandbox.post("/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "0.001"}),
+        http_sandbox.get("/v2/profiles/nope"),
+        http_sandbox.post("/v2/profiles", {"nickname": 1}),
+        http_sandbox.http.get("/v2/profiles"),
+        http_sandbox.post(
+            "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "0.001"}
+        ),
     ):
         assert r.headers["content-type"] == "application/problem+json"
         assert_matches(r.json(), problem)
 
 
-def test_the_openapi_document_and_docs_ui_are_served(sandbox: Any) -> None:
-    doc = sandbox.http.get("/openapi.json").json()
+def test_the_openapi_document_and_docs_ui_are_served(http_sandbox: Any) -> None:
+    doc = http_sandbox.http.get("/openapi.json").json()
     ours = {(p, m) for p, ops in doc["paths"].items() for m in ops}
     for path, method in [
         ("/v2/profiles", "get"),
@@ -94,5 +97,5 @@ def test_the_openapi_document_and_docs_ui_are_served(sandbox: Any) -> None:
         ("/oauth2/token", "post"),
     ]:
         assert (path, method) in ours
-    docs = sandbox.http.get("/docs")
+    docs = http_sandbox.http.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()

@@ -157,31 +157,31 @@ def test_the_cli_prints_the_page(capsys: pytest.CaptureFixture[str]) -> None:
 # -- each trigger's outcome -------------------------------------------------------------
 
 
-def test_memo_sandbox_fail_fails_a_crypto_withdrawal(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    made = _ok(withdraw(sandbox, amount="0.001", memo="sandbox:fail"))
-    sandbox.advance(6)
-    failed = _transfer(sandbox, made["id"])
+def test_memo_sandbox_fail_fails_a_crypto_withdrawal(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    made = _ok(withdraw(http_sandbox, amount="0.001", memo="sandbox:fail"))
+    http_sandbox.advance(6)
+    failed = _transfer(http_sandbox, made["id"])
     assert failed["status"] == "FAILED"
     assert failed["status_details"]["sandbox_forced_failure"]["memo"] == "sandbox:fail"
-    assert sandbox.balance("BTC")["available"] == "1"
+    assert http_sandbox.balance("BTC")["available"] == "1"
 
 
-def test_memo_fail_with_a_reason(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    sandbox.deposit("USD", "1000")
-    crypto = _ok(withdraw(sandbox, amount="0.001", memo="sandbox:fail:address-blocked"))
-    account = _approved_account(sandbox)
-    fiat = _fiat_withdraw(sandbox, account["id"], memo="sandbox:fail:account-closed")
-    sandbox.advance(60)
+def test_memo_fail_with_a_reason(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("USD", "1000")
+    crypto = _ok(withdraw(http_sandbox, amount="0.001", memo="sandbox:fail:address-blocked"))
+    account = _approved_account(http_sandbox)
+    fiat = _fiat_withdraw(http_sandbox, account["id"], memo="sandbox:fail:account-closed")
+    http_sandbox.advance(60)
     for made, reason in ((crypto, "address-blocked"), (fiat, "account-closed")):
-        failed = _transfer(sandbox, made["id"])
+        failed = _transfer(http_sandbox, made["id"])
         assert failed["status"] == "FAILED", failed
         detail = failed["status_details"]["sandbox_forced_failure"]
         assert detail["reason"] == reason
         assert reason in detail["message"]
-    assert sandbox.balance("BTC")["available"] == "1"
-    assert sandbox.balance("USD")["available"] == "1000"
+    assert http_sandbox.balance("BTC")["available"] == "1"
+    assert http_sandbox.balance("USD")["available"] == "1000"
 
 
 def test_memo_sandbox_hold_keeps_a_withdrawal_pending(sandbox: Any) -> None:
@@ -201,55 +201,55 @@ def test_memo_sandbox_hold_keeps_a_withdrawal_pending(sandbox: Any) -> None:
     assert sandbox.balance("USD")["available"] == "870"  # 100 and the wire fee of 30
 
 
-def test_memo_sandbox_review_holds_a_small_deposit(sandbox: Any) -> None:
-    address = _address(sandbox)
-    sent = _crypto_deposit(sandbox, address, memo="sandbox:review")
+def test_memo_sandbox_review_holds_a_small_deposit(http_sandbox: Any) -> None:
+    address = _address(http_sandbox)
+    sent = _crypto_deposit(http_sandbox, address, memo="sandbox:review")
     assert sent["secondary_status"]["name"] == "TRAVEL_RULE_INFO_REQUESTED"
-    plain = _crypto_deposit(sandbox, address)
+    plain = _crypto_deposit(http_sandbox, address)
     assert "secondary_status" not in plain
-    sandbox.advance(3600)
-    assert _transfer(sandbox, sent["id"])["status"] == "PENDING"
-    assert _transfer(sandbox, plain["id"])["status"] == "COMPLETED"
-    refused = _release(sandbox, sent["id"], "complete")
+    http_sandbox.advance(3600)
+    assert _transfer(http_sandbox, sent["id"])["status"] == "PENDING"
+    assert _transfer(http_sandbox, plain["id"])["status"] == "COMPLETED"
+    refused = _release(http_sandbox, sent["id"], "complete")
     assert refused.status_code == 409, refused.text
 
 
-def test_memo_sandbox_hold_keeps_a_crypto_deposit_pending(sandbox: Any) -> None:
-    address = _address(sandbox)
-    kept = _crypto_deposit(sandbox, address, memo="sandbox:hold")
-    lost = _crypto_deposit(sandbox, address, memo="sandbox:hold")
-    sandbox.advance(3600)
-    assert _transfer(sandbox, kept["id"])["status"] == "PENDING"
-    assert _ok(_release(sandbox, kept["id"], "complete"))["status"] == "COMPLETED"
-    failed = _ok(_release(sandbox, lost["id"], "fail", {"reason": "reorged"}))
+def test_memo_sandbox_hold_keeps_a_crypto_deposit_pending(http_sandbox: Any) -> None:
+    address = _address(http_sandbox)
+    kept = _crypto_deposit(http_sandbox, address, memo="sandbox:hold")
+    lost = _crypto_deposit(http_sandbox, address, memo="sandbox:hold")
+    http_sandbox.advance(3600)
+    assert _transfer(http_sandbox, kept["id"])["status"] == "PENDING"
+    assert _ok(_release(http_sandbox, kept["id"], "complete"))["status"] == "COMPLETED"
+    failed = _ok(_release(http_sandbox, lost["id"], "fail", {"reason": "reorged"}))
     assert failed["status"] == "FAILED"
     assert failed["status_details"]["reason"] == "reorged"
-    assert sandbox.balance("BTC")["available"] == "0.1"
+    assert http_sandbox.balance("BTC")["available"] == "0.1"
 
 
-def test_instructions_held_keep_a_wire_pending(sandbox: Any) -> None:
-    memo = _instructions(sandbox, metadata={"case": "sandbox:hold"})
-    _wire(sandbox, memo)
-    _wire(sandbox, memo, "99.00")
-    sandbox.advance(3600)
-    pending = _wire_transfers(sandbox)
+def test_instructions_held_keep_a_wire_pending(http_sandbox: Any) -> None:
+    memo = _instructions(http_sandbox, metadata={"case": "sandbox:hold"})
+    _wire(http_sandbox, memo)
+    _wire(http_sandbox, memo, "99.00")
+    http_sandbox.advance(3600)
+    pending = _wire_transfers(http_sandbox)
     assert [t["status"] for t in pending] == ["PENDING", "PENDING"]
-    assert sandbox.balance("USD")["available"] == "0"
+    assert http_sandbox.balance("USD")["available"] == "0"
     second, first = pending  # newest first
-    assert _ok(_release(sandbox, first["id"], "complete"))["status"] == "COMPLETED"
-    assert sandbox.balance("USD")["available"] == "120.33"  # less the wire fee of 30
-    failed = _ok(_release(sandbox, second["id"], "fail", {"reason": "returned by the bank"}))
+    assert _ok(_release(http_sandbox, first["id"], "complete"))["status"] == "COMPLETED"
+    assert http_sandbox.balance("USD")["available"] == "120.33"  # less the wire fee of 30
+    failed = _ok(_release(http_sandbox, second["id"], "fail", {"reason": "returned by the bank"}))
     assert failed["status_details"] == {"reason": "returned by the bank"}
-    assert sandbox.balance("USD")["available"] == "120.33"
+    assert http_sandbox.balance("USD")["available"] == "120.33"
 
 
-def test_a_delayed_wire(sandbox: Any) -> None:
-    memo = _instructions(sandbox, metadata={"case": "sandbox:delay:600"})
-    _wire(sandbox, memo)
-    sandbox.advance(599)
-    assert _wire_transfers(sandbox) == []
-    sandbox.advance(1)
-    assert [t["status"] for t in _wire_transfers(sandbox)] == ["COMPLETED"]
+def test_a_delayed_wire(http_sandbox: Any) -> None:
+    memo = _instructions(http_sandbox, metadata={"case": "sandbox:delay:600"})
+    _wire(http_sandbox, memo)
+    http_sandbox.advance(599)
+    assert _wire_transfers(http_sandbox) == []
+    http_sandbox.advance(1)
+    assert [t["status"] for t in _wire_transfers(http_sandbox)] == ["COMPLETED"]
 
 
 def test_metadata_sandbox_reject_rejects(sandbox_factory: Any) -> None:
@@ -408,44 +408,46 @@ def test_a_held_withdrawal_released_to_fail_returns_its_hold(sandbox: Any) -> No
     assert sandbox.verify() == []
 
 
-def test_a_release_without_a_reason_says_so(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    made = _ok(withdraw(sandbox, amount="0.001", memo="sandbox:hold"))
-    failed = _ok(_release(sandbox, made["id"], "fail"))
+def test_a_release_without_a_reason_says_so(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    made = _ok(withdraw(http_sandbox, amount="0.001", memo="sandbox:hold"))
+    failed = _ok(_release(http_sandbox, made["id"], "fail"))
     assert "released to fail" in failed["status_details"]["sandbox_forced_failure"]["message"]
 
 
-def test_releases_that_cannot_be_are_problems_naming_why(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    made = _ok(withdraw(sandbox, amount="0.001", memo="sandbox:hold"))
-    unknown = _release(sandbox, "00000000-0000-0000-0000-000000000000", "complete")
+def test_releases_that_cannot_be_are_problems_naming_why(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    made = _ok(withdraw(http_sandbox, amount="0.001", memo="sandbox:hold"))
+    unknown = _release(http_sandbox, "00000000-0000-0000-0000-000000000000", "complete")
     assert unknown.status_code == 404, unknown.text
     assert unknown.headers["content-type"] == "application/problem+json"
-    long = _release(sandbox, made["id"], "fail", {"reason": "x" * 101})
+    long = _release(http_sandbox, made["id"], "fail", {"reason": "x" * 101})
     assert long.status_code == 400, long.text
     assert "reason" in long.text
-    headers, _ = sandbox.tenant()
-    foreign = _release(sandbox, made["id"], "complete", headers=headers)
+    headers, _ = http_sandbox.tenant()
+    foreign = _release(http_sandbox, made["id"], "complete", headers=headers)
     assert foreign.status_code == 404, foreign.text
-    _ok(_release(sandbox, made["id"], "complete"))
-    again = _release(sandbox, made["id"], "fail")
+    _ok(_release(http_sandbox, made["id"], "complete"))
+    again = _release(http_sandbox, made["id"], "fail")
     assert again.status_code == 409, again.text
     assert "COMPLETED" in again.json()["detail"]
 
 
-def test_releasing_needs_its_scope(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    made = _ok(withdraw(sandbox, amount="0.001", memo="sandbox:hold"))
-    reader = sandbox.login("sandex", "sandex-secret", "transfer:read_transfer")
-    refused = _release(sandbox, made["id"], "complete", headers=reader)
+def test_releasing_needs_its_scope(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    made = _ok(withdraw(http_sandbox, amount="0.001", memo="sandbox:hold"))
+    reader = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, "transfer:read_transfer"
+    )
+    refused = _release(http_sandbox, made["id"], "complete", headers=reader)
     assert refused.status_code == 403, refused.text
 
 
 # -- pacing -----------------------------------------------------------------------------
 
 
-def test_every_kind_is_paced_by_its_setting_until_told_otherwise(sandbox: Any) -> None:
-    view = _ok(sandbox.get(PACING))
+def test_every_kind_is_paced_by_its_setting_until_told_otherwise(http_sandbox: Any) -> None:
+    view = _ok(http_sandbox.get(PACING))
     assert set(view) == {
         "withdrawal",
         "deposit",
@@ -456,107 +458,113 @@ def test_every_kind_is_paced_by_its_setting_until_told_otherwise(sandbox: Any) -
     assert {entry["mode"] for entry in view.values()} == {"default"}
 
 
-def test_withdrawals_paced_after_seconds(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    view = _pace(sandbox, withdrawal={"mode": "after_seconds", "value": 30})
+def test_withdrawals_paced_after_seconds(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    view = _pace(http_sandbox, withdrawal={"mode": "after_seconds", "value": 30})
     assert view["withdrawal"] == {"mode": "after_seconds", "value": "30"}
-    assert _ok(sandbox.get(PACING))["withdrawal"] == view["withdrawal"]
-    made = _ok(withdraw(sandbox, amount="0.001"))
-    sandbox.advance(29)
-    assert _transfer(sandbox, made["id"])["status"] == "PENDING"
-    sandbox.advance(1)
-    assert _transfer(sandbox, made["id"])["status"] == "COMPLETED"
+    assert _ok(http_sandbox.get(PACING))["withdrawal"] == view["withdrawal"]
+    made = _ok(withdraw(http_sandbox, amount="0.001"))
+    http_sandbox.advance(29)
+    assert _transfer(http_sandbox, made["id"])["status"] == "PENDING"
+    http_sandbox.advance(1)
+    assert _transfer(http_sandbox, made["id"])["status"] == "COMPLETED"
 
 
-def test_withdrawals_paced_immediately_and_back_to_default(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    _pace(sandbox, withdrawal={"mode": "immediately"})
-    assert _ok(withdraw(sandbox, amount="0.001"))["status"] == "COMPLETED"
-    _pace(sandbox, withdrawal={"mode": "default"})
-    assert _ok(withdraw(sandbox, amount="0.001"))["status"] == "PENDING"
+def test_withdrawals_paced_immediately_and_back_to_default(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    _pace(http_sandbox, withdrawal={"mode": "immediately"})
+    assert _ok(withdraw(http_sandbox, amount="0.001"))["status"] == "COMPLETED"
+    _pace(http_sandbox, withdrawal={"mode": "default"})
+    assert _ok(withdraw(http_sandbox, amount="0.001"))["status"] == "PENDING"
 
 
-def test_withdrawals_paced_manually_wait_for_a_release(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    _pace(sandbox, withdrawal={"mode": "manually"})
-    made = _ok(withdraw(sandbox, amount="0.001"))
-    sandbox.advance(7 * 24 * 3600)
-    assert _transfer(sandbox, made["id"])["status"] == "PENDING"
-    assert _ok(_release(sandbox, made["id"], "complete"))["status"] == "COMPLETED"
+def test_withdrawals_paced_manually_wait_for_a_release(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    _pace(http_sandbox, withdrawal={"mode": "manually"})
+    made = _ok(withdraw(http_sandbox, amount="0.001"))
+    http_sandbox.advance(7 * 24 * 3600)
+    assert _transfer(http_sandbox, made["id"])["status"] == "PENDING"
+    assert _ok(_release(http_sandbox, made["id"], "complete"))["status"] == "COMPLETED"
 
 
-def test_withdrawals_paced_after_polls_settle_at_the_last_poll(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    _pace(sandbox, withdrawal={"mode": "after_polls", "value": 3})
-    made = _ok(withdraw(sandbox, amount="0.001", memo="sandbox:fail:polled"))
-    statuses = [_transfer(sandbox, made["id"])["status"] for _ in range(4)]
+def test_withdrawals_paced_after_polls_settle_at_the_last_poll(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    _pace(http_sandbox, withdrawal={"mode": "after_polls", "value": 3})
+    made = _ok(withdraw(http_sandbox, amount="0.001", memo="sandbox:fail:polled"))
+    statuses = [_transfer(http_sandbox, made["id"])["status"] for _ in range(4)]
     assert statuses == ["PENDING", "PENDING", "FAILED", "FAILED"]
-    headers, _ = sandbox.tenant()  # another customer's reads count nothing
-    assert sandbox.get(f"{TRANSFERS}/{made['id']}", headers=headers).status_code == 404
+    headers, _ = http_sandbox.tenant()  # another customer's reads count nothing
+    assert http_sandbox.get(f"{TRANSFERS}/{made['id']}", headers=headers).status_code == 404
 
 
-def test_conversions_deposits_and_reviews_are_paced_too(sandbox: Any) -> None:
-    sandbox.deposit("USD", "1000")
+def test_conversions_deposits_and_reviews_are_paced_too(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "1000")
     _pace(
-        sandbox,
+        http_sandbox,
         conversion={"mode": "after_polls", "value": 2},
         deposit={"mode": "immediately"},
         fiat_deposit={"mode": "after_seconds", "value": 5},
         fiat_account_review={"mode": "manually"},
     )
     body = {"profile_id": "default", "amount": "10", "source_asset": "USD", "target_asset": "USDP"}
-    conversion = _ok(sandbox.post(CONVERSIONS, body))
-    assert _ok(sandbox.get(f"{CONVERSIONS}/{conversion['id']}"))["status"] == "CREATED"
-    assert _ok(sandbox.get(f"{CONVERSIONS}/{conversion['id']}"))["status"] == "SETTLED"
-    assert _crypto_deposit(sandbox, _address(sandbox))["status"] == "COMPLETED"
-    _wire(sandbox, _instructions(sandbox))
-    sandbox.advance(5)
-    assert [t["status"] for t in _wire_transfers(sandbox)] == ["COMPLETED"]
-    account = _fiat_account(sandbox)
-    sandbox.advance(3600)
-    assert _ok(sandbox.get(f"{ACCOUNTS}/{account['id']}"))["status"] == "PENDING"
+    conversion = _ok(http_sandbox.post(CONVERSIONS, body))
+    assert _ok(http_sandbox.get(f"{CONVERSIONS}/{conversion['id']}"))["status"] == "CREATED"
+    assert _ok(http_sandbox.get(f"{CONVERSIONS}/{conversion['id']}"))["status"] == "SETTLED"
+    assert _crypto_deposit(http_sandbox, _address(http_sandbox))["status"] == "COMPLETED"
+    _wire(http_sandbox, _instructions(http_sandbox))
+    http_sandbox.advance(5)
+    assert [t["status"] for t in _wire_transfers(http_sandbox)] == ["COMPLETED"]
+    account = _fiat_account(http_sandbox)
+    http_sandbox.advance(3600)
+    assert _ok(http_sandbox.get(f"{ACCOUNTS}/{account['id']}"))["status"] == "PENDING"
     reviews = "fiat-accounts"
-    assert _ok(_release(sandbox, account["id"], "fail", kind=reviews))["status"] == "REJECTED"
-    other = _fiat_account(sandbox)
-    assert _ok(_release(sandbox, other["id"], "complete", kind=reviews))["status"] == "APPROVED"
-    again = _release(sandbox, other["id"], "fail", kind=reviews)
+    assert _ok(_release(http_sandbox, account["id"], "fail", kind=reviews))["status"] == "REJECTED"
+    other = _fiat_account(http_sandbox)
+    assert (
+        _ok(_release(http_sandbox, other["id"], "complete", kind=reviews))["status"] == "APPROVED"
+    )
+    again = _release(http_sandbox, other["id"], "fail", kind=reviews)
     assert again.status_code == 409, again.text
 
 
-def test_a_conversion_paced_manually_is_completed_not_failed(sandbox: Any) -> None:
-    sandbox.deposit("USD", "1000")
-    _pace(sandbox, conversion={"mode": "manually"})
+def test_a_conversion_paced_manually_is_completed_not_failed(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "1000")
+    _pace(http_sandbox, conversion={"mode": "manually"})
     body = {"profile_id": "default", "amount": "10", "source_asset": "USD", "target_asset": "USDG"}
-    made = _ok(sandbox.post(CONVERSIONS, body))
-    sandbox.advance(3600)
-    assert _ok(sandbox.get(f"{CONVERSIONS}/{made['id']}"))["status"] == "CREATED"
-    refused = _release(sandbox, made["id"], "fail", kind="conversions")
+    made = _ok(http_sandbox.post(CONVERSIONS, body))
+    http_sandbox.advance(3600)
+    assert _ok(http_sandbox.get(f"{CONVERSIONS}/{made['id']}"))["status"] == "CREATED"
+    refused = _release(http_sandbox, made["id"], "fail", kind="conversions")
     assert refused.status_code == 404, refused.text  # no such route: conversions never fail
-    settled = _ok(_release(sandbox, made["id"], "complete", kind="conversions"))
+    settled = _ok(_release(http_sandbox, made["id"], "complete", kind="conversions"))
     assert settled["status"] == "SETTLED"
-    assert sandbox.balance("USDG")["available"] == "10"
+    assert http_sandbox.balance("USDG")["available"] == "10"
 
 
-def test_a_wire_paced_manually_is_a_pending_transfer_until_released(sandbox: Any) -> None:
-    _pace(sandbox, fiat_deposit={"mode": "manually"})
-    _wire(sandbox, _instructions(sandbox))
-    (pending,) = _wire_transfers(sandbox)
+def test_a_wire_paced_manually_is_a_pending_transfer_until_released(http_sandbox: Any) -> None:
+    _pace(http_sandbox, fiat_deposit={"mode": "manually"})
+    _wire(http_sandbox, _instructions(http_sandbox))
+    (pending,) = _wire_transfers(http_sandbox)
     assert pending["status"] == "PENDING"
-    assert _ok(_release(sandbox, pending["id"], "complete"))["status"] == "COMPLETED"
+    assert _ok(_release(http_sandbox, pending["id"], "complete"))["status"] == "COMPLETED"
 
 
-def test_pacing_is_refused_naming_the_field_and_needs_the_admin_scope(sandbox: Any) -> None:
-    bad = sandbox.http.put(PACING, json={"withdrawal": {"mode": "soon"}}, headers=sandbox.headers)
+def test_pacing_is_refused_naming_the_field_and_needs_the_admin_scope(http_sandbox: Any) -> None:
+    bad = http_sandbox.http.put(
+        PACING, json={"withdrawal": {"mode": "soon"}}, headers=http_sandbox.headers
+    )
     assert bad.status_code == 400, bad.text
     assert bad.headers["content-type"] == "application/problem+json"
     assert "withdrawal.mode" in bad.text
-    counted = sandbox.http.put(
-        PACING, json={"deposit": {"mode": "after_polls"}}, headers=sandbox.headers
+    counted = http_sandbox.http.put(
+        PACING, json={"deposit": {"mode": "after_polls"}}, headers=http_sandbox.headers
     )
     assert counted.status_code == 400, counted.text
     assert "deposit.value" in counted.text
-    headers, _ = sandbox.tenant()
-    tenant = sandbox.http.put(PACING, json={"withdrawal": {"mode": "manually"}}, headers=headers)
+    headers, _ = http_sandbox.tenant()
+    tenant = http_sandbox.http.put(
+        PACING, json={"withdrawal": {"mode": "manually"}}, headers=headers
+    )
     assert tenant.status_code == 403, tenant.text
 
 
@@ -603,16 +611,16 @@ def test_identity_statuses_take_effect_at_the_chosen_time(sandbox_factory: Any) 
     assert _summary(again, made["id"]) == "DENIED"  # a time already past: at once
 
 
-def test_a_scheduled_status_is_checked_when_it_is_asked_for(sandbox: Any) -> None:
-    made = person(sandbox)
+def test_a_scheduled_status_is_checked_when_it_is_asked_for(http_sandbox: Any) -> None:
+    made = person(http_sandbox)
     bad_time = set_status(
-        sandbox, made["id"], id_verification_status="APPROVED", effective_at="tomorrow"
+        http_sandbox, made["id"], id_verification_status="APPROVED", effective_at="tomorrow"
     )
     assert bad_time.status_code == 400, bad_time.text
     assert bad_time.json()["meta"]["field"] == "effective_at"
     later = "2030-01-01T00:00:00Z"
     bad_status = set_status(
-        sandbox, made["id"], document_verification_status="APPROVED", effective_at=later
+        http_sandbox, made["id"], document_verification_status="APPROVED", effective_at=later
     )
     assert bad_status.status_code == 400, bad_status.text
     assert bad_status.json()["meta"]["field"] == "document_verification_status"

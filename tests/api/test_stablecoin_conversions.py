@@ -53,16 +53,16 @@ def test_usd_to_usdp_debits_at_once_and_credits_at_settlement(sandbox: Any) -> N
     assert sandbox.verify() == []
 
 
-def test_each_stablecoin_converts_back_to_usd(sandbox: Any) -> None:
+def test_each_stablecoin_converts_back_to_usd(http_sandbox: Any) -> None:
     for coin in ("USDP", "PYUSD", "USDG"):
-        sandbox.deposit(coin, "50")
-        r = _convert(sandbox, "20.5", source=coin, target="USD")
+        http_sandbox.deposit(coin, "50")
+        r = _convert(http_sandbox, "20.5", source=coin, target="USD")
         assert r.status_code == 200, r.text
-    sandbox.advance(10)
-    assert sandbox.balance("USD")["available"] == "61.5"
+    http_sandbox.advance(10)
+    assert http_sandbox.balance("USD")["available"] == "61.5"
     for coin in ("USDP", "PYUSD", "USDG"):
-        assert sandbox.balance(coin)["available"] == "29.5"
-    statuses = {c["status"] for c in sandbox.get(PATH).json()["items"]}
+        assert http_sandbox.balance(coin)["available"] == "29.5"
+    statuses = {c["status"] for c in http_sandbox.get(PATH).json()["items"]}
     assert statuses == {"SETTLED"}
 
 
@@ -86,14 +86,14 @@ def test_a_created_conversion_is_cancelled_and_the_source_returns(sandbox: Any) 
     assert sandbox.verify() == []
 
 
-def test_a_settled_conversion_is_past_its_cancellation_window(sandbox: Any) -> None:
-    sandbox.deposit("USD", "10")
-    created = _convert(sandbox, "10").json()
-    sandbox.advance(10)
-    r = sandbox.delete(f"{PATH}/{created['id']}")
+def test_a_settled_conversion_is_past_its_cancellation_window(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "10")
+    created = _convert(http_sandbox, "10").json()
+    http_sandbox.advance(10)
+    r = http_sandbox.delete(f"{PATH}/{created['id']}")
     assert r.status_code == 409
     assert "only a CREATED conversion can be cancelled" in r.json()["detail"]
-    assert sandbox.balance("USDP")["available"] == "10"
+    assert http_sandbox.balance("USDP")["available"] == "10"
 
 
 def test_the_settlement_delay_is_a_setting(sandbox_factory: Any) -> None:
@@ -104,25 +104,25 @@ def test_the_settlement_delay_is_a_setting(sandbox_factory: Any) -> None:
     assert sb.balance("USDG")["available"] == "5"
 
 
-def test_insufficient_funds_is_the_documents_problem(sandbox: Any) -> None:
-    sandbox.deposit("USD", "358.24")
-    r = _convert(sandbox, "999")
+def test_insufficient_funds_is_the_documents_problem(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "358.24")
+    r = _convert(http_sandbox, "999")
     assert r.status_code == 403
     body = r.json()
     assert body["type"] == "https://developer.paxos.com/docs/v2/problems/insufficient-funds"
     assert body["meta"]["available"] == "358.24" and body["meta"]["needed"] == "999"
 
 
-def test_a_reused_ref_id_is_409_with_the_existing_conversion(sandbox: Any) -> None:
-    sandbox.deposit("USD", "10")
-    first = _convert(sandbox, "3", ref_id="refid-1").json()
-    r = _convert(sandbox, "4", ref_id="refid-1")
+def test_a_reused_ref_id_is_409_with_the_existing_conversion(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "10")
+    first = _convert(http_sandbox, "3", ref_id="refid-1").json()
+    r = _convert(http_sandbox, "4", ref_id="refid-1")
     assert r.status_code == 409
     assert r.json()["detail"] == "conversion already exists with ref_id 'refid-1'"
     assert r.json()["meta"]["existing"] == first
-    listed = sandbox.get(PATH, params={"ref_id": "refid-1"}).json()["items"]
+    listed = http_sandbox.get(PATH, params={"ref_id": "refid-1"}).json()["items"]
     assert [c["id"] for c in listed] == [first["id"]]
-    assert sandbox.balance("USD")["available"] == "7"
+    assert http_sandbox.balance("USD")["available"] == "7"
 
 
 def test_refused_pairs_amounts_and_precision_name_their_field(sandbox_factory: Any) -> None:
@@ -149,68 +149,76 @@ def test_refused_pairs_amounts_and_precision_name_their_field(sandbox_factory: A
     assert sb.balance("USD")["available"] == "20000"
 
 
-def test_a_usd_balance_a_trade_left_below_the_cent_converts_whole(sandbox: Any) -> None:
+def test_a_usd_balance_a_trade_left_below_the_cent_converts_whole(http_sandbox: Any) -> None:
     """USD to USDP (18 places) at the balance's own places; USDG keeps its 6."""
-    held = usd_below_the_cent(sandbox)
-    refused = _convert(sandbox, held, target="USDG")
+    held = usd_below_the_cent(http_sandbox)
+    refused = _convert(http_sandbox, held, target="USDG")
     assert refused.status_code == 400, refused.text
     assert refused.json()["detail"] == "max precision allowed for asset USDG is 6"
-    r = _convert(sandbox, held)
+    r = _convert(http_sandbox, held)
     assert r.status_code == 200, r.text
     assert r.json()["amount"] == held
-    assert sandbox.balance("USD")["available"] == "0"
+    assert http_sandbox.balance("USD")["available"] == "0"
 
 
-def test_directed_settlement_credits_the_recipient_profile(sandbox: Any) -> None:
-    desk = sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
-    sandbox.deposit("USD", "10")
-    r = _convert(sandbox, "10", recipient_profile_id=desk["id"])
+def test_directed_settlement_credits_the_recipient_profile(http_sandbox: Any) -> None:
+    desk = http_sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
+    http_sandbox.deposit("USD", "10")
+    r = _convert(http_sandbox, "10", recipient_profile_id=desk["id"])
     assert r.status_code == 200, r.text
     assert r.json()["recipient_profile_id"] == desk["id"]
-    sandbox.advance(10)
-    assert sandbox.balance("USDP", profile=desk["id"])["available"] == "10"
-    assert sandbox.balance("USDP")["available"] == "0"
+    http_sandbox.advance(10)
+    assert http_sandbox.balance("USDP", profile=desk["id"])["available"] == "10"
+    assert http_sandbox.balance("USDP")["available"] == "0"
 
 
-def test_tenancy_and_scopes(sandbox: Any) -> None:
-    sandbox.deposit("USD", "10")
-    mine = _convert(sandbox, "1").json()
-    headers, _ = sandbox.tenant()
-    assert sandbox.get(f"{PATH}/{mine['id']}", headers=headers).status_code == 404
-    assert sandbox.delete(f"{PATH}/{mine['id']}", headers=headers).status_code == 404
-    assert sandbox.get(PATH, headers=headers).json()["items"] == []
-    r = _convert(sandbox, "1", headers=headers)
+def test_tenancy_and_scopes(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "10")
+    mine = _convert(http_sandbox, "1").json()
+    headers, _ = http_sandbox.tenant()
+    assert http_sandbox.get(f"{PATH}/{mine['id']}", headers=headers).status_code == 404
+    assert http_sandbox.delete(f"{PATH}/{mine['id']}", headers=headers).status_code == 404
+    assert http_sandbox.get(PATH, headers=headers).json()["items"] == []
+    r = _convert(http_sandbox, "1", headers=headers)
     assert r.status_code == 403  # the tenant's own default profile holds no USD
-    narrow = sandbox.login("sandex", "sandex-secret", scope="conversion:read_conversion_stablecoin")
-    assert _convert(sandbox, "1", headers=narrow).status_code == 403
-    assert sandbox.get(PATH, headers=narrow).status_code == 200
-    write_only = sandbox.login(
-        "sandex", "sandex-secret", scope="conversion:write_conversion_stablecoin"
+    narrow = http_sandbox.login(
+        http_sandbox.client_id,
+        http_sandbox.client_secret,
+        scope="conversion:read_conversion_stablecoin",
     )
-    assert sandbox.get(PATH, headers=write_only).status_code == 403
-    unknown = sandbox.get(f"{PATH}/nope").json()
+    assert _convert(http_sandbox, "1", headers=narrow).status_code == 403
+    assert http_sandbox.get(PATH, headers=narrow).status_code == 200
+    write_only = http_sandbox.login(
+        http_sandbox.client_id,
+        http_sandbox.client_secret,
+        scope="conversion:write_conversion_stablecoin",
+    )
+    assert http_sandbox.get(PATH, headers=write_only).status_code == 403
+    unknown = http_sandbox.get(f"{PATH}/nope").json()
     assert unknown["detail"].startswith("conversion with id nope not found for customer with id")
 
 
-def test_the_list_pages_newest_first_and_filters(sandbox: Any) -> None:
-    desk = sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
-    sandbox.deposit("USD", "100")
-    sandbox.deposit("USD", "100", profile=desk["id"])
+def test_the_list_pages_newest_first_and_filters(http_sandbox: Any) -> None:
+    desk = http_sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
+    http_sandbox.deposit("USD", "100")
+    http_sandbox.deposit("USD", "100", profile=desk["id"])
     ids = []
     for i in range(3):
-        ids.append(_convert(sandbox, f"{i + 1}").json()["id"])
-        sandbox.advance(60)
-    theirs = sandbox.post(
+        ids.append(_convert(http_sandbox, f"{i + 1}").json()["id"])
+        http_sandbox.advance(60)
+    theirs = http_sandbox.post(
         PATH,
         {"profile_id": desk["id"], "amount": "5", "source_asset": "USD", "target_asset": "USDG"},
     ).json()
-    first = sandbox.get(PATH, params={"limit": 2}).json()
+    first = http_sandbox.get(PATH, params={"limit": 2}).json()
     assert [c["id"] for c in first["items"]] == [theirs["id"], ids[2]]
-    rest = sandbox.get(PATH, params={"limit": 2, "page_cursor": first["next_page_cursor"]}).json()
+    rest = http_sandbox.get(
+        PATH, params={"limit": 2, "page_cursor": first["next_page_cursor"]}
+    ).json()
     assert [c["id"] for c in rest["items"]] == [ids[1], ids[0]]
-    by_profile = sandbox.get(PATH, params={"profile_id": desk["id"]}).json()["items"]
+    by_profile = http_sandbox.get(PATH, params={"profile_id": desk["id"]}).json()["items"]
     assert [c["id"] for c in by_profile] == [theirs["id"]]
-    window = sandbox.get(
+    window = http_sandbox.get(
         PATH,
         params={
             "created_at.begin": "2024-01-01T00:01:00Z",
@@ -219,19 +227,21 @@ def test_the_list_pages_newest_first_and_filters(sandbox: Any) -> None:
         },
     ).json()["items"]
     assert [c["id"] for c in window] == [ids[1], ids[2]]
-    bad = sandbox.get(PATH, params={"created_at.begin": "yesterday"})
+    bad = http_sandbox.get(PATH, params={"created_at.begin": "yesterday"})
     assert bad.status_code == 400 and bad.json()["meta"]["field"] == "created_at.begin"
 
 
-def test_a_profile_with_a_conversion_in_flight_is_not_deactivated(sandbox: Any) -> None:
-    desk = sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
-    sandbox.deposit("USD", "5", profile=desk["id"])
-    r = sandbox.post(
+def test_a_profile_with_a_conversion_in_flight_is_not_deactivated(http_sandbox: Any) -> None:
+    desk = http_sandbox.post("/v2/profiles", {"nickname": "desk"}).json()
+    http_sandbox.deposit("USD", "5", profile=desk["id"])
+    r = http_sandbox.post(
         PATH,
         {"profile_id": desk["id"], "amount": "5", "source_asset": "USD", "target_asset": "USDP"},
     )
     assert r.status_code == 200, r.text
-    refused = sandbox.http.put(f"/v2/profiles/{desk['id']}/deactivate", headers=sandbox.headers)
+    refused = http_sandbox.http.put(
+        f"/v2/profiles/{desk['id']}/deactivate", headers=http_sandbox.headers
+    )
     assert refused.status_code == 400
     assert refused.json()["meta"]["balances"] == {"USD": "5"}
 

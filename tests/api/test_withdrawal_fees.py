@@ -14,8 +14,8 @@ from tests.support.transfer_helpers import ADDRESSES, EVM_ADDRESS, fee_body, pro
 PATH = "/v2/transfer/fees/crypto-withdrawal"
 
 
-def test_a_quote_by_amount_has_every_field_and_total_is_amount_plus_fee(sandbox: Any) -> None:
-    r = sandbox.post(PATH, fee_body("BTC", "BITCOIN", amount="0.001"))
+def test_a_quote_by_amount_has_every_field_and_total_is_amount_plus_fee(http_sandbox: Any) -> None:
+    r = http_sandbox.post(PATH, fee_body("BTC", "BITCOIN", amount="0.001"))
     assert r.status_code == 200, r.text
     body = r.json()
     schema = component_schemas()
@@ -30,8 +30,8 @@ def test_a_quote_by_amount_has_every_field_and_total_is_amount_plus_fee(sandbox:
     assert body["expires_at"] == "2024-01-01T00:01:00.000000Z"
 
 
-def test_a_quote_by_total_computes_the_amount(sandbox: Any) -> None:
-    body = quote(sandbox, asset="ETH", network="ETHEREUM", total="0.01")
+def test_a_quote_by_total_computes_the_amount(http_sandbox: Any) -> None:
+    body = quote(http_sandbox, asset="ETH", network="ETHEREUM", total="0.01")
     assert body["fee"] == "0.0005"
     assert body["total"] == "0.01"
     assert body["amount"] == "0.0095"
@@ -49,9 +49,9 @@ def test_a_quote_by_total_computes_the_amount(sandbox: Any) -> None:
     ],
 )
 def test_the_fee_depends_on_asset_and_network(
-    sandbox: Any, asset: str, network: str, fee: str
+    http_sandbox: Any, asset: str, network: str, fee: str
 ) -> None:
-    assert quote(sandbox, asset=asset, network=network, amount="0.01")["fee"] == fee
+    assert quote(http_sandbox, asset=asset, network=network, amount="0.01")["fee"] == fee
 
 
 def test_the_schedule_is_configurable(sandbox_factory: Any) -> None:
@@ -65,33 +65,33 @@ def test_the_schedule_is_configurable(sandbox_factory: Any) -> None:
     [{}, {"amount": "0.1", "total": "0.2"}],
     ids=["neither", "both"],
 )
-def test_exactly_one_of_amount_and_total(sandbox: Any, sizing: dict[str, str]) -> None:
+def test_exactly_one_of_amount_and_total(http_sandbox: Any, sizing: dict[str, str]) -> None:
     body = fee_body()
     body.pop("amount")
     body.update(sizing)
-    detail = problem(sandbox.post(PATH, body), 400)["detail"]
+    detail = problem(http_sandbox.post(PATH, body), 400)["detail"]
     assert "amount" in detail and "total" in detail
 
 
 @pytest.mark.parametrize("field", ["amount", "total"])
 @pytest.mark.parametrize("value", ["0", "0.000", "-1", "1e-3", "", 1])
 def test_amount_and_total_must_be_positive_decimal_strings(
-    sandbox: Any, field: str, value: Any
+    http_sandbox: Any, field: str, value: Any
 ) -> None:
-    body = problem(sandbox.post(PATH, fee_body(**{field: value})), 400)
+    body = problem(http_sandbox.post(PATH, fee_body(**{field: value})), 400)
     assert field in body["detail"]
 
 
-def test_a_total_that_does_not_cover_the_fee_is_refused(sandbox: Any) -> None:
-    body = problem(sandbox.post(PATH, fee_body(total="0.00002")), 400)
+def test_a_total_that_does_not_cover_the_fee_is_refused(http_sandbox: Any) -> None:
+    body = problem(http_sandbox.post(PATH, fee_body(total="0.00002")), 400)
     assert "total" in body["detail"] and "fee" in body["detail"]
 
 
-def test_amount_precision_per_asset(sandbox: Any) -> None:
-    body = problem(sandbox.post(PATH, fee_body(amount="0.000000001")), 400, "exceed-precision")
+def test_amount_precision_per_asset(http_sandbox: Any) -> None:
+    body = problem(http_sandbox.post(PATH, fee_body(amount="0.000000001")), 400, "exceed-precision")
     assert body["detail"] == "max precision allowed for asset BTC is 8"
     body = problem(
-        sandbox.post(PATH, fee_body("PYUSD", "ETHEREUM", total="1.0000001")),
+        http_sandbox.post(PATH, fee_body("PYUSD", "ETHEREUM", total="1.0000001")),
         400,
         "exceed-precision",
     )
@@ -102,17 +102,17 @@ def test_amount_precision_per_asset(sandbox: Any) -> None:
     ("asset", "network"),
     [("BTC", "ETHEREUM"), ("ETH", "POLYGON_POS"), ("USDP", "BASE"), ("SOL", "STELLAR")],
 )
-def test_the_asset_must_travel_on_the_network(sandbox: Any, asset: str, network: str) -> None:
-    body = problem(sandbox.post(PATH, fee_body(asset, network)), 400)
+def test_the_asset_must_travel_on_the_network(http_sandbox: Any, asset: str, network: str) -> None:
+    body = problem(http_sandbox.post(PATH, fee_body(asset, network)), 400)
     assert "crypto_network" in body["detail"]
 
 
-def test_unknown_assets_and_networks_are_refused(sandbox: Any) -> None:
-    assert "asset" in problem(sandbox.post(PATH, fee_body("DOGE", "BITCOIN")), 400)["detail"]
-    assert "asset" in problem(sandbox.post(PATH, fee_body("USD", "BITCOIN")), 400)["detail"]
+def test_unknown_assets_and_networks_are_refused(http_sandbox: Any) -> None:
+    assert "asset" in problem(http_sandbox.post(PATH, fee_body("DOGE", "BITCOIN")), 400)["detail"]
+    assert "asset" in problem(http_sandbox.post(PATH, fee_body("USD", "BITCOIN")), 400)["detail"]
     body = fee_body()
     body["crypto_network"] = "TRON"
-    assert "crypto_network" in problem(sandbox.post(PATH, body), 400)["detail"]
+    assert "crypto_network" in problem(http_sandbox.post(PATH, body), 400)["detail"]
 
 
 @pytest.mark.parametrize(
@@ -125,10 +125,10 @@ def test_unknown_assets_and_networks_are_refused(sandbox: Any) -> None:
     ],
 )
 def test_a_malformed_address_is_refused_naming_the_field(
-    sandbox: Any, network: str, address: str
+    http_sandbox: Any, network: str, address: str
 ) -> None:
     asset = {"BITCOIN": "BTC", "ETHEREUM": "ETH", "SOLANA": "SOL", "STELLAR": "USDC"}[network]
-    r = sandbox.post(PATH, fee_body(asset, network, destination_address=address))
+    r = http_sandbox.post(PATH, fee_body(asset, network, destination_address=address))
     assert problem(r, 400)["detail"].startswith("destination_address invalid")
 
 
@@ -150,11 +150,13 @@ def test_the_validity_is_configurable(sandbox_factory: Any) -> None:
     assert quote(sb)["expires_at"] == "2024-01-01T00:00:02.500000Z"
 
 
-def test_the_scope_is_required(sandbox: Any) -> None:
-    headers = sandbox.login("sandex", "sandex-secret", scope="transfer:write_crypto_withdrawal")
-    r = sandbox.post(PATH, fee_body(), headers=headers)
+def test_the_scope_is_required(http_sandbox: Any) -> None:
+    headers = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="transfer:write_crypto_withdrawal"
+    )
+    r = http_sandbox.post(PATH, fee_body(), headers=headers)
     assert r.status_code == 403
-    assert sandbox.post(PATH, fee_body(), headers={}).status_code == 401
+    assert http_sandbox.post(PATH, fee_body(), headers={}).status_code == 401
 
 
 def test_unknown_fields_are_ignored_unless_strict(sandbox_factory: Any) -> None:
@@ -195,13 +197,13 @@ def test_settings_refuse_negative_fees_delays_and_caps(bad: dict[str, Any]) -> N
     ],
 )
 def test_a_quote_above_the_cap_is_refused_as_the_withdrawal_would_be(
-    sandbox: Any, asset: str, network: str, sizing: dict[str, str]
+    http_sandbox: Any, asset: str, network: str, sizing: dict[str, str]
 ) -> None:
     """A quote for an amount no withdrawal may send was answered 200."""
-    sandbox.deposit(asset, "1000000000000")
-    refused = sandbox.post(PATH, fee_body(asset, network, **sizing))
+    http_sandbox.deposit(asset, "1000000000000")
+    refused = http_sandbox.post(PATH, fee_body(asset, network, **sizing))
     withdrawal = {**fee_body(asset, network, **sizing), "profile_id": "default"}
-    same = sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal)
+    same = http_sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal)
     assert refused.status_code == 400, refused.text
     assert refused.headers["content-type"] == "application/problem+json"
     assert refused.json() == same.json()

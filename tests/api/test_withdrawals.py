@@ -41,12 +41,12 @@ def _ok(response: Any) -> dict[str, Any]:
 # -- the created transfer ---------------------------------------------------------------
 
 
-def test_a_withdrawal_is_a_pending_debit_with_every_required_field(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    identity, acct = approved_account(sandbox)
+def test_a_withdrawal_is_a_pending_debit_with_every_required_field(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    identity, acct = approved_account(http_sandbox)
     body = _ok(
         withdraw(
-            sandbox,
+            http_sandbox,
             amount="0.001",
             ref_id="w-1",
             metadata={"k": "v"},
@@ -58,7 +58,7 @@ def test_a_withdrawal_is_a_pending_debit_with_every_required_field(sandbox: Any)
     schema = component_schemas()
     assert set(schema["Transfer"]["required"]) <= set(body)
     assert set(body) <= set(schema["Transfer"]["properties"])
-    pid = profile_id(sandbox)
+    pid = profile_id(http_sandbox)
     expected = {
         "profile_id": pid,
         "ref_id": "w-1",
@@ -81,15 +81,15 @@ def test_a_withdrawal_is_a_pending_debit_with_every_required_field(sandbox: Any)
     }
     assert {k: body[k] for k in expected} == expected
     assert "crypto_tx_hash" not in body
-    assert transfer(sandbox, body["id"]) == body
+    assert transfer(http_sandbox, body["id"]) == body
 
 
-def test_notional_value_is_the_usd_value_of_amount_plus_fee(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    sandbox.deposit("USDC", "100")
-    btc = _ok(withdraw(sandbox, amount="0.001"))
+def test_notional_value_is_the_usd_value_of_amount_plus_fee(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("USDC", "100")
+    btc = _ok(withdraw(http_sandbox, amount="0.001"))
     assert btc["notional_value"] == "43.35"  # 0.00102 BTC at the default 42,500 USD
-    usdc = _ok(withdraw(sandbox, asset="USDC", network="SOLANA", amount="10"))
+    usdc = _ok(withdraw(http_sandbox, asset="USDC", network="SOLANA", amount="10"))
     assert usdc["notional_value"] == "10.01"  # a USD stablecoin is worth 1 USD
 
 
@@ -102,34 +102,34 @@ def test_a_price_source_sets_the_notional_value(sandbox: Any, monkeypatch: Any) 
     assert _ok(withdraw(sandbox, amount="0.001"))["notional_value"] == "51.00"
 
 
-def test_with_total_the_amount_is_total_minus_fee(sandbox: Any) -> None:
-    sandbox.deposit("ETH", "1")
-    body = _ok(withdraw(sandbox, asset="ETH", network="ETHEREUM", total="0.01"))
+def test_with_total_the_amount_is_total_minus_fee(http_sandbox: Any) -> None:
+    http_sandbox.deposit("ETH", "1")
+    body = _ok(withdraw(http_sandbox, asset="ETH", network="ETHEREUM", total="0.01"))
     assert (body["amount"], body["fee"], body["total"]) == ("0.0095", "0.0005", "0.01")
-    assert sandbox.balance("ETH")["available"] == "0.99"
+    assert http_sandbox.balance("ETH")["available"] == "0.99"
 
 
-def test_a_total_that_leaves_nothing_after_the_fee_is_refused(sandbox: Any) -> None:
-    sandbox.deposit("ETH", "1")
-    r = withdraw(sandbox, asset="ETH", network="ETHEREUM", total="0.0005")
+def test_a_total_that_leaves_nothing_after_the_fee_is_refused(http_sandbox: Any) -> None:
+    http_sandbox.deposit("ETH", "1")
+    r = withdraw(http_sandbox, asset="ETH", network="ETHEREUM", total="0.0005")
     assert "total" in problem(r, 400)["detail"]
-    assert sandbox.balance("ETH")["available"] == "1"
+    assert http_sandbox.balance("ETH")["available"] == "1"
 
 
 @pytest.mark.parametrize("sizing", [{}, {"amount": "0.1", "total": "0.2"}], ids=["neither", "both"])
-def test_exactly_one_of_amount_and_total(sandbox: Any, sizing: dict[str, str]) -> None:
-    sandbox.deposit("BTC", "1")
+def test_exactly_one_of_amount_and_total(http_sandbox: Any, sizing: dict[str, str]) -> None:
+    http_sandbox.deposit("BTC", "1")
     body = withdrawal_body()
     body.pop("amount")
     body.update(sizing)
-    detail = problem(sandbox.post(PATH, body), 400)["detail"]
+    detail = problem(http_sandbox.post(PATH, body), 400)["detail"]
     assert "amount" in detail and "total" in detail
 
 
 @pytest.mark.parametrize("value", ["0", "-0.1", "1e-3", ".", 0.001])
-def test_amounts_are_positive_decimal_strings(sandbox: Any, value: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    assert "amount" in problem(withdraw(sandbox, amount=value), 400)["detail"]
+def test_amounts_are_positive_decimal_strings(http_sandbox: Any, value: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    assert "amount" in problem(withdraw(http_sandbox, amount=value), 400)["detail"]
 
 
 # -- the hold and the network's verdict -------------------------------------------------
@@ -172,19 +172,20 @@ def test_the_tx_hash_is_deterministic_from_the_seed(sandbox_factory: Any) -> Non
     assert transfer(other, tid)["crypto_tx_hash"] != hashes[0]
 
 
-def test_tx_hashes_take_the_shape_of_their_network(sandbox: Any) -> None:
-    sandbox.deposit("ETH", "1")
-    sandbox.deposit("SOL", "1")
-    eth = _ok(withdraw(sandbox, asset="ETH", network="BASE", amount="0.01"))["id"]
-    sol = _ok(withdraw(sandbox, asset="SOL", network="SOLANA", amount="0.1"))["id"]
-    sandbox.advance(10)
-    eth_hash = transfer(sandbox, eth)["crypto_tx_hash"]
+def test_tx_hashes_take_the_shape_of_their_network(http_sandbox: Any) -> None:
+    http_sandbox.deposit("ETH", "1")
+    http_sandbox.deposit("SOL", "1")
+    eth = _ok(withdraw(http_sandbox, asset="ETH", network="BASE", amount="0.01"))["id"]
+    sol = _ok(withdraw(http_sandbox, asset="SOL", network="SOLANA", amount="0.1"))["id"]
+    http_sandbox.advance(10)
+    eth_hash = transfer(http_sandbox, eth)["crypto_tx_hash"]
     assert eth_hash.startswith("0x") and len(eth_hash) == 66
-    assert len(base58.b58decode(transfer(sandbox, sol)["crypto_tx_hash"])) == 64
+    assert len(base58.b58decode(transfer(http_sandbox, sol)["crypto_tx_hash"])) == 64
 
 
-def test_the_confirmation_delay_is_configurable_per_network(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(withdrawal_confirmation_seconds={"BITCOIN": 30})
+@pytest.mark.sandex(settings={"withdrawal_confirmation_seconds": {"BITCOIN": 30}})
+def test_the_confirmation_delay_is_configurable_per_network(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("BTC", "1")
     sb.deposit("SOL", "1")
     btc = _ok(withdraw(sb, amount="0.001"))["id"]
@@ -236,21 +237,21 @@ def test_a_valid_quote_fixes_the_fee_charged(sandbox: Any) -> None:
     assert _ok(withdraw(sandbox, amount="0.001"))["fee"] == "0.0001"
 
 
-def test_without_fee_id_the_schedule_fee_is_charged(sandbox: Any) -> None:
-    sandbox.deposit("USDC", "100")
-    body = _ok(withdraw(sandbox, asset="USDC", network="ETHEREUM", amount="10"))
+def test_without_fee_id_the_schedule_fee_is_charged(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USDC", "100")
+    body = _ok(withdraw(http_sandbox, asset="USDC", network="ETHEREUM", amount="10"))
     assert (body["fee"], body["total"]) == ("3", "13")
 
 
-def test_an_unknown_fee_id_is_not_found(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    body = problem(withdraw(sandbox, fee_id="9e5828e2-0a10-4273-aa9c-f50bd0eaf344"), 404)
+def test_an_unknown_fee_id_is_not_found(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    body = problem(withdraw(http_sandbox, fee_id="9e5828e2-0a10-4273-aa9c-f50bd0eaf344"), 404)
     assert body["detail"] == "fee not found with id 9e5828e2-0a10-4273-aa9c-f50bd0eaf344"
 
 
-def test_another_customers_fee_id_is_not_found(sandbox: Any) -> None:
-    headers, _ = sandbox.tenant()
-    fee = sandbox.post(
+def test_another_customers_fee_id_is_not_found(http_sandbox: Any) -> None:
+    headers, _ = http_sandbox.tenant()
+    fee = http_sandbox.post(
         "/v2/transfer/fees/crypto-withdrawal",
         {
             "asset": "BTC",
@@ -260,27 +261,27 @@ def test_another_customers_fee_id_is_not_found(sandbox: Any) -> None:
         },
         headers=headers,
     ).json()
-    sandbox.deposit("BTC", "1")
-    problem(withdraw(sandbox, fee_id=fee["id"]), 404)
+    http_sandbox.deposit("BTC", "1")
+    problem(withdraw(http_sandbox, fee_id=fee["id"]), 404)
 
 
 @pytest.mark.parametrize("wait", [60, 61, 3600])
-def test_an_expired_fee_is_refused_with_its_expiry(sandbox: Any, wait: int) -> None:
-    sandbox.deposit("BTC", "1")
-    fee = quote(sandbox)
-    sandbox.advance(wait)
-    body = problem(withdraw(sandbox, fee_id=fee["id"]), 403, "expired")
+def test_an_expired_fee_is_refused_with_its_expiry(http_sandbox: Any, wait: int) -> None:
+    http_sandbox.deposit("BTC", "1")
+    fee = quote(http_sandbox)
+    http_sandbox.advance(wait)
+    body = problem(withdraw(http_sandbox, fee_id=fee["id"]), 403, "expired")
     assert body["title"] == "Expired"
     assert body["meta"] == {"expired_at": fee["expires_at"]}
     assert body["detail"] == f"fee {fee['id']} expired at {fee['expires_at']}"
-    assert sandbox.balance("BTC")["available"] == "1"
+    assert http_sandbox.balance("BTC")["available"] == "1"
 
 
-def test_a_fee_is_valid_until_just_before_expires_at(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    fee = quote(sandbox)
-    sandbox.advance(59)
-    _ok(withdraw(sandbox, fee_id=fee["id"]))
+def test_a_fee_is_valid_until_just_before_expires_at(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    fee = quote(http_sandbox)
+    http_sandbox.advance(59)
+    _ok(withdraw(http_sandbox, fee_id=fee["id"]))
 
 
 @pytest.mark.parametrize(
@@ -292,47 +293,50 @@ def test_a_fee_is_valid_until_just_before_expires_at(sandbox: Any) -> None:
     ],
 )
 def test_a_quote_for_another_asset_network_or_address_is_refused(
-    sandbox: Any, change: dict[str, str], field: str
+    http_sandbox: Any, change: dict[str, str], field: str
 ) -> None:
-    sandbox.deposit("BTC", "1")
-    sandbox.deposit("ETH", "1")
-    fee = quote(sandbox)
-    body = problem(withdraw(sandbox, fee_id=fee["id"], amount="0.001", **change), 400)
+    http_sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("ETH", "1")
+    fee = quote(http_sandbox)
+    body = problem(withdraw(http_sandbox, fee_id=fee["id"], amount="0.001", **change), 400)
     assert "fee_id" in body["detail"] and field in body["detail"]
 
 
-def test_a_quote_for_another_network_of_the_same_asset_is_refused(sandbox: Any) -> None:
-    sandbox.deposit("ETH", "1")
-    fee = quote(sandbox, asset="ETH", network="ETHEREUM", amount="0.01")
-    r = withdraw(sandbox, asset="ETH", network="BASE", amount="0.01", fee_id=fee["id"])
+def test_a_quote_for_another_network_of_the_same_asset_is_refused(http_sandbox: Any) -> None:
+    http_sandbox.deposit("ETH", "1")
+    fee = quote(http_sandbox, asset="ETH", network="ETHEREUM", amount="0.01")
+    r = withdraw(http_sandbox, asset="ETH", network="BASE", amount="0.01", fee_id=fee["id"])
     assert "crypto_network" in problem(r, 400)["detail"]
 
 
-def test_an_amount_above_the_quoted_amount_is_refused(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    fee = quote(sandbox, amount="0.001")
-    assert "amount" in problem(withdraw(sandbox, amount="0.0011", fee_id=fee["id"]), 400)["detail"]
-    by_total = problem(withdraw(sandbox, total="0.0011", fee_id=fee["id"]), 400)
+def test_an_amount_above_the_quoted_amount_is_refused(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    fee = quote(http_sandbox, amount="0.001")
+    assert (
+        "amount"
+        in problem(withdraw(http_sandbox, amount="0.0011", fee_id=fee["id"]), 400)["detail"]
+    )
+    by_total = problem(withdraw(http_sandbox, total="0.0011", fee_id=fee["id"]), 400)
     assert "0.00108" in by_total["detail"]
-    assert sandbox.balance("BTC")["available"] == "1"
-    smaller = _ok(withdraw(sandbox, amount="0.0005", fee_id=fee["id"]))
+    assert http_sandbox.balance("BTC")["available"] == "1"
+    smaller = _ok(withdraw(http_sandbox, amount="0.0005", fee_id=fee["id"]))
     assert (smaller["fee"], smaller["total"]) == ("0.00002", "0.00052")
 
 
-def test_a_quote_by_total_guarantees_the_amount_it_leaves(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    fee = quote(sandbox, total="0.001")
-    body = _ok(withdraw(sandbox, total="0.001", fee_id=fee["id"]))
+def test_a_quote_by_total_guarantees_the_amount_it_leaves(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    fee = quote(http_sandbox, total="0.001")
+    body = _ok(withdraw(http_sandbox, total="0.001", fee_id=fee["id"]))
     assert (body["amount"], body["fee"], body["total"]) == ("0.00098", "0.00002", "0.001")
 
 
 # -- funds ----------------------------------------------------------------------------------
 
 
-def test_insufficient_funds_is_refused_and_debits_nothing(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "0.001")
-    pid = profile_id(sandbox)
-    body = problem(withdraw(sandbox, amount="0.001"), 403, "insufficient-funds")
+def test_insufficient_funds_is_refused_and_debits_nothing(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "0.001")
+    pid = profile_id(http_sandbox)
+    body = problem(withdraw(http_sandbox, amount="0.001"), 403, "insufficient-funds")
     assert body["title"] == "Insufficient Funds"
     assert body["meta"] == {
         "profile_id": pid,
@@ -344,16 +348,16 @@ def test_insufficient_funds_is_refused_and_debits_nothing(sandbox: Any) -> None:
         body["detail"]
         == f"insufficient BTC funds in profile {pid}: 0.00102 needed, 0.001 available"
     )
-    assert sandbox.balance("BTC")["available"] == "0.001"
-    assert sandbox.get("/v2/transfer/transfers", params={"type": "CRYPTO_WITHDRAWAL"}).json() == {
-        "items": []
-    }
+    assert http_sandbox.balance("BTC")["available"] == "0.001"
+    assert http_sandbox.get(
+        "/v2/transfer/transfers", params={"type": "CRYPTO_WITHDRAWAL"}
+    ).json() == {"items": []}
 
 
-def test_held_funds_cannot_be_withdrawn_twice(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "0.00102")
-    _ok(withdraw(sandbox, amount="0.001"))
-    problem(withdraw(sandbox, amount="0.001"), 403, "insufficient-funds")
+def test_held_funds_cannot_be_withdrawn_twice(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "0.00102")
+    _ok(withdraw(http_sandbox, amount="0.001"))
+    problem(withdraw(http_sandbox, amount="0.001"), 403, "insufficient-funds")
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -363,10 +367,11 @@ def test_held_funds_cannot_be_withdrawn_twice(sandbox: Any) -> None:
     ("asset", "network"),
     [("BTC", "ETHEREUM"), ("ETH", "POLYGON_POS"), ("USDP", "BASE"), ("BCH", "BITCOIN")],
 )
-def test_the_asset_must_travel_on_the_network(sandbox: Any, asset: str, network: str) -> None:
-    sandbox.deposit(asset, "1")
+def test_the_asset_must_travel_on_the_network(http_sandbox: Any, asset: str, network: str) -> None:
+    http_sandbox.deposit(asset, "1")
     assert (
-        "crypto_network" in problem(withdraw(sandbox, asset=asset, network=network), 400)["detail"]
+        "crypto_network"
+        in problem(withdraw(http_sandbox, asset=asset, network=network), 400)["detail"]
     )
 
 
@@ -374,15 +379,17 @@ def test_the_asset_must_travel_on_the_network(sandbox: Any, asset: str, network:
     ("asset", "network"),
     [("ETH", "ETHEREUM"), ("ETH", "ARBITRUM_ONE"), ("ETH", "BASE"), ("USDP", "SOLANA")],
 )
-def test_an_asset_travels_on_each_of_its_networks(sandbox: Any, asset: str, network: str) -> None:
-    sandbox.deposit(asset, "1")
-    _ok(withdraw(sandbox, asset=asset, network=network, amount="0.01"))
+def test_an_asset_travels_on_each_of_its_networks(
+    http_sandbox: Any, asset: str, network: str
+) -> None:
+    http_sandbox.deposit(asset, "1")
+    _ok(withdraw(http_sandbox, asset=asset, network=network, amount="0.01"))
 
 
-def test_crypto_network_is_an_enum(sandbox: Any) -> None:
+def test_crypto_network_is_an_enum(http_sandbox: Any) -> None:
     body = withdrawal_body()
     body["crypto_network"] = "bitcoin"
-    assert "crypto_network" in problem(sandbox.post(PATH, body), 400)["detail"]
+    assert "crypto_network" in problem(http_sandbox.post(PATH, body), 400)["detail"]
 
 
 @pytest.mark.parametrize(
@@ -399,17 +406,19 @@ def test_crypto_network_is_an_enum(sandbox: Any) -> None:
     ],
 )
 def test_a_malformed_address_is_refused_naming_the_field(
-    sandbox: Any, asset: str, network: str, address: str
+    http_sandbox: Any, asset: str, network: str, address: str
 ) -> None:
-    sandbox.deposit(asset, "1")
-    r = withdraw(sandbox, asset=asset, network=network, destination_address=address, amount="0.01")
+    http_sandbox.deposit(asset, "1")
+    r = withdraw(
+        http_sandbox, asset=asset, network=network, destination_address=address, amount="0.01"
+    )
     assert problem(r, 400)["detail"].startswith("destination_address invalid")
-    assert sandbox.balance(asset)["available"] == "1"
+    assert http_sandbox.balance(asset)["available"] == "1"
 
 
 @pytest.mark.parametrize(("network", "address"), sorted(ADDRESSES.items()))
 def test_a_well_formed_address_is_accepted_on_every_network(
-    sandbox: Any, network: str, address: str
+    http_sandbox: Any, network: str, address: str
 ) -> None:
     asset = {
         "BITCOIN": "BTC",
@@ -420,18 +429,20 @@ def test_a_well_formed_address_is_accepted_on_every_network(
         "POLYGON_POS": "USDC",
         "XLAYER": "USDG",
     }.get(network, "ETH")
-    sandbox.deposit(asset, "1")
+    http_sandbox.deposit(asset, "1")
     _ok(
-        withdraw(sandbox, asset=asset, network=network, destination_address=address, amount="0.001")
+        withdraw(
+            http_sandbox, asset=asset, network=network, destination_address=address, amount="0.001"
+        )
     )
 
 
-def test_amount_precision_per_asset(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    sandbox.deposit("PYUSD", "10")
-    body = problem(withdraw(sandbox, amount="0.000000001"), 400, "exceed-precision")
+def test_amount_precision_per_asset(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("PYUSD", "10")
+    body = problem(withdraw(http_sandbox, amount="0.000000001"), 400, "exceed-precision")
     assert body["detail"] == "max precision allowed for asset BTC is 8"
-    r = withdraw(sandbox, asset="PYUSD", network="ETHEREUM", total="5.0000001")
+    r = withdraw(http_sandbox, asset="PYUSD", network="ETHEREUM", total="5.0000001")
     assert (
         problem(r, 400, "exceed-precision")["detail"]
         == "max precision allowed for asset PYUSD is 6"
@@ -458,13 +469,13 @@ CAPS = [
 
 @pytest.mark.parametrize(("asset", "network", "limit", "unit"), CAPS)
 def test_the_sandbox_per_withdrawal_caps(
-    sandbox: Any, asset: str, network: str, limit: str, unit: str
+    http_sandbox: Any, asset: str, network: str, limit: str, unit: str
 ) -> None:
-    sandbox.deposit(asset, "2000000")
-    _ok(withdraw(sandbox, asset=asset, network=network, amount=limit))
+    http_sandbox.deposit(asset, "2000000")
+    _ok(withdraw(http_sandbox, asset=asset, network=network, amount=limit))
     over = format(Decimal(limit) + Decimal(unit), "f")
     body = problem(
-        withdraw(sandbox, asset=asset, network=network, amount=over),
+        withdraw(http_sandbox, asset=asset, network=network, amount=over),
         400,
         "exceed-max-withdraw-limit",
     )
@@ -472,10 +483,10 @@ def test_the_sandbox_per_withdrawal_caps(
     assert body["meta"]["amount"] == over
 
 
-def test_the_cap_applies_to_the_amount_left_by_a_total(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    _ok(withdraw(sandbox, total="0.00202"))  # amount 0.002
-    body = problem(withdraw(sandbox, total="0.00203"), 400, "exceed-max-withdraw-limit")
+def test_the_cap_applies_to_the_amount_left_by_a_total(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    _ok(withdraw(http_sandbox, total="0.00202"))  # amount 0.002
+    body = problem(withdraw(http_sandbox, total="0.00203"), 400, "exceed-max-withdraw-limit")
     assert body["meta"]["amount"] == "0.00201"
 
 
@@ -488,15 +499,15 @@ def test_the_cap_applies_to_the_amount_left_by_a_total(sandbox: Any) -> None:
     ],
     ids=["seven-pairs", "long-key", "long-value"],
 )
-def test_metadata_limits(sandbox: Any, metadata: dict[str, str]) -> None:
-    sandbox.deposit("BTC", "1")
-    assert "metadata" in problem(withdraw(sandbox, metadata=metadata), 400)["detail"]
+def test_metadata_limits(http_sandbox: Any, metadata: dict[str, str]) -> None:
+    http_sandbox.deposit("BTC", "1")
+    assert "metadata" in problem(withdraw(http_sandbox, metadata=metadata), 400)["detail"]
 
 
-def test_metadata_at_its_limits_is_kept(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
+def test_metadata_at_its_limits_is_kept(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
     metadata = {f"{i}".ljust(100, "k"): "v" * 100 for i in range(6)}
-    assert _ok(withdraw(sandbox, metadata=metadata))["metadata"] == metadata
+    assert _ok(withdraw(http_sandbox, metadata=metadata))["metadata"] == metadata
 
 
 # -- balance_asset ------------------------------------------------------------------------------
@@ -516,26 +527,30 @@ def test_balance_asset_debits_usd_for_a_stablecoin_withdrawal(sandbox: Any) -> N
     assert _ledger(sandbox, CONVERSION, "USD") == Decimal("10.01")
 
 
-def test_a_usd_balance_a_trade_left_below_the_cent_is_withdrawn_whole(sandbox: Any) -> None:
+def test_a_usd_balance_a_trade_left_below_the_cent_is_withdrawn_whole(http_sandbox: Any) -> None:
     """As a stablecoin of 18 places, by `total`: the balance's own places are accepted."""
-    held = usd_below_the_cent(sandbox)
-    body = _ok(withdraw(sandbox, asset="USDP", network="ETHEREUM", total=held, balance_asset="USD"))
+    held = usd_below_the_cent(http_sandbox)
+    body = _ok(
+        withdraw(http_sandbox, asset="USDP", network="ETHEREUM", total=held, balance_asset="USD")
+    )
     assert (body["balance_asset"], body["total"]) == ("USD", held)
-    assert sandbox.balance("USD")["available"] == "0"
+    assert http_sandbox.balance("USD")["available"] == "0"
 
 
-def test_balance_asset_may_be_another_usd_stablecoin(sandbox: Any) -> None:
-    sandbox.deposit("USDP", "100")
-    body = _ok(withdraw(sandbox, asset="PYUSD", network="SOLANA", amount="1", balance_asset="USDP"))
+def test_balance_asset_may_be_another_usd_stablecoin(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USDP", "100")
+    body = _ok(
+        withdraw(http_sandbox, asset="PYUSD", network="SOLANA", amount="1", balance_asset="USDP")
+    )
     assert body["balance_asset"] == "USDP"
-    assert sandbox.balance("USDP")["available"] == "98.99"
+    assert http_sandbox.balance("USDP")["available"] == "98.99"
 
 
-def test_a_failed_stablecoin_withdrawal_returns_the_balance_asset(sandbox: Any) -> None:
-    sandbox.deposit("USD", "100")
+def test_a_failed_stablecoin_withdrawal_returns_the_balance_asset(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "100")
     tid = _ok(
         withdraw(
-            sandbox,
+            http_sandbox,
             asset="USDG",
             network="SOLANA",
             amount="1",
@@ -543,9 +558,9 @@ def test_a_failed_stablecoin_withdrawal_returns_the_balance_asset(sandbox: Any) 
             memo="sandbox:fail",
         )
     )["id"]
-    sandbox.advance(1)
-    assert transfer(sandbox, tid)["status"] == "FAILED"
-    assert sandbox.balance("USD")["available"] == "100"
+    http_sandbox.advance(1)
+    assert transfer(http_sandbox, tid)["status"] == "FAILED"
+    assert http_sandbox.balance("USD")["available"] == "100"
 
 
 @pytest.mark.parametrize(
@@ -553,88 +568,94 @@ def test_a_failed_stablecoin_withdrawal_returns_the_balance_asset(sandbox: Any) 
     [("BTC", "BITCOIN", "USD"), ("ETH", "ETHEREUM", "BTC"), ("USDC", "SOLANA", "EUR")],
 )
 def test_balance_asset_is_only_for_usd_stablecoins(
-    sandbox: Any, asset: str, network: str, balance_asset: str
+    http_sandbox: Any, asset: str, network: str, balance_asset: str
 ) -> None:
-    sandbox.deposit(balance_asset, "100")
-    r = withdraw(sandbox, asset=asset, network=network, amount="0.001", balance_asset=balance_asset)
+    http_sandbox.deposit(balance_asset, "100")
+    r = withdraw(
+        http_sandbox, asset=asset, network=network, amount="0.001", balance_asset=balance_asset
+    )
     assert "balance_asset" in problem(r, 400)["detail"]
 
 
-def test_a_total_too_precise_for_the_balance_asset_is_refused(sandbox: Any) -> None:
-    sandbox.deposit("USD", "100")
-    r = withdraw(sandbox, asset="USDC", network="SOLANA", amount="1.001", balance_asset="USD")
+def test_a_total_too_precise_for_the_balance_asset_is_refused(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USD", "100")
+    r = withdraw(http_sandbox, asset="USDC", network="SOLANA", amount="1.001", balance_asset="USD")
     assert (
         problem(r, 400, "exceed-precision")["detail"] == "max precision allowed for asset USD is 2"
     )
 
 
-def test_insufficient_funds_names_the_balance_asset(sandbox: Any) -> None:
-    sandbox.deposit("USDC", "100")
-    sandbox.deposit("USD", "1")
-    r = withdraw(sandbox, asset="USDC", network="SOLANA", amount="10", balance_asset="USD")
+def test_insufficient_funds_names_the_balance_asset(http_sandbox: Any) -> None:
+    http_sandbox.deposit("USDC", "100")
+    http_sandbox.deposit("USD", "1")
+    r = withdraw(http_sandbox, asset="USDC", network="SOLANA", amount="10", balance_asset="USD")
     assert problem(r, 403, "insufficient-funds")["meta"]["asset"] == "USD"
 
 
 # -- ref_id -------------------------------------------------------------------------------------
 
 
-def test_a_second_withdrawal_with_the_same_ref_id_is_refused_with_the_first(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    first = _ok(withdraw(sandbox, ref_id="once"))
-    body = problem(withdraw(sandbox, ref_id="once"), 409, "already-exists")
+def test_a_second_withdrawal_with_the_same_ref_id_is_refused_with_the_first(
+    http_sandbox: Any,
+) -> None:
+    http_sandbox.deposit("BTC", "1")
+    first = _ok(withdraw(http_sandbox, ref_id="once"))
+    body = problem(withdraw(http_sandbox, ref_id="once"), 409, "already-exists")
     assert body["title"] == "Already Exists"
     assert body["detail"] == "transfer already exists with ref_id 'once'"
     assert body["meta"]["existing"] == first
-    assert sandbox.balance("BTC")["available"] == "0.99898"
-    sandbox.advance(6)
-    again = problem(withdraw(sandbox, ref_id="once", amount="0.0001"), 409, "already-exists")
+    assert http_sandbox.balance("BTC")["available"] == "0.99898"
+    http_sandbox.advance(6)
+    again = problem(withdraw(http_sandbox, ref_id="once", amount="0.0001"), 409, "already-exists")
     assert again["meta"]["existing"]["status"] == "COMPLETED"
-    assert sandbox.balance("BTC")["available"] == "0.99898"
+    assert http_sandbox.balance("BTC")["available"] == "0.99898"
 
 
-def test_a_replayed_ref_id_is_409_even_once_funds_or_fee_are_gone(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "0.00102")
-    fee = quote(sandbox)
-    _ok(withdraw(sandbox, ref_id="r", fee_id=fee["id"]))
-    problem(withdraw(sandbox, ref_id="r", fee_id=fee["id"]), 409, "already-exists")
-    sandbox.advance(120)
-    problem(withdraw(sandbox, ref_id="r", fee_id=fee["id"]), 409, "already-exists")
+def test_a_replayed_ref_id_is_409_even_once_funds_or_fee_are_gone(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "0.00102")
+    fee = quote(http_sandbox)
+    _ok(withdraw(http_sandbox, ref_id="r", fee_id=fee["id"]))
+    problem(withdraw(http_sandbox, ref_id="r", fee_id=fee["id"]), 409, "already-exists")
+    http_sandbox.advance(120)
+    problem(withdraw(http_sandbox, ref_id="r", fee_id=fee["id"]), 409, "already-exists")
 
 
-def test_ref_ids_are_per_profile(sandbox: Any) -> None:
-    desk = sandbox.post("/v2/profiles", {"nickname": "desk"}).json()["id"]
-    sandbox.deposit("BTC", "1")
-    sandbox.deposit("BTC", "1", profile=desk)
-    _ok(withdraw(sandbox, ref_id="same"))
-    _ok(withdraw(sandbox, ref_id="same", profile_id=desk))
+def test_ref_ids_are_per_profile(http_sandbox: Any) -> None:
+    desk = http_sandbox.post("/v2/profiles", {"nickname": "desk"}).json()["id"]
+    http_sandbox.deposit("BTC", "1")
+    http_sandbox.deposit("BTC", "1", profile=desk)
+    _ok(withdraw(http_sandbox, ref_id="same"))
+    _ok(withdraw(http_sandbox, ref_id="same", profile_id=desk))
 
 
 # -- who may withdraw, and where withdrawals show --------------------------------------------------
 
 
-def test_another_customers_profile_is_not_found(sandbox: Any) -> None:
-    headers, creds = sandbox.tenant()
-    sandbox.deposit("BTC", "1", profile=creds["profile_id"], headers=headers)
-    r = withdraw(sandbox, profile_id=creds["profile_id"])
+def test_another_customers_profile_is_not_found(http_sandbox: Any) -> None:
+    headers, creds = http_sandbox.tenant()
+    http_sandbox.deposit("BTC", "1", profile=creds["profile_id"], headers=headers)
+    r = withdraw(http_sandbox, profile_id=creds["profile_id"])
     assert problem(r, 404)["detail"] == f"profile not found with id {creds['profile_id']}"
 
 
-def test_the_scope_is_required(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    headers = sandbox.login("sandex", "sandex-secret", scope="fee:write_crypto_withdrawal_fee")
-    assert sandbox.post(PATH, withdrawal_body(), headers=headers).status_code == 403
-    assert sandbox.post(PATH, withdrawal_body(), headers={}).status_code == 401
+def test_the_scope_is_required(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    headers = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="fee:write_crypto_withdrawal_fee"
+    )
+    assert http_sandbox.post(PATH, withdrawal_body(), headers=headers).status_code == 403
+    assert http_sandbox.post(PATH, withdrawal_body(), headers={}).status_code == 401
 
 
-def test_withdrawals_are_listed_with_their_filters(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    done = _ok(withdraw(sandbox, ref_id="a"))["id"]
-    failed = _ok(withdraw(sandbox, ref_id="b", memo="sandbox:fail"))["id"]
-    sandbox.advance(6)
-    pending = _ok(withdraw(sandbox, ref_id="c"))["id"]
+def test_withdrawals_are_listed_with_their_filters(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    done = _ok(withdraw(http_sandbox, ref_id="a"))["id"]
+    failed = _ok(withdraw(http_sandbox, ref_id="b", memo="sandbox:fail"))["id"]
+    http_sandbox.advance(6)
+    pending = _ok(withdraw(http_sandbox, ref_id="c"))["id"]
 
     def ids(**params: Any) -> list[str]:
-        r = sandbox.get("/v2/transfer/transfers", params=params)
+        r = http_sandbox.get("/v2/transfer/transfers", params=params)
         assert r.status_code == 200, r.text
         return [t["id"] for t in r.json()["items"]]
 
@@ -642,7 +663,7 @@ def test_withdrawals_are_listed_with_their_filters(sandbox: Any) -> None:
     assert ids(type="CRYPTO_WITHDRAWAL", statuses="COMPLETED") == [done]
     assert ids(statuses="FAILED") == [failed]
     assert ids(ref_ids="c") == [pending]
-    assert ids(crypto_tx_hashes=transfer(sandbox, done)["crypto_tx_hash"]) == [done]
+    assert ids(crypto_tx_hashes=transfer(http_sandbox, done)["crypto_tx_hash"]) == [done]
     assert ids(**{"updated_at.gte": "2024-01-01T00:00:06Z", "type": "CRYPTO_WITHDRAWAL"}) == [
         pending,
         failed,
@@ -651,14 +672,15 @@ def test_withdrawals_are_listed_with_their_filters(sandbox: Any) -> None:
     assert ids(**{"created_at.gte": "2024-01-01T00:00:06Z"}) == [pending]
 
 
-def test_an_evm_address_keeps_its_case(sandbox: Any) -> None:
-    sandbox.deposit("ETH", "1")
-    body = _ok(withdraw(sandbox, asset="ETH", network="ETHEREUM", amount="0.01"))
+def test_an_evm_address_keeps_its_case(http_sandbox: Any) -> None:
+    http_sandbox.deposit("ETH", "1")
+    body = _ok(withdraw(http_sandbox, asset="ETH", network="ETHEREUM", amount="0.01"))
     assert body["destination_address"] == EVM_ADDRESS
 
 
-def test_a_zero_confirmation_delay_completes_in_the_same_request(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(withdrawal_confirmation_seconds={"BITCOIN": 0})
+@pytest.mark.sandex(settings={"withdrawal_confirmation_seconds": {"BITCOIN": 0}})
+def test_a_zero_confirmation_delay_completes_in_the_same_request(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("BTC", "1")
     body = _ok(withdraw(sb, amount="0.001"))
     assert body["status"] == "COMPLETED"
