@@ -210,6 +210,24 @@ def pytest_configure(config: pytest.Config) -> None:
         " change this test's sandex_world (docs/testing.md)",
     )
     config.stash[_STATE] = SessionState(config)
+    _keep_schedulers_on_real_time()
+
+
+def _keep_schedulers_on_real_time() -> None:
+    """A thread-mode server shares the test process with freezegun, which moves every
+    thread's clock. APScheduler, which runs the wall clock's timers, catches up on a
+    jump by listing every run its interval missed since: a test frozen years ahead
+    made it list hundreds of millions and exhausted the machine's memory. So freezegun,
+    when installed, leaves APScheduler's own calls on real time; sandex's clocks still
+    see the frozen time, as a test means. Configured before any test module makes its
+    `freeze_time` (they copy the ignore list when made)."""
+    from importlib.util import find_spec
+
+    if find_spec("freezegun") is None:
+        return
+    import freezegun
+
+    freezegun.configure(extend_ignore_list=["apscheduler"])  # kept once, however often
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -423,3 +423,18 @@ def test_nothing_of_sandex(request):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *others)
     result.assert_outcomes(passed=1)
     assert seen(record_to) == [{"imported": []}]
+
+
+def test_freezegun_leaves_apscheduler_on_real_time() -> None:
+    """The plugin (loaded in this suite as in a user's) keeps APScheduler on real time
+    under freezegun: frozen years ahead, a thread-mode server's scheduler would
+    otherwise list every interval it missed, until memory runs out. sandex's own
+    modules still see the frozen time."""
+    from apscheduler.schedulers import base
+    from freezegun import freeze_time
+
+    from sandex.engine.kernel import clock
+
+    with freeze_time("2040-01-01"):
+        assert base.datetime.now().year < 2040  # the scheduler's own `now`
+        assert clock.datetime.now().year == 2040
