@@ -229,6 +229,8 @@ def test_time_travel_to_before_the_order_shows_a_book_without_it(
     assert _resting_prices(page) == []
     page.get_by_test_id("as-of-now").click()
     expect(page.get_by_test_id("as-of-shown")).to_have_count(0)
+    # the book's levels are drawn when the page's live part has loaded: wait for them
+    expect(page.locator('[data-testid="book-level"].resting').first).to_be_visible()
     assert _resting_prices(page) == [Decimal("30000")]
 
 
