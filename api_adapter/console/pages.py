@@ -655,7 +655,7 @@ async def order_page(request: Request) -> Response:
         viewer,
         order=order,
         fills=fills,
-        vwap=_vwap(fills),
+        vwap=order.get("volume_weighted_average_price") or "",
         steps=list(reversed(steps)),
         live=True,
         as_of="",
@@ -677,20 +677,11 @@ async def _past_order(request: Request, viewer: Viewer, as_of: AsOf, order_id: s
         viewer,
         order=order,
         fills=fills,
-        vwap=_vwap(fills),
+        vwap=order.get("volume_weighted_average_price") or "",
         steps=[],
         as_of=as_of.text,
         cut=cut,
     )
-
-
-def _vwap(fills: list[dict[str, Any]]) -> str:
-    """The fills' volume-weighted price, in Decimal; none without fills."""
-    amount = sum((Decimal(f["amount"]) for f in fills), Decimal(0))
-    if not amount:
-        return ""
-    spent = sum((Decimal(f["amount"]) * Decimal(f["price"]) for f in fills), Decimal(0))
-    return format((spent / amount).quantize(Decimal("0.00000001")), "f")
 
 
 async def profiles_page(request: Request) -> Response:

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from sandex.engine.domain.sandbox_snapshots import TakeSnapshot
 from sandex.engine.read import timeline
 from tests.support.identity_helpers import PERSON, person
-from tests.support.trading_helpers import limit, placed, still
+from tests.support.trading_helpers import get_order, limit, placed, still
 from tests.support.transfer_helpers import quote, withdraw
 
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -402,6 +402,18 @@ def test_the_requests_page_links_each_request_to_its_events(sb: Any, operator: B
     assert 'data-status="404"' in page and "https://" not in page
     assert re.search(r'data-testid="request-problem">[a-z_:.-]+<', page)  # its problem's type
     assert re.search(r'href="[^"]*/console/events/\d+" data-testid="request-event"', page)
+
+
+def test_an_orders_page_shows_its_fills_and_the_orders_own_vwap(sb: Any, operator: Browser) -> None:
+    """The VWAP shown is the order's own (the API's `volume_weighted_average_price`),
+    not a second computation of the console's."""
+    sb.deposit("USD", "100000")
+    order = placed(sb, **limit("BUY", "45000", "0.1"))
+    read = get_order(sb, order)
+    assert read["status"] == "FILLED" and read["volume_weighted_average_price"]
+    shown = operator.get(f"/console/orders/{order['profile_id']}/{order['id']}").text
+    vwap = read["volume_weighted_average_price"]
+    assert f'data-testid="order-vwap">{vwap}<' in shown, shown
 
 
 # -- hostile text --------------------------------------------------------------------
