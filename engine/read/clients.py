@@ -48,5 +48,5 @@ def is_bootstrap(reads: ReadConnections, customer_id: str) -> bool:
 
 def customer_ids(reads: ReadConnections) -> list[str]:
     """Every customer of the database, oldest first (the console's operator view)."""
-    rows = reads.conn.execute("SELECT id FROM customers ORDER BY rowid").fetchall()
+    rows = reads.conn.execute("SELECT id FROM customers ORDER BY created_at, id").fetchall()
     return [str(row[0]) for row in rows]

@@ -8,8 +8,8 @@ docs/operations.md for why text and not jsonb), `sandex_meta`, `checkpoint`,
 and one table SQLite does without: `log_head`, the log's last position, a count of
 commits and the writer's fencing epoch, which every append updates (the gapless check,
 the change count that `data_version` reads, and the check that this writer still holds
-the lease). The read side's SQL uses SQLite's `json_extract`; PostgreSQL gets
-a function of that name, so the queries stay one text for both stores."""
+the lease). The read side's SQL uses SQLite's `json_extract` and `instr`; PostgreSQL
+gets functions of those names, so the queries stay one text for both stores."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ CREATE TABLE IF NOT EXISTS state_snapshots (
 CREATE OR REPLACE FUNCTION json_extract(doc text, path text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT
     AS $$ SELECT (doc::jsonb) #>> string_to_array(substr(path, 3), '.') $$;
+CREATE OR REPLACE FUNCTION instr(haystack text, needle text) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT strpos(haystack, needle) $$;
 """
 
 
