@@ -3,6 +3,7 @@ queries, and turns results and domain errors into responses."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -10,6 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.routing import BaseRoute
 
 from sandex.api_adapter import auth, faults, openapi, problems
 from sandex.api_adapter.console import ConsoleFront
@@ -69,6 +71,47 @@ ROUTERS += [sandbox_requests.router]
 ROUTERS += [worlds.router]
 
 
+def _options() -> dict[str, Any]:
+    """Every app's FastAPI options but its lifespan."""
+    # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
+    # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
+    # loads its logo from its vendor's host.
+    return {
+        "redoc_url": None,
+        "title": "sandex",
+        "version": installed_version(),
+        "summary": "A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
+        "default_response_class": JSONResponse,
+        # sandex logs each request itself (structlog); FastAPI's OpenTelemetry hooks
+        # looked up the global providers on every request to learn they are unset.
+        "telemetry": {"tracing": False, "metrics": False, "logs": False},
+        # no badge image from the public validator service
+        "swagger_ui_parameters": {"validatorUrl": None},
+    }
+
+
+_ROUTES_LOCK = threading.Lock()
+_ROUTES: list[BaseRoute] = []
+
+
+def _api_routes() -> list[BaseRoute]:
+    """`ROUTERS` as included once in this process, for every app to serve: FastAPI
+    analyses an included router's operations (their dependencies, parameters and
+    bodies) when the inclusion first matches a request, and keeps the analysis on the
+    inclusion. Included anew in each world's app, every world paid that analysis again
+    on its first request, far more CPU than the rest of its assembly; it depends on the
+    routes alone, so the worlds share the inclusions and the first request pays it once.
+    Their parent is an app that is never served."""
+    with _ROUTES_LOCK:
+        if not _ROUTES:
+            parent = FastAPIOffline(**_options())
+            first = len(parent.router.routes)
+            for router in ROUTERS:
+                parent.include_router(router)
+            _ROUTES.extend(parent.router.routes[first:])
+        return _ROUTES
+
+
 def create_app(
     engine: Engine,
     *,
@@ -95,22 +138,7 @@ def create_app(
         finally:
             app.state.webhooks.stop()
 
-    # /docs loads Swagger UI from files installed with sandex (fastapi-offline bundles
-    # them), never from a CDN: it works on an air-gapped machine. No /redoc: ReDoc's page
-    # loads its logo from its vendor's host.
-    app = FastAPIOffline(
-        redoc_url=None,
-        title="sandex",
-        version=installed_version(),
-        summary="A stateful, event-sourced sandbox of a crypto trading and transfer v2 API",
-        default_response_class=JSONResponse,
-        lifespan=lifespan,
-        # sandex logs each request itself (structlog); FastAPI's OpenTelemetry hooks
-        # looked up the global providers on every request to learn they are unset.
-        telemetry={"tracing": False, "metrics": False, "logs": False},
-        # no badge image from the public validator service
-        swagger_ui_parameters={"validatorUrl": None},
-    )
+    app = FastAPIOffline(lifespan=lifespan, **_options())
     app.state.engine = engine
     # Paging cursors are sealed with a key derived from the key file's sealing key
     # (`sandex.engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in
@@ -141,8 +169,7 @@ def create_app(
     # none in a world's own app, where the worlds operations are 404.
     app.state.worlds = None
     problems.install(app)
-    for router in ROUTERS:
-        app.include_router(router)
+    app.router.routes.extend(_api_routes())
     # The WebSocket feeds at the service's own paths (outside /v2, no token, no rate
     # limit dependency): plain Starlette routes, not FastAPI's.
     app.router.routes.extend(market_stream.ROUTES)
