@@ -132,7 +132,7 @@ def _is_feed(path: str) -> bool:
     return path.split("/")[1:2] in ([p[1:]] for p in STREAM_PATHS)
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     pass
 
 
