@@ -181,6 +181,28 @@ def test_two_worlds_in_one_process_share_nothing(two_worlds: tuple[World, World]
     assert a.clock_mode == b.clock_mode == "manual"
 
 
+def test_a_worlds_first_requests_analyse_no_route_another_world_has(
+    two_worlds: tuple[World, World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastAPI analyses an operation (its dependencies, parameters, body) when its
+    router's inclusion first matches a request; every world's app serves the same
+    inclusions, so that a world forked per test does not pay it again."""
+    import fastapi.routing
+
+    a, b = two_worlds
+    _drive(a)
+    analysed: list[str] = []
+    real = fastapi.routing.get_dependant
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        analysed.append(kwargs.get("path", "?"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "get_dependant", counted)
+    _drive(b)
+    assert analysed == []
+
+
 def _until(done: Any, seconds: float = 10.0) -> bool:
     """Whether `done()` came true within `seconds` (polled)."""
     deadline = time.monotonic() + seconds
