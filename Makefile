@@ -4,8 +4,12 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# --no-compile: modules are byte-compiled when first imported, not all at install.
+# --no-compile: pip compiles in one process; COMPILE below compiles the environment and
+# sandex's own packages on every core instead. Compiled at install, not on first import:
+# where PYTHONDONTWRITEBYTECODE is set, nothing is written on import, and every process
+# (each xdist worker, each server a test starts) would compile every module it imports.
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile
+COMPILE := $(BIN)/python -m compileall -q -j 0 $(VENV)/lib engine api_adapter sandex >/dev/null
 # A stamp per set of inputs: a changed lock (or pyproject.toml) installs again.
 RUNTIME := $(VENV)/.runtime-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 DEV := $(VENV)/.dev-$(shell cat requirements.lock requirements-dev.lock pyproject.toml | cksum | cut -d' ' -f1)
@@ -18,11 +22,13 @@ $(RUNTIME): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) -r requirements.lock
 	$(PIP) --no-deps -e .
+	$(COMPILE)
 	rm -f $(VENV)/.runtime-*
 	touch $@
 
 $(DEV): $(RUNTIME) requirements-dev.lock
 	$(PIP) -r requirements-dev.lock
+	$(COMPILE)
 	rm -f $(VENV)/.dev-*
 	touch $@
 
