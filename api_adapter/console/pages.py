@@ -61,7 +61,12 @@ from sandex.engine.tools.time_travel import past_rows, state_at
 HERE = Path(__file__).parent
 ASSETS = HERE / "assets"
 # The vendored scripts and the console's own files, by the name a page asks for.
-ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
+ASSET_TYPES = {
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".txt": "text/plain",
+    ".svg": "image/svg+xml",
+}
 # Every value a template shows is escaped (user text: metadata, nicknames, memos).
 templates = Jinja2Templates(
     env=jinja2.Environment(

@@ -156,6 +156,22 @@ def test_the_vendored_scripts_are_served_with_their_licences(operator: Browser) 
     assert operator.get("/console/assets/..%2Fpages.py").status_code == 404
 
 
+def test_every_page_declares_its_icon_and_serves_it(sb: Any, operator: Browser) -> None:
+    """A page without an icon of its own makes the browser ask the origin's /favicon.ico,
+    which the API answers 404: each page names the console's, and that answers."""
+    pages = ["/console/signin", "/console/timeline", "/console/markets", "/console/controls"]
+    for path in pages:
+        page = operator.get(path)
+        assert page.status_code == 200, path
+        icons = re.findall(r'<link rel="icon" href="([^"]+)" type="image/svg\+xml">', page.text)
+        assert icons == ["/console/assets/favicon.svg"], path
+    icon = operator.get(icons[0])
+    assert icon.status_code == 200
+    assert icon.headers["content-type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg") and "<script" not in icon.text
+    assert len(icon.content) < 1024
+
+
 # -- timeline ------------------------------------------------------------------------
 
 
@@ -501,6 +517,9 @@ def test_a_worlds_console_is_served_under_its_prefix(sb: Any) -> None:
     path = f"/w/{made['id']}/console/signin"
     page = front.get(path)
     assert page.status_code == 200 and f'action="/w/{made["id"]}/console/signin"' in page.text
+    icon = f"/w/{made['id']}/console/assets/favicon.svg"
+    assert f'<link rel="icon" href="{icon}"' in page.text
+    assert front.get(icon).headers["content-type"] == "image/svg+xml"
     signed = front.post(
         path,
         data={
