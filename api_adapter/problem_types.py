@@ -43,6 +43,11 @@ DOMAIN_PROBLEMS: dict[str, tuple[int, str | None, str | None]] = {
     "rejected": (403, "rejected", "Rejected"),
     "exceed-precision": (400, "exceed-precision", "Exceed Precision"),
     "notional-value-too-large": (403, "notional-value-too-large", "Notional Value Too Large"),
+    "market-conditions-prevented-execution": (
+        403,
+        "market-conditions-prevented-execution",
+        "Market Conditions Prevented Execution",
+    ),
     "exceed-max-withdraw-limit": (400, "exceed-max-withdraw-limit", "Exceed Max Withdraw Limit"),
 }
 

@@ -41,7 +41,13 @@ from bench._common import Timer, machine, measured_tree, open_loop, open_loop_li
 ROOT = measured_tree()
 
 from bench.bench_http_orders import BODIES, _load  # noqa: E402
-from bench.bench_store import _STARTUP, _Note, build_log, through_writer  # noqa: E402
+from bench.bench_store import (  # noqa: E402
+    _STARTUP,
+    _Note,
+    build_log,
+    snapshot_store,
+    through_writer,
+)
 from bench.bench_withdrawals import _free_port, _request, _start, _stop  # noqa: E402
 
 
@@ -193,7 +199,6 @@ def startup(url: str) -> tuple[float, int]:
 
 def startups(server: Any, n: int, tail: int, runs: int, tmp: Path) -> None:
     from sandex.engine.runtime.composition import TABLES
-    from sandex.engine.runtime.startup_cache import FORMAT, Snapshotter
     from sandex.engine.store import open_store
     from sandex.engine.tools.copy import copy
 
@@ -207,15 +212,11 @@ def startups(server: Any, n: int, tail: int, runs: int, tmp: Path) -> None:
         f"built {n:,} events on SQLite in {built.seconds:.1f} s, copied to PostgreSQL in {copied.seconds:.1f} s"
     )
     store = open_store(url, tables=TABLES)
-    made: list[tuple[int, str, bytes]] = []
-    snapshotter = Snapshotter(store, lambda p, c, d: made.append((p, c, d)))
-    with Timer() as t:
-        snapshotter.request(n - tail)
-        snapshotter.wait()
-        at, check, data = made[0]
-        store.save_state_snapshot(at, FORMAT, check, data)
-    store.close()
-    print(f"state snapshot at {at:,} built in {t.seconds:.1f} s, {len(data) / 1e6:.1f} MB")
+    try:
+        seconds, size, at = snapshot_store(store, n - tail)
+    finally:
+        store.close()
+    print(f"state snapshot at {at:,} built in {seconds:.1f} s, {size / 1e6:.1f} MB")
     got = [startup(url) for _ in range(runs)]
     print(
         f"start-up on PostgreSQL from a snapshot  {_spread([g[0] for g in got], _secs)};"

@@ -39,13 +39,13 @@ from bench._common import Timer, fmt_rate, machine, measured_tree, repeat  # noq
 ROOT = measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's
 
 from sandex.engine import Settings, open_engine  # noqa: E402
-from sandex.engine.domain.registrations import REGISTRATIONS  # noqa: E402
+from sandex.engine.domain.registrations import REGISTRATIONS, domain_registry  # noqa: E402
 from sandex.engine.kernel.commands import Actor, Command, CreateCustomer, SandboxDeposit  # noqa: E402
 from sandex.engine.kernel.events import Event  # noqa: E402
 from sandex.engine.kernel.registry import Registration, build_registry  # noqa: E402
 from sandex.engine.runtime.composition import TABLES  # noqa: E402
 from sandex.engine.runtime.startup_cache import FORMAT, Snapshotter  # noqa: E402
-from sandex.engine.store import SqliteEventStore  # noqa: E402
+from sandex.engine.store import EventStore, SqliteEventStore  # noqa: E402
 from sandex.engine.tools.verify import rebuild, verify  # noqa: E402
 
 
@@ -253,15 +253,28 @@ def take_snapshot(path: Path, position: int) -> tuple[float, int]:
     replay and a pickle, as it does every `snapshot_every_events`), and store it as the
     writer does; seconds it took, bytes."""
     store = SqliteEventStore(path, tables=TABLES)
+    try:
+        seconds, size, _ = snapshot_store(store, position)
+    finally:
+        store.close()
+    return seconds, size
+
+
+def snapshot_store(store: EventStore, position: int) -> tuple[float, int, int]:
+    """`take_snapshot` on an open store of any backend (bench_postgres's too): seconds,
+    bytes, and the position the snapshot holds. The snapshotter is built as the
+    composition root builds it, with a registry, and what it builds reaches `deliver`."""
     built: list[tuple[int, str, bytes]] = []
-    snapshotter = Snapshotter(store, lambda p, c, d: built.append((p, c, d)))
+    snapshotter = Snapshotter(store, domain_registry())
+    snapshotter.deliver = lambda at, check, data: built.append((at, check, data))
     with Timer() as t:
         snapshotter.request(position)
         snapshotter.wait()
+        if not built:  # the thread logs why and gives up; a figure without it is none
+            raise RuntimeError(f"no state snapshot was built at position {position}")
         at, check, data = built[0]
         store.save_state_snapshot(at, FORMAT, check, data)
-    store.close()
-    return t.seconds, len(data)
+    return t.seconds, len(data), at
 
 
 def main() -> None:

@@ -61,7 +61,12 @@ from sandex.engine.tools.time_travel import past_rows, state_at
 HERE = Path(__file__).parent
 ASSETS = HERE / "assets"
 # The vendored scripts and the console's own files, by the name a page asks for.
-ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
+ASSET_TYPES = {
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".txt": "text/plain",
+    ".svg": "image/svg+xml",
+}
 # Every value a template shows is escaped (user text: metadata, nicknames, memos).
 templates = Jinja2Templates(
     env=jinja2.Environment(
@@ -477,14 +482,18 @@ async def timeline_page(request: Request) -> Response:
         position = as_of.position
         if as_of.time is not None:
             position = await run_in_threadpool(_position_at, queries, as_of.time)
+        wanted = (query.get(name, "").strip() for name in ("customer", "profile", "entity"))
         items, after = feed.newest_events(
             queries,
             viewer.customer_id,
             before=before,
             limit=timeline.DEFAULT_LIMIT,
             until_position=position,
+            type=(query.get("type") or "").strip() or None,
+            mentions=[text for text in wanted if text],
+            until_time=until_time,
         )
-        rows = [_feed_row(item) for item in items if _feed_kept(item, query)]
+        rows = [_feed_row(item) for item in items]
     kept = [(k, v) for k, v in query.multi_items() if k not in ("before", "fragment")]
     return _render(
         request,
@@ -523,16 +532,6 @@ def _feed_row(item: dict[str, Any]) -> dict[str, Any]:
         "subject": f"{item.get('object_type', '')} {subject.get('id', '')}",
         "by": "",
     }
-
-
-def _feed_kept(item: dict[str, Any], query: Any) -> bool:
-    text = orjson.dumps(item).decode()
-    for name in ("customer", "profile", "entity"):
-        wanted = (query.get(name) or "").strip()
-        if wanted and wanted not in text:
-            return False
-    wanted_type = (query.get("type") or "").strip()
-    return not wanted_type or item.get("type") == wanted_type
 
 
 async def event_page(request: Request) -> Response:
@@ -647,7 +646,7 @@ async def order_page(request: Request) -> Response:
     if order is None or owner is None:
         return _problem(request, viewer, NotFound(f"order not found with id {order_id}"))
     fills = queries.list_executions(owner, Page(limit=1000), order_id=order_id)["items"]
-    history, _ = feed.newest_events(queries, owner, limit=200)
+    history, _ = feed.newest_events(queries, owner, limit=200, mentions=[order_id])
     steps = [i for i in history if (i.get("object") or {}).get("id") == order_id]
     return _render(
         request,
@@ -758,7 +757,7 @@ async def transfer_page(request: Request) -> Response:
             transfer = queries.transfer(customer, transfer_id)
         except NotFound:
             continue
-        history, _ = feed.newest_events(queries, customer, limit=200)
+        history, _ = feed.newest_events(queries, customer, limit=200, mentions=[transfer_id])
         steps = [i for i in history if (i.get("object") or {}).get("id") == transfer_id]
         return _render(
             request,

@@ -113,5 +113,12 @@ class NotionalTooLarge(DomainError):
     code = "notional-value-too-large"
 
 
+class MarketConditions(DomainError):
+    """Refused for where the market is, not for what was sent alone: a taker priced
+    outside the band around the mid price."""
+
+    code = "market-conditions-prevented-execution"
+
+
 class ExceedMaxWithdraw(DomainError):
     code = "exceed-max-withdraw-limit"

@@ -131,10 +131,16 @@ def newest_events(
     before: int | None = None,
     limit: int = DEFAULT_LIMIT,
     until_position: int | None = None,
+    type: str | None = None,
+    mentions: Sequence[str] = (),
+    until_time: str | None = None,
 ) -> tuple[list[dict[str, Any]], int | None]:
     """A customer's events newest first below feed seq `before`, the ones produced at or
     before log position `until_position`, and the `before` of the next page: the same
-    rows and the same owner rule as `list_events`, read the other way (the console)."""
+    rows and the same owner rule as `list_events`, read the other way (the console).
+    `type`, `mentions` (texts each item must contain: an id of a profile, an order, a
+    transfer) and `until_time` (created at or before) are conditions of the query, so a
+    page holds `limit` kept items whenever that many exist below `before`."""
     where = ["customer_id = ?"]
     params: list[Any] = [customer_id]
     if before is not None:
@@ -143,6 +149,15 @@ def newest_events(
     if until_position is not None:
         where.append("seq < ?")
         params.append((until_position + 1) * 2)  # `seq` is twice the log position, + rank
+    if type is not None:
+        where.append("type = ?")
+        params.append(type)
+    for text in mentions:
+        where.append("instr(body, ?) > 0")
+        params.append(text)
+    if until_time is not None:
+        where.append("created_at <= ?")
+        params.append(until_time)
     rows = reads.conn.execute(
         f"SELECT seq, body FROM event_feed WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT ?",
         [*params, limit + 1],

@@ -119,6 +119,10 @@ class NotionalValueTooLargeError(ForbiddenError):
     slug = "notional-value-too-large"
 
 
+class MarketConditionsPreventedExecutionError(ForbiddenError):
+    slug = "market-conditions-prevented-execution"
+
+
 class ExceedMaxWithdrawLimitError(BadRequestError):
     slug = "exceed-max-withdraw-limit"
 

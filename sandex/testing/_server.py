@@ -231,10 +231,27 @@ def _alive(pid: int) -> bool:
     return pid > 0
 
 
+@dataclass(frozen=True)
+class Kept:
+    """The server `--sandex-reuse` keeps, as found answering: where, its pid, and the
+    sandex version its answers carry (`X-Sandex-Version`; "" when they carry none)."""
+
+    address: Address
+    pid: int
+    version: str
+
+    @property
+    def named_version(self) -> str:
+        return f"sandex {self.version}" if self.version else "no sandex version"
+
+
 class Reused:
     """The server `--sandex-reuse` keeps running between runs: a detached `sandex
     serve` whose address, credentials and pid are in the state folder ($SANDEX_STATE_DIR,
-    else ~/.sandex) as `pytest-server.json` (0600), its database and log beside it."""
+    else ~/.sandex) as `pytest-server.json` (0600), its database and log beside it. It is
+    reused only while it runs this sandex's version: one kept from an older (or newer)
+    install is stopped and replaced, since its API is not the one the suite was written
+    against."""
 
     def __init__(self) -> None:
         from sandex.engine.store.locations import STATE_DIR_ENV
@@ -252,24 +269,34 @@ class Reused:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
-    def running(self) -> tuple[Address, int] | None:
-        """The kept server's address and pid, where it still answers."""
+    def running(self) -> Kept | None:
+        """The kept server, where it still answers."""
+        from sandex.api_adapter.version import VERSION_HEADER
+
         if not self.record.exists():
             return None
         kept = json.loads(self.record.read_text())
         address, pid = Address(**kept["address"]), int(kept["pid"])
         try:
-            answers = httpx.get(f"{address.url}/healthz", timeout=2).status_code == 200
+            answer = httpx.get(f"{address.url}/healthz", timeout=2)
         except httpx.TransportError:
-            answers = False
-        return (address, pid) if answers and _alive(pid) else None
+            return None
+        if answer.status_code != 200 or not _alive(pid):
+            return None
+        return Kept(address, pid, answer.headers.get(VERSION_HEADER, ""))
 
-    def acquire(self) -> tuple[Address, int, bool]:
-        """The kept server (reused: True), or a new one started and kept (False)."""
+    def acquire(self) -> tuple[Kept, bool, Kept | None]:
+        """The kept server, or a new one started and kept; whether it was reused; and
+        the server it replaced, one kept from another sandex version (stopped)."""
+        from sandex.api_adapter.version import installed_version
+
+        mine = installed_version()
         with self._locked():
             found = self.running()
+            if found is not None and found.version == mine:
+                return found, True, None
             if found is not None:
-                return found[0], found[1], True
+                _stop(found.pid)
             home = self.folder / "pytest-server"
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir(mode=0o700)
@@ -279,19 +306,31 @@ class Reused:
             fd = os.open(self.record, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump({"address": asdict(started.address), "pid": started.pid}, f)
-            return started.address, started.pid, False
+            return Kept(started.address, started.pid, mine), False, found
 
-    def stop(self) -> tuple[Address, int] | None:
+    def stop(self) -> Kept | None:
         """Stop the kept server (SIGINT, as Ctrl-C): the one stopped, if one ran."""
         with self._locked():
             found = self.running()
             if found is not None:
-                os.kill(found[1], signal.SIGINT)
-                deadline = time.monotonic() + 30
-                while _alive(found[1]) and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                _stop(found.pid)
             self.record.unlink(missing_ok=True)
             return found
+
+
+def _stop(pid: int, timeout: float = 30.0) -> None:
+    """Stop a kept server as Ctrl-C does and wait for it to end; one that has not ended
+    by `timeout` is killed, so that its database is not removed under it."""
+    for sent, wait in ((signal.SIGINT, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sent)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _alive(pid):
+            return
 
 
 class SandexServer:

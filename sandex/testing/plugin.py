@@ -164,7 +164,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if found is None:
         print(f"sandex: no server kept by --sandex-reuse ({reused.record})")
     else:
-        print(f"sandex: {verb} {found[0].url} (pid {found[1]}, {reused.record})")
+        print(
+            f"sandex: {verb} {found.address.url} (pid {found.pid}, {found.named_version},"
+            f" {reused.record})"
+        )
     return 0
 
 
@@ -388,13 +391,19 @@ class SessionState:
             self.server = SandexServer(address, "url", started_here=False)
             return self.server
         if reusing(self.config):
-            address, pid, reused = Reused().acquire()
+            kept, reused, replaced = Reused().acquire()
             how = "reused" if reused else "started and kept running"
+            instead = ""
+            if replaced is not None:
+                instead = (
+                    f"; it replaces {replaced.address.url} (pid {replaced.pid}), stopped"
+                    f" because it ran {replaced.named_version}, not {kept.version}"
+                )
             self.reuse_line = (
-                f"sandex: server {address.url} {how} (pid {pid});"
+                f"sandex: server {kept.address.url} {how} (pid {kept.pid}){instead};"
                 " stop it with pytest --sandex-reuse-stop"
             )
-            self.server = SandexServer(address, "process", started_here=not reused)
+            self.server = SandexServer(kept.address, "process", started_here=not reused)
             return self.server
         mode = setting(self.config, "mode")
         start = STARTERS[mode]

@@ -156,6 +156,22 @@ def test_the_vendored_scripts_are_served_with_their_licences(operator: Browser) 
     assert operator.get("/console/assets/..%2Fpages.py").status_code == 404
 
 
+def test_every_page_declares_its_icon_and_serves_it(sb: Any, operator: Browser) -> None:
+    """A page without an icon of its own makes the browser ask the origin's /favicon.ico,
+    which the API answers 404: each page names the console's, and that answers."""
+    pages = ["/console/signin", "/console/timeline", "/console/markets", "/console/controls"]
+    for path in pages:
+        page = operator.get(path)
+        assert page.status_code == 200, path
+        icons = re.findall(r'<link rel="icon" href="([^"]+)" type="image/svg\+xml">', page.text)
+        assert icons == ["/console/assets/favicon.svg"], path
+    icon = operator.get(icons[0])
+    assert icon.status_code == 200
+    assert icon.headers["content-type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg") and "<script" not in icon.text
+    assert len(icon.content) < 1024
+
+
 # -- timeline ------------------------------------------------------------------------
 
 
@@ -359,6 +375,61 @@ def test_a_tenant_sees_its_own_orders_and_not_another_tenants(sb: Any) -> None:
     assert other.get("/console/worlds").status_code == 404
 
 
+def _subjects(page: str) -> list[str]:
+    return re.findall(r'data-testid="event-subject">([^<]*)<', page)
+
+
+def test_a_tenants_filtered_timeline_fills_its_pages_from_the_whole_feed(sb: Any) -> None:
+    """The filters are conditions of the feed's query: a page of a profile whose items
+    are interleaved with another profile's and another tenant's is a full page, and the
+    next page holds the rest (the filter was applied to a page already cut)."""
+    headers, tenant = sb.tenant()
+    other_headers, _ = sb.tenant()
+    savings = sb.post("/v2/profiles", {"nickname": "savings"}, headers=headers).json()["id"]
+    mine = []
+    for _ in range(60):
+        for profile, who in (("default", headers), (savings, headers), ("default", other_headers)):
+            r = sb.post(
+                f"/v2/sandbox/profiles/{profile}/deposit",
+                {"asset": "USD", "amount": "1"},
+                headers=who,
+            )
+            assert r.status_code == 200, r.text
+            if profile == savings:
+                mine.append(r.json()["activity_id"])
+    browser = Browser(sb, tenant["client_id"], tenant["client_secret"])
+    first = browser.get("/console/timeline", profile=savings).text
+    shown = _subjects(first)
+    assert len(shown) == 50 and all(s.split()[-1] in mine for s in shown)
+    older = re.search(r'href="\?([^"]*before=\d+)" data-testid="timeline-older"', first)
+    assert older, first[-500:]
+    second = browser.http.get("/console/timeline?" + older.group(1).replace("&amp;", "&")).text
+    rest = _subjects(second)
+    assert "timeline-older" not in second
+    assert sorted(s.split()[-1] for s in shown + rest) == sorted(mine)
+    typed = browser.get(
+        "/console/timeline", type="transfer.wire_deposit.completed", profile=savings
+    ).text
+    assert len(_subjects(typed)) == 50
+
+
+def test_an_orders_history_reaches_past_its_customers_newer_events(sb: Any) -> None:
+    """An order's status history is the feed's items of that order, found by the query
+    however many other items of its customer came after it."""
+    headers, tenant = sb.tenant()
+    sb.post(
+        "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1000"}, headers=headers
+    )
+    order = placed(sb, headers=headers, **limit("BUY", "1000", "0.1"))
+    for _ in range(210):
+        sb.post(
+            "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"}, headers=headers
+        )
+    browser = Browser(sb, tenant["client_id"], tenant["client_secret"])
+    page = browser.get(f"/console/orders/{order['profile_id']}/{order['id']}").text
+    assert len(re.findall('data-testid="order-step"', page)) >= 1, page[-800:]
+
+
 def test_a_held_withdrawal_shows_pending_then_completed_after_its_release(
     sb: Any, operator: Browser
 ) -> None:
@@ -501,6 +572,9 @@ def test_a_worlds_console_is_served_under_its_prefix(sb: Any) -> None:
     path = f"/w/{made['id']}/console/signin"
     page = front.get(path)
     assert page.status_code == 200 and f'action="/w/{made["id"]}/console/signin"' in page.text
+    icon = f"/w/{made['id']}/console/assets/favicon.svg"
+    assert f'<link rel="icon" href="{icon}"' in page.text
+    assert front.get(icon).headers["content-type"] == "image/svg+xml"
     signed = front.post(
         path,
         data={

@@ -472,12 +472,22 @@ def test_notional_over_the_maximum_is_a_403(
 
 
 def test_a_taker_limit_15_percent_or_more_from_the_mid_is_refused(sb: Any) -> None:
+    """The reference's kind for it: 403 market-conditions-prevented-execution, naming
+    the price (it was an about:blank 400)."""
     # mid of the house's best bid and ask is 42500
-    r = place(sb, **limit("BUY", "48875", "0.01"))
-    assert r.status_code == 400 and "15% or more away from the mid price" in r.json()["detail"]
+    for side, price in (("BUY", "48875"), ("SELL", "36125")):
+        r = place(sb, **limit(side, price, "0.01"))
+        assert r.status_code == 403, r.text
+        assert r.headers["content-type"] == "application/problem+json"
+        problem = r.json()
+        assert problem["type"] == PROBLEMS + "market-conditions-prevented-execution"
+        assert problem["title"] == "Market Conditions Prevented Execution"
+        assert problem["meta"] == {"field": "price"}
+        assert problem["detail"] == (
+            "price invalid: a taker order priced 15% or more away from the mid price (42500)"
+            " is refused"
+        )
     assert placed(sb, **limit("BUY", "48874.75", "0.01"))["status"] == "FILLED"
-    r = place(sb, **limit("SELL", "36125", "0.01"))
-    assert r.status_code == 400
     # Far from the mid but resting (a maker) is fine.
     assert placed(sb, **limit("BUY", "30000", "0.01"))["status"] == "OPEN"
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi import APIRouter
 
-from tests.support.reference import document
+from tests.support.reference import document, problem_types
 
 PROBLEM = "application/problem+json"
 
@@ -344,6 +344,17 @@ def test_every_domain_error_code_has_its_http_status_title_and_type() -> None:
     from sandex.api_adapter.problem_types import DOMAIN_PROBLEMS
 
     assert {cls.code for cls in _domain_errors()} == set(DOMAIN_PROBLEMS)
+
+
+def test_every_typed_problem_is_the_references_with_its_status() -> None:
+    """A refusal of a kind the reference types carries its type URI and status (the
+    taker band answered about:blank); sandex invents no type of its own."""
+    from sandex.api_adapter.problem_types import DOMAIN_PROBLEMS, PROBLEM_BASE
+
+    reference = problem_types()  # skips where the reference is absent
+    typed = {PROBLEM_BASE + slug: status for status, slug, _ in DOMAIN_PROBLEMS.values() if slug}
+    assert {uri: reference.get(uri) for uri in typed} == typed
+    assert "market-conditions-prevented-execution" in {uri.rsplit("/", 1)[1] for uri in typed}
 
 
 def test_a_domain_error_renders_as_the_same_problem_as_before() -> None:

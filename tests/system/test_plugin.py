@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -386,6 +389,103 @@ def test_reuse_keeps_the_server_between_runs_until_stopped(
             httpx.get(f"{url}/healthz", timeout=2)
     finally:
         if record.exists():  # a failed run leaves no server behind
+            os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
+
+
+# A server that says it is an older sandex: it answers every GET 200 with that version.
+OLDER_SANDEX = """
+import http.server
+
+class Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("X-Sandex-Version", "0.0.1")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def _kept_older_sandex(state: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A server answering as sandex 0.0.1, recorded in `state` as the one --sandex-reuse
+    keeps (as an older install's run would have left it), and its URL."""
+    older = subprocess.Popen(
+        [sys.executable, "-c", OLDER_SANDEX], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    threading.Thread(target=older.wait, daemon=True).start()  # reaped once stopped
+    assert older.stdout is not None
+    url = f"http://127.0.0.1:{int(older.stdout.readline())}"
+    state.mkdir(parents=True)
+    address = {"url": url, "client_id": "sandex", "client_secret": "old"}
+    (state / "pytest-server.json").write_text(json.dumps({"address": address, "pid": older.pid}))
+    return older, url
+
+
+def test_a_kept_server_of_another_version_is_stopped_and_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandex.api_adapter.version import installed_version
+    from sandex.testing._server import Reused
+
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    older, old_url = _kept_older_sandex(tmp_path / "state")
+    kept = Reused()
+    try:
+        found = kept.running()
+        assert found is not None and found.version == "0.0.1"
+        new, reused, replaced = kept.acquire()
+        assert not reused and replaced == found
+        older.wait(timeout=10)  # stopped
+        assert new.address.url != old_url and new.version == installed_version()
+        answer = httpx.get(f"{new.address.url}/healthz")
+        assert answer.headers["x-sandex-version"] == installed_version()
+        assert kept.acquire()[1:] == (True, None)  # this version's server is reused
+    finally:
+        if older.poll() is None:
+            older.kill()
+        started = json.loads((tmp_path / "state" / "pytest-server.json").read_text())["pid"]
+        if started != older.pid:  # this process's child: stopped and reaped here
+            os.kill(started, signal.SIGINT)
+            os.waitpid(started, 0)
+
+
+@pytest.mark.slow
+def test_reuse_replaces_a_kept_server_of_another_sandex_version(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server kept by an older sandex's `--sandex-reuse` is not reused: this run stops
+    it, starts its own and says so in one line."""
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    older, old_url = _kept_older_sandex(tmp_path / "state")
+    record = tmp_path / "state" / "pytest-server.json"
+    pytester.makepyfile(
+        "def test_world(sandex_world):\n    sandex_world.clock.advance(seconds=1)\n"
+    )
+    try:
+        run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandex-reuse")
+        run.assert_outcomes(passed=1)
+        url = json.loads(record.read_text())["address"]["url"]
+        assert url != old_url
+        version = httpx.get(f"{url}/healthz").headers["x-sandex-version"]
+        run.stdout.fnmatch_lines(
+            [
+                f"sandex: server {url} started and kept running (pid *); it replaces {old_url}"
+                f" (pid {older.pid}), stopped because it ran sandex 0.0.1, not {version};"
+                " stop it with pytest --sandex-reuse-stop"
+            ]
+        )
+        older.wait(timeout=10)  # it was stopped
+    finally:
+        if older.poll() is None:
+            older.kill()
+        if record.exists() and json.loads(record.read_text())["pid"] != older.pid:
             os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
 
 

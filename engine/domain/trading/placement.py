@@ -44,6 +44,7 @@ from sandex.engine.kernel.errors import (
     Forbidden,
     InsufficientFunds,
     Invalid,
+    MarketConditions,
     NotionalTooLarge,
 )
 from sandex.engine.kernel.money import ZERO, decimals, format_normal, parse_amount
@@ -231,7 +232,7 @@ def create_order(ctx: Ctx, cmd: CreateOrder) -> dict[str, Any]:
     if crossing:
         mid = _mid(tr, mk, step)
         if abs(mk.tick * ticks - mid) >= mid * TAKER_BAND:
-            raise Invalid(
+            raise MarketConditions(
                 f"price invalid: a taker order priced 15% or more away from the mid price"
                 f" ({format_normal(mid)}) is refused",
                 field="price",
