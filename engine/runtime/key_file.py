@@ -120,13 +120,14 @@ class KeyFile:
                 log.warning("key file unreadable; keeping the keys last read", error=str(exc))
         return self._keys
 
-    def rotate(self) -> Keys:
+    def rotate(self, *, sync: bool = True) -> Keys:
         """Replace the signing key with a new one, keeping the sealing key; every token
-        signed with the old one stops working."""
+        signed with the old one stops working. `sync`: the new file on the disk before
+        this returns (a database whose durability survives a power cut)."""
         keys = self.current() if self.path is None else _read(self.path)
         new = replace(keys, signing=secrets.token_bytes(32))
         if self.path is not None:
-            private_files.write(self.path, _encode(new), sync=True)
+            private_files.write(self.path, _encode(new), sync=sync)
             self._seen = _signature(self.path)
         self._keys = new
         return new

@@ -875,7 +875,8 @@ class SqliteEventStore:
         Copied from a read transaction of a connection of its own: one committed state
         of the database, whole, however the writer goes on meanwhile; a write not yet
         committed is not in it. The new file is written without a journal and synced
-        once, when whole. The key file is not the store's business: whoever forks
+        once, when whole (under FULL durability: NORMAL promises to survive a process
+        crash, not a power cut). The key file is not the store's business: whoever forks
         (the world manager) gives the fork a key file of its own."""
         where = locate(target)
         if where.kind != "file":
@@ -907,7 +908,8 @@ class SqliteEventStore:
                 copy.execute("PRAGMA journal_mode=WAL")
             finally:
                 copy.close()
-            _sync(target)
+            if self._durability == "FULL":  # NORMAL: a process crash, not a power cut
+                _sync(target)
         except BaseException:
             for leftover in (target, f"{target}-wal", f"{target}-shm"):
                 Path(leftover).unlink(missing_ok=True)
