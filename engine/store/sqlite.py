@@ -214,7 +214,7 @@ class SqliteEventStore:
         made = [] if in_memory(self.path) else private_files.prepare_database(self.path)
         try:
             if fresh:
-                _write_blank(self.path, tables)
+                _write_blank(self.path, tables, sync=durability == "FULL")
             self.conn = self._open_writer()
             self._create_schema(tables or {})
         except (sqlite3.DatabaseError, OSError) as exc:
@@ -1108,15 +1108,18 @@ def _blank(tables: dict[str, dict[str, Any]]) -> tuple[frozenset[tuple[str, ...]
     return made
 
 
-def _write_blank(path: str, tables: dict[str, dict[str, Any]]) -> None:
+def _write_blank(path: str, tables: dict[str, dict[str, Any]], *, sync: bool) -> None:
     """Fill the empty file this store just made at `path` with the blank database of
-    `tables`, on the disk (file and folder entry) before SQLite opens it."""
+    `tables`; `sync` (FULL durability): on the disk (file and folder entry) before
+    SQLite opens it."""
     image = _blank(tables)[1]
     with open(path, "r+b") as out:
         out.write(image)
-        out.flush()
-        os.fsync(out.fileno())
-    private_files.sync_directory(Path(path).parent)
+        if sync:
+            out.flush()
+            os.fsync(out.fileno())
+    if sync:
+        private_files.sync_directory(Path(path).parent)
 
 
 def _sync(path: str) -> None:

@@ -342,22 +342,24 @@ def test_the_worlds_are_listed_a_page_at_a_time_without_secrets(front: Front) ->
 
 
 @pytest.mark.parametrize("durability", ["FULL", "NORMAL"])
-def test_a_forks_files_are_synced_to_the_disk_under_full_durability_only(
+def test_a_worlds_files_are_synced_to_the_disk_under_full_durability_only(
     sandbox_factory: Any, durability: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NORMAL durability survives a process crash, not a power cut (its commits are not
-    synced): a fork's files (database copy, key file, manifest) are renamed into place
-    but not synced either, as on the pytest plugin's throwaway server; FULL syncs them."""
+    synced): the files of a new world (its blank database, key file) and of a fork
+    (database copy, key file, manifest) are renamed into place but not synced either,
+    as on the pytest plugin's throwaway server; FULL syncs them."""
     front = Front(sandbox_factory(durability=durability))
     try:
-        template = front.world()
-        template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
         synced: list[int] = []
         real_fsync = os.fsync
         monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+        template = front.world()
+        made = len(synced)
+        template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
         fork = front.world({"from_world": template.id, "from_snapshot": "ready"})
         monkeypatch.undo()
-        assert (len(synced) > 0) == (durability == "FULL")
+        assert (made > 0, len(synced) > made) == (durability == "FULL",) * 2
         fork.login(template.made["client_id"], template.made["client_secret"])
     finally:
         front.http.close()
