@@ -438,11 +438,15 @@ class WorldManager:
         # Made outside the lock (its id is new to everyone): the other worlds' requests
         # go on meanwhile.
         db = self.db_of(world_id)
+        # A world's files are synced to the disk as its log is: FULL survives a power cut,
+        # NORMAL (a throwaway server's, such as the pytest plugin's) a process crash,
+        # which the atomic renames already give.
+        durable = world_settings.durability == "FULL"
         try:
             try:
                 if from_world is not None:
                     assert from_snapshot is not None
-                    self._fork(from_world, from_snapshot, db)
+                    self._fork(from_world, from_snapshot, db, sync=durable)
                     if recorded:
                         self._fork_recording(from_world, from_snapshot, world_id, world_settings)
                 bootstrap = self.new_worlds_bootstrap if from_world is None else None
@@ -457,7 +461,7 @@ class WorldManager:
                     credentials = served.world.credentials
                     _, profile_id = _bootstrap_of(served.engine)
                     record.created_at = format_time(served.engine.clock.now())
-                    private_files.write(self._manifest_of(world_id), record.as_json(), sync=True)
+                    private_files.write(self._manifest_of(world_id), record.as_json(), sync=durable)
                 except BaseException:
                     served.stop()
                     raise
@@ -504,7 +508,7 @@ class WorldManager:
             raise NotFound(f"world not found with id {world_id}")
         return record
 
-    def _fork(self, template_id: str, snapshot: str, db: Location) -> None:
+    def _fork(self, template_id: str, snapshot: str, db: Location, *, sync: bool) -> None:
         """Write `db`, the world `template_id` as it was at its snapshot `snapshot`, by
         its store's fork: a copy of its database when its log ends at the snapshot, else
         its log up to the snapshot (the read models rebuilt from it when the fork
@@ -530,7 +534,7 @@ class WorldManager:
         fork_keys = key_file.path_for(db.text)
         assert source_keys is not None and fork_keys is not None
         private_files.copy(source_keys, fork_keys)
-        key_file.KeyFile.existing(db.text).rotate()
+        key_file.KeyFile.existing(db.text).rotate(sync=sync)
 
     def _fork_recording(
         self, template_id: str, snapshot: str, world_id: str, settings: Settings

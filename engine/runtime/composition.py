@@ -129,7 +129,7 @@ def bootstrap(
     if key is None:  # a database from before execution ids were permuted
         key = new_execution_key(settings.execution_ids, seed)
         store.set_meta(EXECUTION_KEY, key)
-    keys = _open_keys(store, new_database)
+    keys = _open_keys(store, new_database, sync=settings.durability == "FULL")
     if clock is None:
         clock = ManualClock(settings.clock_start) if settings.clock == "manual" else WallClock()
     # State snapshots (engine/runtime/startup_cache.py): none for an in-memory database,
@@ -153,12 +153,13 @@ def bootstrap(
     )
 
 
-def _open_keys(store: EventStore, new_database: bool) -> KeyFile:
-    """The database's key file (engine/runtime/key_file.py), made on first open; a signing
-    key that an older sandex kept in the database moves there and is erased."""
+def _open_keys(store: EventStore, new_database: bool, *, sync: bool) -> KeyFile:
+    """The database's key file (engine/runtime/key_file.py), made on first open (`sync`:
+    on the disk before the engine runs); a signing key that an older sandex kept in the
+    database moves there and is erased."""
     legacy = store.get_meta(LEGACY_SIGNING_META)
     try:
-        keys = KeyFile.open(store.path, legacy_signing=legacy, new_database=new_database)
+        keys = KeyFile.open(store.path, legacy_signing=legacy, new_database=new_database, sync=sync)
     except (KeyFileError, OSError) as exc:
         raise StoreUnavailable(f"cannot open the key file of {store.path}: {exc}") from exc
     if legacy is not None:

@@ -76,17 +76,23 @@ class KeyFile:
 
     @classmethod
     def open(
-        cls, db_path: str | Path, legacy_signing: str | None = None, *, new_database: bool = False
+        cls,
+        db_path: str | Path,
+        legacy_signing: str | None = None,
+        *,
+        new_database: bool = False,
+        sync: bool = True,
     ) -> KeyFile:
         """The keys of `db_path`, made now if it has none. `legacy_signing` (hex) is a
         signing key an older sandex kept in the database: a new file takes it over. A
         `new_database` gets new keys even where a key file exists: that one is left
-        from a database deleted since, whose tokens must not open the new one."""
+        from a database deleted since, whose tokens must not open the new one; `sync`:
+        its keys on the disk before this returns (FULL durability)."""
         path = path_for(db_path)
         if path is None:
             return cls(None, _new_keys(legacy_signing))
         if new_database:
-            private_files.write(path, _encode(_new_keys(legacy_signing)), sync=True)
+            private_files.write(path, _encode(_new_keys(legacy_signing)), sync=sync)
         else:
             private_files.tighten(path)
             if not path.exists() and private_files.write_new(
@@ -120,13 +126,14 @@ class KeyFile:
                 log.warning("key file unreadable; keeping the keys last read", error=str(exc))
         return self._keys
 
-    def rotate(self) -> Keys:
+    def rotate(self, *, sync: bool = True) -> Keys:
         """Replace the signing key with a new one, keeping the sealing key; every token
-        signed with the old one stops working."""
+        signed with the old one stops working. `sync`: the new file on the disk before
+        this returns (a database whose durability survives a power cut)."""
         keys = self.current() if self.path is None else _read(self.path)
         new = replace(keys, signing=secrets.token_bytes(32))
         if self.path is not None:
-            private_files.write(self.path, _encode(new), sync=True)
+            private_files.write(self.path, _encode(new), sync=sync)
             self._seen = _signature(self.path)
         self._keys = new
         return new

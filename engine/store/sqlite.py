@@ -214,7 +214,7 @@ class SqliteEventStore:
         made = [] if in_memory(self.path) else private_files.prepare_database(self.path)
         try:
             if fresh:
-                _write_blank(self.path, tables)
+                _write_blank(self.path, tables, sync=durability == "FULL")
             self.conn = self._open_writer()
             self._create_schema(tables or {})
         except (sqlite3.DatabaseError, OSError) as exc:
@@ -875,7 +875,8 @@ class SqliteEventStore:
         Copied from a read transaction of a connection of its own: one committed state
         of the database, whole, however the writer goes on meanwhile; a write not yet
         committed is not in it. The new file is written without a journal and synced
-        once, when whole. The key file is not the store's business: whoever forks
+        once, when whole (under FULL durability: NORMAL promises to survive a process
+        crash, not a power cut). The key file is not the store's business: whoever forks
         (the world manager) gives the fork a key file of its own."""
         where = locate(target)
         if where.kind != "file":
@@ -907,7 +908,8 @@ class SqliteEventStore:
                 copy.execute("PRAGMA journal_mode=WAL")
             finally:
                 copy.close()
-            _sync(target)
+            if self._durability == "FULL":  # NORMAL: a process crash, not a power cut
+                _sync(target)
         except BaseException:
             for leftover in (target, f"{target}-wal", f"{target}-shm"):
                 Path(leftover).unlink(missing_ok=True)
@@ -1106,15 +1108,18 @@ def _blank(tables: dict[str, dict[str, Any]]) -> tuple[frozenset[tuple[str, ...]
     return made
 
 
-def _write_blank(path: str, tables: dict[str, dict[str, Any]]) -> None:
+def _write_blank(path: str, tables: dict[str, dict[str, Any]], *, sync: bool) -> None:
     """Fill the empty file this store just made at `path` with the blank database of
-    `tables`, on the disk (file and folder entry) before SQLite opens it."""
+    `tables`; `sync` (FULL durability): on the disk (file and folder entry) before
+    SQLite opens it."""
     image = _blank(tables)[1]
     with open(path, "r+b") as out:
         out.write(image)
-        out.flush()
-        os.fsync(out.fileno())
-    private_files.sync_directory(Path(path).parent)
+        if sync:
+            out.flush()
+            os.fsync(out.fileno())
+    if sync:
+        private_files.sync_directory(Path(path).parent)
 
 
 def _sync(path: str) -> None:

@@ -31,6 +31,11 @@ CLIENT_ID = "sandex"
 REGISTER_TIMEOUT = 60.0
 # How long a server may take to answer after it was started.
 START_TIMEOUT = 60.0
+# The settings of a server the plugin starts, in either mode: a suite forks a world per
+# test, faster than the worlds' rate limit allows; and its data is thrown away with the
+# session (or kept for a look after a failure), so it needs to survive a process crash
+# but not a power cut (NORMAL durability: no sync to the disk per commit or per fork).
+SERVER_SETTINGS: dict[str, Any] = {"rate_limits_enabled": False, "durability": "NORMAL"}
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,7 @@ def start_thread(folder: Path) -> Running:
     from sandex.engine.config.settings import Settings
 
     secret = secrets.token_urlsafe(30)
-    # a suite forks a world per test, faster than the worlds' rate limit allows
-    settings = Settings(rate_limits_enabled=False)
+    settings = Settings(**SERVER_SETTINGS)
     listener = listen("127.0.0.1", 0)
     port = listener.getsockname()[1]
     world = World.open(folder / "sandex.db", settings, bootstrap=fixed(CLIENT_ID, secret))
@@ -116,6 +120,7 @@ def start_process(folder: Path, *, detached: bool = False) -> Running:
         str(folder / "sandex.db"),
     ]
     command += ["--host", "127.0.0.1", "--port", "0", "--no-rate-limits", "--log-format", "json"]
+    command += ["--durability", str(SERVER_SETTINGS["durability"])]
     proc = subprocess.Popen(
         [*command, "--log-level", "WARNING"],
         stdout=log,

@@ -341,6 +341,31 @@ def test_the_worlds_are_listed_a_page_at_a_time_without_secrets(front: Front) ->
     assert r.status_code == 400 and r.json()["meta"]["field"] == "page_cursor"
 
 
+@pytest.mark.parametrize("durability", ["FULL", "NORMAL"])
+def test_a_worlds_files_are_synced_to_the_disk_under_full_durability_only(
+    sandbox_factory: Any, durability: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NORMAL durability survives a process crash, not a power cut (its commits are not
+    synced): the files of a new world (its blank database, key file) and of a fork
+    (database copy, key file, manifest) are renamed into place but not synced either,
+    as on the pytest plugin's throwaway server; FULL syncs them."""
+    front = Front(sandbox_factory(durability=durability))
+    try:
+        synced: list[int] = []
+        real_fsync = os.fsync
+        monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+        template = front.world()
+        made = len(synced)
+        template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
+        fork = front.world({"from_world": template.id, "from_snapshot": "ready"})
+        monkeypatch.undo()
+        assert (made > 0, len(synced) > made) == (durability == "FULL",) * 2
+        fork.login(template.made["client_id"], template.made["client_secret"])
+    finally:
+        front.http.close()
+        front.sandbox.app.state.worlds.close()
+
+
 def test_a_fork_is_its_template_at_the_snapshot_then_diverges_alone(
     front: Front, sandbox: Any
 ) -> None:

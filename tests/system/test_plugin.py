@@ -86,6 +86,34 @@ def test_b(sandex_world):
         httpx.get(f"{a['server']}/healthz", timeout=2)
 
 
+def test_the_thread_servers_forks_sync_nothing_to_the_disk(pytester: pytest.Pytester) -> None:
+    """The plugin's server holds throwaway worlds: it runs with NORMAL durability (a
+    process crash survived, not a power cut), so the tests' forks, made while the tests
+    run, wait for no sync of their files to the disk."""
+    pytester.makepyfile(
+        """
+import os
+
+SYNCED = []
+_fsync = os.fsync
+os.fsync = lambda fd: SYNCED.append(fd) or _fsync(fd)
+SINCE = []
+
+def test_a(sandex_world):
+    SINCE.append(len(SYNCED))  # the server, its template and this world are made
+
+def test_b(sandex_world):
+    sandex_world.clock.advance(seconds=1)
+
+def test_c(sandex_world):
+    sandex_world.clock.advance(seconds=1)
+    assert SYNCED[SINCE[0]:] == []
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+
+
 @pytest.mark.slow
 def test_xdist_workers_share_one_server(pytester: pytest.Pytester, record_to: Path) -> None:
     """Under `-n 2` one worker starts the server and both use it; it stops when both
