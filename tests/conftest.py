@@ -247,6 +247,11 @@ class WorldSandbox(HttpCalls):
         method = response.request.method
         self._kept.keep(method, path, response.status_code, media, response.content)
 
+    def serves(self, path: str) -> bool:
+        """Whether this world answers `path` (a template of the OpenAPI document): every
+        path but the worlds' own, which the server's default world manages."""
+        return not path.startswith(worlds_router.prefix)
+
     def close(self) -> None:
         self.http.close()
 
@@ -428,12 +433,13 @@ def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpC
     (`sandex_world`, on its xdist worker's server) at the suite's start and seed, with the
     test's `sandex` marker; every answer held to the served OpenAPI document when the
     test ends. Under `--backend postgresql` it is the in-process `sandbox` on PostgreSQL
-    (the plugin's server keeps its worlds in SQLite), with the marker's settings."""
+    (the plugin's server keeps its worlds in SQLite), with the marker's clock and settings."""
     marker = request.node.get_closest_marker("sandex")
     chosen: dict[str, Any] = dict(marker.kwargs) if marker else {}
     if backend == "postgresql":
         factory = request.getfixturevalue("sandbox_factory")
-        yield factory(**chosen.get("settings", {}))
+        given = {"clock": chosen["clock"]} if "clock" in chosen else {}
+        yield factory(**given, **chosen.get("settings", {}))
         return
     suite = make_settings()
     assert suite.clock_start is not None
