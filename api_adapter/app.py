@@ -11,7 +11,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sandex.api_adapter import auth, faults, openapi, problems
 from sandex.api_adapter.console import ConsoleFront
@@ -112,6 +113,22 @@ def _api_routes() -> list[BaseRoute]:
         return _ROUTES
 
 
+class _WholePath:
+    """The docs' files (a Mount of StaticFiles) under a world's prefix. WorldDispatch
+    hands a world's app its path without the prefix, which `root_path` holds; StaticFiles
+    strips its mount's root_path (the prefix and the mount's path) from the path, so it
+    is given the whole path back, or it looks for the mount's own name among its files."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        prefix = scope.get("app_root_path", "")
+        if prefix and not scope["path"].startswith(prefix):
+            scope = {**scope, "path": prefix + scope["path"]}
+        await self.app(scope, receive, send)
+
+
 def create_app(
     engine: Engine,
     *,
@@ -139,6 +156,9 @@ def create_app(
             app.state.webhooks.stop()
 
     app = FastAPIOffline(lifespan=lifespan, **_options())
+    for route in app.router.routes:
+        if isinstance(route, Mount) and route.name == "static-offline-docs":
+            route.app = _WholePath(route.app)
     app.state.engine = engine
     # Paging cursors are sealed with a key derived from the key file's sealing key
     # (`sandex.engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in

@@ -108,6 +108,13 @@ class HttpCalls:
         kw.setdefault("headers", self.headers)
         return self.http.delete(path, **kw)
 
+    def websocket_connect(self, path: str, headers: dict[str, str] | None = None) -> Any:
+        """A session with the feed at `path` (a context manager), read with
+        `tests.support.stream_helpers`' `receive` and `close_of`."""
+        return self.http.websocket_connect(
+            path, **({} if headers is None else {"headers": headers})
+        )
+
     def advance(self, seconds: float) -> Any:
         response = self.post("/v2/sandbox/clock", {"advance_seconds": seconds})
         assert response.status_code == 200, response.text
@@ -246,6 +253,21 @@ class WorldSandbox(HttpCalls):
         path = response.request.url.path.removeprefix(self._prefix)
         method = response.request.method
         self._kept.keep(method, path, response.status_code, media, response.content)
+
+    def websocket_connect(self, path: str, headers: dict[str, str] | None = None) -> Any:
+        """A session with the world's feed at `path` over a real socket (`websockets`'
+        client; the feeds need no token, so `headers` are sent as they are)."""
+        from websockets.sync.client import connect
+
+        url = self.http.base_url.copy_with(scheme="ws").join(path.lstrip("/"))
+        # max_queue=None: the client goes on reading frames a test leaves unread, so that
+        # its close sees the server's close frame instead of waiting out close_timeout
+        return connect(str(url), additional_headers=headers, open_timeout=10, max_queue=None)
+
+    def serves(self, path: str) -> bool:
+        """Whether this world answers `path` (a template of the OpenAPI document): every
+        path but the worlds' own, which the server's default world manages."""
+        return not path.startswith(worlds_router.prefix)
 
     def close(self) -> None:
         self.http.close()
@@ -428,12 +450,13 @@ def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpC
     (`sandex_world`, on its xdist worker's server) at the suite's start and seed, with the
     test's `sandex` marker; every answer held to the served OpenAPI document when the
     test ends. Under `--backend postgresql` it is the in-process `sandbox` on PostgreSQL
-    (the plugin's server keeps its worlds in SQLite), with the marker's settings."""
+    (the plugin's server keeps its worlds in SQLite), with the marker's clock and settings."""
     marker = request.node.get_closest_marker("sandex")
     chosen: dict[str, Any] = dict(marker.kwargs) if marker else {}
     if backend == "postgresql":
         factory = request.getfixturevalue("sandbox_factory")
-        yield factory(**chosen.get("settings", {}))
+        given = {"clock": chosen["clock"]} if "clock" in chosen else {}
+        yield factory(**given, **chosen.get("settings", {}))
         return
     suite = make_settings()
     assert suite.clock_start is not None

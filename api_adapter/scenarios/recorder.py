@@ -513,7 +513,9 @@ class Recorder:
         if body is not None:
             request["body"] = self._ids(body)
 
-        if method == "POST" and path == "/v2/sandbox/customers" and isinstance(response, dict):
+        # a refused creation made no customer: it is recorded as the request it was
+        customer = status == 200 and path == "/v2/sandbox/customers"
+        if method == "POST" and customer and isinstance(response, dict):
             self._append(self._new_actor(body, response))
             return
         if fault is not None and fault.get("action") in WIRE_OUTCOMES:

@@ -13,8 +13,13 @@ from sandex.engine.domain.customers import secret_matches
 FORM = {"grant_type": "client_credentials", "client_id": "sandex", "client_secret": "sandex-secret"}
 
 
-def test_a_token_grants_every_scope_of_the_client_when_none_is_asked(sandbox: Any) -> None:
-    r = sandbox.http.post("/oauth2/token", data=FORM)
+def _form(sb: Any) -> dict[str, str]:
+    """A token request of `sb`'s bootstrap client (a plugin world's secret is its own)."""
+    return {**FORM, "client_id": sb.client_id, "client_secret": sb.client_secret}
+
+
+def test_a_token_grants_every_scope_of_the_client_when_none_is_asked(http_sandbox: Any) -> None:
+    r = http_sandbox.http.post("/oauth2/token", data=_form(http_sandbox))
     assert r.status_code == 200
     body = r.json()
     assert body["token_type"] == "bearer"
@@ -24,38 +29,41 @@ def test_a_token_grants_every_scope_of_the_client_when_none_is_asked(sandbox: An
     assert r.headers["cache-control"] == "no-store"
 
 
-def test_a_token_grants_the_requested_subset_only(sandbox: Any) -> None:
-    r = sandbox.http.post("/oauth2/token", data={**FORM, "scope": "funding:read_profile"})
+def test_a_token_grants_the_requested_subset_only(http_sandbox: Any) -> None:
+    form = {**_form(http_sandbox), "scope": "funding:read_profile"}
+    r = http_sandbox.http.post("/oauth2/token", data=form)
     assert r.json()["scope"] == "funding:read_profile"
     headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
-    assert sandbox.http.get("/v2/profiles", headers=headers).status_code == 200
-    refused = sandbox.http.post("/v2/profiles", json={"nickname": "x"}, headers=headers)
+    assert http_sandbox.http.get("/v2/profiles", headers=headers).status_code == 200
+    refused = http_sandbox.http.post("/v2/profiles", json={"nickname": "x"}, headers=headers)
     assert refused.status_code == 403
     assert refused.headers["content-type"] == "application/problem+json"
     assert "funding:write_profile" in refused.json()["detail"]
 
 
 @pytest.mark.parametrize(
-    ("form", "status", "error"),
+    ("spoiled", "status", "error"),
     [
-        ({**FORM, "client_secret": "wrong"}, 401, "invalid_client"),
-        ({**FORM, "client_id": "nobody"}, 401, "invalid_client"),
-        ({"grant_type": "client_credentials"}, 401, "invalid_client"),
-        ({**FORM, "grant_type": "password"}, 400, "unsupported_grant_type"),
-        ({**FORM, "grant_type": ""}, 400, "invalid_request"),
+        ({"client_secret": "wrong"}, 401, "invalid_client"),
+        ({"client_id": "nobody"}, 401, "invalid_client"),
+        ({"client_id": None, "client_secret": None}, 401, "invalid_client"),
+        ({"grant_type": "password"}, 400, "unsupported_grant_type"),
+        ({"grant_type": ""}, 400, "invalid_request"),
     ],
 )
 def test_bad_token_requests_get_oauth_errors(
-    sandbox: Any, form: dict[str, str], status: int, error: str
+    http_sandbox: Any, spoiled: dict[str, str | None], status: int, error: str
 ) -> None:
-    r = sandbox.http.post("/oauth2/token", data=form)
+    """A good request with `spoiled`'s fields changed (None: left out)."""
+    form = {k: v for k, v in {**_form(http_sandbox), **spoiled}.items() if v is not None}
+    r = http_sandbox.http.post("/oauth2/token", data=form)
     assert r.status_code == status
     assert r.json()["error"] == error
 
 
-def test_a_scope_the_client_lacks_is_invalid_scope(sandbox: Any) -> None:
-    headers, creds = sandbox.tenant()
-    r = sandbox.http.post(
+def test_a_scope_the_client_lacks_is_invalid_scope(http_sandbox: Any) -> None:
+    headers, creds = http_sandbox.tenant()
+    r = http_sandbox.http.post(
         "/oauth2/token",
         data={
             "grant_type": "client_credentials",
@@ -68,9 +76,11 @@ def test_a_scope_the_client_lacks_is_invalid_scope(sandbox: Any) -> None:
     assert r.json()["error"] == "invalid_scope"
 
 
-def test_basic_auth_credentials_are_accepted(sandbox: Any) -> None:
-    r = sandbox.http.post(
-        "/oauth2/token", data={"grant_type": "client_credentials"}, auth=("sandex", "sandex-secret")
+def test_basic_auth_credentials_are_accepted(http_sandbox: Any) -> None:
+    r = http_sandbox.http.post(
+        "/oauth2/token",
+        data={"grant_type": "client_credentials"},
+        auth=(http_sandbox.client_id, http_sandbox.client_secret),
     )
     assert r.status_code == 200
 
@@ -80,10 +90,10 @@ def test_basic_auth_credentials_are_accepted(sandbox: Any) -> None:
     [None, "Bearer", "Basic abc", "Bearer not-a-token", "Bearer sdx1.e30.AAAA", "Bearer a.b.c.d"],
 )
 def test_missing_malformed_or_forged_tokens_are_401_problems(
-    sandbox: Any, authorization: str | None
+    http_sandbox: Any, authorization: str | None
 ) -> None:
     headers = {"Authorization": authorization} if authorization else {}
-    r = sandbox.http.get("/v2/profiles", headers=headers)
+    r = http_sandbox.http.get("/v2/profiles", headers=headers)
     assert r.status_code == 401
     assert r.headers["content-type"] == "application/problem+json"
     assert r.json()["type"] == "about:blank"
@@ -113,17 +123,19 @@ def test_tokens_survive_a_restart_but_not_another_deployment(sandbox_factory: An
     assert other.get("/v2/profiles", headers=headers).status_code == 401
 
 
-def test_a_client_of_another_customer_cannot_see_or_use_foreign_profiles(sandbox: Any) -> None:
-    headers, creds = sandbox.tenant()
-    mine = sandbox.get("/v2/profiles/default").json()["id"]
-    assert sandbox.get(f"/v2/profiles/{mine}", headers=headers).status_code == 404
-    assert sandbox.get(f"/v2/profiles/{mine}/balances", headers=headers).status_code == 404
-    r = sandbox.post(
+def test_a_client_of_another_customer_cannot_see_or_use_foreign_profiles(http_sandbox: Any) -> None:
+    headers, creds = http_sandbox.tenant()
+    mine = http_sandbox.get("/v2/profiles/default").json()["id"]
+    assert http_sandbox.get(f"/v2/profiles/{mine}", headers=headers).status_code == 404
+    assert http_sandbox.get(f"/v2/profiles/{mine}/balances", headers=headers).status_code == 404
+    r = http_sandbox.post(
         f"/v2/sandbox/profiles/{mine}/deposit", {"asset": "BTC", "amount": "1"}, headers=headers
     )
     assert r.status_code == 404
-    assert sandbox.get(f"/v2/profiles/{creds['profile_id']}", headers=headers).status_code == 200
-    assert sandbox.get(f"/v2/profiles/{creds['profile_id']}").status_code == 404
+    assert (
+        http_sandbox.get(f"/v2/profiles/{creds['profile_id']}", headers=headers).status_code == 200
+    )
+    assert http_sandbox.get(f"/v2/profiles/{creds['profile_id']}").status_code == 404
 
 
 def test_a_principal_is_made_once_per_token_and_client_row(sandbox: Any) -> None:

@@ -204,8 +204,9 @@ def test_a_deposit_is_pending_then_completed_after_the_networks_delay(sb: Any) -
     assert [e["object"]["id"] for e in pending["events"]] == [sent["id"]]
 
 
-def test_the_confirmation_delay_is_the_withdrawals_setting(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(withdrawal_confirmation_seconds={"SOLANA": "30"})
+@pytest.mark.sandex(settings={"withdrawal_confirmation_seconds": {"SOLANA": "30"}})
+def test_the_confirmation_delay_is_the_withdrawals_setting(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sent = _sent(sb, _address(sb, "SOLANA")["address"], "SOL", "2")
     sb.advance(29)
     assert _transfer(sb, sent["id"])["status"] == "PENDING"
@@ -311,8 +312,9 @@ def test_a_rejected_deposit_fails_and_credits_nothing(sb: Any) -> None:
     assert again.status_code == 409
 
 
-def test_no_threshold_holds_nothing(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(crypto_deposit_review_usd=None)
+@pytest.mark.sandex(settings={"crypto_deposit_review_usd": None})
+def test_no_threshold_holds_nothing(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sent = _sent(sb, _address(sb)["address"], "BTC", "100")
     assert "secondary_status" not in sent
 

@@ -55,8 +55,9 @@ def test_create_order_failed_twice_before_then_the_third_succeeds(sandbox: Any) 
     assert [e["data"]["rule_id"] for e in fired] == [rule["id"]] * 2
 
 
-def test_a_429_fault_carries_retry_after_and_the_rate_limit_headers(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(rate_limits_enabled=True)
+@pytest.mark.sandex(settings={"rate_limits_enabled": True})
+def test_a_429_fault_carries_retry_after_and_the_rate_limit_headers(http_sandbox: Any) -> None:
+    sb = http_sandbox
     arm(sb, action={"problem": {"status": 429, "retry_after": 7}})
     r = sb.post(ORDERS, ORDER)
     problem(r, 429)
@@ -94,24 +95,24 @@ def test_an_after_rule_does_not_fire_on_a_refused_call(sandbox: Any) -> None:
     assert len(_orders(sandbox)) == 1  # committed, then the answer lost
 
 
-def test_a_tenants_rules_match_only_its_own_calls(sandbox: Any) -> None:
-    a, _ = sandbox.tenant()
-    b, _ = sandbox.tenant()
+def test_a_tenants_rules_match_only_its_own_calls(http_sandbox: Any) -> None:
+    a, _ = http_sandbox.tenant()
+    b, _ = http_sandbox.tenant()
     deposit = {"match": {"operation": "CreateSandboxDeposit"}}
-    mine = arm(sandbox, headers=a, **deposit)
+    mine = arm(http_sandbox, headers=a, **deposit)
     assert "customer_id" in mine["match"]
     body = {"asset": "USD", "amount": "10"}
     path = "/v2/sandbox/profiles/default/deposit"
-    _ok(sandbox.post(path, body, headers=b))
-    _ok(sandbox.post(path, body))  # the bootstrap client's
-    problem(sandbox.post(path, body, headers=a), 503)
-    assert _ok(sandbox.get(FAULTS, headers=b))["items"] == []
-    assert [r["id"] for r in _ok(sandbox.get(FAULTS, headers=a))["items"]] == [mine["id"]]
-    assert [r["id"] for r in _ok(sandbox.get(FAULTS))["items"]] == [mine["id"]]
-    problem(sandbox.get(f"{FAULTS}/{mine['id']}", headers=b), 404)
-    problem(sandbox.delete(f"{FAULTS}/{mine['id']}", headers=b), 404)
-    _ok(sandbox.delete(f"{FAULTS}/{mine['id']}", headers=a))
-    _ok(sandbox.post(path, body, headers=a))
+    _ok(http_sandbox.post(path, body, headers=b))
+    _ok(http_sandbox.post(path, body))  # the bootstrap client's
+    problem(http_sandbox.post(path, body, headers=a), 503)
+    assert _ok(http_sandbox.get(FAULTS, headers=b))["items"] == []
+    assert [r["id"] for r in _ok(http_sandbox.get(FAULTS, headers=a))["items"]] == [mine["id"]]
+    assert [r["id"] for r in _ok(http_sandbox.get(FAULTS))["items"]] == [mine["id"]]
+    problem(http_sandbox.get(f"{FAULTS}/{mine['id']}", headers=b), 404)
+    problem(http_sandbox.delete(f"{FAULTS}/{mine['id']}", headers=b), 404)
+    _ok(http_sandbox.delete(f"{FAULTS}/{mine['id']}", headers=a))
+    _ok(http_sandbox.post(path, body, headers=a))
 
 
 def _failed(sb: Any, calls: int) -> list[int]:
@@ -130,40 +131,40 @@ def test_a_seeded_probability_fails_the_same_calls_in_another_world(sandbox_fact
     assert first.verify() == []  # and a rebuild from the log writes the same rules table
 
 
-def test_skip_until_and_ttl(sandbox: Any) -> None:
+def test_skip_until_and_ttl(http_sandbox: Any) -> None:
     profiles = {"match": {"operation": "ListProfiles"}}
-    skipping = arm(sandbox, skip=1, times=1, **profiles)
-    statuses = [sandbox.get("/v2/profiles").status_code for _ in range(3)]
+    skipping = arm(http_sandbox, skip=1, times=1, **profiles)
+    statuses = [http_sandbox.get("/v2/profiles").status_code for _ in range(3)]
     assert statuses == [200, 503, 200]
-    assert _ok(sandbox.get(f"{FAULTS}/{skipping['id']}"))["matched"] == 2
-    now = _ok(sandbox.get("/v2/sandbox/clock"))["now"]
-    until = arm(sandbox, until=now[:17] + "30Z", **profiles)  # 30 s of the minute
-    problem(sandbox.get("/v2/profiles"), 503)
-    sandbox.advance(30)
-    assert sandbox.get("/v2/profiles").status_code == 200
-    assert _ok(sandbox.get(f"{FAULTS}/{until['id']}"))["status"] == "expired"
-    ttl = arm(sandbox, ttl_seconds=10, **profiles)
+    assert _ok(http_sandbox.get(f"{FAULTS}/{skipping['id']}"))["matched"] == 2
+    now = _ok(http_sandbox.get("/v2/sandbox/clock"))["now"]
+    until = arm(http_sandbox, until=now[:17] + "30Z", **profiles)  # 30 s of the minute
+    problem(http_sandbox.get("/v2/profiles"), 503)
+    http_sandbox.advance(30)
+    assert http_sandbox.get("/v2/profiles").status_code == 200
+    assert _ok(http_sandbox.get(f"{FAULTS}/{until['id']}"))["status"] == "expired"
+    ttl = arm(http_sandbox, ttl_seconds=10, **profiles)
     assert ttl["expires_at"] is not None
-    problem(sandbox.get("/v2/profiles"), 503)
-    sandbox.advance(10)
-    assert sandbox.get("/v2/profiles").status_code == 200
+    problem(http_sandbox.get("/v2/profiles"), 503)
+    http_sandbox.advance(10)
+    assert http_sandbox.get("/v2/profiles").status_code == 200
 
 
-def test_list_get_and_delete(sandbox: Any) -> None:
-    one = arm(sandbox, match={"method": "GET", "path": "/v2/profiles"})
-    two = arm(sandbox, action={"delay_ms": {"min": 1, "max": 3}}, when="after")
+def test_list_get_and_delete(http_sandbox: Any) -> None:
+    one = arm(http_sandbox, match={"method": "GET", "path": "/v2/profiles"})
+    two = arm(http_sandbox, action={"delay_ms": {"min": 1, "max": 3}}, when="after")
     assert one["match"]["operation"] == "ListProfiles"
-    listed = _ok(sandbox.get(FAULTS))["items"]
+    listed = _ok(http_sandbox.get(FAULTS))["items"]
     assert [r["id"] for r in listed] == [one["id"], two["id"]]
-    assert _ok(sandbox.get(f"{FAULTS}/{two['id']}")) == {**two, "status": "active"}
-    gone = _ok(sandbox.delete(f"{FAULTS}/{one['id']}"))
+    assert _ok(http_sandbox.get(f"{FAULTS}/{two['id']}")) == {**two, "status": "active"}
+    gone = _ok(http_sandbox.delete(f"{FAULTS}/{one['id']}"))
     assert gone["id"] == one["id"]
-    problem(sandbox.get(f"{FAULTS}/{one['id']}"), 404)
-    problem(sandbox.delete(f"{FAULTS}/{one['id']}"), 404)
-    assert sandbox.get("/v2/profiles").status_code == 200  # the removed rule fires no more
+    problem(http_sandbox.get(f"{FAULTS}/{one['id']}"), 404)
+    problem(http_sandbox.delete(f"{FAULTS}/{one['id']}"), 404)
+    assert http_sandbox.get("/v2/profiles").status_code == 200  # the removed rule fires no more
 
 
-def test_a_wrong_rule_is_a_400_naming_its_field(sandbox: Any) -> None:
+def test_a_wrong_rule_is_a_400_naming_its_field(http_sandbox: Any) -> None:
     cases = [
         ({"match": {"operation": "NoSuchThing"}}, "match.operation"),
         ({"match": {"operation": "CreateSandboxFault"}}, "match.operation"),
@@ -176,10 +177,10 @@ def test_a_wrong_rule_is_a_400_naming_its_field(sandbox: Any) -> None:
     ]
     for rule, field in cases:
         body = {"match": {"operation": "CreateOrder"}, "action": {"drop": True}, **rule}
-        answer = problem(sandbox.post(FAULTS, body), 400)
+        answer = problem(http_sandbox.post(FAULTS, body), 400)
         assert answer["meta"]["field"] == field, (rule, answer)
         assert answer["detail"].startswith(field), answer
-    assert _ok(sandbox.get(FAULTS))["items"] == []
+    assert _ok(http_sandbox.get(FAULTS))["items"] == []
 
 
 def test_prefer_templates_fire_once_and_are_recorded(sandbox: Any) -> None:

@@ -38,23 +38,24 @@ def assert_problem(r: Any, status: int, *words: str) -> dict[str, Any]:
     return body  # type: ignore[no-any-return]
 
 
-def test_a_body_over_the_limit_is_413_whether_declared_or_streamed(sandbox: Any) -> None:
+def test_a_body_over_the_limit_is_413_whether_declared_or_streamed(http_sandbox: Any) -> None:
     big = b'{"asset":"BTC","amount":"' + b"1" * 70_000 + b'"}'
-    assert_problem(raw(sandbox, DEPOSIT, big), 413, "at most 65536 bytes")
+    assert_problem(raw(http_sandbox, DEPOSIT, big), 413, "at most 65536 bytes")
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the guard counts as it reads
         for _ in range(100):
             yield b" " * 1000
 
-    r = sandbox.http.post(DEPOSIT, content=chunks(), headers={**sandbox.headers, **JSON})
+    r = http_sandbox.http.post(DEPOSIT, content=chunks(), headers={**http_sandbox.headers, **JSON})
     assert_problem(r, 413)
-    token = sandbox.http.post("/oauth2/token", content=b"x" * 70_000)
+    token = http_sandbox.http.post("/oauth2/token", content=b"x" * 70_000)
     assert_problem(token, 413)
-    assert sandbox.balance("BTC")["available"] == "0"
+    assert http_sandbox.balance("BTC")["available"] == "0"
 
 
-def test_the_body_limit_is_a_setting(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(max_body_bytes=2048)
+@pytest.mark.sandex(settings={"max_body_bytes": 2048})
+def test_the_body_limit_is_a_setting(http_sandbox: Any) -> None:
+    sb = http_sandbox
     body = {"nickname": "desk", "description": "x" * 900}
     assert sb.post("/v2/profiles", body).status_code == 200
     r = sb.post("/v2/profiles", {"nickname": "other", "description": "x" * 2100})
@@ -71,23 +72,23 @@ def test_the_body_limit_is_a_setting(sandbox_factory: Any) -> None:
         "application/json; charset=latin-1",
     ],
 )
-def test_a_body_that_is_not_json_is_415(sandbox: Any, content_type: str) -> None:
+def test_a_body_that_is_not_json_is_415(http_sandbox: Any, content_type: str) -> None:
     body = '{"asset":"BTC","amount":"1"}'
-    r = raw(sandbox, DEPOSIT, body, **{"content-type": content_type})
+    r = raw(http_sandbox, DEPOSIT, body, **{"content-type": content_type})
     assert_problem(r, 415, "application/json" if "charset" not in content_type else "UTF-8")
 
 
 @pytest.mark.parametrize(
     "content_type", ["application/json", "application/json; charset=UTF-8", "application/vnd+json"]
 )
-def test_json_media_types_are_taken(sandbox: Any, content_type: str) -> None:
-    r = raw(sandbox, DEPOSIT, '{"asset":"BTC","amount":"1"}', **{"content-type": content_type})
+def test_json_media_types_are_taken(http_sandbox: Any, content_type: str) -> None:
+    r = raw(http_sandbox, DEPOSIT, '{"asset":"BTC","amount":"1"}', **{"content-type": content_type})
     assert r.status_code == 200, r.text
 
 
-def test_json_sent_without_a_media_type_is_taken_as_json(sandbox: Any) -> None:
-    headers = dict(sandbox.headers)
-    r = sandbox.http.post(DEPOSIT, content=b'{"asset":"BTC","amount":"1"}', headers=headers)
+def test_json_sent_without_a_media_type_is_taken_as_json(http_sandbox: Any) -> None:
+    headers = dict(http_sandbox.headers)
+    r = http_sandbox.http.post(DEPOSIT, content=b'{"asset":"BTC","amount":"1"}', headers=headers)
     assert r.status_code == 200, r.text
 
 
@@ -108,14 +109,14 @@ def test_json_sent_without_a_media_type_is_taken_as_json(sandbox: Any) -> None:
     ],
 )
 def test_malformed_json_is_a_400_that_names_the_fault(
-    sandbox: Any, body: str, words: list[str]
+    http_sandbox: Any, body: str, words: list[str]
 ) -> None:
-    assert_problem(raw(sandbox, DEPOSIT, body), 400, *words)
-    assert sandbox.balance("BTC")["available"] == "0"
+    assert_problem(raw(http_sandbox, DEPOSIT, body), 400, *words)
+    assert http_sandbox.balance("BTC")["available"] == "0"
 
 
-def test_bytes_that_are_not_utf8_are_400(sandbox: Any) -> None:
-    r = raw(sandbox, "/v2/profiles", b'{"nickname":"\xff\xfe"}')
+def test_bytes_that_are_not_utf8_are_400(http_sandbox: Any) -> None:
+    r = raw(http_sandbox, "/v2/profiles", b'{"nickname":"\xff\xfe"}')
     assert_problem(r, 400, "not valid UTF-8")
 
 
@@ -126,8 +127,8 @@ def test_nesting_is_measured_outside_strings() -> None:
     assert json_fault(deep) is not None
 
 
-def test_deep_json_inside_a_free_form_object_is_refused_before_the_log(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
+def test_deep_json_inside_a_free_form_object_is_refused_before_the_log(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
     nested: Any = "x"
     for _ in range(300):  # deeper than orjson writes: it would break the commit
         nested = {"a": nested}
@@ -139,11 +140,11 @@ def test_deep_json_inside_a_free_form_object_is_refused_before_the_log(sandbox: 
         "amount": "0.001",
         "beneficiary": nested,
     }
-    r = raw(sandbox, "/v2/transfer/crypto-withdrawals", json.dumps(body))
+    r = raw(http_sandbox, "/v2/transfer/crypto-withdrawals", json.dumps(body))
     assert_problem(r, 400, "nested too deeply")
 
 
-def test_an_unterminated_string_of_escaped_quotes_is_answered_at_once(sandbox: Any) -> None:
+def test_an_unterminated_string_of_escaped_quotes_is_answered_at_once(http_sandbox: Any) -> None:
     """One such 64 KB body held the event loop 15 s: the nesting check's pattern for
     strings was quadratic on it. Any path under /v2, before the bearer check."""
     quotes = '"' + '\\"' * 32_000
@@ -153,7 +154,7 @@ def test_an_unterminated_string_of_escaped_quotes_is_answered_at_once(sandbox: A
     ]:
         assert len(body) <= DEFAULT_MAX_BODY_BYTES
         started = time.perf_counter()
-        r = sandbox.http.post("/v2/profiles", content=body.encode(), headers=JSON)
+        r = http_sandbox.http.post("/v2/profiles", content=body.encode(), headers=JSON)
         assert time.perf_counter() - started < 1.0  # a DoS bound: it took 15 s
         assert_problem(r, 400, *words)
 
@@ -185,31 +186,33 @@ def test_no_body_up_to_the_limit_takes_the_guard_more_than_a_few_milliseconds(
 
 
 @pytest.mark.parametrize("amount", ['"-0"', '"-0.0"', "-0", "-0.0", "0", '"0"', '"0.000"', "1.5"])
-def test_negative_zero_zero_and_json_numbers_are_not_amounts(sandbox: Any, amount: str) -> None:
-    r = raw(sandbox, DEPOSIT, '{"asset":"BTC","amount":' + amount + "}")
+def test_negative_zero_zero_and_json_numbers_are_not_amounts(
+    http_sandbox: Any, amount: str
+) -> None:
+    r = raw(http_sandbox, DEPOSIT, '{"asset":"BTC","amount":' + amount + "}")
     body = assert_problem(r, 400, "amount")
     assert body["meta"]["field"] == "amount"
 
 
-def test_negative_zero_as_an_integer_is_zero(sandbox: Any) -> None:
-    r = raw(sandbox, "/v2/sandbox/clock", '{"advance_seconds":-0}')
+def test_negative_zero_as_an_integer_is_zero(http_sandbox: Any) -> None:
+    r = raw(http_sandbox, "/v2/sandbox/clock", '{"advance_seconds":-0}')
     assert r.status_code == 200, r.text
 
 
 @pytest.mark.parametrize(
     "amount", ["1e5", "1E-8", "0x10", "١٢٣", "１", "1_000", " 1", "1 ", ".", "1.", "+1", "∞"]
 )
-def test_exotic_number_spellings_are_refused(sandbox: Any, amount: str) -> None:
-    r = sandbox.post(DEPOSIT, {"asset": "BTC", "amount": amount})
+def test_exotic_number_spellings_are_refused(http_sandbox: Any, amount: str) -> None:
+    r = http_sandbox.post(DEPOSIT, {"asset": "BTC", "amount": amount})
     assert_problem(r, 400, "amount")
 
 
-def test_a_huge_amount_is_kept_exactly_not_rounded(sandbox: Any) -> None:
+def test_a_huge_amount_is_kept_exactly_not_rounded(http_sandbox: Any) -> None:
     """Python's default decimal context keeps 28 digits: the engine keeps every digit."""
     huge = "9" * 40
-    sandbox.deposit("BTC", huge)
-    sandbox.deposit("BTC", "0.00000001")
-    assert sandbox.balance("BTC")["available"] == huge + ".00000001"
+    http_sandbox.deposit("BTC", huge)
+    http_sandbox.deposit("BTC", "0.00000001")
+    assert http_sandbox.balance("BTC")["available"] == huge + ".00000001"
     withdrawal = {  # was a 500: the rounded balance broke the ledger's own check
         "profile_id": "default",
         "asset": "BTC",
@@ -217,13 +220,13 @@ def test_a_huge_amount_is_kept_exactly_not_rounded(sandbox: Any) -> None:
         "destination_address": "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
         "amount": "0.001",
     }
-    r = sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal)
+    r = http_sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal)
     assert r.status_code == 200, r.text
-    left = sandbox.balance("BTC")["available"]
+    left = http_sandbox.balance("BTC")["available"]
     with localcontext(Context(prec=100)):
         assert Decimal(left) + Decimal(r.json()["total"]) == Decimal(huge + ".00000001")
     too_long = "1" * 65
-    assert_problem(sandbox.post(DEPOSIT, {"asset": "BTC", "amount": too_long}), 400, "amount")
+    assert_problem(http_sandbox.post(DEPOSIT, {"asset": "BTC", "amount": too_long}), 400, "amount")
 
 
 @pytest.mark.parametrize(
@@ -241,24 +244,27 @@ def test_a_huge_amount_is_kept_exactly_not_rounded(sandbox: Any) -> None:
         "/v2/profiles?nickname=%00%F0%9F%98%80",
     ],
 )
-def test_hostile_paths_and_queries_are_answered_never_5xx(sandbox: Any, path: str) -> None:
-    r = sandbox.get(path)
+def test_hostile_paths_and_queries_are_answered_never_5xx(http_sandbox: Any, path: str) -> None:
+    r = http_sandbox.get(path)
     assert r.status_code < 500, r.text
     if r.status_code >= 400:
         assert r.headers["content-type"] == "application/problem+json"
 
 
-def test_the_sandbox_clock_refuses_times_it_cannot_hold(sandbox: Any) -> None:
+def test_the_sandbox_clock_refuses_times_it_cannot_hold(http_sandbox: Any) -> None:
     for body, word in [
         ({"set_to": "9999-12-31T23:59:59Z"}, "cannot move past"),
         ({"set_to": "0001-01-01T00:00:00+14:00"}, "set_to"),
         ({"set_to": "2024-13-01T00:00:00Z"}, "set_to"),
     ]:
-        assert_problem(sandbox.post("/v2/sandbox/clock", body), 400, word)
-    assert sandbox.post("/v2/sandbox/clock", {"set_to": "8999-01-01T00:00:00Z"}).status_code == 200
-    r = sandbox.post("/v2/sandbox/clock", {"advance_seconds": 10 * 365 * 24 * 3600})
+        assert_problem(http_sandbox.post("/v2/sandbox/clock", body), 400, word)
+    assert (
+        http_sandbox.post("/v2/sandbox/clock", {"set_to": "8999-01-01T00:00:00Z"}).status_code
+        == 200
+    )
+    r = http_sandbox.post("/v2/sandbox/clock", {"advance_seconds": 10 * 365 * 24 * 3600})
     assert_problem(r, 400, "cannot move past")
-    assert sandbox.deposit("BTC", "1")  # the engine still works at the far end of time
+    assert http_sandbox.deposit("BTC", "1")  # the engine still works at the far end of time
 
 
 # -- hostile Unicode in every string field of every write operation ---------------------
@@ -387,10 +393,12 @@ def _replaced(body: Any, path: tuple[Any, ...], text: str) -> Any:
     return copy
 
 
-def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "100")
-    sandbox.deposit("USD", "100000")
-    memo = sandbox.post(
+def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(
+    http_sandbox: Any,
+) -> None:
+    http_sandbox.deposit("BTC", "100")
+    http_sandbox.deposit("USD", "100000")
+    memo = http_sandbox.post(
         "/v2/transfer/fiat-deposit-instructions", {"profile_id": "default", "fiat_network": "WIRE"}
     ).json()["memo_id"]
     failures: list[str] = []
@@ -406,7 +414,7 @@ def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(sandb
                         sent["ref_id"] = f"{text}-{n}"
                 if path == "/v2/profiles" and field != ("nickname",):
                     sent["nickname"] = f"desk {field} {n}"
-                r = sandbox.post(path, sent)
+                r = http_sandbox.post(path, sent)
                 tried += 1
                 where = f"{path} {field} = {text[:20]!r}"
                 if r.status_code >= 500:
@@ -423,7 +431,7 @@ def test_hostile_unicode_in_every_string_field_is_taken_or_refused_clearly(sandb
                     failures.append(f"{where}: echoed as {r.json()[field[0]]!r}")
             # A lone surrogate, written as JSON escapes, is refused in every field.
             escaped = json.dumps(_replaced(body, field, "@@")).replace("@@", "\\udc80")
-            r = raw(sandbox, path, escaped)
+            r = raw(http_sandbox, path, escaped)
             if r.status_code != 400:
                 failures.append(f"{path} {field} lone surrogate: {r.status_code}")
     assert tried > 400
@@ -443,13 +451,13 @@ def test_a_content_type_is_split_once() -> None:
 
 
 def test_a_nul_character_is_refused_in_a_body_a_path_or_a_query_on_every_store(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
     """PostgreSQL's text cannot hold U+0000: refused at the door, so both stores answer
     alike (SQLite would have kept it)."""
-    body = sandbox.post("/v2/profiles", {"nickname": "nul\u0000byte"})
+    body = http_sandbox.post("/v2/profiles", {"nickname": "nul\u0000byte"})
     assert body.status_code == 400 and "NUL" in body.json()["detail"], body.text
     for path in ("/v2/profiles/%00", "/v2/profiles?nickname=a%00b"):
-        r = sandbox.get(path)
+        r = http_sandbox.get(path)
         assert r.status_code == 400 and "NUL" in r.json()["detail"], r.text
-    assert sandbox.post("/v2/profiles", {"nickname": "nul\\u0000 as text"}).status_code == 200
+    assert http_sandbox.post("/v2/profiles", {"nickname": "nul\\u0000 as text"}).status_code == 200

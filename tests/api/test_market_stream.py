@@ -114,8 +114,8 @@ def _step(
     return body["type"]
 
 
-def test_a_client_applying_updates_holds_the_order_book_after_every_step(sandbox: Any) -> None:
-    sb = sandbox
+def test_a_client_applying_updates_holds_the_order_book_after_every_step(http_sandbox: Any) -> None:
+    sb = http_sandbox
     desk = sb.post("/v2/profiles", {"nickname": "desk"}).json()["id"]
     for profile in ("default", desk):
         sb.deposit("USD", "50000000", profile)
@@ -124,9 +124,9 @@ def test_a_client_applying_updates_holds_the_order_book_after_every_step(sandbox
     rng = random.Random(19)
     open_orders: list[tuple[str, str]] = []
     with (
-        sb.http.websocket_connect("/marketdata/BTCUSD") as one,
-        sb.http.websocket_connect("/marketdata") as every,
-        sb.http.websocket_connect("/executiondata") as trades,
+        sb.websocket_connect("/marketdata/BTCUSD") as one,
+        sb.websocket_connect("/marketdata") as every,
+        sb.websocket_connect("/executiondata") as trades,
     ):
         held_one = {"BTCUSD": from_snapshot(receive(one))}
         held_every: dict[str, Book] = {}
@@ -169,8 +169,8 @@ def test_a_client_applying_updates_holds_the_order_book_after_every_step(sandbox
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
 
 
-def test_the_execution_feed_starts_with_the_markets_last_trade(sandbox: Any) -> None:
-    sb = sandbox
+def test_the_execution_feed_starts_with_the_markets_last_trade(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("USD", "100000")
     for _ in range(2):
         r = sb.post(
@@ -179,7 +179,7 @@ def test_the_execution_feed_starts_with_the_markets_last_trade(sandbox: Any) -> 
         )
         assert r.status_code == 200, r.text
     last = _recent(sb, "BTCUSD")[-1]
-    with sb.http.websocket_connect("/executiondata/BTCUSD") as ws:
+    with sb.websocket_connect("/executiondata/BTCUSD") as ws:
         assert receive(ws) == last
         assert set(last) == {"market", "price", "amount", "executed_at", "match_number"}
         r = sb.post(
@@ -191,10 +191,10 @@ def test_the_execution_feed_starts_with_the_markets_last_trade(sandbox: Any) -> 
 
 
 def test_a_quiet_market_sends_nothing_but_its_snapshot_until_the_clock_moves(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    sb = sandbox
-    with sb.http.websocket_connect("/marketdata/ETHUSD") as ws:
+    sb = http_sandbox
+    with sb.websocket_connect("/marketdata/ETHUSD") as ws:
         held = {"ETHUSD": from_snapshot(receive(ws))}
         for _ in range(3):  # reads through the writer change nothing: no message
             assert from_order_book(book(sb, "ETHUSD")) == held["ETHUSD"]
@@ -204,41 +204,43 @@ def test_a_quiet_market_sends_nothing_but_its_snapshot_until_the_clock_moves(
         _catch_up(ws, held, shown)
 
 
-def test_an_unknown_market_is_closed_with_a_reason(sandbox: Any) -> None:
-    with sandbox.http.websocket_connect("/marketdata/NOPEUSD") as ws:
+def test_an_unknown_market_is_closed_with_a_reason(http_sandbox: Any) -> None:
+    with http_sandbox.websocket_connect("/marketdata/NOPEUSD") as ws:
         assert close_of(ws) == (1008, "unknown market: NOPEUSD")
-    with sandbox.http.websocket_connect("/executiondata/NOPEUSD") as ws:
+    with http_sandbox.websocket_connect("/executiondata/NOPEUSD") as ws:
         assert close_of(ws) == (1008, "unknown market: NOPEUSD")
 
 
-def test_connections_per_address_are_limited(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(stream_connections_per_ip=2)
+@pytest.mark.sandex(settings={"stream_connections_per_ip": 2})
+def test_connections_per_address_are_limited(http_sandbox: Any) -> None:
+    sb = http_sandbox
     with (
-        sb.http.websocket_connect("/marketdata/BTCUSD") as first,
-        sb.http.websocket_connect("/executiondata") as second,
+        sb.websocket_connect("/marketdata/BTCUSD") as first,
+        sb.websocket_connect("/executiondata") as second,
     ):
         receive(first)
-        with sb.http.websocket_connect("/marketdata") as third:
+        with sb.websocket_connect("/marketdata") as third:
             assert close_of(third) == (1013, "too many connections: at most 2 per address")
         del second
-    with sb.http.websocket_connect("/marketdata/BTCUSD") as again:  # the count went down
+    with sb.websocket_connect("/marketdata/BTCUSD") as again:  # the count went down
         assert receive(again)["type"] == "SNAPSHOT"
 
 
 @pytest.mark.parametrize("path", ["/marketdata/BTCUSD", "/executiondata/BTCUSD"])
-def test_the_feeds_need_no_token(sandbox: Any, path: str) -> None:
-    sandbox.deposit("USD", "1000")
-    sandbox.post(
+def test_the_feeds_need_no_token(http_sandbox: Any, path: str) -> None:
+    http_sandbox.deposit("USD", "1000")
+    http_sandbox.post(
         "/v2/profiles/default/orders",
         {"market": "BTCUSD", "side": "BUY", "type": "MARKET", "quote_amount": "100"},
     )
-    with sandbox.http.websocket_connect(path, headers={}) as ws:
+    with http_sandbox.websocket_connect(path, headers={}) as ws:
         assert receive(ws)["market"] == "BTCUSD"
 
 
-def test_on_a_wall_clock_the_ladders_moves_are_sent_with_no_command(sandbox_factory: Any) -> None:
-    sb = sandbox_factory(clock="wall")
-    with sb.http.websocket_connect("/marketdata/BTCUSD") as ws:
+@pytest.mark.sandex(clock="wall")
+def test_on_a_wall_clock_the_ladders_moves_are_sent_with_no_command(http_sandbox: Any) -> None:
+    sb = http_sandbox
+    with sb.websocket_connect("/marketdata/BTCUSD") as ws:
         held = from_snapshot(receive(ws))
         message = receive(ws, seconds=10)  # the house's ladder moves each market step
         assert message["type"] == "UPDATE" and apply(held, message)

@@ -11,6 +11,7 @@ from sandex.engine.kernel.money import MARKETS
 from tests.support.log_helpers import masked_log
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import (
+    STILL,
     book,
     events,
     get_order,
@@ -29,28 +30,38 @@ def sb(sandbox_factory: Any) -> Any:
     return sandbox
 
 
+@pytest.fixture
+def http_sb(request: pytest.FixtureRequest) -> Any:
+    """The same, a plugin world (`http_sandbox`), for the tests that only talk HTTP."""
+    request.node.add_marker(pytest.mark.sandex(settings=STILL))
+    sandbox = request.getfixturevalue("http_sandbox")
+    sandbox.deposit("USD", "1000000")
+    sandbox.deposit("BTC", "10")
+    return sandbox
+
+
 def price(sb: Any, market: str = "BTCUSD") -> dict[str, Any]:
     r = sb.http.get(f"/v2/sandbox/markets/{market}/price")
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
 
 
-def test_markets_are_listed_with_their_ticks(sb: Any) -> None:
-    body = sb.http.get("/v2/markets").json()
+def test_markets_are_listed_with_their_ticks(http_sb: Any) -> None:
+    body = http_sb.http.get("/v2/markets").json()
     assert_matches(body, response_schema("/markets", "get"))
     ticks = {m["market"]: m["tick_rate"] for m in body["markets"]}
     assert set(ticks) == set(MARKETS)
     assert (ticks["BTCUSD"], ticks["ETHEUR"], ticks["MATICUSD"]) == ("0.25", "0.05", "0.0001")
 
 
-def test_the_order_book_merges_real_orders_and_the_house_by_level(sb: Any) -> None:
-    before = book(sb)
+def test_the_order_book_merges_real_orders_and_the_house_by_level(http_sb: Any) -> None:
+    before = book(http_sb)
     assert_matches(before, response_schema("/markets/{market}/order-book", "get"))
     top_bid = before["bids"][0]
     assert (top_bid["price"], before["asks"][0]["price"]) == ("42478.75", "42521.25")
-    placed(sb, **limit("BUY", "42478.75", "0.5"))
-    placed(sb, **limit("BUY", "42490", "0.25"))
-    after = sb.http.get("/v2/markets/BTCUSD/order-book").json()  # no token needed
+    placed(http_sb, **limit("BUY", "42478.75", "0.5"))
+    placed(http_sb, **limit("BUY", "42490", "0.25"))
+    after = http_sb.http.get("/v2/markets/BTCUSD/order-book").json()  # no token needed
     assert after["bids"][0] == {"price": "42490.00", "amount": "0.25000000"}
     merged = Decimal(top_bid["amount"]) + Decimal("0.5")
     assert after["bids"][1] == {"price": "42478.75", "amount": format(merged, "f")}
@@ -59,17 +70,17 @@ def test_the_order_book_merges_real_orders_and_the_house_by_level(sb: Any) -> No
     assert prices == sorted(prices, reverse=True)
 
 
-def test_unknown_markets_are_404(sb: Any) -> None:
+def test_unknown_markets_are_404(http_sb: Any) -> None:
     for path in ("order-book", "ticker", "recent-executions"):
-        assert sb.http.get(f"/v2/markets/DOGEUSD/{path}").status_code == 404
-    assert sb.http.get("/v2/sandbox/markets/DOGEUSD/price").status_code == 404
+        assert http_sb.http.get(f"/v2/markets/DOGEUSD/{path}").status_code == 404
+    assert http_sb.http.get("/v2/sandbox/markets/DOGEUSD/price").status_code == 404
 
 
-def test_the_ticker_reports_the_book_and_the_days_trades(sb: Any) -> None:
-    placed(sb, **limit("BUY", "42600", "0.5"))
-    sb.advance(60)
-    placed(sb, side="SELL", type="MARKET", base_amount="0.25")
-    ticker = sb.http.get("/v2/markets/BTCUSD/ticker").json()
+def test_the_ticker_reports_the_book_and_the_days_trades(http_sb: Any) -> None:
+    placed(http_sb, **limit("BUY", "42600", "0.5"))
+    http_sb.advance(60)
+    placed(http_sb, side="SELL", type="MARKET", base_amount="0.25")
+    ticker = http_sb.http.get("/v2/markets/BTCUSD/ticker").json()
     assert_matches(ticker, response_schema("/markets/{market}/ticker", "get"))
     assert ticker["best_bid"]["price"] == "42478.75"
     assert ticker["last_execution"] == {"price": "42478.75", "amount": "0.25000000"}
@@ -87,15 +98,15 @@ def test_the_ticker_reports_the_book_and_the_days_trades(sb: Any) -> None:
     }
     assert ticker["today"]["range"]["begin"] == "2024-01-01T00:00:00.000000Z"
     assert ticker["snapshot_at"] == "2024-01-01T00:01:00.000000Z"
-    tickers = sb.http.get("/v2/all-markets/ticker").json()
+    tickers = http_sb.http.get("/v2/all-markets/ticker").json()
     assert_matches(tickers, response_schema("/all-markets/ticker", "get"))
     assert {t["market"] for t in tickers["tickers"]} == {m for m in MARKETS if m.endswith("USD")}
 
 
-def test_recent_executions_are_newest_first(sb: Any) -> None:
-    placed(sb, side="BUY", type="MARKET", quote_amount="100.00")
-    placed(sb, side="SELL", type="MARKET", base_amount="0.01")
-    body = sb.http.get("/v2/markets/BTCUSD/recent-executions").json()
+def test_recent_executions_are_newest_first(http_sb: Any) -> None:
+    placed(http_sb, side="BUY", type="MARKET", quote_amount="100.00")
+    placed(http_sb, side="SELL", type="MARKET", base_amount="0.01")
+    body = http_sb.http.get("/v2/markets/BTCUSD/recent-executions").json()
     assert_matches(body, response_schema("/markets/{market}/recent-executions", "get"))
     assert [(e["price"], e["amount"]) for e in body["items"]] == [
         ("42478.75", "0.01000000"),
@@ -118,14 +129,14 @@ def test_the_sandbox_price_moves_the_ladder_now(sb: Any) -> None:
     assert len(events(sb, "MarketPriceSet")) == 1
 
 
-def test_setting_a_price_needs_the_sandbox_scope_and_a_price_on_the_tick(sb: Any) -> None:
-    headers, _ = sb.tenant()
-    r = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "30000"}, headers=headers)
+def test_setting_a_price_needs_the_sandbox_scope_and_a_price_on_the_tick(http_sb: Any) -> None:
+    headers, _ = http_sb.tenant()
+    r = http_sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "30000"}, headers=headers)
     assert r.status_code == 403
-    r = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "30000.10"})
+    r = http_sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "30000.10"})
     assert r.status_code == 400 and "tick size 0.25" in r.json()["detail"]
-    assert sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": 30000}).status_code == 400
-    assert sb.post("/v2/sandbox/markets/DOGEUSD/price", {"price": "1"}).status_code == 404
+    assert http_sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": 30000}).status_code == 400
+    assert http_sb.post("/v2/sandbox/markets/DOGEUSD/price", {"price": "1"}).status_code == 404
 
 
 def test_the_path_is_seeded_moves_with_time_only_and_writes_nothing(

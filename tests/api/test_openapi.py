@@ -42,8 +42,8 @@ def _operations(doc: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]
     }
 
 
-def test_every_operation_documents_a_typed_success_answer(sandbox: Any) -> None:
-    doc = _own(sandbox)
+def test_every_operation_documents_a_typed_success_answer(http_sandbox: Any) -> None:
+    doc = _own(http_sandbox)
     schemas = doc["components"]["schemas"]
     untyped = []
     for name, (_, _, op) in _operations(doc).items():
@@ -95,10 +95,10 @@ def _differences(ours: Any, ref: Any, where: str) -> list[str]:
     return found
 
 
-def test_every_success_answer_has_the_references_shape(sandbox: Any) -> None:
+def test_every_success_answer_has_the_references_shape(http_sandbox: Any) -> None:
     """Matched by operation id: the same fields, types, formats, enums and required
     fields as the reference's schema of the same operation."""
-    own = _own(sandbox)
+    own = _own(http_sandbox)
     schemas = own["components"]["schemas"]
     ours = _operations(own)
     reference = _operations(reference_document())
@@ -132,8 +132,8 @@ FULL_DOCUMENT_OPERATIONS = (
 )
 
 
-def test_the_identity_operations_have_the_whole_references_shapes(sandbox: Any) -> None:
-    own = _own(sandbox)
+def test_the_identity_operations_have_the_whole_references_shapes(http_sandbox: Any) -> None:
+    own = _own(http_sandbox)
     schemas = own["components"]["schemas"]
     ours = _operations(own)
     found = []
@@ -276,7 +276,7 @@ def _form_fields(op: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in form["properties"].items() if "examples" in v}
 
 
-def test_answers_are_documented_not_validated_on_the_way_out(sandbox: Any) -> None:
+def test_answers_are_documented_not_validated_on_the_way_out(http_sandbox: Any) -> None:
     """The shapes are for the document only: FastAPI validates and re-encodes an answer
     only through a route's `response_model` (its response field), which none has: each
     answer stays the route's own pre-serialized body."""
@@ -374,11 +374,11 @@ def test_the_conformance_check_finds_an_unlisted_status_a_wrong_field_and_an_ext
     sandbox.answers.clear()
 
 
-def test_no_two_schemas_of_the_document_share_a_title(sandbox: Any) -> None:
+def test_no_two_schemas_of_the_document_share_a_title(http_sandbox: Any) -> None:
     """A request body and an answer modelled by two classes of one name become two
     schemas of one title, which a generated client cannot tell apart: it drops every
     operation that names either (as openapi-python-client did)."""
-    schemas = sandbox.get("/openapi.json").json()["components"]["schemas"]
+    schemas = http_sandbox.get("/openapi.json").json()["components"]["schemas"]
     titles: dict[str, list[str]] = {}
     for key, schema in schemas.items():
         titles.setdefault(schema.get("title", key), []).append(key)

@@ -13,6 +13,7 @@ import pytest
 from tests.support.identity_helpers import approved_account
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import (
+    STILL,
     best,
     book,
     events,
@@ -37,6 +38,16 @@ def sb(sandbox_factory: Any) -> Any:
     return sandbox
 
 
+@pytest.fixture
+def http_sb(request: pytest.FixtureRequest) -> Any:
+    """The same, a plugin world (`http_sandbox`), for the tests that only talk HTTP."""
+    request.node.add_marker(pytest.mark.sandex(settings=STILL))
+    sandbox = request.getfixturevalue("http_sandbox")
+    sandbox.deposit("USD", "1000000")
+    sandbox.deposit("BTC", "10")
+    return sandbox
+
+
 def tenant(sb: Any, btc: str = "5", usd: str = "500000") -> dict[str, str]:
     headers, _ = sb.tenant()
     sb.deposit("BTC", btc, headers=headers)
@@ -44,55 +55,55 @@ def tenant(sb: Any, btc: str = "5", usd: str = "500000") -> dict[str, str]:
     return headers  # type: ignore[no-any-return]
 
 
-def test_a_gtc_limit_that_does_not_cross_rests_open_in_the_book(sb: Any) -> None:
-    order = placed(sb, **limit("BUY", "42000", "0.3"))
+def test_a_gtc_limit_that_does_not_cross_rests_open_in_the_book(http_sb: Any) -> None:
+    order = placed(http_sb, **limit("BUY", "42000", "0.3"))
     assert order["status"] == "OPEN" and order["amount_filled"] == "0.00000000"
-    assert {"price": "42000.00", "amount": "0.30000000"} in book(sb)["bids"]
-    assert executions(sb) == []
+    assert {"price": "42000.00", "amount": "0.30000000"} in book(http_sb)["bids"]
+    assert executions(http_sb) == []
 
 
 def test_orders_fill_in_price_time_priority_across_profiles_at_the_resting_price(
-    sb: Any,
+    http_sb: Any,
 ) -> None:
-    a, b, c = tenant(sb), tenant(sb), tenant(sb)
-    first = placed(sb, headers=a, **limit("SELL", "42510", "0.1"))
-    second = placed(sb, headers=b, **limit("SELL", "42510", "0.2"))
-    better = placed(sb, headers=c, **limit("SELL", "42505", "0.1"))
-    taker = placed(sb, **limit("BUY", "42530", "0.35"))
+    a, b, c = tenant(http_sb), tenant(http_sb), tenant(http_sb)
+    first = placed(http_sb, headers=a, **limit("SELL", "42510", "0.1"))
+    second = placed(http_sb, headers=b, **limit("SELL", "42510", "0.2"))
+    better = placed(http_sb, headers=c, **limit("SELL", "42505", "0.1"))
+    taker = placed(http_sb, **limit("BUY", "42530", "0.35"))
     assert taker["status"] == "FILLED"
-    fills = [(e["price"], e["amount"]) for e in reversed(executions(sb, order_id=taker["id"]))]
+    fills = [(e["price"], e["amount"]) for e in reversed(executions(http_sb, order_id=taker["id"]))]
     assert fills == [
         ("42505.00", "0.10000000"),
         ("42510.00", "0.10000000"),
         ("42510.00", "0.15000000"),
     ]
-    assert get_order(sb, better, headers=c)["status"] == "FILLED"
-    assert get_order(sb, first, headers=a)["status"] == "FILLED"
-    partly = get_order(sb, second, headers=b)
+    assert get_order(http_sb, better, headers=c)["status"] == "FILLED"
+    assert get_order(http_sb, first, headers=a)["status"] == "FILLED"
+    partly = get_order(http_sb, second, headers=b)
     assert (partly["status"], partly["amount_filled"]) == ("OPEN", "0.15000000")
     # the taker paid the resting prices: 4250.50 + 4251.00 + 6376.50
-    assert money(sb.balance("USD")) == (Decimal(1000000) - Decimal("14878.00"), Decimal(0))
+    assert money(http_sb.balance("USD")) == (Decimal(1000000) - Decimal("14878.00"), Decimal(0))
     assert taker["volume_weighted_average_price"] == "42508.57142857"
     # each maker sees its own execution, on its side
-    mine = executions(sb, headers=b)
+    mine = executions(http_sb, headers=b)
     assert [(e["side"], e["amount"]) for e in mine] == [("SELL", "0.15000000")]
 
 
-def test_a_buy_filled_below_its_limit_gets_the_difference_of_its_hold_back(sb: Any) -> None:
-    order = placed(sb, **limit("BUY", "42600", "0.1"))
+def test_a_buy_filled_below_its_limit_gets_the_difference_of_its_hold_back(http_sb: Any) -> None:
+    order = placed(http_sb, **limit("BUY", "42600", "0.1"))
     assert order["status"] == "FILLED"
     assert order["volume_weighted_average_price"] == "42521.25000000"
-    assert money(sb.balance("USD")) == (Decimal(1000000) - Decimal("4252.125"), Decimal(0))
-    assert money(sb.balance("BTC")) == (Decimal("10.1"), Decimal(0))
+    assert money(http_sb.balance("USD")) == (Decimal(1000000) - Decimal("4252.125"), Decimal(0))
+    assert money(http_sb.balance("BTC")) == (Decimal("10.1"), Decimal(0))
 
 
-def test_ioc_fills_what_it_can_and_cancels_the_rest(sb: Any) -> None:
-    _, level = best(sb, "asks")
-    order = placed(sb, **limit("BUY", "42530", "5", time_in_force="IOC"))
+def test_ioc_fills_what_it_can_and_cancels_the_rest(http_sb: Any) -> None:
+    _, level = best(http_sb, "asks")
+    order = placed(http_sb, **limit("BUY", "42530", "5", time_in_force="IOC"))
     assert order["status"] == "CANCELLED"
     assert Decimal(order["amount_filled"]) == level
-    assert money(sb.balance("USD"))[1] == 0
-    assert money(sb.balance("BTC"))[0] == 10 + level
+    assert money(http_sb.balance("USD"))[1] == 0
+    assert money(http_sb.balance("BTC"))[0] == 10 + level
 
 
 def test_fok_that_cannot_fill_entirely_fills_nothing(sb: Any) -> None:
@@ -103,38 +114,39 @@ def test_fok_that_cannot_fill_entirely_fills_nothing(sb: Any) -> None:
     assert money(sb.balance("USD")) == (Decimal(1000000), Decimal(0))
 
 
-def test_fok_that_can_fill_fills_entirely(sb: Any) -> None:
-    order = placed(sb, **limit("BUY", "42600", "2", time_in_force="FOK"))
+def test_fok_that_can_fill_fills_entirely(http_sb: Any) -> None:
+    order = placed(http_sb, **limit("BUY", "42600", "2", time_in_force="FOK"))
     assert (order["status"], order["amount_filled"]) == ("FILLED", "2.00000000")
-    assert len(executions(sb, order_id=order["id"])) == 2  # two house levels
+    assert len(executions(http_sb, order_id=order["id"])) == 2  # two house levels
 
 
-def test_a_gtc_limit_takes_what_crosses_and_rests_the_rest(sb: Any) -> None:
-    _, level = best(sb, "asks")
-    order = placed(sb, **limit("BUY", "42530", "2"))
+def test_a_gtc_limit_takes_what_crosses_and_rests_the_rest(http_sb: Any) -> None:
+    _, level = best(http_sb, "asks")
+    order = placed(http_sb, **limit("BUY", "42530", "2"))
     assert order["status"] == "OPEN"
     assert Decimal(order["amount_filled"]) == level
-    assert {"price": "42530.00", "amount": format(2 - level, "f")} in book(sb)["bids"]
-    assert money(sb.balance("USD"))[1] == Decimal("42530") * (2 - level)
+    assert {"price": "42530.00", "amount": format(2 - level, "f")} in book(http_sb)["bids"]
+    assert money(http_sb.balance("USD"))[1] == Decimal("42530") * (2 - level)
 
 
-def test_a_market_buy_spends_at_most_its_quote_amount(sb: Any) -> None:
-    order = placed(sb, side="BUY", type="MARKET", quote_amount="1000.00")
+def test_a_market_buy_spends_at_most_its_quote_amount(http_sb: Any) -> None:
+    order = placed(http_sb, side="BUY", type="MARKET", quote_amount="1000.00")
     bought = (Decimal(1000) / HOUSE_ASK).quantize(Decimal("0.00000001"), rounding=ROUND_DOWN)
     assert (order["status"], Decimal(order["amount_filled"])) == ("FILLED", bought)
     assert order["time_in_force"] == "IOC"
-    assert money(sb.balance("USD")) == (Decimal(1000000) - bought * HOUSE_ASK, Decimal(0))
+    assert money(http_sb.balance("USD")) == (Decimal(1000000) - bought * HOUSE_ASK, Decimal(0))
 
 
-def test_a_market_sell_sells_its_base_amount_at_the_best_bids(sb: Any) -> None:
-    order = placed(sb, side="SELL", type="MARKET", base_amount="0.5")
+def test_a_market_sell_sells_its_base_amount_at_the_best_bids(http_sb: Any) -> None:
+    order = placed(http_sb, side="SELL", type="MARKET", base_amount="0.5")
     assert (order["status"], order["amount_filled"]) == ("FILLED", "0.50000000")
     assert order["volume_weighted_average_price"] == "42478.75000000"
-    assert money(sb.balance("USD"))[0] == Decimal(1000000) + Decimal("21239.375")
+    assert money(http_sb.balance("USD"))[0] == Decimal(1000000) + Decimal("21239.375")
 
 
-def test_a_market_order_is_ioc_when_liquidity_runs_out(sandbox_factory: Any) -> None:
-    sb = still(sandbox_factory, market_levels=1)
+@pytest.mark.sandex(settings={**STILL, "market_levels": 1})
+def test_a_market_order_is_ioc_when_liquidity_runs_out(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("BTC", "10")
     _, level = best(sb, "bids")
     order = placed(sb, side="SELL", type="MARKET", base_amount="5")
@@ -155,13 +167,13 @@ def test_post_only_that_would_take_is_rejected_recorded_and_released(sb: Any) ->
     assert maker["status"] == "OPEN"
 
 
-def test_vwap_is_exact_and_rounded_half_up_to_8_decimals(sb: Any) -> None:
-    a, b = tenant(sb), tenant(sb)
-    sb.deposit("MATIC", "1", headers=a)
-    sb.deposit("MATIC", "1", headers=b)
-    placed(sb, headers=a, **limit("SELL", "0.9000", "0.00019999", market="MATICUSD"))
-    placed(sb, headers=b, **limit("SELL", "0.9001", "0.00000001", market="MATICUSD"))
-    order = placed(sb, **limit("BUY", "0.9001", "0.0002", market="MATICUSD"))
+def test_vwap_is_exact_and_rounded_half_up_to_8_decimals(http_sb: Any) -> None:
+    a, b = tenant(http_sb), tenant(http_sb)
+    http_sb.deposit("MATIC", "1", headers=a)
+    http_sb.deposit("MATIC", "1", headers=b)
+    placed(http_sb, headers=a, **limit("SELL", "0.9000", "0.00019999", market="MATICUSD"))
+    placed(http_sb, headers=b, **limit("SELL", "0.9001", "0.00000001", market="MATICUSD"))
+    order = placed(http_sb, **limit("BUY", "0.9001", "0.0002", market="MATICUSD"))
     # exactly 0.900000005: half-up gives ...01 where half-even would give ...00
     assert (order["amount_filled"], order["volume_weighted_average_price"]) == (
         "0.00020000",
@@ -224,41 +236,42 @@ def test_fees_are_charged_as_commission_in_the_quote_asset(sandbox_factory: Any)
     assert sb.engine.state.ledger.balance("fees", "USD") == Decimal("127.53")
 
 
-def test_a_buy_hold_covers_the_largest_fee(sandbox_factory: Any) -> None:
-    sb = still(sandbox_factory, maker_fee_rate="0.001", taker_fee_rate="0.002")
+@pytest.mark.sandex(settings={**STILL, "maker_fee_rate": "0.001", "taker_fee_rate": "0.002"})
+def test_a_buy_hold_covers_the_largest_fee(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("USD", "42584")
     r = place(sb, **limit("BUY", "42500", "1"))
     assert r.status_code == 403 and r.json()["meta"]["needed"] == "42585"
 
 
-def test_fills_settle_into_the_recipient_profile(sb: Any) -> None:
-    savings = sb.post("/v2/profiles", {"nickname": "savings"}).json()["id"]
+def test_fills_settle_into_the_recipient_profile(http_sb: Any) -> None:
+    savings = http_sb.post("/v2/profiles", {"nickname": "savings"}).json()["id"]
     buy = placed(
-        sb, side="BUY", type="MARKET", quote_amount="1000.00", recipient_profile_id=savings
+        http_sb, side="BUY", type="MARKET", quote_amount="1000.00", recipient_profile_id=savings
     )
-    assert money(sb.balance("BTC", profile=savings))[0] == Decimal(buy["amount_filled"])
-    assert money(sb.balance("BTC"))[0] == 10
-    placed(sb, side="SELL", type="MARKET", base_amount="0.1", recipient_profile_id=savings)
-    assert money(sb.balance("USD", profile=savings))[0] == Decimal("4247.875")
-    assert money(sb.balance("BTC")) == (Decimal("9.9"), Decimal(0))
+    assert money(http_sb.balance("BTC", profile=savings))[0] == Decimal(buy["amount_filled"])
+    assert money(http_sb.balance("BTC"))[0] == 10
+    placed(http_sb, side="SELL", type="MARKET", base_amount="0.1", recipient_profile_id=savings)
+    assert money(http_sb.balance("USD", profile=savings))[0] == Decimal("4247.875")
+    assert money(http_sb.balance("BTC")) == (Decimal("9.9"), Decimal(0))
 
 
-def test_executions_and_orders_have_the_reference_shapes(sb: Any) -> None:
-    identity, acct = approved_account(sb)
+def test_executions_and_orders_have_the_reference_shapes(http_sb: Any) -> None:
+    identity, acct = approved_account(http_sb)
     order = placed(
-        sb, **limit("BUY", "42600", "1.5", identity_id=identity, identity_account_id=acct)
+        http_sb, **limit("BUY", "42600", "1.5", identity_id=identity, identity_account_id=acct)
     )
-    page = sb.get("/v2/executions").json()
+    page = http_sb.get("/v2/executions").json()
     assert_matches(page, response_schema("/executions", "get"))
     assert {e["account_id"] for e in page["items"]} == {acct}
     assert_matches(
-        sb.get("/v2/profiles/default/executions").json(),
+        http_sb.get("/v2/profiles/default/executions").json(),
         response_schema("/profiles/{profile_id}/executions", "get"),
     )
     assert_matches(
-        get_order(sb, order), response_schema("/profiles/{profile_id}/orders/{id}", "get")
+        get_order(http_sb, order), response_schema("/profiles/{profile_id}/orders/{id}", "get")
     )
-    assert_matches(sb.get("/v2/orders").json(), response_schema("/orders", "get"))
+    assert_matches(http_sb.get("/v2/orders").json(), response_schema("/orders", "get"))
 
 
 def test_a_resting_buy_never_pays_more_fee_than_its_hold_covers(sandbox_factory: Any) -> None:
@@ -297,7 +310,7 @@ def test_a_price_set_walks_to_a_resting_order_or_gaps_past_it(
     assert set_event["data"].get("gap", False) is gap
 
 
-def test_a_price_sets_gap_must_be_a_boolean(sb: Any) -> None:
-    r = sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "40000", "gap": "yes"})
+def test_a_price_sets_gap_must_be_a_boolean(http_sb: Any) -> None:
+    r = http_sb.post("/v2/sandbox/markets/BTCUSD/price", {"price": "40000", "gap": "yes"})
     assert r.status_code == 400
     assert r.json()["meta"]["field"] == "gap"

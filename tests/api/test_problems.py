@@ -34,21 +34,21 @@ def _is_problem(r: Any, status: int) -> dict[str, Any]:
     ],
 )
 def test_malformed_bodies_are_400_problems_naming_the_field(
-    sandbox: Any, content: bytes, needle: str
+    http_sandbox: Any, content: bytes, needle: str
 ) -> None:
-    r = sandbox.post(
+    r = http_sandbox.post(
         "/v2/profiles",
         content=content,
-        headers={**sandbox.headers, "Content-Type": "application/json"},
+        headers={**http_sandbox.headers, "Content-Type": "application/json"},
     )
     body = _is_problem(r, 400)
     assert body["type"] == "about:blank"
     assert needle in body["detail"]
 
 
-def test_unknown_body_fields_are_ignored_by_default(sandbox: Any) -> None:
+def test_unknown_body_fields_are_ignored_by_default(http_sandbox: Any) -> None:
     """As the service does: its own examples carry fields beyond its schemas."""
-    r = sandbox.post("/v2/profiles", {"nickname": "x", "surprise": 1, "profile_id": "p"})
+    r = http_sandbox.post("/v2/profiles", {"nickname": "x", "surprise": 1, "profile_id": "p"})
     assert r.status_code == 200, r.text
     assert r.json()["nickname"] == "x" and "surprise" not in r.json()
 
@@ -89,17 +89,18 @@ WIRE = {
         ),
     ],
 )
+@pytest.mark.sandex(settings={"strict_fields": True})
 def test_strict_fields_refuses_an_unknown_field_naming_it(
-    sandbox_factory: Any, path: str, body: dict[str, Any], field: str
+    http_sandbox: Any, path: str, body: dict[str, Any], field: str
 ) -> None:
-    strict = sandbox_factory(strict_fields=True)
+    strict = http_sandbox
     problem = _is_problem(strict.post(path, body), 400)
     assert problem["detail"] == f"{field} invalid: unknown field"
     assert problem["meta"] == {"field": field}
 
 
-def test_an_unknown_enum_value_is_a_400_listing_the_allowed_ones(sandbox: Any) -> None:
-    r = sandbox.post(
+def test_an_unknown_enum_value_is_a_400_listing_the_allowed_ones(http_sandbox: Any) -> None:
+    r = http_sandbox.post(
         "/v2/transfer/fiat-deposit-instructions", {"profile_id": "default", "fiat_network": "ACH"}
     )
     body = _is_problem(r, 400)
@@ -107,43 +108,45 @@ def test_an_unknown_enum_value_is_a_400_listing_the_allowed_ones(sandbox: Any) -
     assert "WIRE" in body["detail"]
 
 
-def test_unknown_paths_and_methods_are_problems(sandbox: Any) -> None:
-    assert _is_problem(sandbox.get("/v2/nothing-here"), 404)["type"] == "about:blank"
-    _is_problem(sandbox.http.put("/v2/profiles", headers=sandbox.headers), 405)
+def test_unknown_paths_and_methods_are_problems(http_sandbox: Any) -> None:
+    assert _is_problem(http_sandbox.get("/v2/nothing-here"), 404)["type"] == "about:blank"
+    _is_problem(http_sandbox.http.put("/v2/profiles", headers=http_sandbox.headers), 405)
 
 
-def test_an_unknown_id_is_a_404_problem(sandbox: Any) -> None:
+def test_an_unknown_id_is_a_404_problem(http_sandbox: Any) -> None:
     assert (
         "transfer not found"
-        in _is_problem(sandbox.get("/v2/transfer/transfers/nope"), 404)["detail"]
+        in _is_problem(http_sandbox.get("/v2/transfer/transfers/nope"), 404)["detail"]
     )
-    _is_problem(sandbox.get("/v2/profiles/nope"), 404)
-    _is_problem(sandbox.get("/v2/transfer/fiat-deposit-instructions/nope"), 404)
+    _is_problem(http_sandbox.get("/v2/profiles/nope"), 404)
+    _is_problem(http_sandbox.get("/v2/transfer/fiat-deposit-instructions/nope"), 404)
 
 
-def test_a_bad_time_filter_is_a_400_naming_it(sandbox: Any) -> None:
-    r = sandbox.get("/v2/transfer/transfers", params={"created_at.gte": "yesterday"})
+def test_a_bad_time_filter_is_a_400_naming_it(http_sandbox: Any) -> None:
+    r = http_sandbox.get("/v2/transfer/transfers", params={"created_at.gte": "yesterday"})
     assert "created_at.gte" in _is_problem(r, 400)["detail"]
 
 
-def test_clock_moves_need_exactly_one_of_advance_and_set_to(sandbox: Any) -> None:
-    _is_problem(sandbox.post("/v2/sandbox/clock", {}), 400)
+def test_clock_moves_need_exactly_one_of_advance_and_set_to(http_sandbox: Any) -> None:
+    _is_problem(http_sandbox.post("/v2/sandbox/clock", {}), 400)
     _is_problem(
-        sandbox.post("/v2/sandbox/clock", {"advance_seconds": 1, "set_to": "2024-01-02T00:00:00Z"}),
+        http_sandbox.post(
+            "/v2/sandbox/clock", {"advance_seconds": 1, "set_to": "2024-01-02T00:00:00Z"}
+        ),
         400,
     )
-    _is_problem(sandbox.post("/v2/sandbox/clock", {"set_to": "not a time"}), 400)
-    r = sandbox.post("/v2/sandbox/clock", {"set_to": "2023-01-01T00:00:00Z"})
+    _is_problem(http_sandbox.post("/v2/sandbox/clock", {"set_to": "not a time"}), 400)
+    r = http_sandbox.post("/v2/sandbox/clock", {"set_to": "2023-01-01T00:00:00Z"})
     assert "backwards" in _is_problem(r, 400)["detail"]
-    moved = sandbox.post("/v2/sandbox/clock", {"set_to": "2024-03-01T12:00:00Z"}).json()
+    moved = http_sandbox.post("/v2/sandbox/clock", {"set_to": "2024-03-01T12:00:00Z"}).json()
     assert moved == {"now": "2024-03-01T12:00:00.000000Z", "mode": "manual"}
-    assert sandbox.get("/v2/sandbox/clock").json() == moved
+    assert http_sandbox.get("/v2/sandbox/clock").json() == moved
 
 
-def test_a_wall_clock_cannot_be_moved(sandbox_factory: Any) -> None:
-    sandbox = sandbox_factory(clock="wall")
-    assert sandbox.get("/v2/sandbox/clock").json()["mode"] == "wall"
-    _is_problem(sandbox.post("/v2/sandbox/clock", {"advance_seconds": 5}), 409)
+@pytest.mark.sandex(clock="wall")
+def test_a_wall_clock_cannot_be_moved(http_sandbox: Any) -> None:
+    assert http_sandbox.get("/v2/sandbox/clock").json()["mode"] == "wall"
+    _is_problem(http_sandbox.post("/v2/sandbox/clock", {"advance_seconds": 5}), 409)
 
 
 def test_a_bug_is_a_500_problem_that_leaks_nothing(sandbox: Any) -> None:
@@ -225,9 +228,9 @@ WORDED = [
 
 @pytest.mark.parametrize(("method", "path", "sent", "detail"), WORDED)
 def test_validation_errors_speak_the_apis_words(
-    sandbox: Any, method: str, path: str, sent: dict[str, Any], detail: str
+    http_sandbox: Any, method: str, path: str, sent: dict[str, Any], detail: str
 ) -> None:
-    r = sandbox.get(path, params=sent) if method == "GET" else sandbox.post(path, sent)
+    r = http_sandbox.get(path, params=sent) if method == "GET" else http_sandbox.post(path, sent)
     body = _is_problem(r, 400)
     assert body["detail"] == detail
     assert body["meta"]["field"] == detail.split(" ")[0]
@@ -245,21 +248,23 @@ def test_validation_errors_speak_the_apis_words(
         ("/v2/events", "created_at.lte"),
     ],
 )
-def test_a_bad_time_names_the_parameter_the_client_sent(sandbox: Any, path: str, name: str) -> None:
-    body = _is_problem(sandbox.get(path, params={name: "yesterday"}), 400)
+def test_a_bad_time_names_the_parameter_the_client_sent(
+    http_sandbox: Any, path: str, name: str
+) -> None:
+    body = _is_problem(http_sandbox.get(path, params={name: "yesterday"}), 400)
     assert body["detail"] == f"{name} invalid: not an RFC 3339 time"
     assert body["meta"] == {"field": name}
 
 
-def test_a_null_fee_total_is_a_400_not_an_absent_total(sandbox: Any) -> None:
+def test_a_null_fee_total_is_a_400_not_an_absent_total(http_sandbox: Any) -> None:
     body = {
         "asset": "BTC",
         "crypto_network": "BITCOIN",
         "destination_address": "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2",
         "amount": "0.001",
     }
-    assert sandbox.post("/v2/transfer/fees/crypto-withdrawal", body).status_code == 200
-    r = sandbox.post("/v2/transfer/fees/crypto-withdrawal", {**body, "total": None})
+    assert http_sandbox.post("/v2/transfer/fees/crypto-withdrawal", body).status_code == 200
+    r = http_sandbox.post("/v2/transfer/fees/crypto-withdrawal", {**body, "total": None})
     problem = _is_problem(r, 400)
     assert problem["detail"] == "total invalid: must not be null"
     assert problem["meta"] == {"field": "total"}
@@ -283,16 +288,18 @@ def _body_operations(doc: dict[str, Any]) -> list[tuple[str, str, str, dict[str,
     return found
 
 
-def test_null_for_any_declared_field_of_any_body_is_a_400_naming_it(sandbox: Any) -> None:
-    doc = sandbox.get("/openapi.json").json()
+def test_null_for_any_declared_field_of_any_body_is_a_400_naming_it(http_sandbox: Any) -> None:
+    doc = http_sandbox.get("/openapi.json").json()
     checked = 0
     for path, method, operation, properties in _body_operations(doc):
-        if not sandbox.serves(path):
+        if not http_sandbox.serves(path):
             continue
         path = path.replace("{profile_id}", "default").replace("{market}", "BTCUSD")
         for field, schema in properties.items():
             assert "null" not in str(schema.get("anyOf", "")), f"{operation}.{field} is nullable"
-            r = sandbox.http.request(method, path, json={field: None}, headers=sandbox.headers)
+            r = http_sandbox.http.request(
+                method, path, json={field: None}, headers=http_sandbox.headers
+            )
             body = _is_problem(r, 400)
             assert body["detail"] == f"{field} invalid: must not be null", (operation, body)
             assert body["meta"] == {"field": field}
@@ -300,7 +307,7 @@ def test_null_for_any_declared_field_of_any_body_is_a_400_naming_it(sandbox: Any
     assert checked >= 60  # every field of the 14 bodies
 
 
-def test_null_inside_a_nested_object_names_its_path(sandbox: Any) -> None:
+def test_null_inside_a_nested_object_names_its_path(http_sandbox: Any) -> None:
     wire = {"account_number": "1", "fiat_account_owner_address": {"country": "US", "city": None}}
     body = {
         "amount": "1",
@@ -308,20 +315,22 @@ def test_null_inside_a_nested_object_names_its_path(sandbox: Any) -> None:
         "memo_id": "M",
         "fiat_network_instructions": {"wire": wire},
     }
-    problem = _is_problem(sandbox.post("/v2/sandbox/fiat-deposits", body), 400)
+    problem = _is_problem(http_sandbox.post("/v2/sandbox/fiat-deposits", body), 400)
     name = "fiat_network_instructions.wire.fiat_account_owner_address.city"
     assert problem["detail"] == f"{name} invalid: must not be null"
     assert problem["meta"] == {"field": name}
 
 
-def test_no_field_of_the_references_bodies_takes_null(sandbox: Any) -> None:
+def test_no_field_of_the_references_bodies_takes_null(http_sandbox: Any) -> None:
     doc = document()  # skips where the reference is absent
     checked = 0
     for path, method, operation, properties in _body_operations(doc):
         path = "/v2" + path.replace("{profile_id}", "default")
         for field, schema in properties.items():
             assert not schema.get("nullable"), f"the reference makes {operation}.{field} nullable"
-            r = sandbox.http.request(method, path, json={field: None}, headers=sandbox.headers)
+            r = http_sandbox.http.request(
+                method, path, json={field: None}, headers=http_sandbox.headers
+            )
             body = _is_problem(r, 400)
             assert body["meta"] == {"field": field}, (operation, body)
             checked += 1

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from sandex.api_adapter.recent_requests import MAX_PATH
-from tests.support.trading_helpers import PROBLEMS, limit, place, placed, still
+from tests.support.trading_helpers import PROBLEMS, STILL, limit, place, placed
 from tests.support.transfer_helpers import problem
 from tests.support.world_helpers import Front
 
@@ -35,13 +35,13 @@ def _all(sb: Any, headers: Any = None, **params: Any) -> list[dict[str, Any]]:
 
 
 def test_requests_are_listed_newest_first_with_operation_status_and_duration(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    sandbox.deposit("USD", "100")
-    balance = sandbox.get("/v2/profiles/default/balances/USD")
-    missing = sandbox.get("/v2/no/such/path")
+    http_sandbox.deposit("USD", "100")
+    balance = http_sandbox.get("/v2/profiles/default/balances/USD")
+    missing = http_sandbox.get("/v2/no/such/path")
     assert missing.status_code == 404
-    items = _page(sandbox)["items"]
+    items = _page(http_sandbox)["items"]
     assert [(e["method"], e.get("operation")) for e in items[:3]] == [
         ("GET", None),
         ("GET", "GetProfileBalance"),
@@ -51,7 +51,7 @@ def test_requests_are_listed_newest_first_with_operation_status_and_duration(
     assert wrong["path"].endswith("/v2/no/such/path") and wrong["status"] == 404
     assert read["status"] == 200 and read["request_id"] == balance.headers["x-request-id"]
     assert deposit["path"].endswith("/v2/sandbox/profiles/default/deposit")
-    assert deposit["client_id"] == "sandex"
+    assert deposit["client_id"] == http_sandbox.client_id
     assert all(e["duration_ms"] >= 0 for e in items)
     assert all(e["time"] == "2024-01-01T00:00:00.000000Z" for e in items)  # the engine's clock
     ids = [e["id"] for e in items]
@@ -59,8 +59,9 @@ def test_requests_are_listed_newest_first_with_operation_status_and_duration(
     assert not [e for e in items if e.get("operation") == "ListSandboxRequests"]
 
 
-def test_a_problem_answer_shows_its_type(sandbox_factory: Any) -> None:
-    sb = still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_a_problem_answer_shows_its_type(http_sandbox: Any) -> None:
+    sb = http_sandbox
     refused = place(sb, **limit("BUY", "40000", "1"))  # no money: a fast-lane refusal
     assert refused.status_code == 403
     assert problem(sb.get(PATH, params={"status": "abc"}), 400)["meta"]["field"] == "status"
@@ -72,8 +73,9 @@ def test_a_problem_answer_shows_its_type(sandbox_factory: Any) -> None:
     assert ok == [] or "problem_type" not in ok[0]
 
 
-def test_the_events_a_request_caused_are_its_callers_feed_events(sandbox_factory: Any) -> None:
-    sb = still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_the_events_a_request_caused_are_its_callers_feed_events(http_sandbox: Any) -> None:
+    sb = http_sandbox
     headers, _ = sb.tenant()
     deposit = sb.post(
         "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "50000"}, headers=headers
@@ -101,8 +103,9 @@ def test_the_events_a_request_caused_are_its_callers_feed_events(sandbox_factory
     assert mine["IssueToken"]["events"] == []  # a token written nowhere
 
 
-def test_fast_lane_orders_are_logged_with_what_they_caused(sandbox_factory: Any) -> None:
-    sb = still(sandbox_factory)
+@pytest.mark.sandex(settings=STILL)
+def test_fast_lane_orders_are_logged_with_what_they_caused(http_sandbox: Any) -> None:
+    sb = http_sandbox
     sb.deposit("USD", "50000")
     orders = [placed(sb, **limit("BUY", "1", "0.01"), client_order_id=f"o{i}") for i in range(3)]
     entries = _page(sb, operation="CreateOrder")["items"]
@@ -113,23 +116,23 @@ def test_fast_lane_orders_are_logged_with_what_they_caused(sandbox_factory: Any)
         assert objects and set(objects) == {order["id"]}
 
 
-def test_keyset_pages_are_complete_and_stable_while_requests_arrive(sandbox: Any) -> None:
+def test_keyset_pages_are_complete_and_stable_while_requests_arrive(http_sandbox: Any) -> None:
     for _ in range(23):
-        sandbox.get("/v2/sandbox/clock")
-    first = _page(sandbox, limit=10)
+        http_sandbox.get("/v2/sandbox/clock")
+    first = _page(http_sandbox, limit=10)
     expected = list(range(first["items"][0]["id"], 0, -1))
     seen = list(first["items"])
     cursor = first["next_page_cursor"]
     while cursor:
-        sandbox.get("/v2/sandbox/clock")  # a newer request between two pages
-        body = _page(sandbox, limit=10, page_cursor=cursor)
+        http_sandbox.get("/v2/sandbox/clock")  # a newer request between two pages
+        body = _page(http_sandbox, limit=10, page_cursor=cursor)
         seen += body["items"]
         cursor = body.get("next_page_cursor")
     assert [e["id"] for e in seen] == expected  # each once, none skipped, newest first
     assert len(seen) > 20
-    again = _page(sandbox, limit=10, page_cursor=first["next_page_cursor"])["items"]
+    again = _page(http_sandbox, limit=10, page_cursor=first["next_page_cursor"])["items"]
     assert [e["id"] for e in again] == expected[10:20]
-    assert problem(sandbox.get(PATH, params={"page_cursor": "nonsense"}), 400)["meta"] == {
+    assert problem(http_sandbox.get(PATH, params={"page_cursor": "nonsense"}), 400)["meta"] == {
         "field": "page_cursor"
     }
 
@@ -151,43 +154,43 @@ def test_the_log_is_bounded_and_drops_the_oldest_first(sandbox_factory: Any) -> 
 
 
 def test_a_tenant_sees_only_its_own_requests_and_the_bootstrap_client_all(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    a, made_a = sandbox.tenant()
-    b, made_b = sandbox.tenant()
-    sandbox.get("/v2/profiles", headers=a)
-    sandbox.get("/v2/profiles", headers=b)
-    sandbox.get("/v2/no/such/path", headers=b)
-    theirs_a = _all(sandbox, a)
-    theirs_b = _all(sandbox, b)
+    a, made_a = http_sandbox.tenant()
+    b, made_b = http_sandbox.tenant()
+    http_sandbox.get("/v2/profiles", headers=a)
+    http_sandbox.get("/v2/profiles", headers=b)
+    http_sandbox.get("/v2/no/such/path", headers=b)
+    theirs_a = _all(http_sandbox, a)
+    theirs_b = _all(http_sandbox, b)
     assert theirs_a and {e["client_id"] for e in theirs_a} == {made_a["client_id"]}
     assert {e["client_id"] for e in theirs_b} == {made_b["client_id"]}
     assert any(e["status"] == 404 for e in theirs_b)
-    everyone = {e["client_id"] for e in _all(sandbox) if "client_id" in e}
-    assert {made_a["client_id"], made_b["client_id"], "sandex"} <= everyone
-    cursor = _page(sandbox, b, limit=1)["next_page_cursor"]
-    assert problem(sandbox.get(PATH, params={"page_cursor": cursor}, headers=a), 400)
+    everyone = {e["client_id"] for e in _all(http_sandbox) if "client_id" in e}
+    assert {made_a["client_id"], made_b["client_id"], http_sandbox.client_id} <= everyone
+    cursor = _page(http_sandbox, b, limit=1)["next_page_cursor"]
+    assert problem(http_sandbox.get(PATH, params={"page_cursor": cursor}, headers=a), 400)
     # the token requests are the tenants' own, and no secret is kept anywhere
     assert "IssueToken" in {e.get("operation") for e in theirs_a}
-    everything = orjson.dumps(_all(sandbox))
-    for secret in (made_a["client_secret"], made_b["client_secret"], "sandex-secret"):
+    everything = orjson.dumps(_all(http_sandbox))
+    for secret in (made_a["client_secret"], made_b["client_secret"], http_sandbox.client_secret):
         assert secret.encode() not in everything
 
 
-def test_an_entry_keeps_a_bounded_part_of_a_long_path(sandbox: Any) -> None:
+def test_an_entry_keeps_a_bounded_part_of_a_long_path(http_sandbox: Any) -> None:
     long = "/v2/" + "x" * 8000
-    assert sandbox.get(long).status_code == 404
-    entry = _page(sandbox, limit=1)["items"][0]
+    assert http_sandbox.get(long).status_code == 404
+    entry = _page(http_sandbox, limit=1)["items"][0]
     assert entry["status"] == 404 and len(entry["path"]) == MAX_PATH
-    assert long.startswith(entry["path"].removeprefix(sandbox.http.base_url.path.rstrip("/")))
+    assert long.startswith(entry["path"].removeprefix(http_sandbox.http.base_url.path.rstrip("/")))
 
 
-def test_filters_and_refusals_name_their_field(sandbox: Any) -> None:
-    sandbox.get("/v2/no/such/path")
-    sandbox.get("/v2/sandbox/clock")
-    assert {e["status"] for e in _page(sandbox, status="4xx")["items"]} == {404}
-    assert {e["status"] for e in _page(sandbox, status="200")["items"]} == {200}
-    assert {e["operation"] for e in _page(sandbox, operation="GetSandboxClock")["items"]} == {
+def test_filters_and_refusals_name_their_field(http_sandbox: Any) -> None:
+    http_sandbox.get("/v2/no/such/path")
+    http_sandbox.get("/v2/sandbox/clock")
+    assert {e["status"] for e in _page(http_sandbox, status="4xx")["items"]} == {404}
+    assert {e["status"] for e in _page(http_sandbox, status="200")["items"]} == {200}
+    assert {e["operation"] for e in _page(http_sandbox, operation="GetSandboxClock")["items"]} == {
         "GetSandboxClock"
     }
     for params, field in (
@@ -196,13 +199,13 @@ def test_filters_and_refusals_name_their_field(sandbox: Any) -> None:
         ({"operation": "NoSuchOperation"}, "operation"),
         ({"limit": "1001"}, "limit"),
     ):
-        assert problem(sandbox.get(PATH, params=params), 400)["meta"]["field"] == field, params
+        assert problem(http_sandbox.get(PATH, params=params), 400)["meta"]["field"] == field, params
 
 
-def test_the_fault_that_fired_is_shown(sandbox: Any) -> None:
+def test_the_fault_that_fired_is_shown(http_sandbox: Any) -> None:
     """What the fault gate fired on a call (sandex.api_adapter.faults.FIRED) is the entry's
     `fault`; a call no rule matched has none."""
-    armed = sandbox.post(
+    armed = http_sandbox.post(
         "/v2/sandbox/faults",
         {
             "match": {"operation": "ListProfiles"},
@@ -211,9 +214,9 @@ def test_the_fault_that_fired_is_shown(sandbox: Any) -> None:
         },
     )
     assert armed.status_code == 200, armed.text
-    assert sandbox.get("/v2/profiles").status_code == 503
-    assert sandbox.get("/v2/profiles").status_code == 200
-    spent, passed = _page(sandbox, operation="ListProfiles")["items"][:2][::-1]
+    assert http_sandbox.get("/v2/profiles").status_code == 503
+    assert http_sandbox.get("/v2/profiles").status_code == 200
+    spent, passed = _page(http_sandbox, operation="ListProfiles")["items"][:2][::-1]
     assert spent["status"] == 503
     assert spent["fault"] == {
         "rule_id": armed.json()["id"],

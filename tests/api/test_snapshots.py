@@ -74,16 +74,20 @@ def test_a_restore_brings_money_back_and_keeps_who_may_call(sandbox: Any) -> Non
         again.close()
 
 
-def test_a_pending_withdrawal_at_the_snapshot_completes_after_the_restore(sandbox: Any) -> None:
-    sandbox.deposit("BTC", "1")
-    pending = withdraw(sandbox, amount="0.001").json()
-    _snapshot(sandbox, "in-flight")
-    sandbox.advance(30)
-    _restore(sandbox, "in-flight")
-    assert sandbox.get(f"/v2/transfer/transfers/{pending['id']}").json()["status"] == "PENDING"
-    sandbox.advance(1)  # its confirmation is overdue: it fires at the next move
-    assert sandbox.get(f"/v2/transfer/transfers/{pending['id']}").json()["status"] == "COMPLETED"
-    assert sandbox.balance("BTC")["available"] == "0.99898"
+def test_a_pending_withdrawal_at_the_snapshot_completes_after_the_restore(
+    http_sandbox: Any,
+) -> None:
+    http_sandbox.deposit("BTC", "1")
+    pending = withdraw(http_sandbox, amount="0.001").json()
+    _snapshot(http_sandbox, "in-flight")
+    http_sandbox.advance(30)
+    _restore(http_sandbox, "in-flight")
+    assert http_sandbox.get(f"/v2/transfer/transfers/{pending['id']}").json()["status"] == "PENDING"
+    http_sandbox.advance(1)  # its confirmation is overdue: it fires at the next move
+    assert (
+        http_sandbox.get(f"/v2/transfer/transfers/{pending['id']}").json()["status"] == "COMPLETED"
+    )
+    assert http_sandbox.balance("BTC")["available"] == "0.99898"
 
 
 def test_orders_and_books_come_back_as_they_were(sandbox_factory: Any) -> None:
@@ -124,18 +128,18 @@ def test_a_reset_empties_every_balance_and_keeps_customers_and_clock(sandbox: An
     assert sandbox.verify() == []
 
 
-def test_refusals(sandbox: Any) -> None:
-    problem(sandbox.post("/v2/sandbox/snapshots/nope/restore"), 404)
-    bad = sandbox.post("/v2/sandbox/snapshots", {"name": "../etc"})
+def test_refusals(http_sandbox: Any) -> None:
+    problem(http_sandbox.post("/v2/sandbox/snapshots/nope/restore"), 404)
+    bad = http_sandbox.post("/v2/sandbox/snapshots", {"name": "../etc"})
     assert problem(bad, 400)["meta"]["field"] == "name"
-    assert problem(sandbox.post("/v2/sandbox/snapshots", {}), 400)["meta"]["field"] == "name"
-    headers, _ = sandbox.tenant()
+    assert problem(http_sandbox.post("/v2/sandbox/snapshots", {}), 400)["meta"]["field"] == "name"
+    headers, _ = http_sandbox.tenant()
     for path, body in (
         ("/v2/sandbox/snapshots", {"name": "x"}),
         ("/v2/sandbox/snapshots/x/restore", None),
         ("/v2/sandbox/reset", None),
     ):
-        refused = problem(sandbox.post(path, body, headers=headers), 403)
+        refused = problem(http_sandbox.post(path, body, headers=headers), 403)
         assert "sandbox:write_customer" in refused["detail"]
 
 

@@ -25,6 +25,10 @@ def sandbox(sandbox_factory: Any) -> Any:
     return sandbox_factory(webhook_allowed_hosts=LOCAL)
 
 
+# the same setting, for the tests that only talk HTTP (`http_sandbox`)
+ALLOWED = pytest.mark.sandex(settings={"webhook_allowed_hosts": LOCAL})
+
+
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     with opened() as make:
@@ -223,6 +227,7 @@ def test_rules_are_listed_read_and_deleted(sandbox: Any, receiver: Receiver) -> 
     problem(sandbox.get(FAULTS, headers=narrow), 403)
 
 
+@ALLOWED
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -243,20 +248,24 @@ def test_rules_are_listed_read_and_deleted(sandbox: Any, receiver: Receiver) -> 
         ({"action": {"duplicate": True}, "match": {"event_type": ""}}, "match.event_type"),
     ],
 )
-def test_a_bad_body_is_a_400_naming_the_field(sandbox: Any, body: Any, field: str) -> None:
-    refused = problem(sandbox.post(FAULTS, body), 400)
+def test_a_bad_body_is_a_400_naming_the_field(http_sandbox: Any, body: Any, field: str) -> None:
+    refused = problem(http_sandbox.post(FAULTS, body), 400)
     assert refused["meta"] == {"field": field}, refused
-    assert _ok(sandbox.get(FAULTS)) == {"items": []}
+    assert _ok(http_sandbox.get(FAULTS)) == {"items": []}
 
 
-def test_a_tenant_keeps_at_most_a_hundred_rules(sandbox: Any) -> None:
+@ALLOWED
+def test_a_tenant_keeps_at_most_a_hundred_rules(http_sandbox: Any) -> None:
     for _ in range(100):
-        _arm(sandbox, {"duplicate": True})
-    refused = problem(sandbox.post(FAULTS, {"action": {"duplicate": True}}), 409)
+        _arm(http_sandbox, {"duplicate": True})
+    refused = problem(http_sandbox.post(FAULTS, {"action": {"duplicate": True}}), 409)
     assert "delete one" in refused["detail"]
     # another tenant's room is its own
-    tenant, _ = sandbox.tenant()
-    assert sandbox.post(FAULTS, {"action": {"duplicate": True}}, headers=tenant).status_code == 200
-    first = _ok(sandbox.get(FAULTS))["items"][0]["id"]
-    _ok(sandbox.delete(f"{FAULTS}/{first}"))
-    _arm(sandbox, {"duplicate": True})
+    tenant, _ = http_sandbox.tenant()
+    assert (
+        http_sandbox.post(FAULTS, {"action": {"duplicate": True}}, headers=tenant).status_code
+        == 200
+    )
+    first = _ok(http_sandbox.get(FAULTS))["items"][0]["id"]
+    _ok(http_sandbox.delete(f"{FAULTS}/{first}"))
+    _arm(http_sandbox, {"duplicate": True})

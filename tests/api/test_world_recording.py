@@ -108,3 +108,19 @@ def test_a_recording_is_of_a_world_made_to_record(front: Front) -> None:
     fresh = _recording(front, r.json()["id"])
     assert fresh.rstrip().endswith("steps: []")
     _replays(fresh)
+
+
+def test_a_refused_customer_creation_is_recorded_as_the_request_it_was(
+    front: Front, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Only a created customer becomes a `create_actor` step; a refused creation is a
+    request with its problem, which the replay meets again."""
+    world = front.world(RECORDED)
+    r = world.post("/v2/sandbox/customers", {"scopes": None})
+    assert r.status_code == 400, r.text
+    world.ok("POST", "/v2/sandbox/customers")
+    recorded = _recording(front, world.id)
+    assert "could not record" not in capfd.readouterr().err
+    assert recorded.count("/v2/sandbox/customers") == 1  # the refused one, as a request
+    assert "create_actor: customer1" in recorded
+    _replays(recorded)

@@ -11,27 +11,42 @@ from typing import Any
 Book = dict[str, dict[str, str]]
 
 
-def receive(ws: Any, seconds: float = 10) -> dict[str, Any]:
-    """The next message of a Starlette WebSocket test session, failing (not hanging)
-    when none comes within `seconds`."""
+def _in_process(ws: Any) -> bool:
+    """Whether `ws` is a Starlette WebSocket test session (else a `websockets` client's
+    connection over a real socket: a plugin world's feed)."""
+    return hasattr(ws, "portal")
 
+
+def _next(ws: Any, seconds: float) -> Any:
     async def within() -> Any:
         async with asyncio.timeout(seconds):
             return await ws._send_rx.receive()
 
-    message = ws.portal.call(within)
+    return ws.portal.call(within)
+
+
+def receive(ws: Any, seconds: float = 10) -> dict[str, Any]:
+    """The next message of a WebSocket session, failing (not hanging) when none comes
+    within `seconds`."""
+    if not _in_process(ws):
+        return json.loads(ws.recv(timeout=seconds))  # type: ignore[no-any-return]
+    message = _next(ws, seconds)
     ws._raise_on_close(message)
     return json.loads(message["text"])  # type: ignore[no-any-return]
 
 
 def close_of(ws: Any, seconds: float = 10) -> tuple[int, str]:
     """The code and reason the server closed the session with."""
+    if not _in_process(ws):
+        from websockets.exceptions import ConnectionClosed
 
-    async def within() -> Any:
-        async with asyncio.timeout(seconds):
-            return await ws._send_rx.receive()
-
-    message = ws.portal.call(within)
+        try:
+            message = ws.recv(timeout=seconds)
+        except ConnectionClosed as closed:
+            assert closed.rcvd is not None, closed
+            return closed.rcvd.code, closed.rcvd.reason
+        raise AssertionError(f"a message, not a close: {message!r}")
+    message = _next(ws, seconds)
     assert message["type"] == "websocket.close", message
     return int(message["code"]), str(message.get("reason") or "")
 

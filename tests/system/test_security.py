@@ -48,9 +48,9 @@ def _bearer(token: str) -> dict[str, str]:
 # -- tokens ------------------------------------------------------------------------------
 
 
-def test_an_altered_token_is_401_whatever_it_claims(sandbox: Any) -> None:
-    _, creds = sandbox.tenant()
-    tenant = sandbox.login(creds["client_id"], creds["client_secret"], "funding:read_profile")
+def test_an_altered_token_is_401_whatever_it_claims(http_sandbox: Any) -> None:
+    _, creds = http_sandbox.tenant()
+    tenant = http_sandbox.login(creds["client_id"], creds["client_secret"], "funding:read_profile")
     token = tenant["Authorization"].split()[1]
     prefix, payload, signature = token.split(".")
     claims = _claims(token)
@@ -61,13 +61,13 @@ def test_an_altered_token_is_401_whatever_it_claims(sandbox: Any) -> None:
     }
     for name, forged in forgeries.items():
         altered = f"{prefix}.{_b64(orjson.dumps(forged))}.{signature}"
-        r = sandbox.get("/v2/profiles", headers=_bearer(altered))
+        r = http_sandbox.get("/v2/profiles", headers=_bearer(altered))
         assert r.status_code == 401, name
     unsigned = f"{prefix}.{payload}."
-    assert sandbox.get("/v2/profiles", headers=_bearer(unsigned)).status_code == 401
+    assert http_sandbox.get("/v2/profiles", headers=_bearer(unsigned)).status_code == 401
     other_prefix = f"sdx2.{payload}.{signature}"
-    assert sandbox.get("/v2/profiles", headers=_bearer(other_prefix)).status_code == 401
-    assert sandbox.get("/v2/profiles", headers=tenant).status_code == 200
+    assert http_sandbox.get("/v2/profiles", headers=_bearer(other_prefix)).status_code == 401
+    assert http_sandbox.get("/v2/profiles", headers=tenant).status_code == 200
 
 
 def test_a_token_names_its_expiry_and_is_refused_after_it(sandbox: Any) -> None:
@@ -271,9 +271,9 @@ def _operations(doc: dict[str, Any]) -> dict[str, tuple[str, str, str | None]]:
 
 
 def test_the_openapi_document_states_each_operations_scope_as_the_table_does(
-    sandbox: Any,
+    http_sandbox: Any,
 ) -> None:
-    documented = _operations(sandbox.http.get("/openapi.json").json())
+    documented = _operations(http_sandbox.http.get("/openapi.json").json())
     missing = sorted(set(documented) - set(SCOPES))
     assert not missing, f"operations without a row in the operation table: {missing}"
     assert documented == {k: v for k, v in SCOPES.items() if k in documented}
@@ -297,48 +297,50 @@ def _call(sb: Any, method: str, path: str, headers: dict[str, str]) -> Any:
     return sb.http.request(method, url, headers=headers)
 
 
-def test_each_operation_admits_exactly_its_scope(sandbox: Any) -> None:
+def test_each_operation_admits_exactly_its_scope(http_sandbox: Any) -> None:
     """No token: 401. Every scope but the required one: 403 naming it. Only it: admitted."""
-    sandbox.advance(0)
+    http_sandbox.advance(0)
     tokens: dict[tuple[str, ...], dict[str, str]] = {}
 
     def token(scopes: tuple[str, ...]) -> dict[str, str]:
         if scopes not in tokens:
-            tokens[scopes] = sandbox.login("sandex", "sandex-secret", " ".join(scopes))
+            tokens[scopes] = http_sandbox.login(
+                http_sandbox.client_id, http_sandbox.client_secret, " ".join(scopes)
+            )
         return tokens[scopes]
 
     failures = []
-    last = ["ResetSandbox"]  # it wipes the sandbox, tokens and all
+    last = ["ResetSandbox"]  # it wipes the http_sandbox, tokens and all
     for op in sorted(SCOPES, key=lambda o: o in last):
         method, path, scope = SCOPES[op]
         if op == "IssueToken":
             continue
         if scope is None:
-            r = _call(sandbox, method, path, {})
+            r = _call(http_sandbox, method, path, {})
             if r.status_code in (401, 403) or r.status_code >= 500:
                 failures.append(f"{op}: public, but {r.status_code} without a token")
             continue
-        r = _call(sandbox, method, path, {})
+        r = _call(http_sandbox, method, path, {})
         if r.status_code != 401:
             failures.append(f"{op}: {r.status_code} without a token")
         others = tuple(s for s in BOOTSTRAP_SCOPES if s != scope)
-        r = _call(sandbox, method, path, token(others))
+        r = _call(http_sandbox, method, path, token(others))
         if r.status_code != 403 or r.json().get("meta") != {"required_scope": scope}:
             failures.append(f"{op}: {r.status_code} {r.text[:100]} without {scope}")
-        r = _call(sandbox, method, path, token((scope,)))
+        r = _call(http_sandbox, method, path, token((scope,)))
         if r.status_code in (401, 403) or r.status_code >= 500:
             failures.append(f"{op}: {r.status_code} {r.text[:100]} with only {scope}")
     assert not failures, "\n".join(failures)
 
 
-def test_a_tenant_has_every_scope_but_the_sandbox_admins(sandbox: Any) -> None:
-    _, creds = sandbox.tenant()
+def test_a_tenant_has_every_scope_but_the_sandbox_admins(http_sandbox: Any) -> None:
+    _, creds = http_sandbox.tenant()
     form = {
         "grant_type": "client_credentials",
         "client_id": creds["client_id"],
         "client_secret": creds["client_secret"],
     }
-    granted = set(sandbox.http.post("/oauth2/token", data=form).json()["scope"].split())
+    granted = set(http_sandbox.http.post("/oauth2/token", data=form).json()["scope"].split())
     opt_in = {"sandbox:write_customer", "exchange:self_match_prevention", "sandbox:worlds"}
     assert granted == set(KNOWN_SCOPES) - opt_in
 
@@ -542,10 +544,10 @@ def _fill(path: str, mine: dict[str, str]) -> str | None:
     return path.format(**values)
 
 
-def test_every_id_in_a_path_is_404_to_another_customer(sandbox: Any) -> None:
-    mine = _own_resources(sandbox)
-    intruder, _ = sandbox.tenant()
-    doc = sandbox.http.get("/openapi.json").json()
+def test_every_id_in_a_path_is_404_to_another_customer(http_sandbox: Any) -> None:
+    mine = _own_resources(http_sandbox)
+    intruder, _ = http_sandbox.tenant()
+    doc = http_sandbox.http.get("/openapi.json").json()
     walked, failures = [], []
     for path, ops in doc["paths"].items():
         if "{" not in path:
@@ -560,10 +562,10 @@ def test_every_id_in_a_path_is_404_to_another_customer(sandbox: Any) -> None:
                 continue
             body = BODIES.get(op["operationId"], {}) if method in ("post", "put") else None
             if method == "get":  # the id is good: its owner sees it
-                owner = sandbox.http.get(url, headers=sandbox.headers)
+                owner = http_sandbox.http.get(url, headers=http_sandbox.headers)
                 if owner.status_code != 200:
                     failures.append(f"{op['operationId']}: A itself gets {owner.status_code}")
-            r = sandbox.http.request(method.upper(), url, json=body, headers=intruder)
+            r = http_sandbox.http.request(method.upper(), url, json=body, headers=intruder)
             walked.append(op["operationId"])
             if r.status_code != 404:
                 failures.append(f"{op['operationId']} {url}: {r.status_code} {r.text[:120]}")
@@ -573,17 +575,19 @@ def test_every_id_in_a_path_is_404_to_another_customer(sandbox: Any) -> None:
     assert {"RejectCryptoDeposit", "UpdateCryptoDeposit"} <= set(walked)
     assert {"GetFiatAccount", "UpdateFiatAccount", "DeleteFiatAccount"} <= set(walked)
     # A's fiat account is still there: the intruder's delete did nothing.
-    assert sandbox.get(f"/v2/transfer/fiat-accounts/{mine['fiat_account_id']}").status_code == 200
+    assert (
+        http_sandbox.get(f"/v2/transfer/fiat-accounts/{mine['fiat_account_id']}").status_code == 200
+    )
     # A's order is still open: the intruder's cancel did nothing.
-    order = sandbox.get(f"/v2/profiles/{mine['profile_id']}/orders/{mine['order_id']}").json()
+    order = http_sandbox.get(f"/v2/profiles/{mine['profile_id']}/orders/{mine['order_id']}").json()
     assert order["status"] != "CANCELLED"
 
 
-def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
-    mine = _own_resources(sandbox)
-    intruder, creds = sandbox.tenant()
+def test_every_id_in_a_body_is_404_to_another_customer(http_sandbox: Any) -> None:
+    mine = _own_resources(http_sandbox)
+    intruder, creds = http_sandbox.tenant()
     theirs = creds["profile_id"]
-    sandbox.post(
+    http_sandbox.post(
         "/v2/sandbox/profiles/default/deposit", {"asset": "BTC", "amount": "1"}, headers=intruder
     )
     # the ids its orders name are checked though it has no identity of its own (the default)
@@ -706,7 +710,7 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
     )
     failures = []
     for name, (path, body) in cases.items():
-        r = sandbox.post(path, body, headers=intruder)
+        r = http_sandbox.post(path, body, headers=intruder)
         if r.status_code != 404:
             failures.append(f"{name}: {r.status_code} {r.text[:150]}")
     # Lists filtered by A's ids or ref_ids show the intruder nothing.
@@ -722,11 +726,11 @@ def test_every_id_in_a_body_is_404_to_another_customer(sandbox: Any) -> None:
         ("/v2/transfer/fiat-accounts", {"ids": mine["fiat_account_id"]}),
         ("/v2/transfer/fiat-accounts", {"ref_ids": "mine"}),
     ]:
-        r = sandbox.get(path, params=params, headers=intruder)
+        r = http_sandbox.get(path, params=params, headers=intruder)
         if r.status_code == 200 and any(
             item.get("profile_id") == mine["profile_id"] or item.get("id") in mine.values()
             for item in r.json().get("items", [])
         ):
             failures.append(f"{path} {params}: shows A's rows")
     assert not failures, "\n".join(failures)
-    assert sandbox.balance("BTC")["available"] != "0"
+    assert http_sandbox.balance("BTC")["available"] != "0"

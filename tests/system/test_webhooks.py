@@ -157,19 +157,25 @@ def test_a_hanging_receiver_never_slows_the_writer(sandbox: Any, receivers: Any)
         deliverer.stop()
 
 
-def test_registration_refusals_and_removal(sandbox: Any) -> None:
-    assert problem(sandbox.post("/v2/sandbox/webhooks", {"url": "ftp://x"}), 400)["meta"] == {
+@pytest.mark.sandex(settings={"webhook_allowed_hosts": LOCAL})
+def test_registration_refusals_and_removal(http_sandbox: Any) -> None:
+    assert problem(http_sandbox.post("/v2/sandbox/webhooks", {"url": "ftp://x"}), 400)["meta"] == {
         "field": "url"
     }
-    problem(sandbox.get("/v2/sandbox/webhooks"), 404)
-    problem(sandbox.delete("/v2/sandbox/webhooks"), 404)
-    assert sandbox.post("/v2/sandbox/webhooks", {"url": "http://127.0.0.1:9/h"}).status_code == 200
-    headers, _ = sandbox.tenant()
-    problem(sandbox.get("/v2/sandbox/webhooks", headers=headers), 404)
-    assert sandbox.delete("/v2/sandbox/webhooks").status_code == 200
-    problem(sandbox.get("/v2/sandbox/webhooks"), 404)
-    narrow = sandbox.login("sandex", "sandex-secret", scope="funding:read_profile")
-    problem(sandbox.post("/v2/sandbox/webhooks", {"url": "http://a.b/"}, headers=narrow), 403)
+    problem(http_sandbox.get("/v2/sandbox/webhooks"), 404)
+    problem(http_sandbox.delete("/v2/sandbox/webhooks"), 404)
+    assert (
+        http_sandbox.post("/v2/sandbox/webhooks", {"url": "http://127.0.0.1:9/h"}).status_code
+        == 200
+    )
+    headers, _ = http_sandbox.tenant()
+    problem(http_sandbox.get("/v2/sandbox/webhooks", headers=headers), 404)
+    assert http_sandbox.delete("/v2/sandbox/webhooks").status_code == 200
+    problem(http_sandbox.get("/v2/sandbox/webhooks"), 404)
+    narrow = http_sandbox.login(
+        http_sandbox.client_id, http_sandbox.client_secret, scope="funding:read_profile"
+    )
+    problem(http_sandbox.post("/v2/sandbox/webhooks", {"url": "http://a.b/"}, headers=narrow), 403)
 
 
 def test_the_served_app_runs_the_deliverer(sandbox: Any) -> None:
