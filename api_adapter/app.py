@@ -92,6 +92,17 @@ def _options() -> dict[str, Any]:
 
 _ROUTES_LOCK = threading.Lock()
 _ROUTES: list[BaseRoute] = []
+_DOCS_ROUTES: list[BaseRoute] = []
+
+
+def _docs_routes() -> list[BaseRoute]:
+    """FastAPIOffline's pages (/docs, its OAuth2 redirect, the static files they load),
+    built once for every app to serve: they hold nothing of an app's state (the page
+    reads its world's prefix from the request's root path). Not the OpenAPI document's
+    route, which each app makes itself: its handler keeps the servers it was asked from
+    on its app."""
+    _api_routes()
+    return _DOCS_ROUTES
 
 
 def _api_routes() -> list[BaseRoute]:
@@ -104,8 +115,10 @@ def _api_routes() -> list[BaseRoute]:
     Their parent is an app that is never served."""
     with _ROUTES_LOCK:
         if not _ROUTES:
+            plain = len(FastAPI(**{**_options(), "docs_url": None}).router.routes)
             parent = FastAPIOffline(**_options())
             first = len(parent.router.routes)
+            _DOCS_ROUTES.extend(parent.router.routes[plain:first])
             for router in ROUTERS:
                 parent.include_router(router)
             _ROUTES.extend(parent.router.routes[first:])
@@ -138,7 +151,8 @@ def create_app(
         finally:
             app.state.webhooks.stop()
 
-    app = FastAPIOffline(lifespan=lifespan, **_options())
+    app = FastAPI(lifespan=lifespan, **{**_options(), "docs_url": None})
+    app.router.routes.extend(_docs_routes())
     app.state.engine = engine
     # Paging cursors are sealed with a key derived from the key file's sealing key
     # (`sandex.engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in
