@@ -553,6 +553,23 @@ def test_nothing_of_sandex(request):
     assert seen(record_to) == [{"imported": []}]
 
 
+def test_the_thread_server_loads_no_command_line(pytester: pytest.Pytester) -> None:
+    """The in-process server is the app `sandex serve` builds, but not the command line
+    that serves it: no verb's parser is imported at the session's start."""
+    pytester.makepyfile(
+        """
+import sys
+
+def test_world(sandex_world):
+    assert sandex_world.id
+    loaded = [name for name in sys.modules if name.startswith("sandex.api_adapter.cli.")]
+    assert loaded == ["sandex.api_adapter.cli.errors"]
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 def test_freezegun_is_imported_only_by_a_suite_that_imports_it(pytester: pytest.Pytester) -> None:
     """The plugin configures freezegun as a test module imports it, before the module
     makes its `freeze_time`; a suite that never imports it does not pay for its import."""
