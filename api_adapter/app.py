@@ -93,6 +93,17 @@ def _options() -> dict[str, Any]:
 
 _ROUTES_LOCK = threading.Lock()
 _ROUTES: list[BaseRoute] = []
+_DOCS_ROUTES: list[BaseRoute] = []
+
+
+def _docs_routes() -> list[BaseRoute]:
+    """FastAPIOffline's pages (/docs, its OAuth2 redirect, the static files they load),
+    built once for every app to serve: they hold nothing of an app's state (the page
+    reads its world's prefix from the request's root path). Not the OpenAPI document's
+    route, which each app makes itself: its handler keeps the servers it was asked from
+    on its app."""
+    _api_routes()
+    return _DOCS_ROUTES
 
 
 def _api_routes() -> list[BaseRoute]:
@@ -105,8 +116,13 @@ def _api_routes() -> list[BaseRoute]:
     Their parent is an app that is never served."""
     with _ROUTES_LOCK:
         if not _ROUTES:
+            plain = len(FastAPI(**{**_options(), "docs_url": None}).router.routes)
             parent = FastAPIOffline(**_options())
             first = len(parent.router.routes)
+            for route in parent.router.routes[plain:first]:
+                if isinstance(route, Mount) and route.name == "static-offline-docs":
+                    route.app = _WholePath(route.app)
+                _DOCS_ROUTES.append(route)
             for router in ROUTERS:
                 parent.include_router(router)
             _ROUTES.extend(parent.router.routes[first:])
@@ -155,10 +171,8 @@ def create_app(
         finally:
             app.state.webhooks.stop()
 
-    app = FastAPIOffline(lifespan=lifespan, **_options())
-    for route in app.router.routes:
-        if isinstance(route, Mount) and route.name == "static-offline-docs":
-            route.app = _WholePath(route.app)
+    app = FastAPI(lifespan=lifespan, **{**_options(), "docs_url": None})
+    app.router.routes.extend(_docs_routes())
     app.state.engine = engine
     # Paging cursors are sealed with a key derived from the key file's sealing key
     # (`sandex.engine.read.cursors` separates the uses): it is never rotated, so a cursor opens in

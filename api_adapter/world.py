@@ -20,7 +20,9 @@ from sandex.api_adapter.app import create_app
 from sandex.api_adapter.bootstrap import Bootstrap, Credentials
 from sandex.engine import Engine, open_engine
 from sandex.engine.config.settings import Settings
+from sandex.engine.runtime.composition import build_engine
 from sandex.engine.runtime.scheduler import Scheduler
+from sandex.engine.store.port import EventStore
 
 # The purpose a world's recording says it has.
 WORLD_RECORDING = "a world's requests, recorded by sandex (docs/worlds.md)"
@@ -83,10 +85,14 @@ class World:
         self._phase = "new"  # then "started", then "stopped"
 
     @classmethod
-    def open(cls, db: str | Path, settings: Settings, **options: Any) -> World:
+    def open(
+        cls, db: str | Path, settings: Settings, *, store: EventStore | None = None, **options: Any
+    ) -> World:
         """A world on the database at `db` (a file or a PostgreSQL URL; made if new), not
-        started: `LeaseHeld` while another process writes to it."""
-        engine = open_engine(db, settings)
+        started: `LeaseHeld` while another process writes to it. `store`: that database
+        already open, holding its writer lease (a fork's, as its store made it), so it is
+        not opened twice; the world's from now on."""
+        engine = open_engine(db, settings) if store is None else build_engine(store, settings)
         try:
             return cls(engine, **options)
         except BaseException:

@@ -41,6 +41,7 @@ from sandex.engine.kernel.logs import get_logger
 from sandex.engine.read.clients import customer_ids
 from sandex.engine.runtime import key_file
 from sandex.engine.store import (
+    EventStore,
     Forking,
     Location,
     StoreUnavailable,
@@ -148,16 +149,18 @@ def assemble(
     recording: Path | None = None,
     *,
     console: bool = True,
+    store: EventStore | None = None,
 ) -> Served:
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
     but with no worlds of its own; `bootstrap` makes its bootstrap client. `recording`:
     the file its requests are recorded to, as a scenario; `console`: whether it serves
-    the console."""
+    the console; `store`: `db` already open (a fork's), the world's from now on."""
     from sandex.api_adapter.world import World
 
     world = World.open(
         db.text,
         settings,
+        store=store,
         bootstrap=bootstrap,
         background=True,
         worlds=False,
@@ -444,11 +447,18 @@ class WorldManager:
         durable = world_settings.durability == "FULL"
         try:
             try:
+                forked: EventStore | None = None
                 if from_world is not None:
                     assert from_snapshot is not None
-                    self._fork(from_world, from_snapshot, db, sync=durable)
-                    if recorded:
-                        self._fork_recording(from_world, from_snapshot, world_id, world_settings)
+                    forked = self._fork(from_world, from_snapshot, db, world_settings)
+                    try:
+                        if recorded:
+                            self._fork_recording(
+                                from_world, from_snapshot, world_id, world_settings
+                            )
+                    except BaseException:
+                        forked.close()
+                        raise
                 bootstrap = self.new_worlds_bootstrap if from_world is None else None
                 served = assemble(
                     db,
@@ -456,6 +466,7 @@ class WorldManager:
                     bootstrap or _new_client(secrets.token_urlsafe(30)),
                     self._recording_of(world_id) if recorded else None,
                     console=self.console,
+                    store=forked,
                 )
                 try:
                     credentials = served.world.credentials
@@ -508,13 +519,16 @@ class WorldManager:
             raise NotFound(f"world not found with id {world_id}")
         return record
 
-    def _fork(self, template_id: str, snapshot: str, db: Location, *, sync: bool) -> None:
+    def _fork(
+        self, template_id: str, snapshot: str, db: Location, settings: Settings
+    ) -> EventStore:
         """Write `db`, the world `template_id` as it was at its snapshot `snapshot`, by
         its store's fork: a copy of its database when its log ends at the snapshot, else
         its log up to the snapshot (the read models rebuilt from it when the fork
         opens). Never a replay of commands. The fork keeps the template's sealing and
         id keys (the secrets sealed in its log still open) under a new signing key: no
-        token crosses."""
+        token crosses. Returns the fork's store as its fork opened it, holding its
+        writer lease, for its world to serve (a database opened once)."""
         template = self.enter(template_id)  # in use while it is copied: not unloaded
         if template is None:
             raise Invalid(f"from_world invalid: no world {template_id}", field="from_world")
@@ -527,14 +541,21 @@ class WorldManager:
                 )
             store = capability(template.engine.store, Forking)
             assert store is not None, "every store forks"
-            store.fork(db.text, up_to=int(taken["position"])).close()
+            forked = store.fork(
+                db.text,
+                up_to=int(taken["position"]),
+                lease=True,
+                lease_seconds=settings.writer_lease_seconds,
+            )
         finally:
             self.leave(template_id, template)
-        source_keys = key_file.path_for(self.db_of(template_id).text)
-        fork_keys = key_file.path_for(db.text)
-        assert source_keys is not None and fork_keys is not None
-        private_files.copy(source_keys, fork_keys)
-        key_file.KeyFile.existing(db.text).rotate(sync=sync)
+        try:
+            # synced to the disk as the world's log is (see `create`)
+            key_file.fork(self.db_of(template_id).text, db.text, sync=settings.durability == "FULL")
+        except BaseException:
+            forked.close()
+            raise
+        return forked
 
     def _fork_recording(
         self, template_id: str, snapshot: str, world_id: str, settings: Settings

@@ -139,6 +139,18 @@ class KeyFile:
         return new
 
 
+def fork(source_db: str | Path, target_db: str | Path, *, sync: bool = True) -> Keys:
+    """The key file of `target_db`, a fork of `source_db`: the source's sealing and id
+    keys (the secrets sealed in its log still open) under a new signing key (no token
+    crosses), written once. `sync` as `KeyFile.rotate`'s."""
+    source, target = path_for(source_db), path_for(target_db)
+    if source is None or target is None:
+        raise KeyFileError("an in-memory database's keys live in its engine only")
+    keys = replace(_read(source), signing=secrets.token_bytes(32))
+    private_files.write(target, _encode(keys), sync=sync)
+    return keys
+
+
 def _new_keys(legacy_signing: str | None) -> Keys:
     signing = bytes.fromhex(legacy_signing) if legacy_signing else secrets.token_bytes(32)
     return Keys(signing, secrets.token_bytes(32), secrets.token_bytes(32))

@@ -313,11 +313,19 @@ class MemoryEventStore:
 
     # -- fork -------------------------------------------------------------------------
 
-    def fork(self, target: str = ":memory:", up_to: int | None = None) -> MemoryEventStore:
+    def fork(
+        self,
+        target: str = ":memory:",
+        up_to: int | None = None,
+        *,
+        lease: bool = False,
+        lease_seconds: float = 5.0,
+    ) -> MemoryEventStore:
         """A new, independent memory store (`target` is ":memory:"): at the head a copy
         of everything committed; before it, the log up to `up_to`, the state snapshots
         at or before it, and empty read models at checkpoint 0 for an engine to rebuild,
-        as the SQLite store's `fork`. The key file is not the store's business."""
+        as the SQLite store's `fork`. The key file is not the store's business; a memory
+        store has no writer lease to hold."""
         if target != ":memory:":
             raise ValueError("a memory store forks into another memory store")
         src = self._log

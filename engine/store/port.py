@@ -222,9 +222,17 @@ class LogFolding(Protocol):
 @runtime_checkable
 class Forking(Protocol):
     """A new, independent store made from this one's log (a world forked from its
-    template): see each store's `fork`."""
+    template): see each store's `fork`. `lease`: the new store holds its writer lease
+    (`lease_seconds` as `open_store`'s), so that a writer serves it as it is opened."""
 
-    def fork(self, target: str, up_to: int | None = None) -> EventStore: ...
+    def fork(
+        self,
+        target: str,
+        up_to: int | None = None,
+        *,
+        lease: bool = False,
+        lease_seconds: float = 5.0,
+    ) -> EventStore: ...
 
 
 @runtime_checkable

@@ -790,7 +790,14 @@ class PostgresEventStore:
 
     # -- fork: a new, independent store in another schema of this database -----------
 
-    def fork(self, target: str, up_to: int | None = None) -> PostgresEventStore:
+    def fork(
+        self,
+        target: str,
+        up_to: int | None = None,
+        *,
+        lease: bool = False,
+        lease_seconds: float = 5.0,
+    ) -> PostgresEventStore:
         """A new store in the schema that `target` names (this database's URL with
         `?schema=NAME`; the schema must not exist), independent of this one, opened as
         a store: at the head (`up_to` None, or at or past the last position) every table
@@ -859,7 +866,12 @@ class PostgresEventStore:
             conn.close()
         self._make_spare()
         return PostgresEventStore(
-            where.text, durability=self._durability, tables=self._tables, schema_made=True
+            where.text,
+            durability=self._durability,
+            tables=self._tables,
+            schema_made=True,
+            lease=lease,
+            lease_seconds=lease_seconds,
         )
 
     # -- lifecycle --------------------------------------------------------------------

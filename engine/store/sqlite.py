@@ -862,7 +862,14 @@ class SqliteEventStore:
 
     # -- fork: a new, independent database from this one's log ------------------------
 
-    def fork(self, target: str, up_to: int | None = None) -> SqliteEventStore:
+    def fork(
+        self,
+        target: str,
+        up_to: int | None = None,
+        *,
+        lease: bool = False,
+        lease_seconds: float = 5.0,
+    ) -> SqliteEventStore:
         """A new database file at `target` (which must not exist), independent of this
         one, opened as a store: at the head (`up_to` None, or at or past the last
         position) a copy of the whole database (log, meta, read models, state
@@ -918,7 +925,10 @@ class SqliteEventStore:
         finally:
             if source is not self.conn:
                 source.close()
-        return SqliteEventStore(target, durability=self._durability, tables=self._tables)
+        # `lease_seconds` is PostgreSQL's: a file's lease ends with its holder's process.
+        return SqliteEventStore(
+            target, durability=self._durability, tables=self._tables, lease=lease
+        )
 
     # -- time travel (engine/tools/time_travel.py): a new database from another -------
 

@@ -8,9 +8,11 @@ httpx are imported by the hooks and fixtures that use them."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.abc
+import importlib.util
 import json
 import os
+import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -222,15 +224,38 @@ def _keep_schedulers_on_real_time() -> None:
     jump by listing every run its interval missed since: a test frozen years ahead
     made it list hundreds of millions and exhausted the machine's memory. So freezegun,
     when installed, leaves APScheduler's own calls on real time; sandex's clocks still
-    see the frozen time, as a test means. Configured before any test module makes its
-    `freeze_time` (they copy the ignore list when made)."""
-    from importlib.util import find_spec
+    see the frozen time, as a test means. Configured as freezegun is imported, before
+    anything can make a `freeze_time` (they copy the ignore list when made): a session
+    that never imports freezegun does not pay for its import."""
+    if "freezegun" in sys.modules:
+        _configure_freezegun(sys.modules["freezegun"])
+    elif not any(isinstance(finder, _FreezegunWatch) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _FreezegunWatch())
 
-    if find_spec("freezegun") is None:
-        return
-    import freezegun
 
+def _configure_freezegun(freezegun: Any) -> None:
     freezegun.configure(extend_ignore_list=["apscheduler"])  # kept once, however often
+
+
+class _FreezegunWatch(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: hands freezegun's import to the other finders, and has
+    freezegun configured as soon as its module has run."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "freezegun":
+            return None
+        sys.meta_path.remove(self)  # once: the finders below find the module
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            _configure_freezegun(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -203,6 +203,37 @@ def test_a_worlds_first_requests_analyse_no_route_another_world_has(
     assert analysed == []
 
 
+def test_a_worlds_app_makes_no_route_but_its_openapi_documents(
+    two_worlds: tuple[World, World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The docs pages (/docs, its OAuth2 redirect, their static files) are built once
+    for every world's app, as the API's routes are; each app serves its own OpenAPI
+    document, and the page points at its world's own document."""
+    import fastapi.routing
+
+    from sandex.api_adapter.app import create_app
+
+    a, b = two_worlds
+    made: list[str] = []
+    real = fastapi.routing.get_dependant
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs.get("path", "?"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "get_dependant", counted)
+    app = create_app(b.engine, webhooks_on_lifespan=False)
+    monkeypatch.undo()
+    assert made == []
+    for served in (a.app, app):
+        page = TestClient(served, root_path="/w/w_1").get("/docs")
+        assert page.status_code == 200 and "/w/w_1/openapi.json" in page.text
+        http = TestClient(served)
+        assert http.get("/static-offline-docs/swagger-ui.css").status_code == 200
+        assert http.get("/docs/oauth2-redirect").status_code == 200
+        assert http.get("/openapi.json").json()["info"]["title"] == "sandex"
+
+
 def _until(done: Any, seconds: float = 10.0) -> bool:
     """Whether `done()` came true within `seconds` (polled)."""
     deadline = time.monotonic() + seconds

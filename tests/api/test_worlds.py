@@ -23,7 +23,7 @@ from sandex.api_adapter.webhook_delivery import PROGRESS_SUFFIX
 from sandex.api_adapter.worlds.manager import WorldManager, folder_for, location_of, records
 from sandex.engine.kernel.clock import format_time
 from sandex.engine.runtime import key_file
-from sandex.engine.store import locate
+from sandex.engine.store import LeaseHeld, SqliteEventStore, locate, private_files, take_lease
 from sandex.engine.tools.time_travel import log_hash
 from sandex.engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
@@ -364,6 +364,48 @@ def test_a_worlds_files_are_synced_to_the_disk_under_full_durability_only(
     finally:
         front.http.close()
         front.sandbox.app.state.worlds.close()
+
+
+def test_a_forks_database_is_opened_once_and_its_key_file_written_once(
+    front: Front, sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork's store, as its template's store made it, is the one its world serves
+    (holding the writer lease), and its key file is written once, its signing key new."""
+    template = front.world()
+    template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
+    opened: list[str] = []
+    written: list[str] = []
+    real_init = SqliteEventStore.__init__
+    real_write, real_copy = private_files.write, private_files.copy
+
+    def init(self: SqliteEventStore, path: Any, **options: Any) -> None:
+        opened.append(str(path))
+        real_init(self, path, **options)
+
+    def write(path: Any, data: bytes, **options: Any) -> None:
+        written.append(str(path))
+        real_write(path, data, **options)
+
+    def copy(source: Any, destination: Any) -> None:
+        written.append(str(destination))
+        real_copy(source, destination)
+
+    monkeypatch.setattr(SqliteEventStore, "__init__", init)
+    monkeypatch.setattr(private_files, "write", write)
+    monkeypatch.setattr(private_files, "copy", copy)
+    fork = front.world({"from_world": template.id, "from_snapshot": "ready"})
+    monkeypatch.undo()
+    fork_db = _store(sandbox.db, fork.id)
+    fork_keys = str(key_file.path_for(fork_db))
+    assert opened.count(fork_db) == 1
+    assert written.count(fork_keys) == 1
+    with pytest.raises(LeaseHeld):  # its world writes to it
+        take_lease(fork_db)
+    template_keys = key_file.KeyFile.existing(_store(sandbox.db, template.id)).current()
+    keys = key_file.KeyFile.existing(fork_db).current()
+    assert (keys.sealing, keys.ids) == (template_keys.sealing, template_keys.ids)
+    assert keys.signing != template_keys.signing
+    fork.login(template.made["client_id"], template.made["client_secret"])
 
 
 def test_a_fork_is_its_template_at_the_snapshot_then_diverges_alone(

@@ -553,6 +553,49 @@ def test_nothing_of_sandex(request):
     assert seen(record_to) == [{"imported": []}]
 
 
+def test_the_thread_server_loads_no_command_line(pytester: pytest.Pytester) -> None:
+    """The in-process server is the app `sandex serve` builds, but not the command line
+    that serves it: no verb's parser is imported at the session's start."""
+    pytester.makepyfile(
+        """
+import sys
+
+def test_world(sandex_world):
+    assert sandex_world.id
+    loaded = [name for name in sys.modules if name.startswith("sandex.api_adapter.cli.")]
+    assert loaded == ["sandex.api_adapter.cli.errors"]
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_freezegun_is_imported_only_by_a_suite_that_imports_it(pytester: pytest.Pytester) -> None:
+    """The plugin configures freezegun as a test module imports it, before the module
+    makes its `freeze_time`; a suite that never imports it does not pay for its import."""
+    pytester.makepyfile(
+        test_a="""
+import sys
+
+def test_none():
+    assert "freezegun" not in sys.modules
+""",
+        test_b="""
+from apscheduler.schedulers import base
+from freezegun import freeze_time
+
+made_at_import = freeze_time("2040-01-01")
+
+def test_frozen():
+    with made_at_import:
+        assert base.datetime.now().year < 2040
+""",
+    )
+    for suite in ("test_a.py", "test_b.py"):  # collected together, both would import it
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", suite)
+        result.assert_outcomes(passed=1)
+
+
 def test_freezegun_leaves_apscheduler_on_real_time() -> None:
     """The plugin (loaded in this suite as in a user's) keeps APScheduler on real time
     under freezegun: frozen years ahead, a thread-mode server's scheduler would
