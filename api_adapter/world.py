@@ -21,6 +21,7 @@ from sandex.api_adapter.bootstrap import Bootstrap, Credentials
 from sandex.engine import Engine, open_engine
 from sandex.engine.config.settings import Settings
 from sandex.engine.runtime.scheduler import Scheduler
+from sandex.engine.runtime.shared_writer import SharedWriter
 
 # The purpose a world's recording says it has.
 WORLD_RECORDING = "a world's requests, recorded by sandex (docs/worlds.md)"
@@ -41,6 +42,7 @@ class World:
         record_world: bool = False,
         worlds: bool = True,
         console: bool = True,
+        writer: SharedWriter | None = None,
     ) -> None:
         """`bootstrap` makes the bootstrap client once the engine runs. `background`:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
@@ -51,8 +53,11 @@ class World:
         `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
         a non-default world is made with False. `console`: serve the console
-        (sandex.api_adapter.console) at this world's `/console`, and at its other worlds'."""
+        (sandex.api_adapter.console) at this world's `/console`, and at its other worlds'.
+        `writer`: the writer thread the engine runs on, shared with its server's other
+        worlds (the manager's); None: a thread of its own."""
         self.engine = engine
+        self._writer = writer
         self._bootstrap = bootstrap
         self.background = background
         self.app: FastAPI = create_app(
@@ -125,7 +130,7 @@ class World:
             raise RuntimeError("this world was stopped; open a new one")
         self._phase = "started"
         try:
-            self.engine.start()
+            self.engine.start(self._writer)
             self._credentials = self._bootstrap(self.engine)
             if self.background:
                 if self.clock_mode == "wall":
