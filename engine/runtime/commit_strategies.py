@@ -265,6 +265,8 @@ class Pipelined(Inline):
         self.committer = Committer()
         # called once the group in flight is answered (`committing`)
         self._then: Callable[[], None] | None = None
+        # on a shared writer: whether another engine waits for a turn (`hand_over`)
+        self.others_ready: Callable[[], bool] | None = None
 
     def start(self) -> None:
         """Nothing yet: the first group handed over starts the committer thread."""
@@ -315,9 +317,11 @@ class Pipelined(Inline):
             return
         self.inflight = written
         self.committer.put(self, written)
-        # Until the committer is inside its COMMIT, which runs without the GIL, it
-        # cannot start while this thread decides: hand the GIL over first.
-        written.started.acquire()
+        others_ready = self.others_ready
+        if others_ready is None or not others_ready():
+            # Until the committer is inside its COMMIT, which runs without the GIL, it
+            # cannot start while this thread decides: hand the GIL over first.
+            written.started.acquire()
 
     def settle(self) -> bool:
         """Wait for the group in flight, if any; False if its COMMIT failed, in which case

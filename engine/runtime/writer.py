@@ -227,7 +227,8 @@ class Engine:
                 self._thread.start()
             else:
                 self._off.clear()
-                self._strategy = Pipelined(self)
+                self._strategy = strategy = Pipelined(self)
+                strategy.others_ready = writer.others_ready
                 self._shared = writer
                 self._thread = writer.attach()
             self.store.start_checkpoints()
