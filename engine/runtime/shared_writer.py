@@ -57,9 +57,10 @@ class SharedWriter:
                 self._thread.start()
             return self._thread
 
-    def others_ready(self) -> bool:
-        """Whether another engine waits for a turn (the one in its turn is not queued)."""
-        return not self._ready.empty()
+    def others_ready(self, engine: Engine) -> bool:
+        """Whether an engine other than `engine` waits for a turn (`engine` itself may
+        be queued again while in its turn: the HTTP side hands it more meanwhile)."""
+        return self._ready.qsize() > engine._scheduled
 
     def wake(self, engine: Engine) -> None:
         """`engine` has work: give it a turn (once, however often it is told)."""

@@ -228,7 +228,7 @@ class Engine:
             else:
                 self._off.clear()
                 self._strategy = strategy = Pipelined(self)
-                strategy.others_ready = writer.others_ready
+                strategy.others_ready = lambda: writer.others_ready(self)
                 self._shared = writer
                 self._thread = writer.attach()
             self.store.start_checkpoints()
@@ -479,7 +479,7 @@ class Engine:
         strategy = self._strategy
         if (
             isinstance(strategy, Pipelined)
-            and shared.others_ready()
+            and shared.others_ready(self)
             and strategy.committing(lambda: shared.wake(self))
         ):
             return  # its next group waits for its COMMIT; the others' are decided meanwhile

@@ -225,3 +225,19 @@ def test_an_engine_on_a_shared_writer_stores_its_state_snapshots(
         assert engine.store.state_snapshots(startup_cache.FORMAT)
     finally:
         engine.stop()
+
+
+def test_an_engine_queued_again_in_its_turn_is_not_another_engine_waiting(
+    shared: SharedWriter,
+) -> None:
+    """A busy engine is handed more while in its turn: counted as another engine
+    waiting, its group was not waited into its COMMIT, whose start then waited for
+    the GIL behind the writer's next group: one world alone lost its pace."""
+    engine = build_engine(MemoryEventStore(tables=TABLES), make_settings())
+    other = build_engine(MemoryEventStore(tables=TABLES), make_settings())
+    assert not shared.others_ready(engine)
+    shared.wake(engine)  # queued, not started: nobody takes it
+    assert not shared.others_ready(engine)
+    assert shared.others_ready(other)
+    shared.wake(other)
+    assert shared.others_ready(engine)
