@@ -22,6 +22,7 @@ from sandex.engine import Engine, open_engine
 from sandex.engine.config.settings import Settings
 from sandex.engine.runtime.composition import build_engine
 from sandex.engine.runtime.scheduler import Scheduler
+from sandex.engine.runtime.shared_writer import SharedWriter
 from sandex.engine.store.port import EventStore
 
 # The purpose a world's recording says it has.
@@ -43,6 +44,7 @@ class World:
         record_world: bool = False,
         worlds: bool = True,
         console: bool = True,
+        writer: SharedWriter | None = None,
     ) -> None:
         """`bootstrap` makes the bootstrap client once the engine runs. `background`:
         run the wall clock's timer ticks and webhook delivery from `start` (`sandex
@@ -53,8 +55,11 @@ class World:
         `worlds`: this is a default world,
         which keeps its server's other worlds beside its database (`front` serves them);
         a non-default world is made with False. `console`: serve the console
-        (sandex.api_adapter.console) at this world's `/console`, and at its other worlds'."""
+        (sandex.api_adapter.console) at this world's `/console`, and at its other worlds'.
+        `writer`: the writer thread the engine runs on, shared with its server's other
+        worlds (the manager's); None: a thread of its own."""
         self.engine = engine
+        self._writer = writer
         self._bootstrap = bootstrap
         self.background = background
         self.app: FastAPI = create_app(
@@ -131,7 +136,7 @@ class World:
             raise RuntimeError("this world was stopped; open a new one")
         self._phase = "started"
         try:
-            self.engine.start()
+            self.engine.start(self._writer)
             self._credentials = self._bootstrap(self.engine)
             if self.background:
                 if self.clock_mode == "wall":

@@ -40,6 +40,7 @@ from sandex.engine.kernel.errors import Forbidden, Invalid, NotFound
 from sandex.engine.kernel.logs import get_logger
 from sandex.engine.read.clients import customer_ids
 from sandex.engine.runtime import key_file
+from sandex.engine.runtime.shared_writer import SharedWriter
 from sandex.engine.store import (
     EventStore,
     Forking,
@@ -150,11 +151,13 @@ def assemble(
     *,
     console: bool = True,
     store: EventStore | None = None,
+    writer: SharedWriter | None = None,
 ) -> Served:
     """A started world on `db`, assembled as `sandex serve` assembles the default one,
     but with no worlds of its own; `bootstrap` makes its bootstrap client. `recording`:
     the file its requests are recorded to, as a scenario; `console`: whether it serves
-    the console; `store`: `db` already open (a fork's), the world's from now on."""
+    the console; `store`: `db` already open (a fork's), the world's from now on;
+    `writer`: the writer thread its engine shares with the other worlds."""
     from sandex.api_adapter.world import World
 
     world = World.open(
@@ -167,6 +170,7 @@ def assemble(
         record=recording,
         record_world=True,
         console=console,
+        writer=writer,
     )
     return Served(world.start())
 
@@ -236,6 +240,9 @@ class WorldManager:
         self._sweeper: threading.Thread | None = None
         self._making = 0  # worlds being made (counted against max_worlds)
         self._seq = 0  # the last world's seq
+        # The one writer thread (and committer) of every loaded world: driven at once,
+        # worlds of their own threads each woke two per group and convoyed on the GIL.
+        self._writer = SharedWriter()
         # The bootstrap client of each new world (not of a fork, which keeps its
         # template's): None draws a secret from the OS; set in-process only, by a test
         # harness that needs known credentials in every world.
@@ -467,6 +474,7 @@ class WorldManager:
                     self._recording_of(world_id) if recorded else None,
                     console=self.console,
                     store=forked,
+                    writer=self._writer,
                 )
                 try:
                     credentials = served.world.credentials
@@ -586,6 +594,7 @@ class WorldManager:
                     _kept_clients,
                     recording,
                     console=self.console,
+                    writer=self._writer,
                 )
                 self._served[world_id] = served
                 self._start_housekeeping()
@@ -774,6 +783,7 @@ class WorldManager:
             served, self._served = list(self._served.values()), {}
         for world in served:
             world.stop()
+        self._writer.close()
 
 
 def kept_worlds(db: str | Path) -> list[dict[str, Any]]:

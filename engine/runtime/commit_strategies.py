@@ -3,9 +3,10 @@
 The writer (engine/runtime/writer.py, `Engine._process`) has one decide loop; what
 happens around it depends on who drives the engine, and is one of these:
 
-- `Pipelined`: the writer thread runs. Each group's events and rows are written in one
-  transaction whose COMMIT a committer thread makes, while the writer decides the next
-  group on a state that already holds it (docs/design.md, "The write path").
+- `Pipelined`: the writer thread runs (the engine's own, or a shared writer's). Each
+  group's events and rows are written in one transaction whose COMMIT the engine's
+  committer thread (`Committer`) makes, while the writer decides the next group on a
+  state that already holds it (docs/design.md, "The write path").
 - `Inline`: no writer thread (`Engine.run_inline`): the caller's thread writes and
   commits each group itself.
 - `OneTransaction`: inside `Engine.one_transaction`, every group is held in one
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from sandex.engine.kernel.clock import Clock
@@ -215,20 +217,56 @@ class Inline(CommitStrategy):
         overrule(written.spans, lambda _: Unavailable(f"the event store is unavailable: {reason}"))
 
 
+class Committer:
+    """An engine's committer thread: makes its written groups' COMMITs in the order
+    handed over. Started by the first group handed over, ended by `rest` (an idle
+    writer holds no committer thread)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Inline, Written] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def put(self, strategy: Inline, written: Written) -> None:
+        """Queue `written`'s COMMIT, which `strategy.finish` makes and answers."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="sandex-commit", daemon=True)
+            self._thread.start()
+        self._jobs.put((strategy, written))
+
+    def rest(self) -> None:
+        """End the thread once what was handed over is committed (the next `put` starts
+        another); the caller hands nothing over meanwhile."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join()
+
+    def _loop(self) -> None:
+        jobs = self._jobs
+        while (job := jobs.get()) is not None:
+            strategy, written = job
+            try:
+                strategy.finish(written)
+            except Exception as exc:  # noqa: BLE001 - a bug must not stop the commits
+                log.error("answering a group failed", error=repr(exc))
+
+
 class Pipelined(Inline):
     """The writer thread's: a committer thread makes each group's COMMIT while the
     writer decides the next group. Nothing is answered before its COMMIT returns, and a
     failed COMMIT fails the group decided behind it too (its decisions rest on events
-    that are not in the log) and the state reloads."""
+    that are not in the log) and the state reloads. `committer`: a shared writer's
+    (kept running while the engine rests: its other engines use it), else its own."""
 
     def __init__(self, engine: Writer) -> None:
         super().__init__(engine)
-        # the group whose COMMIT is under way, and the committer thread's queue
+        # the group whose COMMIT is under way
         self.inflight: Written | None = None
-        self._jobs: queue.SimpleQueue[Written | None] = queue.SimpleQueue()
-        # started with the first group handed over, ended by `rest` (an idle world
-        # holds no committer thread) and by `stop`
-        self._committer: threading.Thread | None = None
+        self.committer = Committer()
+        # called once the group in flight is answered (`committing`)
+        self._then: Callable[[], None] | None = None
+        # on a shared writer: whether another engine waits for a turn (`hand_over`)
+        self.others_ready: Callable[[], bool] | None = None
 
     def start(self) -> None:
         """Nothing yet: the first group handed over starts the committer thread."""
@@ -241,11 +279,26 @@ class Pipelined(Inline):
         """Wait for the group in flight, then end the committer thread (the next group
         handed over starts another)."""
         settled = self.settle()
-        committer, self._committer = self._committer, None
-        if committer is not None:
-            self._jobs.put(None)
-            committer.join()
+        self.committer.rest()
         return settled
+
+    def committing(self, then: Callable[[], None]) -> bool:
+        """Whether the group in flight is still committing; if so, `then` is called
+        once it is answered (a shared writer's turn waits for it, deciding others')."""
+        written = self.inflight
+        if written is None:
+            return False
+        self._then = then  # before the test: the committer calls it after releasing
+        if written.done.locked():
+            return True
+        self._then = None
+        return False
+
+    def finish(self, written: Written) -> None:
+        super().finish(written)
+        then, self._then = self._then, None
+        if then is not None:
+            then()
 
     def prepare(self, work: list[Batch], spans: list[Span]) -> bool:
         inflight = self.inflight
@@ -262,16 +315,13 @@ class Pipelined(Inline):
         if suspect:
             super().hand_over(written, suspect)
             return
-        if self._committer is None:
-            self._committer = threading.Thread(
-                target=self._commit_loop, name="sandex-commit", daemon=True
-            )
-            self._committer.start()
         self.inflight = written
-        self._jobs.put(written)
-        # Until the committer is inside its COMMIT, which runs without the GIL, it
-        # cannot start while this thread decides: hand the GIL over first.
-        written.started.acquire()
+        self.committer.put(self, written)
+        others_ready = self.others_ready
+        if others_ready is None or not others_ready():
+            # Until the committer is inside its COMMIT, which runs without the GIL, it
+            # cannot start while this thread decides: hand the GIL over first.
+            written.started.acquire()
 
     def settle(self) -> bool:
         """Wait for the group in flight, if any; False if its COMMIT failed, in which case
@@ -285,15 +335,6 @@ class Pipelined(Inline):
             self.engine._recover()
             return False
         return True
-
-    def _commit_loop(self) -> None:
-        """The committer thread: ends each written group's transaction, in order."""
-        jobs = self._jobs
-        while (written := jobs.get()) is not None:
-            try:
-                self.finish(written)
-            except Exception as exc:  # noqa: BLE001 - a bug must not stop the commits
-                log.error("answering a group failed", error=repr(exc))
 
 
 class OneTransaction(CommitStrategy):

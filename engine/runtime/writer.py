@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandex.engine.config.settings import Settings
 from sandex.engine.kernel.clock import LATEST, Clock, ManualClock, format_time, parse_time
@@ -53,6 +53,9 @@ from sandex.engine.runtime.startup_cache import FORMAT as SNAPSHOT_FORMAT
 from sandex.engine.runtime.startup_cache import Snapshotter
 from sandex.engine.runtime.startup_cache import load as load_state
 from sandex.engine.store import EventStore, MemoryRelease, capability
+
+if TYPE_CHECKING:
+    from sandex.engine.runtime.shared_writer import SharedWriter
 
 log = get_logger("sandex.engine")
 
@@ -135,6 +138,13 @@ class Engine:
         self.market_feed = parts.market_feed
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        # With a shared writer (`start(writer)`): it, whether this engine is in its
+        # ready queue, the batch the last group ended within, and set once the engine
+        # has left it (stopped, or its writer died on it).
+        self._shared: SharedWriter | None = None
+        self._scheduled = False
+        self._carry: Batch | None = None
+        self._off = threading.Event()
         # Events per command of the last group written (`_group_limit`); an order's
         # few until the first group says otherwise.
         self._events_per_command = _FIRST_EVENTS_PER_COMMAND
@@ -207,10 +217,20 @@ class Engine:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def start(self) -> Engine:
+    def start(self, writer: SharedWriter | None = None) -> Engine:
+        """Start the engine's own writer thread, or with `writer` have that shared writer
+        (engine/runtime/shared_writer.py) decide this engine's groups in turn with its
+        other engines'."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
-            self._thread.start()
+            if writer is None:
+                self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
+                self._thread.start()
+            else:
+                self._off.clear()
+                self._strategy = strategy = Pipelined(self)
+                strategy.others_ready = lambda: writer.others_ready(self)
+                self._shared = writer
+                self._thread = writer.attach()
             self.store.start_checkpoints()
             self._maybe_snapshot(self.state.position)
         return self
@@ -218,8 +238,15 @@ class Engine:
     def stop(self) -> None:
         self._snapshotter.cancel()
         if self._thread is not None:
-            self._queue.put(_STOP)
-            self._thread.join()
+            shared = self._shared
+            if shared is None:
+                self._queue.put(_STOP)
+                self._thread.join()
+            else:
+                self._enqueue(_STOP)
+                while not self._off.wait(1) and self._thread.is_alive():
+                    pass  # a shared writer that died cannot answer: the loop ends
+                self._shared = None
             self._thread = None
         self.store.close()
 
@@ -236,7 +263,7 @@ class Engine:
         if self._thread is None:
             reply.set_exception(EngineStopped("the engine is not running"))
             return reply
-        self._queue.put(reply)
+        self._enqueue(reply)
         if self._died is not None:  # after the put: the dying writer may have drained
             self._refuse_queued()
         return reply
@@ -252,7 +279,7 @@ class Engine:
         elif not commands:
             batch._complete()
         else:
-            self._queue.put(batch)
+            self._enqueue(batch)
             if self._died is not None:
                 self._refuse_queued()
         return batch
@@ -414,7 +441,15 @@ class Engine:
         by_events = int(settings.group_commit_events / self._events_per_command)
         return max(1, min(settings.group_commit_max, by_events))
 
+    def _enqueue(self, item: Any) -> None:
+        """Queue `item` for the writer; a shared writer is told this engine has work."""
+        self._queue.put(item)
+        shared = self._shared
+        if shared is not None:
+            shared.wake(self)
+
     def _drain(self) -> None:
+        """The engine's own writer thread: one group after another until the stop."""
         q = self._queue
         carry: Batch | None = None  # a batch that the last group commit ended within
         stopping = False
@@ -429,44 +464,105 @@ class Engine:
                 except queue.Empty:
                     self._release_memory()
                     item = q.get()
-            # One entry per command, naming its batch: a batch's next command is the
-            # first it holds no value for.
-            work: list[Batch] = []
-            snapshots: list[_SnapshotBuilt] = []
-            room = self._group_limit()
-            while True:
-                if isinstance(item, Batch):
-                    left = len(item.commands) - len(item.values)
-                    if left > room:
-                        work += [item] * room
-                        carry = item
-                        break
-                    work += [item] * left
-                    room -= left
-                    if not room:
-                        break
-                elif item is _STOP:
-                    stopping = True  # what was queued after the stop is refused below
+            carry, stopping = self._take(item)
+        self._refuse_after_stop()
+
+    def _turn(self) -> None:
+        """A shared writer's turn (engine/runtime/shared_writer.py): one group of what
+        is queued, then back in its ready queue if more is; on the stop, or an error
+        that ends the writer for this engine, it leaves the shared writer."""
+        if self._off.is_set():  # a stopped engine, or one whose writer died: refuse
+            self._refuse_queued()
+            return
+        shared = self._shared
+        assert shared is not None
+        strategy = self._strategy
+        if (
+            isinstance(strategy, Pipelined)
+            and shared.others_ready(self)
+            and strategy.committing(lambda: shared.wake(self))
+        ):
+            return  # its next group waits for its COMMIT; the others' are decided meanwhile
+        item = self._carry
+        if item is None:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+        self._carry = None
+        try:
+            carry, stopping = self._take(item)
+        except BaseException as exc:  # noqa: BLE001 - callers must hear of it, not wait
+            log.error("the writer died", error=repr(exc))
+            if self._died is None:
+                self._died = WriterDied(f"the engine's writer stopped on an error: {exc!r}")
+            self._leave()
+            return
+        if stopping:
+            self._refuse_after_stop()
+            self._leave()
+        elif carry is not None or not self._queue.empty():
+            self._carry = carry
+            shared.wake(self)
+
+    def _leave(self) -> None:
+        """Off the shared writer: the group in flight answered, the rest refused."""
+        try:
+            self._strategy.rest()
+        finally:
+            self._strategy = Inline(self)
+            if self._died is not None:
+                self._refuse_queued()
+            self._off.set()
+
+    def _take(self, item: Any) -> tuple[Batch | None, bool]:
+        """Decide one group commit from `item` and what is queued behind it (up to the
+        group's limit) and hand it over, then store the state snapshots met: (a batch
+        the group ended within, or None; whether the stop was met)."""
+        q = self._queue
+        carry: Batch | None = None
+        stopping = False
+        # One entry per command, naming its batch: a batch's next command is the
+        # first it holds no value for.
+        work: list[Batch] = []
+        snapshots: list[_SnapshotBuilt] = []
+        room = self._group_limit()
+        while True:
+            if isinstance(item, Batch):
+                left = len(item.commands) - len(item.values)
+                if left > room:
+                    work += [item] * room
+                    carry = item
                     break
-                else:
-                    snapshots.append(item)
-                if stopping:  # a batch cut short by the stop: take nothing queued after it
+                work += [item] * left
+                room -= left
+                if not room:
                     break
-                try:
-                    item = q.get_nowait()
-                except queue.Empty:
-                    break
-            if work:
-                try:
-                    self._process(work)
-                except BaseException as exc:
-                    self._abandon(work, exc)
-                    raise
-            if snapshots:
-                self._strategy.settle()  # the connection is the writer's alone again
-            for built in snapshots:
-                self._store_snapshot(built)
-        while True:  # refuse what arrived after the stop
+            elif item is _STOP:
+                stopping = True  # what was queued after the stop is refused
+                break
+            else:
+                snapshots.append(item)
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                break
+        if work:
+            try:
+                self._process(work)
+            except BaseException as exc:
+                self._abandon(work, exc)
+                raise
+        if snapshots:
+            self._strategy.settle()  # the connection is the writer's alone again
+        for built in snapshots:
+            self._store_snapshot(built)
+        return carry, stopping
+
+    def _refuse_after_stop(self) -> None:
+        """Refuse what arrived after the stop."""
+        q = self._queue
+        while True:
             try:
                 item = q.get_nowait()
             except queue.Empty:
@@ -542,7 +638,7 @@ class Engine:
             self.snapshot_base = position
 
     def _snapshot_built(self, position: int, check: str, data: bytes) -> None:
-        self._queue.put(_SnapshotBuilt(position, check, data))
+        self._enqueue(_SnapshotBuilt(position, check, data))
 
     def _store_snapshot(self, built: _SnapshotBuilt) -> None:
         try:

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import subprocess
+import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -227,6 +228,29 @@ def test_advancing_one_worlds_clock_expires_its_gtt_order_alone(front: Front) ->
     ]
     assert status == ["CANCELLED", "OPEN"]
     assert a.balance("USD") == "1000" and b.balance("USD") == "700"
+
+
+def test_a_servers_loaded_worlds_are_decided_on_one_writer_thread(
+    front: Front, sandbox: Any
+) -> None:
+    """Driven at once, worlds with a writer and a committer thread each took turns on
+    the GIL group by group: eight worlds served under half one world's orders a
+    second. Their engines share the manager's writer thread; the default world keeps
+    its own."""
+    before = {t for t in threading.enumerate() if t.name == "sandex-writer"}
+    worlds = [front.world() for _ in range(4)]
+    for world in worlds:
+        world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "5"})
+    started = {t for t in threading.enumerate() if t.name == "sandex-writer"} - before
+    assert len(started) == 1
+    manager = sandbox.app.state.worlds
+    threads = set()
+    for world in worlds:
+        served = manager.enter(world.id)
+        threads.add(served.engine._thread)
+        manager.leave(world.id, served)
+    assert threads == started
+    assert sandbox.engine._thread not in threads
 
 
 def test_books_and_trades_of_two_worlds_are_separate(front: Front) -> None:

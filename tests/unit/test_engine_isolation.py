@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sandex.engine import Engine, open_engine
 from sandex.engine.domain.trading import trading_state
 from sandex.engine.kernel.clock import to_millis
@@ -25,6 +27,7 @@ from sandex.engine.kernel.commands import (
     SetMarketPrice,
 )
 from sandex.engine.kernel.errors import DomainError
+from sandex.engine.runtime.shared_writer import SharedWriter
 from tests.conftest import make_settings
 from tests.support.log_helpers import masked_log
 
@@ -192,9 +195,12 @@ def test_two_engines_driven_in_turn_each_run_as_alone(tmp_path: Path) -> None:
     assert _in_common(engines["a"], engines["b"]) == []
 
 
-def test_two_engines_driven_from_two_threads_each_run_as_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", ["own", "shared"])
+def test_two_engines_driven_from_two_threads_each_run_as_alone(tmp_path: Path, writer: str) -> None:
+    """`shared`: both on one writer thread (a server's worlds, SharedWriter)."""
     expected = {plan.name: _alone(tmp_path, plan, writer_thread=True) for plan in (A, B)}
-    engines = {plan.name: _engine(tmp_path, plan, "threads").start() for plan in (A, B)}
+    shared = SharedWriter() if writer == "shared" else None
+    engines = {plan.name: _engine(tmp_path, plan, "threads").start(shared) for plan in (A, B)}
     drivers = [_Driver(engines[p.name], p, engines[p.name].execute) for p in (A, B)]
     together = threading.Barrier(2, timeout=30)  # each step of one beside one of the other
     failures: list[BaseException] = []
@@ -216,6 +222,8 @@ def test_two_engines_driven_from_two_threads_each_run_as_alone(tmp_path: Path) -
         t.join(60)
     for engine in engines.values():
         engine.stop()
+    if shared is not None:
+        shared.close()
     assert not failures, failures
     for driver, plan in zip(drivers, (A, B), strict=True):
         assert _outcome(driver.engine, driver.replies) == expected[plan.name], plan.name
