@@ -195,11 +195,11 @@ def test_two_engines_driven_in_turn_each_run_as_alone(tmp_path: Path) -> None:
     assert _in_common(engines["a"], engines["b"]) == []
 
 
-@pytest.mark.parametrize("writer", ["own", "shared"])
+@pytest.mark.parametrize("writer", ["own", "one_for_both"])
 def test_two_engines_driven_from_two_threads_each_run_as_alone(tmp_path: Path, writer: str) -> None:
-    """`shared`: both on one writer thread (a server's worlds, SharedWriter)."""
+    """`one_for_both`: both on one writer thread (a server's worlds, SharedWriter)."""
     expected = {plan.name: _alone(tmp_path, plan, writer_thread=True) for plan in (A, B)}
-    shared = SharedWriter() if writer == "shared" else None
+    shared = SharedWriter() if writer == "one_for_both" else None
     engines = {plan.name: _engine(tmp_path, plan, "threads").start(shared) for plan in (A, B)}
     drivers = [_Driver(engines[p.name], p, engines[p.name].execute) for p in (A, B)]
     together = threading.Barrier(2, timeout=30)  # each step of one beside one of the other
