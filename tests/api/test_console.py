@@ -8,6 +8,7 @@ import re
 import threading
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from starlette.testclient import TestClient
@@ -164,8 +165,9 @@ def test_every_page_declares_its_icon_and_serves_it(sb: Any, operator: Browser) 
         page = operator.get(path)
         assert page.status_code == 200, path
         icons = re.findall(r'<link rel="icon" href="([^"]+)" type="image/svg\+xml">', page.text)
-        assert icons == ["/console/assets/favicon.svg"], path
-    icon = operator.get(icons[0])
+        # the console's own path, under a world's prefix in a world (`--world fresh`)
+        assert icons == [_path_under_prefix(sb, "/console/assets/favicon.svg")], path
+    icon = operator.get("/console/assets/favicon.svg")
     assert icon.status_code == 200
     assert icon.headers["content-type"] == "image/svg+xml"
     assert icon.text.startswith("<svg") and "<script" not in icon.text
@@ -266,6 +268,11 @@ def test_the_stream_ends_when_the_server_begins_to_stop(
         rest = list(lines)
     assert "event: commit" not in rest, rest
     browser.close()
+
+
+def _path_under_prefix(sb: Any, path: str) -> str:
+    """`path` under the sandbox's world prefix, as a page names it (no host)."""
+    return urlsplit(str(sb.http.base_url)).path.rstrip("/") + path
 
 
 def _under_prefix(sb: Any, path: str) -> str:
