@@ -4,10 +4,11 @@ called worse (every pair agrees)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from bench.ab import direction, every_pair_worse, internal_imports
-from bench.run import BENCHES, kept_sections
+from bench.run import BENCHES, MEASURED_APART, kept_sections
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -65,3 +66,17 @@ def test_make_bench_keeps_the_sections_measured_apart() -> None:
     assert kept[1] == "## Backtests: speed and size (issue 17), measured apart"
     assert kept[-1] == "also by hand" and "old output" not in kept
     assert kept_sections("# Performance\n\n## Every benchmark's output\n") == []
+
+
+def test_the_pages_hand_sections_are_current_figures_not_history() -> None:
+    # docs/performance.md holds current figures, history lives in git: one kept section per
+    # area, and no branch names, rounds or before/after tables in them
+    kept = kept_sections((BENCH.parent / "docs" / "performance.md").read_text())
+    headings = [line for line in kept if line.startswith("## ")]
+    assert headings and all(h.endswith(MEASURED_APART) for h in headings)
+    areas = [h.split(" (")[0] for h in headings]
+    assert len(set(areas)) == len(areas), areas
+    text = "\n".join(kept)
+    assert not re.findall(r"\b[iw]\d{2}-[a-z0-9]+\b", text)
+    assert not re.findall(r"\b(?:first|second|third|fourth|this|last) round\b", text, re.I)
+    assert not re.findall(r"\|\s*`?(?:before|main)`?\s*\|", text)
