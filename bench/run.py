@@ -462,7 +462,7 @@ BENCHES = {
         | {"fill": rf"first page at {NUM} recorded requests"},
         timeout=900,
     ),
-    # issue 32: the pytest plugin's costs, each figure's rounds in one process
+    # issue 33: the console's timeline, live view and assets, each figure's rounds in one process
     "console": Bench(
         "bench_console.py",
         ["--events", "1000000", "--rounds", "5"],
@@ -490,6 +490,7 @@ BENCHES = {
         | {"events": rf"timeline first page, {NUM} events, ms"},
         timeout=900,
     ),
+    # issue 32: the pytest plugin's costs, each figure's rounds in one process
     "plugin": Bench(
         "bench_plugin.py",
         ["--tests", "200", "--rounds", "5", "--workers", "2"],
