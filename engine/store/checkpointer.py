@@ -32,7 +32,13 @@ every pass, and the writer's backstop still copies meanwhile.
 
 Every started `Checkpointer` of the process is passed by one thread (`_Checkpoints`),
 each database when its own wait is over: a server's loaded worlds cost that one thread
-between them rather than a thread each, and it ends with the last of them.
+between them rather than a thread each, and it ends with the last of them. While
+several databases are busy at once (worlds driven together), each busy one waits its
+`interval` times their number (`_Checkpoints.busy_wait`, up to `max_interval`): they
+share the process's one writer's pace, so each log grows that much slower, and a pass
+still finds about as many pages as one busy database's would. At the `interval` each,
+the passes (each a wake-up, a copy and its syncs) multiplied with the busy databases
+while the writes they copy did not.
 """
 
 from __future__ import annotations
@@ -174,6 +180,8 @@ class _Checkpoints:
     _order = itertools.count()
     _passing: Checkpointer | None = None
     _thread: threading.Thread | None = None
+    # the members whose last pass found the log written (at their busy `interval`)
+    _busy: set[Checkpointer] = set()
 
     @classmethod
     def join(cls, member: Checkpointer) -> None:
@@ -190,6 +198,7 @@ class _Checkpoints:
         ending = None
         with cls._cond:
             cls._due.pop(member, None)
+            cls._busy.discard(member)
             cls._cond.notify_all()
             thread = cls._thread
             if thread is threading.current_thread():
@@ -211,6 +220,18 @@ class _Checkpoints:
             if member in cls._due:
                 cls._schedule(member, time.monotonic())
                 cls._cond.notify_all()
+
+    @classmethod
+    def busy_wait(cls, member: Checkpointer, wait: float) -> float:
+        """The wait before `member`'s next pass, its last pass having answered `wait`:
+        a busy member's (`wait` at its `interval`) times the members busy now, up to
+        its `max_interval`; any other's as it is. Called with `_cond` held."""
+        busy = cls._busy
+        if wait > member.interval:
+            busy.discard(member)
+            return wait
+        busy.add(member)
+        return min(wait * len(busy), max(wait, member.max_interval))
 
     @classmethod
     def _schedule(cls, member: Checkpointer, due: float) -> None:
@@ -249,5 +270,6 @@ class _Checkpoints:
                 if now_due is not None:
                     # nudged during the pass: at once, else after its wait
                     nudged = now_due != nudged_before
+                    wait = cls.busy_wait(member, wait)
                     cls._schedule(member, now_due if nudged else time.monotonic() + wait)
                 cls._cond.notify_all()

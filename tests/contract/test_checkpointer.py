@@ -227,3 +227,30 @@ def _rows_in_the_database_file(path: str) -> int:
         return int(conn.execute("SELECT count(*) FROM t").fetchone()[0])
     finally:
         conn.close()
+
+
+def test_databases_busy_at_once_are_each_passed_as_many_times_less_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worlds driven at once share one writer's pace, so each busy world's log grows that
+    much slower: the checkpoint thread's passes (each a wake-up, a copy and its syncs)
+    must not multiply with the busy databases. An idle or failing one keeps its own wait."""
+    monkeypatch.setattr(checkpointer._Checkpoints, "_busy", set())
+    members = [
+        checkpointer.Checkpointer(str(tmp_path / f"{n}.db"), interval=0.02, max_interval=1.0)
+        for n in range(4)
+    ]
+    busy_wait = checkpointer._Checkpoints.busy_wait
+    with checkpointer._Checkpoints._cond:
+        # each pass that found the log written (its wait at the interval) counts it busy
+        assert [busy_wait(m, 0.02) for m in members] == pytest.approx([0.02, 0.04, 0.06, 0.08])
+        assert busy_wait(members[0], 0.02) == pytest.approx(0.08)
+        # one finds its log unchanged (idle, its wait doubled): its own wait, one fewer busy
+        assert busy_wait(members[3], 0.04) == 0.04
+        assert busy_wait(members[0], 0.02) == pytest.approx(0.06)
+        # a failing one backs off as before and no longer counts
+        assert busy_wait(members[2], 0.5) == 0.5
+        assert busy_wait(members[0], 0.02) == pytest.approx(0.04)
+        # never past the longest wait a database may be left
+        many = [checkpointer.Checkpointer(str(tmp_path / f"m{n}.db")) for n in range(400)]
+        assert max(busy_wait(m, m.interval) for m in many) == many[0].max_interval
