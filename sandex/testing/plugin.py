@@ -305,11 +305,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """A suite whose tests ask for sandex starts its server as soon as they are known,
     on a thread: the start overlaps what the process does before its first test (under
     xdist, waiting for the other workers' collection and the tests handed out), and the
-    first test joins it. A suite that asks for none, or only collects, starts nothing."""
+    first test joins it. A suite that asks for none (or only in tests it skips), or only
+    collects, starts nothing."""
     if session.config.option.collectonly:
         return
-    if any("sandex_server" in getattr(item, "fixturenames", ()) for item in session.items):
+    if any(_asks_for_sandex(item) for item in session.items):
         session.config.stash[_STATE].start_ahead()
+
+
+def _asks_for_sandex(item: pytest.Item) -> bool:
+    """Whether `item` will set up `sandex_server` (`sandex_world` asks for it): not when
+    it is marked to be skipped outright."""
+    asks = "sandex_server" in getattr(item, "fixturenames", ())
+    return asks and item.get_closest_marker("skip") is None
 
 
 @pytest.hookimpl(trylast=True)

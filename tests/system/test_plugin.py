@@ -120,7 +120,7 @@ def test_the_server_starts_once_the_tests_are_collected_before_one_asks_for_it(
     """A suite whose tests ask for sandex starts its server on a thread as soon as they
     are collected, so the start overlaps what comes before the first test: at the end of
     the collection it is starting (or serving) already. A run whose selected tests ask
-    for nothing, or that only collects, starts none."""
+    for nothing (or only in tests marked skip), or that only collects, starts none."""
     pytester.makeconftest(
         RECORD
         + """
@@ -133,14 +133,24 @@ def pytest_collection_finish(session):
     )
     pytester.makepyfile(
         """
+import pytest
+
 def test_first():
     pass
 
 def test_world(sandex_world):
     sandex_world.token()
+
+@pytest.mark.skip(reason="not now")
+def test_skipped(sandex_world):
+    pass
 """
     )
-    runs = [((), {"passed": 2}), (("-k", "test_first"), {"passed": 1, "deselected": 1})]
+    unused = ("-k", "not test_world")
+    runs = [
+        ((), {"passed": 2, "skipped": 1}),
+        (unused, {"passed": 1, "skipped": 1, "deselected": 1}),
+    ]
     for args, outcomes in runs:
         pytester.runpytest_subprocess("-p", "no:cacheprovider", *args).assert_outcomes(**outcomes)
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only").ret == 0
