@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -300,6 +301,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         config.stash[_STATE].sandbox()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A suite whose tests ask for sandex starts its server as soon as they are known,
+    on a thread: the start overlaps what the process does before its first test (under
+    xdist, waiting for the other workers' collection and the tests handed out), and the
+    first test joins it. A suite that asks for none (or only in tests it skips), or only
+    collects, starts nothing."""
+    if session.config.option.collectonly:
+        return
+    if any(_asks_for_sandex(item) for item in session.items):
+        session.config.stash[_STATE].start_ahead()
+
+
+def _asks_for_sandex(item: pytest.Item) -> bool:
+    """Whether `item` will set up `sandex_server` (`sandex_world` asks for it): not when
+    it is marked to be skipped outright."""
+    asks = "sandex_server" in getattr(item, "fixturenames", ())
+    return asks and item.get_closest_marker("skip") is None
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """After the session's fixtures: the templates go and the server stops (under
@@ -390,6 +410,7 @@ class SessionState:
     deleting: Deleter | None = None
     ahead: ThreadPoolExecutor | None = None
     spares: dict[tuple[str, str], Future[SandexWorld]] = field(default_factory=dict)
+    starting: Future[SandexServer] | None = None
 
     def __post_init__(self) -> None:
         shared = getattr(self.config, "workerinput", {}).get("sandex_shared_dir")
@@ -399,9 +420,31 @@ class SessionState:
             workerinput = self.config.workerinput  # type: ignore[attr-defined]
             self.shared = Shared(Path(shared), workerinput["workerid"], workerinput["workercount"])
 
+    def start_ahead(self) -> None:
+        """Start the session's server on a thread now; `sandbox` joins it (and raises
+        its error, the first test's to report). A server already there, or one given by
+        a URL (nothing to start), is left as it is."""
+        if self.server is not None or self.starting is not None or given_url(self.config):
+            return
+        starting: Future[SandexServer] = Future()
+
+        def start() -> None:
+            try:
+                starting.set_result(self._start())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever joins it
+                starting.set_exception(exc)
+
+        self.starting = starting
+        threading.Thread(target=start, name="sandex-start", daemon=True).start()
+
     def sandbox(self) -> SandexServer:
         if self.server is not None:
             return self.server
+        if self.starting is not None:
+            return self.starting.result()
+        return self._start()
+
+    def _start(self) -> SandexServer:
         from sandex.testing._server import STARTERS, Address, Reused, SandexServer, private_folder
 
         url = given_url(self.config)
@@ -507,6 +550,8 @@ class SessionState:
         return self.deleting
 
     def finish(self) -> None:
+        if self.starting is not None:
+            self.starting.exception()  # a start under way ends before its server stops
         try:
             outlives = self.outlives()
             if self.ahead is not None:  # the worlds forked ahead go with the server

@@ -114,6 +114,53 @@ def test_c(sandex_world):
     result.assert_outcomes(passed=3)
 
 
+def test_the_server_starts_once_the_tests_are_collected_before_one_asks_for_it(
+    pytester: pytest.Pytester, record_to: Path
+) -> None:
+    """A suite whose tests ask for sandex starts its server on a thread as soon as they
+    are collected, so the start overlaps what comes before the first test: at the end of
+    the collection it is starting (or serving) already. A run whose selected tests ask
+    for nothing (or only in tests marked skip), or that only collects, starts none."""
+    pytester.makeconftest(
+        RECORD
+        + """
+import threading, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    record(threads=sorted(t.name for t in threading.enumerate()))
+"""
+    )
+    pytester.makepyfile(
+        """
+import pytest
+
+def test_first():
+    pass
+
+def test_world(sandex_world):
+    sandex_world.token()
+
+@pytest.mark.skip(reason="not now")
+def test_skipped(sandex_world):
+    pass
+"""
+    )
+    unused = ("-k", "not test_world")
+    runs = [
+        ((), {"passed": 2, "skipped": 1}),
+        (unused, {"passed": 1, "skipped": 1, "deselected": 1}),
+    ]
+    for args, outcomes in runs:
+        pytester.runpytest_subprocess("-p", "no:cacheprovider", *args).assert_outcomes(**outcomes)
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only").ret == 0
+    starting = {"sandex-start", "sandex-server"}
+    full, selected, collected = (set(r["threads"]) for r in seen(record_to))  # type: ignore[call-overload]
+    assert starting & full
+    assert not starting & selected
+    assert not starting & collected
+
+
 @pytest.mark.slow
 def test_xdist_workers_share_one_server(pytester: pytest.Pytester, record_to: Path) -> None:
     """Under `-n 2` one worker starts the server and both use it; it stops when both
