@@ -227,13 +227,34 @@ class Shared:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs. One that ended but is not yet reaped (a zombie)
+    has ended, though signal 0 still finds it: a child of this process (a kept server
+    it started, then stopped) is reaped here; another's is read from its state."""
+    if pid <= 0:
+        return False
+    try:
+        ended, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not this process's child
+    else:
+        return ended != pid  # reaped now: it had ended
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return pid > 0
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether `pid` ended and waits for its parent to reap it (Linux's /proc; where
+    there is none, a process signal 0 finds is taken as running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")  # the field after the name
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Bounded schemathesis runs: every operation, positive and negative examples, from
 sandex's own /openapi.json in-process and from the reference document against a running
-sandbox. `make fuzz` runs the same for longer (bench/fuzz.py)."""
+sandbox. `make fuzz` runs the same for longer (bench/fuzz.py). The runs over every
+operation or every query parameter are long: `slow`, run by `make test`'s slow tier."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def _funded(sb: Any) -> None:
         sb.deposit(asset, amount)
 
 
+@pytest.mark.slow
 def test_every_operation_of_sandexs_own_document(http_sandbox: Any) -> None:
     _funded(http_sandbox)
     app = getattr(http_sandbox, "app", None)  # in process under --backend postgresql
@@ -49,6 +51,7 @@ def test_every_operation_of_sandexs_own_document(http_sandbox: Any) -> None:
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
 def test_hostile_integers_in_every_query_parameter_are_answered_never_5xx(
     http_sandbox: Any,
 ) -> None:
@@ -91,6 +94,7 @@ def test_a_limit_is_ascii_digits_within_its_bounds(http_sandbox: Any, value: str
     assert http_sandbox.get("/v2/profiles", params={"limit": "05"}).status_code == 200
 
 
+@pytest.mark.slow
 def test_every_operation_of_the_reference_against_a_running_sandbox(
     tmp_path: Path, database: Any
 ) -> None:

@@ -114,6 +114,7 @@ def _step(
     return body["type"]
 
 
+@pytest.mark.slow
 def test_a_client_applying_updates_holds_the_order_book_after_every_step(http_sandbox: Any) -> None:
     sb = http_sandbox
     desk = sb.post("/v2/profiles", {"nickname": "desk"}).json()["id"]

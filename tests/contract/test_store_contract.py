@@ -304,3 +304,110 @@ def test_an_engine_opens_a_fork_as_its_source_was_and_verify_passes(
     finally:
         fork_store.close()
     assert got == rows if at_head else len(got) < len(rows)
+
+
+def _fork_source(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(a template's database, where its fork goes) on the store `kind`: files, or two
+    schemas of one new PostgreSQL database (a world's place on a server)."""
+    if kind == "sqlite":
+        return str(tmp_path / "template.db"), str(tmp_path / "fork.db")
+    url = request.getfixturevalue("postgres_url")
+    return url, locate(url).with_schema("w_fork").text
+
+
+def _served_rows(db: str) -> dict[str, list[tuple[Any, ...]]]:
+    """What a world answers its balances and orders from: those read models, whole."""
+    reader = open_reader(db)
+    try:
+        return {
+            table: sorted(reader.read_model_rows(table, list(READ_MODELS[table]["columns"])))
+            for table in ("balances", "orders")
+        }
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("lease", [True, False], ids=["lease", "no-lease"])
+@pytest.mark.parametrize("moved_on", [False, True], ids=["copy", "log-prefix"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_fork_of_a_running_template_is_the_template_at_its_snapshot(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str, moved_on: bool, lease: bool
+) -> None:
+    """What the world manager does for `from_snapshot` (issue 30's fork): the template's
+    running store forked at a snapshot, as a copy when nothing happened since (the copy
+    path) or as its log up to the snapshot (the prefix path, read models rebuilt when
+    the fork opens); with `lease` the fork's store holds its writer lease and an engine
+    serves it as it is, without it an engine opens the fork. Either way the fork's log
+    up to the snapshot hashes as the template's, and its balances, orders and ledger
+    are the template's at the snapshot."""
+    from sandex.engine import Settings, open_engine
+    from sandex.engine.domain.sandbox_snapshots import TakeSnapshot, snapshots
+    from sandex.engine.kernel.commands import (
+        Actor,
+        CancelOrder,
+        CreateCustomer,
+        CreateOrder,
+        SandboxDeposit,
+    )
+    from sandex.engine.runtime import key_file
+    from sandex.engine.runtime.composition import build_engine
+    from sandex.engine.store import Forking, capability
+    from sandex.engine.store.lease import LeaseHeld
+    from sandex.engine.tools.time_travel import log_hash
+    from sandex.engine.tools.verify import verify
+
+    source, target = _fork_source(kind, tmp_path, request)
+    settings = Settings(clock="manual", snapshot_every_events=2)
+    template = open_engine(source, settings).start()
+    try:
+        made = template.execute(
+            CreateCustomer(client_id="c", client_secret="s" * 32, bootstrap=True)
+        )
+        me = Actor(made["customer_id"], "c")
+        for asset, amount in (("USD", "500"), ("BTC", "1")):
+            template.execute(
+                SandboxDeposit(actor=me, profile_id="default", asset=asset, amount=amount)
+            )
+        order = {"actor": me, "profile_id": "default", "market": "BTCUSD", "type": "LIMIT"}
+        resting = template.execute(
+            CreateOrder(**order, side="BUY", price="20000", base_amount="0.01")
+        )
+        template.execute(CreateOrder(**order, side="SELL", price="90000", base_amount="0.5"))
+        template.execute(TakeSnapshot(actor=me, name="ready"))
+        at = int(snapshots(template.state)["ready"]["position"])
+        expected = _served_rows(source)
+        available = template.state.ledger.balance(f"{made['profile_id']}:available", "USD")
+        at_snapshot = log_hash(source, up_to=at)
+        template.wait_for_snapshot(30)  # state snapshots too: a prefix fork loads one
+        if moved_on:  # the template goes its own way after the snapshot
+            template.execute(
+                SandboxDeposit(actor=me, profile_id="default", asset="USD", amount="7")
+            )
+            template.execute(CancelOrder(actor=me, profile_id="default", order_id=resting["id"]))
+            assert _served_rows(source) != expected
+        forking = capability(template.store, Forking)
+        assert forking is not None, "every store forks"
+        if kind == "postgresql":  # a fork before: this one takes the schema it made ahead
+            forking.fork(locate(source).with_schema("w_first").text, up_to=at).close()
+        forked = forking.fork(
+            target, up_to=at, lease=lease, lease_seconds=settings.writer_lease_seconds
+        )
+    finally:
+        template.stop()
+    key_file.fork(source, target)
+    if lease:
+        with pytest.raises(LeaseHeld):  # its engine is the one writer
+            open_engine(target, settings)
+        fork = build_engine(forked, settings).start()
+    else:
+        forked.close()
+        fork = open_engine(target, settings).start()
+    try:
+        assert fork.state.position == at
+        assert fork.state.ledger.balance(f"{made['profile_id']}:available", "USD") == available
+        assert fork.execute(TakeSnapshot(actor=me, name="forked"))  # it writes
+    finally:
+        fork.stop()
+    assert log_hash(target, up_to=at) == at_snapshot
+    assert _served_rows(target) == expected
+    assert verify(target) == []

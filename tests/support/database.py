@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sandex.engine.store import is_server_url
+from sandex.engine.store.locations import local_base, locate
 from sandex.engine.store.postgres_reads import to_psycopg
 
 # The store's own tables, beside the read models (PostgreSQL adds the log's head row).
@@ -41,6 +42,22 @@ def tables(db: Path | str) -> list[str]:
     return [str(r[0]) for r in query(db, sql)]
 
 
+def stored_bytes(db: Path | str) -> bytes:
+    """Everything a database keeps, as bytes, for a test that looks for what must never be
+    stored: its side files (key file, WAL: every file named after `local_base`) raw, and on
+    SQLite the file itself, freed pages included; on PostgreSQL, whose files are the
+    server's, every value of every table of its schema."""
+    base = Path(local_base(db))
+    raw = [p.read_bytes() for p in base.parent.iterdir() if p.name.startswith(base.name)]
+    if is_server_url(db):
+        for table in tables(db):
+            for row in query(db, f"SELECT * FROM {table}"):
+                raw += [
+                    bytes(v) if isinstance(v, bytes | memoryview) else str(v).encode() for v in row
+                ]
+    return b"\n".join(raw)
+
+
 def _run(
     db: Path | str, statements: list[tuple[str, Sequence[Any]]], *, fetch: bool
 ) -> list[tuple[Any, ...]]:
@@ -48,7 +65,8 @@ def _run(
     if is_server_url(db):
         import psycopg
 
-        with psycopg.connect(str(db)) as conn:  # one transaction, committed on exit
+        url, options = locate(db).conninfo()  # a world's schema: its search path
+        with psycopg.connect(url, options=options) as conn:  # one transaction, committed on exit
             for sql, params in statements:
                 cursor = conn.execute(to_psycopg(sql), params)  # type: ignore[call-overload]
                 if fetch:
@@ -74,8 +92,9 @@ def read_only_connection(db: Path | str) -> Any:
     if is_server_url(db):
         import psycopg
 
+        url, options = locate(db).conninfo()
         return psycopg.connect(
-            str(db), autocommit=True, options="-c default_transaction_read_only=on"
+            url, autocommit=True, options=f"{options} -c default_transaction_read_only=on"
         )
     import sqlite3
 

@@ -488,13 +488,16 @@ server.serve_forever()
 """
 
 
-def _kept_older_sandex(state: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _kept_older_sandex(state: Path, *, reaped: bool = True) -> tuple[subprocess.Popen[bytes], str]:
     """A server answering as sandex 0.0.1, recorded in `state` as the one --sandex-reuse
-    keeps (as an older install's run would have left it), and its URL."""
+    keeps (as an older install's run would have left it), and its URL. `reaped=False`:
+    nothing here waits for it, so once stopped it stays a zombie until its stopper reaps
+    it (as a kept server this process started does)."""
     older = subprocess.Popen(
         [sys.executable, "-c", OLDER_SANDEX], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-    threading.Thread(target=older.wait, daemon=True).start()  # reaped once stopped
+    if reaped:
+        threading.Thread(target=older.wait, daemon=True).start()  # reaped once stopped
     assert older.stdout is not None
     url = f"http://127.0.0.1:{int(older.stdout.readline())}"
     state.mkdir(parents=True)
@@ -529,6 +532,39 @@ def test_a_kept_server_of_another_version_is_stopped_and_replaced(
         if started != older.pid:  # this process's child: stopped and reaped here
             os.kill(started, signal.SIGINT)
             os.waitpid(started, 0)
+
+
+def test_stopping_a_kept_server_this_process_started_reaps_it_and_sends_no_kill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept server that this process started (and so its child) ends on SIGINT but
+    stays a zombie until reaped, which signal 0 still finds: the stopper reaps it and
+    sees it gone, instead of counting it alive until its timeout and then killing it."""
+    from sandex.testing import _server
+
+    monkeypatch.setenv("SANDEX_STATE_DIR", str(tmp_path / "state"))
+    older, _ = _kept_older_sandex(tmp_path / "state", reaped=False)
+    sent: list[int] = []
+    kill = os.kill
+
+    def recorded(pid: int, signum: int) -> None:
+        if pid == older.pid and signum:
+            sent.append(signum)
+        kill(pid, signum)
+
+    monkeypatch.setattr(_server.os, "kill", recorded)
+    try:
+        found = _server.Reused().stop()
+        assert found is not None and found.pid == older.pid
+        assert sent == [signal.SIGINT]  # it ended on the first signal: no SIGKILL
+        assert not _server._alive(older.pid)
+        with pytest.raises(ChildProcessError):  # reaped by the stopper
+            os.waitpid(older.pid, os.WNOHANG)
+    finally:
+        monkeypatch.undo()
+        if older.poll() is None:
+            older.kill()
+            older.wait()
 
 
 @pytest.mark.slow

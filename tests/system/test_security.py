@@ -23,6 +23,7 @@ from freezegun import freeze_time
 
 from sandex.api_adapter.operations import OPERATIONS
 from sandex.engine.config.settings import ALL_SCOPES, BOOTSTRAP_SCOPES, KNOWN_SCOPES
+from tests.support.database import query, stored_bytes
 from tests.support.reference import document
 from tests.support.server_helpers import ROOT as ROOT_DIR
 from tests.support.server_helpers import Server
@@ -149,16 +150,11 @@ def test_client_secrets_are_stored_only_as_salted_hashes(sandbox: Any) -> None:
     _, one = sandbox.tenant()
     _, two = sandbox.tenant()
     sandbox.close()
-    raw = b"".join(
-        p.read_bytes() for p in sandbox.db.parent.iterdir() if p.name.startswith(sandbox.db.name)
-    )
+    raw = stored_bytes(sandbox.db)
+    assert b"ClientCreated" in raw  # the log itself was read
     for secret in ("sandex-secret", one["client_secret"], two["client_secret"]):
         assert secret.encode() not in raw
-    import sqlite3
-
-    conn = sqlite3.connect(sandbox.db)
-    rows = conn.execute("SELECT data FROM events WHERE type = 'ClientCreated'").fetchall()
-    conn.close()
+    rows = query(sandbox.db, "SELECT data FROM events WHERE type = 'ClientCreated'")
     hashes = [json.loads(r[0]) for r in rows]
     assert all(len(h["secret_hash"]) == 64 and h["salt"] for h in hashes)
     assert len({h["salt"] for h in hashes}) == len(hashes)

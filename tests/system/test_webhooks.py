@@ -179,11 +179,23 @@ def test_registration_refusals_and_removal(http_sandbox: Any) -> None:
 
 
 def test_the_served_app_runs_the_deliverer(sandbox: Any) -> None:
+    """A served world delivers: an app served on its own runs its deliverer for its
+    lifespan; a server's other world, served mounted (no lifespan), from the load its
+    server makes to the unload."""
     from fastapi.testclient import TestClient
 
-    with TestClient(sandbox.app):
-        assert sandbox.app.state.webhooks._thread is not None
-    assert sandbox.app.state.webhooks._thread is None
+    if sandbox.server is None:
+        with TestClient(sandbox.app):
+            assert sandbox.app.state.webhooks._thread is not None
+        assert sandbox.app.state.webhooks._thread is None
+        return
+    manager = sandbox.server.app.state.worlds
+    assert manager.unload(sandbox.world_id)  # the sandbox's load, its deliverer stopped
+    served = manager.enter(sandbox.world_id)
+    manager.leave(sandbox.world_id, served)
+    assert served.app.state.webhooks._thread is not None
+    assert manager.unload(sandbox.world_id)
+    assert served.app.state.webhooks._thread is None
 
 
 # -- what a receiver answers -------------------------------------------------------------
