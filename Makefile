@@ -72,8 +72,13 @@ api-postgres: $(DEV) postgres
 api-worlds: $(DEV)
 	$(BIN)/python -m pytest tests/api -n 2 -m "not slow" --world fresh
 
+# The slow tests, then the slow API tests that hold for any store and any world (the
+# fuzzers, the feed's long run) once more on PostgreSQL and in worlds, as the passes above.
+SLOW_IN_EVERY_MODE = tests/api/test_fuzz.py tests/api/test_market_stream.py
 slow: $(DEV) postgres
 	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest $(SLOW_IN_EVERY_MODE) -n 2 -m slow --backend postgresql
+	$(BIN)/python -m pytest $(SLOW_IN_EVERY_MODE) -n 2 -m slow --world fresh
 
 # Debian's Chromium, for the tests that open a page in it headless: the backtest report's
 # and the console's (Playwright drives this one: `playwright install` cannot download here,
