@@ -196,6 +196,23 @@ def test_the_timeline_shows_the_order_newest_first_and_opens_its_json(
     assert 'data-type="OrderPlaced"' in only and 'data-type="ClientCreated"' not in only
 
 
+def test_the_operators_timeline_keeps_the_events_naming_every_filter_given(
+    sb: Any, operator: Browser
+) -> None:
+    """Customer, profile and entity given together are each a condition (only the first
+    given was applied): of two orders of one tenant's profile, only the one named."""
+    headers, tenant = sb.tenant()
+    sb.deposit("USD", "100000", headers=headers)
+    named, other = (
+        placed(sb, headers=headers, **limit("BUY", price, "0.1")) for price in ("30000", "29000")
+    )
+    filters = {"profile": named["profile_id"], "entity": named["id"]}
+    for given in (filters, {"customer": tenant["customer_id"], **filters}):
+        page = operator.get("/console/timeline", **given).text
+        assert 'data-type="OrderPlaced"' in page, page[-500:]
+        assert named["id"] in page and other["id"] not in page
+
+
 def test_the_timeline_pages_by_log_position(sb: Any, operator: Browser) -> None:
     for _ in range(60):
         sb.deposit("USD", "1")
