@@ -16,6 +16,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sandex.api_adapter.writer_bridge import CAUSED
+from sandex.engine.kernel.logs import get_logger
 
 if TYPE_CHECKING:
     from sandex.api_adapter.recent_requests import RecentRequests
@@ -55,7 +56,7 @@ def configure(json_lines: bool, level: str = "INFO") -> None:
     )
 
 
-log = structlog.get_logger("sandex.http")
+log = get_logger("sandex.http")
 
 _MAX_REQUEST_ID = 128
 # Request ids correlate log lines; they guard nothing, so they come from a seeded PRNG

@@ -41,14 +41,14 @@ DOMAIN_PROBLEMS: dict[str, tuple[int, str | None, str | None]] = {
     "insufficient-funds": (403, "insufficient-funds", "Insufficient Funds"),
     "expired": (403, "expired", "Expired"),
     "rejected": (403, "rejected", "Rejected"),
-    "exceed-precision": (400, "exceed-precision", "Exceed Precision"),
+    "exceed-precision": (400, "exceed-precision", "Exceeds Maximum Precision Allowed"),
     "notional-value-too-large": (403, "notional-value-too-large", "Notional Value Too Large"),
     "market-conditions-prevented-execution": (
         403,
         "market-conditions-prevented-execution",
         "Market Conditions Prevented Execution",
     ),
-    "exceed-max-withdraw-limit": (400, "exceed-max-withdraw-limit", "Exceed Max Withdraw Limit"),
+    "exceed-max-withdraw-limit": (400, "exceed-max-withdraw-limit", "Withdrawal Amount Too Large"),
 }
 
 

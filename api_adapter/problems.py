@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -21,9 +20,10 @@ from sandex.api_adapter.request_bodies import (
 )
 from sandex.api_adapter.responses import ProblemResponse, problem
 from sandex.engine.kernel.errors import DomainError
+from sandex.engine.kernel.logs import get_logger
 from sandex.engine.kernel.money import AMOUNT_PATTERN
 
-log = structlog.get_logger("sandex.http")
+log = get_logger("sandex.http")
 
 
 class AuthError(Exception):

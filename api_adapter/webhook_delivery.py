@@ -58,7 +58,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
-import structlog
 
 from sandex.api_adapter.writer_bridge import submit
 from sandex.engine.config.destinations import Destinations
@@ -66,6 +65,7 @@ from sandex.engine.domain.webhook_faults import DecideWebhookDelivery
 from sandex.engine.kernel.clock import parse_time
 from sandex.engine.kernel.commands import Actor
 from sandex.engine.kernel.credentials import SealError, redact_url, unseal
+from sandex.engine.kernel.logs import get_logger
 from sandex.engine.read import webhook_status
 from sandex.engine.read.connections import ReadConnections
 from sandex.engine.runtime.key_file import KeyFile, KeyFileError
@@ -74,7 +74,7 @@ from sandex.engine.store import local_base, private_files
 if TYPE_CHECKING:
     from sandex.engine.runtime.writer import Engine
 
-log = structlog.get_logger("sandex.webhooks")
+log = get_logger("sandex.webhooks")
 
 # The most of a response body read: enough to keep a connection that answered briefly,
 # never a receiver's whole (perhaps endless) answer. One network read may hold 64 KiB.

@@ -27,6 +27,7 @@ from sandex.engine.store import private_files
 from sandex.engine.tools.verify import verify
 from sandex.testing import SandexServer, SandexWorld, Template
 from tests.support.conformance import Answer, Kept, Observe, conformance_problems, served_problems
+from tests.support.trading_helpers import STILL, funded
 from tests.support.world_helpers import Front
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -470,3 +471,12 @@ def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpC
     server: SandexServer = request.getfixturevalue("sandex_server")
     undocumented = served_problems(f"{server.url}/openapi.json", made.answers)
     assert not undocumented, "answers /openapi.json does not describe:\n" + "\n".join(undocumented)
+
+
+@pytest.fixture
+def http_sb(request: pytest.FixtureRequest) -> Any:
+    """The trading tests' `http_sandbox` (markets, order lifecycle, order matching): a
+    still market, funded as their in-process `sb` is; a test's own `sandex` marker,
+    nearer, wins over the still one added here."""
+    request.node.add_marker(pytest.mark.sandex(settings=STILL))
+    return funded(request.getfixturevalue("http_sandbox"))

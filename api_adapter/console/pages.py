@@ -467,11 +467,13 @@ async def timeline_page(request: Request) -> Response:
     except ValueError as exc:
         return _problem(request, viewer, str(exc))
     queries = _api(request).state.queries
-    mentions = (query.get("customer") or query.get("profile") or query.get("entity") or "").strip()
+    # every filter given is a condition of the page: an event names each of them
+    wanted = (query.get(name, "").strip() for name in ("customer", "profile", "entity"))
+    mentions = tuple(text for text in wanted if text)
     if viewer.operator:
         keep = timeline.TimelineFilter(
             type=(query.get("type") or "").strip() or None,
-            mentions=mentions or None,
+            mentions=mentions,
             until_time=until_time or as_of.time,
             until_position=as_of.position,
         )
@@ -482,7 +484,6 @@ async def timeline_page(request: Request) -> Response:
         position = as_of.position
         if as_of.time is not None:
             position = await run_in_threadpool(_position_at, queries, as_of.time)
-        wanted = (query.get(name, "").strip() for name in ("customer", "profile", "entity"))
         items, after = feed.newest_events(
             queries,
             viewer.customer_id,
@@ -490,7 +491,7 @@ async def timeline_page(request: Request) -> Response:
             limit=timeline.DEFAULT_LIMIT,
             until_position=position,
             type=(query.get("type") or "").strip() or None,
-            mentions=[text for text in wanted if text],
+            mentions=mentions,
             until_time=until_time,
         )
         rows = [_feed_row(item) for item in items]

@@ -16,16 +16,16 @@ import time
 from collections import Counter
 from typing import Any
 
-import structlog
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from sandex.engine import Engine
 from sandex.engine.domain.trading.market_feed import FEED_MARKETS
 from sandex.engine.kernel.commands import Tick
+from sandex.engine.kernel.logs import get_logger
 from sandex.engine.runtime.market_feed import BOOK, TRADES, Subscriber
 
-log = structlog.get_logger("sandex.stream")
+log = get_logger("sandex.stream")
 
 TRY_LATER = 1013  # too many connections from this address
 UNKNOWN = 1008  # policy violation: no such market

@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import orjson
-import structlog
 from uvicorn.protocols.http.httptools_impl import (
     STATUS_LINE,
     HttpToolsProtocol,
@@ -62,8 +61,9 @@ from sandex.api_adapter.problem_types import problem_body
 from sandex.api_adapter.version import VERSION_HEADER, installed_version
 from sandex.api_adapter.wire_faults import EXTENSION, SILENT, short_length
 from sandex.engine.config.settings import Settings
+from sandex.engine.kernel.logs import get_logger
 
-log = structlog.get_logger("sandex.http")
+log = get_logger("sandex.http")
 
 WS_MAX_MESSAGE_BYTES = 4096
 

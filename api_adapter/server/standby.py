@@ -14,12 +14,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from sandex.api_adapter.responses import problem
+from sandex.engine.kernel.logs import get_logger
 from sandex.engine.store import LeaseHeld, StoreUnavailable
 
-log = structlog.get_logger("sandex.standby")
+log = get_logger("sandex.standby")
 
 # Seconds between two tries of the lease (a part of the failover time).
 POLL = 0.2

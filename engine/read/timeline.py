@@ -19,12 +19,12 @@ MAX_LIMIT = 200
 
 @dataclass(frozen=True, slots=True)
 class TimelineFilter:
-    """What a page keeps: an event type, an id the event names (a customer, a profile,
-    an order, a transfer: in its stream or its data), events at or before a time, and
-    events at or before a log position (time travel)."""
+    """What a page keeps: an event type, ids the event names, each of them (a customer,
+    a profile, an order, a transfer: in its stream or its data), events at or before a
+    time, and events at or before a log position (time travel)."""
 
     type: str | None = None
-    mentions: str | None = None
+    mentions: tuple[str, ...] = ()
     until_time: str | None = None
     until_position: int | None = None
 
@@ -61,9 +61,9 @@ def page_query(before: int | None, keep: TimelineFilter) -> tuple[str, list[Any]
     if keep.type:
         where.append("type = ?")
         params.append(keep.type)
-    if keep.mentions:
+    for text in keep.mentions:
         where.append("(instr(stream, ?) > 0 OR instr(data, ?) > 0)")
-        params += [keep.mentions, keep.mentions]
+        params += [text, text]
     if keep.until_time:
         where.append("occurred_at <= ?")
         params.append(keep.until_time)

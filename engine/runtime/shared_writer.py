@@ -42,14 +42,18 @@ class SharedWriter:
         self._ready: queue.SimpleQueue[Engine | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def thread(self) -> threading.Thread | None:
         return self._thread
 
     def attach(self) -> threading.Thread:
-        """The thread an engine starting on this writer runs on (started if need be)."""
+        """The thread an engine starting on this writer runs on (started if need be).
+        Refused once closed: a thread started then would have nobody to end it."""
         with self._lock:
+            if self._closed:
+                raise writer_module.EngineStopped("the shared writer is closed")
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="sandex-writer", daemon=True
@@ -69,8 +73,10 @@ class SharedWriter:
             self._ready.put(engine)
 
     def close(self) -> None:
-        """End the thread (its engines stopped first: the server is stopping)."""
+        """End the thread (its engines stopped first: the server is stopping); no
+        engine starts on this writer after."""
         with self._lock:
+            self._closed = True
             thread, self._thread = self._thread, None
         if thread is not None:
             self._ready.put(_CLOSE)

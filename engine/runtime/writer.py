@@ -226,11 +226,12 @@ class Engine:
                 self._thread = threading.Thread(target=self._run, name="sandex-writer", daemon=True)
                 self._thread.start()
             else:
+                thread = writer.attach()  # first: a closed writer refuses, nothing changed
                 self._off.clear()
                 self._strategy = strategy = Pipelined(self)
                 strategy.others_ready = lambda: writer.others_ready(self)
                 self._shared = writer
-                self._thread = writer.attach()
+                self._thread = thread
             self.store.start_checkpoints()
             self._maybe_snapshot(self.state.position)
         return self

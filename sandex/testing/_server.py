@@ -63,7 +63,9 @@ def start_thread(folder: Path) -> Running:
     """The app `sandex serve` builds (the default world with its worlds), served by
     uvicorn on a loopback ephemeral port on a daemon thread of this process. The
     process's structlog configuration is the suite's own: left as it is (configured
-    here, it would filter the suite's own log lines, and its captures, process-wide)."""
+    here, it would filter the suite's own log lines, and its captures, process-wide);
+    but the server's lines, which it would print to the standard output a user's test
+    captures, go to `logging` (`hand_to_logging`), which pytest keeps with each test."""
     import uvicorn
 
     from sandex.api_adapter.bootstrap import fixed
@@ -71,7 +73,9 @@ def start_thread(folder: Path) -> Running:
     from sandex.api_adapter.server.listen import listen
     from sandex.api_adapter.world import World
     from sandex.engine.config.settings import Settings
+    from sandex.engine.kernel.logs import hand_to_logging
 
+    hand_to_logging()
     secret = secrets.token_urlsafe(30)
     settings = Settings(**SERVER_SETTINGS)
     listener = listen("127.0.0.1", 0)

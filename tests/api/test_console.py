@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from sandex.engine.domain.sandbox_snapshots import TakeSnapshot
 from sandex.engine.read import timeline
 from tests.support.identity_helpers import PERSON, person
-from tests.support.trading_helpers import get_order, limit, placed, still
+from tests.support.trading_helpers import STILL, get_order, limit, placed, still
 from tests.support.transfer_helpers import quote, withdraw
 
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -60,15 +60,34 @@ def _form_token(html: str) -> str:
 
 
 @pytest.fixture
-def sb(sandbox_factory: Any) -> Any:
+def sb(request: pytest.FixtureRequest) -> Any:
+    """A still world of the plugin's (`http_sandbox`): the console is HTTP, pages and
+    forms, so its tests drive it as a user's suite would."""
+    request.node.add_marker(pytest.mark.sandex(settings=STILL))
+    return request.getfixturevalue("http_sandbox")
+
+
+@pytest.fixture
+def app_sb(sandbox_factory: Any) -> Any:
+    """A still in-process sandbox, for the tests that reach behind the console's HTTP:
+    the engine's log position, the app's state or its stack (docs/testing.md's table)."""
     return still(sandbox_factory)
+
+
+def _signed_in(sandbox: Any) -> Browser:
+    browser = Browser(sandbox, sandbox.client_id, sandbox.client_secret)
+    assert browser.answer.status_code == 303, browser.answer.text
+    return browser
 
 
 @pytest.fixture
 def operator(sb: Any) -> Browser:
-    browser = Browser(sb, "sandex", "sandex-secret")
-    assert browser.answer.status_code == 303, browser.answer.text
-    return browser
+    return _signed_in(sb)
+
+
+@pytest.fixture
+def app_operator(app_sb: Any) -> Browser:
+    return _signed_in(app_sb)
 
 
 def _gtt_buy(sb: Any, price: str = "30000", **extra: Any) -> dict[str, Any]:
@@ -82,7 +101,7 @@ def _gtt_buy(sb: Any, price: str = "30000", **extra: Any) -> dict[str, Any]:
 
 
 def test_sign_in_holds_the_session_in_an_httponly_same_site_cookie(sb: Any) -> None:
-    browser = Browser(sb, "sandex", "sandex-secret")
+    browser = Browser(sb, sb.client_id, sb.client_secret)
     assert browser.answer.status_code == 303
     cookie = browser.answer.headers["set-cookie"]
     assert "sandex_console=" in cookie
@@ -95,10 +114,11 @@ def test_sign_in_holds_the_session_in_an_httponly_same_site_cookie(sb: Any) -> N
 
 
 def test_a_refused_secret_signs_nobody_in(sb: Any) -> None:
-    browser = Browser(sb, "sandex", "wrong")
+    browser = Browser(sb, sb.client_id, "wrong")
     assert browser.answer.status_code == 401
     assert "refused" in browser.answer.text
-    assert browser.http.get("/console/timeline").url.path.endswith("/console/signin")
+    page = browser.http.get("/console/timeline", follow_redirects=True)
+    assert page.url.path.endswith("/console/signin")
 
 
 def test_a_sign_in_without_its_form_token_is_refused(sb: Any) -> None:
@@ -196,6 +216,23 @@ def test_the_timeline_shows_the_order_newest_first_and_opens_its_json(
     assert 'data-type="OrderPlaced"' in only and 'data-type="ClientCreated"' not in only
 
 
+def test_the_operators_timeline_keeps_the_events_naming_every_filter_given(
+    sb: Any, operator: Browser
+) -> None:
+    """Customer, profile and entity given together are each a condition (only the first
+    given was applied): of two orders of one tenant's profile, only the one named."""
+    headers, tenant = sb.tenant()
+    sb.deposit("USD", "100000", headers=headers)
+    named, other = (
+        placed(sb, headers=headers, **limit("BUY", price, "0.1")) for price in ("30000", "29000")
+    )
+    filters = {"profile": named["profile_id"], "entity": named["id"]}
+    for given in (filters, {"customer": tenant["customer_id"], **filters}):
+        page = operator.get("/console/timeline", **given).text
+        assert 'data-type="OrderPlaced"' in page, page[-500:]
+        assert named["id"] in page and other["id"] not in page
+
+
 def test_the_timeline_pages_by_log_position(sb: Any, operator: Browser) -> None:
     for _ in range(60):
         sb.deposit("USD", "1")
@@ -208,10 +245,10 @@ def test_the_timeline_pages_by_log_position(sb: Any, operator: Browser) -> None:
 
 
 @pytest.mark.sqlite_only("SQLite's query plan")
-def test_a_timeline_page_walks_the_log_s_primary_key_and_sorts_nothing(sb: Any) -> None:
+def test_a_timeline_page_walks_the_log_s_primary_key_and_sorts_nothing(app_sb: Any) -> None:
     """The first page of a world of any size reads its rows from the head down: no sort
     of the log, no count (what keeps it fast at a million events)."""
-    queries = sb.app.state.queries
+    queries = app_sb.app.state.queries
     for before in (None, 10):
         sql, params = timeline.page_query(before, timeline.TimelineFilter())
         plan = " | ".join(
@@ -227,15 +264,15 @@ def test_client_secrets_are_redacted_in_an_events_json(operator: Browser) -> Non
 
 
 def test_the_live_stream_announces_each_commit(
-    sb: Any, operator: Browser, monkeypatch: pytest.MonkeyPatch
+    app_sb: Any, app_operator: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sandex.api_adapter.console import pages
 
     monkeypatch.setattr(pages, "STREAM_SECONDS", 1.0)
     monkeypatch.setattr(pages, "STREAM_POLL_SECONDS", 0.05)
-    sb.deposit("USD", "1")
-    head = sb.engine.store.last_position()
-    with sb.http.stream("GET", "/console/stream") as answer:
+    app_sb.deposit("USD", "1")
+    head = app_sb.engine.store.last_position()
+    with app_sb.http.stream("GET", "/console/stream") as answer:
         assert answer.headers["content-type"].startswith("text/event-stream")
         lines = list(answer.iter_lines())
     assert lines[0].startswith("retry:")
@@ -243,7 +280,7 @@ def test_the_live_stream_announces_each_commit(
 
 
 def test_the_stream_ends_when_the_server_begins_to_stop(
-    sb: Any, operator: Browser, monkeypatch: pytest.MonkeyPatch
+    app_sb: Any, app_operator: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """uvicorn waits for every answer under way before it stops: an open page's stream
     ends at the server's stopping event instead of holding a Ctrl-C'd server."""
@@ -254,17 +291,17 @@ def test_the_stream_ends_when_the_server_begins_to_stop(
     monkeypatch.setattr(pages, "STREAM_POLL_SECONDS", 0.05)
     stopping = threading.Event()
     stopping.set()
-    app = sb.http.app
+    app = app_sb.http.app
 
     async def stopping_server(scope: Any, receive: Any, send: Any) -> None:
         scope[STOPPING] = stopping
         await app(scope, receive, send)
 
-    browser = TestClient(stopping_server, cookies=dict(sb.http.cookies))
-    with browser.stream("GET", _under_prefix(sb, "/console/stream")) as answer:
+    browser = TestClient(stopping_server, cookies=dict(app_sb.http.cookies))
+    with browser.stream("GET", _under_prefix(app_sb, "/console/stream")) as answer:
         lines = answer.iter_lines()
         assert next(lines).startswith("retry:")
-        sb.deposit("USD", "1")  # a commit after it opened: announced only if it went on
+        app_sb.deposit("USD", "1")  # a commit after it opened: announced only if it went on
         rest = list(lines)
     assert "event: commit" not in rest, rest
     browser.close()
@@ -315,38 +352,40 @@ def test_the_order_is_in_the_book_at_its_price_and_advancing_an_hour_cancels_it(
     assert 'class="ladder"' in after and 'class="resting"' not in after  # the ladder alone
 
 
-def test_time_travel_before_the_order_shows_a_book_without_it(sb: Any, operator: Browser) -> None:
-    sb.deposit("USD", "100000")
-    cut = sb.engine.store.last_position()
-    order = placed(sb, **limit("BUY", "30000", "0.1"))
-    now = operator.get("/console/markets", market="BTCUSD").text
+def test_time_travel_before_the_order_shows_a_book_without_it(
+    app_sb: Any, app_operator: Browser
+) -> None:
+    app_sb.deposit("USD", "100000")
+    cut = app_sb.engine.store.last_position()
+    order = placed(app_sb, **limit("BUY", "30000", "0.1"))
+    now = app_operator.get("/console/markets", market="BTCUSD").text
     assert re.search(r'data-price="30000(?:\.0+)?" class="resting"', now)
-    then = operator.get("/console/markets", market="BTCUSD", as_of=str(cut))
+    then = app_operator.get("/console/markets", market="BTCUSD", as_of=str(cut))
     assert then.status_code == 200, then.text
     assert not re.search(r'data-price="30000(?:\.0+)?" class="resting"', then.text)
     assert 'data-testid="as-of-shown"' in then.text and "sse-connect" not in then.text
-    timeline = operator.get("/console/timeline", as_of=str(cut)).text
+    timeline = app_operator.get("/console/timeline", as_of=str(cut)).text
     assert order["id"] not in timeline
-    assert operator.get("/console/markets", as_of="yesterday").status_code == 400
+    assert app_operator.get("/console/markets", as_of="yesterday").status_code == 400
 
 
 def test_time_travel_on_the_entity_pages_shows_them_as_they_were(
-    sb: Any, operator: Browser
+    app_sb: Any, app_operator: Browser
 ) -> None:
-    order = _gtt_buy(sb, "30000")
-    before_expiry = sb.engine.store.last_position()
-    sb.advance(3600)
+    order = _gtt_buy(app_sb, "30000")
+    before_expiry = app_sb.engine.store.last_position()
+    app_sb.advance(3600)
     page = f"/console/orders/{order['profile_id']}/{order['id']}"
-    assert 'data-testid="order-status">CANCELLED<' in operator.get(page).text
-    then = operator.get(page, as_of=str(before_expiry)).text
+    assert 'data-testid="order-status">CANCELLED<' in app_operator.get(page).text
+    then = app_operator.get(page, as_of=str(before_expiry)).text
     assert 'data-testid="order-status">OPEN<' in then and "sse-connect" not in then
-    listed = operator.get("/console/orders", as_of=str(before_expiry)).text
+    listed = app_operator.get("/console/orders", as_of=str(before_expiry)).text
     shown = re.search(rf'data-order="{order["id"]}".*?order-status">(\w+)<', listed, re.S)
     assert shown and shown.group(1) == "OPEN"
-    balances = operator.get("/console/profiles", as_of=str(before_expiry)).text
+    balances = app_operator.get("/console/profiles", as_of=str(before_expiry)).text
     held = re.search(r'data-asset="USD">.*?held">([^<]+)<', balances, re.S)
     assert held and Decimal(held.group(1)) > 0  # the order's hold, released since
-    at_start = operator.get("/console/orders", as_of="1").text
+    at_start = app_operator.get("/console/orders", as_of="1").text
     assert order["id"] not in at_start and 'data-testid="orders-empty"' in at_start
 
 
@@ -498,21 +537,21 @@ def test_an_orders_page_shows_its_fills_and_the_orders_own_vwap(sb: Any, operato
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)
-def test_hostile_text_renders_inert(sb: Any, operator: Browser, hostile: str) -> None:
-    order = _gtt_buy(sb, metadata={LONG_KEY: hostile, "note": hostile})
-    profile = sb.post("/v2/profiles", {"nickname": hostile[:30], "description": hostile})
+def test_hostile_text_renders_inert(app_sb: Any, app_operator: Browser, hostile: str) -> None:
+    order = _gtt_buy(app_sb, metadata={LONG_KEY: hostile, "note": hostile})
+    profile = app_sb.post("/v2/profiles", {"nickname": hostile[:30], "description": hostile})
     assert profile.status_code == 200, profile.text
     pages = [
         f"/console/orders/{order['profile_id']}/{order['id']}",
         "/console/profiles",
         "/console/timeline",
-        f"/console/events/{sb.engine.store.last_position()}",
+        f"/console/events/{app_sb.engine.store.last_position()}",
     ]
     for path in pages:
-        text = operator.get(path).text
+        text = app_operator.get(path).text
         assert hostile not in text and hostile[:30] not in text, path
         assert "<script>alert" not in text and "<img src=x" not in text
-    shown = operator.get(pages[0]).text
+    shown = app_operator.get(pages[0]).text
     assert LONG_KEY in shown and "&lt;" in shown
 
 
@@ -545,37 +584,37 @@ def test_a_hostile_identity_name_renders_inert(sb: Any, operator: Browser, hosti
 
 
 @pytest.mark.default_world_only("the worlds page is the default world's")
-def test_the_operator_lists_forks_and_deletes_worlds(sb: Any, operator: Browser) -> None:
-    answer = operator.http.post(
+def test_the_operator_lists_forks_and_deletes_worlds(app_sb: Any, app_operator: Browser) -> None:
+    answer = app_operator.http.post(
         "/console/worlds/action",
-        data={"csrf": operator.form_token, "action": "create", "name": "made-in-console"},
+        data={"csrf": app_operator.form_token, "action": "create", "name": "made-in-console"},
     )
     assert answer.status_code == 200 and "create: 200" in answer.text, answer.text
     world_id = re.search(r'data-testid="world-row" data-world="([^"]+)"', answer.text)
     assert world_id and "made-in-console" in answer.text
     made = world_id.group(1)
-    manager = sb.app.state.worlds
+    manager = app_sb.app.state.worlds
     served = manager.enter(made)
     try:
         served.engine.execute(TakeSnapshot(name="start"))
     finally:
         manager.leave(made, served)
-    fork = {"csrf": operator.form_token, "action": "fork", "world": made, "snapshot": "start"}
-    forked = operator.http.post("/console/worlds/action", data=fork)
+    fork = {"csrf": app_operator.form_token, "action": "fork", "world": made, "snapshot": "start"}
+    forked = app_operator.http.post("/console/worlds/action", data=fork)
     assert "fork: 200" in forked.text, forked.text
     assert len(re.findall('data-testid="world-row"', forked.text)) == 2
-    gone = operator.http.post(
+    gone = app_operator.http.post(
         "/console/worlds/action",
-        data={"csrf": operator.form_token, "action": "delete", "world": made},
+        data={"csrf": app_operator.form_token, "action": "delete", "world": made},
     )
     assert "delete: 200" in gone.text, gone.text
     assert len(re.findall('data-testid="world-row"', gone.text)) == 1
 
 
 @pytest.mark.default_world_only("a world's console under its prefix, from the default one")
-def test_a_worlds_console_is_served_under_its_prefix(sb: Any) -> None:
-    made = sb.post("/v2/sandbox/worlds", {"clock": "manual"}).json()
-    front = TestClient(sb.world.front)
+def test_a_worlds_console_is_served_under_its_prefix(app_sb: Any) -> None:
+    made = app_sb.post("/v2/sandbox/worlds", {"clock": "manual"}).json()
+    front = TestClient(app_sb.world.front)
     path = f"/w/{made['id']}/console/signin"
     page = front.get(path)
     assert page.status_code == 200 and f'action="/w/{made["id"]}/console/signin"' in page.text
@@ -597,7 +636,7 @@ def test_a_worlds_console_is_served_under_its_prefix(sb: Any) -> None:
     front.close()
 
 
-def test_the_console_is_off_when_the_world_serves_none(sb: Any) -> None:
-    assert sb.http.get("/console/signin").status_code == 200
-    sb.app.state.console = False
-    assert sb.http.get("/console/signin").status_code == 404
+def test_the_console_is_off_when_the_world_serves_none(app_sb: Any) -> None:
+    assert app_sb.http.get("/console/signin").status_code == 200
+    app_sb.app.state.console = False
+    assert app_sb.http.get("/console/signin").status_code == 404

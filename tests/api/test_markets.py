@@ -11,9 +11,9 @@ from sandex.engine.kernel.money import MARKETS
 from tests.support.log_helpers import masked_log
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import (
-    STILL,
     book,
     events,
+    funded,
     get_order,
     limit,
     placed,
@@ -24,20 +24,7 @@ from tests.support.trading_helpers import (
 
 @pytest.fixture
 def sb(sandbox_factory: Any) -> Any:
-    sandbox = still(sandbox_factory)
-    sandbox.deposit("USD", "1000000")
-    sandbox.deposit("BTC", "10")
-    return sandbox
-
-
-@pytest.fixture
-def http_sb(request: pytest.FixtureRequest) -> Any:
-    """The same, a plugin world (`http_sandbox`), for the tests that only talk HTTP."""
-    request.node.add_marker(pytest.mark.sandex(settings=STILL))
-    sandbox = request.getfixturevalue("http_sandbox")
-    sandbox.deposit("USD", "1000000")
-    sandbox.deposit("BTC", "10")
-    return sandbox
+    return funded(still(sandbox_factory))
 
 
 def price(sb: Any, market: str = "BTCUSD") -> dict[str, Any]:

@@ -14,10 +14,10 @@ from sandex.engine.kernel.clock import to_millis
 from tests.conftest import START
 from tests.support.identity_helpers import approved_account
 from tests.support.trading_helpers import (
-    STILL,
     best,
     events,
     executions,
+    funded,
     get_order,
     limit,
     money,
@@ -30,20 +30,7 @@ from tests.support.trading_helpers import (
 
 @pytest.fixture
 def sb(sandbox_factory: Any) -> Any:
-    sandbox = still(sandbox_factory)
-    sandbox.deposit("USD", "1000000")
-    sandbox.deposit("BTC", "10")
-    return sandbox
-
-
-@pytest.fixture
-def http_sb(request: pytest.FixtureRequest) -> Any:
-    """The same, a plugin world (`http_sandbox`), for the tests that only talk HTTP."""
-    request.node.add_marker(pytest.mark.sandex(settings=STILL))
-    sandbox = request.getfixturevalue("http_sandbox")
-    sandbox.deposit("USD", "1000000")
-    sandbox.deposit("BTC", "10")
-    return sandbox
+    return funded(still(sandbox_factory))
 
 
 def of_order(sb: Any, order: dict[str, Any]) -> list[tuple[str, str]]:

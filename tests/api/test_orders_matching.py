@@ -18,6 +18,7 @@ from tests.support.trading_helpers import (
     book,
     events,
     executions,
+    funded,
     get_order,
     limit,
     money,
@@ -32,20 +33,7 @@ HOUSE_BID = Decimal("42478.75")
 
 @pytest.fixture
 def sb(sandbox_factory: Any) -> Any:
-    sandbox = still(sandbox_factory)
-    sandbox.deposit("USD", "1000000")
-    sandbox.deposit("BTC", "10")
-    return sandbox
-
-
-@pytest.fixture
-def http_sb(request: pytest.FixtureRequest) -> Any:
-    """The same, a plugin world (`http_sandbox`), for the tests that only talk HTTP."""
-    request.node.add_marker(pytest.mark.sandex(settings=STILL))
-    sandbox = request.getfixturevalue("http_sandbox")
-    sandbox.deposit("USD", "1000000")
-    sandbox.deposit("BTC", "10")
-    return sandbox
+    return funded(still(sandbox_factory))
 
 
 def tenant(sb: Any, btc: str = "5", usd: str = "500000") -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi import APIRouter
 
-from tests.support.reference import document, problem_types
+from tests.support.reference import document, problem_titles, problem_types
 
 PROBLEM = "application/problem+json"
 
@@ -364,6 +364,20 @@ def test_every_typed_problem_is_the_references_with_its_status() -> None:
     typed = {PROBLEM_BASE + slug: status for status, slug, _ in DOMAIN_PROBLEMS.values() if slug}
     assert {uri: reference.get(uri) for uri in typed} == typed
     assert "market-conditions-prevented-execution" in {uri.rsplit("/", 1)[1] for uri in typed}
+
+
+def test_every_typed_problems_title_is_the_references() -> None:
+    """A problem type the reference titles carries that title, word for word."""
+    from sandex.api_adapter.problem_types import DOMAIN_PROBLEMS, PROBLEM_BASE
+
+    reference = problem_titles()  # skips where the reference is absent
+    titled = {
+        PROBLEM_BASE + slug: title
+        for _, slug, title in DOMAIN_PROBLEMS.values()
+        if slug and PROBLEM_BASE + slug in reference
+    }
+    assert titled == {uri: reference[uri] for uri in titled}
+    assert "exceed-precision" in {uri.rsplit("/", 1)[1] for uri in titled}
 
 
 def test_a_domain_error_renders_as_the_same_problem_as_before() -> None:

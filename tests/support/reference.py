@@ -168,6 +168,17 @@ def problem_types() -> dict[str, int]:
     }
 
 
+def problem_titles() -> dict[str, str]:
+    """The title of each typed problem (a type URI other than about:blank) in the whole
+    document's problem examples; skips where the document is absent."""
+    examples = _load(path(FULL_NAME))["components"]["examples"]
+    return {
+        ex["value"]["type"]: ex["value"]["title"]
+        for name, ex in examples.items()
+        if name.startswith("Problem_") and ex["value"]["type"] != "about:blank"
+    }
+
+
 def operation_ids() -> dict[tuple[str, str], str]:
     """The whole document's operation ids by (method, path with the /v2 prefix); skips
     where the document is absent."""

@@ -19,6 +19,14 @@ def still(sandbox_factory: Any, name: str = "sandex.db", **overrides: Any) -> An
     return sandbox_factory(name, **{**STILL, **overrides})
 
 
+def funded(sandbox: Any) -> Any:
+    """`sandbox` with what the trading tests' own holds (their `sb` in process, the
+    suite's `http_sb` in a plugin world): 1,000,000 USD and 10 BTC."""
+    sandbox.deposit("USD", "1000000")
+    sandbox.deposit("BTC", "10")
+    return sandbox
+
+
 def place(sb: Any, profile: str = "default", headers: Any = None, **body: Any) -> Any:
     body.setdefault("market", "BTCUSD")
     kw = {"headers": headers} if headers is not None else {}

@@ -241,3 +241,19 @@ def test_an_engine_queued_again_in_its_turn_is_not_another_engine_waiting(
     assert shared.others_ready(other)
     shared.wake(other)
     assert shared.others_ready(engine)
+
+
+def test_a_closed_shared_writer_starts_no_thread_for_an_engine(tmp_path: Path) -> None:
+    """An engine started on a writer already closed (a world loaded as the server
+    stops) is refused, and no writer thread is left running with nobody to end it."""
+    shared = SharedWriter()
+    shared.close()
+    before = _writers()
+    engine = open_engine(tmp_path / "late.db", make_settings())
+    try:
+        with pytest.raises(EngineStopped):
+            engine.start(shared)
+        assert _writers() - before == set()
+        assert shared.thread is None
+    finally:
+        engine.stop()
