@@ -73,8 +73,9 @@ api-worlds: $(DEV)
 	$(BIN)/python -m pytest tests/api -n 2 -m "not slow" --world fresh
 
 # The slow tests, then the slow API tests that hold for any store and any world (the
-# fuzzers, the feed's long run) once more on PostgreSQL and in worlds, as the passes above.
-SLOW_IN_EVERY_MODE = tests/api/test_fuzz.py tests/api/test_market_stream.py
+# fuzzers, the feed's long run, a hundred worlds at once) once more on PostgreSQL and in
+# worlds, as the passes above.
+SLOW_IN_EVERY_MODE = tests/api/test_fuzz.py tests/api/test_market_stream.py tests/api/test_worlds.py
 slow: $(DEV) postgres
 	$(BIN)/python -m pytest -m slow
 	$(BIN)/python -m pytest $(SLOW_IN_EVERY_MODE) -n 2 -m slow --backend postgresql

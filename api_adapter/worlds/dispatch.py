@@ -32,7 +32,11 @@ class WorldDispatch:
             return
         world_id, slash, rest = scope["path"][len(PREFIX) :].partition("/")
         feed = scope["type"] == "websocket"  # a deletion waits for requests, not feeds
-        served = self.manager.enter(world_id, feed=feed)
+        try:
+            served = self.manager.enter(world_id, feed=feed)
+        except Unavailable as exc:  # its database refused to open it (`store_refused`)
+            await _refuse(scope, receive, send, exc)
+            return
         if served is None:
             await _refuse(scope, receive, send, NotFound(f"world not found with id {world_id}"))
             return

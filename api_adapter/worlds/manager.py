@@ -36,7 +36,7 @@ from sandex.engine.config.settings import Settings
 from sandex.engine.domain.sandbox_snapshots import snapshots
 from sandex.engine.kernel.clock import format_time
 from sandex.engine.kernel.commands import CreateCustomer
-from sandex.engine.kernel.errors import Forbidden, Invalid, NotFound
+from sandex.engine.kernel.errors import Forbidden, Invalid, NotFound, Unavailable
 from sandex.engine.kernel.logs import get_logger
 from sandex.engine.read.clients import customer_ids
 from sandex.engine.runtime import key_file
@@ -160,19 +160,38 @@ def assemble(
     `writer`: the writer thread its engine shares with the other worlds."""
     from sandex.api_adapter.world import World
 
-    world = World.open(
-        db.text,
-        settings,
-        store=store,
-        bootstrap=bootstrap,
-        background=True,
-        worlds=False,
-        record=recording,
-        record_world=True,
-        console=console,
-        writer=writer,
-    )
+    try:
+        world = World.open(
+            db.text,
+            settings,
+            store=store,
+            bootstrap=bootstrap,
+            background=True,
+            worlds=False,
+            record=recording,
+            record_world=True,
+            console=console,
+            writer=writer,
+        )
+    except StoreUnavailable as exc:
+        raise store_refused(exc) from exc
     return Served(world.start())
+
+
+def store_refused(exc: StoreUnavailable) -> Unavailable:
+    """The 503 of a world its database would not open. A database server at a connection
+    limit (its `max_connections`, or a database's or role's CONNECTION LIMIT: each
+    loaded world holds a connection) is named as such, so the client knows to delete
+    worlds, lower `max_loaded_worlds` or raise that limit."""
+    text = str(exc)
+    if "too many clients" in text or "too many connections" in text:
+        return Unavailable(
+            "the database server refused another connection (its connection limit, such as"
+            " max_connections, is reached; each loaded world holds a connection): delete"
+            f" worlds, lower max_loaded_worlds or raise that limit ({text.strip()})",
+            meta={"limit": "database_connections"},
+        )
+    return Unavailable(f"the world's database cannot be opened: {text.strip()}")
 
 
 def _new_client(secret: str) -> Bootstrap:
@@ -549,12 +568,15 @@ class WorldManager:
                 )
             store = capability(template.engine.store, Forking)
             assert store is not None, "every store forks"
-            forked = store.fork(
-                db.text,
-                up_to=int(taken["position"]),
-                lease=True,
-                lease_seconds=settings.writer_lease_seconds,
-            )
+            try:
+                forked = store.fork(
+                    db.text,
+                    up_to=int(taken["position"]),
+                    lease=True,
+                    lease_seconds=settings.writer_lease_seconds,
+                )
+            except StoreUnavailable as exc:
+                raise store_refused(exc) from exc
         finally:
             self.leave(template_id, template)
         try:

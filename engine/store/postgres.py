@@ -152,17 +152,21 @@ def take_lease(url: str, seconds: float = 5.0) -> _Lease:
     return _Lease(url, seconds)
 
 
-class _Lease:
-    """The writer lease: a session advisory lock held on a connection of its own for as
-    long as the store is open. The server drops it when that session ends, however the
-    process ends: at once when the process dies (its socket closes), and within
-    `seconds` when it hangs or its machine is cut off, by `idle_session_timeout` (a
-    thread here runs a query on the session every fifth of that, so a live writer's
-    session is never idle that long). A lease whose session ends sets `lost`."""
+class _LeaseSession:
+    """The session that holds the writer leases (session advisory locks) of every store
+    of one database that this process writes: a server's worlds are schemas of one
+    database, and a session each would spend the server's `max_connections` twice as
+    fast. The server drops the locks when the session ends, however the process ends:
+    at once when the process dies (its socket closes), and within `seconds` when it hangs
+    or its machine is cut off, by `idle_session_timeout` (a thread here runs a query on
+    the session every fifth of that, so a live writer's session is never idle that
+    long). A session that ends sets `lost`: every lease on it is lost at once."""
 
     def __init__(self, url: str, seconds: float) -> None:
         self.seconds = seconds
         self.lost = threading.Event()
+        self.keys: set[int] = set()  # the leases held on it
+        self.users = 0
         self.conn = _connect(url, read_only=False)
         try:
             self.conn.execute(f"SET idle_session_timeout = {_millis(seconds)}")  # type: ignore[arg-type]
@@ -171,28 +175,14 @@ class _Lease:
                 "PostgreSQL before 14 has no idle_session_timeout: a hung writer keeps the"
                 " lease until its connection ends (TCP keepalives)"
             )
-        self.key = _lease_key(url)
-        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
-        if not (got and got[0]):
-            holder = self.conn.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                " AND objid = %s AND database = (SELECT oid FROM pg_database"
-                " WHERE datname = current_database())",
-                (WRITER_LOCK,),
-            ).fetchone()
-            self.conn.close()
-            by = f" (server backend pid {holder[0]})" if holder else ""
-            raise LeaseHeld(
-                f"database {display(url)} is in use by another sandex writer{by}; stop it first"
-            )
-        self._guard = threading.Lock()
+        self.guard = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._keep, name="sandex-lease", daemon=True)
         self._thread.start()
 
     def _keep(self) -> None:
         while not self._stop.wait(self.seconds / 5):
-            with self._guard:
+            with self.guard:
                 if self._stop.is_set():
                     return
                 try:
@@ -202,17 +192,91 @@ class _Lease:
                     self.lost.set()
                     return
 
-    def release(self) -> None:
-        """Unlock, then close: the server ends a closed session's backend (and drops its
-        locks) only after `close` has returned, so a next writer could find it held."""
+    def close(self) -> None:
         self._stop.set()
-        with self._guard:
+        with self.guard:
             if not self.conn.closed:
-                with suppress(psycopg.Error):
-                    self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
                 self.conn.close()
         if self._thread is not threading.current_thread():
             self._thread.join()  # a stopped store leaves no thread behind (it ends at once)
+
+
+_sessions: dict[tuple[str, float], _LeaseSession] = {}
+_sessions_lock = threading.Lock()
+
+
+class _Lease:
+    """The writer lease of one store: a session advisory lock (`_lease_key`) held for as
+    long as the store is open, on its database's `_LeaseSession`. A lease whose session
+    ends sets `lost`."""
+
+    def __init__(self, url: str, seconds: float) -> None:
+        self.seconds = seconds
+        self.key = _lease_key(url)
+        where = locate(url)
+        self._place = (where.without_schema().text, seconds)
+        with _sessions_lock:
+            session = _sessions.get(self._place)
+            if session is None or session.lost.is_set():
+                session = _LeaseSession(self._place[0], seconds)
+                _sessions[self._place] = session
+            session.users += 1
+        self._session: _LeaseSession | None = session
+        self.lost = session.lost
+        try:
+            with session.guard:
+                if self.key in session.keys:  # this process writes it already
+                    raise LeaseHeld(
+                        f"database {display(url)} is in use by another sandex writer in this"
+                        " process; stop it first"
+                    )
+                got = session.conn.execute(
+                    "SELECT pg_try_advisory_lock(%s)", (self.key,)
+                ).fetchone()
+                if not (got and got[0]):
+                    holder = session.conn.execute(
+                        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                        " AND objid = %s AND database = (SELECT oid FROM pg_database"
+                        " WHERE datname = current_database())",
+                        (WRITER_LOCK,),
+                    ).fetchone()
+                    by = f" (server backend pid {holder[0]})" if holder else ""
+                    raise LeaseHeld(
+                        f"database {display(url)} is in use by another sandex writer{by};"
+                        " stop it first"
+                    )
+                session.keys.add(self.key)
+        except psycopg.Error as exc:
+            self._leave()
+            raise StoreUnavailable(f"cannot take the lease of {display(url)}: {exc}") from exc
+        except BaseException:
+            self._leave()
+            raise
+
+    def release(self) -> None:
+        """Unlock; the session closes with its last lease."""
+        session = self._session
+        if session is None:
+            return
+        with session.guard:
+            if self.key in session.keys:
+                session.keys.discard(self.key)
+                if not session.conn.closed:
+                    with suppress(psycopg.Error):
+                        session.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+        self._leave()
+
+    def _leave(self) -> None:
+        session, self._session = self._session, None
+        if session is None:
+            return
+        with _sessions_lock:
+            session.users -= 1
+            last = session.users == 0
+            if last and _sessions.get(self._place) is session:
+                del _sessions[self._place]
+        if last:
+            session.close()
 
 
 def _lease_key(url: str) -> int:
@@ -240,6 +304,7 @@ class PostgresEventStore:
     """The port on one PostgreSQL database (`path` is its URL)."""
 
     _spare: threading.Thread | None = None  # making the next fork's schema (`_make_spare`)
+    _spares: list[str]  # the spare schemas it made, dropped at `close` unless taken
 
     def __init__(
         self,
@@ -259,6 +324,7 @@ class PostgresEventStore:
             raise ValueError(f"durability must be one of {sorted(_SYNC)}")
         tables = with_indexes(tables or {})
         self.path = url
+        self._spares = []
         self._lease = _Lease(url, lease_seconds) if lease else None
         # Set when this store lost the lease: it never commits again (the owner exits).
         self.fenced = self._lease.lost if self._lease else threading.Event()
@@ -888,7 +954,7 @@ class PostgresEventStore:
             return
         self._spare = threading.Thread(
             target=postgres_schema.make_spare,
-            args=(lambda: _connect(self.path, read_only=False), self._tables),
+            args=(lambda: _connect(self.path, read_only=False), self._tables, self._spares),
             name="sandex-spare-schema",
             daemon=True,
         )
@@ -898,6 +964,10 @@ class PostgresEventStore:
         if self._spare is not None:
             self._spare.join()
             self._spare = None
+        if self._spares and not self.conn.closed:
+            self._rollback()
+            postgres_schema.drop_spares(self.conn, self._spares)
+            self._spares.clear()
         if not self.conn.closed:
             self._rollback()
             self.conn.close()

@@ -153,10 +153,13 @@ def claim_spare(
 
 
 def make_spare(
-    connect: Callable[[], psycopg.Connection[Any]], tables: dict[str, dict[str, Any]]
+    connect: Callable[[], psycopg.Connection[Any]],
+    tables: dict[str, dict[str, Any]],
+    made: list[str] | None = None,
 ) -> None:
     """Make a spare schema of `tables` for a next fork, unless `SPARES` are ready: the
-    whole of `fresh_script` in a schema no store names yet, committed at once."""
+    whole of `fresh_script` in a schema no store names yet, committed at once. Its
+    name is appended to `made`, so whoever made it drops it when done (`drop_spares`)."""
     prefix = _spare_prefix(tables)
     try:
         conn = connect()
@@ -171,10 +174,24 @@ def make_spare(
             conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[call-overload]
             conn.execute(f"SET LOCAL search_path = {name}")  # type: ignore[call-overload]
             conn.execute(fresh_script(tables))  # type: ignore[call-overload]
+        if made is not None:
+            made.append(name)
     except psycopg.Error as exc:  # the next fork makes its schema itself
         log.info("no spare schema made", error=str(exc).strip())
     finally:
         conn.close()
+
+
+def drop_spares(conn: psycopg.Connection[Any], names: Sequence[str]) -> None:
+    """Drop the spare schemas `names` that no fork took (a taken one was renamed), so a
+    stopped server leaves no schema behind but its worlds'."""
+    for name in names:
+        if not name.startswith(SPARE_PREFIX):
+            continue
+        try:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')  # type: ignore[call-overload]
+        except psycopg.Error as exc:  # a fork taking it at this moment has it
+            log.info("spare schema not dropped", schema=name, error=str(exc).strip())
 
 
 def _table_sql(name: str, spec: dict[str, Any]) -> str:

@@ -501,6 +501,93 @@ def test_a_deleted_world_is_gone(front: Front, sandbox: Any) -> None:
     assert other.ok("GET", "/v2/sandbox/clock")["mode"] == "manual"
 
 
+ON_SERVER = "a test of a PostgreSQL database's connections and schemas"
+
+
+def _backends(db: Any) -> int:
+    """How many sessions other than this one are connected to the database of `db`."""
+    import psycopg
+
+    with psycopg.connect(locate(db).conninfo()[0]) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_loaded_world_holds_one_connection_of_its_own(
+    front: Front, sandbox: Any, backend: str
+) -> None:
+    """A server's worlds are schemas of one database: their reads share one pool and
+    their writer leases one session, so each loaded world adds its writer's connection
+    alone (the shared pool may grow to its bound meanwhile) and a hundred worlds fit a
+    server's `max_connections`."""
+    if backend != "postgresql":
+        pytest.skip(ON_SERVER)
+    from sandex.engine.store.postgres_reads import POOL_SIZE
+
+    first = front.world()
+    first.ok("GET", "/v2/profiles/default/balances")
+    before = _backends(sandbox.db)
+    more = [front.world() for _ in range(6)]
+    for world in more:
+        world.ok("POST", "/v2/sandbox/profiles/default/deposit", {"asset": "USD", "amount": "1"})
+        world.ok("GET", "/v2/profiles/default/balances")
+    assert _backends(sandbox.db) - before <= len(more) + POOL_SIZE
+
+
+def test_a_world_its_database_refuses_to_open_is_a_503_naming_the_limit(
+    front: Front, sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database server out of connections (PostgreSQL's own words) refuses a world
+    made or loaded with a 503 naming the limit, never a 500."""
+    from sandex.api_adapter.world import World as Assembled
+    from sandex.engine.store import StoreUnavailable
+
+    world = front.world()
+    sandbox.app.state.worlds.sweep(
+        time.time() + sandbox.engine.settings.world_idle_unload_seconds + 1
+    )
+    assert _status(front, world)["loaded"] is False
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("connection failed: FATAL:  sorry, too many clients already")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Assembled, "open", refused)
+        answers = [front.create(MANUAL), world.get("/v2/profiles")]
+    for answer in answers:
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.headers["retry-after"] == "1"
+        assert answer.json()["meta"] == {"limit": "database_connections"}
+        assert "too many clients" in answer.json()["detail"]
+    assert world.ok("GET", "/v2/profiles")["items"]
+    listed = front.http.get("/v2/sandbox/worlds", headers=front.headers).json()["items"]
+    assert [w["id"] for w in listed] == [world.id]
+
+
+def test_a_servers_spare_schemas_go_when_it_stops(sandbox_factory: Any, backend: str) -> None:
+    """A fork on PostgreSQL makes the next fork's schema ahead (a spare); the server
+    that made it drops it when it stops, leaving only its worlds' schemas."""
+    if backend != "postgresql":
+        pytest.skip(ON_SERVER)
+    from sandex.engine.store.postgres_schema import SPARE_PREFIX
+
+    sandbox = sandbox_factory()
+    front = Front(sandbox)
+    template = front.world()
+    template.ok("POST", "/v2/sandbox/snapshots", {"name": "ready"})
+    fork = front.world({"from_world": template.id, "from_snapshot": "ready"})
+    front.http.close()
+    sandbox.close()
+    left = {s for s in _schemas(sandbox.db) if not s.startswith("pg_")}
+    assert left == {"public", "information_schema", template.id, fork.id}
+    assert not [s for s in left if s.startswith(SPARE_PREFIX)]
+
+
 def test_a_world_that_delivered_webhooks_is_deleted_with_its_delivery_progress(
     front: Front, sandbox: Any
 ) -> None:
@@ -680,14 +767,15 @@ def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any, cou
     """The two-engine isolation test, scaled up: worlds driven in parallel through one
     server, each with amounts, prices, a fee rate and a clock of its own, each show
     exactly their own deposits, orders, trades, book, clock and log, and nothing of
-    another's."""
+    another's; then all deleted, they leave no file or schema behind."""
     from concurrent.futures import ThreadPoolExecutor
     from datetime import timedelta
 
     from sandex.engine.kernel.clock import parse_time
 
     # its log in a file: a pipe nobody reads would fill and stop the server
-    server = Process(database(), tmp_path / "server.log")
+    db = database()
+    server = Process(db, tmp_path / "server.log")
     try:
         token = httpx.post(
             f"{server.base}/oauth2/token",
@@ -700,10 +788,25 @@ def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any, cou
         listed = httpx.get(
             f"{server.base}/v2/sandbox/worlds", params={"limit": count}, headers=admin
         ).json()["items"]
+
+        def delete(world: dict[str, Any]) -> int:
+            url = f"{server.base}/v2/sandbox/worlds/{world['id']}"
+            return httpx.delete(url, headers=admin, timeout=60).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            deleted = list(pool.map(delete, seen))
+        left = httpx.get(f"{server.base}/v2/sandbox/worlds", headers=admin).json()["items"]
     except BaseException:
         server.kill()
         raise
     server.stop()
+    # every one deleted leaves nothing behind: no file, no schema, no spare schema
+    assert deleted == [200] * count and left == []
+    assert [trace for world in seen for trace in _traces(db, world["id"])] == []
+    if locate(db).on_server:
+        from sandex.engine.store.postgres_schema import SPARE_PREFIX
+
+        assert [s for s in _schemas(db) if s.startswith(SPARE_PREFIX)] == []
     # all of them alive at once, none unloaded meanwhile (max_loaded_worlds allows it)
     assert sorted(w["id"] for w in listed) == sorted(world["id"] for world in seen)
     assert all(w["loaded"] for w in listed)
