@@ -49,6 +49,7 @@ DOMAIN_PROBLEMS: dict[str, tuple[int, str | None, str | None]] = {
         "Market Conditions Prevented Execution",
     ),
     "exceed-max-withdraw-limit": (400, "exceed-max-withdraw-limit", "Withdrawal Amount Too Large"),
+    "below-min-withdraw-limit": (400, "below-min-withdraw-limit", "Withdrawal Amount Too Small"),
 }
 
 

@@ -27,7 +27,9 @@ from sandex.engine.store import private_files
 from sandex.engine.tools.verify import verify
 from sandex.testing import SandexServer, SandexWorld, Template
 from tests.support.conformance import Answer, Kept, Observe, conformance_problems, served_problems
-from tests.support.trading_helpers import STILL, funded
+from tests.support.server_helpers import Server
+from tests.support.trading_helpers import STILL, funded, still
+from tests.support.webhook_receivers import Receiver, opened
 from tests.support.world_helpers import Front
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -390,9 +392,19 @@ def sandbox_factory(database: Any, in_world: bool) -> Iterator[Any]:
         )
 
 
+def marked(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The clock and settings of the test's `sandex` marker, as `sandbox_factory` takes them."""
+    marker = request.node.get_closest_marker("sandex")
+    chosen: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    given = {"clock": chosen["clock"]} if "clock" in chosen else {}
+    return {**given, **chosen.get("settings", {})}
+
+
 @pytest.fixture
-def sandbox(sandbox_factory: Any) -> Sandbox:
-    return sandbox_factory()  # type: ignore[no-any-return]
+def sandbox(request: pytest.FixtureRequest, sandbox_factory: Any) -> Sandbox:
+    """The in-process sandbox, with the test's `sandex` marker as `http_sandbox` has it
+    (a module's `pytestmark` sets its settings for both)."""
+    return sandbox_factory(**marked(request))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
@@ -455,9 +467,7 @@ def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpC
     marker = request.node.get_closest_marker("sandex")
     chosen: dict[str, Any] = dict(marker.kwargs) if marker else {}
     if backend == "postgresql":
-        factory = request.getfixturevalue("sandbox_factory")
-        given = {"clock": chosen["clock"]} if "clock" in chosen else {}
-        yield factory(**given, **chosen.get("settings", {}))
+        yield request.getfixturevalue("sandbox_factory")(**marked(request))
         return
     suite = make_settings()
     assert suite.clock_start is not None
@@ -474,9 +484,46 @@ def http_sandbox(request: pytest.FixtureRequest, backend: str) -> Iterator[HttpC
 
 
 @pytest.fixture
+def sb(sandbox_factory: Any) -> Any:
+    """The trading tests' in-process sandbox (markets, order lifecycle, order matching):
+    a still market, funded. A module with an `sb` of its own keeps it: pytest prefers
+    the module's fixture to this one."""
+    return funded(still(sandbox_factory))
+
+
+@pytest.fixture
 def http_sb(request: pytest.FixtureRequest) -> Any:
     """The trading tests' `http_sandbox` (markets, order lifecycle, order matching): a
     still market, funded as their in-process `sb` is; a test's own `sandex` marker,
     nearer, wins over the still one added here."""
     request.node.add_marker(pytest.mark.sandex(settings=STILL))
     return funded(request.getfixturevalue("http_sandbox"))
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    """`sandex serve` processes a test started itself (append each): any still running at
+    the end is killed."""
+    started: list[Server] = []
+    yield started
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A `sandex serve` of the module's own, for the plugin's tests that run pytest against
+    a server they did not start (`--sandex-url`)."""
+    server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def receivers() -> Iterator[Any]:
+    """`receivers(**kw)`: a local webhook receiver (tests/support/webhook_receivers.py),
+    each closed at the end."""
+    with opened() as make:
+        yield lambda **kw: make(Receiver, **kw)

@@ -152,7 +152,7 @@ class Settings(BaseModel):
     wire_fee: Annotated[Decimal, Field(ge=0)] = Decimal(30)
     # Crypto withdrawals (the withdrawal fee and withdrawal modules hold the defaults; these
     # override them entry by entry): asset -> network -> flat fee, network -> seconds
-    # from request to COMPLETED, asset -> largest amount of one withdrawal.
+    # from request to COMPLETED, asset -> largest and smallest amount of one withdrawal.
     withdrawal_fee_ttl_seconds: Annotated[Decimal, Field(ge=0)] = Decimal(60)
     withdrawal_fees: dict[str, dict[str, Annotated[Decimal, Field(ge=0)]]] = Field(
         default_factory=dict
@@ -161,6 +161,7 @@ class Settings(BaseModel):
         default_factory=dict
     )
     withdrawal_caps: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
+    withdrawal_minimums: dict[str, Annotated[Decimal, Field(gt=0)]] = Field(default_factory=dict)
     # Stablecoin conversions (engine/domain/transfers/stablecoin_conversions.py): seconds
     # from CREATED to SETTLED, the window in which one may be cancelled, and the largest
     # amount of one conversion.

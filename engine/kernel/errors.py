@@ -122,3 +122,7 @@ class MarketConditions(DomainError):
 
 class ExceedMaxWithdraw(DomainError):
     code = "exceed-max-withdraw-limit"
+
+
+class BelowMinWithdraw(DomainError):
+    code = "below-min-withdraw-limit"

@@ -127,6 +127,10 @@ class ExceedMaxWithdrawLimitError(BadRequestError):
     slug = "exceed-max-withdraw-limit"
 
 
+class BelowMinWithdrawLimitError(BadRequestError):
+    slug = "below-min-withdraw-limit"
+
+
 def _subclasses(cls: type[ProblemError]) -> list[type[ProblemError]]:
     found = []
     for sub in cls.__subclasses__():

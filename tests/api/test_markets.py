@@ -5,26 +5,17 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-import pytest
-
 from sandex.engine.kernel.money import MARKETS
 from tests.support.log_helpers import masked_log
 from tests.support.reference import assert_matches, response_schema
 from tests.support.trading_helpers import (
     book,
     events,
-    funded,
     get_order,
     limit,
     placed,
     set_price,
-    still,
 )
-
-
-@pytest.fixture
-def sb(sandbox_factory: Any) -> Any:
-    return funded(still(sandbox_factory))
 
 
 def price(sb: Any, market: str = "BTCUSD") -> dict[str, Any]:

@@ -17,7 +17,6 @@ from tests.support.trading_helpers import (
     best,
     events,
     executions,
-    funded,
     get_order,
     limit,
     money,
@@ -26,11 +25,6 @@ from tests.support.trading_helpers import (
     set_price,
     still,
 )
-
-
-@pytest.fixture
-def sb(sandbox_factory: Any) -> Any:
-    return funded(still(sandbox_factory))
 
 
 def of_order(sb: Any, order: dict[str, Any]) -> list[tuple[str, str]]:

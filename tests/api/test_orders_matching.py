@@ -18,7 +18,6 @@ from tests.support.trading_helpers import (
     book,
     events,
     executions,
-    funded,
     get_order,
     limit,
     money,
@@ -29,11 +28,6 @@ from tests.support.trading_helpers import (
 
 HOUSE_ASK = Decimal("42521.25")
 HOUSE_BID = Decimal("42478.75")
-
-
-@pytest.fixture
-def sb(sandbox_factory: Any) -> Any:
-    return funded(still(sandbox_factory))
 
 
 def tenant(sb: Any, btc: str = "5", usd: str = "500000") -> dict[str, str]:

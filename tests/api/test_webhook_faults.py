@@ -19,14 +19,9 @@ from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliv
 FAULTS = "/v2/sandbox/webhook-faults"
 
 
-@pytest.fixture
-def sandbox(sandbox_factory: Any) -> Any:
-    """The receivers here run on this machine: the operator allows 127.0.0.1."""
-    return sandbox_factory(webhook_allowed_hosts=LOCAL)
-
-
-# the same setting, for the tests that only talk HTTP (`http_sandbox`)
-ALLOWED = pytest.mark.sandex(settings={"webhook_allowed_hosts": LOCAL})
+# The receivers here run on this machine: the operator allows 127.0.0.1 (for `sandbox`
+# and `http_sandbox` alike).
+pytestmark = pytest.mark.sandex(settings={"webhook_allowed_hosts": LOCAL})
 
 
 @pytest.fixture
@@ -227,7 +222,6 @@ def test_rules_are_listed_read_and_deleted(sandbox: Any, receiver: Receiver) -> 
     problem(sandbox.get(FAULTS, headers=narrow), 403)
 
 
-@ALLOWED
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -254,7 +248,6 @@ def test_a_bad_body_is_a_400_naming_the_field(http_sandbox: Any, body: Any, fiel
     assert _ok(http_sandbox.get(FAULTS)) == {"items": []}
 
 
-@ALLOWED
 def test_a_tenant_keeps_at_most_a_hundred_rules(http_sandbox: Any) -> None:
     for _ in range(100):
         _arm(http_sandbox, {"duplicate": True})

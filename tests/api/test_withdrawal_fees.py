@@ -9,7 +9,14 @@ import pytest
 
 from tests.support.database import query
 from tests.support.reference import component_schemas
-from tests.support.transfer_helpers import ADDRESSES, EVM_ADDRESS, fee_body, problem, quote
+from tests.support.transfer_helpers import (
+    ADDRESSES,
+    EVM_ADDRESS,
+    fee_body,
+    problem,
+    quote,
+    withdrawal_body,
+)
 
 PATH = "/v2/transfer/fees/crypto-withdrawal"
 
@@ -175,6 +182,7 @@ def test_unknown_fields_are_ignored_unless_strict(sandbox_factory: Any) -> None:
         {"withdrawal_fee_ttl_seconds": "-1"},
         {"withdrawal_confirmation_seconds": {"BITCOIN": "-1"}},
         {"withdrawal_caps": {"BTC": "0"}},
+        {"withdrawal_minimums": {"BTC": "-0.1"}},
     ],
 )
 def test_settings_refuse_negative_fees_delays_and_caps(bad: dict[str, Any]) -> None:
@@ -215,3 +223,16 @@ def test_a_quote_at_the_cap_is_given_and_the_cap_is_a_setting(sandbox_factory: A
     assert quote(sb, amount="0.002")["amount"] == "0.002"
     raised = sandbox_factory("raised.db", withdrawal_caps={"BTC": "1"})
     assert quote(raised, amount="1")["amount"] == "1"
+
+
+def test_a_quote_below_the_minimum_is_refused_as_the_withdrawal_would_be(
+    http_sandbox: Any,
+) -> None:
+    """A quote for an amount too small for any withdrawal was answered 200."""
+    http_sandbox.deposit("BTC", "1")
+    refused = http_sandbox.post(PATH, fee_body(amount="0.000009"))
+    same = http_sandbox.post("/v2/transfer/crypto-withdrawals", withdrawal_body(amount="0.000009"))
+    assert refused.status_code == 400, refused.text
+    assert refused.json() == same.json()
+    assert refused.json()["type"].endswith("/below-min-withdraw-limit")
+    assert quote(http_sandbox, amount="0.00001")["amount"] == "0.00001"

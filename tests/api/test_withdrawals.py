@@ -761,3 +761,37 @@ def test_a_beneficiarys_unknown_fields_are_never_stored(
     assert r.status_code == 400, r.text
     assert r.json()["meta"]["field"] == field
     assert _requested_beneficiaries(strict) == []
+
+
+def test_an_amount_below_the_assets_minimum_is_below_min_withdraw_limit(
+    http_sandbox: Any,
+) -> None:
+    """The reference's BTC minimum, 0.00001, and its problem type: a smaller withdrawal
+    was accepted."""
+    http_sandbox.deposit("BTC", "1")
+    body = problem(withdraw(http_sandbox, amount="0.000009"), 400, "below-min-withdraw-limit")
+    assert body["title"] == "Withdrawal Amount Too Small"
+    assert body["detail"] == "amount too small for network BITCOIN minimum amount is 0.00001"
+    assert body["meta"] == {
+        "asset": "BTC",
+        "limit": "0.00001",
+        "amount": "0.000009",
+        "field": "amount",
+    }
+    assert http_sandbox.balance("BTC")["available"] == "1"
+    _ok(withdraw(http_sandbox, amount="0.00001"))
+
+
+def test_the_minimum_applies_to_the_amount_left_by_a_total(http_sandbox: Any) -> None:
+    http_sandbox.deposit("BTC", "1")
+    body = problem(withdraw(http_sandbox, total="0.000025"), 400, "below-min-withdraw-limit")
+    assert (body["meta"]["amount"], body["meta"]["field"]) == ("0.000005", "total")
+
+
+@pytest.mark.sandex(settings={"withdrawal_minimums": {"ETH": "0.01", "BTC": "0.000001"}})
+def test_the_minimum_is_a_setting_per_asset(http_sandbox: Any) -> None:
+    http_sandbox.deposit("ETH", "1")
+    http_sandbox.deposit("BTC", "1")
+    eth = withdraw(http_sandbox, asset="ETH", network="ETHEREUM", amount="0.009")
+    assert problem(eth, 400, "below-min-withdraw-limit")["meta"]["limit"] == "0.01"
+    _ok(withdraw(http_sandbox, amount="0.000009"))

@@ -28,7 +28,7 @@ from sandex.engine.store import LeaseHeld, SqliteEventStore, locate, private_fil
 from sandex.engine.tools.time_travel import log_hash
 from sandex.engine.tools.verify import verify
 from tests.conftest import Sandbox, make_settings
-from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401 - a fixture
+from tests.support.server_helpers import ROOT, SANDEX, Process, Server
 from tests.support.stream_helpers import receive
 from tests.support.trading_helpers import limit
 from tests.support.webhook_receivers import LOCAL, Receiver, opened, wait
@@ -654,7 +654,7 @@ def test_a_sandbox_in_a_world_is_that_world_behind_its_servers_front(database: A
 
 def test_a_world_deleted_under_its_requests_answers_them_and_ends_its_feeds(
     database: Any,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -849,7 +849,7 @@ def test_worlds_driven_at_once_share_no_state(tmp_path: Path, database: Any, cou
 @pytest.mark.slow
 def test_a_restarted_server_serves_the_same_worlds(
     database: Any,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     db = database()
     server = Server(db, "--clock", "manual")
@@ -953,7 +953,7 @@ def test_the_command_line_lists_verifies_shows_and_deletes_a_world(
 
 def test_the_worlds_guide_runs_as_written(
     database: Any,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     """docs/worlds.md's curl session, against a real server with its default limits."""
     text = (ROOT / "docs" / "worlds.md").read_text()

@@ -10,11 +10,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SANDEX = [sys.executable, "-m", "sandex.api_adapter.cli"]
@@ -77,16 +75,6 @@ class Server:
         self.proc.send_signal(signal.SIGINT)
         out, err = self.proc.communicate(timeout=20)
         return self.proc.returncode, out, err
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.communicate()
 
 
 def readme_blocks() -> list[str]:

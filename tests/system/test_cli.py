@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.server_helpers import ROOT, SANDEX, Server, free_port, readme_blocks, servers  # noqa: F401 - a fixture
+from tests.support.server_helpers import ROOT, SANDEX, Server, free_port, readme_blocks
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,7 +23,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_serve_bootstraps_prints_credentials_restarts_with_everything_and_stops_cleanly(
     tmp_path: Path,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     db = tmp_path / "live.db"
     server = Server(db)
@@ -58,7 +58,7 @@ def test_serve_bootstraps_prints_credentials_restarts_with_everything_and_stops_
 
 def test_bootstrap_credentials_come_from_the_environment(
     tmp_path: Path,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     server = Server(
         tmp_path / "env.db", env={"SANDEX_CLIENT_ID": "me", "SANDEX_CLIENT_SECRET": "pw"}
@@ -80,7 +80,7 @@ def test_bootstrap_credentials_come_from_the_environment(
 
 def test_the_readme_curl_examples_work_as_written(
     tmp_path: Path,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     # With the default rate limits: each block logs in, back to back within a second,
     # which the real service's limit (1/s per address on average over five minutes)
@@ -109,7 +109,7 @@ def test_the_readme_curl_examples_work_as_written(
 
 def test_a_readme_block_whose_login_fails_says_why(
     tmp_path: Path,
-    servers: list[Server],  # noqa: F811 - the fixture
+    servers: list[Server],
 ) -> None:
     """A refused login (here a 401: the server's bootstrap secret is another) stops the
     block with curl's status and a message, not a Python traceback, and sends nothing

@@ -15,7 +15,6 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +33,6 @@ from tests.support.server_helpers import ROOT, SANDEX, Server, free_port
 from tests.support.store_helpers import OLD_FEED_DDL, indexes
 
 DEPOSIT = "/v2/sandbox/profiles/default/deposit"
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.communicate()
 
 
 def _sandex(*args: str) -> subprocess.CompletedProcess[str]:

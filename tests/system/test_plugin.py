@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -231,13 +230,6 @@ def test_logs(sandex_world):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-
-
-@pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
-    yield server
-    server.stop()
 
 
 def test_sandex_url_starts_nothing_and_a_failed_tests_world_is_kept(

@@ -140,13 +140,6 @@ def test_setup_fails(broken):
     _replays_to(expiry, seen.read_bytes(), tmp_path)
 
 
-@pytest.fixture
-def running(tmp_path_factory: pytest.TempPathFactory) -> Server:
-    server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
-    yield server  # type: ignore[misc]
-    server.stop()
-
-
 @pytest.mark.slow
 def test_keep_none_deletes_the_world_but_leaves_the_folder(
     pytester: pytest.Pytester, seen: Path, tmp_path: Path, running: Server

@@ -4,7 +4,6 @@ thread after it (a deletion that fails is said at the session's end)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -50,13 +49,6 @@ def test_other_settings(sandex_world, sandex_server):
     )
     result = pytester.runpytest_subprocess(*ARGS)
     result.assert_outcomes(passed=4)
-
-
-@pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = Server(tmp_path_factory.mktemp("serve") / "sandex.db", "--no-rate-limits")
-    yield server
-    server.stop()
 
 
 def test_a_world_that_cannot_be_deleted_is_said_at_the_end_not_a_tests_error(

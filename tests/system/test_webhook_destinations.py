@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from sandex.engine.config.destinations import Destinations
 from sandex.engine.config.settings import Settings
 from tests.conftest import make_settings
 from tests.support.transfer_helpers import problem
-from tests.support.webhook_receivers import LOCAL, Receiver, opened, start_deliverer, wait
+from tests.support.webhook_receivers import LOCAL, start_deliverer, wait
 
 # Hosts that reach this machine or its networks, in the forms a resolver accepts.
 REFUSED_HOSTS = [
@@ -67,12 +66,6 @@ PUBLIC_URLS = [
     "http://[2606:4700:4700::1111]:8080/hook",
     "https://bücher.example/hook",
 ]
-
-
-@pytest.fixture
-def receivers() -> Iterator[Any]:
-    with opened() as make:
-        yield lambda **kw: make(Receiver, **kw)
 
 
 @pytest.mark.parametrize("host", REFUSED_HOSTS)

@@ -25,7 +25,6 @@ from tests.support.transfer_helpers import problem, withdraw
 from tests.support.webhook_receivers import (
     LOCAL,
     RawReceiver,
-    Receiver,
     hold,
     opened,
     read_request,
@@ -33,17 +32,9 @@ from tests.support.webhook_receivers import (
     wait,
 )
 
-
-@pytest.fixture
-def sandbox(sandbox_factory: Any) -> Any:
-    """The receivers here run on this machine: the operator allows 127.0.0.1."""
-    return sandbox_factory(webhook_allowed_hosts=LOCAL)
-
-
-@pytest.fixture
-def receivers() -> Iterator[Any]:
-    with opened() as make:
-        yield lambda **kw: make(Receiver, **kw)
+# The receivers here run on this machine: the operator allows 127.0.0.1 (for `sandbox`
+# and `http_sandbox` alike).
+pytestmark = pytest.mark.sandex(settings={"webhook_allowed_hosts": LOCAL})
 
 
 @pytest.fixture
@@ -157,7 +148,6 @@ def test_a_hanging_receiver_never_slows_the_writer(sandbox: Any, receivers: Any)
         deliverer.stop()
 
 
-@pytest.mark.sandex(settings={"webhook_allowed_hosts": LOCAL})
 def test_registration_refusals_and_removal(http_sandbox: Any) -> None:
     assert problem(http_sandbox.post("/v2/sandbox/webhooks", {"url": "ftp://x"}), 400)["meta"] == {
         "field": "url"

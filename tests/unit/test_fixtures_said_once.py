@@ -10,16 +10,12 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# Copies found when this rule was written, not yet examined: each to be said once or
-# given its reason here. Nothing may join them.
-KNOWN = {
-    "sb": "the trading modules' funded still sandbox, each module's `sb`; a shared one"
-    " would shadow the other modules' `sb` of their own",
-    "sandbox": "webhook faults and tests/system's webhooks: not yet examined",
-    "servers": "server_helpers and the live database's: not yet examined",
-    "receivers": "tests/system's webhooks and webhook destinations: not yet examined",
-    "running": "tests/system's plugin modules: not yet examined",
-}
+# Fixtures that stay copied on purpose, each with its reason. None now: the five copies
+# found when this rule was written (`sb`, `sandbox`, `servers`, `receivers`, `running`)
+# were each the same fixture, and are written once in tests/conftest.py (`sandbox` is the
+# suite's own, which takes a module's `sandex` marker as `http_sandbox` does). Nothing
+# may join this without the reason its copies must differ.
+KNOWN: dict[str, str] = {}
 
 
 def _fixtures() -> dict[tuple[str, str, str], list[str]]:

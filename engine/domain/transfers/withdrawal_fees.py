@@ -24,7 +24,7 @@ from sandex.engine.domain.transfers.networks import (
 )
 from sandex.engine.kernel.clock import format_time, parse_time
 from sandex.engine.kernel.commands import CreateWithdrawalFee
-from sandex.engine.kernel.errors import ExceedMaxWithdraw, Invalid
+from sandex.engine.kernel.errors import BelowMinWithdraw, ExceedMaxWithdraw, Invalid
 from sandex.engine.kernel.events import Event
 from sandex.engine.kernel.money import (
     ASSET_PRECISION,
@@ -128,6 +128,34 @@ def check_cap(settings: Settings, asset: str, amount: Decimal) -> None:
         )
 
 
+# Smallest amount of one withdrawal, in units of the asset sent: the reference's own
+# figure for BTC; other assets have none unless `withdrawal_minimums` sets one.
+DEFAULT_MINIMUMS: dict[str, Decimal] = {"BTC": Decimal("0.00001")}
+
+
+def minimum(settings: Settings, asset: str) -> Decimal | None:
+    return settings.withdrawal_minimums.get(asset, DEFAULT_MINIMUMS.get(asset))
+
+
+def check_minimum(
+    settings: Settings, asset: str, network: str, amount: Decimal, field: str
+) -> None:
+    """400 below-min-withdraw-limit naming `field` when `amount` is below the asset's
+    minimum: too little to be worth a transaction on the network."""
+    limit = minimum(settings, asset)
+    if limit is not None and amount < limit:
+        raise BelowMinWithdraw(
+            f"amount too small for network {network} minimum amount is {format_normal(limit)}",
+            meta={
+                "asset": asset,
+                "limit": format_normal(limit),
+                "amount": format_amount(amount),
+                "field": field,
+            },
+            field=field,
+        )
+
+
 def check_destination(asset: str, network: str, address: str) -> None:
     """400 unless `asset` is a crypto asset that travels on `network` to `address`."""
     if asset not in ASSET_PRECISION or asset in FIAT_ASSETS:
@@ -150,6 +178,11 @@ class Sizing:
 
     amount: Decimal | None
     total: Decimal | None
+
+    @property
+    def field(self) -> str:
+        """The request field that sized the withdrawal."""
+        return "amount" if self.amount is not None else "total"
 
     def priced(self, fee: Decimal, asset: str) -> tuple[Decimal, Decimal]:
         """(amount, total) at `fee`; 400 when a total does not leave a positive amount."""
@@ -202,6 +235,7 @@ def create_fee(ctx: Ctx, cmd: CreateWithdrawalFee) -> dict[str, Any]:
     sizing = parse_sizing(cmd.amount, cmd.total, cmd.asset)
     fee = scheduled_fee(ctx.settings, cmd.asset, cmd.crypto_network)
     amount, total = sizing.priced(fee, cmd.asset)
+    check_minimum(ctx.settings, cmd.asset, cmd.crypto_network, amount, sizing.field)
     check_cap(ctx.settings, cmd.asset, amount)
     ttl = ctx.settings.withdrawal_fee_ttl_seconds
     expires = ctx.now + timedelta(microseconds=int(ttl * 1_000_000))

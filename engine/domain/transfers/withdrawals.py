@@ -165,6 +165,7 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
             f" {quote['amount']} {asset} that fee {quote['id']} guarantees",
             field="amount" if sizing.amount is not None else "total",
         )
+    withdrawal_fees.check_minimum(ctx.settings, asset, cmd.crypto_network, amount, sizing.field)
     withdrawal_fees.check_cap(ctx.settings, asset, amount)
     held = state.ledger.balance(available(profile_id), balance_asset)
     if balance_asset != asset:
