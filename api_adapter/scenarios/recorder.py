@@ -361,24 +361,33 @@ class Recorder:
                 chunks.append(message.get("body", b""))
             return message
 
+        def record() -> None:
+            try:
+                self._record(
+                    scope, b"".join(chunks), answer["status"], b"".join(answer["body"]), started
+                )
+            except Exception as exc:  # noqa: BLE001 - a recording problem must not fail the request
+                print(
+                    f"sandex: could not record {scope['method']} {scope['path']}: {exc}",
+                    file=sys.stderr,
+                )
+
         async def send_recorded(message: Message) -> None:
             if message["type"] == "http.response.start":
                 answer["status"] = message["status"]
             elif message["type"] == "http.response.body":
                 answer["body"].append(message.get("body", b""))
+                if not message.get("more_body", False) and not answer.get("recorded"):
+                    # Recorded before the answer's end leaves: a client that forks a
+                    # snapshot it was just answered finds the snapshot's mark saved.
+                    answer["recorded"] = True
+                    record()
             await send(message)
 
         started = self.engine.clock.now()
         await self.app(scope, receive_recorded, send_recorded)
-        try:
-            self._record(
-                scope, b"".join(chunks), answer["status"], b"".join(answer["body"]), started
-            )
-        except Exception as exc:  # noqa: BLE001 - a recording problem must not fail the request
-            print(
-                f"sandex: could not record {scope['method']} {scope['path']}: {exc}",
-                file=sys.stderr,
-            )
+        if not answer.get("recorded"):
+            record()
 
     # -- feed connections into steps --
 
