@@ -51,6 +51,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -222,6 +223,22 @@ def fork_recording(template: Path, snapshot: str, target: Path, settings: Any) -
 
 
 def _header_text(header: dict[str, Any], mode: str) -> str:
+    """The recording's header as YAML. Every fork of a template writes the same one (its
+    settings the same): dumped once per header, by its JSON, which YAML's dumper is not
+    quick enough to do again for each of a suite's worlds."""
+    try:
+        key = orjson.dumps(header)
+    except TypeError:
+        return _header_dumped(header, mode)
+    return _header_of_json(key, mode)
+
+
+@lru_cache(maxsize=32)
+def _header_of_json(key: bytes, mode: str) -> str:
+    return _header_dumped(orjson.loads(key), mode)
+
+
+def _header_dumped(header: dict[str, Any], mode: str) -> str:
     return f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n" + _dump(
         header
     )
