@@ -12,7 +12,8 @@ suite and the fork share one GIL, so the process's CPU time (`time.process_time`
 thread's), not the wall clock, is what a fork costs a suite on a busy machine.
 
 Printed: CPU ms per fork+login+delete, per round and the median with min-max;
-`--profile`: a cProfile of one round, by cumulative and by own time.
+`--profile`: a cProfile of one round (this thread's CPU), by cumulative and by own time;
+`--profile-server`: the server thread's, over the whole run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import machine  # noqa: E402
 
 
-def serve(folder: Path) -> tuple[Any, Any, str, str, Any]:
+def serve(folder: Path, profiler: Any = None) -> tuple[Any, Any, str, str, Any]:
     """(world, uvicorn server, url, operator secret, thread) as `start_thread` makes them."""
     import secrets
 
@@ -57,9 +58,13 @@ def serve(folder: Path) -> tuple[Any, Any, str, str, Any]:
     options: dict[str, Any] = {"log_config": None, "access_log": False}
     options.update(uvicorn_options(settings))
     server = uvicorn.Server(uvicorn.Config(world.front, **options))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [listener]}, name="sandex-server", daemon=True
-    )
+
+    def run() -> None:
+        if profiler is not None:
+            profiler.enable()
+        server.run(sockets=[listener])
+
+    thread = threading.Thread(target=run, name="sandex-server", daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.01)
@@ -72,14 +77,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-login", action="store_true", help="fork and delete only")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--profile-server", action="store_true", help="a cProfile of the server's thread"
+    )
     args = parser.parse_args()
 
+    from bench._common import measured_tree
+
+    measured_tree()  # this checkout, or $SANDEX_BENCH_TREE's (bench/ab.py)
     from sandex.testing._server import CLIENT_ID, Address, SandexServer
     from sandex.testing._world import SandexWorld, default_template
     from sandex.testing.plugin import SEED, SNAPSHOT
 
     with tempfile.TemporaryDirectory(prefix="bench-fork-cpu-") as tmp:
-        world, server, url, secret, thread = serve(Path(tmp))
+        served = cProfile.Profile(time.thread_time) if args.profile_server else None
+        world, server, url, secret, thread = serve(Path(tmp), served)
         manager = world.app.state.worlds
         sandbox = SandexServer(Address(url, CLIENT_ID, secret), "thread", started_here=True)
         from sandex.testing._defaults import DEFAULT_START
@@ -90,6 +102,7 @@ def main() -> None:
         template = SandexWorld(made, made["client_id"], made["client_secret"], sandbox.http)
         default_template(template)
         template.snapshot(SNAPSHOT)
+        time.sleep(0.5)  # a revision before the recorder saved the mark before answering
 
         def one() -> None:
             forked = manager.create(
@@ -125,6 +138,10 @@ def main() -> None:
         sandbox.close()
         server.should_exit = True
         thread.join(30)
+        if served is not None:  # the whole run's, warm-up and template included
+            stats = pstats.Stats(served)
+            stats.sort_stats("cumulative").print_stats(60)
+            stats.sort_stats("tottime").print_stats(30)
         world.stop()
     what = "fork+delete" if args.no_login else "fork+login+delete"
     print(machine())
