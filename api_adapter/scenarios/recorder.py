@@ -51,6 +51,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -222,6 +223,22 @@ def fork_recording(template: Path, snapshot: str, target: Path, settings: Any) -
 
 
 def _header_text(header: dict[str, Any], mode: str) -> str:
+    """The recording's header as YAML. Every fork of a template writes the same one (its
+    settings the same): dumped once per header, by its JSON, which YAML's dumper is not
+    quick enough to do again for each of a suite's worlds."""
+    try:
+        key = orjson.dumps(header)
+    except TypeError:
+        return _header_dumped(header, mode)
+    return _header_of_json(key, mode)
+
+
+@lru_cache(maxsize=32)
+def _header_of_json(key: bytes, mode: str) -> str:
+    return _header_dumped(orjson.loads(key), mode)
+
+
+def _header_dumped(header: dict[str, Any], mode: str) -> str:
     return f"# Recorded on a {mode} clock; `sandex replay` runs it on a fresh sandbox.\n" + _dump(
         header
     )
@@ -361,24 +378,33 @@ class Recorder:
                 chunks.append(message.get("body", b""))
             return message
 
+        def record() -> None:
+            try:
+                self._record(
+                    scope, b"".join(chunks), answer["status"], b"".join(answer["body"]), started
+                )
+            except Exception as exc:  # noqa: BLE001 - a recording problem must not fail the request
+                print(
+                    f"sandex: could not record {scope['method']} {scope['path']}: {exc}",
+                    file=sys.stderr,
+                )
+
         async def send_recorded(message: Message) -> None:
             if message["type"] == "http.response.start":
                 answer["status"] = message["status"]
             elif message["type"] == "http.response.body":
                 answer["body"].append(message.get("body", b""))
+                if not message.get("more_body", False) and not answer.get("recorded"):
+                    # Recorded before the answer's end leaves: a client that forks a
+                    # snapshot it was just answered finds the snapshot's mark saved.
+                    answer["recorded"] = True
+                    record()
             await send(message)
 
         started = self.engine.clock.now()
         await self.app(scope, receive_recorded, send_recorded)
-        try:
-            self._record(
-                scope, b"".join(chunks), answer["status"], b"".join(answer["body"]), started
-            )
-        except Exception as exc:  # noqa: BLE001 - a recording problem must not fail the request
-            print(
-                f"sandex: could not record {scope['method']} {scope['path']}: {exc}",
-                file=sys.stderr,
-            )
+        if not answer.get("recorded"):
+            record()
 
     # -- feed connections into steps --
 

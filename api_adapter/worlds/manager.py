@@ -310,8 +310,14 @@ class WorldManager:
 
     def _side_files_of(self, world_id: str) -> Iterator[Path]:
         """Its files in the folder: the manifest, key file, lease's lock, and on SQLite
-        the database itself and its companions."""
-        return self.folder.glob(f"{world_id}.*")
+        the database itself and its companions. Listed by their names' prefix: a
+        glob's pattern, new for each world, was compiled anew at each deletion."""
+        start = f"{world_id}."
+        try:
+            names = [e.name for e in os.scandir(self.folder) if e.name.startswith(start)]
+        except FileNotFoundError:
+            names = []
+        return iter([self.folder / name for name in names])
 
     def _make_folder(self) -> None:
         self.folder.mkdir(mode=0o700, exist_ok=True)

@@ -210,8 +210,13 @@ class SqliteEventStore:
         self._version_base = 0  # `data_version` across `_reopen`
         self._lease = WriterLease.take(self.path) if lease else None
         # A file this call makes starts as the blank database of these tables (`_blank`).
+        # `private_files.prepare_database` without its second attempt to create the file
+        # (an open of its own, which fails, on every open of an existing database).
         fresh = not in_memory(self.path) and private_files.create(self.path)
-        made = [] if in_memory(self.path) else private_files.prepare_database(self.path)
+        made = []
+        if not in_memory(self.path):
+            private_files.tighten_database(self.path)
+            made = private_files.writable_companions(self.path)
         try:
             if fresh:
                 _write_blank(self.path, tables, sync=durability == "FULL")

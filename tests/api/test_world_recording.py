@@ -4,12 +4,16 @@ it on an empty sandbox and meets every answer the world gave (docs/worlds.md).""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
+import orjson
 import pytest
 
+from sandex.api_adapter.scenarios.recorder import state_path
 from sandex.api_adapter.scenarios.runner import run_in_process
+from sandex.api_adapter.worlds.dispatch import WorldDispatch
 from sandex.engine.tools.scenario_file import load
 from tests.support.trading_helpers import limit
 from tests.support.world_helpers import MANUAL, Front, World
@@ -72,6 +76,40 @@ def test_a_forks_recording_is_its_templates_then_its_own_and_replays_on_an_empty
     assert order["status"] == "OPEN"
     _replays(recorded)
     _replays(_recording(front, template.id))  # the template's own goes on past its snapshot
+
+
+def test_a_snapshots_mark_is_saved_before_its_answer_ends(front: Front) -> None:
+    """A client that forks the snapshot it was just answered (the pytest plugin's
+    template, then its first test's world) finds the mark its fork's recording starts
+    from: the request is recorded before the answer's last part is sent, not after."""
+    template = front.world(RECORDED)
+    state = state_path(front.sandbox.app.state.worlds._recording_of(template.id))
+    body = orjson.dumps({"name": "ready"})
+    path = f"/w/{template.id}/v2/sandbox/snapshots"
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    headers.append((b"authorization", template.headers["Authorization"].encode()))
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1"}
+    scope.update(method="POST", scheme="http", path=path, raw_path=path.encode())
+    scope.update(query_string=b"", root_path="", headers=headers)
+    scope.update(server=("testserver", 80), client=("testclient", 50000))
+    seen: dict[str, Any] = {}
+
+    async def receive() -> dict[str, Any]:
+        if "asked" not in seen:
+            seen["asked"] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(3600)  # no disconnect while it answers
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            seen["status"] = message["status"]
+        elif message["type"] == "http.response.body" and not message.get("more_body"):
+            seen["marks"] = list(orjson.loads(state.read_bytes())["marks"])
+
+    asyncio.run(WorldDispatch(front.sandbox.app)(scope, receive, send))  # type: ignore[arg-type]
+    assert seen["status"] == 200
+    assert seen["marks"] == ["ready"]
 
 
 def test_a_recorded_world_loaded_again_goes_on_with_its_recording(
