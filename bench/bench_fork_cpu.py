@@ -35,29 +35,12 @@ from bench._common import machine  # noqa: E402
 
 
 def serve(folder: Path, profiler: Any = None) -> tuple[Any, Any, str, str, Any]:
-    """(world, uvicorn server, url, operator secret, thread) as `start_thread` makes them."""
-    import secrets
+    """(world, uvicorn server, url, operator secret, thread) as `start_thread` makes them,
+    the server's thread profiled when asked."""
+    from sandex.testing._server import thread_server
 
-    import uvicorn
-
-    from sandex.api_adapter.bootstrap import fixed
-    from sandex.api_adapter.server.connections import uvicorn_options
-    from sandex.api_adapter.server.listen import listen
-    from sandex.api_adapter.world import World
-    from sandex.engine.config.settings import Settings
-    from sandex.engine.kernel.logs import hand_to_logging
-    from sandex.testing._server import CLIENT_ID, SERVER_SETTINGS
-
-    hand_to_logging()
-    secret = secrets.token_urlsafe(30)
-    settings = Settings(**SERVER_SETTINGS)
-    listener = listen("127.0.0.1", 0)
+    world, server, listener, secret = thread_server(folder)
     port = listener.getsockname()[1]
-    world = World.open(folder / "sandex.db", settings, bootstrap=fixed(CLIENT_ID, secret))
-    world.start()
-    options: dict[str, Any] = {"log_config": None, "access_log": False}
-    options.update(uvicorn_options(settings))
-    server = uvicorn.Server(uvicorn.Config(world.front, **options))
 
     def run() -> None:
         if profiler is not None:

@@ -11,6 +11,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -59,13 +60,10 @@ class Running:
         self._stop()
 
 
-def start_thread(folder: Path) -> Running:
-    """The app `sandex serve` builds (the default world with its worlds), served by
-    uvicorn on a loopback ephemeral port on a daemon thread of this process. The
-    process's structlog configuration is the suite's own: left as it is (configured
-    here, it would filter the suite's own log lines, and its captures, process-wide);
-    but the server's lines, which it would print to the standard output a user's test
-    captures, go to `logging` (`hand_to_logging`), which pytest keeps with each test."""
+def thread_server(folder: Path) -> tuple[Any, Any, socket.socket, str]:
+    """(the default world, its uvicorn server, the listening socket, the operator's
+    secret), built as `start_thread` serves them, not yet running (bench_fork_cpu runs
+    the server on a thread of its own, to profile it)."""
     import uvicorn
 
     from sandex.api_adapter.bootstrap import fixed
@@ -79,12 +77,22 @@ def start_thread(folder: Path) -> Running:
     secret = secrets.token_urlsafe(30)
     settings = Settings(**SERVER_SETTINGS)
     listener = listen("127.0.0.1", 0)
-    port = listener.getsockname()[1]
     world = World.open(folder / "sandex.db", settings, bootstrap=fixed(CLIENT_ID, secret))
     world.start()
     options: dict[str, Any] = {"log_config": None, "access_log": False}
     options.update(uvicorn_options(settings))  # type: ignore[arg-type]
-    server = uvicorn.Server(uvicorn.Config(world.front, **options))
+    return world, uvicorn.Server(uvicorn.Config(world.front, **options)), listener, secret
+
+
+def start_thread(folder: Path) -> Running:
+    """The app `sandex serve` builds (the default world with its worlds), served by
+    uvicorn on a loopback ephemeral port on a daemon thread of this process. The
+    process's structlog configuration is the suite's own: left as it is (configured
+    here, it would filter the suite's own log lines, and its captures, process-wide);
+    but the server's lines, which it would print to the standard output a user's test
+    captures, go to `logging` (`hand_to_logging`), which pytest keeps with each test."""
+    world, server, listener, secret = thread_server(folder)
+    port = listener.getsockname()[1]
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [listener]}, name="sandex-server", daemon=True
     )

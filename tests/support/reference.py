@@ -157,26 +157,25 @@ def request_examples() -> list[tuple[str, str, str, str, Any]]:
     return found
 
 
-def problem_types() -> dict[str, int]:
-    """The status of each typed problem (a type URI other than about:blank) in the whole
-    document's problem examples; skips where the document is absent."""
+def _typed_problems() -> list[dict[str, Any]]:
+    """The whole document's problem examples whose type is a URI other than about:blank;
+    skips where the document is absent."""
     examples = _load(path(FULL_NAME))["components"]["examples"]
-    return {
-        ex["value"]["type"]: ex["value"]["status"]
+    return [
+        ex["value"]
         for name, ex in examples.items()
         if name.startswith("Problem_") and ex["value"]["type"] != "about:blank"
-    }
+    ]
+
+
+def problem_types() -> dict[str, int]:
+    """The status of each typed problem in the reference's problem examples."""
+    return {problem["type"]: problem["status"] for problem in _typed_problems()}
 
 
 def problem_titles() -> dict[str, str]:
-    """The title of each typed problem (a type URI other than about:blank) in the whole
-    document's problem examples; skips where the document is absent."""
-    examples = _load(path(FULL_NAME))["components"]["examples"]
-    return {
-        ex["value"]["type"]: ex["value"]["title"]
-        for name, ex in examples.items()
-        if name.startswith("Problem_") and ex["value"]["type"] != "about:blank"
-    }
+    """The title of each typed problem in the reference's problem examples."""
+    return {problem["type"]: problem["title"] for problem in _typed_problems()}
 
 
 def operation_ids() -> dict[tuple[str, str], str]:
