@@ -9,10 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import server_helpers
 from tests.support.server_helpers import Server
-
-servers = server_helpers.servers  # the fixture that stops each test's servers
 
 
 def _signed_in(server: Server) -> httpx.Client:

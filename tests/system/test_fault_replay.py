@@ -19,7 +19,7 @@ import pytest
 from sandex.api_adapter.scenarios.runner import run_in_process, run_remote
 from sandex.engine.tools.scenario_file import load, load_file
 from tests.support.crash_helpers import verify
-from tests.support.server_helpers import ROOT, SANDEX, Process, Server, servers  # noqa: F401
+from tests.support.server_helpers import ROOT, SANDEX, Process, Server
 from tests.support.transfer_helpers import withdrawal_body
 
 CALLS = 200

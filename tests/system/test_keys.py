@@ -28,7 +28,7 @@ from sandex.engine.store import private_files
 from sandex.engine.tools.time_travel import travel
 from tests.conftest import make_settings
 from tests.support.file_helpers import database_bytes, file_mode, usual_umask
-from tests.support.server_helpers import SANDEX, Server, servers  # noqa: F401 - a fixture
+from tests.support.server_helpers import SANDEX, Server
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.support.server_helpers import Server, servers  # noqa: F401 - the fixture
+from tests.support.server_helpers import Server
 from tests.support.stream_helpers import Book, apply, differing, from_order_book, from_snapshot
 
 

@@ -20,7 +20,7 @@ from sandex.api_adapter.scenarios.runner import run_in_process
 from sandex.engine.tools.scenario_file import load_file
 from sandex.engine.tools.time_travel import log_hash
 from tests.support.golden_helpers import read_models
-from tests.support.server_helpers import ROOT, SANDEX, Server, servers  # noqa: F401 - a fixture
+from tests.support.server_helpers import ROOT, SANDEX, Server
 
 SCENARIO = ROOT / "scenarios" / "events_feed_orders_and_transfers.yaml"
 STOP_LOSS = ROOT / "scenarios" / "backtests" / "stop_loss.yaml"
