@@ -181,16 +181,10 @@ def test_two_worlds_in_one_process_share_nothing(two_worlds: tuple[World, World]
     assert a.clock_mode == b.clock_mode == "manual"
 
 
-def test_a_worlds_first_requests_analyse_no_route_another_world_has(
-    two_worlds: tuple[World, World], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """FastAPI analyses an operation (its dependencies, parameters, body) when its
-    router's inclusion first matches a request; every world's app serves the same
-    inclusions, so that a world forked per test does not pay it again."""
+def _route_analyses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths FastAPI analyses a route for (`get_dependant`) from now on."""
     import fastapi.routing
 
-    a, b = two_worlds
-    _drive(a)
     analysed: list[str] = []
     real = fastapi.routing.get_dependant
 
@@ -199,6 +193,18 @@ def test_a_worlds_first_requests_analyse_no_route_another_world_has(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(fastapi.routing, "get_dependant", counted)
+    return analysed
+
+
+def test_a_worlds_first_requests_analyse_no_route_another_world_has(
+    two_worlds: tuple[World, World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastAPI analyses an operation (its dependencies, parameters, body) when its
+    router's inclusion first matches a request; every world's app serves the same
+    inclusions, so that a world forked per test does not pay it again."""
+    a, b = two_worlds
+    _drive(a)
+    analysed = _route_analyses(monkeypatch)
     _drive(b)
     assert analysed == []
 
@@ -209,19 +215,10 @@ def test_a_worlds_app_makes_no_route_but_its_openapi_documents(
     """The docs pages (/docs, its OAuth2 redirect, their static files) are built once
     for every world's app, as the API's routes are; each app serves its own OpenAPI
     document, and the page points at its world's own document."""
-    import fastapi.routing
-
     from sandex.api_adapter.app import create_app
 
     a, b = two_worlds
-    made: list[str] = []
-    real = fastapi.routing.get_dependant
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(kwargs.get("path", "?"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(fastapi.routing, "get_dependant", counted)
+    made = _route_analyses(monkeypatch)
     app = create_app(b.engine, webhooks_on_lifespan=False)
     monkeypatch.undo()
     assert made == []

@@ -12,6 +12,7 @@ from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from sandex.engine.runtime import writer
 from sandex.engine.runtime.composition import open_engine
 from tests.conftest import make_settings
+from tests.support.engine_helpers import release_watched
 
 
 def _committers() -> set[threading.Thread]:
@@ -23,14 +24,7 @@ def test_an_idle_writer_ends_its_committer_thread_and_releases_its_stores_cache(
 ) -> None:
     monkeypatch.setattr(writer, "_IDLE_SECONDS", 0.05)
     engine = open_engine(tmp_path / "idle.db", make_settings())
-    released = threading.Event()
-    release = engine.store.release_memory  # type: ignore[attr-defined]
-
-    def recorded() -> None:
-        release()
-        released.set()
-
-    monkeypatch.setattr(engine.store, "release_memory", recorded)
+    released = release_watched(engine, monkeypatch)
     others = _committers()
     engine.start()
     try:

@@ -4,7 +4,6 @@ in-memory SQLite database, and a store whose write kills the writer thread."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,13 @@ import pytest
 from sandex.engine import Engine, open_engine
 from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from sandex.engine.kernel.errors import Unavailable
-from sandex.engine.kernel.events import Event
 from sandex.engine.runtime import startup_cache
 from sandex.engine.runtime.composition import TABLES, build_engine
 from sandex.engine.runtime.writer import WriterDied
-from sandex.engine.store import MemoryEventStore, TableWrites
+from sandex.engine.store import MemoryEventStore
 from sandex.engine.tools.verify import store_problems
 from tests.conftest import make_settings
+from tests.support.engine_helpers import DyingStore, Escaped
 
 # How long a test waits for the writer's answer before calling it hung: a guard, not a
 # timing (a machine loaded by other work took more than 10 s to answer here).
@@ -78,25 +77,9 @@ def test_an_engine_given_a_path_instead_of_a_store_says_what_opens_one() -> None
         Engine(":memory:")  # type: ignore[arg-type]
 
 
-class _Escaped(BaseException):
-    """An error no `except Exception` catches: it ends the writer thread."""
-
-
-class _DyingStore(MemoryEventStore):
-    def __init__(self) -> None:
-        super().__init__(tables=TABLES)
-        self.die = False
-
-    def write(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
-        if self.die:
-            self.die = False
-            raise _Escaped("the store broke in a way nobody expected")
-        super().write(events, writes, checkpoint)
-
-
 def test_when_the_writer_thread_dies_every_caller_is_told_at_once() -> None:
     """Commands queued to a dead writer waited for ever (`submit` without a timeout)."""
-    store = _DyingStore()
+    store = DyingStore()
     engine = build_engine(store, make_settings()).start()
     try:
         actor, _ = _customer(engine)
@@ -129,7 +112,7 @@ def test_a_commit_that_fails_in_an_unexpected_way_is_answered_and_the_engine_goe
         if not calls:
             calls.append(1)
             store._pending = None
-            raise _Escaped("the disk went away oddly")
+            raise Escaped("the disk went away oddly")
         real_finish()
 
     try:

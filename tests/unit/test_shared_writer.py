@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,14 +16,14 @@ import pytest
 from sandex.engine import Engine, open_engine
 from sandex.engine.kernel.commands import Actor, CreateCustomer, SandboxDeposit
 from sandex.engine.kernel.errors import Unavailable
-from sandex.engine.kernel.events import Event
 from sandex.engine.runtime import startup_cache, writer
 from sandex.engine.runtime.composition import TABLES, build_engine
 from sandex.engine.runtime.shared_writer import SharedWriter
 from sandex.engine.runtime.writer import EngineStopped, WriterDied
-from sandex.engine.store import MemoryEventStore, TableWrites
+from sandex.engine.store import MemoryEventStore
 from sandex.engine.tools.verify import store_problems
 from tests.conftest import make_settings
+from tests.support.engine_helpers import DyingStore, release_watched
 
 # How long a test waits for an answer before calling it hung: a guard, not a timing.
 HUNG = 60
@@ -93,26 +93,10 @@ def test_engines_on_a_shared_writer_run_on_its_one_thread_each_with_its_own_log(
             assert store_problems(again.store) == []
 
 
-class _Escaped(BaseException):
-    """An error no `except Exception` catches: it ends an engine's own writer thread."""
-
-
-class _DyingStore(MemoryEventStore):
-    def __init__(self) -> None:
-        super().__init__(tables=TABLES)
-        self.die = False
-
-    def write(self, events: Sequence[Event], writes: TableWrites, checkpoint: int) -> None:
-        if self.die:
-            self.die = False
-            raise _Escaped("the store broke in a way nobody expected")
-        super().write(events, writes, checkpoint)
-
-
 def test_a_writer_that_dies_on_one_engine_ends_it_for_that_engine_alone(
     shared: SharedWriter,
 ) -> None:
-    store = _DyingStore()
+    store = DyingStore()
     dying = build_engine(store, make_settings()).start(shared)
     other = build_engine(MemoryEventStore(tables=TABLES), make_settings()).start(shared)
     try:
@@ -183,14 +167,7 @@ def test_an_idle_engine_gives_back_its_memory_while_another_is_busy(
     monkeypatch.setattr(writer, "_IDLE_SECONDS", 0.05)
     idle = open_engine(tmp_path / "idle.db", make_settings())
     busy = open_engine(tmp_path / "busy.db", make_settings())
-    released = threading.Event()
-    release = idle.store.release_memory  # type: ignore[attr-defined]
-
-    def recorded() -> None:
-        release()
-        released.set()
-
-    monkeypatch.setattr(idle.store, "release_memory", recorded)
+    released = release_watched(idle, monkeypatch)
     idle.start(shared)
     busy.start(shared)
     try:
