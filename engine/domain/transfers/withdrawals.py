@@ -163,7 +163,7 @@ def create_withdrawal(ctx: Ctx, cmd: CreateCryptoWithdrawal) -> dict[str, Any]:
         raise Invalid(
             f"amount invalid: {format_amount(amount)} {asset} is above the amount"
             f" {quote['amount']} {asset} that fee {quote['id']} guarantees",
-            field="amount" if sizing.amount is not None else "total",
+            field=sizing.field,
         )
     withdrawal_fees.check_minimum(ctx.settings, asset, cmd.crypto_network, amount, sizing.field)
     withdrawal_fees.check_cap(ctx.settings, asset, amount)
